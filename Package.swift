@@ -1,0 +1,50 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "nearby",
+    platforms: [.macOS(.v14)],
+    products: [
+        // Its own single-target product, so swift-argument-parser's generate-manual plugin documents it.
+        .executable(name: "nearby", targets: ["nearby"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
+    ],
+    targets: [
+        .executableTarget(
+            name: "nearby",
+            dependencies: ["NearbyCLI"]
+        ),
+        .target(
+            name: "NearbyCLI",
+            dependencies: [
+                "NearbyCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .target(
+            name: "NearbyCore",
+            dependencies: [
+                "CDNSSD",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            linkerSettings: [.linkedLibrary("dns_sd", .when(platforms: [.linux]))]
+        ),
+        // dns_sd.h: Avahi's compatibility layer on Linux, the system's own on macOS.
+        // (Not through pkg-config: its -D_REENTRANT is a flag SwiftPM refuses with a warning.)
+        .systemLibrary(
+            name: "CDNSSD",
+            providers: [.apt(["libavahi-compat-libdnssd-dev"])]
+        ),
+        .testTarget(name: "NearbyCoreTests", dependencies: ["NearbyCore"]),
+        .testTarget(name: "NearbyCLITests", dependencies: ["NearbyCLI", "NearbyCore"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

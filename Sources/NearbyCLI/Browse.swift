@@ -1,0 +1,115 @@
+import ArgumentParser
+import NearbyCore
+
+extension Nearby {
+    struct Browse: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print peers as they are found and lost.",
+            discussion: """
+                Prints 'browsing', then a 'found' event per peer (ID, name, discovery info, host, \
+                port, addresses, interface, whether it is a nearby node or a plain MPC app), 'updated' \
+                when its discovery info or addresses change, and 'lost' when it goes away. Each peer \
+                is reported once, however many interfaces and IP families see it. Runs until \
+                interrupted, --timeout or --count; with --peer, until that peer is found (exit 0) or \
+                the time is up (exit 2).
+
+                Examples:
+                  nearby browse --timeout 5 | jq -r 'select(.event=="found") | .peer.name'
+                  nearby browse --service chat --count 1
+                  nearby browse --peer alice --timeout 10 >/dev/null && echo "alice is here"
+                """)
+
+        @OptionGroup var serviceOptions: ServiceOptions
+
+        @Option(help: ArgumentHelp("Stop after this many seconds (exit 0; with --peer, exit 2).", valueName: "seconds"))
+        var timeout: Double?
+
+        @Option(help: ArgumentHelp("Stop after this many peers were found (exit 0).", valueName: "n"))
+        var count: Int?
+
+        @Option(
+            help: ArgumentHelp(
+                "Wait for this peer (ID, ID prefix or display name) and exit 0 when found; exit 2 if it is not found in time (default 10 s).",
+                valueName: "peer"))
+        var peer: String?
+
+        @OptionGroup var output: OutputOptions
+
+        static let defaultPeerTimeout = 10.0
+
+        func validate() throws {
+            if let timeout, !(timeout > 0 && timeout.isFinite) { throw ValidationError("--timeout must be a positive number of seconds") }
+            if let count, count < 1 { throw ValidationError("--count must be at least 1") }
+            if let peer, peer.isEmpty { throw ValidationError("--peer must not be empty") }
+        }
+
+        private enum Outcome: Sendable {
+            case done
+            case timedOut
+            case interrupted
+            case failed(NearbyError)
+        }
+
+        func run() async throws {
+            let context = CommandContext.current
+            try await reporting(context, verbose: output.verbose) {
+                let service = try serviceOptions.resolve(context)
+                let selfID = try context.identity().peerID
+                let browser = Browser(service: service)
+                let updates = try browser.start()
+                defer { browser.stop() }
+                context.events.emit(Events.Browsing(service: service.name, domain: browser.domain))
+
+                let limit = timeout ?? (peer == nil ? nil : Self.defaultPeerTimeout)
+                let outcome = await withTaskGroup(of: Outcome.self) { group in
+                    group.addTask { await report(updates, service: service, selfID: selfID, context: context) }
+                    group.addTask {
+                        _ = await TerminationSignal.next()
+                        return .interrupted
+                    }
+                    if let limit {
+                        group.addTask {
+                            try? await Task.sleep(for: .seconds(limit))
+                            return .timedOut
+                        }
+                    }
+                    let first = await group.next() ?? .done
+                    group.cancelAll()
+                    return first
+                }
+                switch outcome {
+                case .done, .interrupted: return
+                case .timedOut:
+                    if let peer { throw NearbyError.peerNotFound(peer, waitedSeconds: limit ?? 0) }
+                case let .failed(error): throw error
+                }
+            }
+        }
+
+        /// Prints updates until the stream ends or --count / --peer is satisfied.
+        private func report(
+            _ updates: AsyncStream<Browser.Update>, service: ServiceType, selfID: PeerID, context: CommandContext
+        ) async -> Outcome {
+            var found = 0
+            for await update in updates {
+                switch update {
+                case let .found(discovered):
+                    guard peer.map(discovered.matches) ?? true else { continue }
+                    context.events.emit(Events.PeerSeen(discovered, service: service, selfID: selfID))
+                    found += 1
+                    if peer != nil || found == count { return .done }
+                case let .updated(discovered, changed):
+                    guard peer.map(discovered.matches) ?? true else { continue }
+                    context.events.emit(Events.PeerUpdated(
+                        changed: changed, seen: Events.PeerSeen(discovered, service: service, selfID: selfID)))
+                case let .lost(discovered):
+                    guard peer.map(discovered.matches) ?? true else { continue }
+                    context.events.emit(Events.Lost(discovered, service: service))
+                case let .failed(error):
+                    return .failed(error)
+                }
+            }
+            return .interrupted
+        }
+    }
+}

@@ -1,0 +1,44 @@
+import ArgumentParser
+import Foundation
+import NearbyCore
+
+/// What a command runs against: where events go, the environment, the files. Tests replace it with
+/// `CommandContext.$current.withValue(…)`.
+public struct CommandContext: Sendable {
+    public var events: any EventSink
+    public var environment: [String: String]
+    public var hostName: @Sendable () -> String
+
+    public init(events: any EventSink, environment: [String: String], hostName: @escaping @Sendable () -> String) {
+        self.events = events
+        self.environment = environment
+        self.hostName = hostName
+    }
+
+    public static let live = CommandContext(
+        events: LineSink(), environment: ProcessInfo.processInfo.environment,
+        hostName: { ProcessInfo.processInfo.hostName })
+
+    @TaskLocal public static var current = CommandContext.live
+
+    public var paths: NearbyPaths { NearbyPaths(environment: environment) }
+    public var identityStore: IdentityStore { IdentityStore(paths: paths) }
+
+    /// The identity, created on first use with the host name as display name.
+    public func identity() throws(NearbyError) -> Identity {
+        try identityStore.loadOrCreate(defaultName: DisplayName.fromHostName(hostName()))
+    }
+}
+
+/// Runs a command body; a `NearbyError` becomes an `error` event on stdout, a sentence on stderr and
+/// the documented exit status.
+func reporting(_ context: CommandContext, verbose: Bool, _ body: () async throws -> Void) async throws {
+    do {
+        try await body()
+    } catch let error as NearbyError {
+        let message = error.errorDescription ?? "\(error)"
+        context.events.emit(Events.Failure(code: error.code, message: message, exitStatus: error.exitStatus.rawValue))
+        Console(verbose: verbose).error(message)
+        throw ExitCode(error.exitStatus.rawValue)
+    }
+}

@@ -1,0 +1,74 @@
+import CDNSSD
+import Dispatch
+
+/// Publishes this node: `_<service>._tcp`, instance name = peer ID, the MPC-compatible TXT record.
+/// Stopping it deallocates the registration, so avahi-daemon sends goodbye packets and browsers see
+/// the peer lost at once.
+public final class Advertiser: @unchecked Sendable {
+    public let service: ServiceType
+    public let instance: String
+    public let port: UInt16
+    public let txt: TXTRecord
+    private let queue = DispatchQueue(label: "nearby.advertiser")
+    private var operation: DNSServiceOperation?
+
+    public init(service: ServiceType, instance: String, port: UInt16, txt: TXTRecord) {
+        self.service = service
+        self.instance = instance
+        self.port = port
+        self.txt = txt
+    }
+
+    /// Registers and waits until the daemon confirms. A registration renamed because of a conflict
+    /// is withdrawn and reported: our instance name is our identity and must not change.
+    public func start() async throws(NearbyError) {
+        DNSSD.silenceAvahiWarnings()
+        let wire = try txt.encode()
+        let result: Result<Void, NearbyError> = await withCheckedContinuation { continuation in
+            let once = Once(continuation)
+            queue.async { [self] in
+                do throws(NearbyError) {
+                    operation = try DNSSD.register(
+                        name: instance, type: service.registrationType, port: port, txt: wire, queue: queue,
+                        onFailure: { status in once.resume(.failure(.daemonUnavailable(code: status))) }
+                    ) { [instance] status, name in
+                        if status != Int32(kDNSServiceErr_NoError) {
+                            once.resume(.failure(.discoveryFailed(operation: "register", code: status)))
+                        } else if let name, name != instance {
+                            once.resume(.failure(.nameConflict(requested: instance, got: name)))
+                        } else {
+                            once.resume(.success(()))
+                        }
+                    }
+                } catch {
+                    once.resume(.failure(error))
+                }
+            }
+        }
+        if case let .failure(error) = result {
+            stop()
+            throw error
+        }
+    }
+
+    /// Withdraws the registration. Returns once the daemon has been told.
+    public func stop() {
+        let stopping: DNSServiceOperation? = queue.sync {
+            defer { operation = nil }
+            operation?.cancel()
+            return operation
+        }
+        stopping?.waitUntilReleased()
+    }
+}
+
+/// Resumes a continuation at most once; later results are dropped.
+final class Once<T: Sendable>: @unchecked Sendable {
+    private var continuation: CheckedContinuation<T, Never>?
+    init(_ continuation: CheckedContinuation<T, Never>) { self.continuation = continuation }
+    /// Only called on one serial queue.
+    func resume(_ value: T) {
+        continuation?.resume(returning: value)
+        continuation = nil
+    }
+}

@@ -1,0 +1,158 @@
+/// What the browser knows about each advertised instance, as a pure state machine: DNS-SD results go
+/// in, actions come out (start or stop a query, announce a peer). No I/O, so it is tested without a
+/// daemon.
+///
+/// Avahi reports one service once per interface *and* per IP family, so adds and removes are counted
+/// per interface, and a peer is `found` once and `lost` once, when its last report is withdrawn.
+public struct PeerTable: Sendable {
+    public struct Snapshot: Equatable, Sendable {
+        public var instance: String
+        public var txt: TXTRecord
+        public var host: String?
+        public var port: Int?
+        public var addresses: [String]
+        public var interfaceIndex: UInt32?
+        public var firstSeen: Duration
+    }
+
+    public enum Action: Equatable, Sendable {
+        case resolve(instance: String, interface: UInt32)
+        case stopResolve(instance: String, interface: UInt32)
+        case queryAddresses(instance: String, interface: UInt32, host: String)
+        case stopAddressQueries(instance: String, interface: UInt32)
+        /// Call `settled(instance:)` after this long: addresses have had time to arrive.
+        case settle(instance: String, after: Duration)
+        case found(Snapshot)
+        case updated(Snapshot, changed: [String])
+        case lost(Snapshot)
+    }
+
+    /// How long `found` waits for more addresses once the first one arrived (A and AAAA usually come
+    /// together), and how long it waits for any address at all after the service resolved.
+    public static let addressSettle = Duration.milliseconds(100)
+    public static let addressGiveUp = Duration.milliseconds(1500)
+
+    private struct Peer {
+        var reports: [UInt32: Int] = [:]
+        var resolvedOn: Set<UInt32> = []
+        var txt = TXTRecord(displayName: nil, info: [:], protocolVersion: nil)
+        var host: String?
+        var port: Int?
+        var interfaceIndex: UInt32?
+        var addresses: [String] = []
+        var announced = false
+        var firstSeen: Duration
+    }
+
+    private var peers: [String: Peer] = [:]
+
+    public init() {}
+
+    public var count: Int { peers.count }
+
+    public func snapshot(_ instance: String) -> Snapshot? {
+        peers[instance].map { Self.snapshot(instance, $0) }
+    }
+
+    public mutating func serviceAdded(instance: String, interface: UInt32, at now: Duration) -> [Action] {
+        var peer = peers[instance] ?? Peer(firstSeen: now)
+        let previous = peer.reports[interface, default: 0]
+        peer.reports[interface] = previous + 1
+        peers[instance] = peer
+        return previous == 0 ? [.resolve(instance: instance, interface: interface)] : []
+    }
+
+    public mutating func serviceRemoved(instance: String, interface: UInt32) -> [Action] {
+        guard var peer = peers[instance], let reports = peer.reports[interface] else { return [] }
+        if reports > 1 {
+            peer.reports[interface] = reports - 1
+            peers[instance] = peer
+            return []
+        }
+        var actions: [Action] = [
+            .stopResolve(instance: instance, interface: interface),
+            .stopAddressQueries(instance: instance, interface: interface),
+        ]
+        peer.reports[interface] = nil
+        peer.resolvedOn.remove(interface)
+        guard peer.reports.isEmpty else {
+            peers[instance] = peer
+            return actions
+        }
+        peers[instance] = nil
+        if peer.announced { actions.append(.lost(Self.snapshot(instance, peer))) }
+        return actions
+    }
+
+    public mutating func resolved(
+        instance: String, interface: UInt32, host: String, port: Int, txt: [UInt8]
+    ) -> [Action] {
+        guard var peer = peers[instance], peer.reports[interface] != nil else { return [] }
+        var actions: [Action] = []
+        let record = TXTRecord.decode(txt)
+        if !peer.resolvedOn.contains(interface) {
+            peer.resolvedOn.insert(interface)
+            actions.append(.queryAddresses(instance: instance, interface: interface, host: host))
+        }
+        var changed: [String] = []
+        if peer.host == nil {
+            peer.host = host
+            peer.port = port
+            peer.interfaceIndex = interface
+            peer.txt = record
+            actions.append(.settle(instance: instance, after: Self.addressGiveUp))
+        } else {
+            if record.displayName != peer.txt.displayName { changed.append("name") }
+            if record.info != peer.txt.info || record.protocolVersion != peer.txt.protocolVersion {
+                changed.append("info")
+            }
+            peer.txt = record
+            if peer.port != port || peer.host != host, peer.interfaceIndex == interface {
+                peer.host = host
+                peer.port = port
+                changed.append("port")
+            }
+        }
+        peers[instance] = peer
+        if peer.announced, !changed.isEmpty {
+            actions.append(.updated(Self.snapshot(instance, peer), changed: changed))
+        }
+        return actions
+    }
+
+    public mutating func addressChanged(instance: String, address: String, added: Bool) -> [Action] {
+        guard var peer = peers[instance] else { return [] }
+        let had = peer.addresses.contains(address)
+        if added, !had {
+            peer.addresses.append(address)
+        } else if !added, had {
+            peer.addresses.removeAll { $0 == address }
+        } else {
+            return []
+        }
+        peers[instance] = peer
+        if peer.announced { return [.updated(Self.snapshot(instance, peer), changed: ["addresses"])] }
+        return added && peer.addresses.count == 1 ? [.settle(instance: instance, after: Self.addressSettle)] : []
+    }
+
+    /// A settle timer fired: announce the peer if it is still there and not announced yet.
+    public mutating func settled(instance: String) -> [Action] {
+        guard var peer = peers[instance], !peer.announced, peer.host != nil else { return [] }
+        peer.announced = true
+        peers[instance] = peer
+        return [.found(Self.snapshot(instance, peer))]
+    }
+
+    /// The daemon went away: every peer is gone as far as we can tell.
+    public mutating func removeAll() -> [Action] {
+        let lost = peers.sorted { $0.key < $1.key }.filter { $0.value.announced }.map { Action.lost(Self.snapshot($0.key, $0.value)) }
+        peers = [:]
+        return lost
+    }
+
+    private static func snapshot(_ instance: String, _ peer: Peer) -> Snapshot {
+        Snapshot(
+            instance: instance, txt: peer.txt, host: peer.host, port: peer.port,
+            addresses: peer.addresses, interfaceIndex: peer.interfaceIndex, firstSeen: peer.firstSeen)
+    }
+}

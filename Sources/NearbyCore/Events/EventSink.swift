@@ -1,0 +1,64 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Where events go. Commands and the core emit through this, so tests can capture them.
+public protocol EventSink: Sendable {
+    func emit(_ body: some EventBody)
+}
+
+/// Writes each event as one line on a file descriptor (stdout by default) with a single `write(2)`
+/// per line, so a pipe's reader sees every line as soon as it happens, and lines never interleave.
+public final class LineSink: EventSink {
+    private let fd: Int32
+    private let encoder = EventEncoder()
+    private let lock = Mutex(())
+
+    public init(fileDescriptor: Int32 = STDOUT_FILENO) { fd = fileDescriptor }
+
+    public func emit(_ body: some EventBody) {
+        let line = encoder.line(body) + "\n"
+        lock.withLock { _ in writeFully(fd, Array(line.utf8)) }
+    }
+}
+
+/// Keeps events in memory: for tests.
+public final class MemorySink: EventSink {
+    private let storage = Mutex<[String]>([])
+    private let encoder = EventEncoder()
+    public init() {}
+    public func emit(_ body: some EventBody) { storage.withLock { $0.append(encoder.line(body)) } }
+    public var lines: [String] { storage.withLock { $0 } }
+}
+
+/// Words for people on stderr: errors always, chatter only with `--verbose`.
+public struct Console: Sendable {
+    public let verbose: Bool
+    public init(verbose: Bool) { self.verbose = verbose }
+
+    public func info(_ message: @autoclosure () -> String) {
+        if verbose { Self.write("nearby: " + message() + "\n") }
+    }
+
+    public func error(_ message: String) { Self.write("nearby: error: \(message)\n") }
+
+    private static func write(_ text: String) { writeFully(STDERR_FILENO, Array(text.utf8)) }
+}
+
+/// `write(2)` until done; gives up quietly when the reader is gone (EPIPE), retries on EINTR.
+func writeFully(_ fd: Int32, _ bytes: [UInt8]) {
+    var rest = bytes[...]
+    while !rest.isEmpty {
+        let written = rest.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        if written < 0 {
+            if errno == EINTR { continue }
+            return
+        }
+        rest = rest.dropFirst(written)
+    }
+}

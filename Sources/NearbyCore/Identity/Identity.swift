@@ -1,0 +1,41 @@
+import Crypto
+import Foundation
+
+/// The long-term identity of this user on this machine: a P-256 key pair (what TLS 1.3 certificates
+/// are made from), the peer ID derived from its public key, and a display name.
+public struct Identity: Sendable {
+    /// The key's raw scalar: kept as bytes because swift-crypto's key type is not `Sendable`.
+    private let rawKey: Data
+    public let peerID: PeerID
+    public var displayName: String
+    public let created: Date
+
+    public init(privateKey: P256.Signing.PrivateKey, displayName: String, created: Date = Date()) {
+        self.rawKey = privateKey.rawRepresentation
+        self.peerID = PeerID(publicKeyDER: privateKey.publicKey.derRepresentation)
+        self.displayName = displayName
+        self.created = created
+    }
+
+    public var privateKey: P256.Signing.PrivateKey {
+        // The bytes came from a valid key in `init`, so they always make one again.
+        (try? P256.Signing.PrivateKey(rawRepresentation: rawKey)) ?? P256.Signing.PrivateKey()
+    }
+
+    public var publicKeyDER: Data { privateKey.publicKey.derRepresentation }
+
+    /// SHA-256 of the public key, hex: what `known_peers` pins and what a user compares by hand.
+    public var fingerprint: String {
+        SHA256.hash(data: publicKeyDER).map { String(format: "%02x", $0) }.joined()
+    }
+}
+
+/// The identity file's JSON form. `id` is redundant and checked against the key on load, so a file
+/// edited by hand or damaged on disk is caught instead of quietly becoming someone else.
+struct IdentityFile: Codable {
+    var version: Int
+    var id: String
+    var name: String
+    var privateKey: String
+    var created: Date
+}

@@ -1,0 +1,67 @@
+import Crypto
+import Foundation
+
+/// A peer's stable identity on the network: the first 64 bits of SHA-256 of its public key
+/// (SubjectPublicKeyInfo DER), in base 36, padded to 13 characters. Used as the DNS-SD instance name,
+/// so two machines with the same display name never collide.
+public struct PeerID: Hashable, Sendable, Comparable, CustomStringConvertible, Codable {
+    public static let length = 13
+    public let rawValue: String
+
+    public init(publicKeyDER: some DataProtocol) {
+        let digest = SHA256.hash(data: publicKeyDER)
+        var value: UInt64 = 0
+        for byte in digest.prefix(8) { value = value << 8 | UInt64(byte) }
+        rawValue = Base36.encode(value, width: Self.length)
+    }
+
+    /// A peer ID read from the network or the user; nil unless it has our exact form.
+    public init?(_ string: String) {
+        guard string.utf8.count == Self.length, Base36.decode(string) != nil else { return nil }
+        rawValue = string
+    }
+
+    public var description: String { rawValue }
+    public static func < (lhs: PeerID, rhs: PeerID) -> Bool { lhs.rawValue < rhs.rawValue }
+
+    public init(from decoder: any Decoder) throws {
+        let string = try decoder.singleValueContainer().decode(String.self)
+        guard let id = PeerID(string) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not a peer ID: \(string)"))
+        }
+        self = id
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+}
+
+public enum Base36 {
+    private static let digits = Array("0123456789abcdefghijklmnopqrstuvwxyz".utf8)
+
+    public static func encode(_ value: UInt64, width: Int = 0) -> String {
+        var value = value
+        var out: [UInt8] = []
+        repeat {
+            out.append(digits[Int(value % 36)])
+            value /= 36
+        } while value > 0
+        while out.count < width { out.append(UInt8(ascii: "0")) }
+        return String(decoding: out.reversed(), as: UTF8.self)
+    }
+
+    public static func decode(_ string: String) -> UInt64? {
+        guard !string.isEmpty else { return nil }
+        var value: UInt64 = 0
+        for byte in string.utf8 {
+            guard let digit = digits.firstIndex(of: byte) else { return nil }
+            let (times, overflow1) = value.multipliedReportingOverflow(by: 36)
+            let (sum, overflow2) = times.addingReportingOverflow(UInt64(digit))
+            guard !overflow1, !overflow2 else { return nil }
+            value = sum
+        }
+        return value
+    }
+}

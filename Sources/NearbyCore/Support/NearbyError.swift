@@ -1,0 +1,115 @@
+import Foundation
+
+/// The documented exit statuses of `nearby` (docs/exit-codes.md). Scripts rely on these numbers.
+public enum ExitStatus: Int32, Sendable, CaseIterable {
+    case success = 0
+    case failure = 1
+    case peerNotFound = 2
+    case declined = 3
+    case timedOut = 4
+    case connectionFailed = 5
+    case noNode = 6
+    case daemonUnavailable = 7
+    case ioError = 8
+    case identityCheckFailed = 9
+    case nodeAlreadyRunning = 10
+    case notImplemented = 11
+    /// The same status swift-argument-parser uses for usage errors.
+    case usage = 64
+
+    public var summary: String {
+        switch self {
+        case .success: "success"
+        case .failure: "unexpected failure"
+        case .peerNotFound: "peer not found"
+        case .declined: "invitation declined"
+        case .timedOut: "invitation timed out"
+        case .connectionFailed: "connection failed or lost"
+        case .noNode: "no node running"
+        case .daemonUnavailable: "discovery daemon unavailable"
+        case .ioError: "file or I/O error"
+        case .identityCheckFailed: "identity or integrity check failed"
+        case .nodeAlreadyRunning: "a node is already running"
+        case .notImplemented: "not implemented yet"
+        case .usage: "usage error: invalid arguments or input"
+        }
+    }
+}
+
+/// Every failure a user can meet, with a stable machine-readable `code` and an exit status.
+public enum NearbyError: Error, LocalizedError, Equatable, Sendable {
+    case invalidServiceType(String, rule: String)
+    case invalidDisplayName(String, rule: String)
+    case invalidDiscoveryInfo(String, rule: String)
+    case invalidArgument(String)
+    case identityCorrupt(path: String, reason: String)
+    case identityIO(path: String, reason: String)
+    case daemonUnavailable(code: Int32)
+    case discoveryFailed(operation: String, code: Int32)
+    case nameConflict(requested: String, got: String)
+    case listenFailed(String)
+    case peerNotFound(String, waitedSeconds: Double)
+    case notImplemented(command: String)
+
+    public var code: String {
+        switch self {
+        case .invalidServiceType: "invalid-service-type"
+        case .invalidDisplayName: "invalid-name"
+        case .invalidDiscoveryInfo: "invalid-info"
+        case .invalidArgument: "invalid-argument"
+        case .identityCorrupt: "identity-corrupt"
+        case .identityIO: "identity-io"
+        case .daemonUnavailable: "daemon-unavailable"
+        case .discoveryFailed: "discovery-failed"
+        case .nameConflict: "name-conflict"
+        case .listenFailed: "listen-failed"
+        case .peerNotFound: "peer-not-found"
+        case .notImplemented: "not-implemented"
+        }
+    }
+
+    public var exitStatus: ExitStatus {
+        switch self {
+        case .invalidServiceType, .invalidDisplayName, .invalidDiscoveryInfo, .invalidArgument: .usage
+        case .identityCorrupt: .identityCheckFailed
+        case .identityIO, .listenFailed: .ioError
+        case .daemonUnavailable: .daemonUnavailable
+        case .discoveryFailed, .nameConflict: .failure
+        case .peerNotFound: .peerNotFound
+        case .notImplemented: .notImplemented
+        }
+    }
+
+    public var errorDescription: String? {
+        switch self {
+        case let .invalidServiceType(value, rule):
+            "invalid service type '\(value)': \(rule)"
+        case let .invalidDisplayName(value, rule):
+            "invalid display name '\(value)': \(rule)"
+        case let .invalidDiscoveryInfo(value, rule):
+            "invalid discovery info '\(value)': \(rule)"
+        case let .invalidArgument(message):
+            message
+        case let .identityCorrupt(path, reason):
+            "the identity file \(path) is corrupt (\(reason)); fix or move it away — nearby will not silently replace an identity"
+        case let .identityIO(path, reason):
+            "cannot use the identity file \(path): \(reason)"
+        case let .daemonUnavailable(code):
+            "cannot reach the DNS-SD daemon (error \(code)): is avahi-daemon running?"
+        case let .discoveryFailed(operation, code):
+            "DNS-SD \(operation) failed with error \(code)"
+        case let .nameConflict(requested, got):
+            "another service on the network already uses the name \(requested) (the daemon offered \(got)); is the same identity advertising elsewhere?"
+        case let .listenFailed(reason):
+            "cannot listen for sessions: \(reason)"
+        case let .peerNotFound(peer, seconds):
+            "peer '\(peer)' was not found within \(Self.format(seconds)) s"
+        case let .notImplemented(command):
+            "'nearby \(command)' is not built yet: this version discovers peers (advertise, browse, identity); sessions, files and streams come next"
+        }
+    }
+
+    private static func format(_ seconds: Double) -> String {
+        seconds == seconds.rounded() ? String(Int(seconds)) : String(seconds)
+    }
+}

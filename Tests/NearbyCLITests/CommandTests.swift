@@ -1,0 +1,79 @@
+import ArgumentParser
+import Foundation
+import Testing
+@testable import NearbyCLI
+@testable import NearbyCore
+
+@Suite struct CommandTests {
+    private func run(_ arguments: [String], environment: [String: String]) async -> (lines: [String], status: Int32) {
+        let sink = MemorySink()
+        let context = CommandContext(events: sink, environment: environment, hostName: { "test-host.example" })
+        var status: Int32 = 0
+        await CommandContext.$current.withValue(context) {
+            do {
+                var command = try Nearby.parseAsRoot(arguments)
+                if var asyncCommand = command as? any AsyncParsableCommand {
+                    try await asyncCommand.run()
+                } else {
+                    try command.run()
+                }
+            } catch {
+                status = Nearby.exitCode(for: error).rawValue
+            }
+        }
+        return (sink.lines, status)
+    }
+
+    private func home() -> [String: String] {
+        ["NEARBY_HOME": FileManager.default.temporaryDirectory.appendingPathComponent("nearby-cli-\(UUID().uuidString)").path]
+    }
+
+    @Test func identityIsCreatedFromTheHostNameAndKept() async throws {
+        let environment = home()
+        let first = await run(["identity"], environment: environment)
+        #expect(first.status == 0)
+        #expect(first.lines.count == 1)
+        #expect(first.lines[0].contains(#""name":"test-host""#))
+        let renamed = await run(["identity", "--rename", "Kitchen"], environment: environment)
+        #expect(renamed.lines[0].contains(#""name":"Kitchen""#))
+        let id = try #require(first.lines[0].firstMatch(of: /"id":"([0-9a-z]{13})"/)?.1)
+        #expect(renamed.lines[0].contains(#""id":"\#(id)""#))
+    }
+
+    @Test(arguments: [
+        (["advertise", "--service", "Bad_Type"], "invalid-service-type"),
+        (["browse", "--service", "waytoolongservicetype"], "invalid-service-type"),
+        (["advertise", "--name", String(repeating: "x", count: 64)], "invalid-name"),
+        (["advertise", "--info", "novalue"], "invalid-info"),
+        (["advertise", "--info", "k=" + String(repeating: "v", count: 300)], "invalid-info"),
+        (["identity", "--rename", ""], "invalid-name"),
+    ])
+    func refusalsAreUsageErrorsWithAnEvent(_ arguments: [String], _ code: String) async {
+        let result = await run(arguments, environment: home())
+        #expect(result.status == ExitStatus.usage.rawValue)
+        #expect(result.lines.count == 1)
+        #expect(result.lines.first?.contains(#""code":"\#(code)""#) == true)
+    }
+
+    @Test func environmentServiceIsValidatedToo() async {
+        var environment = home()
+        environment["NEARBY_SERVICE"] = "NOPE"
+        let result = await run(["browse", "--timeout", "1"], environment: environment)
+        #expect(result.status == 64)
+        #expect(result.lines.first?.contains("invalid-service-type") == true)
+    }
+
+    @Test(arguments: ["invite bob", "accept", "send bob hi", "send-file bob x", "stream bob", "disconnect --all"])
+    func unbuiltCommandsSaySo(_ command: String) async {
+        let result = await run(command.split(separator: " ").map(String.init), environment: home())
+        #expect(result.status == ExitStatus.notImplemented.rawValue)
+        #expect(result.lines.first?.contains("not-implemented") == true)
+    }
+
+    @Test func argumentErrorsAreUsageErrors() {
+        #expect(throws: (any Error).self) { try Nearby.parseAsRoot(["browse", "--count", "0"]) }
+        #expect(throws: (any Error).self) { try Nearby.parseAsRoot(["browse", "--timeout", "-1"]) }
+        #expect(throws: (any Error).self) { try Nearby.parseAsRoot(["advertise", "--port", "70000"]) }
+        #expect(Nearby.exitCode(for: ValidationError("x")).rawValue == 64)
+    }
+}

@@ -1,0 +1,47 @@
+import Foundation
+import Testing
+@testable import NearbyCore
+
+@Suite struct EventEncoderTests {
+    let date = Date(timeIntervalSince1970: 1_795_000_000.5)
+
+    @Test func envelopeFirstThenSortedFields() {
+        let line = EventEncoder().line(
+            Events.Advertising(
+                peer: PeerRef(id: "abc", name: "n \"q\" /"), service: "chat", domain: "local.", port: 4,
+                info: ["z": "1", "a": "2", "myKey": "3"]),
+            at: date)
+        #expect(line == #"{"event":"advertising","time":"2026-11-18T11:06:40.500Z","domain":"local.","info":{"a":"2","myKey":"3","z":"1"},"peer":{"id":"abc","name":"n \"q\" /"},"port":4,"service":"chat"}"#)
+    }
+
+    @Test func foundHasEveryFieldEvenWhenUnknown() throws {
+        let seen = Events.PeerSeen(
+            peer: PeerRef(id: "x", name: nil), service: "s", kind: .mpc, protocolVersion: nil, info: [:], host: nil,
+            port: nil, addresses: [], interface: nil, isSelf: false, elapsedMs: 7)
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: Data(EventEncoder().line(seen, at: date).utf8)) as? [String: Any])
+        #expect(Set(object.keys) == [
+            "event", "time", "peer", "service", "kind", "protocol", "info", "host", "port", "addresses", "interface",
+            "self", "elapsed_ms",
+        ])
+        #expect(object["kind"] as? String == "mpc")
+        #expect(object["host"] is NSNull)
+    }
+
+    @Test func updatedCarriesWhatChanged() throws {
+        let seen = Events.PeerSeen(
+            peer: PeerRef(id: "x", name: "n"), service: "s", kind: .nearby, protocolVersion: "1", info: ["a": "b"],
+            host: "h", port: 1, addresses: ["10.0.0.1"], interface: "e0", isSelf: true, elapsedMs: 7)
+        let line = EventEncoder().line(Events.PeerUpdated(changed: ["info"], seen: seen), at: date)
+        #expect(line.hasPrefix(#"{"event":"updated","#))
+        #expect(line.contains(#""changed":["info"]"#))
+        #expect(line.contains(#""self":true"#))
+    }
+
+    @Test func memorySinkCollectsLines() {
+        let sink = MemorySink()
+        sink.emit(Events.Browsing(service: "s", domain: "local."))
+        #expect(sink.lines.count == 1)
+        #expect(sink.lines[0].hasPrefix(#"{"event":"browsing","time":""#))
+    }
+}
