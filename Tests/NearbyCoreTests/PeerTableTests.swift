@@ -21,8 +21,8 @@ import Testing
         #expect(resolved.contains(.queryAddresses(instance: "p", interface: 2, host: "h.local.")))
         #expect(resolved.contains(.settle(instance: "p", after: PeerTable.addressGiveUp)))
         #expect(table.addressChanged(instance: "p", address: "10.0.0.2", added: true) == [.settle(instance: "p", after: PeerTable.addressSettle)])
-        #expect(table.addressChanged(instance: "p", address: "fe80::1%e", added: true).isEmpty)
-        let announced = found(table.settled(instance: "p"))
+        // The second family completes the picture: announced at once, no need to wait.
+        let announced = found(table.addressChanged(instance: "p", address: "fe80::1%e", added: true))
         #expect(announced.count == 1)
         #expect(announced.first?.addresses == ["10.0.0.2", "fe80::1%e"])
         #expect(announced.first?.txt.displayName == "bob")
@@ -35,6 +35,15 @@ import Testing
         #expect(lost(table.serviceRemoved(instance: "p", interface: 3)).count == 1)
         #expect(table.count == 0)
         #expect(table.serviceRemoved(instance: "p", interface: 3).isEmpty)  // a stray remove is ignored
+    }
+
+    @Test func oneFamilyWaitsForTheSettleTimer() {
+        var table = PeerTable()
+        _ = table.serviceAdded(instance: "p", interface: 2, at: .zero)
+        _ = table.resolved(instance: "p", interface: 2, host: "h", port: 1, txt: txt)
+        #expect(table.addressChanged(instance: "p", address: "10.0.0.2", added: true) == [.settle(instance: "p", after: PeerTable.addressSettle)])
+        #expect(table.addressChanged(instance: "p", address: "10.0.0.3", added: true).isEmpty)
+        #expect(found(table.settled(instance: "p")).first?.addresses == ["10.0.0.2", "10.0.0.3"])
     }
 
     @Test func lostBeforeAnnouncedIsSilent() {

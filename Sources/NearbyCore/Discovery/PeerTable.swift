@@ -27,8 +27,9 @@ public struct PeerTable: Sendable {
         case lost(Snapshot)
     }
 
-    /// How long `found` waits for more addresses once the first one arrived (A and AAAA usually come
-    /// together), and how long it waits for any address at all after the service resolved.
+    /// How long `found` waits for an address of the other family once the first one arrived (it is
+    /// announced at once when both are in), and how long it waits for any address at all after the
+    /// service resolved.
     public static let addressSettle = Duration.milliseconds(100)
     public static let addressGiveUp = Duration.milliseconds(1500)
 
@@ -132,7 +133,11 @@ public struct PeerTable: Sendable {
         }
         peers[instance] = peer
         if peer.announced { return [.updated(Self.snapshot(instance, peer), changed: ["addresses"])] }
-        return added && peer.addresses.count == 1 ? [.settle(instance: instance, after: Self.addressSettle)] : []
+        guard added else { return [] }
+        // Both families in: nothing more to wait for. One family: give the other a moment.
+        let families = Set(peer.addresses.map { $0.contains(":") })
+        if families.count == 2 { return settled(instance: instance) }
+        return peer.addresses.count == 1 ? [.settle(instance: instance, after: Self.addressSettle)] : []
     }
 
     /// A settle timer fired: announce the peer if it is still there and not announced yet.
