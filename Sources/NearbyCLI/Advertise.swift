@@ -4,17 +4,21 @@ import NearbyCore
 extension Nearby {
     struct Advertise: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Make this peer discoverable until interrupted.",
+            abstract: "Run a node: be discoverable and take invitations until interrupted.",
             discussion: """
                 Registers _<service>._tcp with DNS-SD: the instance name is the peer ID, the TXT \
                 record carries the display name (_d), the discovery info and nearby's protocol key \
                 (_nb), as Multipeer Connectivity does, so MPC apps see this peer too. Prints an \
-                'advertising' event, then runs until SIGINT or SIGTERM, withdraws the advertisement \
-                (browsers see 'lost' at once) and exits 0.
+                'advertising' event, then every event of the node: invitations (answer them with \
+                'nearby accept' from another shell, or by --auto-accept / --accept-from), sessions, \
+                messages. Other nearby commands of this user use this node. On SIGINT or SIGTERM it \
+                says goodbye to every peer, withdraws the advertisement (browsers see 'lost' at \
+                once) and exits 0.
 
                 Examples:
                   nearby advertise
                   nearby advertise --service chat --name "Build box" --info room=4.12 --info os=linux
+                  nearby advertise --auto-accept | jq -r 'select(.event=="message") | .text'
                 """)
 
         @OptionGroup var serviceOptions: ServiceOptions
@@ -31,6 +35,17 @@ extension Nearby {
 
         @Option(help: ArgumentHelp("TCP port to listen on for sessions (default: any free port).", valueName: "port"))
         var port: Int = 0
+
+        @Flag(help: "Accept every invitation.")
+        var autoAccept = false
+
+        @Option(
+            name: .customLong("accept-from"),
+            help: ArgumentHelp("Accept invitations from this peer (ID, prefix or name); repeatable.", valueName: "peer"),
+            completion: .peers)
+        var acceptFrom: [String] = []
+
+        @OptionGroup var session: SessionOptions
 
         @OptionGroup var output: OutputOptions
 
@@ -52,24 +67,24 @@ extension Nearby {
                     protocolVersion: TXTRecord.protocolVersion)
                 _ = try txt.encode()
 
-                let listener = try await Listener.bind(port: port)
-                let advertiser = Advertiser(
-                    service: service, instance: identity.peerID.rawValue, port: UInt16(listener.port), txt: txt)
-                do {
-                    try await advertiser.start()
-                } catch {
-                    await listener.close()
-                    throw error
-                }
+                var configuration = NodeConfiguration(service: service)
+                configuration.advertise = true
+                configuration.displayName = name
+                configuration.info = discoveryInfo
+                configuration.port = port
+                configuration.encryption = session.encryption
+                configuration.autoAccept = autoAccept
+                configuration.acceptFrom = acceptFrom
+                let local = try await LocalNode.start(configuration, identity: identity, context: context, serve: true)
+                let boundPort = await local.node.port
                 context.events.emit(Events.Advertising(
                     peer: PeerRef(id: identity.peerID.rawValue, name: txt.displayName), service: service.name,
-                    domain: "local.", port: listener.port, info: discoveryInfo))
-                console.info("advertising \(service.registrationType) as \(identity.peerID) on port \(listener.port); Ctrl-C to stop")
+                    domain: "local.", port: boundPort, info: discoveryInfo))
+                console.info("advertising \(service.registrationType) as \(identity.peerID) on port \(boundPort); Ctrl-C to stop")
 
                 let signal = await TerminationSignal.next()
-                console.info("signal \(signal): withdrawing the advertisement")
-                advertiser.stop()
-                await listener.close()
+                console.info("signal \(signal): saying goodbye and withdrawing the advertisement")
+                await local.stop()
             }
         }
     }

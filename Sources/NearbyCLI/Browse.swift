@@ -30,7 +30,8 @@ extension Nearby {
         @Option(
             help: ArgumentHelp(
                 "Wait for this peer (ID, ID prefix or display name) and exit 0 when found; exit 2 if it is not found in time (default 10 s).",
-                valueName: "peer"))
+                valueName: "peer"),
+            completion: .peers)
         var peer: String?
 
         @OptionGroup var output: OutputOptions
@@ -96,6 +97,7 @@ extension Nearby {
                 case let .found(discovered):
                     guard peer.map(discovered.matches) ?? true else { continue }
                     context.events.emit(Events.PeerSeen(discovered, service: service, selfID: selfID))
+                    RecentPeers(paths: context.paths).recordOnce(discovered, service: service, selfID: selfID)
                     found += 1
                     if peer != nil || found == count { return .done }
                 case let .updated(discovered, changed):

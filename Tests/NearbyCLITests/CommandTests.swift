@@ -63,14 +63,26 @@ import Testing
         #expect(result.lines.first?.contains("invalid-service-type") == true)
     }
 
-    @Test(arguments: ["invite bob", "accept", "send bob hi", "send-file bob x", "stream bob", "disconnect --all"])
+    @Test(arguments: ["send-file bob x", "stream bob", "send bob hi --unreliable"])
     func unbuiltCommandsSaySo(_ command: String) async {
         let result = await run(command.split(separator: " ").map(String.init), environment: home())
         #expect(result.status == ExitStatus.notImplemented.rawValue)
         #expect(result.lines.first?.contains("not-implemented") == true)
     }
 
+    @Test func disconnectNeedsARunningNode() async {
+        var environment = home()
+        environment["XDG_RUNTIME_DIR"] = environment["NEARBY_HOME"].map { $0 + "/run" }
+        let result = await run(["disconnect", "--all"], environment: environment)
+        #expect(result.status == ExitStatus.noNode.rawValue)
+        #expect(result.lines.first?.contains(#""code":"no-node""#) == true)
+    }
+
     @Test func argumentErrorsAreUsageErrors() {
+        #expect(throws: (any Error).self) { try Nearby.parseAsRoot(["send"]) }
+        #expect(throws: (any Error).self) { try Nearby.parseAsRoot(["disconnect"]) }
+        #expect(throws: (any Error).self) { try Nearby.parseAsRoot(["disconnect", "bob", "--all"]) }
+        #expect(throws: (any Error).self) { try Nearby.parseAsRoot(["invite", "bob", "--encryption", "maybe"]) }
         #expect(throws: (any Error).self) { try Nearby.parseAsRoot(["browse", "--count", "0"]) }
         #expect(throws: (any Error).self) { try Nearby.parseAsRoot(["browse", "--timeout", "-1"]) }
         #expect(throws: (any Error).self) { try Nearby.parseAsRoot(["advertise", "--port", "70000"]) }

@@ -10,6 +10,8 @@ import Darwin
 /// Where events go. Commands and the core emit through this, so tests can capture them.
 public protocol EventSink: Sendable {
     func emit(_ body: some EventBody)
+    /// An event line already encoded elsewhere (a node's answer to a client), passed on as is.
+    func emitLine(_ line: String)
 }
 
 /// Writes each event as one line on a file descriptor (stdout by default) with a single `write(2)`
@@ -21,9 +23,11 @@ public final class LineSink: EventSink {
 
     public init(fileDescriptor: Int32 = STDOUT_FILENO) { fd = fileDescriptor }
 
-    public func emit(_ body: some EventBody) {
-        let line = encoder.line(body) + "\n"
-        lock.withLock { _ in writeFully(fd, Array(line.utf8)) }
+    public func emit(_ body: some EventBody) { emitLine(encoder.line(body)) }
+
+    public func emitLine(_ line: String) {
+        let bytes = Array((line + "\n").utf8)
+        lock.withLock { _ in writeFully(fd, bytes) }
     }
 }
 
@@ -32,7 +36,8 @@ public final class MemorySink: EventSink {
     private let storage = Mutex<[String]>([])
     private let encoder = EventEncoder()
     public init() {}
-    public func emit(_ body: some EventBody) { storage.withLock { $0.append(encoder.line(body)) } }
+    public func emit(_ body: some EventBody) { emitLine(encoder.line(body)) }
+    public func emitLine(_ line: String) { storage.withLock { $0.append(line) } }
     public var lines: [String] { storage.withLock { $0 } }
 }
 

@@ -26,6 +26,8 @@ public struct NearbyPaths: Sendable {
     }
 
     public var identityFile: String { home + "/identity.json" }
+    /// Peers `nearby browse` found lately, for shell completion (`RecentPeers`).
+    public var recentPeersFile: String { home + "/recent-peers.json" }
 }
 
 /// Loads the identity, creating it once on first use. Creation is atomic and safe when two first runs

@@ -50,6 +50,19 @@ public enum NearbyError: Error, LocalizedError, Equatable, Sendable {
     case listenFailed(String)
     case peerNotFound(String, waitedSeconds: Double)
     case notImplemented(command: String)
+    case peerAmbiguous(String, candidates: [String])
+    case notANearbyPeer(String)
+    case declined(peer: String, reason: String)
+    case invitationTimedOut(peer: String, seconds: Double)
+    case connectionFailed(String)
+    case encryptionMismatch(ours: String, theirs: String)
+    case identityMismatch(expected: String, got: String)
+    case keyChanged(peer: String, knownPeers: String)
+    case noNode(String)
+    case nodeAlreadyRunning(pid: Int32?, socket: String)
+    case notConnected(String)
+    case messageTooLarge(bytes: Int, limit: Int)
+    case ioFailure(path: String, reason: String)
 
     public var code: String {
         switch self {
@@ -65,6 +78,19 @@ public enum NearbyError: Error, LocalizedError, Equatable, Sendable {
         case .listenFailed: "listen-failed"
         case .peerNotFound: "peer-not-found"
         case .notImplemented: "not-implemented"
+        case .peerAmbiguous: "peer-ambiguous"
+        case .notANearbyPeer: "not-a-nearby-peer"
+        case .declined: "declined"
+        case .invitationTimedOut: "invitation-timeout"
+        case .connectionFailed: "connection-failed"
+        case .encryptionMismatch: "encryption-mismatch"
+        case .identityMismatch: "identity-mismatch"
+        case .keyChanged: "key-changed"
+        case .noNode: "no-node"
+        case .nodeAlreadyRunning: "node-running"
+        case .notConnected: "not-connected"
+        case .messageTooLarge: "message-too-large"
+        case .ioFailure: "io-error"
         }
     }
 
@@ -77,6 +103,15 @@ public enum NearbyError: Error, LocalizedError, Equatable, Sendable {
         case .discoveryFailed, .nameConflict: .failure
         case .peerNotFound: .peerNotFound
         case .notImplemented: .notImplemented
+        case .peerAmbiguous: .peerNotFound
+        case .notANearbyPeer, .connectionFailed, .encryptionMismatch, .notConnected: .connectionFailed
+        case .declined: .declined
+        case .invitationTimedOut: .timedOut
+        case .identityMismatch, .keyChanged: .identityCheckFailed
+        case .noNode: .noNode
+        case .nodeAlreadyRunning: .nodeAlreadyRunning
+        case .messageTooLarge: .usage
+        case .ioFailure: .ioError
         }
     }
 
@@ -104,10 +139,38 @@ public enum NearbyError: Error, LocalizedError, Equatable, Sendable {
             "cannot listen for sessions: \(reason)"
         case let .peerNotFound(peer, seconds):
             "peer '\(peer)' was not found within \(Self.format(seconds)) s"
+        case let .peerAmbiguous(query, candidates):
+            "'\(query)' names more than one peer: \(Self.formatCandidates(candidates)); use the peer ID (or an unambiguous prefix)"
+        case let .notANearbyPeer(peer):
+            "\(peer) is a plain Multipeer Connectivity app, not a nearby node: nearby cannot open a session with it"
+        case let .declined(peer, reason):
+            "\(peer) declined the invitation (\(reason))"
+        case let .invitationTimedOut(peer, seconds):
+            "\(peer) did not answer the invitation within \(Self.format(seconds)) s"
+        case let .connectionFailed(reason):
+            reason
+        case let .encryptionMismatch(ours, theirs):
+            "encryption mismatch: we use --encryption \(ours), the peer \(theirs); 'required' and 'none' refuse each other (use 'optional' on one side)"
+        case let .identityMismatch(expected, got):
+            "identity check failed: expected peer \(expected), but the key presented belongs to \(got)"
+        case let .keyChanged(peer, knownPeers):
+            "IDENTITY CHECK FAILED: \(peer) presented a different key than the one pinned in \(knownPeers); someone may be impersonating it. If the peer really has a new identity, remove its line from that file"
+        case let .noNode(detail):
+            "no node is running (\(detail)); start one with 'nearby advertise' or 'nearby accept'"
+        case let .nodeAlreadyRunning(pid, socket):
+            "a node is already running for this identity and service\(pid.map { " (pid \($0))" } ?? "") at \(socket)"
+        case let .notConnected(peer):
+            "not connected to \(peer)"
+        case let .messageTooLarge(bytes, limit):
+            "the message is \(bytes) bytes; the maximum is \(limit) (use send-file for more)"
+        case let .ioFailure(path, reason):
+            "\(path): \(reason)"
         case let .notImplemented(command):
             "'nearby \(command)' is not built yet: this version discovers peers (advertise, browse, identity); sessions, files and streams come next"
         }
     }
+
+    private static func formatCandidates(_ candidates: [String]) -> String { candidates.joined(separator: ", ") }
 
     private static func format(_ seconds: Double) -> String {
         seconds == seconds.rounded() ? String(Int(seconds)) : String(seconds)

@@ -1,0 +1,74 @@
+import ArgumentParser
+import NearbyCore
+
+extension Nearby {
+    struct Accept: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Accept (or --decline) an invitation.",
+            discussion: """
+                With a node running (nearby advertise), answers its pending invitation — the one \
+                named, the one from PEER, or the oldest — or waits for the next one. Without a node, \
+                this command becomes an advertising node, accepts the first invitation (from PEER \
+                only, with --from) and stays in the session until the peer leaves or Ctrl-C: \
+                'nearby accept' on one machine and 'nearby send NAME hello' on another is all it takes.
+
+                Examples:
+                  nearby accept
+                  nearby accept --from "Alice's laptop"
+                  nearby accept k2j4x9a0b1 --decline
+                """)
+
+        @Argument(help: "The invitation ID or the inviting peer (default: the next invitation).", completion: .peers)
+        var invitation: String?
+
+        @Flag(help: "Decline instead of accepting.")
+        var decline = false
+
+        @Option(help: ArgumentHelp("Only invitations from this peer (ID, prefix or name).", valueName: "peer"), completion: .peers)
+        var from: String?
+
+        @OptionGroup var serviceOptions: ServiceOptions
+        @OptionGroup var session: SessionOptions
+        @OptionGroup var output: OutputOptions
+
+        func run() async throws {
+            let context = CommandContext.current
+            try await reporting(context, verbose: output.verbose) {
+                let service = try serviceOptions.resolve(context)
+                let query = invitation ?? from
+                var request = ControlRequest(op: .accept)
+                request.peers = query.map { [$0] } ?? []
+                request.decline = decline
+                if let status = try await context.viaRunningNode(request, service: service) { return try exitWith(status) }
+
+                var configuration = NodeConfiguration(service: service)
+                configuration.encryption = session.encryption
+                configuration.advertise = true
+                let identity = try context.identity()
+                let local = try await LocalNode.start(configuration, identity: identity, context: context, serve: true)
+                context.events.emit(Events.Advertising(
+                    peer: PeerRef(id: identity.peerID.rawValue, name: identity.displayName), service: service.name,
+                    domain: "local.", port: await local.node.port, info: [:]))
+                let answered = await withTaskGroup(of: Result<AuthenticatedPeer, NearbyError>?.self) { group in
+                    group.addTask { await local.node.accept(query, decline: decline, client: nil) }
+                    group.addTask {
+                        _ = await TerminationSignal.next()
+                        return nil
+                    }
+                    let first = await group.next() ?? nil
+                    group.cancelAll()
+                    return first
+                }
+                switch answered {
+                case let .success(peer)?:
+                    _ = await waitForEnd(local.node, peer: peer.id)
+                    await local.stop()
+                case .failure?:
+                    await local.stop()  // declined, as asked
+                case nil:
+                    await local.stop(reason: "interrupted")
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,62 @@
+import ArgumentParser
+import NearbyCore
+
+extension Nearby {
+    struct Invite: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Invite a peer into a session.",
+            discussion: """
+                Prints 'connecting', 'invited' (with the verification code the peer sees too), then \
+                'connected' — or 'declined' (exit 3), or nothing in time (exit 4). With a node \
+                running for this identity and service, the node does the work and this command \
+                ends when the peer answered. Without one, this command becomes the node: it stays \
+                in the session, printing its events, until the peer leaves or Ctrl-C.
+
+                Examples:
+                  nearby invite "Bob's Pi" --context "build logs"
+                  nearby invite 09okw --timeout 10
+                  nearby invite 192.168.1.20:39339      # no discovery; the identity is still checked
+                """)
+
+        @Argument(help: "The peer: ID, ID prefix, display name, or HOST:PORT.", completion: .peers)
+        var peer: String
+
+        @Option(help: ArgumentHelp("Context sent with the invitation (up to 4096 bytes).", valueName: "text"))
+        var context: String?
+
+        @Option(help: ArgumentHelp("Seconds to wait for the peer to be found and to answer.", valueName: "seconds"))
+        var timeout: Double = 30
+
+        @OptionGroup var serviceOptions: ServiceOptions
+        @OptionGroup var session: SessionOptions
+        @OptionGroup var output: OutputOptions
+
+        func validate() throws {
+            guard timeout > 0, timeout.isFinite else { throw ValidationError("--timeout must be a positive number of seconds") }
+        }
+
+        func run() async throws {
+            let context = CommandContext.current
+            try await reporting(context, verbose: output.verbose) {
+                let service = try serviceOptions.resolve(context)
+                var request = ControlRequest(op: .invite)
+                request.peers = [peer]
+                request.context = self.context
+                request.timeout = timeout
+                if let status = try await context.viaRunningNode(request, service: service) { return try exitWith(status) }
+
+                var configuration = NodeConfiguration(service: service)
+                configuration.encryption = session.encryption
+                let local = try await LocalNode.start(configuration, identity: context.identity(), context: context, serve: true)
+                do {
+                    let connected = try await local.node.invite(peer, context: self.context, timeout: timeout, client: nil)
+                    _ = await waitForEnd(local.node, peer: connected.id)
+                    await local.stop()
+                } catch {
+                    await local.stop()
+                    throw error
+                }
+            }
+        }
+    }
+}

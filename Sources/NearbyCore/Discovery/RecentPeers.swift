@@ -1,0 +1,162 @@
+import Foundation
+import SystemPackage
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The peers `nearby browse` saw lately, kept in `$NEARBY_HOME/recent-peers.json` so that shell
+/// completion can offer their names and IDs without touching the network or the identity.
+///
+/// It is a cache: losing it costs nothing. A missing, unreadable or corrupt file reads as empty, and
+/// writes replace the file atomically (temporary file + `rename(2)`), so a reader never sees half of one.
+public struct RecentPeers: Sendable {
+    /// One peer, as last seen on one service type.
+    public struct Entry: Codable, Equatable, Sendable {
+        public var id: String
+        public var name: String?
+        public var service: String
+        public var lastSeen: Date
+
+        public init(id: String, name: String?, service: String, lastSeen: Date) {
+            self.id = id
+            self.name = name
+            self.service = service
+            self.lastSeen = lastSeen
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case id, name, service
+            case lastSeen = "last_seen"
+        }
+    }
+
+    private struct File: Codable {
+        var version: Int
+        var peers: [Entry]
+    }
+
+    static let fileVersion = 1
+    /// Newest entries kept; older ones fall off.
+    public static let capacity = 100
+    /// A larger file is not ours (or not sane): completion must stay fast, so it reads as empty.
+    static let maxFileBytes = 1 << 20
+
+    public let path: String
+    let capacity: Int
+
+    public init(paths: NearbyPaths, capacity: Int = RecentPeers.capacity) {
+        self.init(path: paths.recentPeersFile, capacity: capacity)
+    }
+
+    public init(path: String, capacity: Int = RecentPeers.capacity) {
+        self.path = path
+        self.capacity = max(1, capacity)
+    }
+
+    /// The entries, newest first; empty when there is no usable file.
+    public func load() -> [Entry] {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return [] }
+        defer { try? handle.close() }
+        guard let data = try? handle.read(upToCount: Self.maxFileBytes + 1), data.count <= Self.maxFileBytes,
+            let file = try? Self.decoder.decode(File.self, from: data), file.version == Self.fileVersion
+        else { return [] }
+        return file.peers.sorted(by: Self.newestFirst)
+    }
+
+    /// Adds or refreshes entries (one per service and ID), keeps the newest `capacity`, and replaces
+    /// the file atomically. Two writers racing lose at most each other's newest entries.
+    public func record(_ entries: [Entry]) throws {
+        var merged: [String: Entry] = [:]
+        for entry in load() + entries {
+            let key = Self.key(service: entry.service, id: entry.id)
+            if let existing = merged[key], existing.lastSeen > entry.lastSeen { continue }
+            merged[key] = entry
+        }
+        let newest = merged.values.sorted(by: Self.newestFirst)
+        try write(File(version: Self.fileVersion, peers: Array(newest.prefix(capacity))))
+    }
+
+    /// Records a peer `nearby browse` found, at most once per peer and file in this process, and
+    /// never our own advertisement. Failures are ignored: browsing must not suffer for a cache.
+    public func recordOnce(_ peer: DiscoveredPeer, service: ServiceType, selfID: PeerID?, now: Date = Date()) {
+        guard peer.instance != selfID?.rawValue,
+            Self.recorded.insert(path + "\n" + Self.key(service: service.name, id: peer.instance))
+        else { return }
+        try? record([Entry(id: peer.instance, name: peer.txt.displayName, service: service.name, lastSeen: now)])
+    }
+
+    /// What completion offers for a PEER on `service` (every service when nil): IDs and display
+    /// names, newest first, without duplicates. Names a shell word cannot carry sensibly (control
+    /// characters, a leading `-` that would read as an option) are left out; they come from the
+    /// network and are untrusted.
+    public func candidates(service: String?) -> [String] {
+        var seen = Set<String>()
+        var words: [String] = []
+        for entry in load() where service == nil || entry.service == service {
+            for word in [entry.name, entry.id].compactMap(\.self) where Self.isOfferable(word) {
+                if seen.insert(word).inserted { words.append(word) }
+            }
+        }
+        return words
+    }
+
+    static func isOfferable(_ word: String) -> Bool {
+        !word.isEmpty && !word.hasPrefix("-")
+            && !word.unicodeScalars.contains { $0.properties.generalCategory == .control }
+    }
+
+    /// Newest first; ties in a stable order, so the file and the candidates are the same every time.
+    private static func newestFirst(_ a: Entry, _ b: Entry) -> Bool {
+        if a.lastSeen != b.lastSeen { return a.lastSeen > b.lastSeen }
+        return (a.service, a.id) < (b.service, b.id)
+    }
+
+    private static func key(service: String, id: String) -> String { service + "/" + id }
+
+    private static let recorded = RecordedKeys()
+
+    private static var decoder: JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        return decoder
+    }
+
+    private func write(_ file: File) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        encoder.dateEncodingStrategy = .iso8601
+        let data = try encoder.encode(file) + Data("\n".utf8)
+        let directory = (path as NSString).deletingLastPathComponent
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        // No fsync: after a crash a cache may come back empty, and browsing should not wait for the disk.
+        let temporary = "\(path).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        do {
+            let fd = try FileDescriptor.open(
+                FilePath(temporary), .writeOnly, options: [.create, .exclusiveCreate], permissions: [.ownerReadWrite])
+            try fd.closeAfter { _ = try fd.writeAll(data) }
+        } catch {
+            _ = unlink(temporary)
+            throw error
+        }
+        guard rename(temporary, path) == 0 else {
+            let error = Errno(rawValue: errno)
+            _ = unlink(temporary)
+            throw error
+        }
+    }
+}
+
+/// Which peers this process has recorded already, so a peer that comes and goes is written once.
+private final class RecordedKeys: @unchecked Sendable {
+    private let lock = NSLock()
+    private var keys = Set<String>()
+
+    /// True when `key` was not there before.
+    func insert(_ key: String) -> Bool {
+        lock.withLock { keys.insert(key).inserted }
+    }
+}

@@ -1,0 +1,103 @@
+import Foundation
+
+/// Session events (docs/events.md).
+extension Events {
+    public struct Invitation: EventBody {
+        public static let event = "invitation"
+        public var invitation: String
+        public var peer: PeerRef
+        public var context: String?
+        public var verificationCode: String
+        public var encrypted: Bool
+        public var expires: String
+        enum CodingKeys: String, CodingKey {
+            case invitation, peer, context, encrypted, expires
+            case verificationCode = "verification_code"
+        }
+        public func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(invitation, forKey: .invitation)
+            try c.encode(peer, forKey: .peer)
+            try c.encode(context, forKey: .context)
+            try c.encode(verificationCode, forKey: .verificationCode)
+            try c.encode(encrypted, forKey: .encrypted)
+            try c.encode(expires, forKey: .expires)
+        }
+    }
+
+    public struct Invited: EventBody {
+        public static let event = "invited"
+        public var invitation: String
+        public var peer: PeerRef
+        public var address: String
+        public var verificationCode: String
+        public var encrypted: Bool
+        enum CodingKeys: String, CodingKey {
+            case invitation, peer, address, encrypted
+            case verificationCode = "verification_code"
+        }
+    }
+
+    public struct Accepted: EventBody {
+        public static let event = "accepted"
+        public var invitation: String
+        public var peer: PeerRef
+        public var by: String
+    }
+
+    public struct Declined: EventBody {
+        public static let event = "declined"
+        public var invitation: String
+        public var peer: PeerRef
+        public var reason: String
+    }
+
+    public struct Connecting: EventBody {
+        public static let event = "connecting"
+        public var peer: PeerRef
+        public var address: String
+    }
+
+    public struct Connected: EventBody {
+        public static let event = "connected"
+        public var peer: PeerRef
+        public var address: String
+        public var verificationCode: String
+        public var encrypted: Bool
+        public var peers: Int
+        enum CodingKeys: String, CodingKey {
+            case peer, address, encrypted, peers
+            case verificationCode = "verification_code"
+        }
+    }
+
+    public struct Disconnected: EventBody {
+        public static let event = "disconnected"
+        public var peer: PeerRef
+        public var reason: String
+        public var peers: Int
+    }
+
+    public struct Message: EventBody {
+        public static let event = "message"
+        public var peer: PeerRef
+        public var text: String?
+        public var data: String?
+        public var bytes: Int
+    }
+
+    public struct Sent: EventBody {
+        public static let event = "sent"
+        public var peers: [PeerRef]
+        public var bytes: Int
+    }
+
+    /// A connection we closed before it became a session: not nearby, incompatible, or failing the
+    /// identity check.
+    public struct Rejected: EventBody {
+        public static let event = "rejected"
+        public var address: String
+        public var reason: String
+        public var code: String
+    }
+}

@@ -1,0 +1,65 @@
+import NIOCore
+import Synchronization
+
+/// One authenticated connection to a peer: the write side, the channel, and the time anything was
+/// last heard (for keepalives). Immutable parts only; the node keeps the link's state.
+public final class Link: Sendable, Hashable {
+    public let peer: AuthenticatedPeer
+    public let isClient: Bool
+    let outbound: NIOAsyncChannelOutboundWriter<Frame>
+    let channel: any Channel
+    private let lastHeard = Mutex(ContinuousClock.now)
+    private let reason = Mutex<String?>(nil)
+
+    init(peer: AuthenticatedPeer, isClient: Bool, outbound: NIOAsyncChannelOutboundWriter<Frame>, channel: any Channel) {
+        self.peer = peer
+        self.isClient = isClient
+        self.outbound = outbound
+        self.channel = channel
+    }
+
+    func heard() { lastHeard.withLock { $0 = .now } }
+    var silence: Duration { lastHeard.withLock { ContinuousClock.now - $0 } }
+
+    /// Why the link ended, as the first one to know said it.
+    func setReason(_ text: String) { reason.withLock { if $0 == nil { $0 = text } } }
+    var closeReason: String? { reason.withLock { $0 } }
+
+    func send(_ frame: Frame) async {
+        do { try await outbound.write(frame) } catch { close(because: "the connection failed while sending") }
+    }
+
+    /// Says goodbye (best effort) and closes.
+    func leave(_ why: String, telling peerReason: String) async {
+        setReason(why)
+        await send(Control.frame(.goodbye, Control.Goodbye(reason: peerReason)))
+        channel.close(mode: .all, promise: nil)
+    }
+
+    func close(because why: String) {
+        setReason(why)
+        channel.close(promise: nil)
+    }
+
+    public static func == (lhs: Link, rhs: Link) -> Bool { lhs === rhs }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+}
+
+/// Sends pings and cuts a link that has been silent too long: a peer that vanished (SIGKILL, cable
+/// pulled) is reported `disconnected` within `silenceLimit`.
+enum Keepalive {
+    static let interval = Duration.seconds(2)
+    static let silenceLimit = Duration.seconds(8)
+
+    static func run(_ link: Link) async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: interval)
+            if Task.isCancelled { return }
+            if link.silence > silenceLimit {
+                link.close(because: "connection lost (nothing heard for \(silenceLimit.components.seconds) s)")
+                return
+            }
+            await link.send(Frame(kind: .ping))
+        }
+    }
+}

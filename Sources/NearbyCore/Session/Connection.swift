@@ -1,0 +1,236 @@
+import NIOCore
+import NIOPosix
+import NIOSSL
+import Synchronization
+
+/// A connection after the preamble: frames in both directions, over TLS or not.
+public struct FrameChannel: Sendable {
+    public let channel: NIOAsyncChannel<Frame, Frame>
+    public let encrypted: Bool
+    public let remote: String
+    /// The public key (SPKI DER) the peer's TLS certificate carries; nil without TLS.
+    let certificateKey: KeyBox
+
+    /// Filled in by the TLS verification callback, read after the handshake.
+    final class KeyBox: Sendable {
+        private let storage = Mutex<[UInt8]?>(nil)
+        func set(_ key: [UInt8]) { storage.withLock { $0 = key } }
+        var key: [UInt8]? { storage.withLock { $0 } }
+    }
+}
+
+/// What the preamble leads to.
+public enum Negotiated: Sendable {
+    case frames(FrameChannel)
+    /// Not a nearby peer (an MPC app, a port scanner): closed.
+    case foreign(remote: String, what: String)
+    /// A nearby peer whose encryption preference is incompatible with ours: closed.
+    case refused(remote: String, theirs: EncryptionPreference?, decision: Preamble.Decision)
+}
+
+/// Runs the plaintext preamble on a fresh TCP connection, then puts TLS (when agreed) and the frame
+/// codec in its place and wraps the channel for async use. Everything here runs on the event loop.
+final class PreambleHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    enum Role { case client, server }
+
+    private let role: Role
+    private let preference: EncryptionPreference
+    private let tls: NIOSSLContext
+    private let promise: EventLoopPromise<Negotiated>
+    private var received = ByteBuffer()
+    private var done = false
+    private var timeout: Scheduled<Void>?
+    static let deadline = TimeAmount.seconds(10)
+
+    init(role: Role, preference: EncryptionPreference, tls: NIOSSLContext, promise: EventLoopPromise<Negotiated>) {
+        self.role = role
+        self.preference = preference
+        self.tls = tls
+        self.promise = promise
+    }
+
+    private func remote(_ context: ChannelHandlerContext) -> String {
+        context.channel.remoteAddress.map(Self.describe) ?? "unknown"
+    }
+
+    static func describe(_ address: SocketAddress) -> String {
+        switch address {
+        case let .v4(v4): "\(address.ipAddress ?? v4.host):\(address.port ?? 0)"
+        case .v6:
+            // An IPv4 client of a dual-stack listener shows up as ::ffff:a.b.c.d: say a.b.c.d.
+            if let ip = address.ipAddress, ip.hasPrefix("::ffff:"), ip.contains(".") {
+                "\(ip.dropFirst(7)):\(address.port ?? 0)"
+            } else {
+                "[\(address.ipAddress ?? "?")]:\(address.port ?? 0)"
+            }
+        default: "\(address)"
+        }
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        timeout = context.eventLoop.scheduleTask(in: Self.deadline) {
+            let (handler, context) = loopBound.value
+            handler.finish(context, .foreign(remote: handler.remote(context), what: "a client that did not finish the nearby preamble in 10 s"))
+        }
+        if context.channel.isActive { channelActive(context: context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        guard role == .client, !done, received.readerIndex == 0, received.writerIndex == 0 else { return }
+        context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: Preamble.hello(preference))), promise: nil)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var bytes = unwrapInboundIn(data)
+        received.writeBuffer(&bytes)
+        guard !done else { return }
+        let seen = Array(received.readableBytesView.prefix(Preamble.size))
+        if role == .server, !seen.isEmpty, !Preamble.magic.starts(with: seen.prefix(4)) {
+            finish(context, .foreign(remote: remote(context), what: Preamble.describeForeign(seen)))
+            return
+        }
+        guard seen.count == Preamble.size else { return }
+        received.moveReaderIndex(forwardBy: Preamble.size)
+        switch role {
+        case .server: serverDecides(context, seen)
+        case .client: clientHears(context, seen)
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        finish(context, .foreign(remote: remote(context), what: "a peer that closed the connection during the preamble"))
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        finish(context, .foreign(remote: remote(context), what: "a connection that failed: \(error)"))
+    }
+
+    private func serverDecides(_ context: ChannelHandlerContext, _ bytes: [UInt8]) {
+        switch Preamble.parseClient(bytes) {
+        case let .foreign(what):
+            finish(context, .foreign(remote: remote(context), what: what))
+        case let .nearby(theirs):
+            let decision = Preamble.decide(server: preference, client: theirs)
+            context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: Preamble.reply(decision))), promise: nil)
+            switch decision {
+            case .tls: upgrade(context, tls: true)
+            case .plaintext: upgrade(context, tls: false)
+            case .refusedNone, .refusedRequired:
+                finish(context, .refused(remote: remote(context), theirs: theirs, decision: decision))
+            }
+        }
+    }
+
+    private func clientHears(_ context: ChannelHandlerContext, _ bytes: [UInt8]) {
+        switch Preamble.parseServer(bytes) {
+        case .tls?: upgrade(context, tls: true)
+        case .plaintext?: upgrade(context, tls: false)
+        case let decision?: finish(context, .refused(remote: remote(context), theirs: nil, decision: decision))
+        case nil: finish(context, .foreign(remote: remote(context), what: "a server that does not speak nearby"))
+        }
+    }
+
+    private func upgrade(_ context: ChannelHandlerContext, tls useTLS: Bool) {
+        let box = FrameChannel.KeyBox()
+        do {
+            let pipeline = context.pipeline.syncOperations
+            var handlers: [any ChannelHandler] = []
+            if useTLS {
+                let verify = SessionTLS.verifier { box.set($0) }
+                handlers.append(role == .server
+                    ? NIOSSLServerHandler(context: tls, customVerificationCallback: verify)
+                    : try NIOSSLClientHandler(context: tls, serverHostname: nil, customVerificationCallback: verify))
+            }
+            handlers.append(ByteToMessageHandler(FrameDecoder()))
+            handlers.append(MessageToByteHandler(FrameEncoder()))
+            try pipeline.addHandlers(handlers, position: .after(self))
+            let channel = try NIOAsyncChannel<Frame, Frame>(wrappingChannelSynchronously: context.channel)
+            let remote = remote(context)
+            done = true
+            timeout?.cancel()
+            promise.succeed(.frames(FrameChannel(channel: channel, encrypted: useTLS, remote: remote, certificateKey: box)))
+            if received.readableBytes > 0 {
+                context.fireChannelRead(NIOAny(received))
+                received = ByteBuffer()
+            }
+            pipeline.removeHandler(context: context, promise: nil)
+        } catch {
+            finish(context, .foreign(remote: remote(context), what: "a connection that could not be set up: \(error)"))
+        }
+    }
+
+    private func finish(_ context: ChannelHandlerContext, _ result: Negotiated) {
+        guard !done else { return }
+        done = true
+        timeout?.cancel()
+        promise.succeed(result)
+        context.close(promise: nil)
+    }
+}
+
+/// Opening connections and listening for them. Each connection negotiates on its own (a slow
+/// or silent client never holds up the next one) and is handed over once its preamble is done.
+public enum Connections {
+    static func install(
+        on channel: any Channel, role: PreambleHandler.Role, preference: EncryptionPreference, tls: NIOSSLContext
+    ) -> EventLoopFuture<Negotiated> {
+        let promise = channel.eventLoop.makePromise(of: Negotiated.self)
+        do {
+            try channel.pipeline.syncOperations.addHandler(
+                PreambleHandler(role: role, preference: preference, tls: tls, promise: promise))
+        } catch {
+            promise.fail(error)
+        }
+        return promise.futureResult
+    }
+
+    /// Listens on every address (IPv6 and IPv4, or IPv4 alone where the host has no IPv6) and calls
+    /// `handle` with each negotiated connection.
+    public static func listen(
+        port: Int, preference: EncryptionPreference, tls: NIOSSLContext,
+        handle: @escaping @Sendable (Negotiated) -> Void
+    ) async throws(NearbyError) -> any Channel {
+        let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { channel in
+                install(on: channel, role: .server, preference: preference, tls: tls).whenSuccess(handle)
+                return channel.eventLoop.makeSucceededVoidFuture()
+            }
+        var failure = "unknown error"
+        for host in ["::", "0.0.0.0"] {
+            do {
+                return try await bootstrap.bind(host: host, port: port).get()
+            } catch {
+                failure = "\(error)"
+            }
+        }
+        throw .listenFailed(failure)
+    }
+
+    /// Connects and runs the preamble.
+    public static func connect(
+        host: String, port: Int, preference: EncryptionPreference, tls: NIOSSLContext, timeout: TimeAmount = .seconds(10)
+    ) async throws -> Negotiated {
+        let negotiated = Mutex<EventLoopFuture<Negotiated>?>(nil)
+        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .connectTimeout(timeout)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                let future = install(on: channel, role: .client, preference: preference, tls: tls)
+                negotiated.withLock { $0 = future }
+                return channel.eventLoop.makeSucceededVoidFuture()
+            }
+            .connect(host: host, port: port).get()
+        guard let future = negotiated.withLock({ $0 }) else {
+            channel.close(promise: nil)
+            throw NearbyError.connectionFailed("the connection to \(host):\(port) was not set up")
+        }
+        return try await future.get()
+    }
+}

@@ -1,0 +1,57 @@
+import Foundation
+import NIOCore
+
+/// The JSON bodies of control frames. Decoded from untrusted bytes: size-checked first, every
+/// string bounded after.
+public enum Control {
+    /// First frame each way: who I am, and a fresh nonce for this session.
+    public struct Hello: Codable, Equatable, Sendable {
+        public var version: Int
+        public var id: String
+        public var name: String
+        /// SubjectPublicKeyInfo DER of the identity key, base64.
+        public var key: String
+        /// 32 random bytes, base64.
+        public var nonce: String
+    }
+
+    /// Second frame each way: proof of possession of the key, a signature over both hellos.
+    public struct Auth: Codable, Equatable, Sendable {
+        public var signature: String
+    }
+
+    public struct Invite: Codable, Equatable, Sendable {
+        public var invitation: String
+        public var context: String?
+        public var timeout: Double
+    }
+
+    public struct Answer: Codable, Equatable, Sendable {
+        public var invitation: String
+        public var accept: Bool
+        public var reason: String?
+    }
+
+    public struct Goodbye: Codable, Equatable, Sendable {
+        public var reason: String
+    }
+
+    public static let maxContextBytes = 4096
+    public static let maxReasonBytes = 256
+
+    public static func frame(_ kind: Frame.Kind, _ body: some Encodable) -> Frame {
+        let data = (try? JSONEncoder().encode(body)) ?? Data("{}".utf8)
+        return Frame(kind: kind, payload: ByteBuffer(bytes: data))
+    }
+
+    public static func decode<T: Decodable>(_ type: T.Type, from frame: Frame) throws(ProtocolViolation) -> T {
+        guard frame.payload.readableBytes <= Frame.maxControlPayload else {
+            throw .malformed("\(frame.kind) frame: \(frame.payload.readableBytes) bytes")
+        }
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(frame.payload.readableBytesView))
+        } catch {
+            throw .malformed("\(frame.kind) frame")
+        }
+    }
+}

@@ -1,0 +1,96 @@
+import NIOCore
+
+/// One unit of the session protocol (docs/protocol.md): a 9-byte header — type (1), channel (4),
+/// payload length (4), big-endian — then the payload. Channel 0 is the session itself (control
+/// frames and messages); later channels carry files and streams.
+public struct Frame: Equatable, Sendable {
+    public enum Kind: UInt8, Sendable {
+        case hello = 0x01
+        case auth = 0x02
+        case invite = 0x03
+        case answer = 0x04
+        case message = 0x05
+        case ping = 0x06
+        case pong = 0x07
+        case goodbye = 0x08
+    }
+
+    public static let headerSize = 9
+    /// The largest payload a peer may send: checked against the header before anything is buffered.
+    public static let maxPayload = 1 << 20
+    /// Control frames (hello, auth, invite, answer, goodbye) are small JSON documents.
+    public static let maxControlPayload = 16 << 10
+
+    public var kind: Kind
+    public var channel: UInt32
+    public var payload: ByteBuffer
+
+    public init(kind: Kind, channel: UInt32 = 0, payload: ByteBuffer = ByteBuffer()) {
+        self.kind = kind
+        self.channel = channel
+        self.payload = payload
+    }
+}
+
+public enum ProtocolViolation: Error, Equatable, Sendable, CustomStringConvertible {
+    case frameTooLarge(Int)
+    case unknownFrameType(UInt8)
+    case malformed(String)
+    case unexpected(String)
+
+    public var description: String {
+        switch self {
+        case let .frameTooLarge(size): "frame of \(size) bytes exceeds the maximum of \(Frame.maxPayload)"
+        case let .unknownFrameType(type): "unknown frame type \(type)"
+        case let .malformed(what): "malformed \(what)"
+        case let .unexpected(what): "unexpected \(what)"
+        }
+    }
+}
+
+/// Decodes frames, refusing an oversized one from its header alone, so an untrusted peer cannot make
+/// us buffer more than `maxPayload` bytes.
+public struct FrameDecoder: ByteToMessageDecoder, Sendable {
+    public typealias InboundOut = Frame
+
+    public init() {}
+
+    public mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+        guard let frame = try Self.parse(&buffer) else { return .needMoreData }
+        context.fireChannelRead(Self.wrapInboundOut(frame))
+        return .continue
+    }
+
+    /// Takes one frame off the front of `buffer`, or nil when it is not all there yet.
+    public static func parse(_ buffer: inout ByteBuffer) throws(ProtocolViolation) -> Frame? {
+        guard buffer.readableBytes >= Frame.headerSize,
+              let type = buffer.getInteger(at: buffer.readerIndex, as: UInt8.self),
+              let channel = buffer.getInteger(at: buffer.readerIndex + 1, as: UInt32.self),
+              let length = buffer.getInteger(at: buffer.readerIndex + 5, as: UInt32.self)
+        else { return nil }
+        guard length <= Frame.maxPayload else { throw .frameTooLarge(Int(length)) }
+        guard let kind = Frame.Kind(rawValue: type) else { throw .unknownFrameType(type) }
+        guard buffer.readableBytes >= Frame.headerSize + Int(length) else { return nil }
+        buffer.moveReaderIndex(forwardBy: Frame.headerSize)
+        guard let payload = buffer.readSlice(length: Int(length)) else { return nil }
+        return Frame(kind: kind, channel: channel, payload: payload)
+    }
+}
+
+public struct FrameEncoder: MessageToByteEncoder, Sendable {
+    public typealias OutboundIn = Frame
+
+    public init() {}
+
+    public func encode(data frame: Frame, out: inout ByteBuffer) {
+        Self.write(frame, into: &out)
+    }
+
+    public static func write(_ frame: Frame, into out: inout ByteBuffer) {
+        out.writeInteger(frame.kind.rawValue)
+        out.writeInteger(frame.channel)
+        out.writeInteger(UInt32(frame.payload.readableBytes))
+        var payload = frame.payload
+        out.writeBuffer(&payload)
+    }
+}
