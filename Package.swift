@@ -49,7 +49,14 @@ let package = Package(
             name: "CDNSSD",
             providers: [.apt(["libavahi-compat-libdnssd-dev"])]
         ),
-        .testTarget(name: "NearbyCoreTests", dependencies: ["NearbyCore"]),
+        .testTarget(
+            name: "NearbyCoreTests",
+            dependencies: [
+                "NearbyCore",
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOTestUtils", package: "swift-nio"),
+            ]
+        ),
         .testTarget(name: "NearbyCLITests", dependencies: ["NearbyCLI", "NearbyCore"]),
     ],
     swiftLanguageModes: [.v6]

@@ -29,12 +29,17 @@ public final class Link: Sendable, Hashable {
         do { try await outbound.write(frame) } catch { close(because: "the connection failed while sending") }
     }
 
-    /// Says goodbye (best effort) and closes.
+    /// Says goodbye and half-closes once everything queued is written; the peer closes its side when
+    /// it reads the goodbye. A peer that does not is cut off after `goodbyeGrace`.
     func leave(_ why: String, telling peerReason: String) async {
         setReason(why)
         await send(Control.frame(.goodbye, Control.Goodbye(reason: peerReason)))
-        channel.close(mode: .all, promise: nil)
+        outbound.finish()
+        let channel = self.channel
+        channel.eventLoop.scheduleTask(in: Self.goodbyeGrace) { channel.close(promise: nil) }
     }
+
+    static let goodbyeGrace = TimeAmount.seconds(3)
 
     func close(because why: String) {
         setReason(why)

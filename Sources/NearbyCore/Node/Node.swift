@@ -137,8 +137,8 @@ public actor Node {
         for link in links.keys {
             await link.leave("we left: \(reason)", telling: reason)
         }
-        // Give the connection tasks a moment to report their `disconnected` events.
-        for _ in 0..<20 where !links.isEmpty { try? await Task.sleep(for: .milliseconds(25)) }
+        // Give the peers a moment to close their side, and the links to report `disconnected`.
+        for _ in 0..<80 where !links.isEmpty { try? await Task.sleep(for: .milliseconds(25)) }
         try? await listener?.close()
         tasks.forEach { $0.cancel() }
     }
@@ -429,9 +429,18 @@ public actor Node {
         if let context, context.utf8.count > Control.maxContextBytes {
             throw .invalidArgument("the invitation context is \(context.utf8.count) bytes; the maximum is \(Control.maxContextBytes)")
         }
+        // A peer we are in a session with needs no discovery and no invitation.
+        let current = sessions.values.filter { Self.matches(query, $0.peer) }
+        if current.count == 1, let link = current.first {
+            client?.emit(connectedEvent(link))
+            return link.peer
+        }
         let deadline = ContinuousClock.now + .seconds(timeout)
-        let target = try await resolve(query, until: deadline)
-        if let expected = target.expected, let link = sessions[expected] { return link.peer }
+        let target = try await resolve(query, until: deadline, timeout: timeout)
+        if let expected = target.expected, let link = sessions[expected] {
+            client?.emit(connectedEvent(link))
+            return link.peer
+        }
         let invitation = OutgoingInvitation(id: Self.newInvitationID(), context: context, timeout: timeout)
         if let expected = target.expected { outgoing[expected] = invitation }
         sink.emit(Events.Connecting(peer: PeerRef(id: target.expected?.rawValue ?? target.address, name: target.name), address: target.address))
@@ -459,6 +468,7 @@ public actor Node {
         // The invite frame goes out once the handshake is done (`attach`); then the answer decides.
         let outcome = await invitation.wait()
         timer.cancel()
+        outgoing = outgoing.filter { $0.value !== invitation }
         switch outcome {
         case let .connected(peer):
             if let client, let link = sessions[peer.id] { client.emit(connectedEvent(link)) }
@@ -472,13 +482,12 @@ public actor Node {
 
     private func timeOut(_ invitation: OutgoingInvitation, query: String, timeout: Double) async {
         guard invitation.isWaiting else { return }
-        if let link = invitation.link {
-            if outgoing[link.peer.id] === invitation { outgoing[link.peer.id] = nil }
-            await link.leave("invitation timed out", telling: "invitation timed out")
-        } else {
-            outgoing = outgoing.filter { $0.value !== invitation }
-        }
+        // Resolve first: closing the link below would otherwise report a lost connection instead.
         invitation.resolve(.failed(.invitationTimedOut(peer: invitation.link?.peer.id.rawValue ?? query, seconds: timeout)))
+        outgoing = outgoing.filter { $0.value !== invitation }
+        if let link = invitation.link {
+            await link.leave("invitation timed out", telling: "invitation timed out")
+        }
     }
 
     /// Sends a message to peers, inviting those not connected yet.
@@ -539,7 +548,7 @@ public actor Node {
 
     /// `HOST:PORT` skips discovery (the identity is still checked in the handshake); anything else
     /// is looked up among discovered peers by ID, unambiguous ID prefix, or display name.
-    func resolve(_ query: String, until deadline: ContinuousClock.Instant) async throws(NearbyError) -> Target {
+    func resolve(_ query: String, until deadline: ContinuousClock.Instant, timeout: Double) async throws(NearbyError) -> Target {
         if let direct = Self.parseHostPort(query) { return Target(host: direct.host, port: direct.port) }
         startDiscovery()
         var settledAt: ContinuousClock.Instant?
@@ -554,9 +563,7 @@ public actor Node {
                 if let settledAt, ContinuousClock.now >= settledAt { return try target(for: only) }
                 if settledAt == nil { settledAt = ContinuousClock.now + .milliseconds(300) }
             }
-            guard ContinuousClock.now < deadline else {
-                throw .peerNotFound(query, waitedSeconds: Double((deadline - ContinuousClock.now + .seconds(0)).components.seconds))
-            }
+            guard ContinuousClock.now < deadline else { throw .peerNotFound(query, waitedSeconds: timeout) }
             try? await Task.sleep(for: .milliseconds(50))
         }
     }

@@ -149,7 +149,11 @@ final class PreambleHandler: ChannelInboundHandler, RemovableChannelHandler {
             handlers.append(ByteToMessageHandler(FrameDecoder()))
             handlers.append(MessageToByteHandler(FrameEncoder()))
             try pipeline.addHandlers(handlers, position: .after(self))
-            let channel = try NIOAsyncChannel<Frame, Frame>(wrappingChannelSynchronously: context.channel)
+            // Half-closure: finishing the writer flushes every queued frame before TLS close_notify
+            // and FIN, so a goodbye never cuts off the message sent just before it.
+            let channel = try NIOAsyncChannel<Frame, Frame>(
+                wrappingChannelSynchronously: context.channel,
+                configuration: .init(isOutboundHalfClosureEnabled: true))
             let remote = remote(context)
             done = true
             timeout?.cancel()

@@ -1,0 +1,211 @@
+import Foundation
+import NIOCore
+import NIOEmbedded
+import NIOTestUtils
+import Testing
+@testable import NearbyCore
+
+@Suite struct FrameTests {
+    private func bytes(_ frame: Frame) -> ByteBuffer {
+        var out = ByteBuffer()
+        FrameEncoder.write(frame, into: &out)
+        return out
+    }
+
+    @Test func roundTripAndPartialInput() throws {
+        let frame = Frame(kind: .message, channel: 7, payload: ByteBuffer(string: "hello"))
+        var buffer = bytes(frame)
+        #expect(buffer.readableBytes == Frame.headerSize + 5)
+        var partial = buffer.getSlice(at: 0, length: 10) ?? ByteBuffer()
+        #expect(try FrameDecoder.parse(&partial) == nil)
+        #expect(try FrameDecoder.parse(&buffer) == frame)
+        #expect(buffer.readableBytes == 0)
+    }
+
+    @Test func oversizedFrameIsRefusedFromItsHeader() {
+        var header = ByteBuffer()
+        header.writeInteger(Frame.Kind.message.rawValue)
+        header.writeInteger(UInt32(0))
+        header.writeInteger(UInt32(Frame.maxPayload + 1))
+        #expect(throws: ProtocolViolation.frameTooLarge(Frame.maxPayload + 1)) { try FrameDecoder.parse(&header) }
+        var garbage = ByteBuffer(bytes: [0xEE, 0, 0, 0, 0, 0, 0, 0, 0])
+        #expect(throws: ProtocolViolation.unknownFrameType(0xEE)) { try FrameDecoder.parse(&garbage) }
+    }
+
+    @Test func decoderInAPipeline() throws {
+        let frames = [
+            Frame(kind: .ping), Frame(kind: .message, payload: ByteBuffer(string: "x")),
+            Frame(kind: .goodbye, payload: ByteBuffer(string: #"{"reason":"bye"}"#)),
+        ]
+        var all = ByteBuffer()
+        frames.forEach { FrameEncoder.write($0, into: &all) }
+        try ByteToMessageDecoderVerifier.verifyDecoder(
+            inputOutputPairs: [(all, frames)], decoderFactory: { FrameDecoder() })
+    }
+
+    @Test func controlFramesAreBoundedAndChecked() throws {
+        let invite = Control.Invite(invitation: "abc", context: "ctx", timeout: 30)
+        #expect(try Control.decode(Control.Invite.self, from: Control.frame(.invite, invite)) == invite)
+        let junk = Frame(kind: .invite, payload: ByteBuffer(string: "{not json"))
+        #expect(throws: ProtocolViolation.self) { try Control.decode(Control.Invite.self, from: junk) }
+        let huge = Frame(kind: .invite, payload: ByteBuffer(repeating: UInt8(ascii: " "), count: Frame.maxControlPayload + 1))
+        #expect(throws: ProtocolViolation.self) { try Control.decode(Control.Invite.self, from: huge) }
+    }
+}
+
+@Suite struct NegotiationTests {
+    @Test func mpcEncryptionRules() {
+        let table: [(EncryptionPreference, EncryptionPreference, Bool?)] = [
+            (.required, .required, true), (.required, .optional, true), (.required, .none, nil),
+            (.optional, .required, true), (.optional, .optional, true), (.optional, .none, false),
+            (.none, .required, nil), (.none, .optional, false), (.none, .none, false),
+        ]
+        for (a, b, expected) in table {
+            #expect(a.agree(with: b) == expected, "\(a) with \(b)")
+            #expect(b.agree(with: a) == expected, "symmetric: \(b) with \(a)")
+        }
+        #expect(Preamble.decide(server: .required, client: .none) == .refusedRequired)
+        #expect(Preamble.decide(server: .none, client: .required) == .refusedNone)
+        #expect(Preamble.decide(server: .optional, client: .none) == .plaintext)
+    }
+
+    @Test func preambleTellsNearbyFromForeignClients() {
+        #expect(Preamble.parseClient(Preamble.hello(.optional)) == .nearby(.optional))
+        #expect(Preamble.parseServer(Preamble.reply(.tls)) == .tls)
+        guard case let .foreign(what) = Preamble.parseClient([0x16, 0x03, 0x01, 0x00, 0x10]) else {
+            Issue.record("a TLS ClientHello is not nearby")
+            return
+        }
+        #expect(what.contains("TLS"))
+        guard case let .foreign(text) = Preamble.parseClient(Array("GET /".utf8)) else {
+            Issue.record("HTTP is not nearby")
+            return
+        }
+        #expect(text.contains("GET"))
+        guard case .foreign = Preamble.parseClient(Preamble.magic + [9]) else {
+            Issue.record("an unknown preference is refused")
+            return
+        }
+    }
+
+    @Test func verificationCodeIsSharedAndSessionBound() {
+        let a = Data("key-a".utf8), b = Data("key-b".utf8)
+        let n1 = Data(repeating: 1, count: 32), n2 = Data(repeating: 2, count: 32)
+        let code = SessionMath.verificationCode(clientKey: a, serverKey: b, clientNonce: n1, serverNonce: n2)
+        #expect(code.wholeMatch(of: /[0-9]{3} [0-9]{3}/) != nil)
+        #expect(code == SessionMath.verificationCode(clientKey: a, serverKey: b, clientNonce: n1, serverNonce: n2))
+        #expect(code != SessionMath.verificationCode(clientKey: a, serverKey: b, clientNonce: n2, serverNonce: n1))
+        let client = SessionMath.authTranscript(signerIsClient: true, clientKey: a, serverKey: b, clientNonce: n1, serverNonce: n2)
+        let server = SessionMath.authTranscript(signerIsClient: false, clientKey: a, serverKey: b, clientNonce: n1, serverNonce: n2)
+        #expect(client != server)
+    }
+
+    @Test func crossedInvitationsKeepExactlyOne() throws {
+        let x = try #require(PeerID("0000000000001")), y = try #require(PeerID("0000000000002"))
+        #expect(SessionMath.keepsOwnInvitation(own: x, other: y) != SessionMath.keepsOwnInvitation(own: y, other: x))
+    }
+
+    @Test func hostPortTargets() {
+        #expect(Node.parseHostPort("10.0.0.1:4000")! == ("10.0.0.1", 4000))
+        #expect(Node.parseHostPort("[fe80::1%eth0]:22")! == ("fe80::1%eth0", 22))
+        #expect(Node.parseHostPort("box.local:80")! == ("box.local", 80))
+        #expect(Node.parseHostPort("alice") == nil)
+        #expect(Node.parseHostPort("alice:0") == nil)
+        #expect(Node.parseHostPort(":80") == nil)
+        #expect(Node.parseHostPort("x:99999") == nil)
+    }
+}
+
+@Suite struct KnownPeersTests {
+    @Test func pinsOnFirstContactAndRefusesAChangedKey() throws {
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-known-\(UUID().uuidString)").path
+        let known = KnownPeers(paths: NearbyPaths(home: home))
+        let id = try #require(PeerID("0000000000001"))
+        #expect(try known.check(id: id, key: Data([1, 2, 3]), name: "a") == .new)
+        #expect(try known.check(id: id, key: Data([1, 2, 3]), name: "a") == .known)
+        #expect(try known.check(id: id, key: Data([9, 9, 9]), name: "a") == .changed)
+        let attributes = try FileManager.default.attributesOfItem(atPath: known.path)
+        #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+    }
+}
+
+/// Two real nodes in this process, over loopback TCP and TLS: no daemon needed, since HOST:PORT
+/// skips discovery.
+@Suite(.serialized) struct NodeLoopbackTests {
+    private func node(_ name: String, _ configure: (inout NodeConfiguration) -> Void = { _ in }) async throws -> (Node, MemorySink) {
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-node-\(UUID().uuidString)").path
+        let paths = NearbyPaths(home: home)
+        let identity = try IdentityStore(paths: paths).loadOrCreate(defaultName: name)
+        var configuration = NodeConfiguration(service: .default)
+        configure(&configuration)
+        let sink = MemorySink()
+        let node = try Node(identity: identity, configuration: configuration, paths: paths, events: sink)
+        try await node.start()
+        return (node, sink)
+    }
+
+    private func waitFor(_ sink: MemorySink, _ text: String) async -> Bool {
+        for _ in 0..<200 {
+            if sink.lines.contains(where: { $0.contains(text) }) { return true }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return false
+    }
+
+    @Test func inviteAcceptMessageGoodbye() async throws {
+        let (bob, bobEvents) = try await node("bob") { $0.autoAccept = true }
+        let (alice, aliceEvents) = try await node("alice")
+        let port = await bob.port
+        let peer = try await alice.invite("127.0.0.1:\(port)", context: "hi", timeout: 5, client: nil)
+        #expect(peer.name == "bob")
+        #expect(peer.encrypted)
+        try await alice.send(Array("héllo".utf8), to: [peer.id.rawValue], all: false, timeout: 5, client: nil)
+        try await alice.send([0xff, 0x00], to: [peer.id.rawValue], all: false, timeout: 5, client: nil)
+        #expect(await waitFor(bobEvents, #""text":"héllo""#))
+        #expect(await waitFor(bobEvents, #""data":"/wA=""#))
+        let invitation = try #require(bobEvents.lines.first { $0.contains(#""event":"invitation""#) })
+        let connected = try #require(aliceEvents.lines.first { $0.contains(#""event":"invited""#) })
+        let code = try #require(invitation.firstMatch(of: /"verification_code":"([0-9 ]+)"/)?.1)
+        #expect(connected.contains(#""verification_code":"\#(code)""#))
+        await alice.stop(reason: "done here")
+        #expect(await waitFor(bobEvents, #""reason":"peer left: done here""#))
+        await bob.stop()
+    }
+
+    @Test func encryptionRequiredAndNoneRefuseEachOther() async throws {
+        let (plain, plainEvents) = try await node("plain") {
+            $0.autoAccept = true
+            $0.encryption = .none
+        }
+        let (strict, _) = try await node("strict")
+        let port = await plain.port
+        await #expect(throws: NearbyError.encryptionMismatch(ours: "required", theirs: "none")) {
+            try await strict.invite("127.0.0.1:\(port)", context: nil, timeout: 5, client: nil)
+        }
+        #expect(await waitFor(plainEvents, #""code":"encryption-mismatch""#))
+        let (relaxed, _) = try await node("relaxed") { $0.encryption = .optional }
+        let peer = try await relaxed.invite("127.0.0.1:\(port)", context: nil, timeout: 5, client: nil)
+        #expect(peer.encrypted == false)
+        for node in [plain, strict, relaxed] { await node.stop() }
+    }
+
+    @Test func declinedAndTimedOut() async throws {
+        let (host, hostEvents) = try await node("host")
+        let (guest, _) = try await node("guest")
+        let port = await host.port
+        let declining = Task { await host.accept(nil, decline: true, client: nil) }
+        await #expect(throws: NearbyError.self) {
+            try await guest.invite("127.0.0.1:\(port)", context: nil, timeout: 5, client: nil)
+        }
+        _ = await declining.value
+        #expect(await waitFor(hostEvents, #""event":"declined""#))
+        do {
+            _ = try await guest.invite("127.0.0.1:\(port)", context: nil, timeout: 1, client: nil)
+            Issue.record("an unanswered invitation must time out")
+        } catch {
+            #expect(error.code == "invitation-timeout")
+        }
+        await guest.stop()
+        await host.stop()
+    }
+}
