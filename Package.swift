@@ -22,6 +22,11 @@ let package = Package(
             name: "nearby",
             dependencies: ["NearbyCLI"]
         ),
+        // Benchmarks only (bench/sessions.sh): an echoing node, a pinger, and a raw TCP reference.
+        .executableTarget(
+            name: "nearby-bench",
+            dependencies: ["NearbyCore"]
+        ),
         .target(
             name: "NearbyCLI",
             dependencies: [

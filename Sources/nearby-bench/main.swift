@@ -1,0 +1,232 @@
+// nearby-bench: measures sessions against raw TCP on the same link (see bench/sessions.sh).
+//
+//   nearby-bench echo --service S              node that accepts everyone and echoes every message
+//   nearby-bench ping --service S PEER N       invite latency (discovery included and excluded),
+//                                              message round trips, small-message throughput
+//   nearby-bench tcp-echo PORT                 raw TCP echo of length-prefixed messages
+//   nearby-bench tcp-ping HOST PORT N          the same measurements over raw TCP
+import Foundation
+import NearbyCore
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+let arguments = CommandLine.arguments
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("nearby-bench: \(message)\n".utf8))
+    exit(2)
+}
+
+/// Passes message events to a handler and drops everything else.
+final class MessageSink: EventSink {
+    let handler: Mutex<(@Sendable (Events.Message) -> Void)?> = Mutex(nil)
+    func emit(_ body: some EventBody) {
+        if let message = body as? Events.Message { handler.withLock { $0 }?(message) }
+    }
+    func emitLine(_ line: String) {}
+}
+
+func makeNode(service: String, advertise: Bool, autoAccept: Bool, sink: MessageSink) async throws -> Node {
+    let home = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-bench-\(UUID().uuidString)").path
+    let paths = NearbyPaths(home: home)
+    let environmentHome = ProcessInfo.processInfo.environment["NEARBY_HOME"].map(NearbyPaths.init(home:)) ?? paths
+    let identity = try IdentityStore(paths: environmentHome).loadOrCreate(defaultName: advertise ? "bench-echo" : "bench-ping")
+    var configuration = NodeConfiguration(service: try ServiceType(service))
+    configuration.advertise = advertise
+    configuration.autoAccept = autoAccept
+    let node = try Node(identity: identity, configuration: configuration, paths: paths, events: sink)
+    try await node.start()
+    return node
+}
+
+/// Nearest-rank percentile.
+func percentile(_ values: [Double], _ p: Double) -> Double {
+    let sorted = values.sorted()
+    guard !sorted.isEmpty else { return .nan }
+    let rank = Int((p * Double(sorted.count)).rounded(.up))
+    return sorted[max(0, min(sorted.count - 1, rank - 1))]
+}
+
+/// One unbuffered line on stdout (the bench script reads it while we run).
+func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
+func report(_ name: String, _ value: Double, _ unit: String) {
+    say(String(format: "%@ %.3f %@", name, value, unit))
+}
+
+let clock = ContinuousClock()
+func ms(_ duration: Duration) -> Double { Double(duration / .microseconds(1)) / 1000 }
+
+/// Waits for messages from the echo side, in order.
+final class Inbox: Sendable {
+    private let stream: AsyncStream<Int>
+    private let continuation: AsyncStream<Int>.Continuation
+    init() { (stream, continuation) = AsyncStream<Int>.makeStream() }
+    func deliver(_ bytes: Int) { continuation.yield(bytes) }
+    var messages: AsyncStream<Int> { stream }
+}
+
+switch arguments.dropFirst().first {
+case "echo":
+    guard arguments.count == 4, arguments[2] == "--service" else { fail("usage: echo --service S") }
+    let sink = MessageSink()
+    let node = try await makeNode(service: arguments[3], advertise: true, autoAccept: true, sink: sink)
+    sink.handler.withLock { handler in
+        handler = { message in
+            let payload = message.text.map { Array($0.utf8) } ?? Array(Data(base64Encoded: message.data ?? "") ?? Data())
+            Task { try? await node.send(payload, to: [message.peer.id], all: false, timeout: 5, client: nil) }
+        }
+    }
+    say("echo ready port \(await node.port)")
+    _ = await TerminationSignal.next()
+    await node.stop()
+
+case "ping":
+    guard arguments.count == 6, arguments[2] == "--service", let count = Int(arguments[5]) else {
+        fail("usage: ping --service S PEER N")
+    }
+    let service = arguments[3], peer = arguments[4]
+    // 1. Invitation latency, discovery included: a fresh node (cold browser) each time.
+    var withDiscovery: [Double] = []
+    var direct: [Double] = []
+    var address = ""
+    for _ in 0..<5 {
+        let sink = MessageSink()
+        let node = try await makeNode(service: service, advertise: false, autoAccept: false, sink: sink)
+        let start = clock.now
+        let connected = try await node.invite(peer, context: nil, timeout: 10, client: nil)
+        withDiscovery.append(ms(clock.now - start))
+        address = connected.address
+        await node.stop()
+    }
+    // 2. Discovery excluded: HOST:PORT.
+    for _ in 0..<5 {
+        let sink = MessageSink()
+        let node = try await makeNode(service: service, advertise: false, autoAccept: false, sink: sink)
+        let start = clock.now
+        _ = try await node.invite(address, context: nil, timeout: 10, client: nil)
+        direct.append(ms(clock.now - start))
+        await node.stop()
+    }
+    report("invite_connected_with_discovery_p50", percentile(withDiscovery, 0.5), "ms")
+    report("invite_connected_direct_p50", percentile(direct, 0.5), "ms")
+
+    // 3. Round trips and throughput over one session.
+    let sink = MessageSink()
+    let inbox = Inbox()
+    sink.handler.withLock { $0 = { inbox.deliver($0.bytes) } }
+    let node = try await makeNode(service: service, advertise: false, autoAccept: false, sink: sink)
+    let connected = try await node.invite(address, context: nil, timeout: 10, client: nil)
+    var iterator = inbox.messages.makeAsyncIterator()
+    let payload = Array(repeating: UInt8(ascii: "x"), count: 64)
+    var rtts: [Double] = []
+    for _ in 0..<count {
+        let start = clock.now
+        try await node.send(payload, to: [connected.id.rawValue], all: false, timeout: 5, client: nil)
+        guard await iterator.next() != nil else { fail("echo stopped") }
+        rtts.append(ms(clock.now - start))
+    }
+    report("rtt_p50", percentile(rtts, 0.5), "ms")
+    report("rtt_p99", percentile(rtts, 0.99), "ms")
+    let burst = count * 10
+    let start = clock.now
+    let sender = Task {
+        for _ in 0..<burst { try await node.send(payload, to: [connected.id.rawValue], all: false, timeout: 5, client: nil) }
+    }
+    for _ in 0..<burst { guard await iterator.next() != nil else { fail("echo stopped") } }
+    try await sender.value
+    report("echoed_msgs_per_s", Double(burst) / (ms(clock.now - start) / 1000), "msg/s")
+    await node.stop()
+
+case "tcp-echo":
+    guard arguments.count == 3, let port = UInt16(arguments[2]) else { fail("usage: tcp-echo PORT") }
+    let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var one: Int32 = 1
+    setsockopt(server, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = port.bigEndian
+    let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(server, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+    guard bound == 0, listen(server, 16) == 0 else { fail("cannot listen on \(port)") }
+    say("tcp-echo ready port \(port)")
+    while true {
+        let client = accept(server, nil, nil)
+        guard client >= 0 else { continue }
+        setsockopt(client, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        Thread.detachNewThread {
+            var buffer = [UInt8](repeating: 0, count: 1 << 16)
+            while true {
+                let n = read(client, &buffer, buffer.count)
+                guard n > 0 else { close(client); return }
+                var sent = 0
+                while sent < n {
+                    let w = buffer.withUnsafeBytes { write(client, $0.baseAddress! + sent, n - sent) }
+                    guard w > 0 else { close(client); return }
+                    sent += w
+                }
+            }
+        }
+    }
+
+case "tcp-ping":
+    guard arguments.count == 5, let port = UInt16(arguments[3]), let count = Int(arguments[4]) else {
+        fail("usage: tcp-ping HOST PORT N")
+    }
+    var one: Int32 = 1
+    func connectOnce() -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        inet_pton(AF_INET, arguments[2], &address.sin_addr)
+        let ok = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        guard ok == 0 else { fail("cannot connect") }
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        return fd
+    }
+    // A message is 4 bytes of length and 64 bytes of payload, like a nearby frame's header and body.
+    let message = [UInt8](repeating: 0, count: 4) + [UInt8](repeating: UInt8(ascii: "x"), count: 64)
+    func readFully(_ fd: Int32, _ count: Int) {
+        var buffer = [UInt8](repeating: 0, count: count)
+        var got = 0
+        while got < count {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + got, count - got) }
+            guard n > 0 else { fail("echo closed") }
+            got += n
+        }
+    }
+    var connects: [Double] = []
+    for _ in 0..<5 {
+        let start = clock.now
+        let fd = connectOnce()
+        connects.append(ms(clock.now - start))
+        close(fd)
+    }
+    report("tcp_connect_p50", percentile(connects, 0.5), "ms")
+    let fd = connectOnce()
+    var rtts: [Double] = []
+    for _ in 0..<count {
+        let start = clock.now
+        _ = message.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        readFully(fd, message.count)
+        rtts.append(ms(clock.now - start))
+    }
+    report("rtt_p50", percentile(rtts, 0.5), "ms")
+    report("rtt_p99", percentile(rtts, 0.99), "ms")
+    let burst = count * 10
+    let start = clock.now
+    let writer = Thread {
+        for _ in 0..<burst { _ = message.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } }
+    }
+    writer.start()
+    readFully(fd, burst * message.count)
+    report("echoed_msgs_per_s", Double(burst) / (ms(clock.now - start) / 1000), "msg/s")
+    close(fd)
+
+default:
+    fail("usage: nearby-bench echo|ping|tcp-echo|tcp-ping …")
+}

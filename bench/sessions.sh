@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Sessions against raw TCP, in one run on the same lab link (two hosts, each with its own avahi):
+# invite -> connected (discovery included, and excluded with HOST:PORT), message round trip p50/p99
+# and echoed small-message throughput between two nodes (64-byte messages over TLS), next to a raw
+# TCP connect and a raw TCP ping-pong of the same size (4-byte length + 64 bytes, TCP_NODELAY).
+#
+#   bench/sessions.sh [ROUND_TRIPS]    (root; default 2000; builds nearby-bench in release mode)
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+N=${1:-2000}
+cd "$ROOT"
+swift build -c release --product nearby-bench >/dev/null
+BENCH=$(swift build -c release --show-bin-path)/nearby-bench
+source tests/lab/netlab.sh
+
+RESULTS=$(mktemp -d)
+trap 'rm -rf "$RESULTS"' EXIT   # set before lab_up, which chains its own teardown onto it
+lab_up 2 >/dev/null
+lab_bg 1 "$LAB_DIR/echo.txt" "$BENCH" echo --service sbench >/dev/null
+lab_bg 1 "$LAB_DIR/tcp-echo.txt" "$BENCH" tcp-echo 47001 >/dev/null
+for _ in $(seq 100); do grep -q ready "$LAB_DIR/echo.txt" 2>/dev/null && grep -q ready "$LAB_DIR/tcp-echo.txt" 2>/dev/null && break; sleep 0.1; done
+sleep 1  # let the advertisement settle, so "discovery included" measures a browse, not avahi's probing
+
+lab_run 2 "$BENCH" ping --service sbench bench-echo "$N" >"$RESULTS/nearby.txt"
+lab_run 2 "$BENCH" tcp-ping "$(lab_addr 1)" 47001 "$N" >"$RESULTS/tcp.txt"
+lab_down
+
+value() { awk -v k="$2" '$1==k {print $2}' "$1"; }
+row() { # label nearby-value tcp-value unit
+    awk -v l="$1" -v a="$2" -v b="$3" -v u="$4" 'BEGIN {
+        if (b == "") printf "%-44s %12.2f %12s %s\n", l, a, "-", u;
+        else printf "%-44s %12.2f %12.2f %s   (x%.2f)\n", l, a, b, u, (u == "msg/s" ? b / a : a / b) }'
+}
+printf '%-44s %12s %12s\n' "sessions, $N round trips" "nearby" "raw TCP"
+row "invite -> connected, discovery included" "$(value "$RESULTS/nearby.txt" invite_connected_with_discovery_p50)" "" "ms (p50)"
+row "invite -> connected, HOST:PORT / TCP connect" "$(value "$RESULTS/nearby.txt" invite_connected_direct_p50)" "$(value "$RESULTS/tcp.txt" tcp_connect_p50)" "ms (p50)"
+row "message round trip p50" "$(value "$RESULTS/nearby.txt" rtt_p50)" "$(value "$RESULTS/tcp.txt" rtt_p50)" "ms"
+row "message round trip p99" "$(value "$RESULTS/nearby.txt" rtt_p99)" "$(value "$RESULTS/tcp.txt" rtt_p99)" "ms"
+row "echoed 64-byte messages" "$(value "$RESULTS/nearby.txt" echoed_msgs_per_s)" "$(value "$RESULTS/tcp.txt" echoed_msgs_per_s)" "msg/s"
+echo "(xN: how many times slower nearby is than raw TCP)"
