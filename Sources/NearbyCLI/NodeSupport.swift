@@ -16,7 +16,7 @@ struct SessionOptions: ParsableArguments {
 struct LocalNode {
     let node: Node
     let lock: NodeLock?
-    let control: Task<Void, Never>?
+    let control: ControlService?
 
     /// Starts a node. `serve` takes the lock and opens the control socket (every node but a
     /// one-shot one).
@@ -37,8 +37,8 @@ struct LocalNode {
     }
 
     func stop(reason: String = "the node stopped") async {
+        await control?.stop()
         await node.stop(reason: reason)
-        control?.cancel()
         lock?.release()
     }
 }

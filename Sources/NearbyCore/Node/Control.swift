@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import NIOExtras
 import NIOPosix
+import Synchronization
 import SystemPackage
 
 #if canImport(Glibc)
@@ -92,10 +93,30 @@ final class ClientSink: EventSink {
     func emitLine(_ line: String) { continuation.yield(line) }
 }
 
-public enum ControlServer {
+/// A running control server.
+public struct ControlService: Sendable {
+    let task: Task<Void, Never>
+    let active: ActiveRequests
 
-    /// Serves requests until the node stops.
-    public static func run(node: Node, address: NodeAddress) async throws(NearbyError) -> Task<Void, Never> {
+    /// Lets requests in flight finish (a client asked for work whose end also ends this node, such
+    /// as the last `disconnect`), then stops serving.
+    public func stop(grace: Duration = .seconds(2)) async {
+        let deadline = ContinuousClock.now + grace
+        while active.count > 0, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
+        task.cancel()
+    }
+}
+
+final class ActiveRequests: Sendable {
+    private let value = Mutex(0)
+    var count: Int { value.withLock { $0 } }
+    func begin() { value.withLock { $0 += 1 } }
+    func end() { value.withLock { $0 -= 1 } }
+}
+
+public enum ControlServer {
+    /// Serves requests until stopped.
+    public static func run(node: Node, address: NodeAddress) async throws(NearbyError) -> ControlService {
         let server: NIOAsyncChannel<NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never>
         do {
             server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -110,15 +131,21 @@ public enum ControlServer {
         } catch {
             throw .ioFailure(path: address.socket, reason: "cannot listen: \(error)")
         }
-        return Task {
-            try? await server.executeThenClose { clients in
+        let active = ActiveRequests()
+        let task = Task<Void, Never> {
+            _ = try? await server.executeThenClose { clients in
                 try await withThrowingDiscardingTaskGroup { group in
                     for try await client in clients {
-                        group.addTask { await serve(client, node: node) }
+                        active.begin()
+                        group.addTask {
+                            await serve(client, node: node)
+                            active.end()
+                        }
                     }
                 }
             }
         }
+        return ControlService(task: task, active: active)
     }
 
     private static func serve(_ client: NIOAsyncChannel<ByteBuffer, ByteBuffer>, node: Node) async {
