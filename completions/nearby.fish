@@ -1,0 +1,175 @@
+function __nearby_should_offer_completions_for_flags_or_options -a expected_commands
+    set -l non_repeating_flags_or_options $argv[2..]
+    set -l non_repeating_flags_or_options_absent 0
+    set -l positional_index 0
+    set -l commands
+    __nearby_parse_tokens
+    test "$commands" = "$expected_commands"; and return $non_repeating_flags_or_options_absent
+end
+
+function __nearby_should_offer_completions_for_positional -a expected_commands positional_index_comparison expected_positional_index
+    set -l non_repeating_flags_or_options
+    set -l non_repeating_flags_or_options_absent 0
+    set -l positional_index 0
+    set -l commands
+    __nearby_parse_tokens
+    test "$commands" = "$expected_commands" -a \( "$positional_index" "$positional_index_comparison" "$expected_positional_index" \)
+end
+
+function __nearby_parse_tokens -S
+    set -l unparsed_tokens (__nearby_tokens -pc)
+    switch $unparsed_tokens[1]
+    case 'nearby'
+        __nearby_parse_subcommand 0 'version' 'h/help'
+        switch $unparsed_tokens[1]
+        case 'advertise'
+            __nearby_parse_subcommand 0 'service=' 'name=' 'info=+' 'port=' 'auto-accept' 'accept-from=+' 'encryption=' 'v/verbose' 'version' 'h/help'
+        case 'browse'
+            __nearby_parse_subcommand 0 'service=' 'timeout=' 'count=' 'peer=' 'v/verbose' 'version' 'h/help'
+        case 'invite'
+            __nearby_parse_subcommand 1 'context=' 'timeout=' 'service=' 'encryption=' 'v/verbose' 'version' 'h/help'
+        case 'accept'
+            __nearby_parse_subcommand 1 'decline' 'from=' 'service=' 'encryption=' 'v/verbose' 'version' 'h/help'
+        case 'send'
+            __nearby_parse_subcommand 2 'all' 'unreliable' 'timeout=' 'service=' 'encryption=' 'v/verbose' 'version' 'h/help'
+        case 'send-file'
+            __nearby_parse_subcommand -r 2 'service=' 'v/verbose' 'version' 'h/help'
+        case 'stream'
+            __nearby_parse_subcommand 1 'name=' 'listen' 'from=' 'service=' 'v/verbose' 'version' 'h/help'
+        case 'disconnect'
+            __nearby_parse_subcommand 1 'all' 'service=' 'v/verbose' 'version' 'h/help'
+        case 'identity'
+            __nearby_parse_subcommand 0 'rename=' 'v/verbose' 'version' 'h/help'
+        case 'help'
+            __nearby_parse_subcommand -r 1 'version'
+        end
+    end
+end
+
+function __nearby_tokens
+    if test (string split -m 1 -f 1 -- . "$FISH_VERSION") -gt 3
+        commandline --tokens-raw $argv
+    else
+        commandline -o $argv
+    end
+end
+
+function __nearby_parse_subcommand -S -a positional_count
+    argparse -s r -- $argv
+    set -l option_specs $argv[2..]
+    set -l is_repeating_positional $_flag_r
+    set -el _flag_r
+    set -a commands $unparsed_tokens[1]
+    set positional_index 0
+    while true
+        set -e unparsed_tokens[1]
+        argparse -sn "$commands" $option_specs -- $unparsed_tokens 2> /dev/null
+        set unparsed_tokens $argv
+        set positional_index (math $positional_index + 1)
+        for non_repeating_flag_or_option in $non_repeating_flags_or_options
+            if set -ql "_flag_$(string replace -a - _ -- $non_repeating_flag_or_option)"
+                set non_repeating_flags_or_options_absent 1
+                break
+            end
+        end
+        test (count $unparsed_tokens) -eq 0 -o \( -z "$is_repeating_positional" -a "$positional_index" -gt "$positional_count" \) && break
+    end
+end
+
+function __nearby_complete_directories
+    set -l token (commandline -t)
+    string match -- '*/' $token
+    set -l subdirs $token*/
+    printf %s\n $subdirs
+end
+
+function __nearby_custom_completion
+    set -x SAP_SHELL fish
+    set -x SAP_SHELL_VERSION $FISH_VERSION
+    set -l tokens (__nearby_tokens -p)
+    if test -z "$(__nearby_tokens -t)"
+        set -l index (count (__nearby_tokens -pc))
+        set tokens $tokens[..$index] \'\' $tokens[(math $index + 1)..]
+    end
+    command $tokens[1] $argv $tokens
+end
+
+complete -c 'nearby' -f
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby" version' -l 'version' -d 'Show the version.'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_positional "nearby" -eq 1' -fa 'advertise' -d 'Run a node: be discoverable and take invitations until interrupted.'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_positional "nearby" -eq 1' -fa 'browse' -d 'Print peers as they are found and lost.'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_positional "nearby" -eq 1' -fa 'invite' -d 'Invite a peer into a session.'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_positional "nearby" -eq 1' -fa 'accept' -d 'Accept (or --decline) an invitation.'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_positional "nearby" -eq 1' -fa 'send' -d 'Send a message to a peer (or --all).'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_positional "nearby" -eq 1' -fa 'send-file' -d 'Send files and directories to a peer (not built yet).'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_positional "nearby" -eq 1' -fa 'stream' -d 'Pipe stdin to a peer and the peer\'s bytes to stdout (not built yet).'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_positional "nearby" -eq 1' -fa 'disconnect' -d 'Leave the session with a peer, or with --all.'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_positional "nearby" -eq 1' -fa 'identity' -d 'Show this peer\'s identity (created on first use), or rename it.'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_positional "nearby" -eq 1' -fa 'help' -d 'Show subcommand help information.'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby advertise" service' -l 'service' -d 'The service type: 1–15 lowercase letters, digits and hyphens (MPC\'s rules).' -rfka ''
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby advertise" name' -l 'name' -d 'Display name for this run (default: the identity\'s).' -rfka ''
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby advertise"' -l 'info' -d 'Discovery info, repeatable. Each KEY=VALUE at most 255 bytes, 400 bytes in all.' -rfka ''
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby advertise" port' -l 'port' -d 'TCP port to listen on for sessions (default: any free port).' -rfka ''
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby advertise" auto-accept' -l 'auto-accept' -d 'Accept every invitation.'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby advertise"' -l 'accept-from' -d 'Accept invitations from this peer (ID, prefix or name); repeatable.' -rfka '(__nearby_custom_completion ---completion advertise -- --accept-from (count (__nearby_tokens -pc)) (__nearby_tokens -tC))'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby advertise" encryption' -l 'encryption' -d 'Session encryption: required, optional or none (MPC\'s rules: required and none refuse each other).' -rfka 'required optional none'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby advertise" v verbose' -l 'verbose' -s 'v' -d 'Explain what happens on stderr (quiet by default).'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby advertise" version' -l 'version' -d 'Show the version.'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby advertise" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby browse" service' -l 'service' -d 'The service type: 1–15 lowercase letters, digits and hyphens (MPC\'s rules).' -rfka ''
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby browse" timeout' -l 'timeout' -d 'Stop after this many seconds (exit 0; with --peer, exit 2).' -rfka ''
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby browse" count' -l 'count' -d 'Stop after this many peers were found (exit 0).' -rfka ''
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby browse" peer' -l 'peer' -d 'Wait for this peer (ID, ID prefix or display name) and exit 0 when found; exit 2 if it is not found in time (default 10 s).' -rfka '(__nearby_custom_completion ---completion browse -- --peer (count (__nearby_tokens -pc)) (__nearby_tokens -tC))'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby browse" v verbose' -l 'verbose' -s 'v' -d 'Explain what happens on stderr (quiet by default).'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby browse" version' -l 'version' -d 'Show the version.'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby browse" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_positional "nearby invite" -eq 1' -fka '(__nearby_custom_completion ---completion invite -- positional@0 (count (__nearby_tokens -pc)) (__nearby_tokens -tC))'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby invite" context' -l 'context' -d 'Context sent with the invitation (up to 4096 bytes).' -rfka ''
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby invite" timeout' -l 'timeout' -d 'Seconds to wait for the peer to be found and to answer.' -rfka ''
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby invite" service' -l 'service' -d 'The service type: 1–15 lowercase letters, digits and hyphens (MPC\'s rules).' -rfka ''
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby invite" encryption' -l 'encryption' -d 'Session encryption: required, optional or none (MPC\'s rules: required and none refuse each other).' -rfka 'required optional none'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby invite" v verbose' -l 'verbose' -s 'v' -d 'Explain what happens on stderr (quiet by default).'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby invite" version' -l 'version' -d 'Show the version.'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby invite" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_positional "nearby accept" -eq 1' -fka '(__nearby_custom_completion ---completion accept -- positional@0 (count (__nearby_tokens -pc)) (__nearby_tokens -tC))'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby accept" decline' -l 'decline' -d 'Decline instead of accepting.'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby accept" from' -l 'from' -d 'Only invitations from this peer (ID, prefix or name).' -rfka '(__nearby_custom_completion ---completion accept -- --from (count (__nearby_tokens -pc)) (__nearby_tokens -tC))'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby accept" service' -l 'service' -d 'The service type: 1–15 lowercase letters, digits and hyphens (MPC\'s rules).' -rfka ''
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby accept" encryption' -l 'encryption' -d 'Session encryption: required, optional or none (MPC\'s rules: required and none refuse each other).' -rfka 'required optional none'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby accept" v verbose' -l 'verbose' -s 'v' -d 'Explain what happens on stderr (quiet by default).'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby accept" version' -l 'version' -d 'Show the version.'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby accept" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_positional "nearby send" -eq 1' -fka '(__nearby_custom_completion ---completion send -- positional@0 (count (__nearby_tokens -pc)) (__nearby_tokens -tC))'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby send" all' -l 'all' -d 'Send to every connected peer (needs a running node).'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby send" unreliable' -l 'unreliable' -d 'Unreliable delivery, as MPC\'s .unreliable (not built yet: exits 11).'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby send" timeout' -l 'timeout' -d 'Seconds to wait for the peer to be found and to accept.' -rfka ''
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby send" service' -l 'service' -d 'The service type: 1–15 lowercase letters, digits and hyphens (MPC\'s rules).' -rfka ''
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby send" encryption' -l 'encryption' -d 'Session encryption: required, optional or none (MPC\'s rules: required and none refuse each other).' -rfka 'required optional none'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby send" v verbose' -l 'verbose' -s 'v' -d 'Explain what happens on stderr (quiet by default).'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby send" version' -l 'version' -d 'Show the version.'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby send" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_positional "nearby send-file" -eq 1' -fka '(__nearby_custom_completion ---completion send-file -- positional@0 (count (__nearby_tokens -pc)) (__nearby_tokens -tC))'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby send-file" service' -l 'service' -d 'The service type: 1–15 lowercase letters, digits and hyphens (MPC\'s rules).' -rfka ''
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby send-file" v verbose' -l 'verbose' -s 'v' -d 'Explain what happens on stderr (quiet by default).'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby send-file" version' -l 'version' -d 'Show the version.'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby send-file" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_positional "nearby stream" -eq 1' -fka '(__nearby_custom_completion ---completion stream -- positional@0 (count (__nearby_tokens -pc)) (__nearby_tokens -tC))'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby stream" name' -l 'name' -d 'The stream\'s name.' -rfka ''
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby stream" listen' -l 'listen' -d 'Wait for an incoming stream instead.'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby stream" from' -l 'from' -d 'With --listen: only from this peer.' -rfka '(__nearby_custom_completion ---completion stream -- --from (count (__nearby_tokens -pc)) (__nearby_tokens -tC))'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby stream" service' -l 'service' -d 'The service type: 1–15 lowercase letters, digits and hyphens (MPC\'s rules).' -rfka ''
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby stream" v verbose' -l 'verbose' -s 'v' -d 'Explain what happens on stderr (quiet by default).'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby stream" version' -l 'version' -d 'Show the version.'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby stream" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_positional "nearby disconnect" -eq 1' -fka '(__nearby_custom_completion ---completion disconnect -- positional@0 (count (__nearby_tokens -pc)) (__nearby_tokens -tC))'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby disconnect" all' -l 'all' -d 'Every connected peer.'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby disconnect" service' -l 'service' -d 'The service type: 1–15 lowercase letters, digits and hyphens (MPC\'s rules).' -rfka ''
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby disconnect" v verbose' -l 'verbose' -s 'v' -d 'Explain what happens on stderr (quiet by default).'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby disconnect" version' -l 'version' -d 'Show the version.'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby disconnect" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby identity" rename' -l 'rename' -d 'Change the display name (1–63 bytes of UTF-8).' -rfka ''
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby identity" v verbose' -l 'verbose' -s 'v' -d 'Explain what happens on stderr (quiet by default).'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby identity" version' -l 'version' -d 'Show the version.'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby identity" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby help" version' -l 'version' -d 'Show the version.'
