@@ -29,11 +29,10 @@ public final class Link: Sendable, Hashable {
         do { try await outbound.write(frame) } catch { close(because: "the connection failed while sending") }
     }
 
-    /// Says goodbye and half-closes once everything queued is written; the peer closes its side when
-    /// it reads the goodbye. A peer that does not is cut off after `goodbyeGrace`.
-    func leave(_ why: String, telling peerReason: String) async {
+    /// Half-closes once everything queued is written (a goodbye or answer last); the peer closes its
+    /// side when it reads that. A peer that does not is cut off after `goodbyeGrace`.
+    func finish(because why: String) {
         setReason(why)
-        await send(Control.frame(.goodbye, Control.Goodbye(reason: peerReason)))
         outbound.finish()
         let channel = self.channel
         channel.eventLoop.scheduleTask(in: Self.goodbyeGrace) { channel.close(promise: nil) }
@@ -51,20 +50,19 @@ public final class Link: Sendable, Hashable {
 }
 
 /// Sends pings and cuts a link that has been silent too long: a peer that vanished (SIGKILL, cable
-/// pulled) is reported `disconnected` within `silenceLimit`.
+/// pulled) is reported `disconnected` within `silenceLimit` plus one `interval`.
 enum Keepalive {
     static let interval = Duration.seconds(2)
-    static let silenceLimit = Duration.seconds(8)
 
     static func run(_ link: Link) async {
         while !Task.isCancelled {
             try? await Task.sleep(for: interval)
             if Task.isCancelled { return }
-            if link.silence > silenceLimit {
-                link.close(because: "connection lost (nothing heard for \(silenceLimit.components.seconds) s)")
-                return
+            switch SessionStateMachine.keepalive(silence: link.silence) {
+            case let .send(frame): await link.send(frame)
+            case let .close(reason): link.close(because: reason); return
+            default: return
             }
-            await link.send(Frame(kind: .ping))
         }
     }
 }

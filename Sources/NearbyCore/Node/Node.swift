@@ -33,8 +33,8 @@ public actor Node {
     private var discovered: [String: DiscoveredPeer] = [:]
     private var tasks: [Task<Void, Never>] = []
 
-    private enum LinkState { case awaitingInvite, invited(String), inviting(String), connected }
-    private var links: [Link: LinkState] = [:]
+    /// Every authenticated connection and where it is in the session protocol.
+    private var links: [Link: SessionStateMachine] = [:]
     private var sessions: [PeerID: Link] = [:]
     private var incoming: [String: IncomingInvitation] = [:]
     private var outgoing: [PeerID: OutgoingInvitation] = [:]
@@ -135,7 +135,7 @@ public actor Node {
         advertiser?.stop()
         browser?.stop()
         for link in links.keys {
-            await link.leave("we left: \(reason)", telling: reason)
+            await leave(link, because: "we left: \(reason)", telling: reason)
         }
         // Give the peers a moment to close their side, and the links to report `disconnected`.
         for _ in 0..<80 where !links.isEmpty { try? await Task.sleep(for: .milliseconds(25)) }
@@ -223,40 +223,36 @@ public actor Node {
     }
 
     private func attach(_ link: Link, invitation: OutgoingInvitation?, sink: any EventSink) async {
-        if let invitation {
-            invitation.link = link
-            links[link] = .inviting(invitation.id)
-            if outgoing[link.peer.id] == nil { outgoing[link.peer.id] = invitation }
-            sink.emit(Events.Invited(
-                invitation: invitation.id, peer: link.peer.ref, address: link.peer.address,
-                verificationCode: link.peer.verificationCode, encrypted: link.peer.encrypted))
-            await link.send(Control.frame(.invite, Control.Invite(invitation: invitation.id, context: invitation.context, timeout: invitation.timeout)))
-        } else {
-            links[link] = .awaitingInvite
+        var machine = SessionStateMachine()
+        guard let invitation else {
+            links[link] = machine
+            return
         }
+        invitation.link = link
+        if outgoing[link.peer.id] == nil { outgoing[link.peer.id] = invitation }
+        sink.emit(Events.Invited(
+            invitation: invitation.id, peer: link.peer.ref, address: link.peer.address,
+            verificationCode: link.peer.verificationCode, encrypted: link.peer.encrypted))
+        let actions = machine.invite(id: invitation.id, context: invitation.context, timeout: invitation.timeout)
+        links[link] = machine
+        await perform(actions, on: link)
     }
 
     private func detach(_ link: Link) {
-        let state = links.removeValue(forKey: link)
+        links[link] = nil
         let reason = link.closeReason ?? "connection lost"
-        switch state {
-        case .connected?:
-            if sessions[link.peer.id] === link {
-                sessions[link.peer.id] = nil
-                events.emit(Events.Disconnected(peer: link.peer.ref, reason: reason, peers: sessions.count))
-                notify(.disconnected(link.peer.id, remaining: sessions.count))
-            }
-        case let .invited(id)?:
-            if incoming.removeValue(forKey: id) != nil {
-                events.emit(Events.Declined(invitation: id, peer: link.peer.ref, reason: "withdrawn: \(reason)"))
-            }
-        case .inviting?:
-            if let pending = outgoing[link.peer.id], pending.link === link {
-                pending.resolve(.failed(.connectionFailed("\(link.peer.id) closed the connection before answering: \(reason)")))
-                outgoing[link.peer.id] = nil
-            }
-        case .awaitingInvite?, nil:
-            break
+        if sessions[link.peer.id] === link {
+            sessions[link.peer.id] = nil
+            events.emit(Events.Disconnected(peer: link.peer.ref, reason: reason, peers: sessions.count))
+            notify(.disconnected(link.peer.id, remaining: sessions.count))
+        }
+        for invitation in incoming.values where invitation.link === link {
+            incoming[invitation.id] = nil
+            events.emit(Events.Declined(invitation: invitation.id, peer: link.peer.ref, reason: "withdrawn: \(reason)"))
+        }
+        if let pending = outgoing[link.peer.id], pending.link === link, pending.isWaiting {
+            outgoing[link.peer.id] = nil
+            pending.resolve(.failed(.connectionFailed("\(link.peer.id) closed the connection before answering: \(reason)")))
         }
     }
 
@@ -267,45 +263,57 @@ public actor Node {
     // MARK: Frames
 
     private func received(_ frame: Frame, on link: Link) async throws {
-        switch frame.kind {
-        case .ping:
-            await link.send(Frame(kind: .pong))
-        case .pong:
-            break
-        case .goodbye:
-            let goodbye = try? Control.decode(Control.Goodbye.self, from: frame)
-            let said = goodbye.map { String($0.reason.prefix(Control.maxReasonBytes)) } ?? "no reason given"
-            link.close(because: "peer left: \(said)")
-        case .invite:
-            try await invited(Control.decode(Control.Invite.self, from: frame), on: link)
-        case .answer:
-            try answered(Control.decode(Control.Answer.self, from: frame), on: link)
-        case .message:
-            guard case .connected? = links[link] else { throw ProtocolViolation.unexpected("message before the session was accepted") }
-            let bytes = Array(frame.payload.readableBytesView)
-            let text = String(validating: bytes, as: UTF8.self)
-            events.emit(Events.Message(
-                peer: link.peer.ref, text: text, data: text == nil ? Data(bytes).base64EncodedString() : nil, bytes: bytes.count))
-        case .hello, .auth:
-            throw ProtocolViolation.unexpected("\(frame.kind) frame after the handshake")
+        guard var machine = links[link] else { return }
+        let actions = try machine.received(frame)
+        links[link] = machine
+        await perform(actions, on: link)
+    }
+
+    /// Carries out what a link's state machine decided.
+    private func perform(_ actions: [SessionStateMachine.Action], on link: Link) async {
+        for action in actions {
+            switch action {
+            case let .send(frame):
+                await link.send(frame)
+            case let .invitation(invite):
+                await invited(invite, on: link)
+            case .connected:
+                connect(link)
+            case let .declined(_, reason):
+                if let pending = outgoing[link.peer.id], pending.link === link {
+                    outgoing[link.peer.id] = nil
+                    pending.resolve(.declined(reason))
+                }
+            case .crossed:
+                break  // our session with this peer arrives on its connection
+            case let .message(bytes):
+                let text = String(validating: bytes, as: UTF8.self)
+                events.emit(Events.Message(
+                    peer: link.peer.ref, text: text, data: text == nil ? Data(bytes).base64EncodedString() : nil, bytes: bytes.count))
+            case let .close(reason):
+                link.finish(because: reason)
+            }
         }
     }
 
-    private func invited(_ invite: Control.Invite, on link: Link) async throws {
-        guard case .awaitingInvite? = links[link] else { throw ProtocolViolation.unexpected("second invitation on one connection") }
-        guard invite.invitation.utf8.count <= 64, !invite.invitation.isEmpty,
-              (invite.context?.utf8.count ?? 0) <= Control.maxContextBytes
-        else { throw ProtocolViolation.malformed("invite frame") }
+    /// Says goodbye on a link and closes it once everything queued is written.
+    private func leave(_ link: Link, because why: String, telling reason: String) async {
+        guard var machine = links[link] else { return }
+        let actions = machine.leave(telling: reason)
+        links[link] = machine
+        await perform(actions, on: link)
+        link.finish(because: why)
+    }
+
+    /// The node's half of an invitation: crossed invitations, policies, waiting `accept`s, expiry.
+    private func invited(_ invite: Control.Invite, on link: Link) async {
         let peer = link.peer
         // Two nodes inviting each other at once end up in one session: the smaller ID's invitation wins.
         if let mine = outgoing[peer.id], mine.isWaiting {
             if SessionMath.keepsOwnInvitation(own: identity.peerID, other: peer.id) {
-                await link.send(Control.frame(.answer, Control.Answer(invitation: invite.invitation, accept: false, reason: "crossed")))
-                link.close(because: "crossed invitations: ours wins")
-                links[link] = nil
+                await answerLink(link, accept: false, reason: "crossed", closing: "crossed invitations: ours wins")
                 return
             }
-            links[link] = .invited(invite.invitation)
             incoming[invite.invitation] = IncomingInvitation(id: invite.invitation, link: link, context: invite.context, expires: Date())
             events.emit(invitationEvent(invite, link: link, expires: Date()))
             await answer(invite.invitation, accept: true, by: "crossed invitations", sink: events)
@@ -313,7 +321,6 @@ public actor Node {
         }
         let lifetime = min(max(invite.timeout, 1), 300)
         let expires = Date().addingTimeInterval(lifetime)
-        links[link] = .invited(invite.invitation)
         incoming[invite.invitation] = IncomingInvitation(id: invite.invitation, link: link, context: invite.context, expires: expires)
         events.emit(invitationEvent(invite, link: link, expires: expires))
 
@@ -335,6 +342,13 @@ public actor Node {
         })
     }
 
+    private func answerLink(_ link: Link, accept: Bool, reason: String?, closing: String) async {
+        guard var machine = links[link] else { return }
+        let actions = machine.answer(accept: accept, reason: reason, closing: closing)
+        links[link] = machine
+        await perform(actions, on: link)
+    }
+
     private func invitationEvent(_ invite: Control.Invite, link: Link, expires: Date) -> Events.Invitation {
         Events.Invitation(
             invitation: invite.invitation, peer: link.peer.ref, context: invite.context,
@@ -344,38 +358,15 @@ public actor Node {
 
     private func expire(_ id: String) async {
         guard let invitation = incoming.removeValue(forKey: id) else { return }
-        links[invitation.link] = .awaitingInvite
         events.emit(Events.Declined(invitation: id, peer: invitation.link.peer.ref, reason: "expired: not answered in time"))
-        await invitation.link.send(Control.frame(.answer, Control.Answer(invitation: id, accept: false, reason: "expired")))
-        invitation.link.close(because: "invitation expired")
-    }
-
-    private func answered(_ answer: Control.Answer, on link: Link) throws {
-        guard case let .inviting(id)? = links[link], id == answer.invitation else {
-            throw ProtocolViolation.unexpected("answer to an invitation we did not send")
-        }
-        let pending = outgoing[link.peer.id]
-        if answer.accept {
-            connect(link)
-        } else {
-            let reason = String((answer.reason ?? "declined").prefix(Control.maxReasonBytes))
-            links[link] = .awaitingInvite
-            link.close(because: "invitation declined: \(reason)")
-            // Crossed invitations: theirs wins, and our session arrives through their connection.
-            guard reason != "crossed" else { return }
-            if let pending, pending.link === link {
-                outgoing[link.peer.id] = nil
-                pending.resolve(.declined(reason))
-            }
-        }
+        await answerLink(invitation.link, accept: false, reason: "expired", closing: "invitation expired")
     }
 
     private func connect(_ link: Link) {
         if let previous = sessions[link.peer.id], previous !== link {
+            sessions[link.peer.id] = nil
             previous.close(because: "replaced by a new connection")
-            links[previous] = nil
         }
-        links[link] = .connected
         sessions[link.peer.id] = link
         events.emit(connectedEvent(link))
         notify(.connected(link.peer.id))
@@ -412,15 +403,11 @@ public actor Node {
         guard let invitation = incoming.removeValue(forKey: id) else { return }
         let link = invitation.link
         if accept {
-            await link.send(Control.frame(.answer, Control.Answer(invitation: id, accept: true, reason: nil)))
             sink.emit(Events.Accepted(invitation: id, peer: link.peer.ref, by: by))
-            connect(link)
         } else {
-            await link.send(Control.frame(.answer, Control.Answer(invitation: id, accept: false, reason: "declined")))
-            links[link] = .awaitingInvite
             sink.emit(Events.Declined(invitation: id, peer: link.peer.ref, reason: "declined by us"))
-            link.close(because: "we declined the invitation")
         }
+        await answerLink(link, accept: accept, reason: "declined", closing: "we declined the invitation")
     }
 
     /// Invites a peer and waits for the answer. Already connected: returns at once.
@@ -486,7 +473,7 @@ public actor Node {
         invitation.resolve(.failed(.invitationTimedOut(peer: invitation.link?.peer.id.rawValue ?? query, seconds: timeout)))
         outgoing = outgoing.filter { $0.value !== invitation }
         if let link = invitation.link {
-            await link.leave("invitation timed out", telling: "invitation timed out")
+            await leave(link, because: "invitation timed out", telling: "invitation timed out")
         }
     }
 
@@ -526,7 +513,7 @@ public actor Node {
             targets = []
         }
         for link in targets {
-            await link.leave("we left: disconnected by us", telling: "disconnected")
+            await leave(link, because: "we left: disconnected by us", telling: "disconnected")
         }
         for _ in 0..<40 where targets.contains(where: { links[$0] != nil }) { try? await Task.sleep(for: .milliseconds(25)) }
         let left = targets.map(\.peer.ref)

@@ -1,0 +1,110 @@
+import Foundation
+import NIOCore
+
+/// What happens on one authenticated connection, as a pure state machine: frames and local decisions
+/// go in, actions come out. It knows the protocol's rules for a single link (one invitation per
+/// connection, messages only in a session, answers only to our own invitation); the node decides
+/// what spans links (crossed invitations, policies, who answers).
+public struct SessionStateMachine: Sendable {
+    public enum State: Equatable, Sendable {
+        case awaitingInvite
+        case inviting(String)
+        case invited(String)
+        case connected
+        case closed
+    }
+
+    public enum Action: Equatable, Sendable {
+        case send(Frame)
+        /// The peer invites us: the node decides (policy, `nearby accept`, crossed invitations).
+        case invitation(Control.Invite)
+        /// The session began.
+        case connected
+        /// The peer declined our invitation.
+        case declined(invitation: String, reason: String)
+        /// The peer declined ours because its own invitation to us wins: the session arrives on the
+        /// other connection.
+        case crossed
+        case message([UInt8])
+        /// Close the connection; `reason` is what our events say.
+        case close(reason: String)
+    }
+
+    public private(set) var state = State.awaitingInvite
+
+    public init() {}
+
+    /// Client side: send our invitation.
+    public mutating func invite(id: String, context: String?, timeout: Double) -> [Action] {
+        guard state == .awaitingInvite else { return [] }
+        state = .inviting(id)
+        return [.send(Control.frame(.invite, Control.Invite(invitation: id, context: context, timeout: timeout)))]
+    }
+
+    /// Server side: answer the invitation we were given.
+    public mutating func answer(accept: Bool, reason: String? = nil, closing closeReason: String = "we declined the invitation") -> [Action] {
+        guard case let .invited(id) = state else { return [] }
+        let frame = Control.frame(.answer, Control.Answer(invitation: id, accept: accept, reason: accept ? nil : reason ?? "declined"))
+        if accept {
+            state = .connected
+            return [.send(frame), .connected]
+        }
+        state = .closed
+        return [.send(frame), .close(reason: closeReason)]
+    }
+
+    /// Either side: leave with a goodbye.
+    public mutating func leave(telling reason: String) -> [Action] {
+        guard state != .closed else { return [] }
+        state = .closed
+        return [.send(Control.frame(.goodbye, Control.Goodbye(reason: reason)))]
+    }
+
+    public mutating func received(_ frame: Frame) throws -> [Action] {
+        guard state != .closed else { return [] }
+        switch frame.kind {
+        case .ping:
+            return [.send(Frame(kind: .pong))]
+        case .pong:
+            return []
+        case .goodbye:
+            let said = (try? Control.decode(Control.Goodbye.self, from: frame)).map { String($0.reason.prefix(Control.maxReasonBytes)) }
+            state = .closed
+            return [.close(reason: "peer left: \(said ?? "no reason given")")]
+        case .invite:
+            guard state == .awaitingInvite else { throw ProtocolViolation.unexpected("invitation in state \(state)") }
+            let invite = try Control.decode(Control.Invite.self, from: frame)
+            guard !invite.invitation.isEmpty, invite.invitation.utf8.count <= 64,
+                  (invite.context?.utf8.count ?? 0) <= Control.maxContextBytes,
+                  invite.timeout.isFinite
+            else { throw ProtocolViolation.malformed("invite frame") }
+            state = .invited(invite.invitation)
+            return [.invitation(invite)]
+        case .answer:
+            let answer = try Control.decode(Control.Answer.self, from: frame)
+            guard case let .inviting(id) = state, id == answer.invitation else {
+                throw ProtocolViolation.unexpected("answer to an invitation we did not send")
+            }
+            if answer.accept {
+                state = .connected
+                return [.connected]
+            }
+            let reason = String((answer.reason ?? "declined").prefix(Control.maxReasonBytes))
+            state = .closed
+            if reason == "crossed" { return [.crossed, .close(reason: "crossed invitations: the peer's wins")] }
+            return [.declined(invitation: id, reason: reason), .close(reason: "invitation declined: \(reason)")]
+        case .message:
+            guard state == .connected else { throw ProtocolViolation.unexpected("message before the session was accepted") }
+            return [.message(Array(frame.payload.readableBytesView))]
+        case .hello, .auth:
+            throw ProtocolViolation.unexpected("\(frame.kind) frame after the handshake")
+        }
+    }
+
+    /// The keepalive's decision after `silence` without hearing anything: ping, or give up.
+    public static func keepalive(silence: Duration, limit: Duration = .seconds(8)) -> Action {
+        silence > limit
+            ? .close(reason: "connection lost (nothing heard for \(limit.components.seconds) s)")
+            : .send(Frame(kind: .ping))
+    }
+}
