@@ -61,13 +61,43 @@ func report(_ name: String, _ value: Double, _ unit: String) {
 let clock = ContinuousClock()
 func ms(_ duration: Duration) -> Double { Double(duration / .microseconds(1)) / 1000 }
 
-/// Waits for messages from the echo side, in order.
-final class Inbox: Sendable {
-    private let stream: AsyncStream<Int>
+/// The same measurements for both transports: `count` sequential round trips (p50, p99), then
+/// `count * 10` messages pipelined (`send` writes them all, `receive` waits for all the echoes).
+func measure(
+    count: Int, roundTrip: () async throws -> Void,
+    send: @escaping @Sendable (Int) async throws -> Void, receive: (Int) async throws -> Void
+) async throws {
+    var rtts: [Double] = []
+    for _ in 0..<count {
+        let start = clock.now
+        try await roundTrip()
+        rtts.append(ms(clock.now - start))
+    }
+    report("rtt_p50", percentile(rtts, 0.5), "ms")
+    report("rtt_p99", percentile(rtts, 0.99), "ms")
+    let burst = count * 10
+    let start = clock.now
+    let sender = Task { try await send(burst) }
+    try await receive(burst)
+    try await sender.value
+    report("echoed_msgs_per_s", Double(burst) / (ms(clock.now - start) / 1000), "msg/s")
+}
+
+/// The echoes coming back, in order; one reader at a time.
+actor Inbox {
     private let continuation: AsyncStream<Int>.Continuation
-    init() { (stream, continuation) = AsyncStream<Int>.makeStream() }
-    func deliver(_ bytes: Int) { continuation.yield(bytes) }
-    var messages: AsyncStream<Int> { stream }
+    private var iterator: AsyncStream<Int>.AsyncIterator
+    init() {
+        let (stream, continuation) = AsyncStream<Int>.makeStream()
+        self.continuation = continuation
+        iterator = stream.makeAsyncIterator()
+    }
+    nonisolated func deliver(_ bytes: Int) { continuation.yield(bytes) }
+    func next() async -> Int? {
+        var current = iterator
+        defer { iterator = current }
+        return await current.next(isolation: self)
+    }
 }
 
 switch arguments.dropFirst().first {
@@ -121,25 +151,16 @@ case "ping":
     sink.handler.withLock { $0 = { inbox.deliver($0.bytes) } }
     let node = try await makeNode(service: service, advertise: false, autoAccept: false, sink: sink)
     let connected = try await node.invite(address, context: nil, timeout: 10, client: nil)
-    var iterator = inbox.messages.makeAsyncIterator()
     let payload = Array(repeating: UInt8(ascii: "x"), count: 64)
-    var rtts: [Double] = []
-    for _ in 0..<count {
-        let start = clock.now
-        try await node.send(payload, to: [connected.id.rawValue], all: false, timeout: 5, client: nil)
-        guard await iterator.next() != nil else { fail("echo stopped") }
-        rtts.append(ms(clock.now - start))
-    }
-    report("rtt_p50", percentile(rtts, 0.5), "ms")
-    report("rtt_p99", percentile(rtts, 0.99), "ms")
-    let burst = count * 10
-    let start = clock.now
-    let sender = Task {
-        for _ in 0..<burst { try await node.send(payload, to: [connected.id.rawValue], all: false, timeout: 5, client: nil) }
-    }
-    for _ in 0..<burst { guard await iterator.next() != nil else { fail("echo stopped") } }
-    try await sender.value
-    report("echoed_msgs_per_s", Double(burst) / (ms(clock.now - start) / 1000), "msg/s")
+    let target = [connected.id.rawValue]
+    try await measure(
+        count: count,
+        roundTrip: {
+            try await node.send(payload, to: target, all: false, timeout: 5, client: nil)
+            guard await inbox.next() != nil else { fail("echo stopped") }
+        },
+        send: { n in for _ in 0..<n { try await node.send(payload, to: target, all: false, timeout: 5, client: nil) } },
+        receive: { n in for _ in 0..<n { guard await inbox.next() != nil else { fail("echo stopped") } } })
     await node.stop()
 
 case "tcp-echo":
@@ -164,7 +185,7 @@ case "tcp-echo":
                 guard n > 0 else { close(client); return }
                 var sent = 0
                 while sent < n {
-                    let w = buffer.withUnsafeBytes { write(client, $0.baseAddress! + sent, n - sent) }
+                    let w = buffer[sent..<n].withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
                     guard w > 0 else { close(client); return }
                     sent += w
                 }
@@ -194,7 +215,7 @@ case "tcp-ping":
         var buffer = [UInt8](repeating: 0, count: count)
         var got = 0
         while got < count {
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + got, count - got) }
+            let n = buffer[got...].withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             guard n > 0 else { fail("echo closed") }
             got += n
         }
@@ -208,23 +229,14 @@ case "tcp-ping":
     }
     report("tcp_connect_p50", percentile(connects, 0.5), "ms")
     let fd = connectOnce()
-    var rtts: [Double] = []
-    for _ in 0..<count {
-        let start = clock.now
-        _ = message.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        readFully(fd, message.count)
-        rtts.append(ms(clock.now - start))
-    }
-    report("rtt_p50", percentile(rtts, 0.5), "ms")
-    report("rtt_p99", percentile(rtts, 0.99), "ms")
-    let burst = count * 10
-    let start = clock.now
-    let writer = Thread {
-        for _ in 0..<burst { _ = message.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } }
-    }
-    writer.start()
-    readFully(fd, burst * message.count)
-    report("echoed_msgs_per_s", Double(burst) / (ms(clock.now - start) / 1000), "msg/s")
+    try await measure(
+        count: count,
+        roundTrip: {
+            _ = message.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            readFully(fd, message.count)
+        },
+        send: { n in for _ in 0..<n { _ = message.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } } },
+        receive: { n in readFully(fd, n * message.count) })
     close(fd)
 
 default:
