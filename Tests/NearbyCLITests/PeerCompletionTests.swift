@@ -41,7 +41,7 @@ import Testing
     @Test(arguments: [
         ("invite", "positional@0"), ("accept", "positional@0"), ("accept", "--from"), ("send", "positional@0"),
         ("send-file", "positional@0"), ("stream", "positional@0"), ("stream", "--from"),
-        ("disconnect", "positional@0"), ("browse", "--peer"),
+        ("disconnect", "positional@0"), ("browse", "--peer"), ("advertise", "--accept-from"),
     ])
     func everyPeerArgumentHasTheCustomCompletion(_ command: String, _ argument: String) {
         // What the generated scripts run; an argument without a custom completion is a parser error.
