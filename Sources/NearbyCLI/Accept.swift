@@ -49,23 +49,27 @@ extension Nearby {
                 context.events.emit(Events.Advertising(
                     peer: PeerRef(id: identity.peerID.rawValue, name: identity.displayName), service: service.name,
                     domain: "local.", port: await local.node.port, info: [:]))
-                let answered = await withTaskGroup(of: Result<AuthenticatedPeer, NearbyError>?.self) { group in
-                    group.addTask { await local.node.accept(query, decline: decline, client: nil) }
+                enum Answered: Sendable { case accepted(PeerID), declined, interrupted }
+                let answered = await withTaskGroup(of: Answered.self) { group in
+                    group.addTask {
+                        let peer = await local.node.accept(query, decline: decline, client: nil)
+                        return peer.map { .accepted($0.id) } ?? .declined
+                    }
                     group.addTask {
                         _ = await TerminationSignal.next()
-                        return nil
+                        return .interrupted
                     }
-                    let first = await group.next() ?? nil
+                    let first = await group.next() ?? .interrupted
                     group.cancelAll()
                     return first
                 }
                 switch answered {
-                case let .success(peer)?:
-                    _ = await waitForEnd(local.node, peer: peer.id)
+                case let .accepted(peer):
+                    _ = await waitForEnd(local.node, peer: peer)
                     await local.stop()
-                case .failure?:
-                    await local.stop()  // declined, as asked
-                case nil:
+                case .declined:
+                    await local.stop()  // as asked
+                case .interrupted:
                     await local.stop(reason: "interrupted")
                 }
             }

@@ -57,7 +57,7 @@ import Testing
 
     @Test func keepaliveGivesUpAfterTheSilenceLimit() {
         #expect(SessionStateMachine.keepalive(silence: .seconds(3)) == .send(Frame(kind: .ping)))
-        guard case let .close(reason) = SessionStateMachine.keepalive(silence: .seconds(9)) else {
+        guard case let .close(reason) = SessionStateMachine.keepalive(silence: .seconds(7)) else {
             Issue.record("a silent peer is cut off")
             return
         }

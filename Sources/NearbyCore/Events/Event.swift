@@ -8,10 +8,19 @@ public protocol EventBody: Encodable, Sendable {
 
 public struct PeerRef: Codable, Sendable, Equatable {
     public var id: String
+    /// Written as `null` when unknown, so every `peer` object has both fields.
     public var name: String?
     public init(id: String, name: String?) {
         self.id = id
         self.name = name
+    }
+
+    enum CodingKeys: String, CodingKey { case id, name }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(name, forKey: .name)
     }
 }
 

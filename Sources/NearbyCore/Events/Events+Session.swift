@@ -54,8 +54,16 @@ extension Events {
 
     public struct Connecting: EventBody {
         public static let event = "connecting"
-        public var peer: PeerRef
+        /// Nil when connecting to `HOST:PORT`: who is there is known after the handshake.
+        public var peer: PeerRef?
         public var address: String
+
+        enum CodingKeys: String, CodingKey { case peer, address }
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(peer, forKey: .peer)
+            try container.encode(address, forKey: .address)
+        }
     }
 
     public struct Connected: EventBody {

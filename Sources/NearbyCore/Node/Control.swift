@@ -183,7 +183,7 @@ public enum ControlServer {
             guard let peer = request.peers.first else { throw .invalidArgument("invite needs a peer") }
             _ = try await node.invite(peer, context: request.context, timeout: timeout, client: sink)
         case .accept:
-            _ = try await node.accept(request.peers.first, decline: request.decline, client: sink).get()
+            _ = await node.accept(request.peers.first, decline: request.decline, client: sink)
         case .send:
             guard let encoded = request.data, let payload = Data(base64Encoded: encoded) else {
                 throw .invalidArgument("send needs a base64 payload")

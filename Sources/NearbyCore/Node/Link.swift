@@ -52,7 +52,7 @@ public final class Link: Sendable, Hashable {
 /// Sends pings and cuts a link that has been silent too long: a peer that vanished (SIGKILL, cable
 /// pulled) is reported `disconnected` within `silenceLimit` plus one `interval`.
 enum Keepalive {
-    static let interval = Duration.seconds(2)
+    static let interval = Duration.seconds(1)
 
     static func run(_ link: Link) async {
         while !Task.isCancelled {

@@ -86,7 +86,7 @@ public actor Node {
         let query: String?
         let decline: Bool
         let sink: any EventSink
-        let continuation: CheckedContinuation<Result<AuthenticatedPeer, NearbyError>, Never>
+        let continuation: CheckedContinuation<AuthenticatedPeer?, Never>
     }
 
     public enum SessionChange: Sendable {
@@ -211,6 +211,7 @@ public actor Node {
         case let error as NearbyError: error.errorDescription ?? "\(error)"
         case let error as ProtocolViolation: "protocol violation: \(error)"
         case let error as HandshakeFailure: "\(error)"
+        case NIOSSLError.uncleanShutdown: "connection lost (closed without a goodbye)"
         case let error as NIOSSLError: "TLS failed: \(error)"
         case is ChannelError: "connection lost"
         default: "connection lost (\(error))"
@@ -224,8 +225,11 @@ public actor Node {
 
     private func attach(_ link: Link, invitation: OutgoingInvitation?, sink: any EventSink) async {
         var machine = SessionStateMachine()
-        guard let invitation else {
-            links[link] = machine
+        links[link] = machine
+        guard let invitation else { return }
+        guard invitation.isWaiting, sessions[link.peer.id] == nil else {
+            // Crossed invitations: the session already came the other way.
+            await leave(link, because: "not needed: already in session", telling: "already in session")
             return
         }
         invitation.link = link
@@ -285,7 +289,10 @@ public actor Node {
                     pending.resolve(.declined(reason))
                 }
             case .crossed:
-                break  // our session with this peer arrives on its connection
+                // Our session with this peer arrives on its connection: keep waiting for that, and
+                // accept its invitation if it is already here.
+                if let pending = outgoing[link.peer.id], pending.link === link { pending.link = nil }
+                _ = await acceptPendingInvitation(from: link.peer.id, client: nil)
             case let .message(bytes):
                 let text = String(validating: bytes, as: UTF8.self)
                 events.emit(Events.Message(
@@ -332,7 +339,7 @@ public actor Node {
             let waiter = acceptWaiters.remove(at: index)
             await answer(invite.invitation, accept: !waiter.decline, by: "nearby accept", sink: TeeSink(events, waiter.sink))
             if !waiter.decline, let link = sessions[peer.id] { waiter.sink.emit(connectedEvent(link)) }
-            waiter.continuation.resume(returning: waiter.decline ? .failure(.declined(peer: peer.id.rawValue, reason: "declined by us")) : .success(peer))
+            waiter.continuation.resume(returning: waiter.decline ? nil : peer)
             return
         }
         let id = invite.invitation
@@ -340,6 +347,15 @@ public actor Node {
             try? await Task.sleep(for: .seconds(lifetime))
             await self.expire(id)
         })
+    }
+
+    /// Accepts the pending invitation from `peer`, if there is one; returns the peer once in session.
+    private func acceptPendingInvitation(from peer: PeerID, client: (any EventSink)?) async -> AuthenticatedPeer? {
+        guard let theirs = incoming.values.first(where: { $0.link.peer.id == peer }) else { return nil }
+        await answer(theirs.id, accept: true, by: "crossed invitations", sink: client.map { TeeSink(events, $0) } ?? events)
+        guard let link = sessions[peer] else { return nil }
+        client?.emit(connectedEvent(link))
+        return link.peer
     }
 
     private func answerLink(_ link: Link, accept: Bool, reason: String?, closing: String) async {
@@ -382,7 +398,8 @@ public actor Node {
     // MARK: Commands
 
     /// Answers an invitation (by ID, by peer, or the next one), or waits for the next that matches.
-    public func accept(_ query: String?, decline: Bool, client: (any EventSink)?) async -> Result<AuthenticatedPeer, NearbyError> {
+    /// Returns the peer now in session, or nil when we declined.
+    public func accept(_ query: String?, decline: Bool, client: (any EventSink)?) async -> AuthenticatedPeer? {
         let sink: any EventSink = client ?? NullSink()
         let pending = incoming.values.sorted { $0.expires < $1.expires }.first { invitation in
             guard let query else { return true }
@@ -392,7 +409,7 @@ public actor Node {
             let peer = pending.link.peer
             await answer(pending.id, accept: !decline, by: "nearby accept", sink: TeeSink(events, sink))
             if !decline, let link = sessions[peer.id] { sink.emit(connectedEvent(link)) }
-            return decline ? .failure(.declined(peer: peer.id.rawValue, reason: "declined by us")) : .success(peer)
+            return decline ? nil : peer
         }
         return await withCheckedContinuation { continuation in
             acceptWaiters.append(AcceptWaiter(query: query, decline: decline, sink: sink, continuation: continuation))
@@ -422,15 +439,24 @@ public actor Node {
             client?.emit(connectedEvent(link))
             return link.peer
         }
+        // The peer already invited us and waits for an answer: inviting it back means yes.
+        if let theirs = incoming.values.first(where: { Self.matches(query, $0.link.peer) }),
+           let peer = await acceptPendingInvitation(from: theirs.link.peer.id, client: client) {
+            return peer
+        }
         let deadline = ContinuousClock.now + .seconds(timeout)
         let target = try await resolve(query, until: deadline, timeout: timeout)
+        // Its invitation may have arrived while we were looking for it.
+        if let expected = target.expected, let peer = await acceptPendingInvitation(from: expected, client: client) {
+            return peer
+        }
         if let expected = target.expected, let link = sessions[expected] {
             client?.emit(connectedEvent(link))
             return link.peer
         }
         let invitation = OutgoingInvitation(id: Self.newInvitationID(), context: context, timeout: timeout)
         if let expected = target.expected { outgoing[expected] = invitation }
-        sink.emit(Events.Connecting(peer: PeerRef(id: target.expected?.rawValue ?? target.address, name: target.name), address: target.address))
+        sink.emit(Events.Connecting(peer: target.expected.map { PeerRef(id: $0.rawValue, name: target.name) }, address: target.address))
         let negotiated: Negotiated
         do {
             negotiated = try await Connections.connect(host: target.host, port: target.port, preference: configuration.encryption, tls: tls.client)

@@ -102,7 +102,8 @@ public struct SessionStateMachine: Sendable {
     }
 
     /// The keepalive's decision after `silence` without hearing anything: ping, or give up.
-    public static func keepalive(silence: Duration, limit: Duration = .seconds(8)) -> Action {
+    /// With a ping every second and a limit of 6 s, a vanished peer is noticed within 7 s.
+    public static func keepalive(silence: Duration, limit: Duration = .seconds(6)) -> Action {
         silence > limit
             ? .close(reason: "connection lost (nothing heard for \(limit.components.seconds) s)")
             : .send(Frame(kind: .ping))
