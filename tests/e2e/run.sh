@@ -5,7 +5,7 @@
 #
 #   tests/e2e/run.sh [TEST_NAME...]     (root; NEARBY=path/to/nearby, default .build/debug/nearby)
 #
-# The tests are the test_* functions of the files sourced below (discovery.sh, sessions.sh, …);
+# The tests are the test_* functions of the other *.sh files here (discovery.sh, sessions.sh, …);
 # each runs in the same lab of LAB_HOSTS hosts, with its own output directory $OUT.
 #
 # Ends with the line "e2e: N passed, M failed" and exits non-zero when anything failed.
@@ -78,8 +78,8 @@ PY
 
 
 # --- runner ---------------------------------------------------------------------------------
-for file in "$ROOT"/tests/e2e/discovery.sh "$ROOT"/tests/e2e/sessions*.sh; do
-    [[ -f $file ]] && source "$file"
+for file in "$ROOT"/tests/e2e/*.sh; do
+    [[ $file == */run.sh ]] || source "$file"
 done
 ALL=$(declare -F | awk '{print $3}' | grep '^test_' | grep -v '^test_every_line')
 ALL="$ALL test_every_line_matches_the_schema"
