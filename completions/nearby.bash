@@ -188,7 +188,7 @@ _nearby_advertise() {
     repeating_flags=()
     non_repeating_flags=(--auto-accept --verbose -v --version -h --help)
     repeating_options=(--info --accept-from)
-    non_repeating_options=(--service --name --port --encryption)
+    non_repeating_options=(--service --name --port --encryption --save-dir)
     __nearby_offer_flags_options 0
 
     # Offer option value completions
@@ -211,6 +211,10 @@ _nearby_advertise() {
         ;;
     '--encryption')
         __nearby_add_completions -W 'required'$'\n''optional'$'\n''none'
+        return
+        ;;
+    '--save-dir')
+        __nearby_add_completions -d
         return
         ;;
     esac
@@ -278,7 +282,7 @@ _nearby_accept() {
     repeating_flags=()
     non_repeating_flags=(--decline --verbose -v --version -h --help)
     repeating_options=()
-    non_repeating_options=(--from --service --encryption)
+    non_repeating_options=(--from --service --encryption --save-dir)
     __nearby_offer_flags_options 1
 
     # Offer option value completions
@@ -292,6 +296,10 @@ _nearby_accept() {
         ;;
     '--encryption')
         __nearby_add_completions -W 'required'$'\n''optional'$'\n''none'
+        return
+        ;;
+    '--save-dir')
+        __nearby_add_completions -d
         return
         ;;
     esac
@@ -339,12 +347,19 @@ _nearby_send-file() {
     repeating_flags=()
     non_repeating_flags=(--verbose -v --version -h --help)
     repeating_options=()
-    non_repeating_options=(--service)
+    non_repeating_options=(--timeout --service --encryption)
     __nearby_offer_flags_options -1
 
     # Offer option value completions
     case "${prev}" in
+    '--timeout')
+        return
+        ;;
     '--service')
+        return
+        ;;
+    '--encryption')
+        __nearby_add_completions -W 'required'$'\n''optional'$'\n''none'
         return
         ;;
     esac
@@ -353,6 +368,10 @@ _nearby_send-file() {
     case "${positional_number}" in
     1)
         __nearby_add_completions -W "$(__nearby_custom_complete ---completion send-file -- positional@0 "${COMP_CWORD}" "$(__nearby_cursor_index_in_current_word)")"
+        return
+        ;;
+    *)
+        __nearby_add_completions -f
         return
         ;;
     esac

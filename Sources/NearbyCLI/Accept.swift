@@ -29,6 +29,7 @@ extension Nearby {
 
         @OptionGroup var serviceOptions: ServiceOptions
         @OptionGroup var session: SessionOptions
+        @OptionGroup var receive: ReceiveOptions
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
@@ -44,6 +45,7 @@ extension Nearby {
                 var configuration = NodeConfiguration(service: service)
                 configuration.encryption = session.encryption
                 configuration.advertise = true
+                configuration.saveDirectory = try receive.resolve()
                 let identity = try context.identity()
                 let local = try await LocalNode.start(configuration, identity: identity, context: context, serve: true)
                 context.events.emit(Events.Advertising(

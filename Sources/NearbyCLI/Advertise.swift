@@ -46,6 +46,7 @@ extension Nearby {
         var acceptFrom: [String] = []
 
         @OptionGroup var session: SessionOptions
+        @OptionGroup var receive: ReceiveOptions
 
         @OptionGroup var output: OutputOptions
 
@@ -75,6 +76,7 @@ extension Nearby {
                 configuration.encryption = session.encryption
                 configuration.autoAccept = autoAccept
                 configuration.acceptFrom = acceptFrom
+                configuration.saveDirectory = try receive.resolve()
                 let local = try await LocalNode.start(configuration, identity: identity, context: context, serve: true)
                 let boundPort = await local.node.port
                 context.events.emit(Events.Advertising(

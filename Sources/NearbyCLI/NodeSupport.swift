@@ -12,6 +12,26 @@ struct SessionOptions: ParsableArguments {
     var encryption: EncryptionPreference = .required
 }
 
+/// Where a receiving node puts files.
+struct ReceiveOptions: ParsableArguments {
+    @Option(
+        help: ArgumentHelp("Where received files land (default: the working directory).", valueName: "dir"),
+        completion: .directory)
+    var saveDir: String?
+
+    /// The directory, absolute, checked to exist and be writable before the node starts.
+    func resolve() throws(NearbyError) -> String {
+        let current = FileManager.default.currentDirectoryPath
+        let path = saveDir.map { $0.hasPrefix("/") ? $0 : current + "/" + $0 } ?? current
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw .ioFailure(path: path, reason: "--save-dir must be an existing directory")
+        }
+        guard FileManager.default.isWritableFile(atPath: path) else { throw .ioFailure(path: path, reason: "not writable") }
+        return URL(fileURLWithPath: path).standardizedFileURL.path
+    }
+}
+
 /// A node started by this process: locked, listening, serving the control socket.
 struct LocalNode {
     let node: Node

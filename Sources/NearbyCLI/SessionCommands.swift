@@ -1,8 +1,8 @@
 import ArgumentParser
 import NearbyCore
 
-/// The file and stream commands. Their arguments are final; their behaviour arrives with files and
-/// streams. Until then each says so and exits with status 11.
+/// The stream command. Its arguments are final; its behaviour arrives with streams. Until then it
+/// says so and exits with status 11.
 protocol NotYetBuilt: AsyncParsableCommand {
     var output: OutputOptions { get }
 }
@@ -17,16 +17,6 @@ extension NotYetBuilt {
 }
 
 extension Nearby {
-    struct SendFile: NotYetBuilt {
-        static let configuration = CommandConfiguration(
-            commandName: "send-file",
-            abstract: "Send files and directories to a peer (not built yet).")
-        @Argument(help: "The peer.", completion: .peers) var peer: String
-        @Argument(help: "Files or directories to send.") var paths: [String] = []
-        @OptionGroup var serviceOptions: ServiceOptions
-        @OptionGroup var output: OutputOptions
-    }
-
     struct Stream: NotYetBuilt {
         static let configuration = CommandConfiguration(
             commandName: "stream",

@@ -63,11 +63,18 @@ import Testing
         #expect(result.lines.first?.contains("invalid-service-type") == true)
     }
 
-    @Test(arguments: ["send-file bob x", "stream bob", "send bob hi --unreliable"])
+    @Test(arguments: ["stream bob", "send bob hi --unreliable"])
     func unbuiltCommandsSaySo(_ command: String) async {
         let result = await run(command.split(separator: " ").map(String.init), environment: home())
         #expect(result.status == ExitStatus.notImplemented.rawValue)
         #expect(result.lines.first?.contains("not-implemented") == true)
+    }
+
+    @Test func aMissingFileIsRefusedBeforeTheNetwork() async {
+        let result = await run(["send-file", "bob", "/nonexistent/file"], environment: home())
+        #expect(result.status == ExitStatus.ioError.rawValue)
+        #expect(result.lines.count == 1)
+        #expect(result.lines.first?.contains(#""code":"io-error""#) == true)
     }
 
     @Test func disconnectNeedsARunningNode() async {

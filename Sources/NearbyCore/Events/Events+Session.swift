@@ -108,4 +108,59 @@ extension Events {
         public var reason: String
         public var code: String
     }
+
+    public struct FileStarted: EventBody {
+        public static let event = "file-started"
+        public var transfer: String
+        public var direction: String
+        public var peer: PeerRef
+        public var path: String
+        public var bytes: UInt64
+        public var skipped: UInt64
+    }
+
+    public struct Progress: EventBody {
+        public static let event = "progress"
+        public var transfer: String
+        public var direction: String
+        public var peer: PeerRef
+        public var path: String
+        public var bytes: UInt64
+        public var total: UInt64
+        public var rate: Double
+    }
+
+    public struct FileSent: EventBody {
+        public static let event = "file-sent"
+        public var transfer: String
+        public var peer: PeerRef
+        public var path: String
+        public var bytes: UInt64
+        public var skipped: UInt64
+        public var sha256: String
+        public var seconds: Double
+    }
+
+    public struct FileReceived: EventBody {
+        public static let event = "file-received"
+        public var transfer: String
+        public var peer: PeerRef
+        public var path: String
+        public var bytes: UInt64
+        public var skipped: UInt64
+        public var sha256: String
+        public var seconds: Double
+    }
+
+    public struct FileFailed: EventBody {
+        public static let event = "file-failed"
+        public var transfer: String
+        public var direction: String
+        public var peer: PeerRef
+        public var path: String
+        public var code: String
+        public var reason: String
+        /// Whether a partial file was kept, so sending the same file again resumes.
+        public var resumable: Bool
+    }
 }

@@ -14,7 +14,7 @@ import Darwin
 /// What a client asks the running node to do: one JSON line. The node answers with the event lines
 /// of that work, then `{"status":N}` — the exit status the client should end with.
 public struct ControlRequest: Codable, Sendable {
-    public enum Operation: String, Codable, Sendable { case invite, accept, send, disconnect }
+    public enum Operation: String, Codable, Sendable { case invite, accept, send, disconnect, sendFile = "send-file" }
     public var op: Operation
     public var peers: [String] = []
     public var context: String?
@@ -23,6 +23,8 @@ public struct ControlRequest: Codable, Sendable {
     public var decline = false
     /// Message payload, base64.
     public var data: String?
+    /// Files to send (absolute paths, already checked by the client).
+    public var files: [OutgoingFile] = []
 
     public init(op: Operation) { self.op = op }
 }
@@ -191,6 +193,9 @@ public enum ControlServer {
             try await node.send(Array(payload), to: request.peers, all: request.all, timeout: timeout, client: sink)
         case .disconnect:
             _ = try await node.disconnect(request.peers.first, all: request.all, client: sink)
+        case .sendFile:
+            guard let peer = request.peers.first else { throw .invalidArgument("send-file needs a peer") }
+            try await node.sendFiles(request.files, to: peer, timeout: timeout, client: sink)
         }
     }
 }

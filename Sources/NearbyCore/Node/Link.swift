@@ -26,7 +26,13 @@ public final class Link: Sendable, Hashable {
     var closeReason: String? { reason.withLock { $0 } }
 
     func send(_ frame: Frame) async {
-        do { try await outbound.write(frame) } catch { close(because: "the connection failed while sending") }
+        do {
+            try await outbound.write(frame)
+        } catch is CancellationError {
+            return  // the sending task was cancelled; the link itself is fine
+        } catch {
+            close(because: "the connection failed while sending")
+        }
     }
 
     /// Half-closes once everything queued is written (a goodbye or answer last); the peer closes its

@@ -10,6 +10,8 @@ public struct NodeConfiguration: Sendable {
     public var advertise = false
     public var displayName: String?
     public var info: [String: String] = [:]
+    /// Where received files land (default: the working directory).
+    public var saveDirectory = FileManager.default.currentDirectoryPath
     public var port = 0
     public var autoAccept = false
     public var acceptFrom: [String] = []
@@ -20,8 +22,8 @@ public struct NodeConfiguration: Sendable {
 /// The node: this identity's presence for one service type. It owns the advertisement, the
 /// listening socket, discovery, and every link and session; all commands act through it.
 public actor Node {
-    public let identity: Identity
-    public let configuration: NodeConfiguration
+    public nonisolated let identity: Identity
+    public nonisolated let configuration: NodeConfiguration
     public nonisolated let events: any EventSink
     let knownPeers: KnownPeers
     let tls: SessionTLS.Contexts
@@ -31,16 +33,20 @@ public actor Node {
     public private(set) var port = 0
     private var browser: Browser?
     private var discovered: [String: DiscoveredPeer] = [:]
-    private var tasks: [Task<Void, Never>] = []
+    var tasks: [Task<Void, Never>] = []
 
     /// Every authenticated connection and where it is in the session protocol.
-    private var links: [Link: SessionStateMachine] = [:]
-    private var sessions: [PeerID: Link] = [:]
+    var links: [Link: SessionStateMachine] = [:]
+    var sessions: [PeerID: Link] = [:]
     private var incoming: [String: IncomingInvitation] = [:]
     private var outgoing: [PeerID: OutgoingInvitation] = [:]
     private var acceptWaiters: [AcceptWaiter] = []
     private var sessionWatchers: [UUID: AsyncStream<SessionChange>.Continuation] = [:]
     private var stopping = false
+    /// File channels this node opened (sending) and was opened (receiving), per link.
+    var outgoingFiles: [ChannelKey: OutgoingChannel] = [:]
+    var incomingFiles: [ChannelKey: IncomingFile] = [:]
+    var nextChannel: [Link: UInt32] = [:]
 
     struct IncomingInvitation {
         let id: String
@@ -227,9 +233,15 @@ public actor Node {
         var machine = SessionStateMachine()
         links[link] = machine
         guard let invitation else { return }
-        guard invitation.isWaiting, sessions[link.peer.id] == nil else {
-            // Crossed invitations: the session already came the other way.
+        if let existing = sessions[link.peer.id] {
+            // Already in session with whoever this turned out to be (HOST:PORT, or crossed
+            // invitations that settled the other way): use that session, drop this connection.
+            invitation.resolve(.connected(existing.peer))
             await leave(link, because: "not needed: already in session", telling: "already in session")
+            return
+        }
+        guard invitation.isWaiting else {
+            await leave(link, because: "not needed: the invitation was settled", telling: "already in session")
             return
         }
         invitation.link = link
@@ -244,6 +256,7 @@ public actor Node {
 
     private func detach(_ link: Link) {
         links[link] = nil
+        transfersLost(on: link)
         let reason = link.closeReason ?? "connection lost"
         if sessions[link.peer.id] === link {
             sessions[link.peer.id] = nil
@@ -297,6 +310,8 @@ public actor Node {
                 let text = String(validating: bytes, as: UTF8.self)
                 events.emit(Events.Message(
                     peer: link.peer.ref, text: text, data: text == nil ? Data(bytes).base64EncodedString() : nil, bytes: bytes.count))
+            case let .channel(frame):
+                await channelFrame(frame, on: link)
             case let .close(reason):
                 link.finish(because: reason)
             }
@@ -446,6 +461,10 @@ public actor Node {
         }
         let deadline = ContinuousClock.now + .seconds(timeout)
         let target = try await resolve(query, until: deadline, timeout: timeout)
+        if target.expected == nil, let link = sessions.values.first(where: { $0.peer.address == target.address }) {
+            client?.emit(connectedEvent(link))
+            return link.peer
+        }
         // Its invitation may have arrived while we were looking for it.
         if let expected = target.expected, let peer = await acceptPendingInvitation(from: expected, client: client) {
             return peer

@@ -36,6 +36,42 @@ public enum Control {
         public var reason: String
     }
 
+    /// Opens a channel for a file: what it is called and how big it is; `key` names this file from
+    /// this sender so an interrupted transfer can resume.
+    public struct Open: Codable, Equatable, Sendable {
+        public var kind: String
+        public var path: String
+        public var size: UInt64
+        public var key: String
+    }
+
+    /// The receiver's answer: how much of it is already here (a partial file from an interrupted
+    /// transfer) and the SHA-256 of those bytes, or a refusal.
+    public struct OpenReply: Codable, Equatable, Sendable {
+        public var accept: Bool
+        public var offset: UInt64
+        public var prefixSHA256: String?
+        public var reason: String?
+    }
+
+    /// The sender's decision: where the data starts (the offered offset when the prefix matches its
+    /// file, else 0).
+    public struct Start: Codable, Equatable, Sendable {
+        public var offset: UInt64
+    }
+
+    /// The end of a channel's data: the sender's SHA-256 of the whole file. The receiver answers with
+    /// its own `close` (same hash: the file is in place) or a `reset`.
+    public struct Close: Codable, Equatable, Sendable {
+        public var sha256: String
+        public var bytes: UInt64
+    }
+
+    public struct Reset: Codable, Equatable, Sendable {
+        public var reason: String
+        public var code: String
+    }
+
     public static let maxContextBytes = 4096
     public static let maxReasonBytes = 256
 

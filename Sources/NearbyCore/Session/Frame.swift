@@ -13,12 +13,21 @@ public struct Frame: Equatable, Sendable {
         case ping = 0x06
         case pong = 0x07
         case goodbye = 0x08
+        /// Files (and later streams) on channels above 0, with per-channel flow control.
+        case open = 0x10
+        case openReply = 0x11
+        case start = 0x12
+        case data = 0x13
+        case window = 0x14
+        case close = 0x15
+        case reset = 0x16
     }
 
     public static let headerSize = 9
     /// The largest payload a peer may send: checked against the header before anything is buffered.
     public static let maxPayload = 1 << 20
-    /// Control frames (hello, auth, invite, answer, goodbye) are small JSON documents.
+    /// Control frames (hello, auth, invite, answer, goodbye, and the channel frames but data and
+    /// window) are small JSON documents.
     public static let maxControlPayload = 16 << 10
 
     public var kind: Kind

@@ -26,6 +26,8 @@ public struct SessionStateMachine: Sendable {
         /// other connection.
         case crossed
         case message([UInt8])
+        /// A frame of a file (or stream) channel, for the node's transfers.
+        case channel(Frame)
         /// Close the connection; `reason` is what our events say.
         case close(reason: String)
     }
@@ -98,6 +100,10 @@ public struct SessionStateMachine: Sendable {
             return [.message(Array(frame.payload.readableBytesView))]
         case .hello, .auth:
             throw ProtocolViolation.unexpected("\(frame.kind) frame after the handshake")
+        case .open, .openReply, .start, .data, .window, .close, .reset:
+            guard state == .connected else { throw ProtocolViolation.unexpected("\(frame.kind) frame before the session was accepted") }
+            guard frame.channel != 0 else { throw ProtocolViolation.unexpected("\(frame.kind) frame on channel 0") }
+            return [.channel(frame)]
         }
     }
 

@@ -14,6 +14,8 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
     case identityCheckFailed = 9
     case nodeAlreadyRunning = 10
     case notImplemented = 11
+    /// Interrupted by SIGINT while working (a cancelled transfer), as shells report it.
+    case interrupted = 130
     /// The same status swift-argument-parser uses for usage errors.
     case usage = 64
 
@@ -31,6 +33,7 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
         case .identityCheckFailed: "identity or integrity check failed"
         case .nodeAlreadyRunning: "a node is already running"
         case .notImplemented: "not implemented yet"
+        case .interrupted: "interrupted: the work was cancelled (SIGINT)"
         case .usage: "usage error: invalid arguments or input"
         }
     }
@@ -63,6 +66,8 @@ public enum NearbyError: Error, LocalizedError, Equatable, Sendable {
     case notConnected(String)
     case messageTooLarge(bytes: Int, limit: Int)
     case ioFailure(path: String, reason: String)
+    case transferFailed(path: String, code: String, reason: String)
+    case cancelled(String)
 
     public var code: String {
         switch self {
@@ -91,6 +96,8 @@ public enum NearbyError: Error, LocalizedError, Equatable, Sendable {
         case .notConnected: "not-connected"
         case .messageTooLarge: "message-too-large"
         case .ioFailure: "io-error"
+        case let .transferFailed(_, code, _): code
+        case .cancelled: "cancelled"
         }
     }
 
@@ -112,6 +119,8 @@ public enum NearbyError: Error, LocalizedError, Equatable, Sendable {
         case .nodeAlreadyRunning: .nodeAlreadyRunning
         case .messageTooLarge: .usage
         case .ioFailure: .ioError
+        case let .transferFailed(_, code, _): code == "integrity" ? .identityCheckFailed : code == "io-error" ? .ioError : .connectionFailed
+        case .cancelled: .interrupted
         }
     }
 
@@ -165,6 +174,10 @@ public enum NearbyError: Error, LocalizedError, Equatable, Sendable {
             "the message is \(bytes) bytes; the maximum is \(limit) (use send-file for more)"
         case let .ioFailure(path, reason):
             "\(path): \(reason)"
+        case let .transferFailed(path, _, reason):
+            "\(path): \(reason)"
+        case let .cancelled(what):
+            "\(what) cancelled"
         case let .notImplemented(command):
             "'nearby \(command)' is not built yet: this version discovers peers (advertise, browse, identity); sessions, files and streams come next"
         }

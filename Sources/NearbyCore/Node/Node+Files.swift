@@ -1,0 +1,450 @@
+import Crypto
+import Foundation
+import NIOCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One channel on one link.
+struct ChannelKey: Hashable {
+    let link: ObjectIdentifier
+    let channel: UInt32
+    init(_ link: Link, _ channel: UInt32) {
+        self.link = ObjectIdentifier(link)
+        self.channel = channel
+    }
+}
+
+/// What the receiver says about a file we send: answers, flow-control credit, the end.
+final class OutgoingChannel: Sendable {
+    enum Signal: Sendable {
+        case reply(Control.OpenReply)
+        case credit(Int)
+        case closed(Control.Close)
+        case reset(Control.Reset)
+        case lost(String)
+    }
+
+    let id: UInt32
+    let signals: AsyncStream<Signal>
+    let continuation: AsyncStream<Signal>.Continuation
+
+    init(id: UInt32) {
+        self.id = id
+        (signals, continuation) = AsyncStream<Signal>.makeStream()
+    }
+}
+
+/// A file arriving: written to a hidden partial file beside its destination, hashed as it comes,
+/// put in place under a name that overwrites nothing once the sender's SHA-256 matches.
+final class IncomingFile {
+    let transfer: String
+    let peer: PeerRef
+    let relative: String
+    let directory: String
+    let name: String
+    let partial: String
+    let size: UInt64
+    var descriptor: Int32 = -1
+    var hasher = SHA256()
+    var prefixHasher: SHA256?
+    var offered: UInt64 = 0
+    var position: UInt64 = 0
+    var skipped: UInt64 = 0
+    var started = ContinuousClock.now
+    var lastProgress = ContinuousClock.now
+
+    init(transfer: String, peer: PeerRef, relative: String, directory: String, name: String, partial: String, size: UInt64) {
+        self.transfer = transfer
+        self.peer = peer
+        self.relative = relative
+        self.directory = directory
+        self.name = name
+        self.partial = partial
+        self.size = size
+    }
+}
+
+enum Transfer {
+    static let chunk = 256 << 10
+    /// How far a sender may run ahead of what the receiver has written: memory stays bounded.
+    static let window = 4 << 20
+    static let progressInterval = Duration.milliseconds(100)
+
+    static func hex(_ digest: some Sequence<UInt8>) -> String { digest.map { String(format: "%02x", $0) }.joined() }
+
+    /// This sender's name for a file, the same on every attempt while the file is unchanged.
+    static func key(sender: PeerID, file: OutgoingFile) -> String {
+        var hasher = SHA256()
+        hasher.update(data: Data("\(sender.rawValue)\u{0}\(file.relative)\u{0}\(file.size)\u{0}\(file.modified)".utf8))
+        return String(hex(hasher.finalize()).prefix(32))
+    }
+
+    /// Feeds the first `count` bytes of the file at `fd` to `hasher`.
+    static func hash(_ fd: Int32, count: UInt64, into hasher: inout SHA256) -> Bool {
+        var buffer = [UInt8](repeating: 0, count: chunk)
+        var done: UInt64 = 0
+        while done < count {
+            let want = Int(min(UInt64(buffer.count), count - done))
+            let got = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, want, off_t(done)) }
+            guard got > 0 else { return false }
+            hasher.update(data: buffer[0..<got])
+            done += UInt64(got)
+        }
+        return true
+    }
+
+    static func errorText(_ code: Int32) -> String { String(cString: strerror(code)) }
+
+    /// Seconds since `start`, to the millisecond.
+    static func seconds(since start: ContinuousClock.Instant) -> Double {
+        Double((ContinuousClock.now - start) / .milliseconds(1)) / 1000
+    }
+
+    /// Bytes per second, whole.
+    static func rate(_ bytes: UInt64, _ seconds: Double) -> Double { seconds > 0 ? (Double(bytes) / seconds).rounded() : 0 }
+}
+
+extension Node {
+    // MARK: Sending
+
+    /// Sends files to a peer (inviting it first if needed), one after another.
+    public func sendFiles(
+        _ files: [OutgoingFile], to query: String, timeout: Double, client: (any EventSink)?
+    ) async throws(NearbyError) {
+        let sink: any EventSink = client.map { TeeSink(events, $0) } ?? events
+        let peer = try await invite(query, context: nil, timeout: timeout, client: client)
+        for file in files {
+            guard let link = sessions[peer.id] else { throw .connectionFailed("the session with \(peer.id) ended") }
+            let channel = openChannel(on: link)
+            defer { outgoingFiles[ChannelKey(link, channel.id)] = nil }
+            try await Self.send(file, over: channel, link: link, sender: identity.peerID, sink: sink)
+        }
+    }
+
+    private func openChannel(on link: Link) -> OutgoingChannel {
+        // The side that opened the connection numbers its channels odd, the other even.
+        let next = nextChannel[link] ?? (link.isClient ? 1 : 2)
+        nextChannel[link] = next + 2
+        let channel = OutgoingChannel(id: next)
+        outgoingFiles[ChannelKey(link, next)] = channel
+        return channel
+    }
+
+    /// The sending half, outside the actor: reading, hashing and waiting for credit never hold up
+    /// the node.
+    nonisolated static func send(
+        _ file: OutgoingFile, over channel: OutgoingChannel, link: Link, sender: PeerID, sink: any EventSink
+    ) async throws(NearbyError) {
+        let transfer = String(Transfer.key(sender: sender, file: file).prefix(12)) + "-\(channel.id)"
+        let peer = link.peer.ref
+        func failed(_ code: String, _ reason: String) -> NearbyError {
+            sink.emit(Events.FileFailed(transfer: transfer, direction: "send", peer: peer, path: file.relative, code: code, reason: reason, resumable: code != "integrity"))
+            return .transferFailed(path: file.relative, code: code, reason: reason)
+        }
+        /// Cancelled (Ctrl-C): tell the receiver from a task that is not cancelled itself.
+        func cancelled() async -> NearbyError {
+            await Task { await link.send(Control.frame(.reset, Control.Reset(reason: "the sender cancelled", code: "cancelled"), channel: channel.id)) }.value
+            _ = failed("cancelled", "cancelled by the sender")
+            return .cancelled("sending \(file.relative)")
+        }
+        let fd = open(file.source, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw failed("io-error", "cannot open \(file.source): \(Transfer.errorText(errno))") }
+        defer { close(fd) }
+
+        var signals = channel.signals.makeAsyncIterator()
+        await link.send(Control.frame(.open, Control.Open(kind: "file", path: file.relative, size: file.size, key: Transfer.key(sender: sender, file: file)), channel: channel.id))
+        guard case let .reply(reply)? = await signals.next() else { throw failed("connection-failed", "the session ended before the peer answered") }
+        guard reply.accept else { throw failed("refused", "the peer refused the file: \(reply.reason ?? "no reason")") }
+
+        // Resume: the receiver has `offset` bytes; continue only if they are ours.
+        var hasher = SHA256()
+        var offset = min(reply.offset, file.size)
+        if offset > 0 {
+            var prefix = SHA256()
+            if Transfer.hash(fd, count: offset, into: &prefix), Transfer.hex(prefix.finalize()) == reply.prefixSHA256 {
+                hasher = prefix
+            } else {
+                offset = 0
+            }
+        }
+        await link.send(Control.frame(.start, Control.Start(offset: offset), channel: channel.id))
+        sink.emit(Events.FileStarted(transfer: transfer, direction: "send", peer: peer, path: file.relative, bytes: file.size, skipped: offset))
+
+        let clock = ContinuousClock()
+        let started = clock.now
+        var lastProgress = started
+        var position = offset
+        var credit = Transfer.window
+        while position < file.size {
+            if Task.isCancelled { throw await cancelled() }
+            let want = Int(min(UInt64(Transfer.chunk), file.size - position))
+            while credit < want {
+                switch await signals.next() {
+                case let .credit(more)?: credit += more
+                case let .reset(reset)?: throw failed(reset.code, "the receiver stopped: \(reset.reason)")
+                case let .lost(reason)?: throw failed("connection-lost", reason)
+                default: throw Task.isCancelled ? await cancelled() : failed("connection-lost", "the session ended")
+                }
+            }
+            var buffer = ByteBufferAllocator().buffer(capacity: want)
+            let got = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: want) { pointer in
+                max(0, pread(fd, pointer.baseAddress, want, off_t(position)))
+            }
+            guard got > 0 else { throw failed("io-error", "\(file.source) became shorter while sending") }
+            buffer.withUnsafeReadableBytes { hasher.update(bufferPointer: $0) }
+            await link.send(Frame(kind: .data, channel: channel.id, payload: buffer))
+            credit -= got
+            position += UInt64(got)
+            if clock.now - lastProgress >= Transfer.progressInterval || position == file.size {
+                lastProgress = clock.now
+                sink.emit(Events.Progress(
+                    transfer: transfer, direction: "send", peer: peer, path: file.relative, bytes: position, total: file.size,
+                    rate: Transfer.rate(position - offset, Transfer.seconds(since: started))))
+            }
+        }
+        let sha = Transfer.hex(hasher.finalize())
+        await link.send(Control.frame(.close, Control.Close(sha256: sha, bytes: file.size), channel: channel.id))
+        while true {
+            switch await signals.next() {
+            case .credit?: continue
+            case let .closed(confirmed)? where confirmed.sha256 == sha:
+                sink.emit(Events.FileSent(
+                    transfer: transfer, peer: peer, path: file.relative, bytes: file.size, skipped: offset, sha256: sha,
+                    seconds: Transfer.seconds(since: started)))
+                return
+            case .closed?: throw failed("integrity", "the receiver's SHA-256 differs")
+            case let .reset(reset)?: throw failed(reset.code, "the receiver refused the file: \(reset.reason)")
+            case let .lost(reason)?: throw failed("connection-lost", reason)
+            default: throw failed("connection-lost", "the session ended before the receiver confirmed")
+            }
+        }
+    }
+
+    // MARK: Routing
+
+    /// Frames on channels above 0. The side that opened a channel sends open, start, data and the
+    /// first close; the other answers with openReply, window and the confirming close or a reset.
+    func channelFrame(_ frame: Frame, on link: Link) async {
+        let ours = (frame.channel % 2 == 1) == link.isClient
+        let key = ChannelKey(link, frame.channel)
+        if ours {
+            guard let channel = outgoingFiles[key] else { return }
+            switch frame.kind {
+            case .openReply:
+                if let reply = try? Control.decode(Control.OpenReply.self, from: frame) { channel.continuation.yield(.reply(reply)) }
+            case .window:
+                if let more = frame.payload.getInteger(at: frame.payload.readerIndex, as: UInt32.self) { channel.continuation.yield(.credit(Int(more))) }
+            case .close:
+                if let close = try? Control.decode(Control.Close.self, from: frame) { channel.continuation.yield(.closed(close)) }
+            case .reset:
+                let reset = (try? Control.decode(Control.Reset.self, from: frame)) ?? Control.Reset(reason: "reset", code: "refused")
+                channel.continuation.yield(.reset(reset))
+            default:
+                await protocolError(on: link, "\(frame.kind) on our own channel \(frame.channel)")
+            }
+            return
+        }
+        switch frame.kind {
+        case .open: await fileOffered(frame, on: link)
+        case .start: await fileStarts(frame, on: link)
+        case .data: await fileData(frame, on: link)
+        case .close: await fileEnds(frame, on: link)
+        case .reset:
+            guard let file = incomingFiles.removeValue(forKey: key) else { return }
+            let reset = (try? Control.decode(Control.Reset.self, from: frame)) ?? Control.Reset(reason: "reset", code: "cancelled")
+            abandon(file, code: reset.code, reason: "the sender stopped: \(String(reset.reason.prefix(Control.maxReasonBytes)))", keepPartial: true)
+        default:
+            await protocolError(on: link, "\(frame.kind) on the peer's channel \(frame.channel)")
+        }
+    }
+
+    private func protocolError(on link: Link, _ what: String) async {
+        link.close(because: "protocol violation: \(what)")
+    }
+
+    private func reset(_ link: Link, _ channel: UInt32, code: String, reason: String) async {
+        await link.send(Control.frame(.reset, Control.Reset(reason: reason, code: code), channel: channel))
+    }
+
+    // MARK: Receiving
+
+    private func fileOffered(_ frame: Frame, on link: Link) async {
+        let key = ChannelKey(link, frame.channel)
+        guard incomingFiles[key] == nil, let offer = try? Control.decode(Control.Open.self, from: frame) else {
+            await protocolError(on: link, "a malformed or repeated open on channel \(frame.channel)")
+            return
+        }
+        guard offer.kind == "file" else {
+            await link.send(Control.frame(.openReply, Control.OpenReply(accept: false, offset: 0, reason: "this node takes no \(offer.kind.prefix(32)) channels"), channel: frame.channel))
+            return
+        }
+        let parts = SafePath.components(of: offer.path)
+        let relative = parts.joined(separator: "/")
+        let directory = ([configuration.saveDirectory] + parts.dropLast()).joined(separator: "/")
+        let name = parts.last ?? "unnamed"
+        let fileKey = String(offer.key.filter { $0.isHexDigit }.prefix(32))
+        let partial = "\(directory)/.\(name).\(fileKey.isEmpty ? "x" : fileKey).nearby-part"
+        let file = IncomingFile(
+            transfer: String(fileKey.prefix(12)) + "-\(frame.channel)", peer: link.peer.ref, relative: relative,
+            directory: directory, name: name, partial: partial, size: offer.size)
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            await refuse(file, link, frame.channel, code: "io-error", reason: "cannot create \(directory): \(error.localizedDescription)")
+            return
+        }
+        file.descriptor = open(partial, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard file.descriptor >= 0 else {
+            await refuse(file, link, frame.channel, code: "io-error", reason: "cannot write in \(directory): \(Transfer.errorText(errno))")
+            return
+        }
+        // What an interrupted transfer of the same file left, offered for resuming.
+        var stats = stat()
+        let existing = fstat(file.descriptor, &stats) == 0 ? UInt64(max(0, stats.st_size)) : 0
+        var prefix = SHA256()
+        if existing > 0, existing <= offer.size, Transfer.hash(file.descriptor, count: existing, into: &prefix) {
+            file.offered = existing
+            file.prefixHasher = prefix
+        }
+        incomingFiles[key] = file
+        await link.send(Control.frame(.openReply, Control.OpenReply(
+            accept: true, offset: file.offered, prefixSHA256: file.prefixHasher.map { Transfer.hex($0.finalize()) }, reason: nil),
+            channel: frame.channel))
+    }
+
+    private func refuse(_ file: IncomingFile, _ link: Link, _ channel: UInt32, code: String, reason: String) async {
+        events.emit(Events.FileFailed(transfer: file.transfer, direction: "receive", peer: file.peer, path: file.relative, code: code, reason: reason, resumable: false))
+        await link.send(Control.frame(.openReply, Control.OpenReply(accept: false, offset: 0, reason: reason), channel: channel))
+    }
+
+    private func fileStarts(_ frame: Frame, on link: Link) async {
+        guard let file = incomingFiles[ChannelKey(link, frame.channel)],
+              let start = try? Control.decode(Control.Start.self, from: frame), start.offset == 0 || start.offset == file.offered
+        else {
+            await protocolError(on: link, "a start that does not match the offer on channel \(frame.channel)")
+            return
+        }
+        if start.offset > 0, let prefix = file.prefixHasher {
+            file.hasher = prefix
+        } else {
+            file.hasher = SHA256()
+            _ = ftruncate(file.descriptor, 0)
+        }
+        file.position = start.offset
+        file.skipped = start.offset
+        file.started = .now
+        events.emit(Events.FileStarted(transfer: file.transfer, direction: "receive", peer: file.peer, path: file.relative, bytes: file.size, skipped: file.skipped))
+    }
+
+    private func fileData(_ frame: Frame, on link: Link) async {
+        let key = ChannelKey(link, frame.channel)
+        guard let file = incomingFiles[key] else { return }  // a channel we already gave up on
+        let count = frame.payload.readableBytes
+        guard file.position + UInt64(count) <= file.size else {
+            incomingFiles[key] = nil
+            abandon(file, code: "protocol", reason: "the sender sent more than the \(file.size) bytes it announced", keepPartial: false)
+            await reset(link, frame.channel, code: "protocol", reason: "more data than announced")
+            return
+        }
+        var failure: Int32 = 0
+        frame.payload.withUnsafeReadableBytes { bytes in
+            var written = 0
+            while written < bytes.count {
+                let n = pwrite(file.descriptor, bytes.baseAddress.map { $0 + written }, bytes.count - written, off_t(file.position) + off_t(written))
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    failure = errno
+                    return
+                }
+                written += n
+            }
+            file.hasher.update(bufferPointer: bytes)
+        }
+        if failure != 0 {
+            incomingFiles[key] = nil
+            let reason = failure == ENOSPC ? "the disk is full" : Transfer.errorText(failure)
+            abandon(file, code: "io-error", reason: "cannot write \(file.relative): \(reason)", keepPartial: false)
+            await reset(link, frame.channel, code: "io-error", reason: "the receiver cannot write the file: \(reason)")
+            return
+        }
+        file.position += UInt64(count)
+        var credit = ByteBuffer()
+        credit.writeInteger(UInt32(count))
+        await link.send(Frame(kind: .window, channel: frame.channel, payload: credit))
+        if ContinuousClock.now - file.lastProgress >= Transfer.progressInterval {
+            file.lastProgress = .now
+            events.emit(Events.Progress(
+                transfer: file.transfer, direction: "receive", peer: file.peer, path: file.relative, bytes: file.position,
+                total: file.size, rate: Transfer.rate(file.position - file.skipped, Transfer.seconds(since: file.started))))
+        }
+    }
+
+    private func fileEnds(_ frame: Frame, on link: Link) async {
+        let key = ChannelKey(link, frame.channel)
+        guard let file = incomingFiles.removeValue(forKey: key), let end = try? Control.decode(Control.Close.self, from: frame) else { return }
+        let sha = Transfer.hex(file.hasher.finalize())
+        guard file.position == file.size, end.bytes == file.size, end.sha256 == sha else {
+            abandon(file, code: "integrity", reason: "the file arrived damaged (SHA-256 \(sha) ≠ \(end.sha256.prefix(64)))", keepPartial: false)
+            await reset(link, frame.channel, code: "integrity", reason: "SHA-256 mismatch")
+            return
+        }
+        let synced = fsync(file.descriptor) == 0
+        close(file.descriptor)
+        file.descriptor = -1
+        let placed: String
+        do {
+            guard synced else { throw NearbyError.ioFailure(path: file.partial, reason: "fsync failed") }
+            placed = try SafePath.placeWithoutOverwriting(file.partial, in: file.directory, as: file.name)
+        } catch {
+            abandon(file, code: "io-error", reason: (error as? NearbyError)?.errorDescription ?? "cannot place the file", keepPartial: false)
+            await reset(link, frame.channel, code: "io-error", reason: "the receiver cannot place the file")
+            return
+        }
+        let seconds = Transfer.seconds(since: file.started)
+        if file.size > 0 {
+            events.emit(Events.Progress(
+                transfer: file.transfer, direction: "receive", peer: file.peer, path: file.relative, bytes: file.size,
+                total: file.size, rate: Transfer.rate(file.size - file.skipped, seconds)))
+        }
+        events.emit(Events.FileReceived(transfer: file.transfer, peer: file.peer, path: placed, bytes: file.size, skipped: file.skipped, sha256: sha, seconds: seconds))
+        await link.send(Control.frame(.close, Control.Close(sha256: sha, bytes: file.size), channel: frame.channel))
+    }
+
+    /// Gives up on an incoming file: nothing under its final name; the partial file kept for a resume
+    /// when the interruption was not the data's fault.
+    private func abandon(_ file: IncomingFile, code: String, reason: String, keepPartial: Bool) {
+        if file.descriptor >= 0 {
+            close(file.descriptor)
+            file.descriptor = -1
+        }
+        if !keepPartial { unlink(file.partial) }
+        events.emit(Events.FileFailed(
+            transfer: file.transfer, direction: "receive", peer: file.peer, path: file.relative, code: code, reason: reason,
+            resumable: keepPartial))
+    }
+
+    /// The link is gone: every transfer on it failed; partial files stay for a resume.
+    func transfersLost(on link: Link) {
+        let id = ObjectIdentifier(link)
+        for (key, file) in incomingFiles where key.link == id {
+            incomingFiles[key] = nil
+            abandon(file, code: "connection-lost", reason: "the peer vanished mid-transfer (\(link.closeReason ?? "connection lost"))", keepPartial: true)
+        }
+        for (key, channel) in outgoingFiles where key.link == id {
+            channel.continuation.yield(.lost(link.closeReason ?? "connection lost"))
+        }
+        nextChannel[link] = nil
+    }
+}
+
+extension Control {
+    static func frame(_ kind: Frame.Kind, _ body: some Encodable, channel: UInt32) -> Frame {
+        var frame = frame(kind, body)
+        frame.channel = channel
+        return frame
+    }
+}

@@ -1,0 +1,62 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Turns a path a peer sent into one that stays inside the save directory, whatever it claims:
+/// no absolute paths, no `..`, no empty or `.` components, no control characters, no backslash
+/// tricks, each component at most 255 bytes, at most 32 levels deep.
+public enum SafePath {
+    public static let maxDepth = 32
+    public static let maxComponentBytes = 255
+
+    /// The relative components to use, never empty.
+    public static func components(of claimed: String) -> [String] {
+        let raw = claimed.split(whereSeparator: { $0 == "/" || $0 == "\\" })
+        var parts: [String] = []
+        for piece in raw {
+            var clean = String(String.UnicodeScalarView(piece.unicodeScalars.filter {
+                $0.properties.generalCategory != .control && $0 != "\u{7F}"
+            }))
+            clean = clean.trimmingCharacters(in: .whitespaces)
+            guard !clean.isEmpty, clean != ".", clean != ".." else { continue }
+            // A name made only of dots (`...`) is legal but confusing next to `..`: keep it visible.
+            if clean.allSatisfy({ $0 == "." }) { clean = "_" + clean }
+            while clean.utf8.count > maxComponentBytes { clean.removeLast() }
+            parts.append(clean)
+        }
+        if parts.count > maxDepth { parts = Array(parts.suffix(maxDepth)) }
+        return parts.isEmpty ? ["unnamed"] : parts
+    }
+
+    /// The relative path, joined with `/`.
+    public static func relative(_ claimed: String) -> String { components(of: claimed).joined(separator: "/") }
+
+    /// `name.ext`, then `name (1).ext`, `name (2).ext` …: the n-th candidate for a final name.
+    public static func candidate(_ name: String, _ n: Int) -> String {
+        guard n > 0 else { return name }
+        let dot = name.lastIndex(of: ".").flatMap { $0 == name.startIndex ? nil : $0 }
+        guard let dot else { return "\(name) (\(n))" }
+        return "\(name[..<dot]) (\(n))\(name[dot...])"
+    }
+
+    /// Moves `temporary` to the first free candidate name in `directory` without ever replacing a
+    /// file: `link(2)` fails when the name exists, then the next candidate is tried.
+    public static func placeWithoutOverwriting(_ temporary: String, in directory: String, as name: String) throws(NearbyError) -> String {
+        for n in 0..<10_000 {
+            let destination = directory + "/" + candidate(name, n)
+            if link(temporary, destination) == 0 {
+                unlink(temporary)
+                return destination
+            }
+            let error = errno
+            guard error == EEXIST else {
+                throw .ioFailure(path: destination, reason: String(cString: strerror(error)))
+            }
+        }
+        throw .ioFailure(path: directory + "/" + name, reason: "10 000 files of that name already exist")
+    }
+}

@@ -1,0 +1,53 @@
+import Foundation
+import Testing
+@testable import NearbyCore
+
+@Suite struct SafePathTests {
+    @Test(arguments: [
+        ("report.pdf", "report.pdf"),
+        ("dir/sub/file.txt", "dir/sub/file.txt"),
+        ("/etc/passwd", "etc/passwd"),
+        ("../../x", "x"),
+        ("a/../../b", "a/b"),
+        ("..\\..\\windows\\x", "windows/x"),
+        ("./a/./b", "a/b"),
+        ("", "unnamed"),
+        ("..", "unnamed"),
+        ("/", "unnamed"),
+        ("evil\u{1B}[31mname\n", "evil[31mname"),
+        ("...", "_..."),
+        ("  spaced  /x", "spaced/x"),
+    ])
+    func staysInside(_ claimed: String, _ expected: String) {
+        #expect(SafePath.relative(claimed) == expected)
+    }
+
+    @Test func boundsLengthAndDepth() {
+        let long = String(repeating: "é", count: 300)
+        #expect(SafePath.components(of: long)[0].utf8.count <= 255)
+        let deep = (0..<100).map { "d\($0)" }.joined(separator: "/")
+        #expect(SafePath.components(of: deep).count == SafePath.maxDepth)
+    }
+
+    @Test func candidatesKeepTheExtension() {
+        #expect(SafePath.candidate("a.txt", 0) == "a.txt")
+        #expect(SafePath.candidate("a.txt", 1) == "a (1).txt")
+        #expect(SafePath.candidate("archive.tar.gz", 2) == "archive.tar (2).gz")
+        #expect(SafePath.candidate("README", 3) == "README (3)")
+        #expect(SafePath.candidate(".hidden", 1) == ".hidden (1)")
+    }
+
+    @Test func placingNeverOverwrites() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-place-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        try "old".write(toFile: dir + "/a.txt", atomically: true, encoding: .utf8)
+        for round in 1...2 {
+            let temporary = dir + "/.tmp\(round)"
+            try "new\(round)".write(toFile: temporary, atomically: true, encoding: .utf8)
+            let placed = try SafePath.placeWithoutOverwriting(temporary, in: dir, as: "a.txt")
+            #expect(placed == dir + "/a (\(round)).txt")
+            #expect(!FileManager.default.fileExists(atPath: temporary))
+        }
+        #expect(try String(contentsOfFile: dir + "/a.txt", encoding: .utf8) == "old")
+    }
+}
