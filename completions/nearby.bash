@@ -381,7 +381,7 @@ _nearby_stream() {
     repeating_flags=()
     non_repeating_flags=(--listen --verbose -v --version -h --help)
     repeating_options=()
-    non_repeating_options=(--name --from --service)
+    non_repeating_options=(--name --from --timeout --service --encryption)
     __nearby_offer_flags_options 1
 
     # Offer option value completions
@@ -393,7 +393,14 @@ _nearby_stream() {
         __nearby_add_completions -W "$(__nearby_custom_complete ---completion stream -- --from "${COMP_CWORD}" "$(__nearby_cursor_index_in_current_word)")"
         return
         ;;
+    '--timeout')
+        return
+        ;;
     '--service')
+        return
+        ;;
+    '--encryption')
+        __nearby_add_completions -W 'required'$'\n''optional'$'\n''none'
         return
         ;;
     esac

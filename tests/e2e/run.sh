@@ -100,8 +100,20 @@ for TEST in $SELECTED; do
         FAILED=$((FAILED + 1)); FAILED_NAMES+=("$TEST"); verdict="not ok"
     fi
     printf '%s - %s (%d ms)\n' "$verdict" "${TEST#test_}" $(( (${EPOCHREALTIME/[.,]/} - started) / 1000 ))
-    # Nothing a test started outlives it.
-    pkill -INT -f "^$NEARBY " 2>/dev/null; sleep 0.2; pkill -KILL -f "^$NEARBY " 2>/dev/null
+    # Nothing a test started outlives it (only this lab's processes: other labs may be running).
+    lab_nearby_pids() {
+        local k pid
+        for ((k = 1; k <= LAB_HOSTS; k++)); do
+            for pid in $(ip netns pids "$(lab_ns "$k")" 2>/dev/null); do
+                [[ $(readlink "/proc/$pid/exe" 2>/dev/null) == "$NEARBY" ]] && echo "$pid"
+            done
+        done
+    }
+    pids=$(lab_nearby_pids)
+    if [[ -n $pids ]]; then
+        kill -INT $pids 2>/dev/null; sleep 0.3
+        pids=$(lab_nearby_pids); [[ -z $pids ]] || kill -KILL $pids 2>/dev/null
+    fi
 done
 
 lab_down

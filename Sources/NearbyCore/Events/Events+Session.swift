@@ -163,4 +163,22 @@ extension Events {
         /// Whether a partial file was kept, so sending the same file again resumes.
         public var resumable: Bool
     }
+
+    public struct StreamOpened: EventBody {
+        public static let event = "stream-opened"
+        public var stream: String
+        public var direction: String
+        public var peer: PeerRef
+        public var name: String
+    }
+
+    public struct StreamClosed: EventBody {
+        public static let event = "stream-closed"
+        public var stream: String
+        public var peer: PeerRef
+        public var name: String
+        public var sent: UInt64
+        public var received: UInt64
+        public var reason: String
+    }
 }

@@ -1,6 +1,5 @@
 import Foundation
 import NIOCore
-import NIOExtras
 import NIOPosix
 import Synchronization
 import SystemPackage
@@ -14,7 +13,9 @@ import Darwin
 /// What a client asks the running node to do: one JSON line. The node answers with the event lines
 /// of that work, then `{"status":N}` — the exit status the client should end with.
 public struct ControlRequest: Codable, Sendable {
-    public enum Operation: String, Codable, Sendable { case invite, accept, send, disconnect, sendFile = "send-file" }
+    public enum Operation: String, Codable, Sendable {
+        case invite, accept, send, disconnect, sendFile = "send-file", stream, listen
+    }
     public var op: Operation
     public var peers: [String] = []
     public var context: String?
@@ -25,6 +26,8 @@ public struct ControlRequest: Codable, Sendable {
     public var data: String?
     /// Files to send (absolute paths, already checked by the client).
     public var files: [OutgoingFile] = []
+    /// The stream's name (`stream`, `listen`); for `listen`, `peers` may name who may open it.
+    public var name: String?
 
     public init(op: Operation) { self.op = op }
 }
@@ -122,11 +125,12 @@ public enum ControlServer {
         let server: NIOAsyncChannel<NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never>
         do {
             server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                // A stream's client may end its bytes (EOF) while the peer's still flow to it.
+                .childChannelOption(.allowRemoteHalfClosure, value: true)
                 .bind(unixDomainSocketPath: address.socket, cleanupExistingSocketFile: true) { channel in
                     channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(
-                            ByteToMessageHandler(LineBasedFrameDecoder()))  // unbounded, but the socket is the same user's only
-                        return try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                        try NIOAsyncChannel<ByteBuffer, ByteBuffer>(
+                            wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
                     }
                 }
             chmod(address.socket, 0o600)
@@ -153,17 +157,35 @@ public enum ControlServer {
     private static func serve(_ client: NIOAsyncChannel<ByteBuffer, ByteBuffer>, node: Node) async {
         try? await client.executeThenClose { inbound, outbound in
             var iterator = inbound.makeAsyncIterator()
-            guard let line = try await iterator.next() else { return }
+            var reader = LineReader()
+            var line: String?
+            while line == nil {
+                guard let chunk = try await iterator.next() else { return }
+                guard let found = try? reader.append(chunk) else { return }
+                line = found
+            }
             let (lines, continuation) = AsyncStream<String>.makeStream()
             let sink = ClientSink(continuation)
             let writer = Task {
                 for await text in lines { try? await outbound.write(ByteBuffer(string: text + "\n")) }
             }
-            let status: Int32
+            var status: Int32 = 0
             do {
-                let request = try JSONDecoder().decode(ControlRequest.self, from: Data(line.readableBytesView))
+                let request = try JSONDecoder().decode(ControlRequest.self, from: Data((line ?? "").utf8))
+                if request.op == .stream || request.op == .listen {
+                    // After the events of setting it up and a {"stream":true} line, the connection
+                    // carries the stream's raw bytes both ways.
+                    let source = ChannelSource(leftover: reader.rest, iterator: iterator)
+                    let ready: @Sendable () async -> Void = {
+                        continuation.yield(#"{"stream":true}"#)
+                        continuation.finish()
+                        await writer.value
+                    }
+                    _ = try await stream(request, node: node, source: source, sink: ChannelSink(outbound, channel: client.channel), client: sink, ready: ready)
+                    await closed(client.channel)
+                    return
+                }
                 try await perform(request, node: node, sink: sink)
-                status = 0
             } catch let error as NearbyError {
                 sink.emit(Events.Failure(code: error.code, message: error.errorDescription ?? "", exitStatus: error.exitStatus.rawValue))
                 status = error.exitStatus.rawValue
@@ -176,6 +198,19 @@ public enum ControlServer {
             continuation.finish()
             await writer.value
         }
+    }
+
+    static func stream(
+        _ request: ControlRequest, node: Node, source: any ByteSource, sink: any ByteSink, client: any EventSink,
+        ready: @escaping @Sendable () async -> Void
+    ) async throws(NearbyError) -> StreamSummary {
+        if request.op == .listen {
+            return try await node.listenForStream(
+                name: request.name, from: request.peers.first, source: source, sink: sink, client: client, ready: ready)
+        }
+        guard let peer = request.peers.first else { throw .invalidArgument("stream needs a peer") }
+        return try await node.openStream(
+            to: peer, name: request.name ?? "", timeout: request.timeout ?? 30, source: source, sink: sink, client: client, ready: ready)
     }
 
     static func perform(_ request: ControlRequest, node: Node, sink: any EventSink) async throws(NearbyError) {
@@ -196,42 +231,82 @@ public enum ControlServer {
         case .sendFile:
             guard let peer = request.peers.first else { throw .invalidArgument("send-file needs a peer") }
             try await node.sendFiles(request.files, to: peer, timeout: timeout, client: sink)
+        case .stream, .listen:
+            throw .invalidArgument("streams need a connection of their own")  // served by `stream(…)`
         }
     }
 }
 
+/// Waits (at most 30 s) until a half-closed connection has closed by itself: with both directions
+/// shut, NIO closes it once everything queued is written. Leaving earlier could drop the stream's
+/// last bytes.
+func closed(_ channel: any Channel) async {
+    await withTaskGroup(of: Void.self) { group in
+        group.addTask { try? await channel.closeFuture.get() }
+        group.addTask { try? await Task.sleep(for: .seconds(30)) }
+        await group.next()
+        group.cancelAll()
+    }
+}
+
+/// Splits the first lines off a byte stream, bounded: a control request or answer line is at most
+/// 8 MiB. What follows the line (`rest`) is left untouched, for the raw bytes of a stream.
+struct LineReader {
+    static let limit = 8 << 20
+    private var pending = ByteBuffer()
+
+    mutating func append(_ chunk: ByteBuffer) throws(NearbyError) -> String? {
+        var chunk = chunk
+        pending.writeBuffer(&chunk)
+        return try line()
+    }
+
+    /// The next complete line already buffered, if any.
+    mutating func line() throws(NearbyError) -> String? {
+        guard let newline = pending.readableBytesView.firstIndex(of: UInt8(ascii: "\n")) else {
+            guard pending.readableBytes <= Self.limit else { throw .invalidArgument("a control line over 8 MiB") }
+            return nil
+        }
+        let length = newline - pending.readerIndex
+        let text = pending.readString(length: length) ?? ""
+        pending.moveReaderIndex(forwardBy: 1)
+        return text
+    }
+
+    var rest: ByteBuffer { pending }
+}
+
 public enum ControlClient {
+    static func connect(_ address: NodeAddress) async -> NIOAsyncChannel<ByteBuffer, ByteBuffer>? {
+        guard FileManager.default.fileExists(atPath: address.socket) else { return nil }
+        return try? await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .channelOption(.allowRemoteHalfClosure, value: true)
+            .connect(unixDomainSocketPath: address.socket) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try NIOAsyncChannel<ByteBuffer, ByteBuffer>(
+                        wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
+                }
+            }
+    }
+
     /// Sends a request to the running node and passes its event lines to `output` as they come.
-    /// Returns the node's exit status for the work, or nil when no node is running.
+    /// Returns the node's exit status for the work, or nil when no node is running (a socket file
+    /// nobody listens on is a node that is gone).
     public static func perform(
         _ request: ControlRequest, address: NodeAddress, output: @escaping @Sendable (String) -> Void
     ) async throws(NearbyError) -> Int32? {
-        guard FileManager.default.fileExists(atPath: address.socket) else { return nil }
-        let channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>
-        do {
-            channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                .connect(unixDomainSocketPath: address.socket) { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(
-                            ByteToMessageHandler(LineBasedFrameDecoder()))
-                        return try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
-                    }
-                }
-        } catch {
-            return nil  // a socket file nobody listens on: a node that is gone
-        }
+        guard let channel = await connect(address) else { return nil }
         do {
             return try await channel.executeThenClose { inbound, outbound in
-                let body = try JSONEncoder().encode(request)
-                try await outbound.write(ByteBuffer(bytes: body + Data("\n".utf8)))
-                for try await line in inbound {
-                    let text = String(buffer: line)
-                    if text.hasPrefix(#"{"status":"#),
-                       let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
-                       let status = object["status"] as? Int {
-                        return Int32(status)
+                try await outbound.write(ByteBuffer(bytes: try JSONEncoder().encode(request) + Data("\n".utf8)))
+                var reader = LineReader()
+                for try await chunk in inbound {
+                    var next = try reader.append(chunk)
+                    while let text = next {
+                        if let status = statusLine(text) { return status }
+                        output(text)
+                        next = try reader.line()
                     }
-                    output(text)
                 }
                 throw NearbyError.connectionFailed("the node closed the control connection before answering")
             }
@@ -240,5 +315,58 @@ public enum ControlClient {
         } catch {
             throw .connectionFailed("talking to the node failed: \(error)")
         }
+    }
+
+    /// A stream through the running node: its setup events go to `output`, then `source` goes to
+    /// the peer and the peer's bytes to `sink` until both end. Nil when no node is running.
+    public static func stream(
+        _ request: ControlRequest, address: NodeAddress, source: any ByteSource, sink: any ByteSink,
+        output: @escaping @Sendable (String) -> Void
+    ) async throws(NearbyError) -> Int32? {
+        guard let channel = await connect(address) else { return nil }
+        do {
+            return try await channel.executeThenClose { inbound, outbound in
+                try await outbound.write(ByteBuffer(bytes: try JSONEncoder().encode(request) + Data("\n".utf8)))
+                var iterator = inbound.makeAsyncIterator()
+                var reader = LineReader()
+                // Setup: event lines, then {"stream":true} — or a final status when it failed.
+                setup: while let chunk = try await iterator.next() {
+                    var next = try reader.append(chunk)
+                    while let text = next {
+                        if text == #"{"stream":true}"# { break setup }
+                        if let status = statusLine(text) { return status }
+                        output(text)
+                        next = try reader.line()
+                    }
+                }
+                let leftover = reader.rest
+                return try await withThrowingTaskGroup(of: Void.self) { group in
+                    let raw = channel.channel
+                    group.addTask {
+                        while let chunk = try await source.next() { try await outbound.write(chunk) }
+                        await flushed(raw, ByteBuffer())
+                        outbound.finish()
+                    }
+                    if leftover.readableBytes > 0 { try await sink.write(leftover) }
+                    while let chunk = try await iterator.next() { try await sink.write(chunk) }
+                    await sink.finish()
+                    try await group.waitForAll()
+                    await closed(channel.channel)
+                    return 0
+                }
+            }
+        } catch let error as NearbyError {
+            throw error
+        } catch {
+            throw .connectionFailed("the stream through the node failed: \(error)")
+        }
+    }
+
+    static func statusLine(_ text: String) -> Int32? {
+        guard text.hasPrefix(#"{"status":"#),
+              let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
+              let status = object["status"] as? Int
+        else { return nil }
+        return Int32(status)
     }
 }

@@ -37,8 +37,10 @@ public final class Link: Sendable, Hashable {
 
     /// Half-closes once everything queued is written (a goodbye or answer last); the peer closes its
     /// side when it reads that. A peer that does not is cut off after `goodbyeGrace`.
-    func finish(because why: String) {
+    func finish(because why: String) async {
         setReason(why)
+        // A last ping as the barrier: it completes once everything queued before it is written.
+        await flushed(channel, Frame(kind: .ping))
         outbound.finish()
         let channel = self.channel
         channel.eventLoop.scheduleTask(in: Self.goodbyeGrace) { channel.close(promise: nil) }

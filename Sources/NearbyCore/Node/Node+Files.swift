@@ -125,10 +125,15 @@ extension Node {
         }
     }
 
-    private func openChannel(on link: Link) -> OutgoingChannel {
-        // The side that opened the connection numbers its channels odd, the other even.
+    /// The side that opened the connection numbers its channels odd, the other even.
+    func newChannelID(on link: Link) -> UInt32 {
         let next = nextChannel[link] ?? (link.isClient ? 1 : 2)
         nextChannel[link] = next + 2
+        return next
+    }
+
+    private func openChannel(on link: Link) -> OutgoingChannel {
+        let next = newChannelID(on: link)
         let channel = OutgoingChannel(id: next)
         outgoingFiles[ChannelKey(link, next)] = channel
         return channel
@@ -231,6 +236,10 @@ extension Node {
     func channelFrame(_ frame: Frame, on link: Link) async {
         let ours = (frame.channel % 2 == 1) == link.isClient
         let key = ChannelKey(link, frame.channel)
+        if let stream = streams[key] {
+            streamFrame(frame, stream: stream, key: key)
+            return
+        }
         if ours {
             guard let channel = outgoingFiles[key] else { return }
             switch frame.kind {
@@ -249,7 +258,12 @@ extension Node {
             return
         }
         switch frame.kind {
-        case .open: await fileOffered(frame, on: link)
+        case .open:
+            if let offer = try? Control.decode(Control.Open.self, from: frame), offer.kind == "stream" {
+                await streamOffered(offer, channel: frame.channel, on: link)
+            } else {
+                await fileOffered(frame, on: link)
+            }
         case .start: await fileStarts(frame, on: link)
         case .data: await fileData(frame, on: link)
         case .close: await fileEnds(frame, on: link)
@@ -437,6 +451,11 @@ extension Node {
         for (key, channel) in outgoingFiles where key.link == id {
             channel.continuation.yield(.lost(link.closeReason ?? "connection lost"))
         }
+        for (key, stream) in streams where key.link == id {
+            streams[key] = nil
+            stream.lost(link.closeReason ?? "connection lost")
+        }
+        pendingStreams.removeAll { $0.link === link }
         nextChannel[link] = nil
     }
 }

@@ -47,6 +47,10 @@ public actor Node {
     var outgoingFiles: [ChannelKey: OutgoingChannel] = [:]
     var incomingFiles: [ChannelKey: IncomingFile] = [:]
     var nextChannel: [Link: UInt32] = [:]
+    /// Streams in progress, incoming ones waiting for a listener, and listeners waiting for one.
+    var streams: [ChannelKey: StreamChannel] = [:]
+    var pendingStreams: [PendingStream] = []
+    var streamListeners: [StreamListener] = []
 
     struct IncomingInvitation {
         let id: String
@@ -140,6 +144,7 @@ public actor Node {
         stopping = true
         advertiser?.stop()
         browser?.stop()
+        endStreamListeners()
         for link in links.keys {
             await leave(link, because: "we left: \(reason)", telling: reason)
         }
@@ -313,7 +318,7 @@ public actor Node {
             case let .channel(frame):
                 await channelFrame(frame, on: link)
             case let .close(reason):
-                link.finish(because: reason)
+                await link.finish(because: reason)
             }
         }
     }
@@ -324,7 +329,7 @@ public actor Node {
         let actions = machine.leave(telling: reason)
         links[link] = machine
         await perform(actions, on: link)
-        link.finish(because: why)
+        await link.finish(because: why)
     }
 
     /// The node's half of an invitation: crossed invitations, policies, waiting `accept`s, expiry.

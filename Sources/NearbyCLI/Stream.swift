@@ -1,0 +1,102 @@
+import ArgumentParser
+import Foundation
+import NearbyCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+extension Nearby {
+    struct Stream: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Pipe stdin to a peer and the peer's bytes to stdout.",
+            discussion: """
+                Byte-exact both ways and flow-controlled (memory stays bounded whatever the size). \
+                EOF on stdin reaches the peer as EOF; the command ends when both sides have ended \
+                their input. Events go to stderr as JSON lines: stdout carries only the peer's bytes. \
+                The receiving end runs 'nearby stream --listen' (attached to the running node, or \
+                running one itself, which accepts the opener's invitation — from anyone, or from \
+                --from only); an incoming stream that nobody listens for is refused after 30 s. A \
+                listener with nothing to send reads from /dev/null.
+
+                Examples:
+                  tar cz photos | nearby stream "Bob's Pi" --name photos
+                  nearby stream --listen --name photos < /dev/null | tar xz
+                  nearby stream --listen --from "Alice's laptop" < /dev/null | sha256sum
+                """)
+
+        @Argument(help: "The peer: ID, ID prefix, display name, or HOST:PORT (not with --listen).", completion: .peers)
+        var peer: String?
+
+        @Option(help: ArgumentHelp("The stream's name (to tell streams apart; --listen takes only that name).", valueName: "name"))
+        var name: String?
+
+        @Flag(help: "Wait for an incoming stream instead of opening one.")
+        var listen = false
+
+        @Option(help: ArgumentHelp("With --listen: only a stream from this peer.", valueName: "peer"), completion: .peers)
+        var from: String?
+
+        @Option(help: ArgumentHelp("Seconds to wait for the peer to be found and to accept.", valueName: "seconds"))
+        var timeout: Double = 30
+
+        @OptionGroup var serviceOptions: ServiceOptions
+        @OptionGroup var session: SessionOptions
+        @OptionGroup var output: OutputOptions
+
+        func validate() throws {
+            if listen, peer != nil { throw ValidationError("--listen takes no peer (use --from to restrict who may stream)") }
+            if !listen, peer == nil { throw ValidationError("name a peer, or use --listen") }
+            if !listen, from != nil { throw ValidationError("--from goes with --listen") }
+            guard timeout > 0, timeout.isFinite else { throw ValidationError("--timeout must be a positive number of seconds") }
+        }
+
+        func run() async throws {
+            // stdout carries the stream's bytes: events go to stderr.
+            let live = CommandContext.current
+            let context = CommandContext(events: LineSink(fileDescriptor: STDERR_FILENO), environment: live.environment, hostName: live.hostName)
+            try await CommandContext.$current.withValue(context) {
+                try await reporting(context, verbose: output.verbose) {
+                    let service = try serviceOptions.resolve(context)
+                    let source = DescriptorSource(fd: STDIN_FILENO)
+                    let sink = DescriptorSink(fd: STDOUT_FILENO)
+                    var request = ControlRequest(op: listen ? .listen : .stream)
+                    request.peers = (listen ? from : peer).map { [$0] } ?? []
+                    request.name = name
+                    request.timeout = timeout
+                    let identity = try context.identity()
+                    let address = NodeAddress(paths: context.paths, environment: context.environment, peerID: identity.peerID, service: service)
+                    let events = context.events
+                    if let status = try await ControlClient.stream(request, address: address, source: source, sink: sink, output: { events.emitLine($0) }) {
+                        return try exitWith(status)
+                    }
+                    var configuration = NodeConfiguration(service: service)
+                    configuration.encryption = session.encryption
+                    configuration.advertise = listen
+                    // Listening means taking the opener's invitation: from anyone, or from --from only.
+                    configuration.autoAccept = listen && from == nil
+                    configuration.acceptFrom = from.map { [$0] } ?? []
+                    // A listening node is the user's node for this service (it advertises and can be
+                    // reached by other commands); an opening one is one-shot.
+                    let local = try await LocalNode.start(configuration, identity: identity, context: context, serve: listen)
+                    do {
+                        if listen {
+                            events.emit(Events.Advertising(
+                                peer: PeerRef(id: identity.peerID.rawValue, name: identity.displayName), service: service.name,
+                                domain: "local.", port: await local.node.port, info: [:]))
+                            _ = try await local.node.listenForStream(name: name, from: from, source: source, sink: sink, client: nil)
+                        } else if let peer {
+                            _ = try await local.node.openStream(to: peer, name: name ?? "", timeout: timeout, source: source, sink: sink, client: nil)
+                        }
+                        await local.stop(reason: "stream finished")
+                    } catch {
+                        await local.stop(reason: "stream failed")
+                        throw error
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,241 @@
+import Foundation
+import NIOCore
+
+/// One stream: bytes both ways on one channel, each direction with its own window, `close` as a
+/// half-close.
+final class StreamChannel: Sendable {
+    enum Inbound: Sendable {
+        case data(ByteBuffer)
+        case end
+        case reset(String)
+    }
+
+    let id: UInt32
+    let name: String
+    let peer: PeerRef
+    let replies: AsyncStream<Control.OpenReply>
+    let replyContinuation: AsyncStream<Control.OpenReply>.Continuation
+    let credits: AsyncStream<Int>
+    let creditContinuation: AsyncStream<Int>.Continuation
+    /// Bounded by our window: the peer may not send more than we granted.
+    let inbound: AsyncStream<Inbound>
+    let inboundContinuation: AsyncStream<Inbound>.Continuation
+
+    init(id: UInt32, name: String, peer: PeerRef) {
+        self.id = id
+        self.name = name
+        self.peer = peer
+        (replies, replyContinuation) = AsyncStream<Control.OpenReply>.makeStream()
+        (credits, creditContinuation) = AsyncStream<Int>.makeStream()
+        (inbound, inboundContinuation) = AsyncStream<Inbound>.makeStream()
+    }
+
+    func lost(_ reason: String) {
+        inboundContinuation.yield(.reset(reason))
+        inboundContinuation.finish()
+        creditContinuation.finish()
+        replyContinuation.finish()
+    }
+}
+
+struct PendingStream {
+    let key: ChannelKey
+    let stream: StreamChannel
+    let link: Link
+}
+
+struct StreamListener {
+    let id = UUID()
+    let name: String?
+    let from: String?
+    let continuation: CheckedContinuation<(StreamChannel, Link)?, Never>
+}
+
+/// What a finished stream moved.
+public struct StreamSummary: Sendable {
+    public var sent: UInt64
+    public var received: UInt64
+}
+
+extension Node {
+    /// How long an incoming stream waits for a `nearby stream --listen` before it is refused.
+    static let listenerWait = Duration.seconds(30)
+
+    // MARK: Opening
+
+    /// Opens a stream to a peer (inviting it first if needed) and runs it until both directions end.
+    public func openStream(
+        to query: String, name: String, timeout: Double, source: any ByteSource, sink: any ByteSink,
+        client: (any EventSink)?, ready: @escaping @Sendable () async -> Void = {}
+    ) async throws(NearbyError) -> StreamSummary {
+        let events: any EventSink = client.map { TeeSink(self.events, $0) } ?? self.events
+        let peer = try await invite(query, context: nil, timeout: timeout, client: client)
+        guard let link = sessions[peer.id] else { throw .connectionFailed("the session with \(peer.id) ended") }
+        let stream = StreamChannel(id: newChannelID(on: link), name: name, peer: peer.ref)
+        let key = ChannelKey(link, stream.id)
+        streams[key] = stream
+        defer { streams[key] = nil }
+        await link.send(Control.frame(.open, Control.Open(kind: "stream", path: name, size: 0, key: ""), channel: stream.id))
+        var replies = stream.replies.makeAsyncIterator()
+        guard let reply = await replies.next() else { throw .connectionFailed("the session ended before the peer answered") }
+        guard reply.accept else { throw .transferFailed(path: name.isEmpty ? "stream" : name, code: "stream-refused", reason: reply.reason ?? "refused") }
+        events.emit(Events.StreamOpened(stream: "\(stream.id)", direction: "out", peer: peer.ref, name: name))
+        await ready()
+        return try await Self.pump(stream, link: link, source: source, sink: sink, events: events)
+    }
+
+    /// Waits for an incoming stream (named `name`, from `from`, when given) and runs it.
+    public func listenForStream(
+        name: String?, from: String?, source: any ByteSource, sink: any ByteSink, client: (any EventSink)?,
+        ready: @escaping @Sendable () async -> Void = {}
+    ) async throws(NearbyError) -> StreamSummary {
+        let events: any EventSink = client.map { TeeSink(self.events, $0) } ?? self.events
+        let match: (StreamChannel, Link)?
+        if let index = pendingStreams.firstIndex(where: { Self.wants(name, from, $0.stream, $0.link) }) {
+            let pending = pendingStreams.remove(at: index)
+            match = (pending.stream, pending.link)
+        } else {
+            match = await withCheckedContinuation { continuation in
+                streamListeners.append(StreamListener(name: name, from: from, continuation: continuation))
+            }
+        }
+        guard let (stream, link) = match else { throw .connectionFailed("the node stopped") }
+        let key = ChannelKey(link, stream.id)
+        defer { streams[key] = nil }
+        await link.send(Control.frame(.openReply, Control.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil), channel: stream.id))
+        events.emit(Events.StreamOpened(stream: "\(stream.id)", direction: "in", peer: stream.peer, name: stream.name))
+        await ready()
+        return try await Self.pump(stream, link: link, source: source, sink: sink, events: events)
+    }
+
+    static func wants(_ name: String?, _ from: String?, _ stream: StreamChannel, _ link: Link) -> Bool {
+        (name == nil || name == stream.name) && (from.map { matches($0, link.peer) } ?? true)
+    }
+
+    // MARK: Incoming
+
+    func streamOffered(_ offer: Control.Open, channel: UInt32, on link: Link) async {
+        let key = ChannelKey(link, channel)
+        guard streams[key] == nil else {
+            link.close(because: "protocol violation: a second open on channel \(channel)")
+            return
+        }
+        let name = String(offer.path.prefix(255))
+        let stream = StreamChannel(id: channel, name: name, peer: link.peer.ref)
+        streams[key] = stream
+        if let index = streamListeners.firstIndex(where: { Self.wants($0.name, $0.from, stream, link) }) {
+            streamListeners.remove(at: index).continuation.resume(returning: (stream, link))
+            return
+        }
+        // Nobody listens yet: wait a bounded time for `nearby stream --listen`, then refuse.
+        pendingStreams.append(PendingStream(key: key, stream: stream, link: link))
+        tasks.append(Task {
+            try? await Task.sleep(for: Self.listenerWait)
+            await self.refuseUnclaimed(key)
+        })
+    }
+
+    private func refuseUnclaimed(_ key: ChannelKey) async {
+        guard let index = pendingStreams.firstIndex(where: { $0.key == key }) else { return }
+        let pending = pendingStreams.remove(at: index)
+        streams[key] = nil
+        let label = pending.stream.name.isEmpty ? "" : " named '\(pending.stream.name)'"
+        await pending.link.send(Control.frame(.openReply, Control.OpenReply(
+            accept: false, offset: 0, prefixSHA256: nil,
+            reason: "nobody is listening for streams\(label) (nearby stream --listen); waited \(Self.listenerWait.components.seconds) s"),
+            channel: pending.stream.id))
+    }
+
+    func streamFrame(_ frame: Frame, stream: StreamChannel, key: ChannelKey) {
+        switch frame.kind {
+        case .openReply:
+            if let reply = try? Control.decode(Control.OpenReply.self, from: frame) { stream.replyContinuation.yield(reply) }
+        case .data:
+            stream.inboundContinuation.yield(.data(frame.payload))
+        case .window:
+            if let more = frame.payload.getInteger(at: frame.payload.readerIndex, as: UInt32.self) {
+                stream.creditContinuation.yield(Int(more))
+            }
+        case .close:
+            stream.inboundContinuation.yield(.end)
+        case .reset:
+            let reset = try? Control.decode(Control.Reset.self, from: frame)
+            streams[key] = nil
+            stream.lost("the peer reset the stream: \(reset.map { String($0.reason.prefix(Control.maxReasonBytes)) } ?? "no reason")")
+        default:
+            break
+        }
+    }
+
+    /// Ends every listener (the node stops).
+    func endStreamListeners() {
+        for listener in streamListeners { listener.continuation.resume(returning: nil) }
+        streamListeners = []
+    }
+
+    // MARK: Pumping
+
+    /// Runs both directions until each has ended: our bytes out within the peer's window, the peer's
+    /// bytes in, granting window as the sink takes them.
+    nonisolated static func pump(
+        _ stream: StreamChannel, link: Link, source: any ByteSource, sink: any ByteSink, events: any EventSink
+    ) async throws(NearbyError) -> StreamSummary {
+        let label = stream.name
+        do {
+            let summary = try await withThrowingTaskGroup(of: (Bool, UInt64).self) { group in
+                group.addTask {
+                    var sent: UInt64 = 0
+                    var credit = Transfer.window
+                    var credits = stream.credits.makeAsyncIterator()
+                    while var chunk = try await source.next() {
+                        while chunk.readableBytes > 0 {
+                            while credit == 0 {
+                                guard let more = await credits.next() else { throw NearbyError.connectionFailed("the stream ended") }
+                                credit += more
+                            }
+                            let count = min(chunk.readableBytes, credit, Transfer.chunk)
+                            guard let piece = chunk.readSlice(length: count) else { break }
+                            await link.send(Frame(kind: .data, channel: stream.id, payload: piece))
+                            credit -= count
+                            sent += UInt64(count)
+                        }
+                    }
+                    await link.send(Control.frame(.close, Control.Close(sha256: "", bytes: sent), channel: stream.id))
+                    return (true, sent)
+                }
+                group.addTask {
+                    var received: UInt64 = 0
+                    for await item in stream.inbound {
+                        switch item {
+                        case let .data(buffer):
+                            try await sink.write(buffer)
+                            received += UInt64(buffer.readableBytes)
+                            var credit = ByteBuffer()
+                            credit.writeInteger(UInt32(buffer.readableBytes))
+                            await link.send(Frame(kind: .window, channel: stream.id, payload: credit))
+                        case .end:
+                            await sink.finish()
+                            return (false, received)
+                        case let .reset(reason):
+                            throw NearbyError.connectionFailed(reason)
+                        }
+                    }
+                    throw NearbyError.connectionFailed("the stream ended without the peer closing it")
+                }
+                var summary = StreamSummary(sent: 0, received: 0)
+                for try await (outgoing, bytes) in group {
+                    if outgoing { summary.sent = bytes } else { summary.received = bytes }
+                }
+                return summary
+            }
+            events.emit(Events.StreamClosed(stream: "\(stream.id)", peer: stream.peer, name: label, sent: summary.sent, received: summary.received, reason: "done"))
+            return summary
+        } catch {
+            let failure = (error as? NearbyError) ?? .connectionFailed("\(error)")
+            await sink.finish()
+            await Task { await link.send(Control.frame(.reset, Control.Reset(reason: failure.errorDescription ?? "failed", code: failure.code), channel: stream.id)) }.value
+            events.emit(Events.StreamClosed(stream: "\(stream.id)", peer: stream.peer, name: label, sent: 0, received: 0, reason: failure.errorDescription ?? "failed"))
+            throw failure
+        }
+    }
+}

@@ -1,0 +1,171 @@
+import Dispatch
+import Foundation
+import NIOCore
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Where a stream's outgoing bytes come from: stdin, or a client's control connection. A source has
+/// exactly one reader (the stream's sending task).
+public protocol ByteSource: Sendable {
+    /// The next chunk, or nil at the end.
+    func next() async throws -> ByteBuffer?
+}
+
+private func systemWrite(_ fd: Int32, _ pointer: UnsafeRawPointer?, _ count: Int) -> Int { write(fd, pointer, count) }
+
+/// Where a stream's incoming bytes go: stdout, or a client's control connection.
+public protocol ByteSink: Sendable {
+    func write(_ buffer: ByteBuffer) async throws
+    /// The other side finished: close (stdout) or half-close (a connection).
+    func finish() async
+}
+
+/// Reads a file descriptor (stdin) on a thread of its own, a few chunks ahead at most: blocking
+/// reads never occupy the async runtime's threads, and memory stays bounded. Nothing is read before
+/// the first `next()`, so a stream that fails to open consumes none of its input.
+public final class DescriptorSource: ByteSource, @unchecked Sendable {
+    private let fd: Int32
+    private let chunk: Int
+    /// Only the one reader touches these.
+    private var iterator: AsyncThrowingStream<ByteBuffer, any Error>.AsyncIterator?
+    /// Chunks the reading thread may read ahead. Starts at 0 and is raised, because libdispatch
+    /// refuses to free a semaphore whose value is below the one it was created with.
+    private let room = DispatchSemaphore(value: 0)
+    static let readAhead = 4
+
+    public init(fd: Int32, chunk: Int = 256 << 10) {
+        self.fd = fd
+        self.chunk = chunk
+    }
+
+    private func start() -> AsyncThrowingStream<ByteBuffer, any Error>.AsyncIterator {
+        let (stream, continuation) = AsyncThrowingStream<ByteBuffer, any Error>.makeStream()
+        let (fd, chunk, room) = (self.fd, self.chunk, self.room)
+        for _ in 0..<Self.readAhead { room.signal() }
+        Thread.detachNewThread {
+            while true {
+                room.wait()
+                var buffer = ByteBufferAllocator().buffer(capacity: chunk)
+                var failure: Int32 = 0
+                let count = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: chunk) { pointer in
+                    while true {
+                        let n = read(fd, pointer.baseAddress, chunk)
+                        if n < 0, errno == EINTR { continue }
+                        if n < 0 { failure = errno }
+                        return max(0, n)
+                    }
+                }
+                if failure != 0 {
+                    continuation.finish(throwing: NearbyError.ioFailure(path: "stdin", reason: String(cString: strerror(failure))))
+                    return
+                }
+                if count == 0 {
+                    continuation.finish()
+                    return
+                }
+                continuation.yield(buffer)
+            }
+        }
+        return stream.makeAsyncIterator()
+    }
+
+    public func next() async throws -> ByteBuffer? {
+        var current = iterator ?? start()
+        let value = try await current.next()
+        iterator = current
+        room.signal()
+        return value
+    }
+}
+
+/// Writes to a file descriptor (stdout) from a serial queue of its own; `finish` closes it, so
+/// the reader of a pipe sees the end.
+public final class DescriptorSink: ByteSink {
+    private let fd: Int32
+    private let queue = DispatchQueue(label: "nearby.stream.out")
+
+    public init(fd: Int32) { self.fd = fd }
+
+    public func write(_ buffer: ByteBuffer) async throws {
+        let fd = self.fd
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            queue.async {
+                var failure: Int32 = 0
+                buffer.withUnsafeReadableBytes { bytes in
+                    var done = 0
+                    while done < bytes.count {
+                        let n = systemWrite(fd, bytes.baseAddress.map { $0 + done }, bytes.count - done)
+                        if n < 0 {
+                            if errno == EINTR { continue }
+                            failure = errno
+                            return
+                        }
+                        done += n
+                    }
+                }
+                if failure != 0 {
+                    continuation.resume(throwing: NearbyError.ioFailure(path: "stdout", reason: String(cString: strerror(failure))))
+                } else {
+                    continuation.resume()
+                }
+            }
+        }
+    }
+
+    public func finish() async {
+        let fd = self.fd
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            queue.async {
+                close(fd)
+                continuation.resume()
+            }
+        }
+    }
+}
+
+/// The raw bytes of a control connection after its request line.
+final class ChannelSource: ByteSource, @unchecked Sendable {
+    /// Only the one reader touches these.
+    private var leftover: ByteBuffer?
+    private var iterator: NIOAsyncChannelInboundStream<ByteBuffer>.AsyncIterator
+
+    init(leftover: ByteBuffer?, iterator: NIOAsyncChannelInboundStream<ByteBuffer>.AsyncIterator) {
+        self.leftover = leftover.flatMap { $0.readableBytes > 0 ? $0 : nil }
+        self.iterator = iterator
+    }
+
+    func next() async throws -> ByteBuffer? {
+        if let first = leftover {
+            leftover = nil
+            return first
+        }
+        return try await iterator.next()
+    }
+}
+
+/// Writes to a control connection; `finish` half-closes it, so the client sees the end of the
+/// peer's bytes while its own may still flow.
+final class ChannelSink: ByteSink {
+    private let outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>
+    private let channel: any Channel
+    init(_ outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>, channel: any Channel) {
+        self.outbound = outbound
+        self.channel = channel
+    }
+    func write(_ buffer: ByteBuffer) async throws { try await outbound.write(buffer) }
+    func finish() async {
+        await flushed(channel, ByteBuffer())
+        outbound.finish()
+    }
+}
+
+/// Waits until everything written to `channel` so far has reached the kernel: a write completes
+/// only after those before it. Half-closing earlier would drop what is still queued.
+func flushed(_ channel: any Channel, _ barrier: some Sendable) async {
+    try? await channel.writeAndFlush(barrier).get()
+}
