@@ -179,7 +179,7 @@ public enum NearbyError: Error, LocalizedError, Equatable, Sendable {
         case let .cancelled(what):
             "\(what) cancelled"
         case let .notImplemented(command):
-            "'nearby \(command)' is not built yet: this version discovers peers (advertise, browse, identity); sessions, files and streams come next"
+            "'nearby \(command)' is not built yet"
         }
     }
 
