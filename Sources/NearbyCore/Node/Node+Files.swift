@@ -73,6 +73,12 @@ enum Transfer {
     /// How far a sender may run ahead of what the receiver has written: memory stays bounded.
     static let window = 4 << 20
     static let progressInterval = Duration.milliseconds(100)
+    /// 0666 less this process's umask (read once: setting it back at once is the only way to read it).
+    static let finishedMode: mode_t = {
+        let mask = umask(0o022)
+        umask(mask)
+        return 0o666 & ~mask
+    }()
 
     static func hex(_ digest: some Sequence<UInt8>) -> String { digest.map { String(format: "%02x", $0) }.joined() }
 
@@ -147,7 +153,10 @@ extension Node {
         let transfer = String(Transfer.key(sender: sender, file: file).prefix(12)) + "-\(channel.id)"
         let peer = link.peer.ref
         func failed(_ code: String, _ reason: String) -> NearbyError {
-            sink.emit(Events.FileFailed(transfer: transfer, direction: "send", peer: peer, path: file.relative, code: code, reason: reason, resumable: code != "integrity"))
+            // The receiver keeps what arrived only when the transfer was cut (cancel, lost link);
+            // a refusal, a full disk or damaged data leave nothing to resume.
+            let resumable = code == "cancelled" || code == "connection-lost"
+            sink.emit(Events.FileFailed(transfer: transfer, direction: "send", peer: peer, path: file.relative, code: code, reason: reason, resumable: resumable))
             return .transferFailed(path: file.relative, code: code, reason: reason)
         }
         /// Cancelled (Ctrl-C): tell the receiver from a task that is not cancelled itself.
@@ -301,7 +310,13 @@ extension Node {
         let directory = ([configuration.saveDirectory] + parts.dropLast()).joined(separator: "/")
         let name = parts.last ?? "unnamed"
         let fileKey = String(offer.key.filter { $0.isHexDigit }.prefix(32))
-        let partial = "\(directory)/.\(name).\(fileKey.isEmpty ? "x" : fileKey).nearby-part"
+        var partial = "\(directory)/.\(name).\(fileKey.isEmpty ? "x" : fileKey).nearby-part"
+        // The same file arriving twice at once: the second gets a partial file of its own (and
+        // starts from zero) rather than sharing the one being written.
+        let inUse = Set(incomingFiles.values.map(\.partial))
+        if inUse.contains(partial) {
+            partial = "\(directory)/.\(name).\(fileKey.isEmpty ? "x" : fileKey)-\(frame.channel)-\(UInt32.random(in: 0...UInt32.max)).nearby-part"
+        }
         let file = IncomingFile(
             transfer: String(fileKey.prefix(12)) + "-\(frame.channel)", peer: link.peer.ref, relative: relative,
             directory: directory, name: name, partial: partial, size: offer.size)
@@ -406,6 +421,8 @@ extension Node {
             await reset(link, frame.channel, code: "integrity", reason: "SHA-256 mismatch")
             return
         }
+        // Private while incomplete; the usual mode (0666 less the umask) once it is a real file.
+        _ = fchmod(file.descriptor, Transfer.finishedMode)
         let synced = fsync(file.descriptor) == 0
         close(file.descriptor)
         file.descriptor = -1
