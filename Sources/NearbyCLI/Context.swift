@@ -33,6 +33,7 @@ public struct CommandContext: Sendable {
 /// Runs a command body; a `NearbyError` becomes an `error` event on stdout, a sentence on stderr and
 /// the documented exit status.
 func reporting(_ context: CommandContext, verbose: Bool, _ body: () async throws -> Void) async throws {
+    NearbyLog.bootstrap(verbose: verbose, environment: context.environment)
     do {
         try await body()
     } catch let error as NearbyError {

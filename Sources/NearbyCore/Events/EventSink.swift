@@ -41,18 +41,13 @@ public final class MemorySink: EventSink {
     public var lines: [String] { storage.withLock { $0 } }
 }
 
-/// Words for people on stderr: errors always, chatter only with `--verbose`.
+/// Words for people on stderr, through swift-log: errors always, chatter only with `--verbose`.
 public struct Console: Sendable {
-    public let verbose: Bool
-    public init(verbose: Bool) { self.verbose = verbose }
+    public init(verbose: Bool) {}
 
-    public func info(_ message: @autoclosure () -> String) {
-        if verbose { Self.write("nearby: " + message() + "\n") }
-    }
+    public func info(_ message: @autoclosure () -> String) { NearbyLog.logger.info("\(message())") }
 
-    public func error(_ message: String) { Self.write("nearby: error: \(message)\n") }
-
-    private static func write(_ text: String) { writeFully(STDERR_FILENO, Array(text.utf8)) }
+    public func error(_ message: String) { NearbyLog.logger.error("\(message)") }
 }
 
 /// `write(2)` until done; gives up quietly when the reader is gone (EPIPE), retries on EINTR.

@@ -178,6 +178,7 @@ extension Node {
         var hasher = SHA256()
         var offset = min(reply.offset, file.size)
         if offset > 0 {
+            NearbyLog.logger.debug("\(file.relative): the receiver has \(offset) bytes; checking they are ours")
             var prefix = SHA256()
             if Transfer.hash(fd, count: offset, into: &prefix), Transfer.hex(prefix.finalize()) == reply.prefixSHA256 {
                 hasher = prefix

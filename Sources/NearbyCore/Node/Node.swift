@@ -131,6 +131,7 @@ public actor Node {
         }
         self.listener = listener
         port = listener.localAddress?.port ?? 0
+        NearbyLog.logger.info("listening for sessions on port \(port) (encryption \(configuration.encryption.rawValue))")
         guard configuration.advertise else { return }
         let txt = TXTRecord(displayName: displayName, info: configuration.info, protocolVersion: TXTRecord.protocolVersion)
         let advertiser = Advertiser(service: configuration.service, instance: identity.peerID.rawValue, port: UInt16(port), txt: txt)
@@ -235,6 +236,7 @@ public actor Node {
     }
 
     private func attach(_ link: Link, invitation: OutgoingInvitation?, sink: any EventSink) async {
+        NearbyLog.logger.info("\(link.peer.id) (\(link.peer.name)) proved its identity at \(link.peer.address); \(link.peer.encrypted ? "TLS 1.3" : "plaintext"), code \(link.peer.verificationCode)")
         var machine = SessionStateMachine()
         links[link] = machine
         guard let invitation else { return }
@@ -260,6 +262,7 @@ public actor Node {
     }
 
     private func detach(_ link: Link) {
+        NearbyLog.logger.info("connection with \(link.peer.id) closed: \(link.closeReason ?? "connection lost")")
         links[link] = nil
         transfersLost(on: link)
         let reason = link.closeReason ?? "connection lost"

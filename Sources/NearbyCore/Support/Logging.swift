@@ -1,0 +1,50 @@
+import Foundation
+import Logging
+import Synchronization
+
+/// Logging through swift-log, to stderr, in words for people: `nearby: error: …` always,
+/// `nearby: [info] …` and below only when asked for (`--verbose`, or `NEARBY_LOG_LEVEL=debug|trace`).
+/// stdout stays pure JSON lines.
+public enum NearbyLog {
+    private static let bootstrapped = Mutex(false)
+
+    /// Sets up swift-log once per process; later calls only change the level.
+    public static func bootstrap(verbose: Bool, environment: [String: String]) {
+        let fromEnvironment = environment["NEARBY_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0.lowercased()) }
+        let level = fromEnvironment ?? (verbose ? .info : .warning)
+        StderrLogHandler.level.withLock { $0 = level }
+        let first = bootstrapped.withLock { done -> Bool in
+            defer { done = true }
+            return !done
+        }
+        if first { LoggingSystem.bootstrap { StderrLogHandler(label: $0) } }
+    }
+
+    public static let logger = Logger(label: "nearby")
+}
+
+struct StderrLogHandler: LogHandler {
+    static let level = Mutex(Logger.Level.warning)
+    let label: String
+    var metadata: Logger.Metadata = [:]
+
+    var logLevel: Logger.Level {
+        get { Self.level.withLock { $0 } }
+        set { Self.level.withLock { $0 = newValue } }
+    }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        let prefix: String
+        switch event.level {
+        case .error, .critical: prefix = "nearby: error: "
+        case .warning: prefix = "nearby: warning: "
+        default: prefix = "nearby: [\(event.level)] "
+        }
+        writeFully(STDERR_FILENO, Array((prefix + event.message.description + "\n").utf8))
+    }
+}
