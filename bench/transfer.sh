@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Bulk transfer over one lab link, all in one run, same 1 GiB of random data, written to disk on
-# the receiver: nearby send-file, nearby stream, raw TCP (socat, 1 MiB socket buffers) and scp
+# the receiver (in RAM, /dev/shm): nearby send-file, nearby stream, raw TCP (socat, 1 MiB blocks and socket buffers) and scp
 # (OpenSSH, aes128-gcm, a private sshd inside the lab host). Prints MB/s and the ratio to raw TCP.
 #
 #   bench/transfer.sh [MiB]      (root; default 1024; builds nearby in release mode)
@@ -12,7 +12,8 @@ swift build -c release --product nearby >/dev/null
 NEARBY=$(swift build -c release --show-bin-path)/nearby
 source tests/lab/netlab.sh
 
-WORK=$(mktemp -d /tmp/nbbench.XXXXXX)
+# In RAM (/dev/shm): the link and the programs are measured, not the disk.
+WORK=$(mktemp -d /dev/shm/nbbench.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT   # set before lab_up, which chains its teardown onto it
 lab_up 2 >/dev/null
 mkdir -p "$WORK/src" "$WORK/dst" "$WORK/ssh"
@@ -49,11 +50,11 @@ stream=$(( $(now) - t0 ))
 check "$WORK/dst/stream.bin" stream
 
 # raw TCP: socat with 1 MiB buffers, straight to a file.
-lab_bg 1 /dev/null socat -u TCP-LISTEN:47010,reuseaddr,rcvbuf=1048576 CREATE:"$WORK/dst/socat.bin" >/dev/null
+lab_bg 1 /dev/null socat -u -b 1048576 TCP-LISTEN:47010,reuseaddr,rcvbuf=1048576 CREATE:"$WORK/dst/socat.bin" >/dev/null
 SOCAT=$LAB_PID
 sleep 0.3
 t0=$(now)
-lab_run 2 socat -u FILE:"$WORK/src/data.bin" TCP:"$H1":47010,sndbuf=1048576
+lab_run 2 socat -u -b 1048576 FILE:"$WORK/src/data.bin" TCP:"$H1":47010,sndbuf=1048576
 lab_wait_pid "$SOCAT" 30 >/dev/null || true
 socat_us=$(( $(now) - t0 ))
 check "$WORK/dst/socat.bin" socat
@@ -73,6 +74,7 @@ KbdInteractiveAuthentication no
 UsePAM no
 StrictModes no
 PidFile $WORK/ssh/sshd.pid
+Subsystem sftp /usr/lib/openssh/sftp-server
 CONF
 lab_bg 1 "$WORK/ssh/sshd.log" /usr/sbin/sshd -D -e -f "$WORK/ssh/sshd_config" >/dev/null
 sleep 0.5
@@ -84,8 +86,8 @@ check "$WORK/dst/scp.bin" scp
 lab_down
 
 tcp=$(rate "$socat_us")
-printf '%-52s %8s %10s\n' "$MIB MiB, h2 -> h1, written to disk" "MB/s" "vs raw TCP"
-for row in "nearby send-file (whole command)|$sendfile" "nearby stream (whole command)|$stream" "raw TCP (socat, 1 MiB buffers)|$socat_us" "scp (OpenSSH, aes128-gcm)|$scp_us"; do
+printf '%-52s %8s %10s\n' "$MIB MiB, h2 -> h1, to a file in RAM" "MB/s" "vs raw TCP"
+for row in "nearby send-file (whole command)|$sendfile" "nearby stream (whole command)|$stream" "raw TCP (socat, 1 MiB blocks and buffers)|$socat_us" "scp (OpenSSH, aes128-gcm)|$scp_us"; do
     label=${row%|*}; us=${row#*|}; mbs=$(rate "$us")
     printf '%-52s %8s %10s\n' "$label" "$mbs" "$(awk -v a="$mbs" -v b="$tcp" 'BEGIN { printf "%.2f", a / b }')"
 done
