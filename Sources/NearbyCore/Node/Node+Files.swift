@@ -107,7 +107,7 @@ enum Transfer {
 
     /// Seconds since `start`, to the millisecond.
     static func seconds(since start: ContinuousClock.Instant) -> Double {
-        Double((ContinuousClock.now - start) / .milliseconds(1)) / 1000
+        ((ContinuousClock.now - start) / .milliseconds(1)).rounded() / 1000
     }
 
     /// Bytes per second, whole.
