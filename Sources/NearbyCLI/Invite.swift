@@ -24,15 +24,13 @@ extension Nearby {
         @Option(help: ArgumentHelp("Context sent with the invitation (up to 4096 bytes).", valueName: "text"))
         var context: String?
 
-        @Option(help: ArgumentHelp("Seconds to wait for the peer to be found and to answer.", valueName: "seconds"))
-        var timeout: Double = 30
+        @OptionGroup var wait: InviteTimeout
 
         @OptionGroup var serviceOptions: ServiceOptions
         @OptionGroup var session: SessionOptions
         @OptionGroup var output: OutputOptions
 
         func validate() throws {
-            guard timeout > 0, timeout.isFinite else { throw ValidationError("--timeout must be a positive number of seconds") }
         }
 
         func run() async throws {
@@ -42,14 +40,14 @@ extension Nearby {
                 var request = ControlRequest(op: .invite)
                 request.peers = [peer]
                 request.context = self.context
-                request.timeout = timeout
+                request.timeout = wait.timeout
                 if let status = try await context.viaRunningNode(request, service: service) { return try exitWith(status) }
 
                 var configuration = NodeConfiguration(service: service)
                 configuration.encryption = session.encryption
                 let local = try await LocalNode.start(configuration, identity: context.identity(), context: context, serve: true)
                 do {
-                    let connected = try await local.node.invite(peer, context: self.context, timeout: timeout, client: nil)
+                    let connected = try await local.node.invite(peer, context: self.context, timeout: wait.timeout, client: nil)
                     _ = await waitForEnd(local.node, peer: connected.id)
                     await local.stop()
                 } catch {

@@ -12,6 +12,16 @@ struct SessionOptions: ParsableArguments {
     var encryption: EncryptionPreference = .required
 }
 
+/// `--timeout` of every command that may have to find and invite a peer first.
+struct InviteTimeout: ParsableArguments {
+    @Option(help: ArgumentHelp("Seconds to wait for the peer to be found and to answer the invitation.", valueName: "seconds"))
+    var timeout: Double = 30
+
+    func validate() throws {
+        guard timeout > 0, timeout.isFinite else { throw ValidationError("--timeout must be a positive number of seconds") }
+    }
+}
+
 /// Where a receiving node puts files.
 struct ReceiveOptions: ParsableArguments {
     @Option(

@@ -30,8 +30,7 @@ extension Nearby {
         @Flag(help: "Unreliable delivery, as MPC's .unreliable (not built yet: exits 11).")
         var unreliable = false
 
-        @Option(help: ArgumentHelp("Seconds to wait for the peer to be found and to accept.", valueName: "seconds"))
-        var timeout: Double = 30
+        @OptionGroup var wait: InviteTimeout
 
         @OptionGroup var serviceOptions: ServiceOptions
         @OptionGroup var session: SessionOptions
@@ -40,7 +39,6 @@ extension Nearby {
         func validate() throws {
             if !all, peer == nil { throw ValidationError("name a peer, or use --all") }
             if all, peer != nil, text != nil { throw ValidationError("--all takes no peer: nearby send --all [TEXT]") }
-            guard timeout > 0, timeout.isFinite else { throw ValidationError("--timeout must be a positive number of seconds") }
         }
 
         func run() async throws {
@@ -55,7 +53,7 @@ extension Nearby {
                 var request = ControlRequest(op: .send)
                 request.peers = target.map { [$0] } ?? []
                 request.all = all
-                request.timeout = timeout
+                request.timeout = wait.timeout
                 request.data = Data(payload).base64EncodedString()
                 if let status = try await context.viaRunningNode(request, service: service) { return try exitWith(status) }
                 guard let target else { throw NearbyError.noNode("--all sends to the sessions of a running node") }
@@ -64,7 +62,7 @@ extension Nearby {
                 configuration.encryption = session.encryption
                 let local = try await LocalNode.start(configuration, identity: context.identity(), context: context, serve: false)
                 do {
-                    try await local.node.send(payload, to: [target], all: false, timeout: timeout, client: nil)
+                    try await local.node.send(payload, to: [target], all: false, timeout: wait.timeout, client: nil)
                     await local.stop(reason: "message delivered")
                 } catch {
                     await local.stop()

@@ -30,8 +30,7 @@ extension Nearby {
         @Argument(help: "Files or directories to send.", completion: .file())
         var paths: [String] = []
 
-        @Option(help: ArgumentHelp("Seconds to wait for the peer to be found and to accept.", valueName: "seconds"))
-        var timeout: Double = 30
+        @OptionGroup var wait: InviteTimeout
 
         @OptionGroup var serviceOptions: ServiceOptions
         @OptionGroup var session: SessionOptions
@@ -39,7 +38,6 @@ extension Nearby {
 
         func validate() throws {
             if paths.isEmpty { throw ValidationError("name at least one file or directory to send") }
-            guard timeout > 0, timeout.isFinite else { throw ValidationError("--timeout must be a positive number of seconds") }
         }
 
         func run() async throws {
@@ -52,7 +50,7 @@ extension Nearby {
                 var request = ControlRequest(op: .sendFile)
                 request.peers = [peer]
                 request.files = files
-                request.timeout = timeout
+                request.timeout = wait.timeout
                 let client = CommandContext(events: display, environment: context.environment, hostName: context.hostName)
                 if let status = try await client.viaRunningNode(request, service: service) {
                     display.finish()
@@ -64,7 +62,7 @@ extension Nearby {
                 let outcome: Result<Void, NearbyError> = await withTaskGroup(of: Result<Void, NearbyError>?.self) { group in
                     group.addTask {
                         do throws(NearbyError) {
-                            try await local.node.sendFiles(files, to: peer, timeout: timeout, client: nil)
+                            try await local.node.sendFiles(files, to: peer, timeout: wait.timeout, client: nil)
                             return .success(())
                         } catch {
                             return .failure(error)

@@ -39,8 +39,7 @@ extension Nearby {
         @Option(help: ArgumentHelp("With --listen: only a stream from this peer.", valueName: "peer"), completion: .peers)
         var from: String?
 
-        @Option(help: ArgumentHelp("Seconds to wait for the peer to be found and to accept.", valueName: "seconds"))
-        var timeout: Double = 30
+        @OptionGroup var wait: InviteTimeout
 
         @OptionGroup var serviceOptions: ServiceOptions
         @OptionGroup var session: SessionOptions
@@ -50,7 +49,6 @@ extension Nearby {
             if listen, peer != nil { throw ValidationError("--listen takes no peer (use --from to restrict who may stream)") }
             if !listen, peer == nil { throw ValidationError("name a peer, or use --listen") }
             if !listen, from != nil { throw ValidationError("--from goes with --listen") }
-            guard timeout > 0, timeout.isFinite else { throw ValidationError("--timeout must be a positive number of seconds") }
         }
 
         func run() async throws {
@@ -65,7 +63,7 @@ extension Nearby {
                     var request = ControlRequest(op: listen ? .listen : .stream)
                     request.peers = (listen ? from : peer).map { [$0] } ?? []
                     request.name = name
-                    request.timeout = timeout
+                    request.timeout = wait.timeout
                     let identity = try context.identity()
                     let address = NodeAddress(paths: context.paths, environment: context.environment, peerID: identity.peerID, service: service)
                     let events = context.events
@@ -88,7 +86,7 @@ extension Nearby {
                                 domain: "local.", port: await local.node.port, info: [:]))
                             _ = try await local.node.listenForStream(name: name, from: from, source: source, sink: sink, client: nil)
                         } else if let peer {
-                            _ = try await local.node.openStream(to: peer, name: name ?? "", timeout: timeout, source: source, sink: sink, client: nil)
+                            _ = try await local.node.openStream(to: peer, name: name ?? "", timeout: wait.timeout, source: source, sink: sink, client: nil)
                         }
                         await local.stop(reason: "stream finished")
                     } catch {
