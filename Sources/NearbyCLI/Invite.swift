@@ -30,9 +30,6 @@ extension Nearby {
         @OptionGroup var session: SessionOptions
         @OptionGroup var output: OutputOptions
 
-        func validate() throws {
-        }
-
         func run() async throws {
             let context = CommandContext.current
             try await reporting(context, verbose: output.verbose) {
