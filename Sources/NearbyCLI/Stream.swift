@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
 import NearbyCore
+import NIOCore
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -67,7 +69,14 @@ extension Nearby {
                     let identity = try context.identity()
                     let address = NodeAddress(paths: context.paths, environment: context.environment, peerID: identity.peerID, service: service)
                     let events = context.events
-                    if let status = try await ControlClient.stream(request, address: address, source: source, sink: sink, output: { events.emitLine($0) }) {
+                    // Through a running node the client sees the setup events; it reports the end itself.
+                    let counted = CountedStream(source: source, sink: sink)
+                    let opened = Mutex<String?>(nil)
+                    if let status = try await ControlClient.stream(request, address: address, source: counted, sink: counted, output: { line in
+                        if line.hasPrefix(#"{"event":"stream-opened""#) { opened.withLock { $0 = line } }
+                        events.emitLine(line)
+                    }) {
+                        if status == 0, let line = opened.withLock({ $0 }) { counted.reportClosed(after: line, to: events) }
                         return try exitWith(status)
                     }
                     var configuration = NodeConfiguration(service: service)
@@ -96,5 +105,42 @@ extension Nearby {
                 }
             }
         }
+    }
+}
+
+/// Counts the bytes of a stream that runs through a running node, for the `stream-closed` this
+/// process prints at the end (the node prints its own).
+final class CountedStream: ByteSource, ByteSink {
+    private let source: any ByteSource
+    private let sink: any ByteSink
+    private let counts = Mutex<(sent: UInt64, received: UInt64)>((0, 0))
+
+    init(source: any ByteSource, sink: any ByteSink) {
+        self.source = source
+        self.sink = sink
+    }
+
+    func next() async throws -> ByteBuffer? {
+        let chunk = try await source.next()
+        if let chunk { counts.withLock { $0.sent += UInt64(chunk.readableBytes) } }
+        return chunk
+    }
+
+    func write(_ buffer: ByteBuffer) async throws {
+        try await sink.write(buffer)
+        counts.withLock { $0.received += UInt64(buffer.readableBytes) }
+    }
+
+    func finish() async { await sink.finish() }
+
+    /// `stream-closed` with the stream, peer and name of the `stream-opened` line the node sent.
+    func reportClosed(after opened: String, to events: any EventSink) {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(opened.utf8)) as? [String: Any],
+              let peer = object["peer"] as? [String: Any], let id = peer["id"] as? String
+        else { return }
+        let (sent, received) = counts.withLock { ($0.sent, $0.received) }
+        events.emit(Events.StreamClosed(
+            stream: object["stream"] as? String ?? "", peer: PeerRef(id: id, name: peer["name"] as? String),
+            name: object["name"] as? String ?? "", sent: sent, received: received, reason: "done"))
     }
 }

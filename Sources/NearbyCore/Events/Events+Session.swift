@@ -180,5 +180,14 @@ extension Events {
         public var sent: UInt64
         public var received: UInt64
         public var reason: String
+
+        public init(stream: String, peer: PeerRef, name: String, sent: UInt64, received: UInt64, reason: String) {
+            self.stream = stream
+            self.peer = peer
+            self.name = name
+            self.sent = sent
+            self.received = received
+            self.reason = reason
+        }
     }
 }

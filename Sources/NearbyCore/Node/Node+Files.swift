@@ -267,6 +267,11 @@ extension Node {
             }
             return
         }
+        if frame.kind != .open, incomingFiles[key] == nil {
+            // A late frame for a channel that just ended (the peer's last window credits after a
+            // stream, say): nothing to do, and no reason to end the session.
+            return
+        }
         switch frame.kind {
         case .open:
             if let offer = try? Control.decode(Control.Open.self, from: frame), offer.kind == "stream" {

@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import Synchronization
 
 /// One stream: bytes both ways on one channel, each direction with its own window, `close` as a
 /// half-close.
@@ -49,6 +50,14 @@ struct StreamListener {
     let name: String?
     let from: String?
     let continuation: CheckedContinuation<(StreamChannel, Link)?, Never>
+}
+
+/// Bytes each way, readable after a failure too.
+final class Counts: Sendable {
+    private let state = Mutex<(UInt64, UInt64)>((0, 0))
+    func sent(_ n: UInt64) { state.withLock { $0.0 = n } }
+    func received(_ n: UInt64) { state.withLock { $0.1 = n } }
+    var values: (UInt64, UInt64) { state.withLock { $0 } }
 }
 
 /// What a finished stream moved.
@@ -151,7 +160,9 @@ extension Node {
         case .openReply:
             if let reply = try? Control.decode(Control.OpenReply.self, from: frame) { stream.replyContinuation.yield(reply) }
         case .data:
-            stream.inboundContinuation.yield(.data(frame.payload))
+            // A copy, not a slice: a slice would keep the whole decrypted read buffer alive while
+            // it waits in the queue, and memory would grow with the TLS layer's buffers.
+            stream.inboundContinuation.yield(.data(ByteBuffer(bytes: frame.payload.readableBytesView)))
         case .window:
             if let more = frame.payload.getInteger(at: frame.payload.readerIndex, as: UInt32.self) {
                 stream.creditContinuation.yield(Int(more))
@@ -181,10 +192,12 @@ extension Node {
         _ stream: StreamChannel, link: Link, source: any ByteSource, sink: any ByteSink, events: any EventSink
     ) async throws(NearbyError) -> StreamSummary {
         let label = stream.name
+        let counts = Counts()
         do {
             let summary = try await withThrowingTaskGroup(of: (Bool, UInt64).self) { group in
                 group.addTask {
                     var sent: UInt64 = 0
+                    defer { counts.sent(sent) }
                     var credit = Transfer.window
                     var credits = stream.credits.makeAsyncIterator()
                     while var chunk = try await source.next() {
@@ -205,6 +218,7 @@ extension Node {
                 }
                 group.addTask {
                     var received: UInt64 = 0
+                    defer { counts.received(received) }
                     for await item in stream.inbound {
                         switch item {
                         case let .data(buffer):
@@ -234,7 +248,8 @@ extension Node {
             let failure = (error as? NearbyError) ?? .connectionFailed("\(error)")
             await sink.finish()
             await Task { await link.send(Control.frame(.reset, Control.Reset(reason: failure.errorDescription ?? "failed", code: failure.code), channel: stream.id)) }.value
-            events.emit(Events.StreamClosed(stream: "\(stream.id)", peer: stream.peer, name: label, sent: 0, received: 0, reason: failure.errorDescription ?? "failed"))
+            let (sent, received) = counts.values
+            events.emit(Events.StreamClosed(stream: "\(stream.id)", peer: stream.peer, name: label, sent: sent, received: received, reason: failure.errorDescription ?? "failed"))
             throw failure
         }
     }
