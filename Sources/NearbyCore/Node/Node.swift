@@ -338,6 +338,13 @@ public actor Node {
     /// The node's half of an invitation: crossed invitations, policies, waiting `accept`s, expiry.
     private func invited(_ invite: Control.Invite, on link: Link) async {
         let peer = link.peer
+        // Already in a live session with this peer (its invitation crossed ours and lost the
+        // race): nothing to ask anyone. A session that has gone silent is replaced instead — the
+        // peer restarted without its old connection being noticed as closed.
+        if let existing = sessions[peer.id], existing !== link, existing.silence < .seconds(2) {
+            await answerLink(link, accept: false, reason: SessionStateMachine.alreadyInSession, closing: "duplicate connection: already in session")
+            return
+        }
         // Two nodes inviting each other at once end up in one session: the smaller ID's invitation wins.
         if let mine = outgoing[peer.id], mine.isWaiting {
             if SessionMath.keepsOwnInvitation(own: identity.peerID, other: peer.id) {

@@ -34,6 +34,9 @@ public struct SessionStateMachine: Sendable {
 
     public private(set) var state = State.awaitingInvite
 
+    /// The answer to an invitation from a peer we are already in a live session with.
+    public static let alreadyInSession = "already in session"
+
     public init() {}
 
     /// Client side: send our invitation.
@@ -93,7 +96,9 @@ public struct SessionStateMachine: Sendable {
             }
             let reason = String((answer.reason ?? "declined").prefix(Control.maxReasonBytes))
             state = .closed
-            if reason == "crossed" { return [.crossed, .close(reason: "crossed invitations: the peer's wins")] }
+            if reason == "crossed" || reason == Self.alreadyInSession {
+                return [.crossed, .close(reason: "crossed invitations: the peer's wins")]
+            }
             return [.declined(invitation: id, reason: reason), .close(reason: "invitation declined: \(reason)")]
         case .message:
             guard state == .connected else { throw ProtocolViolation.unexpected("message before the session was accepted") }
