@@ -48,9 +48,7 @@ extension Nearby {
                 configuration.saveDirectory = try receive.resolve()
                 let identity = try context.identity()
                 let local = try await LocalNode.start(configuration, identity: identity, context: context, serve: true)
-                context.events.emit(Events.Advertising(
-                    peer: PeerRef(id: identity.peerID.rawValue, name: identity.displayName), service: service.name,
-                    domain: "local.", port: await local.node.port, info: [:]))
+                context.events.emit(await local.node.advertisingEvent)
                 enum Answered: Sendable { case accepted(PeerID), declined, interrupted }
                 let answered = await withTaskGroup(of: Answered.self) { group in
                     group.addTask {

@@ -78,11 +78,9 @@ extension Nearby {
                 configuration.acceptFrom = acceptFrom
                 configuration.saveDirectory = try receive.resolve()
                 let local = try await LocalNode.start(configuration, identity: identity, context: context, serve: true)
-                let boundPort = await local.node.port
-                context.events.emit(Events.Advertising(
-                    peer: PeerRef(id: identity.peerID.rawValue, name: txt.displayName), service: service.name,
-                    domain: "local.", port: boundPort, info: discoveryInfo))
-                console.info("advertising \(service.registrationType) as \(identity.peerID) on port \(boundPort); Ctrl-C to stop")
+                let advertising = await local.node.advertisingEvent
+                context.events.emit(advertising)
+                console.info("advertising \(service.registrationType) as \(identity.peerID) on port \(advertising.port); Ctrl-C to stop")
 
                 let signal = await TerminationSignal.next()
                 console.info("signal \(signal): saying goodbye and withdrawing the advertisement")

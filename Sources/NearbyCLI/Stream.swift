@@ -90,9 +90,7 @@ extension Nearby {
                     let local = try await LocalNode.start(configuration, identity: identity, context: context, serve: listen)
                     do {
                         if listen {
-                            events.emit(Events.Advertising(
-                                peer: PeerRef(id: identity.peerID.rawValue, name: identity.displayName), service: service.name,
-                                domain: "local.", port: await local.node.port, info: [:]))
+                            events.emit(await local.node.advertisingEvent)
                             _ = try await local.node.listenForStream(name: name, from: from, source: source, sink: sink, client: nil)
                         } else if let peer {
                             _ = try await local.node.openStream(to: peer, name: name ?? "", timeout: wait.timeout, source: source, sink: sink, client: nil)

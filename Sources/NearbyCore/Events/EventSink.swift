@@ -52,13 +52,19 @@ public struct Console: Sendable {
 
 /// `write(2)` until done; gives up quietly when the reader is gone (EPIPE), retries on EINTR.
 func writeFully(_ fd: Int32, _ bytes: [UInt8]) {
-    var rest = bytes[...]
-    while !rest.isEmpty {
-        let written = rest.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    _ = bytes.withUnsafeBytes { writeAll(fd, $0) }
+}
+
+/// `write(2)` until everything is written, retrying on EINTR. Returns 0, or the errno that stopped it.
+func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int32 {
+    var done = 0
+    while done < bytes.count {
+        let written = write(fd, bytes.baseAddress.map { $0 + done }, bytes.count - done)
         if written < 0 {
             if errno == EINTR { continue }
-            return
+            return errno
         }
-        rest = rest.dropFirst(written)
+        done += written
     }
+    return 0
 }

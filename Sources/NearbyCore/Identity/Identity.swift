@@ -26,7 +26,7 @@ public struct Identity: Sendable {
 
     /// SHA-256 of the public key, hex: what `known_peers` pins and what a user compares by hand.
     public var fingerprint: String {
-        SHA256.hash(data: publicKeyDER).map { String(format: "%02x", $0) }.joined()
+        Hex.encode(SHA256.hash(data: publicKeyDER))
     }
 }
 

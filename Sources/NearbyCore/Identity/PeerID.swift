@@ -38,6 +38,13 @@ public struct PeerID: Hashable, Sendable, Comparable, CustomStringConvertible, C
     }
 }
 
+/// Lowercase hexadecimal, as fingerprints and SHA-256 sums are shown.
+public enum Hex {
+    public static func encode(_ bytes: some Sequence<UInt8>) -> String {
+        bytes.map { String(format: "%02x", $0) }.joined()
+    }
+}
+
 public enum Base36 {
     private static let digits = Array("0123456789abcdefghijklmnopqrstuvwxyz".utf8)
 

@@ -80,7 +80,7 @@ enum Transfer {
         return 0o666 & ~mask
     }()
 
-    static func hex(_ digest: some Sequence<UInt8>) -> String { digest.map { String(format: "%02x", $0) }.joined() }
+    static func hex(_ digest: some Sequence<UInt8>) -> String { Hex.encode(digest) }
 
     /// This sender's name for a file, the same on every attempt while the file is unchanged.
     static func key(sender: PeerID, file: OutgoingFile) -> String {

@@ -117,6 +117,13 @@ public actor Node {
     }
 
     var displayName: String { configuration.displayName ?? identity.displayName }
+
+    /// The `advertising` event: who this node is, on which service and port, with what info.
+    public var advertisingEvent: Events.Advertising {
+        Events.Advertising(
+            peer: PeerRef(id: identity.peerID.rawValue, name: displayName), service: configuration.service.name,
+            domain: "local.", port: port, info: configuration.info)
+    }
     public var sessionCount: Int { sessions.count }
     public var connectedPeers: [AuthenticatedPeer] { sessions.values.map(\.peer).sorted { $0.id < $1.id } }
 

@@ -16,8 +16,6 @@ public protocol ByteSource: Sendable {
     func next() async throws -> ByteBuffer?
 }
 
-private func systemWrite(_ fd: Int32, _ pointer: UnsafeRawPointer?, _ count: Int) -> Int { write(fd, pointer, count) }
-
 /// Where a stream's incoming bytes go: stdout, or a client's control connection.
 public protocol ByteSink: Sendable {
     func write(_ buffer: ByteBuffer) async throws
@@ -95,19 +93,7 @@ public final class DescriptorSink: ByteSink {
         let fd = self.fd
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             queue.async {
-                var failure: Int32 = 0
-                buffer.withUnsafeReadableBytes { bytes in
-                    var done = 0
-                    while done < bytes.count {
-                        let n = systemWrite(fd, bytes.baseAddress.map { $0 + done }, bytes.count - done)
-                        if n < 0 {
-                            if errno == EINTR { continue }
-                            failure = errno
-                            return
-                        }
-                        done += n
-                    }
-                }
+                let failure = buffer.withUnsafeReadableBytes { writeAll(fd, $0) }
                 if failure != 0 {
                     continuation.resume(throwing: NearbyError.ioFailure(path: "stdout", reason: String(cString: strerror(failure))))
                 } else {
