@@ -37,40 +37,22 @@ extension Nearby {
             try await reporting(context, verbose: output.verbose) {
                 let service = try serviceOptions.resolve(context)
                 let query = invitation ?? from
-                var request = ControlRequest(op: .accept)
-                request.peers = query.map { [$0] } ?? []
-                request.decline = decline
-                if let status = try await context.viaRunningNode(request, service: service) { return try exitWith(status) }
-
+                let decline = self.decline
+                if let status = try await context.viaRunningNode(.accept(query: query, decline: decline), service: service) {
+                    return try exitWith(status)
+                }
                 var configuration = NodeConfiguration(service: service)
                 configuration.encryption = session.encryption
                 configuration.advertise = true
                 configuration.saveDirectory = try receive.resolve()
                 let identity = try context.identity()
-                let local = try await LocalNode.start(configuration, identity: identity, context: context, serve: true)
-                context.events.emit(await local.node.advertisingEvent)
-                enum Answered: Sendable { case accepted(PeerID), declined, interrupted }
-                let answered = await withTaskGroup(of: Answered.self) { group in
-                    group.addTask {
-                        let peer = await local.node.accept(query, decline: decline, client: nil)
-                        return peer.map { .accepted($0.id) } ?? .declined
+                try await LocalNode.run(configuration, identity: identity, context: context, serve: true, stopReason: { stopReason($0) }) { local in
+                    context.events.emit(await local.node.advertisingEvent)
+                    let peer = try await interruptible("waiting for an invitation") {
+                        try await local.node.accept(query, decline: decline, client: nil)
                     }
-                    group.addTask {
-                        _ = await TerminationSignal.next()
-                        return .interrupted
-                    }
-                    let first = await group.next() ?? .interrupted
-                    group.cancelAll()
-                    return first
-                }
-                switch answered {
-                case let .accepted(peer):
-                    _ = await waitForEnd(local.node, peer: peer)
-                    await local.stop()
-                case .declined:
-                    await local.stop()  // as asked
-                case .interrupted:
-                    await local.stop(reason: "interrupted")
+                    // In the session until the peer leaves or Ctrl-C, which ends it as asked (exit 0).
+                    if let peer { _ = await waitForEnd(local.node, peer: peer.id) }
                 }
             }
         }

@@ -77,14 +77,13 @@ extension Nearby {
                 configuration.autoAccept = autoAccept
                 configuration.acceptFrom = acceptFrom
                 configuration.saveDirectory = try receive.resolve()
-                let local = try await LocalNode.start(configuration, identity: identity, context: context, serve: true)
-                let advertising = await local.node.advertisingEvent
-                context.events.emit(advertising)
-                console.info("advertising \(service.registrationType) as \(identity.peerID) on port \(advertising.port); Ctrl-C to stop")
-
-                let signal = await TerminationSignal.next()
-                console.info("signal \(signal): saying goodbye and withdrawing the advertisement")
-                await local.stop()
+                try await LocalNode.run(configuration, identity: identity, context: context, serve: true) { local in
+                    let advertising = await local.node.advertisingEvent
+                    context.events.emit(advertising)
+                    console.info("advertising \(service.registrationType) as \(identity.peerID) on port \(advertising.port); Ctrl-C to stop")
+                    let signal = await TerminationSignal.next()
+                    console.info("signal \(signal ?? 0): saying goodbye and withdrawing the advertisement")
+                }
             }
         }
     }

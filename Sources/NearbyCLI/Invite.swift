@@ -34,22 +34,17 @@ extension Nearby {
             let context = CommandContext.current
             try await reporting(context, verbose: output.verbose) {
                 let service = try serviceOptions.resolve(context)
-                var request = ControlRequest(op: .invite)
-                request.peers = [peer]
-                request.context = self.context
-                request.timeout = wait.timeout
+                let (peer, invitationContext, timeout) = (self.peer, self.context, wait.timeout)
+                let request = ControlRequest.invite(peer: peer, context: invitationContext, timeout: timeout)
                 if let status = try await context.viaRunningNode(request, service: service) { return try exitWith(status) }
 
                 var configuration = NodeConfiguration(service: service)
                 configuration.encryption = session.encryption
-                let local = try await LocalNode.start(configuration, identity: context.identity(), context: context, serve: true)
-                do {
-                    let connected = try await local.node.invite(peer, context: self.context, timeout: wait.timeout, client: nil)
+                try await LocalNode.run(configuration, identity: context.identity(), context: context, serve: true, stopReason: { stopReason($0) }) { local in
+                    let connected = try await interruptible("inviting \(peer)") {
+                        try await local.node.invite(peer, context: invitationContext, timeout: timeout, client: nil)
+                    }
                     _ = await waitForEnd(local.node, peer: connected.id)
-                    await local.stop()
-                } catch {
-                    await local.stop()
-                    throw error
                 }
             }
         }

@@ -42,48 +42,91 @@ struct ReceiveOptions: ParsableArguments {
     }
 }
 
-/// A node started by this process: locked, listening, serving the control socket.
-struct LocalNode {
+/// A node started by this process, for as long as a command's work needs it: locked, listening,
+/// serving the control socket (every node but a one-shot one), with all its work owned by one task
+/// group. However the work ends — done, failed, or cut short by a signal — the node says goodbye,
+/// withdraws its advertisement and releases its lock before this returns.
+struct LocalNode: Sendable {
     let node: Node
-    let lock: NodeLock?
-    let control: ControlService?
 
-    /// Starts a node. `serve` takes the lock and opens the control socket (every node but a
-    /// one-shot one).
-    static func start(
-        _ configuration: NodeConfiguration, identity: Identity, context: CommandContext, serve: Bool
-    ) async throws(NearbyError) -> LocalNode {
+    static func run<T: Sendable>(
+        _ configuration: NodeConfiguration, identity: Identity, context: CommandContext, serve: Bool,
+        stopReason: @escaping @Sendable (Result<T, any Error>) -> String = { _ in "the node stopped" },
+        _ body: @escaping @Sendable (LocalNode) async throws -> T
+    ) async throws -> T {
         let address = NodeAddress(paths: context.paths, environment: context.environment, peerID: identity.peerID, service: configuration.service)
         let lock = serve ? try NodeLock(address) : nil
-        do {
-            let node = try Node(identity: identity, configuration: configuration, paths: context.paths, events: context.events)
-            try await node.start()
-            let control = serve ? try await ControlServer.run(node: node, address: address) : nil
-            return LocalNode(node: node, lock: lock, control: control)
-        } catch {
-            lock?.release()
-            throw error
+        defer { lock?.release() }
+        let node = try Node(identity: identity, configuration: configuration, paths: context.paths, events: context.events)
+        try await node.start()
+        let active = ActiveRequests()
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await node.run() }
+            if serve {
+                let bound = OneShot<NearbyError?>()
+                group.addTask {
+                    do throws(NearbyError) {
+                        try await ControlServer.run(node: node, address: address, active: active) { bound.settle(nil) }
+                    } catch {
+                        bound.settle(error)
+                    }
+                }
+                if let failure = await bound.wait() ?? nil {
+                    await node.stop(reason: "the node could not start")
+                    group.cancelAll()
+                    throw failure
+                }
+            }
+            let result: Result<T, any Error>
+            do {
+                result = .success(try await body(LocalNode(node: node)))
+            } catch {
+                result = .failure(error)
+            }
+            await node.stop(reason: stopReason(result))
+            // A client whose own request ended this node (the last `disconnect`) gets its answer.
+            let deadline = ContinuousClock.now + .seconds(1)
+            while active.count > 0, ContinuousClock.now < deadline, !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+            group.cancelAll()
+            return try result.get()
         }
     }
+}
 
-    func stop(reason: String = "the node stopped") async {
-        await control?.stop()
-        await node.stop(reason: reason)
-        lock?.release()
+/// Runs `body` until it ends or SIGINT/SIGTERM arrives. A signal cancels it — every wait in the core
+/// ends at once — and ends it with `NearbyError.cancelled` (exit 130).
+func interruptible<T: Sendable>(_ what: String, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    TerminationSignal.install()
+    return try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            guard await TerminationSignal.next() != nil else { return nil }
+            throw NearbyError.cancelled("\(what): interrupted")
+        }
+        defer { group.cancelAll() }
+        while let next = try await group.next() {
+            if let value = next { return value }
+        }
+        throw NearbyError.cancelled(what)
     }
 }
 
 extension CommandContext {
     /// Asks the running node (if any) to do the work, printing its event lines. Nil: no node runs.
-    func viaRunningNode(_ request: ControlRequest, service: ServiceType) async throws(NearbyError) -> Int32? {
+    /// Ctrl-C closes the connection, and the node drops the work.
+    func viaRunningNode(_ request: ControlRequest, service: ServiceType) async throws -> Int32? {
         let identity = try identity()
         let address = NodeAddress(paths: paths, environment: environment, peerID: identity.peerID, service: service)
         let events = self.events
-        return try await ControlClient.perform(request, address: address) { events.emitLine($0) }
+        return try await interruptible("waiting for the node") {
+            try await ControlClient.perform(request, address: address) { events.emitLine($0) }
+        }
     }
 }
 
-/// Waits until SIGINT/SIGTERM, or until `condition` says the work is over.
+/// Waits until SIGINT/SIGTERM, or until the peer (or, with nil, the last peer) leaves.
 func waitForEnd(_ node: Node, peer: PeerID?) async -> String {
     let changes = await node.sessionChanges()
     return await withTaskGroup(of: String.self) { group in
@@ -102,6 +145,15 @@ func waitForEnd(_ node: Node, peer: PeerID?) async -> String {
         let first = await group.next() ?? "stopped"
         group.cancelAll()
         return first
+    }
+}
+
+/// Why a node that ran a command's work stops, as its peers read it in their `disconnected`.
+func stopReason<T>(_ result: Result<T, any Error>, done: String = "the node stopped", failed: String = "the node stopped") -> String {
+    switch result {
+    case .success: done
+    case let .failure(error as NearbyError) where error.code == "cancelled": "interrupted"
+    case .failure: failed
     }
 }
 

@@ -50,23 +50,20 @@ extension Nearby {
                 let target = all ? nil : peer
                 let message = all ? (peer ?? text) : text
                 let payload = try message.map { Array($0.utf8) } ?? readStandardInput(limit: Frame.maxPayload)
-                var request = ControlRequest(op: .send)
-                request.peers = target.map { [$0] } ?? []
-                request.all = all
-                request.timeout = wait.timeout
-                request.data = Data(payload).base64EncodedString()
+                let timeout = wait.timeout
+                let request = ControlRequest.send(peers: target.map { [$0] } ?? [], all: all, timeout: timeout, payload: Data(payload))
                 if let status = try await context.viaRunningNode(request, service: service) { return try exitWith(status) }
                 guard let target else { throw NearbyError.noNode("--all sends to the sessions of a running node") }
 
                 var configuration = NodeConfiguration(service: service)
                 configuration.encryption = session.encryption
-                let local = try await LocalNode.start(configuration, identity: context.identity(), context: context, serve: false)
-                do {
-                    try await local.node.send(payload, to: [target], all: false, timeout: wait.timeout, client: nil)
-                    await local.stop(reason: "message delivered")
-                } catch {
-                    await local.stop()
-                    throw error
+                try await LocalNode.run(
+                    configuration, identity: context.identity(), context: context, serve: false,
+                    stopReason: { stopReason($0, done: "message delivered") }
+                ) { local in
+                    try await interruptible("sending to \(target)") {
+                        try await local.node.send(payload, to: [target], all: false, timeout: timeout, client: nil)
+                    }
                 }
             }
         }
@@ -111,10 +108,7 @@ extension Nearby {
             let context = CommandContext.current
             try await reporting(context, verbose: output.verbose) {
                 let service = try serviceOptions.resolve(context)
-                var request = ControlRequest(op: .disconnect)
-                request.peers = peer.map { [$0] } ?? []
-                request.all = all
-                guard let status = try await context.viaRunningNode(request, service: service) else {
+                guard let status = try await context.viaRunningNode(.disconnect(peer: peer, all: all), service: service) else {
                     throw NearbyError.noNode("nothing to disconnect")
                 }
                 try exitWith(status)

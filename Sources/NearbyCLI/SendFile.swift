@@ -47,48 +47,22 @@ extension Nearby {
                 let service = try serviceOptions.resolve(context)
                 // Missing or unreadable files are refused before anything touches the network.
                 let files = try FileList.collect(paths)
-                var request = ControlRequest(op: .sendFile)
-                request.peers = [peer]
-                request.files = files
-                request.timeout = wait.timeout
+                let (peer, timeout) = (self.peer, wait.timeout)
+                let request = ControlRequest.sendFiles(peer: peer, files: files, timeout: timeout)
                 let client = CommandContext(events: display, environment: context.environment, hostName: context.hostName)
-                if let status = try await client.viaRunningNode(request, service: service) {
-                    display.finish()
-                    return try exitWith(status)
-                }
+                defer { display.finish() }
+                if let status = try await client.viaRunningNode(request, service: service) { return try exitWith(status) }
                 var configuration = NodeConfiguration(service: service)
                 configuration.encryption = session.encryption
-                let local = try await LocalNode.start(configuration, identity: context.identity(), context: client, serve: false)
-                let outcome: Result<Void, NearbyError> = await withTaskGroup(of: Result<Void, NearbyError>?.self) { group in
-                    group.addTask {
-                        do throws(NearbyError) {
-                            try await local.node.sendFiles(files, to: peer, timeout: wait.timeout, client: nil)
-                            return .success(())
-                        } catch {
-                            return .failure(error)
-                        }
+                try await LocalNode.run(
+                    configuration, identity: context.identity(), context: client, serve: false,
+                    stopReason: { stopReason($0, done: "files delivered", failed: "transfer stopped") }
+                ) { local in
+                    try await interruptible("sending files") {
+                        try await local.node.sendFiles(files, to: peer, timeout: timeout, client: nil)
                     }
-                    group.addTask {
-                        _ = await TerminationSignal.next()
-                        return nil
-                    }
-                    let first = await group.next() ?? nil
-                    group.cancelAll()
-                    // Cancelled by a signal: let the sender say so to the receiver.
-                    if first == nil { return await group.next().flatMap { $0 } ?? .failure(.cancelled("sending")) }
-                    return first ?? .failure(.cancelled("sending"))
                 }
-                display.finish()
-                await local.stop(reason: outcome.isSuccess ? "files delivered" : "transfer stopped")
-                try outcome.get()
             }
         }
-    }
-}
-
-extension Result {
-    var isSuccess: Bool {
-        if case .success = self { return true }
-        return false
     }
 }

@@ -62,22 +62,22 @@ extension Nearby {
                     let service = try serviceOptions.resolve(context)
                     let source = DescriptorSource(fd: STDIN_FILENO)
                     let sink = DescriptorSink(fd: STDOUT_FILENO)
-                    var request = ControlRequest(op: listen ? .listen : .stream)
-                    request.peers = (listen ? from : peer).map { [$0] } ?? []
-                    request.name = name
-                    request.timeout = wait.timeout
+                    let (listen, name, from, timeout) = (self.listen, self.name, self.from, wait.timeout)
+                    let request: ControlRequest = listen
+                        ? .listen(name: name, from: from)
+                        : .stream(peer: peer ?? "", name: name ?? "", timeout: timeout)
                     let identity = try context.identity()
                     let address = NodeAddress(paths: context.paths, environment: context.environment, peerID: identity.peerID, service: service)
                     let events = context.events
                     // Through a running node the client sees the setup events; it reports the end itself.
                     let counted = CountedStream(source: source, sink: sink)
-                    let opened = Mutex<String?>(nil)
-                    if let status = try await ControlClient.stream(request, address: address, source: counted, sink: counted, output: { line in
-                        if line.hasPrefix(#"{"event":"stream-opened""#) { opened.withLock { $0 = line } }
-                        events.emitLine(line)
-                    }) {
-                        if status == 0, let line = opened.withLock({ $0 }) { counted.reportClosed(after: line, to: events) }
-                        return try exitWith(status)
+                    let viaNode = try await interruptible("the stream") {
+                        try await ControlClient.stream(request, address: address, source: counted, sink: counted) { events.emitLine($0) }
+                    }
+                    switch viaNode {
+                    case let .ran(info)?: return counted.reportClosed(info, to: events)
+                    case let .failed(status)?: return try exitWith(status)
+                    case nil: break
                     }
                     var configuration = NodeConfiguration(service: service)
                     configuration.encryption = session.encryption
@@ -87,18 +87,21 @@ extension Nearby {
                     configuration.acceptFrom = from.map { [$0] } ?? []
                     // A listening node is the user's node for this service (it advertises and can be
                     // reached by other commands); an opening one is one-shot.
-                    let local = try await LocalNode.start(configuration, identity: identity, context: context, serve: listen)
-                    do {
+                    let peer = self.peer
+                    try await LocalNode.run(
+                        configuration, identity: identity, context: context, serve: listen,
+                        stopReason: { stopReason($0, done: "stream finished", failed: "stream failed") }
+                    ) { local in
                         if listen {
                             events.emit(await local.node.advertisingEvent)
-                            _ = try await local.node.listenForStream(name: name, from: from, source: source, sink: sink, client: nil)
+                            _ = try await interruptible("waiting for a stream") {
+                                try await local.node.listenForStream(name: name, from: from, source: source, sink: sink, client: nil)
+                            }
                         } else if let peer {
-                            _ = try await local.node.openStream(to: peer, name: name ?? "", timeout: wait.timeout, source: source, sink: sink, client: nil)
+                            _ = try await interruptible("the stream") {
+                                try await local.node.openStream(to: peer, name: name ?? "", timeout: timeout, source: source, sink: sink, client: nil)
+                            }
                         }
-                        await local.stop(reason: "stream finished")
-                    } catch {
-                        await local.stop(reason: "stream failed")
-                        throw error
                     }
                 }
             }
@@ -131,14 +134,10 @@ final class CountedStream: ByteSource, ByteSink {
 
     func finish() async { await sink.finish() }
 
-    /// `stream-closed` with the stream, peer and name of the `stream-opened` line the node sent.
-    func reportClosed(after opened: String, to events: any EventSink) {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(opened.utf8)) as? [String: Any],
-              let peer = object["peer"] as? [String: Any], let id = peer["id"] as? String
-        else { return }
+    /// `stream-closed` for the stream the node opened for us, with what this process counted.
+    func reportClosed(_ info: StreamInfo, to events: any EventSink) {
         let (sent, received) = counts.withLock { ($0.sent, $0.received) }
         events.emit(Events.StreamClosed(
-            stream: object["stream"] as? String ?? "", peer: PeerRef(id: id, name: peer["name"] as? String),
-            name: object["name"] as? String ?? "", sent: sent, received: received, reason: "done"))
+            stream: info.stream, peer: info.peer, name: info.name, sent: sent, received: received, reason: "done"))
     }
 }

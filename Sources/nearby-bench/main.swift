@@ -38,6 +38,8 @@ func makeNode(service: String, advertise: Bool, autoAccept: Bool, sink: MessageS
     configuration.autoAccept = autoAccept
     let node = try Node(identity: identity, configuration: configuration, paths: paths, events: sink)
     try await node.start()
+    // The node's work runs until `stop()` ends it (a benchmark tool: nobody else owns this task).
+    Task { await node.run() }
     return node
 }
 

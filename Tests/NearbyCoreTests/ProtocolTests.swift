@@ -141,6 +141,7 @@ import Testing
         let sink = MemorySink()
         let node = try Node(identity: identity, configuration: configuration, paths: paths, events: sink)
         try await node.start()
+        Task { await node.run() }  // ends when the node stops
         return (node, sink)
     }
 
@@ -193,11 +194,11 @@ import Testing
         let (host, hostEvents) = try await node("host")
         let (guest, _) = try await node("guest")
         let port = await host.port
-        let declining = Task { await host.accept(nil, decline: true, client: nil) }
+        let declining = Task { try await host.accept(nil, decline: true, client: nil) }
         await #expect(throws: NearbyError.self) {
             try await guest.invite("127.0.0.1:\(port)", context: nil, timeout: 5, client: nil)
         }
-        _ = await declining.value
+        _ = try await declining.value
         #expect(await waitFor(hostEvents, #""event":"declined""#))
         do {
             _ = try await guest.invite("127.0.0.1:\(port)", context: nil, timeout: 1, client: nil)

@@ -4,23 +4,20 @@ import Foundation
 /// The long-term identity of this user on this machine: a P-256 key pair (what TLS 1.3 certificates
 /// are made from), the peer ID derived from its public key, and a display name.
 public struct Identity: Sendable {
-    /// The key's raw scalar: kept as bytes because swift-crypto's key type is not `Sendable`.
-    private let rawKey: Data
+    private let key: SigningKey
     public let peerID: PeerID
     public var displayName: String
     public let created: Date
 
     public init(privateKey: P256.Signing.PrivateKey, displayName: String, created: Date = Date()) {
-        self.rawKey = privateKey.rawRepresentation
+        self.key = SigningKey(value: privateKey)
         self.peerID = PeerID(publicKeyDER: privateKey.publicKey.derRepresentation)
         self.displayName = displayName
         self.created = created
     }
 
-    public var privateKey: P256.Signing.PrivateKey {
-        // The bytes came from a valid key in `init`, so they always make one again.
-        (try? P256.Signing.PrivateKey(rawRepresentation: rawKey)) ?? P256.Signing.PrivateKey()
-    }
+    /// The key itself, as it was loaded or made: there is no path that could invent another one.
+    public var privateKey: P256.Signing.PrivateKey { key.value }
 
     public var publicKeyDER: Data { privateKey.publicKey.derRepresentation }
 
@@ -28,6 +25,11 @@ public struct Identity: Sendable {
     public var fingerprint: String {
         Hex.encode(SHA256.hash(data: publicKeyDER))
     }
+}
+
+/// swift-crypto's key type is not declared `Sendable`; this immutable value of it is safe to share.
+private struct SigningKey: @unchecked Sendable {
+    let value: P256.Signing.PrivateKey
 }
 
 /// The identity file's JSON form. `id` is redundant and checked against the key on load, so a file

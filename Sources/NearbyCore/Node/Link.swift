@@ -40,7 +40,7 @@ public final class Link: Sendable, Hashable {
     func finish(because why: String) async {
         setReason(why)
         // A last ping as the barrier: it completes once everything queued before it is written.
-        await flushed(channel, Frame(kind: .ping))
+        await flushed(channel, Frame(kind: .ping), within: .milliseconds(500))
         outbound.finish()
         let channel = self.channel
         channel.eventLoop.scheduleTask(in: Self.goodbyeGrace) { channel.close(promise: nil) }

@@ -125,24 +125,27 @@ extension Node {
         let peer = try await invite(query, context: nil, timeout: timeout, client: client)
         for file in files {
             guard let link = sessions[peer.id] else { throw .connectionFailed("the session with \(peer.id) ended") }
-            let channel = openChannel(on: link)
-            defer { outgoingFiles[ChannelKey(link, channel.id)] = nil }
+            let channel = OutgoingChannel(id: try newChannelID(on: link))
+            outgoingFiles[ChannelKey(link, channel.id)] = channel
+            defer {
+                outgoingFiles[ChannelKey(link, channel.id)] = nil
+                muxes[link]?.finish(channel.id)
+            }
             try await Self.send(file, over: channel, link: link, sender: identity.peerID, sink: sink)
         }
     }
 
-    /// The side that opened the connection numbers its channels odd, the other even.
-    func newChannelID(on link: Link) -> UInt32 {
-        let next = nextChannel[link] ?? (link.isClient ? 1 : 2)
-        nextChannel[link] = next + 2
-        return next
+    /// A new channel of ours on `link`, within the link's cap.
+    func newChannelID(on link: Link) throws(NearbyError) -> UInt32 {
+        guard let id = muxes[link]?.open() else {
+            throw .connectionFailed("too many channels open with \(link.peer.id) (at most \(ChannelMux.Limits().channels))")
+        }
+        return id
     }
 
-    private func openChannel(on link: Link) -> OutgoingChannel {
-        let next = newChannelID(on: link)
-        let channel = OutgoingChannel(id: next)
-        outgoingFiles[ChannelKey(link, next)] = channel
-        return channel
+    /// Returns window to the peer for `count` bytes of its data we consumed, when worth a frame.
+    func consumed(_ count: Int, on channel: UInt32, of link: Link) async {
+        if let grant = muxes[link]?.consumed(channel, count) { await link.send(grant) }
     }
 
     /// The sending half, outside the actor: reading, hashing and waiting for credit never hold up
@@ -243,8 +246,18 @@ extension Node {
 
     /// Frames on channels above 0. The side that opened a channel sends open, start, data and the
     /// first close; the other answers with openReply, window and the confirming close or a reset.
-    func channelFrame(_ frame: Frame, on link: Link) async {
-        let ours = (frame.channel % 2 == 1) == link.isClient
+    func channelFrame(_ frame: Frame, on link: Link) async throws(ProtocolViolation) {
+        guard var mux = muxes[link] else { return }
+        let verdict = try mux.receive(frame)
+        muxes[link] = mux
+        switch verdict {
+        case .ignore: return
+        case let .refuse(answer):
+            await link.send(answer)
+            return
+        case .deliver: break
+        }
+        let ours = mux.isOurs(frame.channel)
         let key = ChannelKey(link, frame.channel)
         if let stream = streams[key] {
             streamFrame(frame, stream: stream, key: key)
@@ -282,205 +295,16 @@ extension Node {
         case .start: await fileStarts(frame, on: link)
         case .data: await fileData(frame, on: link)
         case .close: await fileEnds(frame, on: link)
-        case .reset:
-            guard let file = incomingFiles.removeValue(forKey: key) else { return }
-            let reset = (try? Control.decode(Control.Reset.self, from: frame)) ?? Control.Reset(reason: "reset", code: "cancelled")
-            abandon(file, code: reset.code, reason: "the sender stopped: \(String(reset.reason.prefix(Control.maxReasonBytes)))", keepPartial: true)
+        case .reset: fileReset(frame, on: link)
         default:
             await protocolError(on: link, "\(frame.kind) on the peer's channel \(frame.channel)")
         }
     }
 
     private func protocolError(on link: Link, _ what: String) async {
-        link.close(because: "protocol violation: \(what)")
+        violated(link, what)
     }
 
-    private func reset(_ link: Link, _ channel: UInt32, code: String, reason: String) async {
-        await link.send(Control.frame(.reset, Control.Reset(reason: reason, code: code), channel: channel))
-    }
-
-    // MARK: Receiving
-
-    private func fileOffered(_ frame: Frame, on link: Link) async {
-        let key = ChannelKey(link, frame.channel)
-        guard incomingFiles[key] == nil, let offer = try? Control.decode(Control.Open.self, from: frame) else {
-            await protocolError(on: link, "a malformed or repeated open on channel \(frame.channel)")
-            return
-        }
-        guard offer.kind == "file" else {
-            await link.send(Control.frame(.openReply, Control.OpenReply(accept: false, offset: 0, reason: "this node takes no \(offer.kind.prefix(32)) channels"), channel: frame.channel))
-            return
-        }
-        let parts = SafePath.components(of: offer.path)
-        let relative = parts.joined(separator: "/")
-        let directory = ([configuration.saveDirectory] + parts.dropLast()).joined(separator: "/")
-        let name = parts.last ?? "unnamed"
-        let fileKey = String(offer.key.filter { $0.isHexDigit }.prefix(32))
-        var partial = "\(directory)/.\(name).\(fileKey.isEmpty ? "x" : fileKey).nearby-part"
-        // The same file arriving twice at once: the second gets a partial file of its own (and
-        // starts from zero) rather than sharing the one being written.
-        let inUse = Set(incomingFiles.values.map(\.partial))
-        if inUse.contains(partial) {
-            partial = "\(directory)/.\(name).\(fileKey.isEmpty ? "x" : fileKey)-\(frame.channel)-\(UInt32.random(in: 0...UInt32.max)).nearby-part"
-        }
-        let file = IncomingFile(
-            transfer: String(fileKey.prefix(12)) + "-\(frame.channel)", peer: link.peer.ref, relative: relative,
-            directory: directory, name: name, partial: partial, size: offer.size)
-        do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        } catch {
-            await refuse(file, link, frame.channel, code: "io-error", reason: "cannot create \(directory): \(error.localizedDescription)")
-            return
-        }
-        file.descriptor = open(partial, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard file.descriptor >= 0 else {
-            await refuse(file, link, frame.channel, code: "io-error", reason: "cannot write in \(directory): \(Transfer.errorText(errno))")
-            return
-        }
-        // What an interrupted transfer of the same file left, offered for resuming.
-        var stats = stat()
-        let existing = fstat(file.descriptor, &stats) == 0 ? UInt64(max(0, stats.st_size)) : 0
-        var prefix = SHA256()
-        if existing > 0, existing <= offer.size, Transfer.hash(file.descriptor, count: existing, into: &prefix) {
-            file.offered = existing
-            file.prefixHasher = prefix
-        }
-        incomingFiles[key] = file
-        await link.send(Control.frame(.openReply, Control.OpenReply(
-            accept: true, offset: file.offered, prefixSHA256: file.prefixHasher.map { Transfer.hex($0.finalize()) }, reason: nil),
-            channel: frame.channel))
-    }
-
-    private func refuse(_ file: IncomingFile, _ link: Link, _ channel: UInt32, code: String, reason: String) async {
-        events.emit(Events.FileFailed(transfer: file.transfer, direction: "receive", peer: file.peer, path: file.relative, code: code, reason: reason, resumable: false))
-        await link.send(Control.frame(.openReply, Control.OpenReply(accept: false, offset: 0, reason: reason), channel: channel))
-    }
-
-    private func fileStarts(_ frame: Frame, on link: Link) async {
-        guard let file = incomingFiles[ChannelKey(link, frame.channel)],
-              let start = try? Control.decode(Control.Start.self, from: frame), start.offset == 0 || start.offset == file.offered
-        else {
-            await protocolError(on: link, "a start that does not match the offer on channel \(frame.channel)")
-            return
-        }
-        if start.offset > 0, let prefix = file.prefixHasher {
-            file.hasher = prefix
-        } else {
-            file.hasher = SHA256()
-            _ = ftruncate(file.descriptor, 0)
-        }
-        file.position = start.offset
-        file.skipped = start.offset
-        file.started = .now
-        events.emit(Events.FileStarted(transfer: file.transfer, direction: "receive", peer: file.peer, path: file.relative, bytes: file.size, skipped: file.skipped))
-    }
-
-    private func fileData(_ frame: Frame, on link: Link) async {
-        let key = ChannelKey(link, frame.channel)
-        guard let file = incomingFiles[key] else { return }  // a channel we already gave up on
-        let count = frame.payload.readableBytes
-        guard file.position + UInt64(count) <= file.size else {
-            incomingFiles[key] = nil
-            abandon(file, code: "protocol", reason: "the sender sent more than the \(file.size) bytes it announced", keepPartial: false)
-            await reset(link, frame.channel, code: "protocol", reason: "more data than announced")
-            return
-        }
-        var failure: Int32 = 0
-        frame.payload.withUnsafeReadableBytes { bytes in
-            var written = 0
-            while written < bytes.count {
-                let n = pwrite(file.descriptor, bytes.baseAddress.map { $0 + written }, bytes.count - written, off_t(file.position) + off_t(written))
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    failure = errno
-                    return
-                }
-                written += n
-            }
-            file.hasher.update(bufferPointer: bytes)
-        }
-        if failure != 0 {
-            incomingFiles[key] = nil
-            let reason = failure == ENOSPC ? "the disk is full" : Transfer.errorText(failure)
-            abandon(file, code: "io-error", reason: "cannot write \(file.relative): \(reason)", keepPartial: false)
-            await reset(link, frame.channel, code: "io-error", reason: "the receiver cannot write the file: \(reason)")
-            return
-        }
-        file.position += UInt64(count)
-        var credit = ByteBuffer()
-        credit.writeInteger(UInt32(count))
-        await link.send(Frame(kind: .window, channel: frame.channel, payload: credit))
-        if ContinuousClock.now - file.lastProgress >= Transfer.progressInterval {
-            file.lastProgress = .now
-            events.emit(Events.Progress(
-                transfer: file.transfer, direction: "receive", peer: file.peer, path: file.relative, bytes: file.position,
-                total: file.size, rate: Transfer.rate(file.position - file.skipped, Transfer.seconds(since: file.started))))
-        }
-    }
-
-    private func fileEnds(_ frame: Frame, on link: Link) async {
-        let key = ChannelKey(link, frame.channel)
-        guard let file = incomingFiles.removeValue(forKey: key), let end = try? Control.decode(Control.Close.self, from: frame) else { return }
-        let sha = Transfer.hex(file.hasher.finalize())
-        guard file.position == file.size, end.bytes == file.size, end.sha256 == sha else {
-            abandon(file, code: "integrity", reason: "the file arrived damaged (SHA-256 \(sha) ≠ \(end.sha256.prefix(64)))", keepPartial: false)
-            await reset(link, frame.channel, code: "integrity", reason: "SHA-256 mismatch")
-            return
-        }
-        // Private while incomplete; the usual mode (0666 less the umask) once it is a real file.
-        _ = fchmod(file.descriptor, Transfer.finishedMode)
-        let synced = fsync(file.descriptor) == 0
-        close(file.descriptor)
-        file.descriptor = -1
-        let placed: String
-        do {
-            guard synced else { throw NearbyError.ioFailure(path: file.partial, reason: "fsync failed") }
-            placed = try SafePath.placeWithoutOverwriting(file.partial, in: file.directory, as: file.name)
-        } catch {
-            abandon(file, code: "io-error", reason: (error as? NearbyError)?.errorDescription ?? "cannot place the file", keepPartial: false)
-            await reset(link, frame.channel, code: "io-error", reason: "the receiver cannot place the file")
-            return
-        }
-        let seconds = Transfer.seconds(since: file.started)
-        if file.size > 0 {
-            events.emit(Events.Progress(
-                transfer: file.transfer, direction: "receive", peer: file.peer, path: file.relative, bytes: file.size,
-                total: file.size, rate: Transfer.rate(file.size - file.skipped, seconds)))
-        }
-        events.emit(Events.FileReceived(transfer: file.transfer, peer: file.peer, path: placed, bytes: file.size, skipped: file.skipped, sha256: sha, seconds: seconds))
-        await link.send(Control.frame(.close, Control.Close(sha256: sha, bytes: file.size), channel: frame.channel))
-    }
-
-    /// Gives up on an incoming file: nothing under its final name; the partial file kept for a resume
-    /// when the interruption was not the data's fault.
-    private func abandon(_ file: IncomingFile, code: String, reason: String, keepPartial: Bool) {
-        if file.descriptor >= 0 {
-            close(file.descriptor)
-            file.descriptor = -1
-        }
-        if !keepPartial { unlink(file.partial) }
-        events.emit(Events.FileFailed(
-            transfer: file.transfer, direction: "receive", peer: file.peer, path: file.relative, code: code, reason: reason,
-            resumable: keepPartial))
-    }
-
-    /// The link is gone: every transfer on it failed; partial files stay for a resume.
-    func transfersLost(on link: Link) {
-        let id = ObjectIdentifier(link)
-        for (key, file) in incomingFiles where key.link == id {
-            incomingFiles[key] = nil
-            abandon(file, code: "connection-lost", reason: "the peer vanished mid-transfer (\(link.closeReason ?? "connection lost"))", keepPartial: true)
-        }
-        for (key, channel) in outgoingFiles where key.link == id {
-            channel.continuation.yield(.lost(link.closeReason ?? "connection lost"))
-        }
-        for (key, stream) in streams where key.link == id {
-            streams[key] = nil
-            stream.lost(link.closeReason ?? "connection lost")
-        }
-        pendingStreams.removeAll { $0.link === link }
-        nextChannel[link] = nil
-    }
 }
 
 extension Control {

@@ -49,7 +49,13 @@ struct StreamListener {
     let id = UUID()
     let name: String?
     let from: String?
-    let continuation: CheckedContinuation<(StreamChannel, Link)?, Never>
+    let claimed = OneShot<StreamMatch>()
+}
+
+/// An incoming stream and the link it came on, handed to the listener that takes it.
+struct StreamMatch: Sendable {
+    let stream: StreamChannel
+    let link: Link
 }
 
 /// Bytes each way, readable after a failure too.
@@ -69,52 +75,67 @@ public struct StreamSummary: Sendable {
 extension Node {
     /// How long an incoming stream waits for a `nearby stream --listen` before it is refused.
     static let listenerWait = Duration.seconds(30)
+    /// Incoming streams waiting for a listener at once, over all links; more are refused.
+    static let maxUnclaimedStreams = 8
 
     // MARK: Opening
 
     /// Opens a stream to a peer (inviting it first if needed) and runs it until both directions end.
     public func openStream(
         to query: String, name: String, timeout: Double, source: any ByteSource, sink: any ByteSink,
-        client: (any EventSink)?, ready: @escaping @Sendable () async -> Void = {}
+        client: (any EventSink)?, ready: @escaping @Sendable (StreamInfo) async -> Void = { _ in }
     ) async throws(NearbyError) -> StreamSummary {
         let events: any EventSink = client.map { TeeSink(self.events, $0) } ?? self.events
         let peer = try await invite(query, context: nil, timeout: timeout, client: client)
         guard let link = sessions[peer.id] else { throw .connectionFailed("the session with \(peer.id) ended") }
-        let stream = StreamChannel(id: newChannelID(on: link), name: name, peer: peer.ref)
+        let stream = StreamChannel(id: try newChannelID(on: link), name: name, peer: peer.ref)
         let key = ChannelKey(link, stream.id)
         streams[key] = stream
-        defer { streams[key] = nil }
+        defer {
+            streams[key] = nil
+            muxes[link]?.finish(stream.id)
+        }
         await link.send(Control.frame(.open, Control.Open(kind: "stream", path: name, size: 0, key: ""), channel: stream.id))
         var replies = stream.replies.makeAsyncIterator()
         guard let reply = await replies.next() else { throw .connectionFailed("the session ended before the peer answered") }
         guard reply.accept else { throw .transferFailed(path: name.isEmpty ? "stream" : name, code: "stream-refused", reason: reply.reason ?? "refused") }
         events.emit(Events.StreamOpened(stream: "\(stream.id)", direction: "out", peer: peer.ref, name: name))
-        await ready()
-        return try await Self.pump(stream, link: link, source: source, sink: sink, events: events)
+        await ready(StreamInfo(stream: "\(stream.id)", peer: peer.ref, name: name))
+        return try await Self.pump(stream, link: link, node: self, source: source, sink: sink, events: events)
     }
 
     /// Waits for an incoming stream (named `name`, from `from`, when given) and runs it.
     public func listenForStream(
         name: String?, from: String?, source: any ByteSource, sink: any ByteSink, client: (any EventSink)?,
-        ready: @escaping @Sendable () async -> Void = {}
+        ready: @escaping @Sendable (StreamInfo) async -> Void = { _ in }
     ) async throws(NearbyError) -> StreamSummary {
         let events: any EventSink = client.map { TeeSink(self.events, $0) } ?? self.events
-        let match: (StreamChannel, Link)?
+        let match: StreamMatch?
         if let index = pendingStreams.firstIndex(where: { Self.wants(name, from, $0.stream, $0.link) }) {
             let pending = pendingStreams.remove(at: index)
-            match = (pending.stream, pending.link)
+            match = StreamMatch(stream: pending.stream, link: pending.link)
         } else {
-            match = await withCheckedContinuation { continuation in
-                streamListeners.append(StreamListener(name: name, from: from, continuation: continuation))
-            }
+            let listener = StreamListener(name: name, from: from)
+            streamListeners.append(listener)
+            match = await listener.claimed.wait()
+            streamListeners.removeAll { $0.id == listener.id }
         }
-        guard let (stream, link) = match else { throw .connectionFailed("the node stopped") }
+        guard let match else {
+            if stopping { throw .connectionFailed("the node stopped") }
+            throw .cancelled("waiting for a stream")
+        }
+        let (stream, link) = (match.stream, match.link)
         let key = ChannelKey(link, stream.id)
-        defer { streams[key] = nil }
+        defer {
+            streams[key] = nil
+            muxes[link]?.finish(stream.id)
+        }
+        guard streams[key] != nil else { throw .connectionFailed("the stream's session ended before it could start") }
+        muxes[link]?.accept(stream.id)
         await link.send(Control.frame(.openReply, Control.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil), channel: stream.id))
         events.emit(Events.StreamOpened(stream: "\(stream.id)", direction: "in", peer: stream.peer, name: stream.name))
-        await ready()
-        return try await Self.pump(stream, link: link, source: source, sink: sink, events: events)
+        await ready(StreamInfo(stream: "\(stream.id)", peer: stream.peer, name: stream.name))
+        return try await Self.pump(stream, link: link, node: self, source: source, sink: sink, events: events)
     }
 
     static func wants(_ name: String?, _ from: String?, _ stream: StreamChannel, _ link: Link) -> Bool {
@@ -131,17 +152,24 @@ extension Node {
         }
         let name = String(offer.path.prefix(255))
         let stream = StreamChannel(id: channel, name: name, peer: link.peer.ref)
-        streams[key] = stream
+        streamListeners.removeAll { $0.claimed.isSettled }
         if let index = streamListeners.firstIndex(where: { Self.wants($0.name, $0.from, stream, link) }) {
-            streamListeners.remove(at: index).continuation.resume(returning: (stream, link))
+            streams[key] = stream
+            if streamListeners.remove(at: index).claimed.settle(StreamMatch(stream: stream, link: link)) { return }
+        }
+        // Nobody listens yet: wait a bounded time for `nearby stream --listen`, then refuse. Nothing
+        // flows before a listener takes it, and only so many may wait.
+        guard pendingStreams.count < Self.maxUnclaimedStreams else {
+            streams[key] = nil
+            await refuse(channel, on: link, reason: "too many streams waiting for a listener (at most \(Self.maxUnclaimedStreams))")
             return
         }
-        // Nobody listens yet: wait a bounded time for `nearby stream --listen`, then refuse.
+        streams[key] = stream
         pendingStreams.append(PendingStream(key: key, stream: stream, link: link))
-        tasks.append(Task {
-            try? await Task.sleep(for: Self.listenerWait)
-            await self.refuseUnclaimed(key)
-        })
+        spawn { [self] in
+            do { try await Task.sleep(for: Self.listenerWait) } catch { return }
+            await refuseUnclaimed(key)
+        }
     }
 
     private func refuseUnclaimed(_ key: ChannelKey) async {
@@ -149,10 +177,8 @@ extension Node {
         let pending = pendingStreams.remove(at: index)
         streams[key] = nil
         let label = pending.stream.name.isEmpty ? "" : " named '\(pending.stream.name)'"
-        await pending.link.send(Control.frame(.openReply, Control.OpenReply(
-            accept: false, offset: 0, prefixSHA256: nil,
-            reason: "nobody is listening for streams\(label) (nearby stream --listen); waited \(Self.listenerWait.components.seconds) s"),
-            channel: pending.stream.id))
+        await refuse(pending.stream.id, on: pending.link,
+            reason: "nobody is listening for streams\(label) (nearby stream --listen); waited \(Self.listenerWait.components.seconds) s")
     }
 
     func streamFrame(_ frame: Frame, stream: StreamChannel, key: ChannelKey) {
@@ -180,7 +206,7 @@ extension Node {
 
     /// Ends every listener (the node stops).
     func endStreamListeners() {
-        for listener in streamListeners { listener.continuation.resume(returning: nil) }
+        for listener in streamListeners { listener.claimed.abandon() }
         streamListeners = []
     }
 
@@ -189,7 +215,7 @@ extension Node {
     /// Runs both directions until each has ended: our bytes out within the peer's window, the peer's
     /// bytes in, granting window as the sink takes them.
     nonisolated static func pump(
-        _ stream: StreamChannel, link: Link, source: any ByteSource, sink: any ByteSink, events: any EventSink
+        _ stream: StreamChannel, link: Link, node: Node, source: any ByteSource, sink: any ByteSink, events: any EventSink
     ) async throws(NearbyError) -> StreamSummary {
         let label = stream.name
         let counts = Counts()
@@ -224,9 +250,7 @@ extension Node {
                         case let .data(buffer):
                             try await sink.write(buffer)
                             received += UInt64(buffer.readableBytes)
-                            var credit = ByteBuffer()
-                            credit.writeInteger(UInt32(buffer.readableBytes))
-                            await link.send(Frame(kind: .window, channel: stream.id, payload: credit))
+                            await node.consumed(buffer.readableBytes, on: stream.id, of: link)
                         case .end:
                             await sink.finish()
                             return (false, received)

@@ -217,7 +217,7 @@ public enum Connections {
         throw .listenFailed(failure)
     }
 
-    /// Connects and runs the preamble.
+    /// Connects and runs the preamble; cancelling the calling task ends the wait at once.
     public static func connect(
         host: String, port: Int, preference: EncryptionPreference, tls: NIOSSLContext, timeout: TimeAmount = .seconds(10)
     ) async throws -> Negotiated {
@@ -230,11 +230,18 @@ public enum Connections {
                 negotiated.withLock { $0 = future }
                 return channel.eventLoop.makeSucceededVoidFuture()
             }
-            .connect(host: host, port: port).get()
+            .connect(host: host, port: port).value { $0.close(promise: nil) }
         guard let future = negotiated.withLock({ $0 }) else {
             channel.close(promise: nil)
             throw NearbyError.connectionFailed("the connection to \(host):\(port) was not set up")
         }
-        return try await future.get()
+        do {
+            return try await future.value { negotiated in
+                if case let .frames(frames) = negotiated { frames.channel.channel.close(promise: nil) }
+            }
+        } catch {
+            channel.close(promise: nil)
+            throw error
+        }
     }
 }

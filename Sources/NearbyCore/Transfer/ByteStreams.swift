@@ -151,7 +151,10 @@ final class ChannelSink: ByteSink {
 }
 
 /// Waits until everything written to `channel` so far has reached the kernel: a write completes
-/// only after those before it. Half-closing earlier would drop what is still queued.
-func flushed(_ channel: any Channel, _ barrier: some Sendable) async {
-    try? await channel.writeAndFlush(barrier).get()
+/// only after those before it. Half-closing earlier would drop what is still queued. Bounded by
+/// `limit` (a peer that stopped reading holds nobody up) and by the caller's cancellation.
+func flushed(_ channel: any Channel, _ barrier: some Sendable, within limit: Duration = .seconds(30)) async {
+    let written = OneShot<Void>()
+    channel.writeAndFlush(barrier).whenComplete { _ in written.settle(()) }
+    _ = await written.wait(until: .now + limit)
 }

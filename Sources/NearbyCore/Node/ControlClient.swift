@@ -1,0 +1,116 @@
+import Foundation
+import NIOCore
+import NIOPosix
+
+/// A command's side of the control socket.
+public enum ControlClient {
+    static func connect(_ address: NodeAddress) async -> NIOAsyncChannel<ByteBuffer, ByteBuffer>? {
+        guard FileManager.default.fileExists(atPath: address.socket) else { return nil }
+        return try? await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .channelOption(.allowRemoteHalfClosure, value: true)
+            .connect(unixDomainSocketPath: address.socket) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try NIOAsyncChannel<ByteBuffer, ByteBuffer>(
+                        wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
+                }
+            }
+    }
+
+    static func requestLine(_ request: ControlRequest) throws -> ByteBuffer {
+        ByteBuffer(bytes: try JSONEncoder().encode(request) + Data("\n".utf8))
+    }
+
+    /// Sends a request to the running node and passes its event lines to `output` as they come.
+    /// Returns the node's exit status for the work, or nil when no node is running (a socket file
+    /// nobody listens on is a node that is gone). Cancelling the caller closes the connection, and
+    /// the node drops the work.
+    public static func perform(
+        _ request: ControlRequest, address: NodeAddress, output: @escaping @Sendable (String) -> Void
+    ) async throws(NearbyError) -> Int32? {
+        guard let channel = await connect(address) else { return nil }
+        do {
+            return try await channel.executeThenClose { inbound, outbound in
+                try await outbound.write(try requestLine(request))
+                var reader = LineReader()
+                for try await chunk in inbound {
+                    var next = try reader.append(chunk)
+                    while let text = next {
+                        switch try ControlReply.decode(text) {
+                        case let .event(line): output(line)
+                        case let .status(status): return status
+                        case .streamReady: throw NearbyError.connectionFailed("the node opened a stream nobody asked for")
+                        }
+                        next = try reader.line()
+                    }
+                }
+                if Task.isCancelled { throw NearbyError.cancelled("waiting for the node") }
+                throw NearbyError.connectionFailed("the node closed the control connection before answering")
+            }
+        } catch let error as NearbyError {
+            throw error
+        } catch {
+            if Task.isCancelled { throw .cancelled("waiting for the node") }
+            throw .connectionFailed("talking to the node failed: \(error)")
+        }
+    }
+
+    /// How a stream through the running node went.
+    public enum StreamResult: Sendable {
+        /// It ran: what it was, and the bytes each way.
+        case ran(StreamInfo)
+        /// It never started: the node's exit status.
+        case failed(Int32)
+    }
+
+    /// A stream through the running node: its setup events go to `output`, then `source` goes to
+    /// the peer and the peer's bytes to `sink` until both end. Nil when no node is running.
+    public static func stream(
+        _ request: ControlRequest, address: NodeAddress, source: any ByteSource, sink: any ByteSink,
+        output: @escaping @Sendable (String) -> Void
+    ) async throws(NearbyError) -> StreamResult? {
+        guard let channel = await connect(address) else { return nil }
+        do {
+            return try await channel.executeThenClose { inbound, outbound in
+                try await outbound.write(try requestLine(request))
+                var iterator = inbound.makeAsyncIterator()
+                var reader = LineReader()
+                var opened: StreamInfo?
+                // Setup: event lines, then `streamReady` — or a final status when it failed.
+                setup: while let chunk = try await iterator.next() {
+                    var next = try reader.append(chunk)
+                    while let text = next {
+                        switch try ControlReply.decode(text) {
+                        case let .event(line): output(line)
+                        case let .status(status): return .failed(status)
+                        case let .streamReady(info):
+                            opened = info
+                            break setup
+                        }
+                        next = try reader.line()
+                    }
+                }
+                guard let opened else { throw NearbyError.connectionFailed("the node closed the control connection before the stream opened") }
+                let leftover = reader.rest
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    let raw = channel.channel
+                    group.addTask {
+                        while let chunk = try await source.next() { try await outbound.write(chunk) }
+                        await flushed(raw, ByteBuffer())
+                        outbound.finish()
+                    }
+                    if leftover.readableBytes > 0 { try await sink.write(leftover) }
+                    while let chunk = try await iterator.next() { try await sink.write(chunk) }
+                    await sink.finish()
+                    try await group.waitForAll()
+                    await closed(channel.channel)
+                }
+                return .ran(opened)
+            }
+        } catch let error as NearbyError {
+            throw error
+        } catch {
+            if Task.isCancelled { throw .cancelled("the stream through the node") }
+            throw .connectionFailed("the stream through the node failed: \(error)")
+        }
+    }
+}

@@ -1,0 +1,88 @@
+import Foundation
+import NIOCore
+
+/// What a client asks the running node to do: one JSON line, one case per command.
+public enum ControlRequest: Codable, Sendable, Equatable {
+    case invite(peer: String, context: String?, timeout: Double)
+    /// `query`: an invitation ID or a peer; nil takes the oldest pending invitation, or the next.
+    case accept(query: String?, decline: Bool)
+    case send(peers: [String], all: Bool, timeout: Double, payload: Data)
+    case disconnect(peer: String?, all: Bool)
+    /// Files to send: absolute paths, already checked by the client.
+    case sendFiles(peer: String, files: [OutgoingFile], timeout: Double)
+    /// After the setup replies, the connection carries the stream's raw bytes both ways.
+    case stream(peer: String, name: String, timeout: Double)
+    case listen(name: String?, from: String?)
+
+    var carriesStream: Bool {
+        switch self {
+        case .stream, .listen: true
+        default: false
+        }
+    }
+}
+
+/// What the node answers, one JSON line each: the events of the work as they happen, then its
+/// exit status — or, for a stream, `streamReady` and then raw bytes.
+public enum ControlReply: Codable, Sendable, Equatable {
+    /// One event line, exactly as the node printed it.
+    case event(String)
+    case streamReady(StreamInfo)
+    case status(Int32)
+
+    var line: String {
+        let data = (try? JSONEncoder().encode(self)) ?? Data(#"{"status":{"_0":1}}"#.utf8)
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    static func decode(_ line: String) throws(NearbyError) -> ControlReply {
+        do {
+            return try JSONDecoder().decode(ControlReply.self, from: Data(line.utf8))
+        } catch {
+            throw .connectionFailed("the node answered something this version does not understand")
+        }
+    }
+}
+
+/// Which stream a node opened for a client: what the client's own `stream-closed` names.
+public struct StreamInfo: Codable, Sendable, Equatable {
+    public var stream: String
+    public var peer: PeerRef
+    public var name: String
+}
+
+/// Splits the first lines off a byte stream, bounded: a control request or answer line is at most
+/// 8 MiB. What follows the line (`rest`) is left untouched, for the raw bytes of a stream.
+struct LineReader {
+    static let limit = 8 << 20
+    private var pending = ByteBuffer()
+
+    mutating func append(_ chunk: ByteBuffer) throws(NearbyError) -> String? {
+        var chunk = chunk
+        pending.writeBuffer(&chunk)
+        return try line()
+    }
+
+    /// The next complete line already buffered, if any.
+    mutating func line() throws(NearbyError) -> String? {
+        guard let newline = pending.readableBytesView.firstIndex(of: UInt8(ascii: "\n")) else {
+            guard pending.readableBytes <= Self.limit else { throw .invalidArgument("a control line over 8 MiB") }
+            return nil
+        }
+        let length = newline - pending.readerIndex
+        let text = pending.readString(length: length) ?? ""
+        pending.moveReaderIndex(forwardBy: 1)
+        return text
+    }
+
+    var rest: ByteBuffer { pending }
+}
+
+/// Event lines for one control client, written in order as the work happens.
+final class ClientSink: EventSink {
+    private let continuation: AsyncStream<String>.Continuation
+    private let encoder = EventEncoder()
+    init(_ continuation: AsyncStream<String>.Continuation) { self.continuation = continuation }
+    func emit(_ body: some EventBody) { emitLine(encoder.line(body)) }
+    func emitLine(_ line: String) { continuation.yield(ControlReply.event(line).line) }
+}

@@ -1,0 +1,165 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The node's control socket: one request per connection, served while the client stays. A client
+/// that goes away (Ctrl-C, killed) takes its request with it: the work it waited for is cancelled,
+/// so an interrupted `nearby accept` leaves no waiter behind to swallow the next invitation.
+public enum ControlServer {
+    /// Serves requests until the calling task is cancelled.
+    public static func run(node: Node, address: NodeAddress, active: ActiveRequests, ready: @Sendable () -> Void = {}) async throws(NearbyError) {
+        let server: NIOAsyncChannel<NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never>
+        do {
+            server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                // A stream's client may end its bytes (EOF) while the peer's still flow to it.
+                .childChannelOption(.allowRemoteHalfClosure, value: true)
+                .bind(unixDomainSocketPath: address.socket, cleanupExistingSocketFile: true) { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try NIOAsyncChannel<ByteBuffer, ByteBuffer>(
+                            wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
+                    }
+                }
+            chmod(address.socket, 0o600)
+        } catch {
+            throw .ioFailure(path: address.socket, reason: "cannot listen: \(error)")
+        }
+        ready()
+        _ = try? await server.executeThenClose { clients in
+            try await withThrowingDiscardingTaskGroup { group in
+                for try await client in clients {
+                    active.begin()
+                    group.addTask {
+                        await serve(client, node: node)
+                        active.end()
+                    }
+                }
+            }
+        }
+    }
+
+    private static func serve(_ client: NIOAsyncChannel<ByteBuffer, ByteBuffer>, node: Node) async {
+        try? await client.executeThenClose { inbound, outbound in
+            var iterator = inbound.makeAsyncIterator()
+            var reader = LineReader()
+            var line: String?
+            while line == nil {
+                guard let chunk = try await iterator.next() else { return }
+                guard let found = try? reader.append(chunk) else { return }
+                line = found
+            }
+            let (lines, continuation) = AsyncStream<String>.makeStream()
+            let sink = ClientSink(continuation)
+            let written = OneShot<Void>()
+            await withTaskGroup(of: Void.self) { group in
+                // The one writer of reply lines, in order; after a stream's `streamReady`, raw bytes.
+                group.addTask {
+                    for await text in lines { try? await outbound.write(ByteBuffer(string: text + "\n")) }
+                    written.settle(())
+                }
+                let request: ControlRequest
+                do {
+                    request = try JSONDecoder().decode(ControlRequest.self, from: Data((line ?? "").utf8))
+                } catch {
+                    let status = report(NearbyError.invalidArgument("the node could not read the request: \(error)"), to: sink)
+                    continuation.yield(ControlReply.status(status).line)
+                    continuation.finish()
+                    return
+                }
+                if request.carriesStream {
+                    let source = ChannelSource(leftover: reader.rest, iterator: iterator)
+                    let bytes = ChannelSink(outbound, channel: client.channel)
+                    let ready: @Sendable (StreamInfo) async -> Void = { info in
+                        continuation.yield(ControlReply.streamReady(info).line)
+                        continuation.finish()
+                        await written.wait()
+                    }
+                    do throws(NearbyError) {
+                        _ = try await stream(request, node: node, source: source, sink: bytes, client: sink, ready: ready)
+                        await closed(client.channel)
+                    } catch {
+                        // Failed before the stream was set up: the client still reads reply lines.
+                        continuation.yield(ControlReply.status(report(error, to: sink)).line)
+                        continuation.finish()
+                    }
+                    return
+                }
+                group.addTask {
+                    var status: Int32 = 0
+                    do throws(NearbyError) {
+                        try await perform(request, node: node, sink: sink)
+                    } catch {
+                        status = report(error, to: sink)
+                    }
+                    continuation.yield(ControlReply.status(status).line)
+                    continuation.finish()
+                }
+                // The client sends nothing after its request: the end of its input means it has
+                // gone (or read its answer and left), and whatever it waited for goes with it.
+                while (try? await iterator.next()) != nil {}
+                group.cancelAll()
+            }
+        }
+    }
+
+    /// The error event for the client; returns the exit status it means.
+    private static func report(_ error: NearbyError, to sink: any EventSink) -> Int32 {
+        sink.emit(Events.Failure(code: error.code, message: error.errorDescription ?? "", exitStatus: error.exitStatus.rawValue))
+        return error.exitStatus.rawValue
+    }
+
+    static func stream(
+        _ request: ControlRequest, node: Node, source: any ByteSource, sink: any ByteSink, client: any EventSink,
+        ready: @escaping @Sendable (StreamInfo) async -> Void
+    ) async throws(NearbyError) -> StreamSummary {
+        switch request {
+        case let .listen(name, from):
+            return try await node.listenForStream(name: name, from: from, source: source, sink: sink, client: client, ready: ready)
+        case let .stream(peer, name, timeout):
+            return try await node.openStream(to: peer, name: name, timeout: timeout, source: source, sink: sink, client: client, ready: ready)
+        default:
+            throw .invalidArgument("not a stream request")
+        }
+    }
+
+    static func perform(_ request: ControlRequest, node: Node, sink: any EventSink) async throws(NearbyError) {
+        switch request {
+        case let .invite(peer, context, timeout):
+            _ = try await node.invite(peer, context: context, timeout: timeout, client: sink)
+        case let .accept(query, decline):
+            _ = try await node.accept(query, decline: decline, client: sink)
+        case let .send(peers, all, timeout, payload):
+            try await node.send(Array(payload), to: peers, all: all, timeout: timeout, client: sink)
+        case let .disconnect(peer, all):
+            _ = try await node.disconnect(peer, all: all, client: sink)
+        case let .sendFiles(peer, files, timeout):
+            try await node.sendFiles(files, to: peer, timeout: timeout, client: sink)
+        case .stream, .listen:
+            throw .invalidArgument("streams need a connection of their own")
+        }
+    }
+}
+
+/// How many control requests are being served: a node that stops lets them finish first.
+public final class ActiveRequests: Sendable {
+    private let value = Mutex(0)
+    public init() {}
+    public var count: Int { value.withLock { $0 } }
+    func begin() { value.withLock { $0 += 1 } }
+    func end() { value.withLock { $0 -= 1 } }
+}
+
+/// Waits (at most 30 s) until a half-closed connection has closed by itself: with both directions
+/// shut, NIO closes it once everything queued is written. Leaving earlier could drop the stream's
+/// last bytes.
+func closed(_ channel: any Channel) async {
+    let done = OneShot<Void>()
+    channel.closeFuture.whenComplete { _ in done.settle(()) }
+    _ = await done.wait(until: .now + .seconds(30))
+}

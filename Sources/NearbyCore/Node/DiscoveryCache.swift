@@ -1,0 +1,39 @@
+/// What the node's own browsing has found, for finding peers by name: started on first use, kept
+/// up to date by the browser's updates, and failed for good when the daemon goes away, so a command
+/// waiting for a peer hears "is avahi-daemon running?" at once instead of waiting out its timeout.
+struct DiscoveryCache {
+    private(set) var peers: [String: DiscoveredPeer] = [:]
+    /// Why discovery stopped working, if it did.
+    private(set) var failure: NearbyError?
+    private(set) var browser: Browser?
+
+    /// Starts browsing if nobody has yet; returns the updates to feed back through `apply`.
+    mutating func start(_ service: ServiceType) -> AsyncStream<Browser.Update>? {
+        guard browser == nil, failure == nil else { return nil }
+        let browser = Browser(service: service)
+        self.browser = browser
+        do {
+            return try browser.start()
+        } catch {
+            failure = error
+            return nil
+        }
+    }
+
+    mutating func apply(_ update: Browser.Update) {
+        switch update {
+        case let .found(peer), let .updated(peer, _): peers[peer.instance] = peer
+        case let .lost(peer): peers[peer.instance] = nil
+        case let .failed(error):
+            failure = error
+            peers = [:]
+        }
+    }
+
+    func stop() { browser?.stop() }
+
+    /// Peers other than `me` that `query` names.
+    func candidates(_ query: String, excluding me: PeerID) -> [DiscoveredPeer] {
+        peers.values.filter { $0.matches(query) && $0.instance != me.rawValue }
+    }
+}

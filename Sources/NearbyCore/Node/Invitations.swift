@@ -1,0 +1,117 @@
+import Foundation
+import Synchronization
+
+/// Every invitation in flight on a node, both ways, and the `nearby accept`s waiting for one. Pure
+/// bookkeeping: the node decides, this remembers. Waiters are `OneShot`s, so a waiting command
+/// that is cancelled (Ctrl-C, its client gone) stops waiting at once and leaves nothing behind.
+struct Invitations {
+    /// An invitation a peer sent us, waiting for an answer.
+    struct Incoming {
+        let id: String
+        let link: Link
+        let context: String?
+        let expires: Date
+        /// Arrival order: `nearby accept` without a peer takes the oldest.
+        let sequence: Int
+    }
+
+    /// Our invitation to a peer: what its answer settles.
+    final class Outgoing: Sendable {
+        let id: String
+        let context: String?
+        let timeout: Double
+        let outcome = OneShot<Outcome>()
+        private let current = Mutex<Link?>(nil)
+
+        init(id: String, context: String?, timeout: Double) {
+            self.id = id
+            self.context = context
+            self.timeout = timeout
+        }
+
+        /// The connection the invitation went out on, once the handshake is done.
+        var link: Link? {
+            get { current.withLock { $0 } }
+            set { current.withLock { $0 = newValue } }
+        }
+
+        var isWaiting: Bool { !outcome.isSettled }
+    }
+
+    enum Outcome: Sendable {
+        case connected(AuthenticatedPeer)
+        case declined(String)
+        case failed(NearbyError)
+    }
+
+    /// A `nearby accept` waiting for the next invitation that matches.
+    struct AcceptWaiter {
+        let id = UUID()
+        let query: String?
+        let decline: Bool
+        let sink: any EventSink
+        let answered = OneShot<AuthenticatedPeer?>()
+    }
+
+    private(set) var incoming: [String: Incoming] = [:]
+    private var arrivals = 0
+    var outgoing: [PeerID: Outgoing] = [:]
+    private(set) var waiters: [AcceptWaiter] = []
+
+    // MARK: Incoming
+
+    @discardableResult
+    mutating func received(id: String, link: Link, context: String?, expires: Date) -> Incoming {
+        arrivals += 1
+        let invitation = Incoming(id: id, link: link, context: context, expires: expires, sequence: arrivals)
+        incoming[id] = invitation
+        return invitation
+    }
+
+    mutating func take(_ id: String) -> Incoming? { incoming.removeValue(forKey: id) }
+
+    /// Pending invitations that match `query` (an invitation ID, a peer ID prefix or a name; nil:
+    /// any), oldest first.
+    func pending(matching query: String?) -> [Incoming] {
+        incoming.values
+            .filter { invitation in query.map { invitation.id == $0 || Node.matches($0, invitation.link.peer) } ?? true }
+            .sorted { $0.sequence < $1.sequence }
+    }
+
+    func pending(from peer: PeerID) -> Incoming? {
+        incoming.values.filter { $0.link.peer.id == peer }.min { $0.sequence < $1.sequence }
+    }
+
+    /// Forgets the invitations that came on `link` (it closed); returns them.
+    mutating func withdraw(on link: Link) -> [Incoming] {
+        let gone = incoming.values.filter { $0.link === link }
+        for invitation in gone { incoming[invitation.id] = nil }
+        return gone.sorted { $0.sequence < $1.sequence }
+    }
+
+    // MARK: Outgoing
+
+    mutating func forget(_ invitation: Outgoing) {
+        outgoing = outgoing.filter { $0.value !== invitation }
+    }
+
+    // MARK: Waiting `accept`s
+
+    mutating func wait(_ waiter: AcceptWaiter) { waiters.append(waiter) }
+
+    mutating func removeWaiter(_ id: UUID) { waiters.removeAll { $0.id == id } }
+
+    /// The first waiter still waiting that wants an invitation from `peer`, taken off the list.
+    /// Waiters that gave up (cancelled) are dropped on the way.
+    mutating func takeWaiter(for peer: AuthenticatedPeer) -> AcceptWaiter? {
+        waiters.removeAll { $0.answered.isSettled }
+        guard let index = waiters.firstIndex(where: { $0.query.map { Node.matches($0, peer) } ?? true }) else { return nil }
+        return waiters.remove(at: index)
+    }
+
+    /// Every waiter gets nothing (the node stops).
+    mutating func endWaiters() {
+        for waiter in waiters { waiter.answered.abandon() }
+        waiters = []
+    }
+}

@@ -1,0 +1,225 @@
+import Crypto
+import Foundation
+import NIOCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Receiving files: an offer is answered from what is on disk (a partial file to resume) without
+/// opening or creating anything; the partial file is made only when the sender starts, so an offer
+/// that never sends a byte leaves nothing behind and holds no descriptor.
+extension Node {
+    func fileOffered(_ frame: Frame, on link: Link) async {
+        let key = ChannelKey(link, frame.channel)
+        guard incomingFiles[key] == nil, let offer = try? Control.decode(Control.Open.self, from: frame) else {
+            violated(link, "a malformed or repeated open on channel \(frame.channel)")
+            return
+        }
+        guard offer.kind == "file" else {
+            await refuse(frame.channel, on: link, reason: "this node takes no \(offer.kind.prefix(32)) channels")
+            return
+        }
+        let parts = SafePath.components(of: offer.path)
+        let relative = parts.joined(separator: "/")
+        let directory = ([configuration.saveDirectory] + parts.dropLast()).joined(separator: "/")
+        let name = parts.last ?? "unnamed"
+        let fileKey = String(offer.key.filter { $0.isHexDigit }.prefix(32))
+        var partial = "\(directory)/.\(name).\(fileKey.isEmpty ? "x" : fileKey).nearby-part"
+        // The same file arriving twice at once: the second gets a partial file of its own (and
+        // starts from zero) rather than sharing the one being written.
+        if incomingFiles.values.contains(where: { $0.partial == partial }) {
+            partial = "\(directory)/.\(name).\(fileKey.isEmpty ? "x" : fileKey)-\(frame.channel)-\(UInt32.random(in: 0...UInt32.max)).nearby-part"
+        }
+        let file = IncomingFile(
+            transfer: String(fileKey.prefix(12)) + "-\(frame.channel)", peer: link.peer.ref, relative: relative,
+            directory: directory, name: name, partial: partial, size: offer.size)
+        // What an interrupted transfer of the same file left, offered for resuming.
+        let existing = open(partial, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        if existing >= 0 {
+            var stats = stat()
+            let size = fstat(existing, &stats) == 0 ? UInt64(max(0, stats.st_size)) : 0
+            var prefix = SHA256()
+            if size > 0, size <= offer.size, Transfer.hash(existing, count: size, into: &prefix) {
+                file.offered = size
+                file.prefixHasher = prefix
+            }
+            close(existing)
+        }
+        incomingFiles[key] = file
+        muxes[link]?.accept(frame.channel)
+        await link.send(Control.frame(.openReply, Control.OpenReply(
+            accept: true, offset: file.offered, prefixSHA256: file.prefixHasher.map { Transfer.hex($0.finalize()) }, reason: nil),
+            channel: frame.channel))
+    }
+
+    /// Refuses an offer: nothing was made for it.
+    func refuse(_ channel: UInt32, on link: Link, reason: String) async {
+        muxes[link]?.finish(channel)
+        await link.send(Control.frame(.openReply, Control.OpenReply(accept: false, offset: 0, prefixSHA256: nil, reason: reason), channel: channel))
+    }
+
+    func fileStarts(_ frame: Frame, on link: Link) async {
+        let key = ChannelKey(link, frame.channel)
+        guard let file = incomingFiles[key],
+              let start = try? Control.decode(Control.Start.self, from: frame), start.offset == 0 || start.offset == file.offered
+        else {
+            violated(link, "a start that does not match the offer on channel \(frame.channel)")
+            return
+        }
+        do {
+            try FileManager.default.createDirectory(atPath: file.directory, withIntermediateDirectories: true)
+        } catch {
+            await fail(file, key, on: link, code: "io-error", reason: "cannot create \(file.directory): \(error.localizedDescription)")
+            return
+        }
+        file.descriptor = open(file.partial, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard file.descriptor >= 0 else {
+            await fail(file, key, on: link, code: "io-error", reason: "cannot write in \(file.directory): \(Transfer.errorText(errno))")
+            return
+        }
+        if start.offset > 0, let prefix = file.prefixHasher {
+            file.hasher = prefix
+        } else {
+            file.hasher = SHA256()
+            _ = ftruncate(file.descriptor, 0)
+        }
+        file.position = start.offset
+        file.skipped = start.offset
+        file.started = .now
+        events.emit(Events.FileStarted(transfer: file.transfer, direction: "receive", peer: file.peer, path: file.relative, bytes: file.size, skipped: file.skipped))
+    }
+
+    func fileData(_ frame: Frame, on link: Link) async {
+        let key = ChannelKey(link, frame.channel)
+        guard let file = incomingFiles[key] else { return }
+        guard file.descriptor >= 0 else {
+            violated(link, "data before start on channel \(frame.channel)")
+            return
+        }
+        let count = frame.payload.readableBytes
+        guard file.position + UInt64(count) <= file.size else {
+            await fail(file, key, on: link, code: "protocol", reason: "the sender sent more than the \(file.size) bytes it announced")
+            return
+        }
+        var failure: Int32 = 0
+        frame.payload.withUnsafeReadableBytes { bytes in
+            if let base = bytes.baseAddress {
+                failure = Transfer.pwriteAll(file.descriptor, UnsafeRawBufferPointer(start: base, count: bytes.count), at: file.position)
+            }
+            file.hasher.update(bufferPointer: bytes)
+        }
+        if failure != 0 {
+            let reason = failure == ENOSPC ? "the disk is full" : Transfer.errorText(failure)
+            await fail(file, key, on: link, code: "io-error", reason: "cannot write \(file.relative): \(reason)")
+            return
+        }
+        file.position += UInt64(count)
+        await consumed(count, on: frame.channel, of: link)
+        if ContinuousClock.now - file.lastProgress >= Transfer.progressInterval {
+            file.lastProgress = .now
+            events.emit(Events.Progress(
+                transfer: file.transfer, direction: "receive", peer: file.peer, path: file.relative, bytes: file.position,
+                total: file.size, rate: Transfer.rate(file.position - file.skipped, Transfer.seconds(since: file.started))))
+        }
+    }
+
+    func fileEnds(_ frame: Frame, on link: Link) async {
+        let key = ChannelKey(link, frame.channel)
+        guard let file = incomingFiles[key], let end = try? Control.decode(Control.Close.self, from: frame) else { return }
+        let sha = Transfer.hex(file.hasher.finalize())
+        guard file.descriptor >= 0, file.position == file.size, end.bytes == file.size, end.sha256 == sha else {
+            await fail(file, key, on: link, code: "integrity", reason: "the file arrived damaged (SHA-256 \(sha) ≠ \(end.sha256.prefix(64)))")
+            return
+        }
+        // Private while incomplete; the usual mode (0666 less the umask) once it is a real file.
+        _ = fchmod(file.descriptor, Transfer.finishedMode)
+        let synced = fsync(file.descriptor) == 0
+        close(file.descriptor)
+        file.descriptor = -1
+        let placed: String
+        do {
+            guard synced else { throw NearbyError.ioFailure(path: file.partial, reason: "fsync failed") }
+            placed = try SafePath.placeWithoutOverwriting(file.partial, in: file.directory, as: file.name)
+        } catch {
+            await fail(file, key, on: link, code: "io-error", reason: (error as? NearbyError)?.errorDescription ?? "cannot place the file")
+            return
+        }
+        incomingFiles[key] = nil
+        let seconds = Transfer.seconds(since: file.started)
+        if file.size > 0 {
+            events.emit(Events.Progress(
+                transfer: file.transfer, direction: "receive", peer: file.peer, path: file.relative, bytes: file.size,
+                total: file.size, rate: Transfer.rate(file.size - file.skipped, seconds)))
+        }
+        events.emit(Events.FileReceived(transfer: file.transfer, peer: file.peer, path: placed, bytes: file.size, skipped: file.skipped, sha256: sha, seconds: seconds))
+        await link.send(Control.frame(.close, Control.Close(sha256: sha, bytes: file.size), channel: frame.channel))
+        muxes[link]?.finish(frame.channel)
+    }
+
+    /// The sender stopped (a `reset`): what arrived stays for a resume.
+    func fileReset(_ frame: Frame, on link: Link) {
+        guard let file = incomingFiles.removeValue(forKey: ChannelKey(link, frame.channel)) else { return }
+        let reset = (try? Control.decode(Control.Reset.self, from: frame)) ?? Control.Reset(reason: "reset", code: "cancelled")
+        abandon(file, code: reset.code, reason: "the sender stopped: \(String(reset.reason.prefix(Control.maxReasonBytes)))", keepPartial: true)
+    }
+
+    /// The receiver gives up on a file (damaged, too long, disk full): nothing is kept, the sender
+    /// hears why.
+    private func fail(_ file: IncomingFile, _ key: ChannelKey, on link: Link, code: String, reason: String) async {
+        incomingFiles[key] = nil
+        abandon(file, code: code, reason: reason, keepPartial: false)
+        await link.send(Control.frame(.reset, Control.Reset(reason: reason, code: code), channel: key.channel))
+        muxes[link]?.finish(key.channel)
+    }
+
+    /// Gives up on an incoming file: nothing under its final name; the partial file kept for a resume
+    /// when the interruption was not the data's fault and something arrived.
+    func abandon(_ file: IncomingFile, code: String, reason: String, keepPartial: Bool) {
+        let started = file.descriptor >= 0
+        if started {
+            close(file.descriptor)
+            file.descriptor = -1
+        }
+        if started, !keepPartial || file.position == 0 { unlink(file.partial) }
+        events.emit(Events.FileFailed(
+            transfer: file.transfer, direction: "receive", peer: file.peer, path: file.relative, code: code, reason: reason,
+            resumable: keepPartial && file.position > 0))
+    }
+
+    /// The link is gone: every transfer on it failed; partial files stay for a resume.
+    func transfersLost(on link: Link) {
+        let id = ObjectIdentifier(link)
+        let reason = link.closeReason ?? "connection lost"
+        for (key, file) in incomingFiles where key.link == id {
+            incomingFiles[key] = nil
+            abandon(file, code: "connection-lost", reason: "the peer vanished mid-transfer (\(reason))", keepPartial: true)
+        }
+        for (key, channel) in outgoingFiles where key.link == id {
+            channel.continuation.yield(.lost(reason))
+        }
+        for (key, stream) in streams where key.link == id {
+            streams[key] = nil
+            stream.lost(reason)
+        }
+        pendingStreams.removeAll { $0.link === link }
+    }
+}
+
+extension Transfer {
+    /// `pwrite(2)` until everything is written, retrying on EINTR. Returns 0, or the errno that stopped it.
+    static func pwriteAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: UInt64) -> Int32 {
+        var written = 0
+        while written < bytes.count {
+            let n = pwrite(fd, bytes.baseAddress.map { $0 + written }, bytes.count - written, off_t(offset) + off_t(written))
+            if n < 0 {
+                if errno == EINTR { continue }
+                return errno
+            }
+            written += n
+        }
+        return 0
+    }
+}

@@ -1,0 +1,248 @@
+import Foundation
+import NIOCore
+
+extension Node {
+    // MARK: Invitations we receive
+
+    /// The node's half of an invitation: crossed invitations, policies, waiting `accept`s, expiry.
+    func invited(_ invite: Control.Invite, on link: Link) async {
+        let peer = link.peer
+        // Already in a live session with this peer (its invitation crossed ours and lost the
+        // race): nothing to ask anyone. A session that has gone silent is replaced instead — the
+        // peer restarted without its old connection being noticed as closed.
+        if let existing = sessions[peer.id], existing !== link, existing.silence < .seconds(2) {
+            await answerLink(link, accept: false, reason: SessionStateMachine.alreadyInSession, closing: "duplicate connection: already in session")
+            return
+        }
+        // Two nodes inviting each other at once end up in one session: the smaller ID's invitation wins.
+        if let mine = invitations.outgoing[peer.id], mine.isWaiting {
+            if SessionMath.keepsOwnInvitation(own: identity.peerID, other: peer.id) {
+                await answerLink(link, accept: false, reason: "crossed", closing: "crossed invitations: ours wins")
+                return
+            }
+            invitations.received(id: invite.invitation, link: link, context: invite.context, expires: Date())
+            events.emit(invitationEvent(invite, link: link, expires: Date()))
+            await answer(invite.invitation, accept: true, by: "crossed invitations", sink: events)
+            return
+        }
+        let lifetime = min(max(invite.timeout, 1), 300)
+        let expires = Date().addingTimeInterval(lifetime)
+        invitations.received(id: invite.invitation, link: link, context: invite.context, expires: expires)
+        events.emit(invitationEvent(invite, link: link, expires: expires))
+
+        if configuration.autoAccept || configuration.acceptFrom.contains(where: { Self.matches($0, peer) }) {
+            await answer(invite.invitation, accept: true, by: configuration.autoAccept ? "--auto-accept" : "--accept-from", sink: events)
+            return
+        }
+        if let waiter = invitations.takeWaiter(for: peer) {
+            await answer(invite.invitation, accept: !waiter.decline, by: "nearby accept", sink: TeeSink(events, waiter.sink))
+            if !waiter.decline, let link = sessions[peer.id] { waiter.sink.emit(connectedEvent(link)) }
+            waiter.answered.settle(waiter.decline ? nil : peer)
+            return
+        }
+        let id = invite.invitation
+        spawn { [self] in
+            do { try await Task.sleep(for: .seconds(lifetime)) } catch { return }
+            await expire(id)
+        }
+    }
+
+    private func invitationEvent(_ invite: Control.Invite, link: Link, expires: Date) -> Events.Invitation {
+        Events.Invitation(
+            invitation: invite.invitation, peer: link.peer.ref, context: invite.context,
+            verificationCode: link.peer.verificationCode, encrypted: link.peer.encrypted,
+            expires: EventEncoder.timestamp(expires))
+    }
+
+    private func expire(_ id: String) async {
+        guard let invitation = invitations.take(id) else { return }
+        events.emit(Events.Declined(invitation: id, peer: invitation.link.peer.ref, reason: "expired: not answered in time"))
+        await answerLink(invitation.link, accept: false, reason: "expired", closing: "invitation expired")
+    }
+
+    /// Accepts the pending invitation from `peer`, if there is one; returns the peer once in session.
+    func acceptPendingInvitation(from peer: PeerID, client: (any EventSink)?) async -> AuthenticatedPeer? {
+        guard let theirs = invitations.pending(from: peer) else { return nil }
+        await answer(theirs.id, accept: true, by: "crossed invitations", sink: client.map { TeeSink(events, $0) } ?? events)
+        guard let link = sessions[peer] else { return nil }
+        client?.emit(connectedEvent(link))
+        return link.peer
+    }
+
+    private func answerLink(_ link: Link, accept: Bool, reason: String?, closing: String) async {
+        guard var machine = links[link] else { return }
+        let actions = machine.answer(accept: accept, reason: reason, closing: closing)
+        links[link] = machine
+        await perform(actions, on: link)
+    }
+
+    private func answer(_ id: String, accept: Bool, by: String, sink: any EventSink) async {
+        guard let invitation = invitations.take(id) else { return }
+        let link = invitation.link
+        if accept {
+            sink.emit(Events.Accepted(invitation: id, peer: link.peer.ref, by: by))
+        } else {
+            sink.emit(Events.Declined(invitation: id, peer: link.peer.ref, reason: "declined by us"))
+        }
+        await answerLink(link, accept: accept, reason: "declined", closing: "we declined the invitation")
+    }
+
+    /// Answers an invitation (by ID, by peer, or the oldest pending), or waits for the next one that
+    /// matches. Returns the peer now in session, or nil when we declined. Cancelling the calling task
+    /// (Ctrl-C, the client went away) stops the wait and leaves no waiter behind.
+    public func accept(_ query: String?, decline: Bool, client: (any EventSink)?) async throws(NearbyError) -> AuthenticatedPeer? {
+        let sink: any EventSink = client ?? NullSink()
+        let matching = invitations.pending(matching: query)
+        if let oldest = matching.first {
+            let peer = oldest.link.peer
+            if matching.count > 1 {
+                NearbyLog.logger.notice("\(matching.count - 1) more invitation(s) pending: \(matching.dropFirst().map { "\($0.id) from \($0.link.peer.name)" }.joined(separator: ", "))")
+            }
+            await answer(oldest.id, accept: !decline, by: "nearby accept", sink: TeeSink(events, sink))
+            if !decline, let link = sessions[peer.id] { sink.emit(connectedEvent(link)) }
+            return decline ? nil : peer
+        }
+        let waiter = Invitations.AcceptWaiter(query: query, decline: decline, sink: sink)
+        invitations.wait(waiter)
+        let answered = await waiter.answered.wait()
+        invitations.removeWaiter(waiter.id)
+        guard let answered else {
+            if stopping { throw .connectionFailed("the node stopped") }
+            throw .cancelled("waiting for an invitation")
+        }
+        return answered
+    }
+
+    // MARK: Invitations we send
+
+    /// Invites a peer and waits for the answer. Already connected: returns at once.
+    public func invite(_ query: String, context: String?, timeout: Double, client: (any EventSink)?) async throws(NearbyError) -> AuthenticatedPeer {
+        let sink: any EventSink = client.map { TeeSink(events, $0) } ?? events
+        if let context, context.utf8.count > Control.maxContextBytes {
+            throw .invalidArgument("the invitation context is \(context.utf8.count) bytes; the maximum is \(Control.maxContextBytes)")
+        }
+        // A peer we are in a session with needs no discovery and no invitation.
+        let current = sessions.values.filter { Self.matches(query, $0.peer) }
+        if current.count == 1, let link = current.first {
+            client?.emit(connectedEvent(link))
+            return link.peer
+        }
+        // The peer already invited us and waits for an answer: inviting it back means yes.
+        if let theirs = invitations.pending(matching: query).first,
+           let peer = await acceptPendingInvitation(from: theirs.link.peer.id, client: client) {
+            return peer
+        }
+        let deadline = ContinuousClock.now + .seconds(timeout)
+        let target = try await resolve(query, until: deadline, timeout: timeout)
+        if target.expected == nil, let link = sessions.values.first(where: { $0.peer.address == target.address }) {
+            client?.emit(connectedEvent(link))
+            return link.peer
+        }
+        // Its invitation may have arrived while we were looking for it.
+        if let expected = target.expected, let peer = await acceptPendingInvitation(from: expected, client: client) {
+            return peer
+        }
+        if let expected = target.expected, let link = sessions[expected] {
+            client?.emit(connectedEvent(link))
+            return link.peer
+        }
+        let invitation = Invitations.Outgoing(id: Self.newInvitationID(), context: context, timeout: timeout)
+        if let expected = target.expected { invitations.outgoing[expected] = invitation }
+        sink.emit(Events.Connecting(peer: target.expected.map { PeerRef(id: $0.rawValue, name: target.name) }, address: target.address))
+        let negotiated: Negotiated
+        do {
+            negotiated = try await Connections.connect(host: target.host, port: target.port, preference: configuration.encryption, tls: tls.client)
+        } catch {
+            invitations.forget(invitation)
+            if error is CancellationError { throw .cancelled("connecting to \(target.address)") }
+            throw .connectionFailed("cannot connect to \(target.address): \(Self.describe(error))")
+        }
+        if case let .refused(_, theirs, decision) = negotiated {
+            invitations.forget(invitation)
+            throw Self.mismatch(ours: configuration.encryption, theirs: theirs, decision: decision)
+        }
+        if case let .foreign(_, what) = negotiated {
+            invitations.forget(invitation)
+            throw .connectionFailed("\(target.address) is not a nearby node (\(what))")
+        }
+        spawn { [self] in await serve(negotiated, isClient: true, expected: target.expected, invitation: invitation, sink: sink) }
+        // The invite frame goes out once the handshake is done (`attach`); then the answer decides,
+        // or the deadline, or our own cancellation.
+        let outcome = await invitation.outcome.wait(until: deadline)
+        invitations.forget(invitation)
+        switch outcome {
+        case let .connected(peer)?:
+            if let client, let link = sessions[peer.id] { client.emit(connectedEvent(link)) }
+            return peer
+        case let .declined(reason)?:
+            let who = invitation.link?.peer
+            sink.emit(Events.Declined(invitation: invitation.id, peer: PeerRef(id: who?.id.rawValue ?? query, name: who?.name), reason: reason))
+            throw .declined(peer: who?.id.rawValue ?? query, reason: reason)
+        case let .failed(error)?:
+            throw error
+        case nil:
+            // Out of time, or cancelled: withdraw. Settle first, so closing the link does not report
+            // a lost connection instead.
+            let cancelled = Task.isCancelled
+            let error: NearbyError = cancelled
+                ? .cancelled("inviting \(query)")
+                : .invitationTimedOut(peer: invitation.link?.peer.id.rawValue ?? query, seconds: timeout)
+            invitation.outcome.settle(.failed(error))
+            if let link = invitation.link {
+                await leave(link, because: cancelled ? "invitation withdrawn" : "invitation timed out", telling: cancelled ? "invitation withdrawn" : "invitation timed out")
+            }
+            throw error
+        }
+    }
+
+    // MARK: Messages and leaving
+
+    /// Sends a message to peers, inviting those not connected yet.
+    public func send(_ payload: [UInt8], to queries: [String], all: Bool, timeout: Double, client: (any EventSink)?) async throws(NearbyError) {
+        let sink: any EventSink = client.map { TeeSink(events, $0) } ?? events
+        guard payload.count <= Frame.maxPayload else { throw .messageTooLarge(bytes: payload.count, limit: Frame.maxPayload) }
+        var targets: [Link] = []
+        if all {
+            targets = Array(sessions.values)
+            guard !targets.isEmpty else { throw .notConnected("any peer (no sessions)") }
+        }
+        for query in queries {
+            let peer = try await invite(query, context: nil, timeout: timeout, client: client)
+            guard let link = sessions[peer.id] else { throw .notConnected(peer.id.rawValue) }
+            targets.append(link)
+        }
+        for link in targets {
+            await link.send(Frame(kind: .message, payload: ByteBuffer(bytes: payload)))
+        }
+        sink.emit(Events.Sent(peers: targets.map(\.peer.ref), bytes: payload.count))
+    }
+
+    /// Leaves sessions; the peers see `disconnected` with our reason.
+    public func disconnect(_ query: String?, all: Bool, client: (any EventSink)?) async throws(NearbyError) -> [PeerRef] {
+        let targets: [Link]
+        if all {
+            targets = Array(sessions.values)
+        } else if let query {
+            let matching = sessions.values.filter { Self.matches(query, $0.peer) }
+            guard !matching.isEmpty else { throw .notConnected(query) }
+            guard matching.count == 1 else {
+                throw .peerAmbiguous(query, candidates: matching.map { "\($0.peer.id) (\($0.peer.name))" }.sorted())
+            }
+            targets = matching
+        } else {
+            targets = []
+        }
+        for link in targets {
+            await leave(link, because: "we left: disconnected by us", telling: "disconnected")
+        }
+        let deadline = ContinuousClock.now + .seconds(1)
+        while targets.contains(where: { links[$0] != nil }), ContinuousClock.now < deadline {
+            do { try await Task.sleep(for: .milliseconds(10)) } catch { break }
+        }
+        let left = targets.map(\.peer.ref)
+        if let client {
+            for peer in left { client.emit(Events.Disconnected(peer: peer, reason: "we left: disconnected by us", peers: sessions.count)) }
+        }
+        return left
+    }
+}

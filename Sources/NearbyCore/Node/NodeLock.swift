@@ -1,0 +1,65 @@
+import Foundation
+import SystemPackage
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Where a node's control socket and lock live: `$XDG_RUNTIME_DIR/nearby`, else `$NEARBY_HOME/run`;
+/// one per identity and service type. The directory is 0700: the socket is the same user's only.
+public struct NodeAddress: Sendable {
+    public let directory: String
+    public let name: String
+
+    public init(paths: NearbyPaths, environment: [String: String], peerID: PeerID, service: ServiceType) {
+        if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
+            directory = runtime + "/nearby"
+        } else {
+            directory = paths.home + "/run"
+        }
+        name = "\(peerID.rawValue)-\(service.name)"
+    }
+
+    public var socket: String { "\(directory)/\(name).sock" }
+    public var lock: String { "\(directory)/\(name).lock" }
+}
+
+/// At most one node per identity and service: an exclusive `flock` on the lock file, which the
+/// kernel releases when the process dies however it dies — so a killed node's leftovers never
+/// count as "running". The lock file holds the pid, for the error message.
+public final class NodeLock: Sendable {
+    private let fd: Int32
+    public let address: NodeAddress
+
+    public init(_ address: NodeAddress) throws(NearbyError) {
+        self.address = address
+        do {
+            try FileManager.default.createDirectory(
+                atPath: address.directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw .ioFailure(path: address.directory, reason: error.localizedDescription)
+        }
+        let fd = open(address.lock, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw .ioFailure(path: address.lock, reason: Errno(rawValue: errno).description) }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            var buffer = [UInt8](repeating: 0, count: 32)
+            let count = pread(fd, &buffer, buffer.count, 0)
+            close(fd)
+            let pid = count > 0 ? Int32(String(decoding: buffer.prefix(count), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) : nil
+            throw .nodeAlreadyRunning(pid: pid, socket: address.socket)
+        }
+        _ = ftruncate(fd, 0)
+        let pid = Array("\(getpid())\n".utf8)
+        _ = pwrite(fd, pid, pid.count, 0)
+        self.fd = fd
+        // Whatever socket is there belongs to a node that is gone.
+        unlink(address.socket)
+    }
+
+    public func release() {
+        unlink(address.socket)
+        close(fd)
+    }
+}

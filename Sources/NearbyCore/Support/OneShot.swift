@@ -1,0 +1,97 @@
+import Synchronization
+
+/// A value that arrives once, awaited by at most one task, and a wait that ends when that task is
+/// cancelled: the building block of every waiter in the node (invitations, `accept`, stream
+/// listeners). Whoever settles it first wins; later settles are ignored, so a late answer can never
+/// resume a continuation twice or wake a waiter that has gone.
+public final class OneShot<Value: Sendable>: Sendable {
+    private enum State {
+        case empty
+        case waiting(CheckedContinuation<Value?, Never>)
+        case settled(Value?)
+    }
+
+    private let state = Mutex<State>(.empty)
+
+    public init() {}
+
+    /// Settles with `value`; false when it was settled (or abandoned) already.
+    @discardableResult
+    public func settle(_ value: Value) -> Bool { finish(value) }
+
+    /// Settles with nothing: the waiter sees nil.
+    @discardableResult
+    public func abandon() -> Bool { finish(nil) }
+
+    private func finish(_ value: Value?) -> Bool {
+        let (changed, waiter): (Bool, CheckedContinuation<Value?, Never>?) = state.withLock { state in
+            switch state {
+            case .settled: return (false, nil)
+            case let .waiting(continuation):
+                state = .settled(value)
+                return (true, continuation)
+            case .empty:
+                state = .settled(value)
+                return (true, nil)
+            }
+        }
+        waiter?.resume(returning: value)
+        return changed
+    }
+
+    public var isSettled: Bool { state.withLock { if case .settled = $0 { true } else { false } } }
+
+    /// The value, or nil when abandoned, at `deadline`, or when the waiting task was cancelled.
+    public func wait(until deadline: ContinuousClock.Instant) async -> Value? {
+        await withTaskGroup(of: Value?.self) { group in
+            group.addTask { await self.wait() }
+            group.addTask {
+                try? await Task.sleep(until: deadline)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+    }
+
+    /// The value, or nil when abandoned or when the waiting task was cancelled.
+    public func wait() async -> Value? {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Value?, Never>) in
+                let now: Value?? = state.withLock { state in
+                    switch state {
+                    case let .settled(value): return .some(value)
+                    case .waiting: return .some(nil)  // one waiter only: a second one gets nothing
+                    case .empty:
+                        if Task.isCancelled {
+                            state = .settled(nil)
+                            return .some(nil)
+                        }
+                        state = .waiting(continuation)
+                        return .none
+                    }
+                }
+                if let now { continuation.resume(returning: now) }
+            }
+        } onCancel: {
+            abandon()
+        }
+    }
+}
+
+import NIOCore
+
+extension EventLoopFuture where Value: Sendable {
+    /// The future's value, or `CancellationError` as soon as the calling task is cancelled (where
+    /// `get()` would wait for the future however long it takes). A value that arrives after the
+    /// caller gave up goes to `late`, to be cleaned up.
+    func value(orCancelled late: @escaping @Sendable (Value) -> Void = { _ in }) async throws -> Value {
+        let shot = OneShot<Result<Value, any Error>>()
+        whenComplete { result in
+            if !shot.settle(result), case let .success(value) = result { late(value) }
+        }
+        guard let result = await shot.wait() else { throw CancellationError() }
+        return try result.get()
+    }
+}
