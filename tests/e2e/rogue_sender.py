@@ -85,8 +85,9 @@ def transcript(role, client_key, server_key, client_nonce, server_nonce):
     return data
 
 
-def main():
-    host, port, spec = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
+def join(host, port):
+    """Connects in plaintext, proves a fresh identity and gets invited in: the session's Peer and
+    the node's hello."""
     key = ec.generate_private_key(ec.SECP256R1())
     spki = key.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
     peer_id = base36(int.from_bytes(hashlib.sha256(spki).digest()[:8], "big"))
@@ -113,6 +114,12 @@ def main():
     if not answer.get("accept"):
         raise RuntimeError(f"invitation declined: {answer}")
     print(json.dumps({"event": "connected", "id": peer_id, "node": {"id": theirs["id"], "name": theirs["name"]}}), flush=True)
+    return peer, theirs
+
+
+def main():
+    host, port, spec = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
+    peer, _ = join(host, port)
 
     for index, item in enumerate(spec):
         channel = 2 * index + 1  # the connecting side numbers its channels odd

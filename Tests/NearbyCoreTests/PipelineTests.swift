@@ -1,0 +1,110 @@
+import Foundation
+import NIOCore
+import NIOEmbedded
+import NIOSSL
+import Synchronization
+import Testing
+@testable import NearbyCore
+
+/// The pipeline handlers on `EmbeddedChannel`s: frames split and merged at every byte boundary, and
+/// the plaintext preamble handing the connection over to TLS and the frame codec.
+@Suite struct PipelineTests {
+    private func encoded(_ frames: [Frame]) -> ByteBuffer {
+        var out = ByteBuffer()
+        for frame in frames { FrameEncoder.write(frame, into: &out) }
+        return out
+    }
+
+    @Test func framesSplitAtEveryByteBoundaryDecodeTheSame() throws {
+        let frames = [
+            Frame(kind: .message, payload: ByteBuffer(string: "hello")), Frame(kind: .ping),
+            Frame(kind: .data, channel: 3, payload: ByteBuffer(repeating: 9, count: 300)),
+        ]
+        let all = encoded(frames)
+        for cut in 0...all.readableBytes {
+            let channel = EmbeddedChannel(handler: ByteToMessageHandler(FrameDecoder()))
+            if let head = all.getSlice(at: 0, length: cut) { try channel.writeInbound(head) }
+            if let tail = all.getSlice(at: cut, length: all.readableBytes - cut) { try channel.writeInbound(tail) }
+            var decoded: [Frame] = []
+            while let frame = try channel.readInbound(as: Frame.self) { decoded.append(frame) }
+            #expect(decoded == frames, "cut at \(cut)")
+            #expect(try channel.finish().isClean)
+        }
+    }
+
+    @Test func anOversizedFrameIsRefusedWhateverTheSplit() throws {
+        var header = ByteBuffer()
+        header.writeInteger(Frame.Kind.data.rawValue)
+        header.writeInteger(UInt32(1))
+        header.writeInteger(UInt32(Frame.maxPayload + 1))
+        let channel = EmbeddedChannel(handler: ByteToMessageHandler(FrameDecoder()))
+        for index in 0..<(Frame.headerSize - 1) {
+            try channel.writeInbound(header.getSlice(at: index, length: 1) ?? ByteBuffer())
+        }
+        #expect(throws: ProtocolViolation.self) {
+            try channel.writeInbound(header.getSlice(at: Frame.headerSize - 1, length: 1) ?? ByteBuffer())
+        }
+    }
+
+    /// What an embedded channel's future holds already, without waiting (waiting would hang).
+    private func settled(_ future: EventLoopFuture<Negotiated>) -> Negotiated? {
+        let box = Mutex<Negotiated?>(nil)
+        future.whenSuccess { value in box.withLock { $0 = value } }
+        return box.withLock { $0 }
+    }
+
+    private func contexts() throws -> SessionTLS.Contexts {
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-pipe-\(UUID().uuidString)").path
+        let identity = try IdentityStore(paths: NearbyPaths(home: home)).loadOrCreate(defaultName: "pipe")
+        return try SessionTLS.contexts(for: identity)
+    }
+
+    @Test func thePreambleSplitByteByByteHandsTheServerOverToTLS() throws {
+        let tls = try contexts()
+        let server = EmbeddedChannel()
+        let negotiated = Connections.install(on: server, role: .server, preference: .required, tls: tls.server)
+        try server.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+        for byte in Preamble.hello(.optional) { try server.writeInbound(ByteBuffer(bytes: [byte])) }
+        let reply = try server.readOutbound(as: ByteBuffer.self)
+        #expect(reply.map { Array($0.readableBytesView) } == Preamble.reply(.tls))
+        guard case let .frames(frames)? = settled(negotiated) else {
+            Issue.record("no frame channel after the preamble")
+            return
+        }
+        #expect(frames.encrypted)
+        #expect(throws: Never.self) { try server.pipeline.syncOperations.handler(type: NIOSSLServerHandler.self) }
+        #expect(throws: (any Error).self) { try server.pipeline.syncOperations.handler(type: PreambleHandler.self) }
+        _ = try? server.finish()
+    }
+
+    @Test func bytesThatArriveWithThePreambleReachTLS() throws {
+        let tls = try contexts()
+        let client = EmbeddedChannel(), server = EmbeddedChannel()
+        let clientSide = Connections.install(on: client, role: .client, preference: .required, tls: tls.client)
+        let serverSide = Connections.install(on: server, role: .server, preference: .required, tls: tls.server)
+        try server.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+        try client.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 2)).wait()
+        // The client's preamble, then (once it heard the answer) its TLS ClientHello.
+        let hello = try #require(try client.readOutbound(as: ByteBuffer.self))
+        try server.writeInbound(hello)
+        var answer = try #require(try server.readOutbound(as: ByteBuffer.self))
+        try client.writeInbound(answer)
+        // Merge what the client sends next (the ClientHello) with nothing in between: the server
+        // must hand it straight to TLS, which answers.
+        var merged = ByteBuffer()
+        while var bytes = try client.readOutbound(as: ByteBuffer.self) { merged.writeBuffer(&bytes) }
+        #expect(merged.readableBytes > 0)
+        try server.writeInbound(merged)
+        answer = try #require(try server.readOutbound(as: ByteBuffer.self))
+        #expect(answer.readableBytes > 0)
+        // The server's own TLS flight came back: the ClientHello reached TLS, not the preamble.
+        #expect(answer.getInteger(at: answer.readerIndex, as: UInt8.self) == 0x16)  // a TLS handshake record
+        guard case let .frames(clientFrames)? = settled(clientSide), case let .frames(serverFrames)? = settled(serverSide) else {
+            Issue.record("both sides should have frame channels")
+            return
+        }
+        #expect(clientFrames.encrypted && serverFrames.encrypted)
+        _ = try? client.finish()
+        _ = try? server.finish()
+    }
+}
