@@ -103,7 +103,7 @@ func interruptible<T: Sendable>(_ what: String, _ body: @escaping @Sendable () a
         group.addTask { try await body() }
         group.addTask {
             guard await TerminationSignal.next() != nil else { return nil }
-            throw NearbyError.cancelled("\(what): interrupted")
+            throw NearbyError.cancelled(what)
         }
         defer { group.cancelAll() }
         while let next = try await group.next() {

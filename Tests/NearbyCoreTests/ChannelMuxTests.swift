@@ -121,4 +121,55 @@ import Testing
         let reply = Control.frame(.openReply, Control.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil), channel: 1)
         #expect(throws: ProtocolViolation.self) { try mux.receive(reply) }
     }
+
+    @Test func aPeerEndsItsDirectionOnce() throws {
+        var mux = ChannelMux(isClient: false)
+        _ = try mux.receive(open(1))
+        mux.accept(1)
+        _ = try mux.receive(Frame(kind: .close, channel: 1))
+        #expect(throws: ProtocolViolation.self) { try mux.receive(data(1, 1)) }
+        #expect(throws: ProtocolViolation.self) { try mux.receive(Frame(kind: .close, channel: 1)) }
+    }
+}
+
+/// Credit summed, never queued: a flood of window frames is one number.
+@Suite struct CreditGateTests {
+    @Test func creditIsSummedTakenAndClosed() async {
+        let gate = CreditGate(initial: 10)
+        #expect(await gate.take(upTo: 4) == 4)
+        for _ in 0..<100_000 { gate.add(1) }
+        #expect(await gate.take(upTo: 1_000_000) == 100_006)
+        let waiting = Task { await gate.take(upTo: 5) }
+        gate.add(3)
+        #expect(await waiting.value == 3)
+        gate.close()
+        #expect(await gate.take(upTo: 1) == nil)
+    }
+
+    @Test func aWaitEndsWhenItsTaskIsCancelled() async {
+        let gate = CreditGate(initial: 0)
+        let waiting = Task { await gate.take(upTo: 1) }
+        waiting.cancel()
+        #expect(await waiting.value == nil)
+    }
+}
+
+/// The one-shot every waiter in the node is made of.
+@Suite struct OneShotTests {
+    @Test func theFirstSettleWinsAndAWaitEndsOnCancel() async {
+        let shot = OneShot<Int>()
+        #expect(shot.settle(1))
+        #expect(!shot.settle(2))
+        #expect(await shot.wait() == 1)
+        let never = OneShot<Int>()
+        let waiting = Task { await never.wait() }
+        waiting.cancel()
+        #expect(await waiting.value == nil)
+        #expect(!never.settle(3))  // abandoned by the cancelled waiter: a late answer goes nowhere
+    }
+
+    @Test func aDeadlineEndsTheWait() async {
+        let shot = OneShot<Int>()
+        #expect(await shot.wait(until: .now + .milliseconds(20)) == nil)
+    }
 }

@@ -48,8 +48,8 @@ test_stream_flooded_before_anyone_accepted_it_is_cut_off() {
 
 test_stream_flooded_past_its_window_with_a_stuck_reader_is_cut_off() {
     # The listener's stdout is a pipe nobody reads: it fills, and the node must not buffer for it.
-    local file=$OUT/listen.jsonl
-    lab_bg 1 "$OUT/listen.out" sh -c "'$NEARBY' stream --listen --service bounds2 --encryption none --json 2>'$file' </dev/null | sleep 60" >/dev/null
+    local file=$OUT/listen.txt
+    lab_bg 1 "$OUT/listen.out" sh -c "'$NEARBY' stream --listen --service bounds2 --encryption none 2>'$file' </dev/null | sleep 60" >/dev/null
     lab_wait_line "$file" 'select(.event=="advertising")' 10 >/dev/null || { fail "no listener"; cat "$file" >&2; return 1; }
     ADV_PORT=$(jq -r 'select(.event=="advertising") | .port' "$file")
     local pid

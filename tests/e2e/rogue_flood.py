@@ -17,7 +17,7 @@ import json
 import socket
 import sys
 
-from rogue_sender import DATA, OPEN, OPEN_REPLY, RESET, join
+from rogue_sender import DATA, OPEN, OPEN_REPLY, RESET, join, run
 
 CHUNK = 1 << 20
 
@@ -73,8 +73,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except Exception as error:  # noqa: BLE001 — a test tool: say what broke, exit 1
-        print(f"rogue_flood: {type(error).__name__}: {error}", file=sys.stderr)
-        sys.exit(1)
+    run(main, "rogue_flood")

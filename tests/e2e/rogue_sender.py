@@ -153,9 +153,14 @@ def main():
     return 0
 
 
-if __name__ == "__main__":
+def run(entry, name):
+    """Runs a test tool's main: its status, or 1 with what broke on stderr."""
     try:
-        sys.exit(main())
+        sys.exit(entry())
     except Exception as error:  # noqa: BLE001 — a test tool: say what broke, exit 1
-        print(f"rogue_sender: {type(error).__name__}: {error}", file=sys.stderr)
+        print(f"{name}: {type(error).__name__}: {error}", file=sys.stderr)
         sys.exit(1)
+
+
+if __name__ == "__main__":
+    run(main, "rogue_sender")

@@ -30,8 +30,8 @@ test_sigint_ends_every_waiting_command_within_a_second() {
     signals_settle
     signals_interrupt "$LAB_PID" 130 "send during discovery" || ok=1
     # A listener waiting for a stream.
-    lab_bg 3 "$OUT/listen.out" sh -c "exec '$NEARBY' stream --listen --service sig1 </dev/null 2>'$OUT/listen.jsonl'" >/dev/null
-    lab_wait_line "$OUT/listen.jsonl" 'select(.event=="advertising")' 10 >/dev/null || { fail "stream --listen did not start"; return 1; }
+    lab_bg 3 "$OUT/listen.out" sh -c "exec '$NEARBY' stream --listen --service sig1 </dev/null 2>'$OUT/listen.txt'" >/dev/null
+    lab_wait_line "$OUT/listen.txt" 'select(.event=="advertising")' 10 >/dev/null || { fail "stream --listen did not start"; return 1; }
     signals_interrupt "$LAB_PID" 130 "stream --listen" || ok=1
     # advertise and browse end as asked: 0.
     advertise 4 sig1 || return 1

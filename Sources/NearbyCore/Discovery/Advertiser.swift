@@ -11,6 +11,9 @@ public final class Advertiser: @unchecked Sendable {
     public let txt: TXTRecord
     private let queue = DispatchQueue(label: "nearby.advertiser")
     private var operation: DNSServiceOperation?
+    /// Set once the daemon confirmed: anything heard from it after that means it went away.
+    private var confirmed = false
+    private var onLost: (@Sendable () -> Void)?
 
     public init(service: ServiceType, instance: String, port: UInt16, txt: TXTRecord) {
         self.service = service
@@ -20,23 +23,32 @@ public final class Advertiser: @unchecked Sendable {
     }
 
     /// Registers and waits until the daemon confirms. A registration renamed because of a conflict
-    /// is withdrawn and reported: our instance name is our identity and must not change.
-    public func start() async throws(NearbyError) {
+    /// is withdrawn and reported: our instance name is our identity and must not change. Once
+    /// confirmed, `lost` is called (once) if the daemon goes away: Avahi's compat layer says so with
+    /// an error on the connection or with a second callback, and the registration is gone with it.
+    public func start(lost: (@Sendable () -> Void)? = nil) async throws(NearbyError) {
         DNSSD.silenceAvahiWarnings()
         let wire = try txt.encode()
         let result: Result<Void, NearbyError> = await withCheckedContinuation { continuation in
             let once = Once(continuation)
             queue.async { [self] in
+                confirmed = false
+                onLost = lost
                 do throws(NearbyError) {
                     operation = try DNSSD.register(
                         name: instance, type: service.registrationType, port: port, txt: wire, queue: queue,
-                        onFailure: { status in once.resume(.failure(.daemonUnavailable(code: status))) }
-                    ) { [instance] status, name in
-                        if status != Int32(kDNSServiceErr_NoError) {
+                        onFailure: { [self] status in
+                            if confirmed { daemonWentAway() } else { once.resume(.failure(.daemonUnavailable(code: status))) }
+                        }
+                    ) { [self, instance] status, name in
+                        if confirmed {
+                            daemonWentAway()
+                        } else if status != Int32(kDNSServiceErr_NoError) {
                             once.resume(.failure(.discoveryFailed(operation: "register", code: status)))
                         } else if let name, name != instance {
                             once.resume(.failure(.nameConflict(requested: instance, got: name)))
                         } else {
+                            confirmed = true
                             once.resume(.success(()))
                         }
                     }
@@ -51,9 +63,21 @@ public final class Advertiser: @unchecked Sendable {
         }
     }
 
+    /// On the queue: the daemon dropped us. Forget the registration and say so, once.
+    private func daemonWentAway() {
+        confirmed = false
+        operation?.cancel()
+        operation = nil
+        let lost = onLost
+        onLost = nil
+        lost?()
+    }
+
     /// Withdraws the registration. Returns once the daemon has been told.
     public func stop() {
         let stopping: DNSServiceOperation? = queue.sync {
+            onLost = nil
+            confirmed = false
             defer { operation = nil }
             operation?.cancel()
             return operation

@@ -1,6 +1,7 @@
 /// What the node's own browsing has found, for finding peers by name: started on first use, kept
-/// up to date by the browser's updates, and failed for good when the daemon goes away, so a command
-/// waiting for a peer hears "is avahi-daemon running?" at once instead of waiting out its timeout.
+/// up to date by the browser's updates, and failed when the daemon goes away, so a command waiting
+/// for a peer hears "is avahi-daemon running?" at once instead of waiting out its timeout. The next
+/// command that looks for a peer starts browsing again.
 struct DiscoveryCache {
     private(set) var peers: [String: DiscoveredPeer] = [:]
     /// Why discovery stopped working, if it did.
@@ -9,7 +10,8 @@ struct DiscoveryCache {
 
     /// Starts browsing if nobody has yet; returns the updates to feed back through `apply`.
     mutating func start(_ service: ServiceType) -> AsyncStream<Browser.Update>? {
-        guard browser == nil, failure == nil else { return nil }
+        guard browser == nil else { return nil }
+        failure = nil
         let browser = Browser(service: service)
         self.browser = browser
         do {
@@ -26,6 +28,7 @@ struct DiscoveryCache {
         case let .lost(peer): peers[peer.instance] = nil
         case let .failed(error):
             failure = error
+            browser = nil
             peers = [:]
         }
     }

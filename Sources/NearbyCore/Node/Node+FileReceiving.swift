@@ -199,6 +199,7 @@ extension Node {
         }
         for (key, channel) in outgoingFiles where key.link == id {
             channel.continuation.yield(.lost(reason))
+            channel.credit.close()
         }
         for (key, stream) in streams where key.link == id {
             streams[key] = nil

@@ -22,15 +22,17 @@ struct ChannelKey: Hashable {
 final class OutgoingChannel: Sendable {
     enum Signal: Sendable {
         case reply(Control.OpenReply)
-        case credit(Int)
         case closed(Control.Close)
         case reset(Control.Reset)
         case lost(String)
     }
 
     let id: UInt32
+    /// Answers and the end: a handful per channel (the multiplexer refuses repeats).
     let signals: AsyncStream<Signal>
     let continuation: AsyncStream<Signal>.Continuation
+    /// What the receiver lets us send, summed however many window frames it sends.
+    let credit = CreditGate(initial: Transfer.window)
 
     init(id: UInt32) {
         self.id = id
@@ -196,16 +198,15 @@ extension Node {
         let started = clock.now
         var lastProgress = started
         var position = offset
-        var credit = Transfer.window
         while position < file.size {
             if Task.isCancelled { throw await cancelled() }
-            let want = Int(min(UInt64(Transfer.chunk), file.size - position))
-            while credit < want {
+            guard let want = await channel.credit.take(upTo: Int(min(UInt64(Transfer.chunk), file.size - position))) else {
+                // No more credit: the receiver reset the channel, the link went, or we were cancelled.
+                if Task.isCancelled { throw await cancelled() }
                 switch await signals.next() {
-                case let .credit(more)?: credit += more
                 case let .reset(reset)?: throw failed(reset.code, "the receiver stopped: \(reset.reason)")
                 case let .lost(reason)?: throw failed("connection-lost", reason)
-                default: throw Task.isCancelled ? await cancelled() : failed("connection-lost", "the session ended")
+                default: throw failed("connection-lost", "the session ended")
                 }
             }
             var buffer = ByteBufferAllocator().buffer(capacity: want)
@@ -215,7 +216,6 @@ extension Node {
             guard got > 0 else { throw failed("io-error", "\(file.source) became shorter while sending") }
             buffer.withUnsafeReadableBytes { hasher.update(bufferPointer: $0) }
             await link.send(Frame(kind: .data, channel: channel.id, payload: buffer))
-            credit -= got
             position += UInt64(got)
             if clock.now - lastProgress >= Transfer.progressInterval || position == file.size {
                 lastProgress = clock.now
@@ -228,7 +228,6 @@ extension Node {
         await link.send(Control.frame(.close, Control.Close(sha256: sha, bytes: file.size), channel: channel.id))
         while true {
             switch await signals.next() {
-            case .credit?: continue
             case let .closed(confirmed)? where confirmed.sha256 == sha:
                 sink.emit(Events.FileSent(
                     transfer: transfer, peer: peer, path: file.relative, bytes: file.size, skipped: offset, sha256: sha,
@@ -269,12 +268,13 @@ extension Node {
             case .openReply:
                 if let reply = try? Control.decode(Control.OpenReply.self, from: frame) { channel.continuation.yield(.reply(reply)) }
             case .window:
-                if let more = frame.payload.getInteger(at: frame.payload.readerIndex, as: UInt32.self) { channel.continuation.yield(.credit(Int(more))) }
+                if let more = frame.payload.getInteger(at: frame.payload.readerIndex, as: UInt32.self) { channel.credit.add(Int(more)) }
             case .close:
                 if let close = try? Control.decode(Control.Close.self, from: frame) { channel.continuation.yield(.closed(close)) }
             case .reset:
                 let reset = (try? Control.decode(Control.Reset.self, from: frame)) ?? Control.Reset(reason: "reset", code: "refused")
                 channel.continuation.yield(.reset(reset))
+                channel.credit.close()
             default:
                 await protocolError(on: link, "\(frame.kind) on our own channel \(frame.channel)")
             }

@@ -16,8 +16,8 @@ final class StreamChannel: Sendable {
     let peer: PeerRef
     let replies: AsyncStream<Control.OpenReply>
     let replyContinuation: AsyncStream<Control.OpenReply>.Continuation
-    let credits: AsyncStream<Int>
-    let creditContinuation: AsyncStream<Int>.Continuation
+    /// What the peer lets us send, summed however many window frames it sends.
+    let credit = CreditGate(initial: Transfer.window)
     /// Bounded by our window: the peer may not send more than we granted.
     let inbound: AsyncStream<Inbound>
     let inboundContinuation: AsyncStream<Inbound>.Continuation
@@ -27,14 +27,13 @@ final class StreamChannel: Sendable {
         self.name = name
         self.peer = peer
         (replies, replyContinuation) = AsyncStream<Control.OpenReply>.makeStream()
-        (credits, creditContinuation) = AsyncStream<Int>.makeStream()
         (inbound, inboundContinuation) = AsyncStream<Inbound>.makeStream()
     }
 
     func lost(_ reason: String) {
         inboundContinuation.yield(.reset(reason))
         inboundContinuation.finish()
-        creditContinuation.finish()
+        credit.close()
         replyContinuation.finish()
     }
 }
@@ -191,7 +190,7 @@ extension Node {
             stream.inboundContinuation.yield(.data(ByteBuffer(bytes: frame.payload.readableBytesView)))
         case .window:
             if let more = frame.payload.getInteger(at: frame.payload.readerIndex, as: UInt32.self) {
-                stream.creditContinuation.yield(Int(more))
+                stream.credit.add(Int(more))
             }
         case .close:
             stream.inboundContinuation.yield(.end)
@@ -224,18 +223,13 @@ extension Node {
                 group.addTask {
                     var sent: UInt64 = 0
                     defer { counts.sent(sent) }
-                    var credit = Transfer.window
-                    var credits = stream.credits.makeAsyncIterator()
                     while var chunk = try await source.next() {
                         while chunk.readableBytes > 0 {
-                            while credit == 0 {
-                                guard let more = await credits.next() else { throw NearbyError.connectionFailed("the stream ended") }
-                                credit += more
+                            guard let count = await stream.credit.take(upTo: min(chunk.readableBytes, Transfer.chunk)) else {
+                                throw NearbyError.connectionFailed("the stream ended")
                             }
-                            let count = min(chunk.readableBytes, credit, Transfer.chunk)
                             guard let piece = chunk.readSlice(length: count) else { break }
                             await link.send(Frame(kind: .data, channel: stream.id, payload: piece))
-                            credit -= count
                             sent += UInt64(count)
                         }
                     }

@@ -113,8 +113,36 @@ public actor Node {
         guard configuration.advertise else { return }
         let txt = TXTRecord(displayName: displayName, info: configuration.info, protocolVersion: TXTRecord.protocolVersion)
         let advertiser = Advertiser(service: configuration.service, instance: identity.peerID.rawValue, port: UInt16(port), txt: txt)
-        try await advertiser.start()
+        try await advertiser.start(lost: advertisementLost)
         self.advertiser = advertiser
+    }
+
+    /// The daemon went away under our advertisement (stopped, restarted): say so, and register
+    /// again as soon as it answers, printing `advertising` again.
+    private nonisolated var advertisementLost: @Sendable () -> Void {
+        { [self] in spawn { await self.readvertise() } }
+    }
+
+    private func readvertise() async {
+        guard let advertiser, !stopping else { return }
+        let failure = NearbyError.daemonUnavailable(code: -65537)
+        events.emit(Events.Failure(code: failure.code, message: "the DNS-SD daemon went away: not discoverable until it is back", exitStatus: failure.exitStatus.rawValue))
+        NearbyLog.logger.warning("the DNS-SD daemon went away; registering again as soon as it is back")
+        while !stopping {
+            do {
+                try await Task.sleep(for: .milliseconds(500))
+            } catch {
+                return
+            }
+            do {
+                try await advertiser.start(lost: advertisementLost)
+                if stopping { return advertiser.stop() }
+                events.emit(advertisingEvent)
+                return
+            } catch {
+                continue
+            }
+        }
     }
 
     /// Says goodbye to every peer, withdraws the advertisement, closes everything. Bounded: a peer

@@ -34,6 +34,8 @@ public struct ChannelMux: Sendable {
         var allowance: Int
         /// Bytes consumed since the last window grant.
         var consumed: Int
+        /// The peer ended its direction (`close`): nothing more may come from it.
+        var peerClosed = false
     }
 
     public enum Inbound: Sendable, Equatable {
@@ -126,6 +128,7 @@ public struct ChannelMux: Sendable {
             guard !isOurs(id), entry.phase == .open else { throw .unexpected("start on channel \(id) before it was accepted") }
         case .data:
             guard entry.phase == .open else { throw .unexpected("data on channel \(id) before it was accepted") }
+            guard !entry.peerClosed else { throw .unexpected("data on channel \(id) after the peer closed it") }
             let count = frame.payload.readableBytes
             guard count <= entry.allowance else {
                 throw .unexpected("\(count) bytes on channel \(id) past the window (\(entry.allowance) left)")
@@ -134,7 +137,8 @@ public struct ChannelMux: Sendable {
         case .window:
             guard frame.payload.readableBytes == 4 else { throw .malformed("window frame") }
         case .close:
-            break
+            guard !entry.peerClosed else { throw .unexpected("a second close on channel \(id)") }
+            entry.peerClosed = true
         case .reset:
             entries[id] = nil
             return .deliver(frame)

@@ -33,7 +33,7 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
         case .identityCheckFailed: "identity or integrity check failed"
         case .nodeAlreadyRunning: "a node is already running"
         case .notImplemented: "not implemented yet"
-        case .interrupted: "interrupted: the work was cancelled (SIGINT)"
+        case .interrupted: "interrupted: SIGINT or SIGTERM cut the work short"
         case .usage: "usage error: invalid arguments or input"
         }
     }

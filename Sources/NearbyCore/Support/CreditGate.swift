@@ -1,0 +1,71 @@
+import Synchronization
+
+/// Flow-control credit a peer grants us, summed as it comes: however many window frames arrive,
+/// this holds one number, never a queue of them. One sender takes from it, waiting while it is
+/// empty; closing it (reset, lost link) ends that wait.
+public final class CreditGate: Sendable {
+    private struct State {
+        var available: Int
+        var closed = false
+        var waiter: CheckedContinuation<Void, Never>?
+    }
+
+    private let state: Mutex<State>
+
+    public init(initial: Int) { state = Mutex(State(available: initial)) }
+
+    /// More credit from the peer. Absurd totals are clamped: we never have that much to send anyway.
+    public func add(_ count: Int) {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.available = min(state.available + max(0, count), Int(Int32.max))
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    /// No more credit will come.
+    public func close() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.closed = true
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    /// Takes up to `limit` bytes of credit, waiting while there is none; nil once closed or when the
+    /// calling task is cancelled.
+    public func take(upTo limit: Int) async -> Int? {
+        while true {
+            let taken = state.withLock { state -> Int?? in
+                if state.closed { return .some(nil) }
+                guard state.available > 0 else { return .none }
+                let count = min(state.available, limit)
+                state.available -= count
+                return .some(count)
+            }
+            if let taken { return taken }
+            if Task.isCancelled { return nil }
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                    let ready = state.withLock { state -> Bool in
+                        if state.closed || state.available > 0 || Task.isCancelled { return true }
+                        state.waiter = continuation
+                        return false
+                    }
+                    if ready { continuation.resume() }
+                }
+            } onCancel: {
+                let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+                    defer { state.waiter = nil }
+                    return state.waiter
+                }
+                waiter?.resume()
+            }
+        }
+    }
+
+    /// Gives back credit taken but not used.
+    public func giveBack(_ count: Int) { add(count) }
+}
