@@ -41,6 +41,31 @@ public final class MemorySink: EventSink {
     public var lines: [String] { storage.withLock { $0 } }
 }
 
+/// Sends every event to two sinks: the node's own output and the client that asked for the work.
+public struct TeeSink: EventSink {
+    let first: any EventSink
+    let second: any EventSink
+    public init(_ first: any EventSink, _ second: any EventSink) {
+        self.first = first
+        self.second = second
+    }
+    public func emit(_ body: some EventBody) {
+        first.emit(body)
+        second.emit(body)
+    }
+    public func emitLine(_ line: String) {
+        first.emitLine(line)
+        second.emitLine(line)
+    }
+}
+
+/// Discards events.
+public struct NullSink: EventSink {
+    public init() {}
+    public func emit(_ body: some EventBody) {}
+    public func emitLine(_ line: String) {}
+}
+
 /// Words for people on stderr, through swift-log: errors always, chatter only with `--verbose`.
 public struct Console: Sendable {
     public init(verbose: Bool) {}

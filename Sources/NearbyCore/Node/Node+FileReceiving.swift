@@ -14,7 +14,7 @@ import Darwin
 extension Node {
     func fileOffered(_ frame: Frame, on link: Link) async {
         let key = ChannelKey(link, frame.channel)
-        guard incomingFiles[key] == nil, let offer = try? Control.decode(Control.Open.self, from: frame) else {
+        guard transfers.incoming[key] == nil, let offer = try? Control.decode(Control.Open.self, from: frame) else {
             violated(link, "a malformed or repeated open on channel \(frame.channel)")
             return
         }
@@ -30,7 +30,7 @@ extension Node {
         var partial = "\(directory)/.\(name).\(fileKey.isEmpty ? "x" : fileKey).nearby-part"
         // The same file arriving twice at once: the second gets a partial file of its own (and
         // starts from zero) rather than sharing the one being written.
-        if incomingFiles.values.contains(where: { $0.partial == partial }) {
+        if transfers.incoming.values.contains(where: { $0.partial == partial }) {
             partial = "\(directory)/.\(name).\(fileKey.isEmpty ? "x" : fileKey)-\(frame.channel)-\(UInt32.random(in: 0...UInt32.max)).nearby-part"
         }
         let file = IncomingFile(
@@ -48,7 +48,7 @@ extension Node {
             }
             close(existing)
         }
-        incomingFiles[key] = file
+        transfers.incoming[key] = file
         muxes[link]?.accept(frame.channel)
         await link.send(Control.frame(.openReply, Control.OpenReply(
             accept: true, offset: file.offered, prefixSHA256: file.prefixHasher.map { Transfer.hex($0.finalize()) }, reason: nil),
@@ -63,7 +63,7 @@ extension Node {
 
     func fileStarts(_ frame: Frame, on link: Link) async {
         let key = ChannelKey(link, frame.channel)
-        guard let file = incomingFiles[key],
+        guard let file = transfers.incoming[key],
               let start = try? Control.decode(Control.Start.self, from: frame), start.offset == 0 || start.offset == file.offered
         else {
             violated(link, "a start that does not match the offer on channel \(frame.channel)")
@@ -94,7 +94,7 @@ extension Node {
 
     func fileData(_ frame: Frame, on link: Link) async {
         let key = ChannelKey(link, frame.channel)
-        guard let file = incomingFiles[key] else { return }
+        guard let file = transfers.incoming[key] else { return }
         guard file.descriptor >= 0 else {
             violated(link, "data before start on channel \(frame.channel)")
             return
@@ -128,7 +128,7 @@ extension Node {
 
     func fileEnds(_ frame: Frame, on link: Link) async {
         let key = ChannelKey(link, frame.channel)
-        guard let file = incomingFiles[key], let end = try? Control.decode(Control.Close.self, from: frame) else { return }
+        guard let file = transfers.incoming[key], let end = try? Control.decode(Control.Close.self, from: frame) else { return }
         let sha = Transfer.hex(file.hasher.finalize())
         guard file.descriptor >= 0, file.position == file.size, end.bytes == file.size, end.sha256 == sha else {
             await fail(file, key, on: link, code: "integrity", reason: "the file arrived damaged (SHA-256 \(sha) ≠ \(end.sha256.prefix(64)))")
@@ -147,7 +147,7 @@ extension Node {
             await fail(file, key, on: link, code: "io-error", reason: (error as? NearbyError)?.errorDescription ?? "cannot place the file")
             return
         }
-        incomingFiles[key] = nil
+        transfers.incoming[key] = nil
         let seconds = Transfer.seconds(since: file.started)
         if file.size > 0 {
             events.emit(Events.Progress(
@@ -161,7 +161,7 @@ extension Node {
 
     /// The sender stopped (a `reset`): what arrived stays for a resume.
     func fileReset(_ frame: Frame, on link: Link) {
-        guard let file = incomingFiles.removeValue(forKey: ChannelKey(link, frame.channel)) else { return }
+        guard let file = transfers.incoming.removeValue(forKey: ChannelKey(link, frame.channel)) else { return }
         let reset = (try? Control.decode(Control.Reset.self, from: frame)) ?? Control.Reset(reason: "reset", code: "cancelled")
         abandon(file, code: reset.code, reason: "the sender stopped: \(String(reset.reason.prefix(Control.maxReasonBytes)))", keepPartial: true)
     }
@@ -169,7 +169,7 @@ extension Node {
     /// The receiver gives up on a file (damaged, too long, disk full): nothing is kept, the sender
     /// hears why.
     private func fail(_ file: IncomingFile, _ key: ChannelKey, on link: Link, code: String, reason: String) async {
-        incomingFiles[key] = nil
+        transfers.incoming[key] = nil
         abandon(file, code: code, reason: reason, keepPartial: false)
         await link.send(Control.frame(.reset, Control.Reset(reason: reason, code: code), channel: key.channel))
         muxes[link]?.finish(key.channel)
@@ -193,19 +193,19 @@ extension Node {
     func transfersLost(on link: Link) {
         let id = ObjectIdentifier(link)
         let reason = link.closeReason ?? "connection lost"
-        for (key, file) in incomingFiles where key.link == id {
-            incomingFiles[key] = nil
+        for (key, file) in transfers.incoming where key.link == id {
+            transfers.incoming[key] = nil
             abandon(file, code: "connection-lost", reason: "the peer vanished mid-transfer (\(reason))", keepPartial: true)
         }
-        for (key, channel) in outgoingFiles where key.link == id {
+        for (key, channel) in transfers.outgoing where key.link == id {
             channel.continuation.yield(.lost(reason))
             channel.credit.close()
         }
-        for (key, stream) in streams where key.link == id {
-            streams[key] = nil
+        for (key, stream) in streamParts.active where key.link == id {
+            streamParts.active[key] = nil
             stream.lost(reason)
         }
-        pendingStreams.removeAll { $0.link === link }
+        streamParts.pending.removeAll { $0.link === link }
     }
 }
 

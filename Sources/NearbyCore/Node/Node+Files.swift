@@ -18,6 +18,12 @@ struct ChannelKey: Hashable {
     }
 }
 
+/// The file transfers of a node: channels it sends on, files it receives.
+struct FileTransfers {
+    var outgoing: [ChannelKey: OutgoingChannel] = [:]
+    var incoming: [ChannelKey: IncomingFile] = [:]
+}
+
 /// What the receiver says about a file we send: answers, flow-control credit, the end.
 final class OutgoingChannel: Sendable {
     enum Signal: Sendable {
@@ -128,9 +134,9 @@ extension Node {
         for file in files {
             guard let link = sessions[peer.id] else { throw .connectionFailed("the session with \(peer.id) ended") }
             let channel = OutgoingChannel(id: try newChannelID(on: link))
-            outgoingFiles[ChannelKey(link, channel.id)] = channel
+            transfers.outgoing[ChannelKey(link, channel.id)] = channel
             defer {
-                outgoingFiles[ChannelKey(link, channel.id)] = nil
+                transfers.outgoing[ChannelKey(link, channel.id)] = nil
                 muxes[link]?.finish(channel.id)
             }
             try await Self.send(file, over: channel, link: link, sender: identity.peerID, sink: sink)
@@ -258,12 +264,12 @@ extension Node {
         }
         let ours = mux.isOurs(frame.channel)
         let key = ChannelKey(link, frame.channel)
-        if let stream = streams[key] {
+        if let stream = streamParts.active[key] {
             streamFrame(frame, stream: stream, key: key)
             return
         }
         if ours {
-            guard let channel = outgoingFiles[key] else { return }
+            guard let channel = transfers.outgoing[key] else { return }
             switch frame.kind {
             case .openReply:
                 if let reply = try? Control.decode(Control.OpenReply.self, from: frame) { channel.continuation.yield(.reply(reply)) }
@@ -280,7 +286,7 @@ extension Node {
             }
             return
         }
-        if frame.kind != .open, incomingFiles[key] == nil {
+        if frame.kind != .open, transfers.incoming[key] == nil {
             // A late frame for a channel that just ended (the peer's last window credits after a
             // stream, say): nothing to do, and no reason to end the session.
             return

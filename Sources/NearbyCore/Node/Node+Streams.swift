@@ -38,6 +38,14 @@ final class StreamChannel: Sendable {
     }
 }
 
+/// The streams of a node: running ones by channel, incoming ones waiting for a listener (at most
+/// `maxUnclaimed`, each for at most `listenerWait`), and listeners waiting for one.
+struct StreamRegistry {
+    var active: [ChannelKey: StreamChannel] = [:]
+    var pending: [PendingStream] = []
+    var listeners: [StreamListener] = []
+}
+
 struct PendingStream {
     let key: ChannelKey
     let stream: StreamChannel
@@ -89,9 +97,9 @@ extension Node {
         guard let link = sessions[peer.id] else { throw .connectionFailed("the session with \(peer.id) ended") }
         let stream = StreamChannel(id: try newChannelID(on: link), name: name, peer: peer.ref)
         let key = ChannelKey(link, stream.id)
-        streams[key] = stream
+        streamParts.active[key] = stream
         defer {
-            streams[key] = nil
+            streamParts.active[key] = nil
             muxes[link]?.finish(stream.id)
         }
         await link.send(Control.frame(.open, Control.Open(kind: "stream", path: name, size: 0, key: ""), channel: stream.id))
@@ -110,14 +118,14 @@ extension Node {
     ) async throws(NearbyError) -> StreamSummary {
         let events: any EventSink = client.map { TeeSink(self.events, $0) } ?? self.events
         let match: StreamMatch?
-        if let index = pendingStreams.firstIndex(where: { Self.wants(name, from, $0.stream, $0.link) }) {
-            let pending = pendingStreams.remove(at: index)
+        if let index = streamParts.pending.firstIndex(where: { Self.wants(name, from, $0.stream, $0.link) }) {
+            let pending = streamParts.pending.remove(at: index)
             match = StreamMatch(stream: pending.stream, link: pending.link)
         } else {
             let listener = StreamListener(name: name, from: from)
-            streamListeners.append(listener)
+            streamParts.listeners.append(listener)
             match = await listener.claimed.wait()
-            streamListeners.removeAll { $0.id == listener.id }
+            streamParts.listeners.removeAll { $0.id == listener.id }
         }
         guard let match else {
             if stopping { throw .connectionFailed("the node stopped") }
@@ -126,10 +134,10 @@ extension Node {
         let (stream, link) = (match.stream, match.link)
         let key = ChannelKey(link, stream.id)
         defer {
-            streams[key] = nil
+            streamParts.active[key] = nil
             muxes[link]?.finish(stream.id)
         }
-        guard streams[key] != nil else { throw .connectionFailed("the stream's session ended before it could start") }
+        guard streamParts.active[key] != nil else { throw .connectionFailed("the stream's session ended before it could start") }
         muxes[link]?.accept(stream.id)
         await link.send(Control.frame(.openReply, Control.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil), channel: stream.id))
         events.emit(Events.StreamOpened(stream: "\(stream.id)", direction: "in", peer: stream.peer, name: stream.name))
@@ -145,26 +153,26 @@ extension Node {
 
     func streamOffered(_ offer: Control.Open, channel: UInt32, on link: Link) async {
         let key = ChannelKey(link, channel)
-        guard streams[key] == nil else {
+        guard streamParts.active[key] == nil else {
             link.close(because: "protocol violation: a second open on channel \(channel)")
             return
         }
         let name = String(offer.path.prefix(255))
         let stream = StreamChannel(id: channel, name: name, peer: link.peer.ref)
-        streamListeners.removeAll { $0.claimed.isSettled }
-        if let index = streamListeners.firstIndex(where: { Self.wants($0.name, $0.from, stream, link) }) {
-            streams[key] = stream
-            if streamListeners.remove(at: index).claimed.settle(StreamMatch(stream: stream, link: link)) { return }
+        streamParts.listeners.removeAll { $0.claimed.isSettled }
+        if let index = streamParts.listeners.firstIndex(where: { Self.wants($0.name, $0.from, stream, link) }) {
+            streamParts.active[key] = stream
+            if streamParts.listeners.remove(at: index).claimed.settle(StreamMatch(stream: stream, link: link)) { return }
         }
         // Nobody listens yet: wait a bounded time for `nearby stream --listen`, then refuse. Nothing
         // flows before a listener takes it, and only so many may wait.
-        guard pendingStreams.count < Self.maxUnclaimedStreams else {
-            streams[key] = nil
+        guard streamParts.pending.count < Self.maxUnclaimedStreams else {
+            streamParts.active[key] = nil
             await refuse(channel, on: link, reason: "too many streams waiting for a listener (at most \(Self.maxUnclaimedStreams))")
             return
         }
-        streams[key] = stream
-        pendingStreams.append(PendingStream(key: key, stream: stream, link: link))
+        streamParts.active[key] = stream
+        streamParts.pending.append(PendingStream(key: key, stream: stream, link: link))
         spawn { [self] in
             do { try await Task.sleep(for: Self.listenerWait) } catch { return }
             await refuseUnclaimed(key)
@@ -172,9 +180,9 @@ extension Node {
     }
 
     private func refuseUnclaimed(_ key: ChannelKey) async {
-        guard let index = pendingStreams.firstIndex(where: { $0.key == key }) else { return }
-        let pending = pendingStreams.remove(at: index)
-        streams[key] = nil
+        guard let index = streamParts.pending.firstIndex(where: { $0.key == key }) else { return }
+        let pending = streamParts.pending.remove(at: index)
+        streamParts.active[key] = nil
         let label = pending.stream.name.isEmpty ? "" : " named '\(pending.stream.name)'"
         await refuse(pending.stream.id, on: pending.link,
             reason: "nobody is listening for streams\(label) (nearby stream --listen); waited \(Self.listenerWait.components.seconds) s")
@@ -196,7 +204,7 @@ extension Node {
             stream.inboundContinuation.yield(.end)
         case .reset:
             let reset = try? Control.decode(Control.Reset.self, from: frame)
-            streams[key] = nil
+            streamParts.active[key] = nil
             stream.lost("the peer reset the stream: \(reset.map { String($0.reason.prefix(Control.maxReasonBytes)) } ?? "no reason")")
         default:
             break
@@ -205,8 +213,8 @@ extension Node {
 
     /// Ends every listener (the node stops).
     func endStreamListeners() {
-        for listener in streamListeners { listener.claimed.abandon() }
-        streamListeners = []
+        for listener in streamParts.listeners { listener.claimed.abandon() }
+        streamParts.listeners = []
     }
 
     // MARK: Pumping

@@ -42,15 +42,12 @@ public actor Node {
     var sessions: [PeerID: Link] = [:]
     private var sessionWatchers: [UUID: AsyncStream<SessionChange>.Continuation] = [:]
     private(set) var stopping = false
-    /// File channels this node opened (sending) and was opened (receiving), per link.
-    var outgoingFiles: [ChannelKey: OutgoingChannel] = [:]
-    var incomingFiles: [ChannelKey: IncomingFile] = [:]
     /// The channels of each link: which exist, and how much each peer may still send.
     var muxes: [Link: ChannelMux] = [:]
-    /// Streams in progress, incoming ones waiting for a listener, and listeners waiting for one.
-    var streams: [ChannelKey: StreamChannel] = [:]
-    var pendingStreams: [PendingStream] = []
-    var streamListeners: [StreamListener] = []
+    /// File transfers in progress, both ways.
+    var transfers = FileTransfers()
+    /// Streams running, waiting for a listener, and listeners waiting for one.
+    var streamParts = StreamRegistry()
 
     /// Work for `run()` to own: connections, timers, the browser's updates.
     private nonisolated let jobs: AsyncStream<@Sendable () async -> Void>
@@ -392,29 +389,4 @@ public actor Node {
     static func newInvitationID() -> String {
         String((0..<10).map { _ in "0123456789abcdefghijklmnopqrstuvwxyz".randomElement() ?? "0" })
     }
-}
-
-/// Sends every event to two sinks: the node's own output and the client that asked for the work.
-public struct TeeSink: EventSink {
-    let first: any EventSink
-    let second: any EventSink
-    public init(_ first: any EventSink, _ second: any EventSink) {
-        self.first = first
-        self.second = second
-    }
-    public func emit(_ body: some EventBody) {
-        first.emit(body)
-        second.emit(body)
-    }
-    public func emitLine(_ line: String) {
-        first.emitLine(line)
-        second.emitLine(line)
-    }
-}
-
-/// Discards events.
-public struct NullSink: EventSink {
-    public init() {}
-    public func emit(_ body: some EventBody) {}
-    public func emitLine(_ line: String) {}
 }
