@@ -54,6 +54,8 @@ struct LocalNode: Sendable {
         stopReason: @escaping @Sendable (Result<T, any Error>) -> String = { _ in "the node stopped" },
         _ body: @escaping @Sendable (LocalNode) async throws -> T
     ) async throws -> T {
+        var configuration = configuration
+        configuration.apply(environment: context.environment)
         let address = NodeAddress(paths: context.paths, environment: context.environment, peerID: identity.peerID, service: configuration.service)
         let lock = serve ? try NodeLock(address) : nil
         defer { lock?.release() }

@@ -81,7 +81,7 @@ public struct StreamSummary: Sendable {
 
 extension Node {
     /// How long an incoming stream waits for a `nearby stream --listen` before it is refused.
-    static let listenerWait = Duration.seconds(30)
+    var listenerWait: Duration { configuration.unclaimedStreamWait }
     /// Incoming streams waiting for a listener at once, over all links; more are refused.
     static let maxUnclaimedStreams = 8
 
@@ -174,7 +174,7 @@ extension Node {
         streamParts.active[key] = stream
         streamParts.pending.append(PendingStream(key: key, stream: stream, link: link))
         spawn { [self] in
-            do { try await Task.sleep(for: Self.listenerWait) } catch { return }
+            do { try await Task.sleep(for: listenerWait) } catch { return }
             await refuseUnclaimed(key)
         }
     }
@@ -185,7 +185,7 @@ extension Node {
         streamParts.active[key] = nil
         let label = pending.stream.name.isEmpty ? "" : " named '\(pending.stream.name)'"
         await refuse(pending.stream.id, on: pending.link,
-            reason: "nobody is listening for streams\(label) (nearby stream --listen); waited \(Self.listenerWait.components.seconds) s")
+            reason: "nobody is listening for streams\(label) (nearby stream --listen); waited \(listenerWait.components.seconds) s")
     }
 
     func streamFrame(_ frame: Frame, stream: StreamChannel, key: ChannelKey) {

@@ -15,6 +15,16 @@ public struct NodeConfiguration: Sendable {
     public var port = 0
     public var autoAccept = false
     public var acceptFrom: [String] = []
+    /// How long an incoming stream waits for `nearby stream --listen` before it is refused
+    /// (`NEARBY_STREAM_WAIT` seconds: tests need not wait 30 s).
+    public var unclaimedStreamWait = Duration.seconds(30)
+
+    /// The waits a user (or a test) may shorten through the environment.
+    public mutating func apply(environment: [String: String]) {
+        if let text = environment["NEARBY_STREAM_WAIT"], let seconds = Double(text), seconds > 0, seconds.isFinite {
+            unclaimedStreamWait = .milliseconds(Int(seconds * 1000))
+        }
+    }
 
     public init(service: ServiceType) { self.service = service }
 }
