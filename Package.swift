@@ -59,6 +59,7 @@ let package = Package(
             dependencies: [
                 "NearbyCore",
                 .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOTestUtils", package: "swift-nio"),
             ]
         ),

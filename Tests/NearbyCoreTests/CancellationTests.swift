@@ -1,0 +1,106 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import Testing
+@testable import NearbyCore
+
+/// Every wait of a node ends when the waiting task is cancelled, and leaves nothing behind: two real
+/// nodes over loopback (HOST:PORT skips discovery).
+@Suite(.serialized) struct CancellationTests {
+    private func node(_ name: String, _ configure: (inout NodeConfiguration) -> Void = { _ in }) async throws -> (Node, MemorySink) {
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-cancel-\(UUID().uuidString)").path
+        let paths = NearbyPaths(home: home)
+        let identity = try IdentityStore(paths: paths).loadOrCreate(defaultName: name)
+        var configuration = NodeConfiguration(service: .default)
+        configure(&configuration)
+        let sink = MemorySink()
+        let node = try Node(identity: identity, configuration: configuration, paths: paths, events: sink)
+        try await node.start()
+        Task { await node.run() }  // ends when the node stops
+        return (node, sink)
+    }
+
+    /// Runs `work`, cancels it after a moment, and returns how long it took to end and how.
+    private func cancelled<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) async -> (Duration, NearbyError?) {
+        let clock = ContinuousClock()
+        let task = Task { () -> NearbyError? in
+            do {
+                _ = try await work()
+                return nil
+            } catch {
+                return (error as? NearbyError) ?? .connectionFailed("\(error)")
+            }
+        }
+        try? await Task.sleep(for: .milliseconds(100))
+        let start = clock.now
+        task.cancel()
+        let error = await task.value
+        return (clock.now - start, error)
+    }
+
+    @Test func anAcceptWaitingForAnInvitationEndsAtOnceAndLeavesNoWaiter() async throws {
+        let (host, _) = try await node("host")
+        let (elapsed, error) = await cancelled { try await host.accept(nil, decline: false, client: nil) }
+        #expect(elapsed < .milliseconds(500))
+        #expect(error?.code == "cancelled")
+        // The next invitation finds no ghost to take it: nobody answers, so it times out.
+        let (guest, _) = try await node("guest")
+        let port = await host.port
+        let unanswered = await #expect(throws: NearbyError.self) {
+            try await guest.invite("127.0.0.1:\(port)", context: nil, timeout: 1, client: nil)
+        }
+        #expect(unanswered?.code == "invitation-timeout")
+        await host.stop()
+        await guest.stop()
+    }
+
+    @Test func anInvitationWaitingForItsAnswerEndsAtOnceAndIsWithdrawn() async throws {
+        let (host, hostEvents) = try await node("host")
+        let (guest, _) = try await node("guest")
+        let port = await host.port
+        let (elapsed, error) = await cancelled { try await guest.invite("127.0.0.1:\(port)", context: nil, timeout: 30, client: nil) }
+        #expect(elapsed < .milliseconds(500))
+        #expect(error?.code == "cancelled")
+        // The host saw the invitation and then its withdrawal.
+        var withdrawn = false
+        for _ in 0..<100 where !withdrawn {
+            withdrawn = hostEvents.lines.contains { $0.contains(#""event":"declined""#) }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(withdrawn)
+        await host.stop()
+        await guest.stop()
+    }
+
+    @Test func aListenerWaitingForAStreamEndsAtOnce() async throws {
+        let (host, _) = try await node("host")
+        let (elapsed, error) = await cancelled {
+            try await host.listenForStream(name: nil, from: nil, source: EmptySource(), sink: NullByteSink(), client: nil)
+        }
+        #expect(elapsed < .milliseconds(500))
+        #expect(error?.code == "cancelled")
+        await host.stop()
+    }
+
+    @Test func anInvitationToAServerThatNeverAnswersEndsAtOnce() async throws {
+        let (host, _) = try await node("host")
+        // A listener that takes the connection and never says a word: the preamble would wait 10 s.
+        let silent = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .bind(host: "127.0.0.1", port: 0).get()
+        let port = silent.localAddress?.port ?? 0
+        let (elapsed, error) = await cancelled { try await host.invite("127.0.0.1:\(port)", context: nil, timeout: 30, client: nil) }
+        #expect(elapsed < .milliseconds(500))
+        #expect(error?.code == "cancelled")
+        try await silent.close()
+        await host.stop()
+    }
+}
+
+private struct EmptySource: ByteSource {
+    func next() async throws -> ByteBuffer? { nil }
+}
+
+private struct NullByteSink: ByteSink {
+    func write(_ buffer: ByteBuffer) async throws {}
+    func finish() async {}
+}
