@@ -7,7 +7,8 @@ Joins a session like rogue_sender.py (plaintext: the node runs with `--encryptio
     rogue_flood.py HOST PORT stream-past-window MIB
                                                   open a stream, wait until it is accepted, then
                                                   send MIB MiB ignoring the window
-    rogue_flood.py HOST PORT channels N          offer N files and never start any of them
+    rogue_flood.py HOST PORT channels N [HOLD]   offer N files and never start any of them; then
+                                                  stay connected HOLD seconds (default 0)
 
 Prints one JSON line: {"mode", "sent" (bytes or offers), "accepted", "refused", "cut" (the node
 closed the connection), "error" (the node's last words, if any)}. Exit 0 when it ran to the end or
@@ -59,6 +60,15 @@ def main():
                     result["accepted"] += 1
                 else:
                     result["refused"] += 1
+            if len(sys.argv) > 5:
+                # Say how it went now, then hold the offers open (answering pings) while others work.
+                print(json.dumps(dict(result, holding=True)), flush=True)
+                peer.sock.settimeout(float(sys.argv[5]))
+                try:
+                    while True:
+                        peer.expect([])
+                except socket.timeout:
+                    pass
         else:
             raise RuntimeError(f"unknown mode {mode}")
         peer.sock.shutdown(socket.SHUT_WR)
