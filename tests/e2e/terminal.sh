@@ -36,8 +36,9 @@ term_bg() {
     spawn "$host" "$file" "${TERM_ARGV[@]}"
 }
 
-# plain FILE: what the terminal shows, escape sequences and carriage returns taken out.
-plain() { sed 's/\x1b\[[0-9;]*[A-Za-z]//g; s/\r//g' "$1"; }
+# plain FILE: what the terminal shows at the end, line by line: escape sequences out, and of each
+# line only what follows its last carriage return (what was drawn over is gone).
+plain() { sed 's/\x1b\[[0-9;]*[A-Za-z]//g; s/\r$//; s/.*\r//' "$1"; }
 # term_has FILE ERE WHAT
 term_has() {
     plain "$1" | grep -qE -- "$2" && return 0
