@@ -55,7 +55,7 @@ extension Nearby {
         }
 
         func run() async throws {
-            let context = CommandContext.current
+            let context = output.configure(CommandContext.current)
             let console = Console(verbose: output.verbose)
             try await reporting(context, verbose: output.verbose) {
                 // Every refusal happens here, before anything touches the disk or the network.

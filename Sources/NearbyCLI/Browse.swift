@@ -52,7 +52,7 @@ extension Nearby {
         }
 
         func run() async throws {
-            let context = CommandContext.current
+            let context = output.configure(CommandContext.current)
             try await reporting(context, verbose: output.verbose) {
                 let service = try serviceOptions.resolve(context)
                 let selfID = try context.identity().peerID

@@ -8,16 +8,25 @@ public struct CommandContext: Sendable {
     public var events: any EventSink
     public var environment: [String: String]
     public var hostName: @Sendable () -> String
+    /// The process's terminal, through which `OutputOptions.configure` prints events as JSON or for
+    /// people; nil when a test captures the events itself.
+    public var terminal: TerminalWriter?
+    /// Events are printed for people: the error event already says what `reporting` would repeat.
+    public var humanOutput = false
 
-    public init(events: any EventSink, environment: [String: String], hostName: @escaping @Sendable () -> String) {
+    public init(
+        events: any EventSink, environment: [String: String], hostName: @escaping @Sendable () -> String,
+        terminal: TerminalWriter? = nil
+    ) {
         self.events = events
         self.environment = environment
         self.hostName = hostName
+        self.terminal = terminal
     }
 
     public static let live = CommandContext(
         events: LineSink(), environment: ProcessInfo.processInfo.environment,
-        hostName: { ProcessInfo.processInfo.hostName })
+        hostName: { ProcessInfo.processInfo.hostName }, terminal: .live)
 
     @TaskLocal public static var current = CommandContext.live
 
@@ -36,10 +45,15 @@ func reporting(_ context: CommandContext, verbose: Bool, _ body: () async throws
     NearbyLog.bootstrap(verbose: verbose, environment: context.environment)
     do {
         try await body()
+        context.terminal?.endBar()
     } catch let error as NearbyError {
+        context.terminal?.endBar()
         let message = error.errorDescription ?? "\(error)"
         context.events.emit(Events.Failure(code: error.code, message: message, exitStatus: error.exitStatus.rawValue))
-        Console(verbose: verbose).error(message)
+        if !context.humanOutput { Console(verbose: verbose).error(message) }
         throw ExitCode(error.exitStatus.rawValue)
+    } catch {
+        context.terminal?.endBar()
+        throw error
     }
 }

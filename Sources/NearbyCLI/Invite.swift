@@ -31,7 +31,7 @@ extension Nearby {
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            let context = CommandContext.current
+            let context = output.configure(CommandContext.current)
             try await reporting(context, verbose: output.verbose) {
                 let service = try serviceOptions.resolve(context)
                 let (peer, invitationContext, timeout) = (self.peer, self.context, wait.timeout)

@@ -7,8 +7,10 @@ public struct Nearby: AsyncParsableCommand {
         commandName: "nearby",
         abstract: "Find peers on the local network and talk to them — Multipeer Connectivity for the shell.",
         discussion: """
-            Every state change is printed on stdout as one JSON object per line (see docs/events.md); \
-            words for people go to stderr. Peers are found with DNS-SD (Bonjour / Avahi) in the format \
+            Every state change is printed on stdout as one JSON object per line (see docs/events.md) \
+            when stdout is not a terminal, or with --json; on a terminal, as a short line for people \
+            (--human or NEARBY_OUTPUT=human forces that into a pipe too; NO_COLOR turns colours off). \
+            Other words for people go to stderr. Peers are found with DNS-SD (Bonjour / Avahi) in the format \
             of Apple's Multipeer Connectivity, so real MPC apps show up too.
 
             Examples:

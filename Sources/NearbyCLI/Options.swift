@@ -20,8 +20,22 @@ struct ServiceOptions: ParsableArguments {
     }
 }
 
-/// `--verbose`, shared by every command.
+/// `--verbose` and `--json` / `--human`, shared by every command.
 struct OutputOptions: ParsableArguments {
     @Flag(name: .shortAndLong, help: "Explain what happens on stderr (quiet by default).")
     var verbose = false
+
+    @Flag var style: OutputStyle?
+
+    /// The context with its events printed as asked: JSON lines, or lines for people (the default
+    /// when `fd` is a terminal). A context without a terminal (a test's) keeps its sink.
+    func configure(_ context: CommandContext, fd: Int32 = 1) -> CommandContext {
+        guard let terminal = context.terminal else { return context }
+        let chosen = OutputStyle.resolve(style, environment: context.environment, terminal: terminal.isTerminal(fd))
+        NearbyLog.route { terminal.log($0) }
+        var configured = context
+        configured.events = TerminalSink(writer: terminal, fd: fd, style: chosen)
+        configured.humanOutput = chosen == .human
+        return configured
+    }
 }

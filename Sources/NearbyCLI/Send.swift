@@ -42,7 +42,7 @@ extension Nearby {
         }
 
         func run() async throws {
-            let context = CommandContext.current
+            let context = output.configure(CommandContext.current)
             try await reporting(context, verbose: output.verbose) {
                 if unreliable { throw NearbyError.notImplemented(command: "send --unreliable") }
                 let service = try serviceOptions.resolve(context)
@@ -105,7 +105,7 @@ extension Nearby {
         }
 
         func run() async throws {
-            let context = CommandContext.current
+            let context = output.configure(CommandContext.current)
             try await reporting(context, verbose: output.verbose) {
                 let service = try serviceOptions.resolve(context)
                 guard let status = try await context.viaRunningNode(.disconnect(peer: peer, all: all), service: service) else {

@@ -14,7 +14,7 @@ extension Nearby {
                 puts each file in its --save-dir under a name that overwrites nothing \
                 ('name (1).ext'), only once the SHA-256 matches. Sending the same file again after \
                 an interruption resumes where it stopped. Ctrl-C cancels. A progress bar is drawn \
-                on stderr when it is a terminal. Without a running node, a one-shot node finds the \
+                on stderr when it is a terminal, and replaced by a summary line when a file is done. Without a running node, a one-shot node finds the \
                 peer, invites it, sends and leaves: 'nearby accept' on the other machine is all it \
                 takes.
 
@@ -41,21 +41,18 @@ extension Nearby {
         }
 
         func run() async throws {
-            let context = CommandContext.current
-            let display = ProgressDisplay(events: context.events, verbose: output.verbose)
+            let context = output.configure(CommandContext.current)
             try await reporting(context, verbose: output.verbose) {
                 let service = try serviceOptions.resolve(context)
                 // Missing or unreadable files are refused before anything touches the network.
                 let files = try FileList.collect(paths)
                 let (peer, timeout) = (self.peer, wait.timeout)
                 let request = ControlRequest.sendFiles(peer: peer, files: files, timeout: timeout)
-                let client = CommandContext(events: display, environment: context.environment, hostName: context.hostName)
-                defer { display.finish() }
-                if let status = try await client.viaRunningNode(request, service: service) { return try exitWith(status) }
+                if let status = try await context.viaRunningNode(request, service: service) { return try exitWith(status) }
                 var configuration = NodeConfiguration(service: service)
                 configuration.encryption = session.encryption
                 try await LocalNode.run(
-                    configuration, identity: context.identity(), context: client, serve: false,
+                    configuration, identity: context.identity(), context: context, serve: false,
                     stopReason: { stopReason($0, done: "files delivered", failed: "transfer stopped") }
                 ) { local in
                     try await interruptible("sending files") {

@@ -17,7 +17,8 @@ extension Nearby {
             discussion: """
                 Byte-exact both ways and flow-controlled (memory stays bounded whatever the size). \
                 EOF on stdin reaches the peer as EOF; the command ends when both sides have ended \
-                their input. Events go to stderr as JSON lines: stdout carries only the peer's bytes. \
+                their input. Events go to stderr (as JSON lines, or lines for people when stderr is a \
+                terminal): stdout carries only the peer's bytes. \
                 The receiving end runs 'nearby stream --listen' (attached to the running node, or \
                 running one itself, which accepts the opener's invitation — from anyone, or from \
                 --from only); an incoming stream that nobody listens for is refused after 30 s. A \
@@ -55,8 +56,9 @@ extension Nearby {
 
         func run() async throws {
             // stdout carries the stream's bytes: events go to stderr.
-            let live = CommandContext.current
-            let context = CommandContext(events: LineSink(fileDescriptor: STDERR_FILENO), environment: live.environment, hostName: live.hostName)
+            var onStderr = CommandContext.current
+            onStderr.events = LineSink(fileDescriptor: STDERR_FILENO)
+            let context = output.configure(onStderr, fd: STDERR_FILENO)
             try await CommandContext.$current.withValue(context) {
                 try await reporting(context, verbose: output.verbose) {
                     let service = try serviceOptions.resolve(context)

@@ -21,6 +21,14 @@ public enum NearbyLog {
     }
 
     public static let logger = Logger(label: "nearby")
+
+    /// Where log lines go instead of straight to stderr: the CLI's terminal writer, which clears a
+    /// progress bar before a line and draws it again after. Each call gets one whole line.
+    public static func route(_ write: @escaping @Sendable (String) -> Void) {
+        output.withLock { $0 = write }
+    }
+
+    static let output = Mutex<(@Sendable (String) -> Void)?>(nil)
 }
 
 struct StderrLogHandler: LogHandler {
@@ -45,6 +53,11 @@ struct StderrLogHandler: LogHandler {
         case .warning: prefix = "nearby: warning: "
         default: prefix = "nearby: [\(event.level)] "
         }
-        writeFully(STDERR_FILENO, Array((prefix + event.message.description + "\n").utf8))
+        let line = prefix + event.message.description + "\n"
+        if let routed = NearbyLog.output.withLock({ $0 }) {
+            routed(line)
+        } else {
+            writeFully(STDERR_FILENO, Array(line.utf8))
+        }
     }
 }

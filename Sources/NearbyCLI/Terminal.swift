@@ -1,0 +1,124 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The one writer of what this process shows on its terminal: event lines, log lines and the
+/// progress bar all pass through its lock, so the bar (on stderr) is cleared before any other line
+/// reaches the terminal and drawn again after it — no line ever starts in the middle of the bar.
+public final class TerminalWriter: Sendable {
+    public let stdoutIsTerminal: Bool
+    public let stderrIsTerminal: Bool
+    /// Escape sequences (colours, clearing a line) are allowed: not with `NO_COLOR`, not on `TERM=dumb`.
+    public let escapes: Bool
+    /// The terminal's width, for the bar (which must never wrap, or `\r` cannot take it back).
+    public let columns: Int
+    private let write: @Sendable (Int32, String) -> Void
+    /// The bar as drawn now, if one is.
+    private let bar = Mutex<String?>(nil)
+
+    public init(
+        stdoutIsTerminal: Bool, stderrIsTerminal: Bool, environment: [String: String], columns: Int = 80,
+        write: @escaping @Sendable (Int32, String) -> Void
+    ) {
+        self.stdoutIsTerminal = stdoutIsTerminal
+        self.stderrIsTerminal = stderrIsTerminal
+        escapes = Self.escapesAllowed(environment)
+        self.columns = max(columns, 20)
+        self.write = write
+    }
+
+    /// This process's own stdout and stderr.
+    public static let live = TerminalWriter(
+        stdoutIsTerminal: isatty(STDOUT_FILENO) == 1, stderrIsTerminal: isatty(STDERR_FILENO) == 1,
+        environment: ProcessInfo.processInfo.environment, columns: terminalColumns(),
+        write: { fd, text in writeWhole(fd, text) })
+
+    /// https://no-color.org: set and not empty means no colour; a dumb terminal knows no escapes.
+    static func escapesAllowed(_ environment: [String: String]) -> Bool {
+        if let noColor = environment["NO_COLOR"], !noColor.isEmpty { return false }
+        return environment["TERM"] != "dumb"
+    }
+
+    public func isTerminal(_ fd: Int32) -> Bool {
+        fd == STDOUT_FILENO ? stdoutIsTerminal : fd == STDERR_FILENO ? stderrIsTerminal : false
+    }
+
+    /// Whether lines written on `fd` may be coloured.
+    public func colors(_ fd: Int32) -> Bool { escapes && isTerminal(fd) }
+
+    /// Writes one whole line on `fd`. A bar on the terminal is cleared first and drawn again after.
+    public func line(_ text: String, fd: Int32) {
+        bar.withLock { bar in
+            let shared = bar != nil && isTerminal(fd)
+            if shared, let bar { write(STDERR_FILENO, clearing(bar)) }
+            write(fd, text + "\n")
+            if shared, let bar { write(STDERR_FILENO, "\r" + bar) }
+        }
+    }
+
+    /// A log line (already ending in a newline) on stderr, with the same care.
+    public func log(_ text: String) {
+        bar.withLock { bar in
+            if let bar, stderrIsTerminal { write(STDERR_FILENO, clearing(bar)) }
+            write(STDERR_FILENO, text)
+            if let bar, stderrIsTerminal { write(STDERR_FILENO, "\r" + bar) }
+        }
+    }
+
+    /// Draws (or redraws) the bar on stderr, when stderr is a terminal.
+    public func drawBar(_ text: String) {
+        guard stderrIsTerminal else { return }
+        bar.withLock { bar in
+            // A shorter bar must not leave the end of the longer one behind.
+            let tail = escapes ? "\u{1b}[K" : String(repeating: " ", count: max(0, (bar?.count ?? 0) - text.count))
+            write(STDERR_FILENO, "\r" + text + tail)
+            bar = text
+        }
+    }
+
+    /// Takes the bar away, and puts `summary` (a line for people, on stderr) in its place.
+    public func endBar(summary: String? = nil) {
+        bar.withLock { bar in
+            if let drawn = bar { write(STDERR_FILENO, clearing(drawn)) }
+            bar = nil
+            if let summary, stderrIsTerminal { write(STDERR_FILENO, summary + "\n") }
+        }
+    }
+
+    /// Back to the start of the bar's line, the line emptied.
+    private func clearing(_ bar: String) -> String {
+        escapes ? "\r\u{1b}[K" : "\r" + String(repeating: " ", count: bar.count) + "\r"
+    }
+}
+
+/// `write(2)` until done, retrying on EINTR; gives up quietly when the reader is gone.
+private func writeWhole(_ fd: Int32, _ text: String) {
+    let bytes = Array(text.utf8)
+    var done = 0
+    while done < bytes.count {
+        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress.map { $0 + done }, bytes.count - done) }
+        if written < 0 {
+            if errno == EINTR { continue }
+            return
+        }
+        done += written
+    }
+}
+
+/// The width of the terminal on stderr (80 when it cannot be told).
+private func terminalColumns() -> Int {
+    var size = winsize()
+    #if canImport(Glibc)
+    let asked = ioctl(STDERR_FILENO, UInt(TIOCGWINSZ), &size)
+    #else
+    let asked = ioctl(STDERR_FILENO, TIOCGWINSZ, &size)
+    #endif
+    if asked == 0, size.ws_col > 0 { return Int(size.ws_col) }
+    if let columns = ProcessInfo.processInfo.environment["COLUMNS"].flatMap(Int.init), columns > 0 { return columns }
+    return 80
+}

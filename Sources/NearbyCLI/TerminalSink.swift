@@ -1,0 +1,101 @@
+import ArgumentParser
+import Foundation
+import NearbyCore
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// How events are printed: JSON lines for programs, or lines for people.
+enum OutputStyle: String, EnumerableFlag, Sendable {
+    case json, human
+
+    static func help(for value: OutputStyle) -> ArgumentHelp? {
+        switch value {
+        case .json: return "Print events as JSON lines, even on a terminal (the default when output is not a terminal)."
+        case .human: return "Print events as lines for people, even into a pipe (the default on a terminal)."
+        }
+    }
+
+    /// --json / --human, else $NEARBY_OUTPUT (json, human or text), else whether `fd` is a terminal.
+    static func resolve(_ flag: OutputStyle?, environment: [String: String], terminal: Bool) -> OutputStyle {
+        if let flag { return flag }
+        switch environment["NEARBY_OUTPUT"]?.lowercased() {
+        case "json": return .json
+        case "human", "text": return .human
+        default: return terminal ? .human : .json
+        }
+    }
+}
+
+/// The event sink of a live command: every event (encoded here, or a line relayed from a running
+/// node) goes out as JSON, or rendered by `HumanRenderer`, through the terminal writer; `progress`
+/// events draw the bar on stderr when it is a terminal, and the end of a file replaces the bar with
+/// a summary line.
+final class TerminalSink: EventSink {
+    private let writer: TerminalWriter
+    private let fd: Int32
+    private let human: Bool
+    private let renderer: HumanRenderer
+    private let encoder = EventEncoder()
+    /// The node's service type, learnt from its `advertising` event, for the commands an invitation shows.
+    private let service = Mutex<String?>(nil)
+
+    init(writer: TerminalWriter, fd: Int32, style: OutputStyle) {
+        self.writer = writer
+        self.fd = fd
+        human = style == .human
+        renderer = HumanRenderer(color: writer.colors(fd))
+    }
+
+    func emit(_ body: some EventBody) { emitLine(encoder.line(body)) }
+
+    func emitLine(_ line: String) {
+        // Programs get the line untouched; only the few kinds the bar needs are decoded for them.
+        guard human || Self.drawsBar(line) else { return writer.line(line, fd: fd) }
+        guard let event = HumanRenderer.decode(line) else { return writer.line(line, fd: fd) }
+        let kind = event["event"] as? String ?? ""
+        if kind == "advertising", let name = event["service"] as? String { service.withLock { $0 = name } }
+        switch kind {
+        case "progress":
+            writer.drawBar(ProgressBar.text(Fields(event), columns: writer.columns))
+            // On a terminal the bar is the progress; as lines, ten a second would drown the rest.
+            if !human { writer.line(line, fd: fd) }
+        case "file-sent", "file-received", "file-failed":
+            if human {
+                writer.endBar()
+                writer.line(renderer.render(event), fd: fd)
+            } else {
+                let summary = kind == "file-failed" ? nil : HumanRenderer(color: writer.colors(STDERR_FILENO)).summary(event)
+                writer.endBar(summary: summary)
+                writer.line(line, fd: fd)
+            }
+        default:
+            writer.line(human ? renderer.render(event, service: service.withLock { $0 }) : line, fd: fd)
+        }
+    }
+
+    private static func drawsBar(_ line: String) -> Bool {
+        ["progress", "file-sent", "file-received", "file-failed"].contains { line.hasPrefix(#"{"event":""# + $0 + #"""#) }
+    }
+}
+
+/// The one-line progress bar: `photo.jpg [#######-------]  45% 9.0 MiB 12.0 MiB/s`, never wider
+/// than the terminal.
+enum ProgressBar {
+    static func text(_ e: Fields, columns: Int) -> String {
+        let bytes = e.double("bytes"), total = e.double("total")
+        let fraction = total > 0 ? min(max(bytes / total, 0), 1) : 1
+        let width = 30
+        let filled = Int(fraction * Double(width))
+        let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
+        let facts = String(format: " [%@] %3.0f%% %@ %@/s", bar, fraction * 100, Format.size(bytes), Format.size(e.double("rate")))
+        let room = max(columns - 1 - facts.count, 8)
+        let path = e.clean("path", limit: 4096)
+        let name = path.count > room ? "…" + path.suffix(room - 1) : path
+        return String((name + facts).prefix(columns - 1))
+    }
+}

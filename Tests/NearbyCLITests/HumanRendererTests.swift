@@ -1,0 +1,108 @@
+import Foundation
+import Testing
+@testable import NearbyCLI
+@testable import NearbyCore
+
+@Suite struct HumanRendererTests {
+    private let renderer = HumanRenderer(color: false, timeZone: TimeZone(identifier: "UTC") ?? .current)
+    private let peer = #""peer":{"id":"3hx5hctom3pdm","name":"vm"}"#
+    private let time = #""time":"2026-11-21T21:20:23.123Z""#
+
+    private func line(_ event: String, _ fields: String) -> String {
+        renderer.render(HumanRenderer.decode(#"{"event":"\#(event)",\#(time),\#(fields)}"#) ?? [:])
+    }
+
+    @Test func everyKindIsOneReadableLineWithItsFacts() {
+        let cases: [(String, String, [String])] = [
+            ("identity", #"\#(peer),"fingerprint":"0123456789abcdef0123","path":"/h/identity.json","created":"x""#,
+             ["identity vm (3hx5hctom3pdm)", "0123456789abcdef…", "/h/identity.json"]),
+            ("advertising", #"\#(peer),"service":"chat","domain":"local.","port":39339,"info":{"room":"4.12"}"#,
+             ["advertising as vm", "_chat._tcp port 39339", "{room=4.12}", "Ctrl-C"]),
+            ("browsing", #""service":"nearby","domain":"local.""#, ["browsing for _nearby._tcp in local."]),
+            ("found", #"\#(peer),"kind":"nearby","host":"h2.local.","port":4000,"addresses":["10.99.0.2"],"info":{},"self":false"#,
+             ["found vm (3hx5hctom3pdm), nearby at h2.local.:4000 [10.99.0.2]"]),
+            ("found", #"\#(peer),"kind":"mpc","host":null,"port":null,"addresses":[],"info":{},"self":true"#,
+             ["an MPC app", "(this peer)"]),
+            ("updated", #"\#(peer),"kind":"nearby","changed":["info","port"],"addresses":[],"info":{"k":"v"}"#,
+             ["updated (info, port) vm", "{k=v}"]),
+            ("lost", peer, ["lost vm (3hx5hctom3pdm)"]),
+            ("invited", #"\#(peer),"address":"10.99.0.2:4000","verification_code":"307 961","encrypted":true,"invitation":"i1""#,
+             ["invited vm at 10.99.0.2:4000, verification code 307 961", "waiting for an answer"]),
+            ("accepted", #"\#(peer),"invitation":"i1","by":"nearby accept""#, ["accepted the invitation from vm (by nearby accept)"]),
+            ("declined", #"\#(peer),"invitation":"i1","reason":"expired: not answered in time""#, ["declined", "expired: not answered in time"]),
+            ("connecting", #""peer":null,"address":"10.99.0.2:4000""#, ["connecting to 10.99.0.2:4000"]),
+            ("connected", #"\#(peer),"address":"10.99.0.2:4000","verification_code":"307 961","encrypted":false,"peers":1"#,
+             ["connected to vm", "verification code 307 961", "NOT encrypted", "(1 session)"]),
+            ("disconnected", #"\#(peer),"reason":"peer left: disconnected","peers":0"#, ["disconnected from vm: peer left: disconnected (0 sessions left)"]),
+            ("message", #"\#(peer),"text":"hello","bytes":5"#, [#"message from vm: "hello""#]),
+            ("message", #"\#(peer),"data":"AAE=","bytes":2"#, ["2 B of binary data"]),
+            ("sent", #""peers":[{"id":"a","name":"vm"},{"id":"b","name":null}],"bytes":2048"#, ["sent 2.0 KiB to vm, b"]),
+            ("rejected", #""address":"10.0.0.9:1","reason":"not nearby","code":"not-a-nearby-peer""#, ["rejected a connection from 10.0.0.9:1", "not-a-nearby-peer"]),
+            ("file-started", #"\#(peer),"transfer":"t","direction":"send","path":"photo.jpg","bytes":20971520,"skipped":0"#,
+             ["sending photo.jpg to vm (20.0 MiB)"]),
+            ("file-started", #"\#(peer),"transfer":"t","direction":"receive","path":"a.bin","bytes":2048,"skipped":1024"#,
+             ["receiving a.bin from vm (2.0 KiB, resuming after 1.0 KiB)"]),
+            ("file-sent", #"\#(peer),"transfer":"t","path":"photo.jpg","bytes":20971520,"skipped":0,"sha256":"3f2a9c1b00112233445566","seconds":0.5"#,
+             ["sent photo.jpg to vm: 20.0 MiB in 0.50 s, 40.0 MiB/s, sha256 3f2a9c1b0011…"]),
+            ("file-received", #"\#(peer),"transfer":"t","path":"/in/photo.jpg","bytes":1024,"skipped":0,"sha256":"ab","seconds":0"#,
+             ["received /in/photo.jpg from vm: 1.0 KiB in 0.00 s, sha256 ab"]),
+            ("file-failed", #"\#(peer),"transfer":"t","direction":"send","path":"x","code":"connection-lost","reason":"gone","resumable":true"#,
+             ["failed sending x to vm: gone (connection-lost); send it again to resume"]),
+            ("stream-opened", #"\#(peer),"stream":"s1","direction":"in","name":"photos""#, [#"stream "photos" from vm opened"#]),
+            ("stream-closed", #"\#(peer),"stream":"s1","name":"","sent":3,"received":2048,"reason":"done""#,
+             ["stream with vm closed: sent 3 B, received 2.0 KiB (done)"]),
+            ("error", #""code":"peer-not-found","message":"no peer bob","exit_status":2"#, ["error: no peer bob (peer-not-found, exit 2)"]),
+            ("brand-new", #"\#(peer),"answer":42,"nested":{"a":1}"#, ["brand-new vm answer=42"]),
+        ]
+        for (event, fields, expected) in cases {
+            let text = line(event, fields)
+            #expect(text.hasPrefix("21:20:23 "), "\(event): \(text)")
+            #expect(!text.contains("{\"") && !text.contains("\u{1b}"), "\(event): \(text)")
+            for piece in expected { #expect(text.contains(piece), "\(event): \(text) lacks \(piece)") }
+            if event != "invitation" { #expect(!text.contains("\n"), "\(event): \(text)") }
+        }
+    }
+
+    @Test func anInvitationSaysWhatToDo() throws {
+        let fields = #"\#(peer),"invitation":"fbrjmmez6v","context":"hello from alice","verification_code":"307 961","encrypted":true,"expires":"2026-11-21T21:20:53.123Z""#
+        let event = try #require(HumanRenderer.decode(#"{"event":"invitation",\#(time),\#(fields)}"#))
+        let text = renderer.render(event)
+        for piece in [
+            #"invitation from vm (3hx5hctom3pdm): "hello from alice""#, "verification code 307 961",
+            "accept:  nearby accept vm", "decline: nearby accept --decline vm", "expires in 30 s (at 21:20:53)",
+        ] { #expect(text.contains(piece), "\(text) lacks \(piece)") }
+        // Another service is named; a name with spaces is quoted for the shell.
+        var other = event
+        other["peer"] = ["id": "3hx5hctom3pdm", "name": "Bob's Pi"]
+        let chat = renderer.render(other, service: "chat")
+        #expect(chat.contains(#"nearby accept --service chat 'Bob'\''s Pi'"#), "\(chat)")
+        #expect(chat.contains(#"nearby accept --decline --service chat 'Bob'\''s Pi'"#), "\(chat)")
+        // A name that cannot be typed back: the peer ID instead.
+        other["peer"] = ["id": "3hx5hctom3pdm", "name": "evil\u{1b}[2J"]
+        #expect(renderer.render(other).contains("nearby accept 3hx5hctom3pdm"))
+    }
+
+    @Test func nothingFromThePeerReachesTheTerminalRaw() throws {
+        let event = try #require(HumanRenderer.decode(
+            #"{"event":"message",\#(time),"peer":{"id":"x","name":"a\u001b]0;pwned\u0007"},"text":"line1\nline2\u001b[31m\u202e","bytes":9}"#))
+        let text = renderer.render(event)
+        #expect(!text.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7f || $0.value == 0x202e }, "\(text)")
+        #expect(text.contains(#"line1\nline2\u{1b}[31m\u{202e}"#), "\(text)")
+    }
+
+    @Test func colorsOnlyWhenAsked() throws {
+        let event = try #require(HumanRenderer.decode(
+            #"{"event":"connected",\#(time),\#(peer),"address":"a","verification_code":"307 961","encrypted":true,"peers":1}"#))
+        #expect(!renderer.render(event).contains("\u{1b}"))
+        let colored = HumanRenderer(color: true, timeZone: renderer.timeZone).render(event)
+        #expect(colored.contains("\u{1b}[1;36m307 961\u{1b}[0m"))
+    }
+
+    @Test func theBarFitsTheTerminal() throws {
+        let event = try #require(HumanRenderer.decode(
+            #"{"event":"progress",\#(time),\#(peer),"transfer":"t","direction":"send","path":"\#(String(repeating: "d/", count: 60))photo.jpg","bytes":512,"total":1024,"rate":2048}"#))
+        let bar = ProgressBar.text(Fields(event), columns: 70)
+        #expect(bar.count <= 69)
+        #expect(bar.contains("photo.jpg [###############---------------]  50% 512 B 2.0 KiB/s"), "\(bar)")
+    }
+}
