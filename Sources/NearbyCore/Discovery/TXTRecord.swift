@@ -15,6 +15,9 @@ public struct TXTRecord: Equatable, Sendable {
     public var info: [String: String]
     /// `_nb`'s value when the publisher is a nearby node, nil for a plain MPC app.
     public var protocolVersion: String?
+    /// Every entry as published, keys as given (the first of a repeated key wins, RFC 6763 6.4);
+    /// what `browse` shows for a service type that is not nearby's.
+    public var raw: [String: String] = [:]
 
     public init(displayName: String?, info: [String: String], protocolVersion: String?) {
         self.displayName = displayName
@@ -94,6 +97,7 @@ public struct TXTRecord: Equatable, Sendable {
                 key = String(decoding: entry, as: UTF8.self)  // a boolean attribute: present, no value
                 value = ""
             }
+            if record.raw[key] == nil { record.raw[key] = value }
             switch key {
             case displayNameKey: record.displayName = value
             case protocolKey: record.protocolVersion = value
