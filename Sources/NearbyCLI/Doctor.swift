@@ -12,6 +12,7 @@ extension Nearby {
                   daemon              the DNS-SD daemon (avahi-daemon) answers;
                   interfaces          which interfaces are up with multicast, their addresses, and \
                 avahi-daemon.conf's allow-/deny-interfaces;
+                  firewall            local nft rules that drop or reject port 5353 (when readable);
                   self-advertisement  a short-lived probe published here comes back through the daemon;
                   responders          other services are announced on the link (none: multicast \
                 looks blocked, or you are alone);
@@ -75,6 +76,7 @@ extension Nearby {
 
                 let config = try? String(contentsOfFile: "/etc/avahi/avahi-daemon.conf", encoding: .utf8)
                 record(NetworkInterface.check(NetworkInterface.list(), daemonConfig: config))
+                record(FirewallRules.check(ruleset: FirewallRules.read()))
                 record(await Self.selfAdvertisement(identity: identity, within: limit))
                 let seen = await otherTypes
                 record(seen.isEmpty

@@ -84,4 +84,12 @@ import Testing
         #expect(record.raw == ["path": "/x", "_d": "Anna", "flag": "", "__hidden": "1"])
         #expect(record.displayName == "Anna")
     }
+
+    @Test func firewallRulesDroppingMDNSAreNamed() {
+        #expect(FirewallRules.check(ruleset: nil).status == .ok)
+        #expect(FirewallRules.check(ruleset: "table inet f {\n chain input {\n tcp dport 22 accept\n }\n}").status == .ok)
+        let dropped = FirewallRules.check(ruleset: "table inet f {\n chain input {\n  udp dport 5353 drop\n }\n}")
+        #expect(dropped.status == .warn)
+        #expect(dropped.detail.contains("udp dport 5353 drop"))
+    }
 }

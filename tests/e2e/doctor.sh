@@ -25,9 +25,9 @@ test_doctor_healthy_pair_is_all_ok() {
     doctor 2 "$id1" --service dr-ok
     expect_eq "$STATUS" 0 "doctor exit status for a healthy pair" || { cat "$OUT/doctor.jsonl" >&2; return 1; }
     local check
-    for check in daemon interfaces self-advertisement responders peer connect encryption; do check_is "$check" ok || return 1; done
+    for check in daemon interfaces firewall self-advertisement responders peer connect encryption; do check_is "$check" ok || return 1; done
     expect_eq "$(count_json "$OUT/doctor.jsonl" 'select(.event=="check" and .status!="ok")')" 0 "checks not ok" || return 1
-    expect_json "$OUT/doctor.jsonl" 'select(.event=="summary" and .fail==0 and .warn==0 and .ok==7 and .exit_status==0)' "summary" || return 1
+    expect_json "$OUT/doctor.jsonl" 'select(.event=="summary" and .fail==0 and .warn==0 and .ok==8 and .exit_status==0)' "summary" || return 1
     # The peer was not bothered: no invitation on its side.
     expect_eq "$(count_json "$OUT/adv-h1-dr-ok.jsonl" 'select(.event=="invitation")')" 0 "invitations on the peer" || return 1
     stop "$ADV_PID"

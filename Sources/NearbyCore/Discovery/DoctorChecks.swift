@@ -169,3 +169,41 @@ extension Events {
         }
     }
 }
+
+/// Local firewall rules that would drop mDNS, read from `nft list ruleset` where that is allowed.
+public enum FirewallRules {
+    /// The firewall check: rules that mention port 5353 and drop or reject. `ruleset` is nil when
+    /// it could not be read (nft missing, or not root): that is said, not guessed at.
+    public static func check(ruleset: String?) -> DoctorCheck {
+        guard let ruleset else {
+            return DoctorCheck("firewall", .ok, "local firewall rules not readable here (nft missing, or not root): not checked")
+        }
+        let suspicious = ruleset.split(whereSeparator: \.isNewline)
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { $0.contains("5353") && ($0.contains("drop") || $0.contains("reject")) }
+        guard suspicious.isEmpty else {
+            return DoctorCheck(
+                "firewall", .warn, "local rules that may drop mDNS: " + suspicious.prefix(5).joined(separator: "; "),
+                hint: "mDNS needs UDP 5353 in and out: check 'nft list ruleset' (or 'iptables -L -n')")
+        }
+        return DoctorCheck("firewall", .ok, "no local nft rule drops UDP 5353")
+    }
+
+    /// `nft list ruleset`'s output, or nil when it cannot be run or read. At most 1 MiB is read.
+    public static func read() -> String? {
+        let candidates = ["/usr/sbin/nft", "/sbin/nft", "/usr/bin/nft"]
+        guard let nft = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else { return nil }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: nft)
+        process.arguments = ["list", "ruleset"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        do { try process.run() } catch { return nil }
+        let data = (try? output.fileHandleForReading.read(upToCount: 1 << 20)) ?? Data()
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { return nil }
+        return String(decoding: data, as: UTF8.self)
+    }
+}
