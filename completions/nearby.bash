@@ -173,13 +173,13 @@ _nearby() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    advertise|browse|invite|accept|send|send-file|stream|disconnect|identity|help)
+    advertise|browse|invite|accept|send|send-file|stream|disconnect|identity|doctor|help)
         # Offer subcommand argument completions
         "_nearby_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'advertise browse invite accept send send-file stream disconnect identity help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'advertise browse invite accept send send-file stream disconnect identity doctor help' -- "${cur}"))
         ;;
     esac
 }
@@ -222,7 +222,7 @@ _nearby_advertise() {
 
 _nearby_browse() {
     repeating_flags=()
-    non_repeating_flags=(--verbose -v --version -h --help)
+    non_repeating_flags=(--types --verbose -v --version -h --help)
     repeating_options=()
     non_repeating_options=(--service --timeout --count --peer)
     __nearby_offer_flags_options 0
@@ -447,6 +447,36 @@ _nearby_identity() {
     # Offer option value completions
     case "${prev}" in
     '--rename')
+        return
+        ;;
+    esac
+}
+
+_nearby_doctor() {
+    repeating_flags=()
+    non_repeating_flags=(--verbose -v --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--service --timeout --encryption)
+    __nearby_offer_flags_options 1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--service')
+        return
+        ;;
+    '--timeout')
+        return
+        ;;
+    '--encryption')
+        __nearby_add_completions -W 'required'$'\n''optional'$'\n''none'
+        return
+        ;;
+    esac
+
+    # Offer positional completions
+    case "${positional_number}" in
+    1)
+        __nearby_add_completions -W "$(__nearby_custom_complete ---completion doctor -- positional@0 "${COMP_CWORD}" "$(__nearby_cursor_index_in_current_word)")"
         return
         ;;
     esac
