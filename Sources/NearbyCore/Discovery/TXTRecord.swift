@@ -19,6 +19,12 @@ public struct TXTRecord: Equatable, Sendable {
     /// what `browse` shows for a service type that is not nearby's.
     public var raw: [String: String] = [:]
 
+    /// Two records are the same when they say the same to nearby and MPC; `raw` is what one was
+    /// decoded from, not part of its meaning (a record built here has none).
+    public static func == (lhs: TXTRecord, rhs: TXTRecord) -> Bool {
+        lhs.displayName == rhs.displayName && lhs.info == rhs.info && lhs.protocolVersion == rhs.protocolVersion
+    }
+
     public init(displayName: String?, info: [String: String], protocolVersion: String?) {
         self.displayName = displayName
         self.info = info
