@@ -173,20 +173,20 @@ _nearby() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    advertise|browse|invite|accept|send|send-file|stream|disconnect|identity|help)
+    advertise|browse|invite|accept|send|send-file|stream|disconnect|identity|doctor|help)
         # Offer subcommand argument completions
         "_nearby_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'advertise browse invite accept send send-file stream disconnect identity help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'advertise browse invite accept send send-file stream disconnect identity doctor help' -- "${cur}"))
         ;;
     esac
 }
 
 _nearby_advertise() {
     repeating_flags=()
-    non_repeating_flags=(--auto-accept --verbose -v --json --human --version -h --help)
+    non_repeating_flags=(--auto-accept --verbose -v --version -h --help)
     repeating_options=(--info --accept-from)
     non_repeating_options=(--service --name --port --encryption --save-dir)
     __nearby_offer_flags_options 0
@@ -222,7 +222,7 @@ _nearby_advertise() {
 
 _nearby_browse() {
     repeating_flags=()
-    non_repeating_flags=(--verbose -v --json --human --version -h --help)
+    non_repeating_flags=(--types --verbose -v --version -h --help)
     repeating_options=()
     non_repeating_options=(--service --timeout --count --peer)
     __nearby_offer_flags_options 0
@@ -247,7 +247,7 @@ _nearby_browse() {
 
 _nearby_invite() {
     repeating_flags=()
-    non_repeating_flags=(--verbose -v --json --human --version -h --help)
+    non_repeating_flags=(--verbose -v --version -h --help)
     repeating_options=()
     non_repeating_options=(--context --timeout --service --encryption)
     __nearby_offer_flags_options 1
@@ -280,7 +280,7 @@ _nearby_invite() {
 
 _nearby_accept() {
     repeating_flags=()
-    non_repeating_flags=(--decline --verbose -v --json --human --version -h --help)
+    non_repeating_flags=(--decline --verbose -v --version -h --help)
     repeating_options=()
     non_repeating_options=(--from --service --encryption --save-dir)
     __nearby_offer_flags_options 1
@@ -315,7 +315,7 @@ _nearby_accept() {
 
 _nearby_send() {
     repeating_flags=()
-    non_repeating_flags=(--all --unreliable --verbose -v --json --human --version -h --help)
+    non_repeating_flags=(--all --unreliable --verbose -v --version -h --help)
     repeating_options=()
     non_repeating_options=(--timeout --service --encryption)
     __nearby_offer_flags_options 2
@@ -345,7 +345,7 @@ _nearby_send() {
 
 _nearby_send-file() {
     repeating_flags=()
-    non_repeating_flags=(--verbose -v --json --human --version -h --help)
+    non_repeating_flags=(--verbose -v --version -h --help)
     repeating_options=()
     non_repeating_options=(--timeout --service --encryption)
     __nearby_offer_flags_options -1
@@ -379,7 +379,7 @@ _nearby_send-file() {
 
 _nearby_stream() {
     repeating_flags=()
-    non_repeating_flags=(--listen --verbose -v --json --human --version -h --help)
+    non_repeating_flags=(--listen --verbose -v --version -h --help)
     repeating_options=()
     non_repeating_options=(--name --from --timeout --service --encryption)
     __nearby_offer_flags_options 1
@@ -416,7 +416,7 @@ _nearby_stream() {
 
 _nearby_disconnect() {
     repeating_flags=()
-    non_repeating_flags=(--all --verbose -v --json --human --version -h --help)
+    non_repeating_flags=(--all --verbose -v --version -h --help)
     repeating_options=()
     non_repeating_options=(--service)
     __nearby_offer_flags_options 1
@@ -439,7 +439,7 @@ _nearby_disconnect() {
 
 _nearby_identity() {
     repeating_flags=()
-    non_repeating_flags=(--verbose -v --json --human --version -h --help)
+    non_repeating_flags=(--verbose -v --version -h --help)
     repeating_options=()
     non_repeating_options=(--rename)
     __nearby_offer_flags_options 0
@@ -447,6 +447,36 @@ _nearby_identity() {
     # Offer option value completions
     case "${prev}" in
     '--rename')
+        return
+        ;;
+    esac
+}
+
+_nearby_doctor() {
+    repeating_flags=()
+    non_repeating_flags=(--verbose -v --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--service --timeout --encryption)
+    __nearby_offer_flags_options 1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--service')
+        return
+        ;;
+    '--timeout')
+        return
+        ;;
+    '--encryption')
+        __nearby_add_completions -W 'required'$'\n''optional'$'\n''none'
+        return
+        ;;
+    esac
+
+    # Offer positional completions
+    case "${positional_number}" in
+    1)
+        __nearby_add_completions -W "$(__nearby_custom_complete ---completion doctor -- positional@0 "${COMP_CWORD}" "$(__nearby_cursor_index_in_current_word)")"
         return
         ;;
     esac

@@ -13,10 +13,19 @@ extension Nearby {
                 interrupted, --timeout or --count; with --peer, until that peer is found (exit 0) or \
                 the time is up (exit 2).
 
+                Debugging discovery beyond nearby: --types prints a 'type' event per DNS-SD service \
+                type announced on the link (the _services._dns-sd._udp meta-query) with its number \
+                of instances, again whenever that number changes (0: gone). --service with a full \
+                DNS-SD type such as _http._tcp (a leading '_' and a ._tcp or ._udp end) prints a \
+                'service' event per instance of it (state found, updated or lost; host, port, \
+                addresses, interface, the TXT record as key/value pairs).
+
                 Examples:
                   nearby browse --timeout 5 | jq -r 'select(.event=="found") | .peer.name'
                   nearby browse --service chat --count 1
                   nearby browse --peer alice --timeout 10 >/dev/null && echo "alice is here"
+                  nearby browse --types --timeout 3
+                  nearby browse --service _http._tcp --timeout 3 | jq .txt
                 """)
 
         @OptionGroup var serviceOptions: ServiceOptions
@@ -34,6 +43,9 @@ extension Nearby {
             completion: .peers)
         var peer: String?
 
+        @Flag(help: "List every DNS-SD service type on the link with its number of instances.")
+        var types = false
+
         @OptionGroup var output: OutputOptions
 
         static let defaultPeerTimeout = 10.0
@@ -42,6 +54,10 @@ extension Nearby {
             if let timeout, !(timeout > 0 && timeout.isFinite) { throw ValidationError("--timeout must be a positive number of seconds") }
             if let count, count < 1 { throw ValidationError("--count must be at least 1") }
             if let peer, peer.isEmpty { throw ValidationError("--peer must not be empty") }
+            if types, serviceOptions.service != nil { throw ValidationError("--types lists every service type; it takes no --service") }
+            if peer != nil, types || rawType != nil {
+                throw ValidationError("--peer looks for a nearby peer; it does not go with --types or a DNS-SD type")
+            }
         }
 
         private enum Outcome: Sendable {
@@ -53,6 +69,7 @@ extension Nearby {
 
         func run() async throws {
             let context = output.configure(CommandContext.current)
+            if types || rawType != nil { return try await runRaw(context) }
             try await reporting(context, verbose: output.verbose) {
                 let service = try serviceOptions.resolve(context)
                 let selfID = try context.identity().peerID

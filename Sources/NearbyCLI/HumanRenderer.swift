@@ -63,6 +63,8 @@ struct HumanRenderer: Sendable {
         case "stream-closed":
             body = "stream\(e.streamName) with \(paint(e.peerLabel, .bold)) closed: sent \(Format.size(e.double("sent"))), "
                 + "received \(Format.size(e.double("received"))) (\(e.clean("reason")))"
+        case "type", "service", "check", "summary":
+            body = diagnosis(e)
         case "error":
             body = paint("error: ", .red) + e.clean("message") + " (\(e.clean("code")), exit \(e.int("exit_status")))"
         default:
@@ -94,10 +96,7 @@ struct HumanRenderer: Sendable {
     private func found(_ e: Fields) -> String {
         let what = e.string("event") == "updated" ? paint("updated", .cyan) + " (\(e.list("changed")))" : paint("found", .green)
         let kind = e.string("kind") == "mpc" ? "an MPC app" : "nearby"
-        var where_ = ""
-        if let host = e.optionalString("host") { where_ += " at " + Fields.cleaned(host) + (e.has("port") ? ":\(e.int("port"))" : "") }
-        let addresses = e.strings("addresses")
-        if !addresses.isEmpty { where_ += " [" + addresses.prefix(3).map { Fields.cleaned($0) }.joined(separator: ", ") + (addresses.count > 3 ? ", …" : "") + "]" }
+        let where_ = location(e)
         let me = e.bool("self") ? " (this peer)" : ""
         return "\(what) \(paint(e.peerLabel, .bold)) (\(e.peerID)), \(kind)\(where_)\(e.info)\(me)"
     }
@@ -153,6 +152,15 @@ struct HumanRenderer: Sendable {
         return parts.joined(separator: " ")
     }
 
+    /// " at host:port [addresses]", as far as the event knows them.
+    func location(_ e: Fields) -> String {
+        var text = ""
+        if let host = e.optionalString("host") { text += " at " + Fields.cleaned(host) + (e.has("port") ? ":\(e.int("port"))" : "") }
+        let addresses = e.strings("addresses")
+        if !addresses.isEmpty { text += " [" + addresses.prefix(3).map { Fields.cleaned($0) }.joined(separator: ", ") + (addresses.count > 3 ? ", …" : "") + "]" }
+        return text
+    }
+
     private func stamp(_ e: Fields) -> String { paint(e.clock("time"), .dim) + " " }
 
     enum Paint: String {
@@ -160,7 +168,7 @@ struct HumanRenderer: Sendable {
         case boldCyan = "1;36", boldYellow = "1;33"
     }
 
-    private func paint(_ text: String, _ style: Paint) -> String {
+    func paint(_ text: String, _ style: Paint) -> String {
         color ? "\u{1b}[\(style.rawValue)m\(text)\u{1b}[0m" : text
     }
 

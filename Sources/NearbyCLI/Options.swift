@@ -7,7 +7,7 @@ struct ServiceOptions: ParsableArguments {
         name: .long,
         help: ArgumentHelp(
             "The service type: 1–15 lowercase letters, digits and hyphens (MPC's rules).",
-            discussion: "Defaults to $NEARBY_SERVICE, else 'nearby'. Advertised as _<TYPE>._tcp.",
+            discussion: "Defaults to $NEARBY_SERVICE, else 'nearby'. Advertised as _<TYPE>._tcp. 'browse' also takes any full DNS-SD type such as _http._tcp.",
             valueName: "type"))
     var service: String?
 

@@ -32,7 +32,8 @@ public final class Browser: @unchecked Sendable {
         let interface: UInt32
     }
 
-    public let service: ServiceType
+    /// The DNS-SD type browsed, e.g. `_nearby._tcp` or any other such as `_http._tcp`.
+    public let registrationType: String
     public let domain = "local."
     private let queue = DispatchQueue(label: "nearby.browser")
     private let clock = ContinuousClock()
@@ -44,8 +45,13 @@ public final class Browser: @unchecked Sendable {
     private var continuation: AsyncStream<Update>.Continuation?
     private var stopped = false
 
-    public init(service: ServiceType) {
-        self.service = service
+    public convenience init(service: ServiceType) {
+        self.init(registrationType: service.registrationType)
+    }
+
+    /// Browses any DNS-SD service type (see `DNSSDType.parse`).
+    public init(registrationType: String) {
+        self.registrationType = registrationType
         started = clock.now
     }
 
@@ -58,7 +64,7 @@ public final class Browser: @unchecked Sendable {
             self.continuation = continuation
             return Result { () throws(NearbyError) in
                 browse = try DNSSD.browse(
-                type: service.registrationType, domain: nil, queue: queue,
+                type: registrationType, domain: nil, queue: queue,
                 onFailure: { [weak self] status in self?.fail(status) }
             ) { [weak self] added, interface, status, name in
                 guard let self else { return }
@@ -94,14 +100,7 @@ public final class Browser: @unchecked Sendable {
     private func fail(_ status: Int32) {
         guard !stopped else { return }
         for case let .lost(snapshot) in table.removeAll() { continuation?.yield(.lost(peer(snapshot))) }
-        let error: NearbyError
-        do {
-            try DNSServiceOperation.check(status == 0 ? Int32(kDNSServiceErr_Unknown) : status, "browse")
-            error = .daemonUnavailable(code: status)
-        } catch let failure {
-            error = failure
-        }
-        continuation?.yield(.failed(error))
+        continuation?.yield(.failed(DNSServiceOperation.failure(status, "browse")))
         stop()
     }
 
@@ -112,7 +111,7 @@ public final class Browser: @unchecked Sendable {
             case let .resolve(instance, interface):
                 let key = Key(instance: instance, interface: interface)
                 resolves[key] = try? DNSSD.resolve(
-                    instance: instance, type: service.registrationType, domain: domain, interface: interface,
+                    instance: instance, type: registrationType, domain: domain, interface: interface,
                     queue: queue, onFailure: { _ in }
                 ) { [weak self] interface, status, host, port, txt in
                     guard let self, status == Int32(kDNSServiceErr_NoError), let host else { return }

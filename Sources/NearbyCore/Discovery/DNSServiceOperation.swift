@@ -51,6 +51,17 @@ final class DNSServiceOperation: @unchecked Sendable {
         _ = released.wait(timeout: .now() + timeout)
     }
 
+    /// The error a running operation ends with: a zero status (Avahi's way of saying the daemon
+    /// went away) counts as the daemon being unavailable.
+    static func failure(_ status: Int32, _ operation: String) -> NearbyError {
+        do {
+            try check(status == 0 ? Int32(kDNSServiceErr_Unknown) : status, operation)
+            return .daemonUnavailable(code: status)
+        } catch {
+            return error
+        }
+    }
+
     /// Turns the status of a DNSService* call into our error, naming the operation.
     static func check(_ status: DNSServiceErrorType, _ operation: String) throws(NearbyError) {
         switch status {
@@ -93,6 +104,22 @@ enum DNSSD {
         var ref: DNSServiceRef?
         let status = DNSServiceBrowse(&ref, 0, 0, type, domain ?? "", { _, flags, interface, status, name, _, _, context in
             CallbackBox<BrowseHandler>.from(context)?(flags & DNSSD.addFlag != 0, interface, status, name.map { String(cString: $0) })
+        }, box.context)
+        return try start(status, ref, "browse", queue, box, onFailure)
+    }
+
+    typealias TypeHandler = (_ added: Bool, _ interface: UInt32, _ status: Int32, _ name: String?, _ type: String?) -> Void
+
+    /// `DNSServiceBrowse` whose callback also gets the type field: what the meta-query
+    /// `_services._dns-sd._udp` answers with (name `_http`, type `_tcp.`).
+    static func browseTypes(
+        queue: DispatchQueue, onFailure: @escaping @Sendable (Int32) -> Void, handler: @escaping TypeHandler
+    ) throws(NearbyError) -> DNSServiceOperation {
+        let box = CallbackBox<TypeHandler>(handler)
+        var ref: DNSServiceRef?
+        let status = DNSServiceBrowse(&ref, 0, 0, DNSSDType.metaQuery, "", { _, flags, interface, status, name, type, _, context in
+            CallbackBox<TypeHandler>.from(context)?(
+                flags & DNSSD.addFlag != 0, interface, status, name.map { String(cString: $0) }, type.map { String(cString: $0) })
         }, box.context)
         return try start(status, ref, "browse", queue, box, onFailure)
     }

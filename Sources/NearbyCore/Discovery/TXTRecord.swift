@@ -15,6 +15,15 @@ public struct TXTRecord: Equatable, Sendable {
     public var info: [String: String]
     /// `_nb`'s value when the publisher is a nearby node, nil for a plain MPC app.
     public var protocolVersion: String?
+    /// Every entry as published, keys as given (the first of a repeated key wins, RFC 6763 6.4);
+    /// what `browse` shows for a service type that is not nearby's.
+    public var raw: [String: String] = [:]
+
+    /// Two records are the same when they say the same to nearby and MPC; `raw` is what one was
+    /// decoded from, not part of its meaning (a record built here has none).
+    public static func == (lhs: TXTRecord, rhs: TXTRecord) -> Bool {
+        lhs.displayName == rhs.displayName && lhs.info == rhs.info && lhs.protocolVersion == rhs.protocolVersion
+    }
 
     public init(displayName: String?, info: [String: String], protocolVersion: String?) {
         self.displayName = displayName
@@ -94,6 +103,7 @@ public struct TXTRecord: Equatable, Sendable {
                 key = String(decoding: entry, as: UTF8.self)  // a boolean attribute: present, no value
                 value = ""
             }
+            if record.raw[key] == nil { record.raw[key] = value }
             switch key {
             case displayNameKey: record.displayName = value
             case protocolKey: record.protocolVersion = value

@@ -32,3 +32,58 @@ extension DiscoveredPeer {
         !query.isEmpty && (instance.hasPrefix(query) || txt.displayName == query)
     }
 }
+
+extension Events {
+    /// `browse --types`: a service type announced on the link and how many instances it has now
+    /// (0 when the last one went away).
+    public struct ServiceTypeSeen: EventBody {
+        public static let event = "type"
+        public var type: String
+        public var instances: Int
+
+        public init(type: String, instances: Int) {
+            self.type = type
+            self.instances = instances
+        }
+    }
+
+    /// `browse --service _http._tcp`: one instance of a DNS-SD type that is not nearby's, with its
+    /// TXT record decoded as key/value pairs; `state` is `found`, `updated` or `lost`.
+    public struct ServiceSeen: EventBody {
+        public static let event = "service"
+        public var state: String
+        public var type: String
+        public var name: String
+        public var host: String?
+        public var port: Int?
+        public var addresses: [String]
+        public var interface: String?
+        public var txt: SortedInfo
+
+        enum CodingKeys: String, CodingKey { case state, type, name, host, port, addresses, interface, txt }
+
+        public init(state: String, type: String, peer: DiscoveredPeer) {
+            self.state = state
+            self.type = type
+            name = peer.instance
+            host = peer.host
+            port = peer.port
+            addresses = peer.addresses
+            interface = peer.interface
+            txt = SortedInfo(peer.txt.raw)
+        }
+
+        /// Absent values are written as `null`, so every `service` line has the same fields.
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(state, forKey: .state)
+            try container.encode(type, forKey: .type)
+            try container.encode(name, forKey: .name)
+            try container.encode(host, forKey: .host)
+            try container.encode(port, forKey: .port)
+            try container.encode(addresses, forKey: .addresses)
+            try container.encode(interface, forKey: .interface)
+            try container.encode(txt, forKey: .txt)
+        }
+    }
+}

@@ -1,0 +1,154 @@
+import ArgumentParser
+import Foundation
+import NearbyCore
+
+extension Nearby {
+    struct Doctor: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Say why a peer is not seen: check the DNS-SD daemon, interfaces, multicast and the peer.",
+            discussion: """
+                Runs checks in order and prints each as a 'check' event (status ok, warn or fail, a \
+                detail, and for warn and fail a hint to act on), then one 'summary' event:
+                  daemon              the DNS-SD daemon (avahi-daemon) answers;
+                  interfaces          which interfaces are up with multicast, their addresses, and \
+                avahi-daemon.conf's allow-/deny-interfaces;
+                  firewall            local nft rules that drop or reject port 5353 (when readable);
+                  self-advertisement  a short-lived probe published here comes back through the daemon;
+                  responders          other services are announced on the link (none: multicast \
+                looks blocked, or you are alone);
+                with PEER also:
+                  peer                PEER is found on the service type (if not: what was found, and \
+                whether PEER was seen before);
+                  connect             a TCP connection to each of its addresses;
+                  encryption          the preamble agrees on encryption (no handshake: the peer \
+                starts no session and shows no invitation).
+                Exit 0 when nothing failed, else the status of the first failure: 7 daemon, 2 peer \
+                not found, 5 cannot connect or encryption mismatch, 1 otherwise.
+
+                Examples:
+                  nearby doctor
+                  nearby doctor "Bob's Pi" --timeout 5
+                  nearby doctor bob --service chat | jq -r 'select(.event=="check" and .status!="ok") | .hint'
+                """)
+
+        @Argument(help: ArgumentHelp("The peer that is not seen (ID, ID prefix or display name).", valueName: "peer"), completion: .peers)
+        var peer: String?
+
+        @OptionGroup var serviceOptions: ServiceOptions
+
+        @Option(help: ArgumentHelp("Seconds each discovery check may wait (default 5).", valueName: "seconds"))
+        var timeout: Double = 5
+
+        @OptionGroup var session: SessionOptions
+        @OptionGroup var output: OutputOptions
+
+        func validate() throws {
+            guard timeout > 0, timeout.isFinite, timeout <= 600 else { throw ValidationError("--timeout must be between 0 and 600 seconds") }
+            if let peer, peer.isEmpty { throw ValidationError("PEER must not be empty") }
+        }
+
+        static let probeService = "nearby-doctor"
+
+        func run() async throws {
+            let context = output.configure(CommandContext.current)
+            var checks: [DoctorCheck] = []
+            try await reporting(context, verbose: output.verbose) {
+                let service = try serviceOptions.resolve(context)
+                let identity = try context.identity()
+                let limit = Duration.milliseconds(Int64(timeout * 1000))
+                let record: (DoctorCheck) -> Void = { check in
+                    checks.append(check)
+                    context.events.emit(Events.Check(check))
+                }
+                let types = TypeBrowser()
+                let typeUpdates: AsyncStream<TypeBrowser.Update>
+                do throws(NearbyError) {
+                    typeUpdates = try types.start()
+                } catch {
+                    record(DoctorCheck("daemon", .fail, "the DNS-SD daemon does not answer: \(error.errorDescription ?? "\(error)") (is avahi-daemon running?)",
+                                       hint: DoctorCheck.daemonHint, exitStatus: .daemonUnavailable))
+                    return
+                }
+                defer { types.stop() }
+                record(DoctorCheck("daemon", .ok, "avahi-daemon answers DNS-SD requests"))
+                async let otherTypes = Self.collectTypes(typeUpdates, excluding: "_\(Self.probeService)._tcp", within: limit)
+
+                let config = try? String(contentsOfFile: "/etc/avahi/avahi-daemon.conf", encoding: .utf8)
+                record(NetworkInterface.check(NetworkInterface.list(), daemonConfig: config))
+                record(FirewallRules.check(ruleset: FirewallRules.read()))
+                record(await Self.selfAdvertisement(identity: identity, within: limit))
+                let seen = await otherTypes
+                record(seen.isEmpty
+                    ? DoctorCheck("responders", .warn, "no other service announced on the link in \(timeout) s", hint: DoctorCheck.multicastHint)
+                    : DoctorCheck("responders", .ok, "services announced on the link: \(seen.sorted().prefix(10).joined(separator: ", "))"))
+                guard let peer else { return }
+                let peerCheck = await Self.findPeer(peer, service: service, selfID: identity.peerID, paths: context.paths, within: limit)
+                record(peerCheck.check)
+                guard let found = peerCheck.found, let port = found.port else { return }
+                await Self.connectChecks(found, port: port, identity: identity, preference: session.encryption, record: record)
+            }
+            context.events.emit(Events.Summary(checks))
+            let status = DoctorCheck.exitStatus(of: checks)
+            if status != .success { throw ExitCode(status.rawValue) }
+        }
+
+        /// The types other responders announce, until one shows up or the time is up.
+        static func collectTypes(_ updates: AsyncStream<TypeBrowser.Update>, excluding probe: String, within limit: Duration) async -> Set<String> {
+            await withTaskGroup(of: Set<String>?.self) { group in
+                group.addTask {
+                    for await update in updates {
+                        if case let .type(type, instances) = update, instances > 0, type != probe { return [type] }
+                    }
+                    return []
+                }
+                group.addTask {
+                    try? await Task.sleep(for: limit)
+                    return []
+                }
+                let first = await group.next() ?? []
+                group.cancelAll()
+                return first ?? []
+            }
+        }
+
+        /// Publishes a probe for a moment and browses for it: the daemon publishes and sees its own.
+        static func selfAdvertisement(identity: Identity, within limit: Duration) async -> DoctorCheck {
+            let name = "doctor-\(identity.peerID.rawValue)-\(Int.random(in: 1000...9999))"
+            do throws(NearbyError) {
+                let type = try ServiceType(probeService)
+                let advertiser = Advertiser(
+                    service: type, instance: name, port: 9, txt: TXTRecord(displayName: "nearby doctor", info: [:], protocolVersion: nil))
+                let browser = Browser(service: type)
+                let updates = try browser.start()
+                defer { browser.stop() }
+                try await advertiser.start()
+                defer { advertiser.stop() }
+                let seen = await first(within: limit) {
+                    for await update in updates { if case let .found(peer) = update, peer.instance == name { return true } }
+                    return false
+                }
+                return seen == true
+                    ? DoctorCheck("self-advertisement", .ok, "a probe published as \(name) came back through the daemon")
+                    : DoctorCheck("self-advertisement", .fail, "a probe published as \(name) did not come back in \(limit)",
+                                  hint: "the daemon publishes but does not see its own announcements: check its interfaces (allow-interfaces) and 'journalctl -u avahi-daemon'")
+            } catch {
+                return DoctorCheck("self-advertisement", .fail, "could not publish a probe: \(error.errorDescription ?? "\(error)")",
+                                   hint: DoctorCheck.daemonHint, exitStatus: error.exitStatus)
+            }
+        }
+
+        /// The result of `work`, or nil when `limit` passed first.
+        static func first<T: Sendable>(within limit: Duration, _ work: @escaping @Sendable () async -> T) async -> T? {
+            await withTaskGroup(of: T?.self) { group in
+                group.addTask { await work() }
+                group.addTask {
+                    try? await Task.sleep(for: limit)
+                    return nil
+                }
+                let result = await group.next() ?? nil
+                group.cancelAll()
+                return result
+            }
+        }
+    }
+}

@@ -1,0 +1,209 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One finding of `nearby doctor`: what was checked, how it went, and what a person can do about it.
+public struct DoctorCheck: Sendable, Equatable {
+    public enum Status: String, Sendable, Encodable { case ok, warn, fail }
+
+    public var name: String
+    public var status: Status
+    public var detail: String
+    public var hint: String?
+    /// The exit status a `fail` stands for (docs/exit-codes.md).
+    public var exitStatus: ExitStatus
+
+    public init(_ name: String, _ status: Status, _ detail: String, hint: String? = nil, exitStatus: ExitStatus = .failure) {
+        self.name = name
+        self.status = status
+        self.detail = detail
+        self.hint = hint
+        self.exitStatus = status == .fail ? exitStatus : .success
+    }
+
+    /// The status of the run: 0 when nothing failed, else the first failure's.
+    public static func exitStatus(of checks: [DoctorCheck]) -> ExitStatus {
+        checks.first { $0.status == .fail }?.exitStatus ?? .success
+    }
+
+    public static let daemonHint =
+        "start it: 'sudo systemctl start avahi-daemon' (or 'avahi-daemon -D'); it needs D-Bus: 'systemctl status dbus'"
+    public static let multicastHint =
+        "multicast looks blocked or you are alone on this link: a firewall dropping UDP 5353, Wi-Fi client isolation, or IGMP snooping"
+}
+
+/// A network interface as `getifaddrs` shows it.
+public struct NetworkInterface: Sendable, Equatable {
+    public var name: String
+    public var up: Bool
+    public var multicast: Bool
+    public var loopback: Bool
+    public var addresses: [String]
+
+    public init(name: String, up: Bool, multicast: Bool, loopback: Bool, addresses: [String]) {
+        self.name = name
+        self.up = up
+        self.multicast = multicast
+        self.loopback = loopback
+        self.addresses = addresses
+    }
+
+    /// Every interface with its IPv4 and IPv6 addresses, in the system's order.
+    public static func list() -> [NetworkInterface] {
+        var head: UnsafeMutablePointer<ifaddrs>?
+        guard getifaddrs(&head) == 0, let first = head else { return [] }
+        defer { freeifaddrs(head) }
+        var order: [String] = []
+        var byName: [String: NetworkInterface] = [:]
+        for entry in sequence(first: first, next: { $0.pointee.ifa_next }) {
+            let name = String(cString: entry.pointee.ifa_name)
+            let flags = Int32(bitPattern: entry.pointee.ifa_flags)
+            if byName[name] == nil {
+                order.append(name)
+                byName[name] = NetworkInterface(
+                    name: name, up: flags & Int32(IFF_UP) != 0 && flags & Int32(IFF_RUNNING) != 0,
+                    multicast: flags & Int32(IFF_MULTICAST) != 0, loopback: flags & Int32(IFF_LOOPBACK) != 0, addresses: [])
+            }
+            if let address = entry.pointee.ifa_addr, let text = Self.text(address) { byName[name]?.addresses.append(text) }
+        }
+        return order.compactMap { byName[$0] }
+    }
+
+    private static func text(_ address: UnsafeMutablePointer<sockaddr>) -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+        switch Int32(address.pointee.sa_family) {
+        case AF_INET:
+            var v4 = UnsafeRawPointer(address).load(as: sockaddr_in.self).sin_addr
+            guard inet_ntop(AF_INET, &v4, &buffer, socklen_t(buffer.count)) != nil else { return nil }
+        case AF_INET6:
+            var v6 = UnsafeRawPointer(address).load(as: sockaddr_in6.self).sin6_addr
+            guard inet_ntop(AF_INET6, &v6, &buffer, socklen_t(buffer.count)) != nil else { return nil }
+        default:
+            return nil
+        }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// The interfaces check: multicast DNS needs an interface that is up, not loopback, with multicast.
+    public static func check(_ interfaces: [NetworkInterface], daemonConfig: String?) -> DoctorCheck {
+        let usable = interfaces.filter { $0.up && $0.multicast && !$0.loopback && !$0.addresses.isEmpty }
+        var detail = interfaces.filter { !$0.loopback }.map { interface in
+            let state = [interface.up ? "up" : "down", interface.multicast ? "multicast" : "no multicast"].joined(separator: ", ")
+            return "\(interface.name) (\(state)): \(interface.addresses.isEmpty ? "no address" : interface.addresses.joined(separator: " "))"
+        }.joined(separator: "; ")
+        let restrictions = daemonConfig.map(Self.interfaceRestrictions) ?? []
+        if !restrictions.isEmpty { detail += "; avahi-daemon.conf: " + restrictions.joined(separator: ", ") }
+        if usable.isEmpty {
+            return DoctorCheck(
+                "interfaces", .fail, detail.isEmpty ? "no network interface but loopback" : detail,
+                hint: "bring an interface up with multicast: 'ip link set IFACE up multicast on'", exitStatus: .failure)
+        }
+        if !restrictions.isEmpty {
+            return DoctorCheck("interfaces", .warn, detail, hint: "avahi-daemon only uses the interfaces its configuration allows; check /etc/avahi/avahi-daemon.conf")
+        }
+        return DoctorCheck("interfaces", .ok, detail)
+    }
+
+    /// `allow-interfaces=` and `deny-interfaces=` lines of an avahi-daemon.conf that are set.
+    public static func interfaceRestrictions(_ config: String) -> [String] {
+        config.split(whereSeparator: \.isNewline).compactMap { line in
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            guard !trimmed.hasPrefix("#"), let eq = trimmed.firstIndex(of: "=") else { return nil }
+            let key = trimmed[..<eq].trimmingCharacters(in: .whitespaces)
+            let value = trimmed[trimmed.index(after: eq)...].trimmingCharacters(in: .whitespaces)
+            guard key == "allow-interfaces" || key == "deny-interfaces", !value.isEmpty else { return nil }
+            return "\(key)=\(value)"
+        }
+    }
+}
+
+extension Events {
+    /// `doctor`: one check's outcome.
+    public struct Check: EventBody {
+        public static let event = "check"
+        public var check: String
+        public var status: DoctorCheck.Status
+        public var detail: String
+        public var hint: String?
+
+        enum CodingKeys: String, CodingKey { case check, status, detail, hint }
+
+        public init(_ result: DoctorCheck) {
+            check = result.name
+            status = result.status
+            detail = result.detail
+            hint = result.hint
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(check, forKey: .check)
+            try container.encode(status, forKey: .status)
+            try container.encode(detail, forKey: .detail)
+            try container.encode(hint, forKey: .hint)
+        }
+    }
+
+    /// `doctor`'s last line: how many checks passed, warned and failed, and the exit status.
+    public struct Summary: EventBody {
+        public static let event = "summary"
+        public var ok: Int
+        public var warn: Int
+        public var fail: Int
+        public var exitStatus: Int32
+
+        enum CodingKeys: String, CodingKey {
+            case ok, warn, fail
+            case exitStatus = "exit_status"
+        }
+
+        public init(_ checks: [DoctorCheck]) {
+            ok = checks.filter { $0.status == .ok }.count
+            warn = checks.filter { $0.status == .warn }.count
+            fail = checks.filter { $0.status == .fail }.count
+            exitStatus = DoctorCheck.exitStatus(of: checks).rawValue
+        }
+    }
+}
+
+/// Local firewall rules that would drop mDNS, read from `nft list ruleset` where that is allowed.
+public enum FirewallRules {
+    /// The firewall check: rules that mention port 5353 and drop or reject. `ruleset` is nil when
+    /// it could not be read (nft missing, or not root): that is said, not guessed at.
+    public static func check(ruleset: String?) -> DoctorCheck {
+        guard let ruleset else {
+            return DoctorCheck("firewall", .ok, "local firewall rules not readable here (nft missing, or not root): not checked")
+        }
+        let suspicious = ruleset.split(whereSeparator: \.isNewline)
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { $0.contains("5353") && ($0.contains("drop") || $0.contains("reject")) }
+        guard suspicious.isEmpty else {
+            return DoctorCheck(
+                "firewall", .warn, "local rules that may drop mDNS: " + suspicious.prefix(5).joined(separator: "; "),
+                hint: "mDNS needs UDP 5353 in and out: check 'nft list ruleset' (or 'iptables -L -n')")
+        }
+        return DoctorCheck("firewall", .ok, "no local nft rule drops UDP 5353")
+    }
+
+    /// `nft list ruleset`'s output, or nil when it cannot be run or read. At most 1 MiB is read.
+    public static func read() -> String? {
+        let candidates = ["/usr/sbin/nft", "/sbin/nft", "/usr/bin/nft"]
+        guard let nft = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else { return nil }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: nft)
+        process.arguments = ["list", "ruleset"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        do { try process.run() } catch { return nil }
+        let data = (try? output.fileHandleForReading.read(upToCount: 1 << 20)) ?? Data()
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { return nil }
+        return String(decoding: data, as: UTF8.self)
+    }
+}

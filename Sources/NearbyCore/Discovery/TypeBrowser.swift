@@ -1,0 +1,140 @@
+import CDNSSD
+import Dispatch
+
+/// Full DNS-SD service types as `browse --service` and `browse --types` take and print them.
+public enum DNSSDType {
+    /// The meta-query every responder answers with the types it publishes (RFC 6763 9).
+    public static let metaQuery = "_services._dns-sd._udp"
+
+    /// `_http._tcp` (trailing dot and `.local.` allowed) → `_http._tcp`; nil for anything that is
+    /// not a DNS-SD type, such as an MPC service name like `chat`, so the old meaning stays.
+    public static func parse(_ text: String) -> String? {
+        var name = text
+        for suffix in [".", "local.", "local"] where name.hasSuffix(suffix) && name != suffix {
+            if suffix == "." || name.hasSuffix("." + suffix) { name.removeLast(suffix.count) }
+            if name.hasSuffix(".") { name.removeLast() }
+        }
+        let labels = name.split(separator: ".", omittingEmptySubsequences: false)
+        guard labels.count == 2, let service = labels.first, let proto = labels.last,
+              proto == "_tcp" || proto == "_udp", service.hasPrefix("_"), (2...64).contains(service.utf8.count)
+        else { return nil }
+        let body = service.dropFirst()
+        guard body.allSatisfy({ ($0.isASCII && ($0.isLetter || $0.isNumber)) || $0 == "-" }),
+              body.first != "-", body.last != "-"
+        else { return nil }
+        return name
+    }
+
+    /// The meta-query's answer (`_http` in `_tcp.` or `_tcp.local.`) as a type, `_http._tcp`.
+    public static func fromMetaAnswer(name: String, type: String) -> String? {
+        let proto = type.split(separator: ".").first.map(String.init) ?? ""
+        return parse("\(name).\(proto)")
+    }
+}
+
+/// How many instances each type has. The daemon reports an instance once per interface and IP
+/// family and withdraws each of those separately, so an instance counts while any report stands.
+public struct TypeCounter: Sendable, Equatable {
+    private var reports: [String: [String: Int]] = [:]
+
+    public init() {}
+
+    /// Applies one add or remove of `instance` of `type`; returns the type's new count when it changed.
+    public mutating func apply(type: String, instance: String, added: Bool) -> Int? {
+        let before = count(type)
+        var instances = reports[type, default: [:]]
+        let next = (instances[instance] ?? 0) + (added ? 1 : -1)
+        instances[instance] = next > 0 ? next : nil
+        reports[type] = instances
+        let after = count(type)
+        return after == before ? nil : after
+    }
+
+    public func count(_ type: String) -> Int { reports[type]?.count ?? 0 }
+}
+
+/// Browses the meta-query and, per type found, that type's instances; yields a type with its count
+/// whenever the count changes (0: the type is gone). Confined to one serial queue, as `Browser` is.
+public final class TypeBrowser: @unchecked Sendable {
+    public enum Update: Sendable, Equatable {
+        case type(String, instances: Int)
+        case failed(NearbyError)
+    }
+
+    /// At most this many types are followed: the answers come from the network.
+    public static let maxTypes = 256
+    private let queue = DispatchQueue(label: "nearby.types")
+    private var meta: DNSServiceOperation?
+    private var perType: [String: DNSServiceOperation] = [:]
+    private var typeReports: [String: Int] = [:]
+    private var counter = TypeCounter()
+    private var continuation: AsyncStream<Update>.Continuation?
+    private var stopped = false
+
+    public init() {}
+
+    public func start() throws(NearbyError) -> AsyncStream<Update> {
+        DNSSD.silenceAvahiWarnings()
+        let (stream, continuation) = AsyncStream<Update>.makeStream()
+        continuation.onTermination = { [weak self] _ in self?.stop() }
+        let started: Result<Void, NearbyError> = queue.sync {
+            self.continuation = continuation
+            return Result { () throws(NearbyError) in
+                meta = try DNSSD.browseTypes(queue: queue, onFailure: { [weak self] status in self?.fail(status) }) {
+                    [weak self] added, _, status, name, type in
+                    guard let self else { return }
+                    guard status == Int32(kDNSServiceErr_NoError) else { return fail(status) }
+                    guard let name, let type, let full = DNSSDType.fromMetaAnswer(name: name, type: type) else { return }
+                    typeChanged(full, added: added)
+                }
+            }
+        }
+        try started.get()
+        return stream
+    }
+
+    public func stop() {
+        queue.async { [self] in
+            guard !stopped else { return }
+            stopped = true
+            meta?.cancel()
+            perType.values.forEach { $0.cancel() }
+            perType = [:]
+            continuation?.finish()
+        }
+    }
+
+    private func typeChanged(_ type: String, added: Bool) {
+        guard !stopped else { return }
+        let reports = (typeReports[type] ?? 0) + (added ? 1 : -1)
+        typeReports[type] = reports > 0 ? reports : nil
+        if reports > 0, perType[type] == nil, perType.count < Self.maxTypes {
+            perType[type] = try? DNSSD.browse(type: type, domain: nil, queue: queue, onFailure: { _ in }) {
+                [weak self] added, _, status, name in
+                guard let self, !stopped, status == Int32(kDNSServiceErr_NoError), let name else { return }
+                if let count = counter.apply(type: type, instance: name, added: added) {
+                    continuation?.yield(.type(type, instances: count))
+                }
+            }
+        } else if reports <= 0, let operation = perType.removeValue(forKey: type) {
+            operation.cancel()
+            counter = counter.removingType(type)
+            continuation?.yield(.type(type, instances: 0))
+        }
+    }
+
+    private func fail(_ status: Int32) {
+        guard !stopped else { return }
+        continuation?.yield(.failed(DNSServiceOperation.failure(status, "browse")))
+        stop()
+    }
+}
+
+extension TypeCounter {
+    /// Forgets a type whose own browse was stopped.
+    func removingType(_ type: String) -> TypeCounter {
+        var copy = self
+        copy.reports[type] = nil
+        return copy
+    }
+}

@@ -1,0 +1,48 @@
+import NIOCore
+import NIOPosix
+
+/// What `nearby doctor` asks of a peer's port: can a TCP connection be made at all, and does the
+/// preamble agree on encryption. Neither sends a handshake, so the peer starts no session and shows
+/// no invitation.
+extension Connections {
+    /// nil when a TCP connection to `host:port` was made (and closed at once), else why not.
+    public static func reachable(host: String, port: Int, timeout: Duration) async -> String? {
+        let milliseconds = max(1, Int64(timeout / .milliseconds(1)))
+        do {
+            let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .connectTimeout(.milliseconds(milliseconds))
+                .connect(host: host, port: port).get()
+            try? await channel.close().get()
+            return nil
+        } catch let error as ChannelError {
+            if case .connectTimeout = error { return "no answer in \(milliseconds) ms" }
+            return "\(error)"
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    /// What the preamble says: `nil` when both sides agree (the connection is closed at once),
+    /// else the reason, as the `encryption` check words it.
+    public static func preambleVerdict(
+        host: String, port: Int, preference: EncryptionPreference, tls: SessionTLS.Contexts, timeout: Duration
+    ) async -> (ok: Bool, detail: String) {
+        let milliseconds = max(1, Int64(timeout / .milliseconds(1)))
+        do {
+            let negotiated = try await connect(
+                host: host, port: port, preference: preference, tls: tls.client, timeout: .milliseconds(milliseconds))
+            switch negotiated {
+            case let .frames(frames):
+                try? await frames.channel.channel.close().get()
+                return (true, "nearby preamble agreed: \(frames.encrypted ? "TLS 1.3" : "plaintext") (ours: \(preference.rawValue))")
+            case let .refused(_, theirs, decision):
+                let their = theirs.map(\.rawValue) ?? (decision == .refusedNone ? "none" : "required")
+                return (false, "encryption mismatch: we use '\(preference.rawValue)', the peer '\(their)'; required and none refuse each other")
+            case let .foreign(_, what):
+                return (false, "not a nearby node: \(what)")
+            }
+        } catch {
+            return (false, "the preamble failed: \(error)")
+        }
+    }
+}

@@ -1,0 +1,95 @@
+import Testing
+
+@testable import NearbyCore
+
+/// The pure parts of `browse --types`, `browse --service _x._tcp` and `doctor`.
+@Suite struct DoctorTests {
+    @Test func fullDNSSDTypesAreToldFromMPCServiceNames() {
+        #expect(DNSSDType.parse("_http._tcp") == "_http._tcp")
+        #expect(DNSSDType.parse("_ipp._tcp.local.") == "_ipp._tcp")
+        #expect(DNSSDType.parse("_ipp._tcp.") == "_ipp._tcp")
+        #expect(DNSSDType.parse("_sleep-proxy._udp") == "_sleep-proxy._udp")
+        // The old meaning of --service stays: an MPC name is not a DNS-SD type.
+        #expect(DNSSDType.parse("nearby") == nil)
+        #expect(DNSSDType.parse("chat-v2") == nil)
+        #expect(DNSSDType.parse("_http") == nil)
+        #expect(DNSSDType.parse("_http._sctp") == nil)
+        #expect(DNSSDType.parse("http._tcp") == nil)
+        #expect(DNSSDType.parse("_._tcp") == nil)
+        #expect(DNSSDType.parse("_a b._tcp") == nil)
+        #expect(DNSSDType.parse("_-x._tcp") == nil)
+        #expect(DNSSDType.parse("_" + String(repeating: "a", count: 64) + "._tcp") == nil)
+    }
+
+    @Test func metaQueryAnswersBecomeTypes() {
+        #expect(DNSSDType.fromMetaAnswer(name: "_http", type: "_tcp.") == "_http._tcp")
+        #expect(DNSSDType.fromMetaAnswer(name: "_http", type: "_tcp.local.") == "_http._tcp")
+        #expect(DNSSDType.fromMetaAnswer(name: "bogus", type: "_tcp.") == nil)
+    }
+
+    @Test func anInstanceCountsOnceWhileAnyReportStands() {
+        var counter = TypeCounter()
+        #expect(counter.apply(type: "_http._tcp", instance: "web", added: true) == 1)
+        // The same instance over IPv6 and on a second interface: no change.
+        #expect(counter.apply(type: "_http._tcp", instance: "web", added: true) == nil)
+        #expect(counter.apply(type: "_http._tcp", instance: "web", added: true) == nil)
+        #expect(counter.apply(type: "_http._tcp", instance: "api", added: true) == 2)
+        #expect(counter.apply(type: "_ipp._tcp", instance: "printer", added: true) == 1)
+        #expect(counter.apply(type: "_http._tcp", instance: "web", added: false) == nil)
+        #expect(counter.apply(type: "_http._tcp", instance: "web", added: false) == nil)
+        #expect(counter.apply(type: "_http._tcp", instance: "web", added: false) == 1)
+        // A removal nobody announced changes nothing and never goes negative.
+        #expect(counter.apply(type: "_http._tcp", instance: "ghost", added: false) == nil)
+        #expect(counter.count("_http._tcp") == 1)
+        #expect(counter.count("_ipp._tcp") == 1)
+        #expect(counter.count("_none._tcp") == 0)
+    }
+
+    @Test func theRunEndsWithTheFirstFailuresStatus() {
+        let ok = DoctorCheck("daemon", .ok, "fine")
+        let warn = DoctorCheck("responders", .warn, "alone", hint: DoctorCheck.multicastHint)
+        let notFound = DoctorCheck("peer", .fail, "not found", exitStatus: .peerNotFound)
+        let noPort = DoctorCheck("connect", .fail, "dropped", exitStatus: .connectionFailed)
+        #expect(DoctorCheck.exitStatus(of: [ok, warn]) == .success)
+        #expect(DoctorCheck.exitStatus(of: [ok, notFound, noPort]) == .peerNotFound)
+        #expect(DoctorCheck.exitStatus(of: [ok, warn, noPort]) == .connectionFailed)
+        // An ok or warn never carries a failing status, whatever it was built with.
+        #expect(DoctorCheck("x", .warn, "y", exitStatus: .daemonUnavailable).exitStatus == .success)
+        let summary = Events.Summary([ok, warn, notFound, noPort])
+        #expect((summary.ok, summary.warn, summary.fail, summary.exitStatus) == (1, 1, 2, 2))
+    }
+
+    @Test func interfacesNeedOneUpWithMulticast() {
+        let loopback = NetworkInterface(name: "lo", up: true, multicast: false, loopback: true, addresses: ["127.0.0.1"])
+        let down = NetworkInterface(name: "eth0", up: false, multicast: true, loopback: false, addresses: ["10.0.0.2"])
+        let noMulticast = NetworkInterface(name: "wg0", up: true, multicast: false, loopback: false, addresses: ["10.9.0.1"])
+        let good = NetworkInterface(name: "nb0", up: true, multicast: true, loopback: false, addresses: ["10.99.0.1", "fe80::1"])
+        #expect(NetworkInterface.check([loopback], daemonConfig: nil).status == .fail)
+        #expect(NetworkInterface.check([loopback, down, noMulticast], daemonConfig: nil).status == .fail)
+        let fine = NetworkInterface.check([loopback, good], daemonConfig: nil)
+        #expect(fine.status == .ok)
+        #expect(fine.detail.contains("nb0 (up, multicast): 10.99.0.1 fe80::1"))
+        let config = "[server]\n#allow-interfaces=eth9\nallow-interfaces = eth0\ndeny-interfaces=\n"
+        #expect(NetworkInterface.interfaceRestrictions(config) == ["allow-interfaces=eth0"])
+        let restricted = NetworkInterface.check([good], daemonConfig: config)
+        #expect(restricted.status == .warn)
+        #expect(restricted.detail.contains("allow-interfaces=eth0"))
+    }
+
+    @Test func rawTXTKeepsEveryEntryAsPublished() {
+        let entries = ["path=/x", "_d=Anna", "flag", "path=/second", "__hidden=1"]
+        var wire: [UInt8] = []
+        for entry in entries { wire += [UInt8(entry.utf8.count)] + Array(entry.utf8) }
+        let record = TXTRecord.decode(wire)
+        #expect(record.raw == ["path": "/x", "_d": "Anna", "flag": "", "__hidden": "1"])
+        #expect(record.displayName == "Anna")
+    }
+
+    @Test func firewallRulesDroppingMDNSAreNamed() {
+        #expect(FirewallRules.check(ruleset: nil).status == .ok)
+        #expect(FirewallRules.check(ruleset: "table inet f {\n chain input {\n tcp dport 22 accept\n }\n}").status == .ok)
+        let dropped = FirewallRules.check(ruleset: "table inet f {\n chain input {\n  udp dport 5353 drop\n }\n}")
+        #expect(dropped.status == .warn)
+        #expect(dropped.detail.contains("udp dport 5353 drop"))
+    }
+}

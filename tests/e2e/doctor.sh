@@ -1,0 +1,111 @@
+# End-to-end tests of debugging discovery (sourced by run.sh): `nearby doctor` in each failure it
+# names, built for real in the lab (a stopped daemon, nft rules in a host's namespace, a peer with
+# the other encryption mode), and `browse --types` / `--service _http._tcp` against avahi-publish.
+
+DOCTOR_TIMEOUT=${DOCTOR_TIMEOUT:-3}
+
+# doctor K ARGS... — run `nearby doctor` on host K; sets STATUS and MS, output in $OUT/doctor.jsonl.
+doctor() {
+    local host=$1 started; shift
+    started=${EPOCHREALTIME/[.,]/}
+    lab_run "$host" "$NEARBY" doctor --timeout "$DOCTOR_TIMEOUT" "$@" >"$OUT/doctor.jsonl" 2>"$OUT/doctor.err"; STATUS=$?
+    MS=$(( (${EPOCHREALTIME/[.,]/} - started) / 1000 ))
+    echo "    nearby doctor $*: exit $STATUS after $MS ms"
+}
+
+check_is() { # check_is NAME STATUS [DETAIL-SUBSTRING]
+    expect_json "$OUT/doctor.jsonl" "select(.event==\"check\" and .check==\"$1\" and .status==\"$2\" and (.detail|contains(\"${3:-}\")))" \
+        "check $1 $2${3:+ mentioning '$3'}" || { cat "$OUT/doctor.jsonl" >&2; return 1; }
+}
+
+test_doctor_healthy_pair_is_all_ok() {
+    local id1
+    id1=$(id_of 1) || return 1
+    advertise 1 dr-ok || return 1
+    doctor 2 "$id1" --service dr-ok
+    expect_eq "$STATUS" 0 "doctor exit status for a healthy pair" || { cat "$OUT/doctor.jsonl" >&2; return 1; }
+    local check
+    for check in daemon interfaces firewall self-advertisement responders peer connect encryption; do check_is "$check" ok || return 1; done
+    expect_eq "$(count_json "$OUT/doctor.jsonl" 'select(.event=="check" and .status!="ok")')" 0 "checks not ok" || return 1
+    expect_json "$OUT/doctor.jsonl" 'select(.event=="summary" and .fail==0 and .warn==0 and .ok==8 and .exit_status==0)' "summary" || return 1
+    # The peer was not bothered: no invitation on its side.
+    expect_eq "$(count_json "$OUT/adv-h1-dr-ok.jsonl" 'select(.event=="invitation")')" 0 "invitations on the peer" || return 1
+    stop "$ADV_PID"
+}
+
+test_doctor_names_a_stopped_daemon() {
+    lab_stop_avahi 4
+    doctor 4
+    lab_start_avahi 4
+    expect_eq "$STATUS" 7 "doctor exit status without avahi-daemon" || return 1
+    (( MS <= 3000 )) || fail "doctor took $MS ms to name the daemon" || return 1
+    check_is daemon fail avahi-daemon || return 1
+    expect_json "$OUT/doctor.jsonl" 'select(.event=="check" and .check=="daemon" and (.hint|contains("start")))' "a hint to start it" || return 1
+    expect_json "$OUT/doctor.jsonl" 'select(.event=="summary" and .exit_status==7)' "summary with exit 7" || return 1
+}
+
+test_doctor_peer_not_advertising_but_multicast_works() {
+    spawn_publish 3 "$OUT/publish.txt" -s webby _http._tcp 8080 || return 1
+    doctor 2 nobody-here --service dr-none
+    kill -INT "$PUBLISH_PID" 2>/dev/null
+    expect_eq "$STATUS" 2 "doctor exit status for a peer that is not there" || return 1
+    check_is responders ok _http._tcp || return 1
+    check_is peer fail "not found" || return 1
+}
+
+test_doctor_peer_port_dropped_is_a_firewall() {
+    local id1
+    id1=$(id_of 1) || return 1
+    advertise 1 dr-fw || return 1
+    lab_run 1 nft -f - <<EOF_NFT || { fail "nft rules on h1"; stop "$ADV_PID"; return 1; }
+table inet drfw {
+    chain input { type filter hook input priority 0; tcp dport $ADV_PORT drop; }
+}
+EOF_NFT
+    doctor 2 "$id1" --service dr-fw
+    lab_run 1 nft delete table inet drfw
+    stop "$ADV_PID"
+    expect_eq "$STATUS" 5 "doctor exit status for a dropped port" || { cat "$OUT/doctor.jsonl" >&2; return 1; }
+    check_is peer ok || return 1
+    check_is connect fail "no TCP connection" || return 1
+    expect_json "$OUT/doctor.jsonl" 'select(.event=="check" and .check=="connect" and (.hint|contains("firewall")))' "a firewall hint" || return 1
+}
+
+test_doctor_names_an_encryption_mismatch() {
+    local id1
+    id1=$(id_of 1) || return 1
+    advertise 1 dr-enc --encryption none || return 1
+    doctor 2 "$id1" --service dr-enc
+    stop "$ADV_PID"
+    expect_eq "$STATUS" 5 "doctor exit status for an encryption mismatch" || { cat "$OUT/doctor.jsonl" >&2; return 1; }
+    check_is connect ok || return 1
+    check_is encryption fail "encryption mismatch" || return 1
+}
+
+test_browse_types_and_any_dnssd_type() {
+    spawn_publish 3 "$OUT/publish.txt" -s "Web Box" _http._tcp 8080 "path=/x" "flag" || return 1
+    lab_run 2 "$NEARBY" browse --types --timeout 3 >"$OUT/types.jsonl" 2>"$OUT/types.err" || fail "browse --types exited $?" || return 1
+    expect_json "$OUT/types.jsonl" 'select(.event=="browsing" and .service=="_services._dns-sd._udp")' "browsing the meta-query" || return 1
+    expect_json "$OUT/types.jsonl" 'select(.event=="type" and .type=="_http._tcp" and .instances==1)' "_http._tcp with one instance" || { cat "$OUT/types.jsonl" >&2; return 1; }
+    lab_run 2 "$NEARBY" browse --service _http._tcp --count 1 --timeout 5 >"$OUT/http.jsonl" 2>"$OUT/http.err" || fail "browse --service _http._tcp exited $?" || return 1
+    expect_json "$OUT/http.jsonl" 'select(.event=="service" and .state=="found" and .type=="_http._tcp" and .name=="Web Box"
+        and .port==8080 and .host=="h3.local." and (.addresses|index("10.99.0.3")) != null and .interface=="nb0"
+        and .txt=={"path":"/x","flag":""})' "the instance with its TXT" || { cat "$OUT/http.jsonl" >&2; return 1; }
+    kill -INT "$PUBLISH_PID" 2>/dev/null
+    # The old meaning of --service stays: an MPC name still browses _<name>._tcp.
+    lab_run 2 "$NEARBY" browse --service dr-old --timeout 1 >"$OUT/old.jsonl" || return 1
+    expect_json "$OUT/old.jsonl" 'select(.event=="browsing" and .service=="dr-old")' "browsing an MPC service name" || return 1
+}
+
+# spawn_publish K FILE ARGS... — avahi-publish on host K until it says it is established.
+spawn_publish() {
+    local host=$1 file=$2; shift 2
+    lab_bg "$host" "$file" avahi-publish "$@" >/dev/null
+    PUBLISH_PID=$LAB_PID
+    local i
+    for ((i = 0; i < 50; i++)); do
+        grep -q "Established" "$file" "$file.err" 2>/dev/null && return 0
+        sleep 0.1
+    done
+    fail "avahi-publish on h$host did not establish"
+}
