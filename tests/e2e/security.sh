@@ -42,9 +42,9 @@ test_security_stream_listener_takes_no_files() {
     sec_node 1 "$OUT/listener.out" "$listen" -- stream --listen --name backup --service s-sec-listen --encryption optional || return 1
     port=$(sec_port "$OUT/listener.out.err") || return 1
     local spec='[{"path": ".bash_profile", "size": 120}, {"path": ".ssh/authorized_keys", "size": 90}]'
-    sec_rogue 2 "$OUT/rogue.jsonl" "$(lab_addr 1)" "$port" "$spec"; status=$?
-    expect_eq "$status" 0 "rogue sender" || { show "$OUT/rogue.jsonl" "$OUT/listener.out"; return 1; }
-    expect_eq "$(jq -r 'select(.path) | "\(.path) \(.reply.accept) \(.reply.code)"' "$OUT/rogue.jsonl" | tr '\n' '|')" \
+    sec_rogue 2 "$OUT/rogue.out" "$(lab_addr 1)" "$port" "$spec"; status=$?
+    expect_eq "$status" 0 "rogue sender" || { show "$OUT/rogue.out" "$OUT/listener.out"; return 1; }
+    expect_eq "$(jq -r 'select(.path) | "\(.path) \(.reply.accept) \(.reply.code)"' "$OUT/rogue.out" | tr '\n' '|')" \
         ".bash_profile false no-save-dir|.ssh/authorized_keys false no-save-dir|" "the listener's answers to the file offers" || return 1
     expect_eq "$(find "$listen" -mindepth 1 | wc -l)" 0 "files in the listener's working directory" || { ls -laR "$listen" >&2; return 1; }
     expect_json "$OUT/listener.out.err" 'select(.event=="file-failed" and .code=="no-save-dir" and (.reason|contains("--save-dir")))' \
@@ -80,8 +80,8 @@ test_security_bidi_file_name_is_sanitised() {
     local dir=$OUT/save port status
     mkdir -p "$dir"
     start_node 1 s-sec-bidi --auto-accept --encryption none --save-dir "$dir" || return 1; port=$ADV_PORT
-    sec_rogue 2 "$OUT/rogue.jsonl" "$(lab_addr 1)" "$port" "$(jq -nc '[{path: "\u202etxt.exe", size: 64}, {path: "a\u200bb\u2066.txt", size: 32}]')"; status=$?
-    expect_eq "$status" 0 "rogue sender" || { show "$OUT/rogue.jsonl" "$ADV"; return 1; }
+    sec_rogue 2 "$OUT/rogue.out" "$(lab_addr 1)" "$port" "$(jq -nc '[{path: "\u202etxt.exe", size: 64}, {path: "a\u200bb\u2066.txt", size: 32}]')"; status=$?
+    expect_eq "$status" 0 "rogue sender" || { show "$OUT/rogue.out" "$ADV"; return 1; }
     await "$ADV" 'select(.event=="file-received" and .path=="'"$dir"'/txt.exe")' 3 "txt.exe saved without U+202E" >/dev/null || return 1
     await "$ADV" 'select(.event=="file-received" and .path=="'"$dir"'/ab.txt")' 3 "ab.txt saved without U+200B/U+2066" >/dev/null || return 1
     expect_eq "$(ls "$dir" | LC_ALL=C grep -c $'\xe2\x80\xae\|\xe2\x80\x8b\|\xe2\x81\xa6')" 0 "names with format characters in the save directory" || return 1
@@ -93,9 +93,9 @@ test_security_nonce_changed_after_commitment_is_refused() {
     trap stop_started RETURN
     local status
     start_node 1 s-sec-nonce --auto-accept --encryption none || return 1
-    sec_rogue 2 "$OUT/rogue.jsonl" "$(lab_addr 1)" "$ADV_PORT" --mode change-nonce; status=$?
-    expect_eq "$status" 0 "rogue that changes its nonce after committing is refused" || { show "$OUT/rogue.jsonl" "$ADV"; return 1; }
-    expect_json "$OUT/rogue.jsonl" 'select(.refused==true)' "refused" || return 1
+    sec_rogue 2 "$OUT/rogue.out" "$(lab_addr 1)" "$ADV_PORT" --mode change-nonce; status=$?
+    expect_eq "$status" 0 "rogue that changes its nonce after committing is refused" || { show "$OUT/rogue.out" "$ADV"; return 1; }
+    expect_json "$OUT/rogue.out" 'select(.refused==true)' "refused" || return 1
     await "$ADV" 'select(.event=="rejected" and .code=="identity-mismatch" and (.reason|contains("commitment")))' 3 "the node's rejected event" >/dev/null || return 1
     [[ $(count_json "$ADV" 'select(.event=="invitation" or .event=="connected")') == 0 ]] || fail "the rogue got an invitation in" || return 1
     # An honest peer on the same node still gets in, with the same code on both sides.
@@ -112,16 +112,16 @@ test_security_handshakes_without_invitation_pin_nothing() {
     local known=$LAB_DIR/h1/home/known_peers before after lines status
     start_node 1 s-sec-pins --auto-accept --encryption none || return 1
     before=$(sec_sha "$known")
-    sec_rogue 2 "$OUT/rogue.jsonl" "$(lab_addr 1)" "$ADV_PORT" --mode handshakes --count 300; status=$?
-    expect_eq "$status" 0 "300 handshakes" || { show "$OUT/rogue.jsonl"; return 1; }
+    sec_rogue 2 "$OUT/rogue.out" "$(lab_addr 1)" "$ADV_PORT" --mode handshakes --count 300; status=$?
+    expect_eq "$status" 0 "300 handshakes" || { show "$OUT/rogue.out"; return 1; }
     expect_eq "$(sec_sha "$known")" "$before" "known_peers after 300 handshakes without invitations" || return 1
     # A peer that reached a session is pinned.
     lines=$(cat "$known" 2>/dev/null | wc -l)
-    sec_rogue 2 "$OUT/session.jsonl" "$(lab_addr 1)" "$ADV_PORT" '[]'; status=$?
-    expect_eq "$status" 0 "a session with the rogue" || { show "$OUT/session.jsonl"; return 1; }
+    sec_rogue 2 "$OUT/session.out" "$(lab_addr 1)" "$ADV_PORT" '[]'; status=$?
+    expect_eq "$status" 0 "a session with the rogue" || { show "$OUT/session.out"; return 1; }
     after=$(wc -l <"$known")
     expect_eq "$after" $((lines + 1)) "known_peers lines after one session" || return 1
-    grep -q "^$(jq -r 'select(.event=="connected") | .id' "$OUT/session.jsonl") " "$known" || fail "the session's peer is not pinned" || return 1
+    grep -q "^$(jq -r 'select(.event=="connected") | .id' "$OUT/session.out") " "$known" || fail "the session's peer is not pinned" || return 1
 }
 
 test_security_unusable_known_peers_fails_closed() {
@@ -133,9 +133,9 @@ test_security_unusable_known_peers_fails_closed() {
     # 1. a line that is not valid UTF-8
     { [[ -e $SEC_SAVED ]] && cat "$SEC_SAVED"; printf 'garbage \xff\xfe\n'; } >"$known"
     sha=$(sec_sha "$known")
-    sec_rogue 2 "$OUT/rogue.jsonl" "$(lab_addr 1)" "$ADV_PORT" --mode invite; status=$?
-    expect_eq "$status" 0 "rogue" || { show "$OUT/rogue.jsonl"; return 1; }
-    expect_json "$OUT/rogue.jsonl" 'select(.closed==true)' "the connection is refused" || { show "$ADV"; return 1; }
+    sec_rogue 2 "$OUT/rogue.out" "$(lab_addr 1)" "$ADV_PORT" --mode invite; status=$?
+    expect_eq "$status" 0 "rogue" || { show "$OUT/rogue.out"; return 1; }
+    expect_json "$OUT/rogue.out" 'select(.closed==true)' "the connection is refused" || { show "$ADV"; return 1; }
     await "$ADV" "select(.event==\"error\" and (.message|contains(\"$known\")))" 3 "an error event naming the file" >/dev/null || return 1
     nb 3 send "$(lab_addr 1):$ADV_PORT" hi --service s-sec-known --encryption none >"$OUT/real.jsonl" 2>"$OUT/real.err"; status=$?
     [[ $status != 0 ]] || fail "a send got through with an unreadable known_peers" || return 1
@@ -144,8 +144,8 @@ test_security_unusable_known_peers_fails_closed() {
     # 2. a symlink (not followed, not replaced)
     printf 'precious\n' >"$OUT/victim"
     rm -f "$known" && ln -s "$OUT/victim" "$known"
-    sec_rogue 2 "$OUT/rogue2.jsonl" "$(lab_addr 1)" "$ADV_PORT" --mode invite; status=$?
-    expect_json "$OUT/rogue2.jsonl" 'select(.closed==true)' "refused with a symlinked known_peers" || return 1
+    sec_rogue 2 "$OUT/rogue2.out" "$(lab_addr 1)" "$ADV_PORT" --mode invite; status=$?
+    expect_json "$OUT/rogue2.out" 'select(.closed==true)' "refused with a symlinked known_peers" || return 1
     [[ -L $known && $(cat "$OUT/victim") == precious ]] || fail "the symlink or its target was touched" || return 1
 }
 sec_restore_known() {
@@ -161,11 +161,11 @@ test_security_link_without_invitation_is_closed_after_the_deadline() {
     local status took
     sec_node 1 "$OUT/node.jsonl" "$OUT/cwd" NEARBY_INVITE_DEADLINE=2 -- advertise --auto-accept --encryption none --service s-sec-idle || return 1
     sec_port "$OUT/node.jsonl" >/dev/null || return 1
-    sec_rogue 2 "$OUT/rogue.jsonl" "$(lab_addr 1)" "$(sec_port "$OUT/node.jsonl")" --mode idle --hold 10; status=$?
-    expect_eq "$status" 0 "the uninvited link is closed" || { show "$OUT/rogue.jsonl"; return 1; }
-    took=$(jq -r .closed_after "$OUT/rogue.jsonl")
+    sec_rogue 2 "$OUT/rogue.out" "$(lab_addr 1)" "$(sec_port "$OUT/node.jsonl")" --mode idle --hold 10; status=$?
+    expect_eq "$status" 0 "the uninvited link is closed" || { show "$OUT/rogue.out"; return 1; }
+    took=$(jq -r .closed_after "$OUT/rogue.out")
     printf '    closed %s s after the handshake (deadline 2 s)\n' "$took"
-    jq -e '.closed_after >= 1.5 and .closed_after < 5' "$OUT/rogue.jsonl" >/dev/null || fail "closed after $took s, expected ~2" || return 1
+    jq -e '.closed_after >= 1.5 and .closed_after < 5' "$OUT/rogue.out" >/dev/null || fail "closed after $took s, expected ~2" || return 1
 }
 
 test_security_flood_of_silent_connections_under_1024_fds() {
@@ -176,15 +176,15 @@ test_security_flood_of_silent_connections_under_1024_fds() {
     port=$(sec_port "$OUT/node.jsonl") || return 1
     limit=$(awk '/Max open files/ {print $4}' "/proc/$node/limits")
     expect_eq "$limit" 1024 "the node's fd limit" || return 1
-    sec_rogue_bg 2 "$OUT/flood.jsonl" "$(lab_addr 1)" "$port" --mode flood --count 1100 --hold 8 || return 1; flood=$PID
-    await "$OUT/flood.jsonl" 'select(.opened)' 20 "the flood opened its connections" >/dev/null || return 1
+    sec_rogue_bg 2 "$OUT/flood.out" "$(lab_addr 1)" "$port" --mode flood --count 1100 --hold 8 || return 1; flood=$PID
+    await "$OUT/flood.out" 'select(.opened)' 20 "the flood opened its connections" >/dev/null || return 1
     fds=$(ls "/proc/$node/fd" | wc -l)
     printf '    node fds during the flood: %s (limit 1024)\n' "$fds"
     nb 3 send "$(lab_addr 1):$port" "through the flood" --service s-sec-flood --encryption optional >"$OUT/real.jsonl" 2>"$OUT/real.err"; status=$?
     expect_eq "$status" 0 "a real peer's send during the flood" || { show "$OUT/real.jsonl" "$OUT/node.jsonl"; return 1; }
     await "$OUT/node.jsonl" 'select(.event=="message" and .text=="through the flood")' 3 "the message during the flood" >/dev/null || return 1
-    exits "$flood" 30 0 "the flood" || { show "$OUT/flood.jsonl"; return 1; }
-    jq -c 'select(.closed_by_node)' "$OUT/flood.jsonl" | sed 's/^/    flood: /'
+    exits "$flood" 30 0 "the flood" || { show "$OUT/flood.out"; return 1; }
+    jq -c 'select(.closed_by_node)' "$OUT/flood.out" | sed 's/^/    flood: /'
     still_running "$node" "the node after the flood" || { show "$OUT/node.jsonl"; return 1; }
     nb 3 send "$(lab_addr 1):$port" "after the flood" --service s-sec-flood --encryption optional >"$OUT/after.jsonl" 2>"$OUT/after.err" \
         || { fail "a send after the flood failed"; show "$OUT/after.jsonl"; return 1; }
@@ -196,21 +196,23 @@ test_security_accept_takes_the_oldest_invitation() {
     trap stop_started RETURN
     local status
     start_node 1 s-sec-oldest --encryption none || return 1
-    sec_rogue_bg 2 "$OUT/friend.jsonl" "$(lab_addr 1)" "$ADV_PORT" --mode invite --name friend --invite-timeout 60 --hold 5 || return 1
+    sec_rogue_bg 2 "$OUT/friend.out" "$(lab_addr 1)" "$ADV_PORT" --mode invite --name friend --invite-timeout 60 --hold 5 || return 1
     await "$ADV" 'select(.event=="invitation" and .peer.name=="friend")' 5 "the friend's invitation" >/dev/null || return 1
-    sec_rogue_bg 3 "$OUT/stranger.jsonl" "$(lab_addr 1)" "$ADV_PORT" --mode invite --name stranger --invite-timeout 8 --hold 1 || return 1
+    sec_rogue_bg 3 "$OUT/stranger.out" "$(lab_addr 1)" "$ADV_PORT" --mode invite --name stranger --invite-timeout 8 --hold 1 || return 1
     await "$ADV" 'select(.event=="invitation" and .peer.name=="stranger")' 5 "the stranger's invitation (expiring first)" >/dev/null || return 1
     nb 1 accept --service s-sec-oldest >"$OUT/accept.jsonl" 2>"$OUT/accept.err"; status=$?
     expect_eq "$status" 0 "nearby accept" || { show "$OUT/accept.jsonl"; return 1; }
     expect_json "$OUT/accept.jsonl" 'select(.event=="accepted" and .peer.name=="friend" and .pending==1)' "accepted the friend (oldest), one other pending" || return 1
-    await "$OUT/friend.jsonl" 'select(.answer.accept==true)' 3 "the friend's invitation accepted" >/dev/null || return 1
+    await "$OUT/friend.out" 'select(.answer.accept==true)' 3 "the friend's invitation accepted" >/dev/null || return 1
 }
 
 # --- the run directory ------------------------------------------------------------------------------
 
 test_security_unsafe_run_directory_is_refused() {
-    trap stop_started RETURN
-    local xdg=$OUT/xdg id status lock
+    trap 'stop_started; rm -rf "$SEC_XDG"' RETURN
+    local xdg id status lock
+    # Short: a Unix socket path is at most 107 bytes.
+    xdg=$(mktemp -d /tmp/nbsec.XXXXXX) && SEC_XDG=$xdg || return 1
     id=$(id_of 1) || return 1
     mkdir -p "$xdg/nearby"
     # sec_try WHAT: advertise with XDG_RUNTIME_DIR=$xdg must exit 8 with unsafe-run-directory.
