@@ -14,6 +14,7 @@ import Testing
         let sink = MemorySink()
         let node = try Node(identity: identity, configuration: configuration, paths: paths, events: sink)
         try await node.start()
+        Task { await node.run() }  // ends when the node stops
         return (node, sink, KnownPeers(paths: paths))
     }
 
