@@ -7,13 +7,16 @@ extension Nearby {
             abstract: "Accept (or --decline) an invitation.",
             discussion: """
                 With a node running (nearby advertise), answers its pending invitation — the one \
-                named, the one from PEER, or the oldest — or waits for the next one. Without a node, \
+                named, the one from PEER, or the oldest to arrive (its 'accepted' event counts the \
+                others still pending) — or waits for the next one. Without a node, \
                 this command becomes an advertising node, accepts the first invitation (from PEER \
                 only, with --from) and stays in the session until the peer leaves or Ctrl-C: \
-                'nearby accept' on one machine and 'nearby send NAME hello' on another is all it takes.
+                'nearby accept' on one machine and 'nearby send NAME hello' on another is all it takes. \
+                Files are taken only with --save-dir (or NEARBY_SAVE_DIR).
 
                 Examples:
                   nearby accept
+                  nearby accept --save-dir ~/Downloads
                   nearby accept --from "Alice's laptop"
                   nearby accept k2j4x9a0b1 --decline
                 """)
@@ -44,7 +47,7 @@ extension Nearby {
                 var configuration = NodeConfiguration(service: service)
                 configuration.encryption = session.encryption
                 configuration.advertise = true
-                configuration.saveDirectory = try receive.resolve()
+                configuration.saveDirectory = try receive.resolve(context.environment)
                 let identity = try context.identity()
                 try await LocalNode.run(configuration, identity: identity, context: context, serve: true, stopReason: { stopReason($0) }) { local in
                     context.events.emit(await local.node.advertisingEvent)

@@ -11,7 +11,8 @@ extension Nearby {
                 (_nb), as Multipeer Connectivity does, so MPC apps see this peer too. Prints an \
                 'advertising' event, then every event of the node: invitations (answer them with \
                 'nearby accept' from another shell, or by --auto-accept / --accept-from), sessions, \
-                messages. Other nearby commands of this user use this node. On SIGINT or SIGTERM it \
+                messages; files only with --save-dir (or NEARBY_SAVE_DIR), else they are refused. \
+                Other nearby commands of this user use this node. On SIGINT or SIGTERM it \
                 says goodbye to every peer, withdraws the advertisement (browsers see 'lost' at \
                 once) and exits 0.
 
@@ -19,6 +20,7 @@ extension Nearby {
                   nearby advertise
                   nearby advertise --service chat --name "Build box" --info room=4.12 --info os=linux
                   nearby advertise --auto-accept | jq -r 'select(.event=="message") | .text'
+                  nearby advertise --accept-from "Alice's laptop" --save-dir ~/Downloads
                 """)
 
         @OptionGroup var serviceOptions: ServiceOptions
@@ -76,7 +78,7 @@ extension Nearby {
                 configuration.encryption = session.encryption
                 configuration.autoAccept = autoAccept
                 configuration.acceptFrom = acceptFrom
-                configuration.saveDirectory = try receive.resolve()
+                configuration.saveDirectory = try receive.resolve(context.environment)
                 try await LocalNode.run(configuration, identity: identity, context: context, serve: true) { local in
                     let advertising = await local.node.advertisingEvent
                     context.events.emit(advertising)

@@ -22,17 +22,24 @@ struct InviteTimeout: ParsableArguments {
     }
 }
 
-/// Where a receiving node puts files.
+/// Where a receiving node puts files: nowhere unless told, so that no peer drops files anywhere
+/// without consent.
 struct ReceiveOptions: ParsableArguments {
     @Option(
-        help: ArgumentHelp("Where received files land (default: the working directory).", valueName: "dir"),
+        help: ArgumentHelp(
+            "Accept files from peers in session and save them here (default: $\(SaveDirectory.environmentVariable); without either, file offers are refused).",
+            valueName: "dir"),
         completion: .directory)
     var saveDir: String?
 
-    /// The directory, absolute, checked to exist and be writable before the node starts.
-    func resolve() throws(NearbyError) -> String {
+    /// The directory, absolute, checked to exist and be writable before the node starts; nil when
+    /// neither --save-dir nor the environment names one (the node then takes no files).
+    func resolve(_ environment: [String: String]) throws(NearbyError) -> String? {
+        guard let chosen = saveDir ?? environment[SaveDirectory.environmentVariable].flatMap({ $0.isEmpty ? nil : $0 }) else {
+            return nil
+        }
         let current = FileManager.default.currentDirectoryPath
-        let path = saveDir.map { $0.hasPrefix("/") ? $0 : current + "/" + $0 } ?? current
+        let path = chosen.hasPrefix("/") ? chosen : current + "/" + chosen
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw .ioFailure(path: path, reason: "--save-dir must be an existing directory")

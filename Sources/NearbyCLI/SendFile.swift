@@ -15,7 +15,7 @@ extension Nearby {
                 ('name (1).ext'), only once the SHA-256 matches. Sending the same file again after \
                 an interruption resumes where it stopped. Ctrl-C cancels. A progress bar is drawn \
                 on stderr when it is a terminal, and replaced by a summary line when a file is done. Without a running node, a one-shot node finds the \
-                peer, invites it, sends and leaves: 'nearby accept' on the other machine is all it \
+                peer, invites it, sends and leaves: 'nearby accept --save-dir DIR' on the other machine is all it \
                 takes.
 
                 Examples:

@@ -20,9 +20,10 @@ extension Nearby {
                 their input. Events go to stderr (as JSON lines, or lines for people when stderr is a \
                 terminal): stdout carries only the peer's bytes. \
                 The receiving end runs 'nearby stream --listen' (attached to the running node, or \
-                running one itself, which accepts the opener's invitation — from anyone, or from \
-                --from only); an incoming stream that nobody listens for is refused after 30 s. A \
-                listener with nothing to send reads from /dev/null.
+                running one itself, which accepts the opener's invitation — without --from from \
+                ANYONE on the network, else from --from only); an incoming stream that nobody \
+                listens for is refused after 30 s. A listening node takes streams only, never \
+                files. A listener with nothing to send reads from /dev/null.
 
                 Examples:
                   tar cz photos | nearby stream "Bob's Pi" --name photos
@@ -39,7 +40,9 @@ extension Nearby {
         @Flag(help: "Wait for an incoming stream instead of opening one.")
         var listen = false
 
-        @Option(help: ArgumentHelp("With --listen: only a stream from this peer.", valueName: "peer"), completion: .peers)
+        @Option(
+            help: ArgumentHelp("With --listen: only a stream from this peer (without it, a stream from anyone).", valueName: "peer"),
+            completion: .peers)
         var from: String?
 
         @OptionGroup var wait: InviteTimeout

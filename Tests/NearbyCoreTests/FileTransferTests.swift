@@ -98,4 +98,22 @@ import Testing
         await alice.stop()
         await bob.stop()
     }
+
+    @Test func aNodeWithoutASaveDirectoryTakesNoFiles() async throws {
+        let source = try temporary("src")
+        let (bob, bobEvents) = try await node("bob")
+        let (alice, aliceEvents) = try await node("alice")
+        try write(Array("profile".utf8), to: source + "/.bash_profile")
+        let files = try FileList.collect([source + "/.bash_profile"])
+        let port = await bob.port
+        let error = await #expect(throws: NearbyError.self) {
+            try await alice.sendFiles(files, to: "127.0.0.1:\(port)", timeout: 5, client: nil)
+        }
+        #expect(error?.code == "no-save-dir")
+        #expect(aliceEvents.lines.contains { $0.contains(#""event":"file-failed""#) && $0.contains(#""code":"no-save-dir""#) })
+        #expect(bobEvents.lines.contains { $0.contains(#""code":"no-save-dir""#) && $0.contains("NEARBY_SAVE_DIR") })
+        #expect(!bobEvents.lines.contains { $0.contains(#""event":"file-received""#) })
+        await alice.stop()
+        await bob.stop()
+    }
 }

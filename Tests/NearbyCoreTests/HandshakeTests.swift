@@ -63,8 +63,8 @@ import Testing
         var client = machine(alice, client: true)
         _ = client.start()
         let forged = Control.frame(.hello, Control.Hello(
-            version: 1, id: bob.peerID.rawValue, name: "bob", key: mallory.publicKeyDER.base64EncodedString(),
-            nonce: Data(count: 32).base64EncodedString()))
+            version: HandshakeStateMachine.version, id: bob.peerID.rawValue, name: "bob", key: mallory.publicKeyDER.base64EncodedString(),
+            commitment: Data(count: 32).base64EncodedString()))
         #expect(throws: NearbyError.self) { try client.received(forged) }
     }
 
@@ -74,10 +74,11 @@ import Testing
         _ = client.start()
         let nonce = Data(repeating: 7, count: 32)
         _ = try client.received(Control.frame(.hello, Control.Hello(
-            version: 1, id: bob.peerID.rawValue, name: "bob", key: bob.publicKeyDER.base64EncodedString(),
-            nonce: nonce.base64EncodedString())))
+            version: HandshakeStateMachine.version, id: bob.peerID.rawValue, name: "bob", key: bob.publicKeyDER.base64EncodedString(),
+            commitment: SessionMath.commitment(to: nonce).base64EncodedString())))
         let signature = try mallory.privateKey.signature(for: Data("anything".utf8))
-        let auth = Control.frame(.auth, Control.Auth(signature: signature.derRepresentation.base64EncodedString()))
+        let auth = Control.frame(.auth, Control.Auth(
+            nonce: nonce.base64EncodedString(), signature: signature.derRepresentation.base64EncodedString()))
         #expect(throws: NearbyError.self) { try client.received(auth) }
     }
 
@@ -87,6 +88,57 @@ import Testing
         let hello = frames(server.start())
         _ = client.start()
         #expect(throws: NearbyError.self) { try client.received(hello[0]) }
+    }
+
+    @Test func helloCommitsWithoutShowingTheNonce() throws {
+        let nonce = Data(repeating: 42, count: 32)
+        var client = HandshakeStateMachine(
+            isClient: true, identity: alice, displayName: "alice", expected: nil, encrypted: false, address: "test",
+            certificateKey: { nil }, pinned: { _, _, _ in true }, nonce: nonce)
+        let hello = try #require(frames(client.start()).first)
+        let text = String(decoding: hello.payload.readableBytesView, as: UTF8.self)
+        #expect(!text.contains(nonce.base64EncodedString()))
+        #expect(try Control.decode(Control.Hello.self, from: hello).commitment == SessionMath.commitment(to: nonce).base64EncodedString())
+        // The nonce goes out only in auth, which is only sent once the other side's hello (and so
+        // its commitment) is in.
+        #expect(throws: ProtocolViolation.self) { try client.received(Frame(kind: .auth)) }
+    }
+
+    /// The grinding attack: a party in the middle that has seen the other side's nonce picks a new
+    /// nonce of its own (its signature, over the commitments, stays valid). Refused.
+    @Test func aNonceChangedAfterItsCommitmentIsRefused() throws {
+        var client = machine(alice, client: true)
+        var server = machine(bob, client: false)
+        let clientHello = frames(client.start())
+        let serverHello = frames(server.start())
+        _ = try server.received(clientHello[0])
+        let clientAuth = try #require(frames(try client.received(serverHello[0])).first)
+        var auth = try Control.decode(Control.Auth.self, from: clientAuth)
+        auth.nonce = Data(repeating: 1, count: 32).base64EncodedString()
+        #expect(throws: NearbyError.identityMismatch(expected: alice.peerID.rawValue, got: "a peer whose nonce does not match its commitment")) {
+            try server.received(Control.frame(.auth, auth))
+        }
+        // A nonce of the wrong size is malformed.
+        var fresh = machine(bob, client: false)
+        _ = fresh.start()
+        _ = try fresh.received(clientHello[0])
+        auth.nonce = Data(count: 8).base64EncodedString()
+        #expect(throws: ProtocolViolation.self) { try fresh.received(Control.frame(.auth, auth)) }
+    }
+
+    @Test func theCodeDependsOnBothNonces() throws {
+        func code(_ clientNonce: UInt8) throws -> String? {
+            var client = HandshakeStateMachine(
+                isClient: true, identity: alice, displayName: "alice", expected: nil, encrypted: false, address: "test",
+                certificateKey: { nil }, pinned: { _, _, _ in true }, nonce: Data(repeating: clientNonce, count: 32))
+            var server = HandshakeStateMachine(
+                isClient: false, identity: bob, displayName: "bob", expected: nil, encrypted: false, address: "test",
+                certificateKey: { nil }, pinned: { _, _, _ in true }, nonce: Data(repeating: 9, count: 32))
+            return try run(&client, &server).0?.verificationCode
+        }
+        #expect(try code(1) != nil)
+        #expect(try code(1) == code(1))
+        #expect(try code(1) != code(2))
     }
 
     @Test func aChangedPinnedKeyIsRefused() throws {

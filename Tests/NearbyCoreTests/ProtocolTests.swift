@@ -95,8 +95,8 @@ import Testing
         #expect(code.wholeMatch(of: /[0-9]{3} [0-9]{3}/) != nil)
         #expect(code == SessionMath.verificationCode(clientKey: a, serverKey: b, clientNonce: n1, serverNonce: n2))
         #expect(code != SessionMath.verificationCode(clientKey: a, serverKey: b, clientNonce: n2, serverNonce: n1))
-        let client = SessionMath.authTranscript(signerIsClient: true, clientKey: a, serverKey: b, clientNonce: n1, serverNonce: n2)
-        let server = SessionMath.authTranscript(signerIsClient: false, clientKey: a, serverKey: b, clientNonce: n1, serverNonce: n2)
+        let client = SessionMath.authTranscript(signerIsClient: true, clientKey: a, serverKey: b, clientCommitment: n1, serverCommitment: n2)
+        let server = SessionMath.authTranscript(signerIsClient: false, clientKey: a, serverKey: b, clientCommitment: n1, serverCommitment: n2)
         #expect(client != server)
     }
 
@@ -117,15 +117,108 @@ import Testing
 }
 
 @Suite struct KnownPeersTests {
-    @Test func pinsOnFirstContactAndRefusesAChangedKey() throws {
+    private func fresh() -> (KnownPeers, String) {
         let home = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-known-\(UUID().uuidString)").path
-        let known = KnownPeers(paths: NearbyPaths(home: home))
+        return (KnownPeers(paths: NearbyPaths(home: home)), home)
+    }
+
+    @Test func pinsOnlyWhenAskedAndRefusesAChangedKey() throws {
+        let (known, _) = fresh()
         let id = try #require(PeerID("0000000000001"))
-        #expect(try known.check(id: id, key: Data([1, 2, 3]), name: "a") == .new)
-        #expect(try known.check(id: id, key: Data([1, 2, 3]), name: "a") == .known)
-        #expect(try known.check(id: id, key: Data([9, 9, 9]), name: "a") == .changed)
+        #expect(try known.verify(id: id, key: Data([1, 2, 3])) == .new)
+        #expect(!FileManager.default.fileExists(atPath: known.path))  // checking pins nothing
+        #expect(try known.pin(id: id, key: Data([1, 2, 3]), name: "a") == .new)
+        #expect(try known.verify(id: id, key: Data([1, 2, 3])) == .known)
+        #expect(try known.pin(id: id, key: Data([1, 2, 3]), name: "a") == .known)
+        #expect(try known.verify(id: id, key: Data([9, 9, 9])) == .changed)
+        #expect(try known.pin(id: id, key: Data([9, 9, 9]), name: "a") == .changed)
         let attributes = try FileManager.default.attributesOfItem(atPath: known.path)
         #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+        #expect(try String(contentsOfFile: known.path, encoding: .utf8).split(separator: "\n").count == 1)
+    }
+
+    @Test func anUnreadableOrInvalidFileFailsClosedAndIsKept() throws {
+        let id = try #require(PeerID("0000000000001"))
+        for content in [Data([0xFF, 0xFE, 0x0A]), Data("not a pin line\n".utf8), Data("0000000000002 !!! x\n".utf8)] {
+            let (known, home) = fresh()
+            try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+            try content.write(to: URL(fileURLWithPath: known.path))
+            let error = #expect(throws: NearbyError.self) { try known.verify(id: id, key: Data([1])) }
+            #expect(error?.errorDescription?.contains(known.path) == true)
+            #expect(throws: NearbyError.self) { try known.pin(id: id, key: Data([1]), name: "a") }
+            #expect(try Data(contentsOf: URL(fileURLWithPath: known.path)) == content)
+        }
+    }
+
+    @Test func aSymlinkIsNotFollowed() throws {
+        let (known, home) = fresh()
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        let target = home + "/elsewhere"
+        try Data().write(to: URL(fileURLWithPath: target))
+        try FileManager.default.createSymbolicLink(atPath: known.path, withDestinationPath: target)
+        let id = try #require(PeerID("0000000000001"))
+        #expect(throws: NearbyError.self) { try known.pin(id: id, key: Data([1]), name: "a") }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: target)).isEmpty)
+    }
+
+    @Test func aChangedFileIsReadAgain() throws {
+        let (known, _) = fresh()
+        let a = try #require(PeerID("0000000000001")), b = try #require(PeerID("0000000000002"))
+        #expect(try known.pin(id: a, key: Data([1]), name: "a") == .new)
+        #expect(try known.verify(id: b, key: Data([2])) == .new)
+        let handle = try #require(FileHandle(forWritingAtPath: known.path))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data("0000000000002 \(Data([3]).base64EncodedString()) b\n".utf8))
+        try handle.close()
+        #expect(try known.verify(id: b, key: Data([2])) == .changed)
+    }
+}
+
+@Suite struct RunDirectoryTests {
+    private func scratch() throws -> String {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-run-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        return dir
+    }
+
+    @Test func createsAPrivateDirectoryAndRefusesAnOpenOne() throws {
+        let base = try scratch()
+        try RunDirectory.prepare(base + "/nearby")
+        let mode = try FileManager.default.attributesOfItem(atPath: base + "/nearby")[.posixPermissions] as? NSNumber
+        #expect(mode?.intValue == 0o700)
+        try RunDirectory.prepare(base + "/nearby")  // ours: fine again
+        chmod(base + "/nearby", 0o755)
+        #expect(throws: NearbyError.self) { try RunDirectory.prepare(base + "/nearby") }
+        try FileManager.default.createSymbolicLink(atPath: base + "/link", withDestinationPath: base + "/nearby")
+        chmod(base + "/nearby", 0o700)
+        #expect(throws: NearbyError.self) { try RunDirectory.prepare(base + "/link") }
+    }
+
+    @Test func aSymlinkedLockIsRefusedAndItsTargetKept() throws {
+        let base = try scratch()
+        try RunDirectory.prepare(base + "/nearby")
+        let victim = base + "/victim"
+        try Data("precious".utf8).write(to: URL(fileURLWithPath: victim))
+        try FileManager.default.createSymbolicLink(atPath: base + "/nearby/x.lock", withDestinationPath: victim)
+        #expect(throws: NearbyError.self) { _ = try RunDirectory.openLock(base + "/nearby/x.lock") }
+        #expect(try String(contentsOfFile: victim, encoding: .utf8) == "precious")
+    }
+}
+
+@Suite struct HandshakeGateTests {
+    @Test func capsPerAddressAndInTotalAndGivesPlacesBack() {
+        let gate = HandshakeGate(total: 4, perAddress: 2)
+        let a1 = gate.admit("10.0.0.1"), a2 = gate.admit("10.0.0.1")
+        #expect(a1 != nil && a2 != nil)
+        #expect(gate.admit("10.0.0.1") == nil)
+        let b1 = gate.admit("10.0.0.2"), b2 = gate.admit("10.0.0.2")
+        #expect(b1 != nil && b2 != nil)
+        #expect(gate.admit("10.0.0.3") == nil)  // total reached
+        a1?.release()
+        a1?.release()  // once only
+        #expect(gate.inHandshake == 3)
+        #expect(gate.admit("10.0.0.3") != nil)
+        #expect(gate.admit("10.0.0.1") == nil)
     }
 }
 

@@ -51,3 +51,17 @@ import Testing
         #expect(try String(contentsOfFile: dir + "/a.txt", encoding: .utf8) == "old")
     }
 }
+
+@Suite struct InvisibleCharacterTests {
+    @Test(arguments: [
+        ("\u{202E}txt.exe", "txt.exe"),
+        ("photo\u{202E}gpj.exe", "photogpj.exe"),
+        ("a\u{200B}b\u{200D}c\u{FEFF}.txt", "abc.txt"),
+        ("\u{2066}x\u{2069}/\u{061C}y", "x/y"),
+        ("line\u{2028}break", "linebreak"),
+        ("\u{202E}", "unnamed"),
+    ])
+    func formatCharactersAreStripped(_ claimed: String, _ expected: String) {
+        #expect(SafePath.relative(claimed) == expected)
+    }
+}

@@ -39,7 +39,7 @@ test_advertise_then_browse_from_another_host() {
     lab_run 2 "$NEARBY" browse --service e2e-basic --timeout 4 >"$OUT/browse.jsonl" 2>"$OUT/browse.err" || fail "browse exited $?" || return 1
     expect_json "$OUT/browse.jsonl" 'select(.event=="browsing" and .service=="e2e-basic" and .domain=="local.")' "browsing event first" || return 1
     expect_json "$OUT/browse.jsonl" "select(.event==\"found\" and .peer.id==\"$id1\" and .peer.name==\"Alice Box\"
-        and .kind==\"nearby\" and .protocol==\"1\" and .info==({\"room\":\"4.12\",\"_secret\":\"x\",\"note\":\"hello world\"})
+        and .kind==\"nearby\" and .protocol==\"2\" and .info==({\"room\":\"4.12\",\"_secret\":\"x\",\"note\":\"hello world\"})
         and .port==$ADV_PORT and .host==\"h1.local.\" and (.addresses|index(\"10.99.0.1\")) != null
         and .interface==\"nb0\" and .self==false and .elapsed_ms >= 0)" "found event with everything about h1" || return 1
     expect_eq "$(count_json "$OUT/browse.jsonl" "select(.event==\"found\" and .peer.id==\"$id1\")")" 1 "found events for h1 (IPv4 + IPv6 reports)" || return 1
@@ -66,7 +66,7 @@ test_avahi_browse_sees_the_mpc_txt_format() {
     expect_eq "$host" "h1.local" "host" || return 1
     [[ $address == 10.99.0.1 || $address == fe80:* ]] || fail "address $address is not h1's" || return 1
     expect_eq "$port" "$ADV_PORT" "port" || return 1
-    for entry in '"_d=Alice Box"' '"_nb=1"' '"room=4.12"' '"__secret=x"'; do
+    for entry in '"_d=Alice Box"' '"_nb=2"' '"room=4.12"' '"__secret=x"'; do
         [[ $txt == *"$entry"* ]] || fail "TXT '$txt' lacks $entry" || return 1
     done
     stop "$ADV_PID"

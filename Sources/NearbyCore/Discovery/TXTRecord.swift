@@ -4,7 +4,7 @@
 public struct TXTRecord: Equatable, Sendable {
     public static let displayNameKey = "_d"
     public static let protocolKey = "_nb"
-    public static let protocolVersion = "1"
+    public static let protocolVersion = "2"
     /// Each `key=value` entry: a DNS character-string holds at most 255 bytes.
     public static let maxEntryBytes = 255
     /// The whole record on the wire (entries with their length bytes), as MPC limits discovery info.

@@ -43,6 +43,8 @@ extension Events {
         public var invitation: String
         public var peer: PeerRef
         public var by: String
+        /// `nearby accept` without a peer: how many other invitations still wait (omitted when none).
+        public var pending: Int? = nil
     }
 
     public struct Declined: EventBody {

@@ -17,15 +17,18 @@ public enum ControlServer {
     public static func run(node: Node, address: NodeAddress, active: ActiveRequests, ready: @Sendable () -> Void = {}) async throws(NearbyError) {
         let server: NIOAsyncChannel<NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never>
         do {
-            server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                // A stream's client may end its bytes (EOF) while the peer's still flow to it.
-                .childChannelOption(.allowRemoteHalfClosure, value: true)
-                .bind(unixDomainSocketPath: address.socket, cleanupExistingSocketFile: true) { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try NIOAsyncChannel<ByteBuffer, ByteBuffer>(
-                            wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
+            // Created under umask 0077: the socket is never reachable by others, not even before chmod.
+            server = try await RunDirectory.withPrivateUmask {
+                try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                    // A stream's client may end its bytes (EOF) while the peer's still flow to it.
+                    .childChannelOption(.allowRemoteHalfClosure, value: true)
+                    .bind(unixDomainSocketPath: address.socket, cleanupExistingSocketFile: true) { channel in
+                        channel.eventLoop.makeCompletedFuture {
+                            try NIOAsyncChannel<ByteBuffer, ByteBuffer>(
+                                wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
+                        }
                     }
-                }
+            }
             chmod(address.socket, 0o600)
         } catch {
             throw .ioFailure(path: address.socket, reason: "cannot listen: \(error)")

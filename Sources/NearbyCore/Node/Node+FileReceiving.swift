@@ -24,7 +24,11 @@ extension Node {
         }
         let parts = SafePath.components(of: offer.path)
         let relative = parts.joined(separator: "/")
-        let directory = ([configuration.saveDirectory] + parts.dropLast()).joined(separator: "/")
+        guard let saveDirectory = configuration.saveDirectory else {
+            await refuseUnconsented(offer, relative: relative, on: link, channel: frame.channel)
+            return
+        }
+        let directory = ([saveDirectory] + parts.dropLast()).joined(separator: "/")
         let name = parts.last ?? "unnamed"
         let fileKey = String(offer.key.filter { $0.isHexDigit }.prefix(32))
         var partial = "\(directory)/.\(name).\(fileKey.isEmpty ? "x" : fileKey).nearby-part"

@@ -183,7 +183,7 @@ extension Node {
         var signals = channel.signals.makeAsyncIterator()
         await link.send(Control.frame(.open, Control.Open(kind: "file", path: file.relative, size: file.size, key: Transfer.key(sender: sender, file: file)), channel: channel.id))
         guard case let .reply(reply)? = await signals.next() else { throw failed("connection-failed", "the session ended before the peer answered") }
-        guard reply.accept else { throw failed("refused", "the peer refused the file: \(reply.reason ?? "no reason")") }
+        guard reply.accept else { throw failed(reply.code ?? "refused", "the peer refused the file: \(reply.reason ?? "no reason")") }
 
         // Resume: the receiver has `offset` bytes; continue only if they are ours.
         var hasher = SHA256()

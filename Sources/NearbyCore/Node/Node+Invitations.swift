@@ -76,11 +76,11 @@ extension Node {
         await perform(actions, on: link)
     }
 
-    private func answer(_ id: String, accept: Bool, by: String, sink: any EventSink) async {
+    private func answer(_ id: String, accept: Bool, by: String, sink: any EventSink, othersPending: Int = 0) async {
         guard let invitation = invitations.take(id) else { return }
         let link = invitation.link
         if accept {
-            sink.emit(Events.Accepted(invitation: id, peer: link.peer.ref, by: by))
+            sink.emit(Events.Accepted(invitation: id, peer: link.peer.ref, by: by, pending: othersPending > 0 ? othersPending : nil))
         } else {
             sink.emit(Events.Declined(invitation: id, peer: link.peer.ref, reason: "declined by us"))
         }
@@ -98,7 +98,9 @@ extension Node {
             if matching.count > 1 {
                 NearbyLog.logger.notice("\(matching.count - 1) more invitation(s) pending: \(matching.dropFirst().map { "\($0.id) from \($0.link.peer.name)" }.joined(separator: ", "))")
             }
-            await answer(oldest.id, accept: !decline, by: "nearby accept", sink: TeeSink(events, sink))
+            await answer(
+                oldest.id, accept: !decline, by: "nearby accept", sink: TeeSink(events, sink),
+                othersPending: query == nil ? matching.count - 1 : 0)
             if !decline, let link = sessions[peer.id] { sink.emit(connectedEvent(link)) }
             return decline ? nil : peer
         }

@@ -10,8 +10,8 @@ public struct NodeConfiguration: Sendable {
     public var advertise = false
     public var displayName: String?
     public var info: [String: String] = [:]
-    /// Where received files land (default: the working directory).
-    public var saveDirectory = FileManager.default.currentDirectoryPath
+    /// Where received files land; nil: this node takes no files (every offer is refused).
+    public var saveDirectory: String?
     public var port = 0
     public var autoAccept = false
     public var acceptFrom: [String] = []
@@ -234,6 +234,7 @@ public actor Node {
             } else {
                 let nearbyError = (error as? NearbyError) ?? .connectionFailed("handshake with \(connection.remote) failed: \(why)")
                 events.emit(Events.Rejected(address: connection.remote, reason: nearbyError.errorDescription ?? why, code: nearbyError.code))
+                reportRefusal(nearbyError)
                 invitation?.outcome.settle(.failed(nearbyError))
             }
         }
@@ -263,7 +264,7 @@ public actor Node {
         var machine = SessionStateMachine()
         links[link] = machine
         muxes[link] = ChannelMux(isClient: link.isClient)
-        guard let invitation else { return }
+        guard let invitation else { return armInvitationDeadline(link) }
         if let existing = sessions[link.peer.id] {
             // Already in session with whoever this turned out to be (HOST:PORT, or crossed
             // invitations that settled the other way): use that session, drop this connection.
@@ -376,6 +377,7 @@ public actor Node {
     }
 
     func connect(_ link: Link) {
+        guard pinSession(link) else { return }
         if let previous = sessions[link.peer.id], previous !== link {
             sessions[link.peer.id] = nil
             previous.close(because: "replaced by a new connection")

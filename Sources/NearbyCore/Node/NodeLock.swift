@@ -35,14 +35,8 @@ public final class NodeLock: Sendable {
 
     public init(_ address: NodeAddress) throws(NearbyError) {
         self.address = address
-        do {
-            try FileManager.default.createDirectory(
-                atPath: address.directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        } catch {
-            throw .ioFailure(path: address.directory, reason: error.localizedDescription)
-        }
-        let fd = open(address.lock, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .ioFailure(path: address.lock, reason: Errno(rawValue: errno).description) }
+        try RunDirectory.prepare(address.directory)
+        let fd = try RunDirectory.openLock(address.lock)
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
             var buffer = [UInt8](repeating: 0, count: 32)
             let count = pread(fd, &buffer, buffer.count, 0)

@@ -10,6 +10,8 @@ public struct FrameChannel: Sendable {
     public let remote: String
     /// The public key (SPKI DER) the peer's TLS certificate carries; nil without TLS.
     let certificateKey: KeyBox
+    /// The place this incoming connection holds in the handshake caps, given back when it ends.
+    var admission: HandshakeGate.Ticket? = nil
 
     /// Filled in by the TLS verification callback, read after the handshake.
     final class KeyBox: Sendable {
@@ -195,15 +197,26 @@ public enum Connections {
 
     /// Listens on every address (IPv6 and IPv4, or IPv4 alone where the host has no IPv6) and calls
     /// `handle` with each negotiated connection.
+    /// Connections over the `gate`'s caps are closed at once.
     public static func listen(
-        port: Int, preference: EncryptionPreference, tls: NIOSSLContext,
+        port: Int, preference: EncryptionPreference, tls: NIOSSLContext, gate: HandshakeGate = HandshakeGate(),
         handle: @escaping @Sendable (Negotiated) -> Void
     ) async throws(NearbyError) -> any Channel {
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .serverChannelOption(.backlog, value: 256)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
-                install(on: channel, role: .server, preference: preference, tls: tls).whenSuccess(handle)
+                guard let ticket = gate.admit(HandshakeGate.key(channel.remoteAddress)) else {
+                    NearbyLog.logger.debug("closing a connection over the handshake caps from \(channel.remoteAddress.map(PreambleHandler.describe) ?? "?")")
+                    return channel.eventLoop.makeFailedFuture(ChannelError.inappropriateOperationForState)
+                }
+                channel.closeFuture.whenComplete { _ in ticket.release() }
+                install(on: channel, role: .server, preference: preference, tls: tls).whenSuccess { negotiated in
+                    guard case var .frames(frames) = negotiated else { return handle(negotiated) }
+                    frames.admission = ticket
+                    handle(.frames(frames))
+                }
                 return channel.eventLoop.makeSucceededVoidFuture()
             }
         var failure = "unknown error"

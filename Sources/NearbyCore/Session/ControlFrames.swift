@@ -4,19 +4,22 @@ import NIOCore
 /// The JSON bodies of control frames. Decoded from untrusted bytes: size-checked first, every
 /// string bounded after.
 public enum Control {
-    /// First frame each way: who I am, and a fresh nonce for this session.
+    /// First frame each way: who I am, and a commitment to a fresh nonce for this session (the
+    /// nonce itself is revealed in `auth`, after the other side has committed to its own).
     public struct Hello: Codable, Equatable, Sendable {
         public var version: Int
         public var id: String
         public var name: String
         /// SubjectPublicKeyInfo DER of the identity key, base64.
         public var key: String
-        /// 32 random bytes, base64.
-        public var nonce: String
+        /// SHA-256 of the commitment prefix and the 32-byte nonce, base64.
+        public var commitment: String
     }
 
-    /// Second frame each way: proof of possession of the key, a signature over both hellos.
+    /// Second frame each way, sent only after the other's hello: the nonce committed to, and proof
+    /// of possession of the key, a signature over both hellos' keys and commitments.
     public struct Auth: Codable, Equatable, Sendable {
+        public var nonce: String
         public var signature: String
     }
 
@@ -52,6 +55,8 @@ public enum Control {
         public var offset: UInt64
         public var prefixSHA256: String?
         public var reason: String?
+        /// Why it was refused, for programs: `no-save-dir` (the node takes no files), `io-error`.
+        public var code: String?
     }
 
     /// The sender's decision: where the data starts (the offered offset when the prefix matches its

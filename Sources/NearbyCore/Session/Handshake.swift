@@ -14,23 +14,33 @@ public struct AuthenticatedPeer: Sendable, Equatable {
     public var ref: PeerRef { PeerRef(id: id.rawValue, name: name) }
 }
 
-/// The first two frames each way, as a pure state machine: `hello` (ID, name, key, nonce), then
-/// `auth` (a signature over both hellos). Frames go in, actions come out; no I/O, so both sides are
-/// tested against each other without sockets. The checks: the key hashes to the claimed ID, the
-/// signature is good, the TLS certificate carries the same key, the ID is the one we meant to reach,
-/// and a known peer still has its pinned key.
+/// The first two frames each way, as a pure state machine: `hello` (ID, name, key, a commitment to
+/// a nonce), then `auth` (the nonce and a signature over both hellos), sent only once the other's
+/// hello is in: neither side can pick its nonce after seeing the other's, so nobody in the middle can
+/// grind the verification code. Frames go in, actions come out; no I/O, so both sides are tested
+/// against each other without sockets. The checks: the key hashes to the claimed ID, the revealed
+/// nonce matches its commitment, the signature is good, the TLS certificate carries the same key, the
+/// ID is the one we meant to reach, and a known peer still has its pinned key. Nothing is pinned
+/// here: that happens when a session starts.
 public struct HandshakeStateMachine: Sendable {
-    public static let version = 1
+    public static let version = 2
 
     public enum Action: Equatable, Sendable {
         case send(Frame)
         case established(AuthenticatedPeer)
     }
 
+    struct Theirs: Sendable {
+        let key: Data
+        let commitment: Data
+        let id: PeerID
+        let name: String
+    }
+
     enum State: Sendable {
         case idle
         case awaitingHello
-        case awaitingAuth(theirKey: Data, theirNonce: Data, theirID: PeerID, name: String)
+        case awaitingAuth(Theirs)
         case done
     }
 
@@ -42,7 +52,7 @@ public struct HandshakeStateMachine: Sendable {
     let address: String
     /// The key the peer's TLS certificate carries (SPKI DER), when encrypted.
     let certificateKey: @Sendable () -> Data?
-    /// Pins or checks the key: true when it matches what is known (or was unknown and is now pinned).
+    /// Checks the key against the pins: true when it matches what is known or the peer is unknown.
     let pinned: @Sendable (PeerID, Data, String) throws(NearbyError) -> Bool
     let nonce: Data
     var state = State.idle
@@ -64,12 +74,14 @@ public struct HandshakeStateMachine: Sendable {
         self.nonce = nonce
     }
 
-    /// Both sides speak first: our hello.
+    var commitment: Data { SessionMath.commitment(to: nonce) }
+
+    /// Both sides speak first: our hello, committing to our nonce without showing it.
     public mutating func start() -> [Action] {
         state = .awaitingHello
         return [.send(Control.frame(.hello, Control.Hello(
             version: Self.version, id: identity.peerID.rawValue, name: displayName,
-            key: identity.publicKeyDER.base64EncodedString(), nonce: nonce.base64EncodedString())))]
+            key: identity.publicKeyDER.base64EncodedString(), commitment: commitment.base64EncodedString())))]
     }
 
     public mutating func received(_ frame: Frame) throws -> [Action] {
@@ -77,10 +89,9 @@ public struct HandshakeStateMachine: Sendable {
         case .awaitingHello:
             guard frame.kind == .hello else { throw ProtocolViolation.unexpected("\(frame.kind) frame before hello") }
             return try hello(Control.decode(Control.Hello.self, from: frame))
-        case let .awaitingAuth(theirKey, theirNonce, theirID, name):
+        case let .awaitingAuth(theirs):
             guard frame.kind == .auth else { throw ProtocolViolation.unexpected("\(frame.kind) frame before auth") }
-            let auth = try Control.decode(Control.Auth.self, from: frame)
-            return try authenticated(auth, theirKey: theirKey, theirNonce: theirNonce, theirID: theirID, name: name)
+            return try authenticated(Control.decode(Control.Auth.self, from: frame), theirs)
         case .idle, .done:
             throw ProtocolViolation.unexpected("\(frame.kind) frame outside the handshake")
         }
@@ -91,7 +102,7 @@ public struct HandshakeStateMachine: Sendable {
             throw HandshakeFailure.incompatible("the peer speaks nearby protocol \(hello.version), we speak \(Self.version)")
         }
         guard let theirKey = Data(base64Encoded: hello.key), theirKey.count <= 512,
-              let theirNonce = Data(base64Encoded: hello.nonce), theirNonce.count == 32,
+              let theirCommitment = Data(base64Encoded: hello.commitment), theirCommitment.count == 32,
               (try? P256.Signing.PublicKey(derRepresentation: theirKey)) != nil
         else { throw ProtocolViolation.malformed("hello frame") }
         let theirID = PeerID(publicKeyDER: theirKey)
@@ -107,27 +118,33 @@ public struct HandshakeStateMachine: Sendable {
             throw NearbyError.identityMismatch(expected: expected.rawValue, got: theirID.rawValue)
         }
         let name = (try? DisplayName.validate(hello.name)) != nil ? hello.name : Self.sanitized(hello.name)
-        state = .awaitingAuth(theirKey: theirKey, theirNonce: theirNonce, theirID: theirID, name: name)
-        let signature = try identity.privateKey.signature(for: transcript(signerIsClient: isClient, theirKey: theirKey, theirNonce: theirNonce))
-        return [.send(Control.frame(.auth, Control.Auth(signature: signature.derRepresentation.base64EncodedString())))]
+        let theirs = Theirs(key: theirKey, commitment: theirCommitment, id: theirID, name: name)
+        state = .awaitingAuth(theirs)
+        let signature = try identity.privateKey.signature(for: transcript(signerIsClient: isClient, theirs))
+        return [.send(Control.frame(.auth, Control.Auth(
+            nonce: nonce.base64EncodedString(), signature: signature.derRepresentation.base64EncodedString())))]
     }
 
-    private mutating func authenticated(
-        _ auth: Control.Auth, theirKey: Data, theirNonce: Data, theirID: PeerID, name: String
-    ) throws -> [Action] {
+    private mutating func authenticated(_ auth: Control.Auth, _ theirs: Theirs) throws -> [Action] {
+        guard let theirNonce = Data(base64Encoded: auth.nonce), theirNonce.count == 32 else {
+            throw ProtocolViolation.malformed("auth frame")
+        }
+        guard SessionMath.commitment(to: theirNonce) == theirs.commitment else {
+            throw NearbyError.identityMismatch(expected: theirs.id.rawValue, got: "a peer whose nonce does not match its commitment")
+        }
         guard let der = Data(base64Encoded: auth.signature),
               let signature = try? P256.Signing.ECDSASignature(derRepresentation: der),
-              let publicKey = try? P256.Signing.PublicKey(derRepresentation: theirKey),
-              publicKey.isValidSignature(signature, for: transcript(signerIsClient: !isClient, theirKey: theirKey, theirNonce: theirNonce))
-        else { throw NearbyError.identityMismatch(expected: theirID.rawValue, got: "a peer that cannot sign with its key") }
-        guard try pinned(theirID, theirKey, name) else {
-            throw NearbyError.keyChanged(peer: theirID.rawValue, knownPeers: "known_peers")
+              let publicKey = try? P256.Signing.PublicKey(derRepresentation: theirs.key),
+              publicKey.isValidSignature(signature, for: transcript(signerIsClient: !isClient, theirs))
+        else { throw NearbyError.identityMismatch(expected: theirs.id.rawValue, got: "a peer that cannot sign with its key") }
+        guard try pinned(theirs.id, theirs.key, theirs.name) else {
+            throw NearbyError.keyChanged(peer: theirs.id.rawValue, knownPeers: "known_peers")
         }
         state = .done
-        let (clientKey, serverKey) = isClient ? (identity.publicKeyDER, theirKey) : (theirKey, identity.publicKeyDER)
+        let (clientKey, serverKey) = isClient ? (identity.publicKeyDER, theirs.key) : (theirs.key, identity.publicKeyDER)
         let (clientNonce, serverNonce) = isClient ? (nonce, theirNonce) : (theirNonce, nonce)
         return [.established(AuthenticatedPeer(
-            id: theirID, name: name, key: theirKey,
+            id: theirs.id, name: theirs.name, key: theirs.key,
             verificationCode: SessionMath.verificationCode(
                 clientKey: clientKey, serverKey: serverKey, clientNonce: clientNonce, serverNonce: serverNonce),
             encrypted: encrypted, address: address))]
@@ -135,17 +152,17 @@ public struct HandshakeStateMachine: Sendable {
 
     /// A display name from the network that breaks the rules: control characters dropped, cut to 63 bytes.
     static func sanitized(_ raw: String) -> String {
-        var name = String(String.UnicodeScalarView(raw.unicodeScalars.filter { $0.properties.generalCategory != .control }))
+        var name = String(String.UnicodeScalarView(raw.unicodeScalars.filter(SafePath.isVisible)))
         while name.utf8.count > DisplayName.maxBytes { name.removeLast() }
         return name.isEmpty ? "?" : name
     }
 
-    private func transcript(signerIsClient: Bool, theirKey: Data, theirNonce: Data) -> Data {
-        let (clientKey, serverKey) = isClient ? (identity.publicKeyDER, theirKey) : (theirKey, identity.publicKeyDER)
-        let (clientNonce, serverNonce) = isClient ? (nonce, theirNonce) : (theirNonce, nonce)
+    private func transcript(signerIsClient: Bool, _ theirs: Theirs) -> Data {
+        let (clientKey, serverKey) = isClient ? (identity.publicKeyDER, theirs.key) : (theirs.key, identity.publicKeyDER)
+        let (clientCommitment, serverCommitment) = isClient ? (commitment, theirs.commitment) : (theirs.commitment, commitment)
         return SessionMath.authTranscript(
             signerIsClient: signerIsClient, clientKey: clientKey, serverKey: serverKey,
-            clientNonce: clientNonce, serverNonce: serverNonce)
+            clientCommitment: clientCommitment, serverCommitment: serverCommitment)
     }
 }
 
@@ -166,14 +183,17 @@ public enum Handshake {
         // A peer that stalls is cut off: closing the channel ends the inbound stream below.
         let channel = connection.channel.channel
         let timer = channel.eventLoop.scheduleTask(in: deadline) { channel.close(promise: nil) }
-        defer { timer.cancel() }
+        defer {
+            timer.cancel()
+            connection.admission?.release()
+        }
         let box = connection.certificateKey
         var machine = HandshakeStateMachine(
             isClient: isClient, identity: identity, displayName: displayName, expected: expected,
             encrypted: connection.encrypted, address: connection.remote,
             certificateKey: { box.key.map { Data($0) } },
-            pinned: { (id, key, name) throws(NearbyError) in
-                switch try knownPeers.check(id: id, key: key, name: name) {
+            pinned: { (id, key, _) throws(NearbyError) in
+                switch try knownPeers.verify(id: id, key: key) {
                 case .changed: throw .keyChanged(peer: id.rawValue, knownPeers: knownPeers.path)
                 case .known, .new: true
                 }

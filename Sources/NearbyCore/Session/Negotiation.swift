@@ -93,12 +93,14 @@ public enum Preamble {
 public enum SessionMath {
     /// The short code both sides show in their invitation events, for humans who want to check that
     /// they are talking to each other and not to someone in between: derived from both identity
-    /// keys and both nonces of this session (exchanged inside TLS when encrypted).
+    /// keys and both nonces of this session. Each nonce is committed to before the other side's is
+    /// known, so a party in the middle cannot pick its nonces until both codes match: one try in a
+    /// million per attempted connection.
     public static func verificationCode(
         clientKey: Data, serverKey: Data, clientNonce: Data, serverNonce: Data
     ) -> String {
         var hasher = SHA256()
-        hasher.update(data: Data("nearby verification code v1".utf8))
+        hasher.update(data: Data("nearby verification code v2".utf8))
         for part in [clientKey, serverKey, clientNonce, serverNonce] {
             hasher.update(data: withUnsafeBytes(of: UInt32(part.count).bigEndian) { Data($0) })
             hasher.update(data: part)
@@ -109,14 +111,22 @@ public enum SessionMath {
         return "\(digits.prefix(3)) \(digits.suffix(3))"
     }
 
+    /// The commitment a hello carries: SHA-256(`"nearby nonce commitment v2"` ‖ nonce).
+    public static func commitment(to nonce: Data) -> Data {
+        var hasher = SHA256()
+        hasher.update(data: Data("nearby nonce commitment v2".utf8))
+        hasher.update(data: nonce)
+        return Data(hasher.finalize())
+    }
+
     /// What each side signs to prove it holds its identity key: its role and both hellos' keys and
-    /// nonces, so a signature cannot be replayed into another session.
+    /// nonce commitments (fresh in every session), so a signature cannot be replayed into another.
     public static func authTranscript(
-        signerIsClient: Bool, clientKey: Data, serverKey: Data, clientNonce: Data, serverNonce: Data
+        signerIsClient: Bool, clientKey: Data, serverKey: Data, clientCommitment: Data, serverCommitment: Data
     ) -> Data {
-        var data = Data("nearby auth v1 ".utf8)
+        var data = Data("nearby auth v2 ".utf8)
         data.append(signerIsClient ? UInt8(ascii: "c") : UInt8(ascii: "s"))
-        for part in [clientKey, serverKey, clientNonce, serverNonce] {
+        for part in [clientKey, serverKey, clientCommitment, serverCommitment] {
             data.append(contentsOf: withUnsafeBytes(of: UInt32(part.count).bigEndian) { Array($0) })
             data.append(part)
         }

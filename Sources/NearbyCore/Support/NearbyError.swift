@@ -66,6 +66,7 @@ public enum NearbyError: Error, LocalizedError, Equatable, Sendable {
     case notConnected(String)
     case messageTooLarge(bytes: Int, limit: Int)
     case ioFailure(path: String, reason: String)
+    case unsafeRunDirectory(path: String, reason: String)
     case transferFailed(path: String, code: String, reason: String)
     case cancelled(String)
 
@@ -96,6 +97,7 @@ public enum NearbyError: Error, LocalizedError, Equatable, Sendable {
         case .notConnected: "not-connected"
         case .messageTooLarge: "message-too-large"
         case .ioFailure: "io-error"
+        case .unsafeRunDirectory: "unsafe-run-directory"
         case let .transferFailed(_, code, _): code
         case .cancelled: "cancelled"
         }
@@ -118,7 +120,7 @@ public enum NearbyError: Error, LocalizedError, Equatable, Sendable {
         case .noNode: .noNode
         case .nodeAlreadyRunning: .nodeAlreadyRunning
         case .messageTooLarge: .usage
-        case .ioFailure: .ioError
+        case .ioFailure, .unsafeRunDirectory: .ioError
         case let .transferFailed(_, code, _): code == "integrity" ? .identityCheckFailed : code == "io-error" ? .ioError : .connectionFailed
         case .cancelled: .interrupted
         }
@@ -174,6 +176,8 @@ public enum NearbyError: Error, LocalizedError, Equatable, Sendable {
             "the message is \(bytes) bytes; the maximum is \(limit) (use send-file for more)"
         case let .ioFailure(path, reason):
             "\(path): \(reason)"
+        case let .unsafeRunDirectory(path, reason):
+            "refusing to use \(path) for the node's lock and control socket: \(reason); others could hijack it. Use a directory of your own with mode 700 (chmod 700, or unset XDG_RUNTIME_DIR to use $NEARBY_HOME/run)"
         case let .transferFailed(path, _, reason):
             "\(path): \(reason)"
         case let .cancelled(what):

@@ -7,8 +7,10 @@ import Darwin
 #endif
 
 /// Turns a path a peer sent into one that stays inside the save directory, whatever it claims:
-/// no absolute paths, no `..`, no empty or `.` components, no control characters, no backslash
-/// tricks, each component at most 255 bytes, at most 32 levels deep.
+/// no absolute paths, no `..`, no empty or `.` components, no control characters, no invisible
+/// format characters (bidi overrides such as U+202E, zero-width spaces: Unicode category Cf, which
+/// make `‮txt.exe` look like `exe.txt`), no backslash tricks, each component at most 255 bytes, at
+/// most 32 levels deep.
 public enum SafePath {
     public static let maxDepth = 32
     public static let maxComponentBytes = 255
@@ -18,9 +20,7 @@ public enum SafePath {
         let raw = claimed.split(whereSeparator: { $0 == "/" || $0 == "\\" })
         var parts: [String] = []
         for piece in raw {
-            var clean = String(String.UnicodeScalarView(piece.unicodeScalars.filter {
-                $0.properties.generalCategory != .control && $0 != "\u{7F}"
-            }))
+            var clean = String(String.UnicodeScalarView(piece.unicodeScalars.filter(isVisible)))
             clean = clean.trimmingCharacters(in: .whitespaces)
             guard !clean.isEmpty, clean != ".", clean != ".." else { continue }
             // A name made only of dots (`...`) is legal but confusing next to `..`: keep it visible.
@@ -30,6 +30,14 @@ public enum SafePath {
         }
         if parts.count > maxDepth { parts = Array(parts.suffix(maxDepth)) }
         return parts.isEmpty ? ["unnamed"] : parts
+    }
+
+    /// Neither a control character nor an invisible format character (category Cf).
+    static func isVisible(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.properties.generalCategory {
+        case .control, .format, .lineSeparator, .paragraphSeparator: false
+        default: scalar != "\u{7F}"
+        }
     }
 
     /// The relative path, joined with `/`.

@@ -1,0 +1,71 @@
+import Foundation
+
+/// Where a node may put files: only where it was told (`--save-dir`, or this variable).
+public enum SaveDirectory {
+    public static let environmentVariable = "NEARBY_SAVE_DIR"
+    public static let howToEnable = "start the node with --save-dir DIR (advertise, accept) or set \(environmentVariable)"
+}
+
+/// What a stranger on the link meets after the handshake: files only with consent, pins only for
+/// peers that reached a session, and a deadline for links that never invite. Each piece is called
+/// from one line in the node.
+extension Node {
+    /// Seconds an authenticated link that we did not open has to send its invitation (default 5;
+    /// `NEARBY_INVITE_DEADLINE` for tests).
+    static let invitationDeadline: Duration = {
+        let configured = ProcessInfo.processInfo.environment["NEARBY_INVITE_DEADLINE"].flatMap(Double.init)
+        guard let seconds = configured, seconds > 0, seconds.isFinite else { return .seconds(5) }
+        return .milliseconds(Int64(seconds * 1000))
+    }()
+
+    /// A file offer to a node that was not told where files go: refused, with the reason on both sides.
+    func refuseUnconsented(_ offer: Control.Open, relative: String, on link: Link, channel: UInt32) async {
+        let fileKey = String(offer.key.filter { $0.isHexDigit }.prefix(12))
+        events.emit(Events.FileFailed(
+            transfer: fileKey + "-\(channel)", direction: "receive", peer: link.peer.ref, path: relative, code: "no-save-dir",
+            reason: "refused a file from \(link.peer.name): this node takes no files; to accept them, \(SaveDirectory.howToEnable)",
+            resumable: false))
+        muxes[link]?.finish(channel)
+        await link.send(Control.frame(.openReply, Control.OpenReply(
+            accept: false, offset: 0, reason: "the node takes no files (it was started without --save-dir)", code: "no-save-dir"),
+            channel: channel))
+    }
+
+    /// Pins the peer of a link that reached a session; false (and the link closed, an error event
+    /// naming the file) when `known_peers` cannot be used or now holds another key for it.
+    func pinSession(_ link: Link) -> Bool {
+        let error: NearbyError
+        do {
+            switch try knownPeers.pin(id: link.peer.id, key: link.peer.key, name: link.peer.name) {
+            case .known, .new: return true
+            case .changed: error = .keyChanged(peer: link.peer.id.rawValue, knownPeers: knownPeers.path)
+            }
+        } catch let failure {
+            error = failure
+        }
+        let message = error.errorDescription ?? "\(error)"
+        events.emit(Events.Failure(code: error.code, message: message, exitStatus: error.exitStatus.rawValue))
+        link.close(because: message)
+        return false
+    }
+
+    /// A link that proved its identity but does not invite within the deadline is closed.
+    func armInvitationDeadline(_ link: Link) {
+        spawn { [self] in
+            try? await Task.sleep(for: Self.invitationDeadline)
+            await closeIfUninvited(link)
+        }
+    }
+
+    private func closeIfUninvited(_ link: Link) {
+        guard let machine = links[link], machine.state == .awaitingInvite else { return }
+        NearbyLog.logger.info("\(link.peer.id) at \(link.peer.address) sent no invitation within the deadline: closing")
+        link.close(because: "no invitation within \(Self.invitationDeadline)")
+    }
+
+    /// The error event for a connection refused because `known_peers` is unusable.
+    nonisolated func reportRefusal(_ error: NearbyError) {
+        guard case .ioFailure = error else { return }
+        events.emit(Events.Failure(code: error.code, message: error.errorDescription ?? "\(error)", exitStatus: error.exitStatus.rawValue))
+    }
+}

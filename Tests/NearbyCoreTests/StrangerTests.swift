@@ -1,0 +1,69 @@
+import Foundation
+import Testing
+@testable import NearbyCore
+
+/// What strangers meet on real nodes in this process (loopback, HOST:PORT): pins only for sessions,
+/// and `accept` taking the oldest invitation.
+@Suite(.serialized) struct StrangerTests {
+    private func node(_ name: String, _ configure: (inout NodeConfiguration) -> Void = { _ in }) async throws -> (Node, MemorySink, KnownPeers) {
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-stranger-\(UUID().uuidString)").path
+        let paths = NearbyPaths(home: home)
+        let identity = try IdentityStore(paths: paths).loadOrCreate(defaultName: name)
+        var configuration = NodeConfiguration(service: .default)
+        configure(&configuration)
+        let sink = MemorySink()
+        let node = try Node(identity: identity, configuration: configuration, paths: paths, events: sink)
+        try await node.start()
+        Task { await node.run() }  // ends when the node stops
+        return (node, sink, KnownPeers(paths: paths))
+    }
+
+    private func waitFor(_ sink: MemorySink, count: Int = 1, _ text: String) async -> Bool {
+        for _ in 0..<300 {
+            if sink.lines.filter({ $0.contains(text) }).count >= count { return true }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return false
+    }
+
+    @Test func onlyPeersThatReachASessionArePinned() async throws {
+        let (host, _, hostPins) = try await node("host")
+        let (guest, _, guestPins) = try await node("guest")
+        let port = await host.port
+        let declining = Task { try await host.accept(nil, decline: true, client: nil) }
+        await #expect(throws: NearbyError.self) {
+            try await guest.invite("127.0.0.1:\(port)", context: nil, timeout: 5, client: nil)
+        }
+        _ = try await declining.value
+        #expect(try hostPins.verify(id: guest.identity.peerID, key: guest.identity.publicKeyDER) == .new)
+        #expect(try guestPins.verify(id: host.identity.peerID, key: host.identity.publicKeyDER) == .new)
+
+        let accepting = Task { try await host.accept(nil, decline: false, client: nil) }
+        _ = try await guest.invite("127.0.0.1:\(port)", context: nil, timeout: 5, client: nil)
+        _ = try await accepting.value
+        #expect(try hostPins.verify(id: guest.identity.peerID, key: guest.identity.publicKeyDER) == .known)
+        #expect(try guestPins.verify(id: host.identity.peerID, key: host.identity.publicKeyDER) == .known)
+        await guest.stop()
+        await host.stop()
+    }
+
+    @Test func acceptTakesTheOldestInvitationAndCountsTheOthers() async throws {
+        let (host, hostEvents, _) = try await node("host")
+        let (friend, _, _) = try await node("friend")
+        let (stranger, _, _) = try await node("stranger")
+        let port = await host.port
+        let first = Task { try await friend.invite("127.0.0.1:\(port)", context: nil, timeout: 30, client: nil) }
+        #expect(await waitFor(hostEvents, #""event":"invitation""#))
+        // Invites later, but its invitation expires first.
+        let second = Task { try await stranger.invite("127.0.0.1:\(port)", context: nil, timeout: 3, client: nil) }
+        #expect(await waitFor(hostEvents, count: 2, #""event":"invitation""#))
+        let accepted = try await host.accept(nil, decline: false, client: nil)
+        #expect(accepted?.name == "friend")
+        #expect(hostEvents.lines.contains { $0.contains(#""event":"accepted""#) && $0.contains(#""pending":1"#) })
+        _ = try await first.value
+        await host.stop()
+        _ = try? await second.value
+        await friend.stop()
+        await stranger.stop()
+    }
+}
