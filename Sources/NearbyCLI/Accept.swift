@@ -28,6 +28,7 @@ extension Nearby {
         var from: String?
 
         @OptionGroup var serviceOptions: ServiceOptions
+        @OptionGroup var naming: NameOptions
         @OptionGroup var session: SessionOptions
         @OptionGroup var receive: ReceiveOptions
         @OptionGroup var output: OutputOptions
@@ -36,6 +37,7 @@ extension Nearby {
             let context = CommandContext.current
             try await reporting(context, verbose: output.verbose) {
                 let service = try serviceOptions.resolve(context)
+                let name = try naming.resolve()
                 let query = invitation ?? from
                 let decline = self.decline
                 if let status = try await context.viaRunningNode(.accept(query: query, decline: decline), service: service) {
@@ -43,6 +45,7 @@ extension Nearby {
                 }
                 var configuration = NodeConfiguration(service: service)
                 configuration.encryption = session.encryption
+                configuration.displayName = name
                 configuration.advertise = true
                 configuration.saveDirectory = try receive.resolve()
                 let identity = try context.identity()

@@ -33,6 +33,7 @@ extension Nearby {
         @OptionGroup var wait: InviteTimeout
 
         @OptionGroup var serviceOptions: ServiceOptions
+        @OptionGroup var naming: NameOptions
         @OptionGroup var session: SessionOptions
         @OptionGroup var output: OutputOptions
 
@@ -45,6 +46,7 @@ extension Nearby {
             let display = ProgressDisplay(events: context.events, verbose: output.verbose)
             try await reporting(context, verbose: output.verbose) {
                 let service = try serviceOptions.resolve(context)
+                let name = try naming.resolve()
                 // Missing or unreadable files are refused before anything touches the network.
                 let files = try FileList.collect(paths)
                 let (peer, timeout) = (self.peer, wait.timeout)
@@ -54,6 +56,7 @@ extension Nearby {
                 if let status = try await client.viaRunningNode(request, service: service) { return try exitWith(status) }
                 var configuration = NodeConfiguration(service: service)
                 configuration.encryption = session.encryption
+                configuration.displayName = name
                 try await LocalNode.run(
                     configuration, identity: context.identity(), context: client, serve: false,
                     stopReason: { stopReason($0, done: "files delivered", failed: "transfer stopped") }

@@ -21,6 +21,8 @@ public struct Frame: Equatable, Sendable {
         case window = 0x14
         case close = 0x15
         case reset = 0x16
+        /// `send --unreliable`: where and how to send this side datagrams (Control.Datagrams).
+        case datagrams = 0x20
     }
 
     public static let headerSize = 9
