@@ -116,13 +116,15 @@ test_send_lines_200000_through_a_running_node() {
     seq 200000 >"$OUT/seq.txt"
     t0=$(now_ms)
     lab_run 2 "$NEARBY" send --lines "$id1" --service s-sh-many <"$OUT/seq.txt" >"$OUT/send.jsonl" 2>"$OUT/send.err"; status=$?
-    expect_eq "$status" 0 "send --lines exit status" || { show "$OUT/send.jsonl"; return 1; }
+    expect_eq "$status" 0 "send --lines exit status" || { show "$OUT/send.jsonl"; grep -h disconnected "$OUT"/adv-h*.jsonl >&2; return 1; }
     count=$(sh_wait_count "$adv" 'select(.event=="message")' 200000 "${SHELL_LINES_TIMEOUT:-120}") || { fail "only $count of 200000 lines arrived"; return 1; }
     ms=$(( $(now_ms) - t0 ))
     printf '    200000 lines in %d ms through a running node: %d lines/s\n' "$ms" $(( 200000 * 1000 / (ms > 0 ? ms : 1) ))
     cmp -s <(grep -a '^{' "$adv" | jq -r 'select(.event=="message") | .text') "$OUT/seq.txt" \
         || fail "the 200000 lines did not arrive once each, in order" || return 1
-    expect_eq "$(jq -s 'map(select(.event=="sent") | .messages) | add' "$OUT/send.jsonl")" 200000 "sent events account for every line"
+    expect_eq "$(jq -s 'map(select(.event=="sent") | .messages) | add' "$OUT/send.jsonl")" 200000 "sent events account for every line" || return 1
+    # The schema check reads every .jsonl: a sample of these 200,000 lines is enough for it.
+    mv "$adv" "$adv.all"; head -1000 "$adv.all" >"$adv"
 }
 
 # --- --unreliable ----------------------------------------------------------------------------------

@@ -38,6 +38,9 @@ extension Node {
             let lines = try chunk.map { chunk throws(NearbyError) in try splitter.append(chunk) } ?? splitter.finish().map { [$0] } ?? []
             if !lines.isEmpty { try await deliver(lines, to: targets, unreliable: unreliable, client: client) }
             if chunk == nil { return }
+            // Input that is always ready and a writer with room never suspend: let the session's
+            // own work (reading the peer, keepalives) run between batches.
+            await Task.yield()
         }
     }
 
@@ -64,7 +67,7 @@ extension Node {
                 }
             } else {
                 do {
-                    try await link.outbound.write(contentsOf: messages.map { Frame(kind: .message, payload: $0) })
+                    try await link.outbound.write(Frame.batch(messages.lazy.map { Frame(kind: .message, payload: $0) }))
                 } catch {
                     link.close(because: "the connection failed while sending")
                     continue
