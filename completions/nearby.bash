@@ -249,7 +249,7 @@ _nearby_invite() {
     repeating_flags=()
     non_repeating_flags=(--verbose -v --version -h --help)
     repeating_options=()
-    non_repeating_options=(--context --timeout --service --encryption)
+    non_repeating_options=(--context --timeout --service --name --encryption)
     __nearby_offer_flags_options 1
 
     # Offer option value completions
@@ -261,6 +261,9 @@ _nearby_invite() {
         return
         ;;
     '--service')
+        return
+        ;;
+    '--name')
         return
         ;;
     '--encryption')
@@ -282,7 +285,7 @@ _nearby_accept() {
     repeating_flags=()
     non_repeating_flags=(--decline --verbose -v --version -h --help)
     repeating_options=()
-    non_repeating_options=(--from --service --encryption --save-dir)
+    non_repeating_options=(--from --service --name --encryption --save-dir)
     __nearby_offer_flags_options 1
 
     # Offer option value completions
@@ -292,6 +295,9 @@ _nearby_accept() {
         return
         ;;
     '--service')
+        return
+        ;;
+    '--name')
         return
         ;;
     '--encryption')
@@ -315,9 +321,9 @@ _nearby_accept() {
 
 _nearby_send() {
     repeating_flags=()
-    non_repeating_flags=(--all --unreliable --verbose -v --version -h --help)
+    non_repeating_flags=(--all --lines --unreliable --verbose -v --version -h --help)
     repeating_options=()
-    non_repeating_options=(--timeout --service --encryption)
+    non_repeating_options=(--timeout --service --name --encryption)
     __nearby_offer_flags_options 2
 
     # Offer option value completions
@@ -326,6 +332,9 @@ _nearby_send() {
         return
         ;;
     '--service')
+        return
+        ;;
+    '--name')
         return
         ;;
     '--encryption')
@@ -347,7 +356,7 @@ _nearby_send-file() {
     repeating_flags=()
     non_repeating_flags=(--verbose -v --version -h --help)
     repeating_options=()
-    non_repeating_options=(--timeout --service --encryption)
+    non_repeating_options=(--timeout --service --name --encryption)
     __nearby_offer_flags_options -1
 
     # Offer option value completions
@@ -356,6 +365,9 @@ _nearby_send-file() {
         return
         ;;
     '--service')
+        return
+        ;;
+    '--name')
         return
         ;;
     '--encryption')
@@ -381,12 +393,12 @@ _nearby_stream() {
     repeating_flags=()
     non_repeating_flags=(--listen --verbose -v --version -h --help)
     repeating_options=()
-    non_repeating_options=(--name --from --timeout --service --encryption)
+    non_repeating_options=(--stream --from --timeout --service --name --encryption)
     __nearby_offer_flags_options 1
 
     # Offer option value completions
     case "${prev}" in
-    '--name')
+    '--stream')
         return
         ;;
     '--from')
@@ -397,6 +409,9 @@ _nearby_stream() {
         return
         ;;
     '--service')
+        return
+        ;;
+    '--name')
         return
         ;;
     '--encryption')

@@ -31,6 +31,7 @@ extension Nearby {
         var from: String?
 
         @OptionGroup var serviceOptions: ServiceOptions
+        @OptionGroup var naming: NameOptions
         @OptionGroup var session: SessionOptions
         @OptionGroup var receive: ReceiveOptions
         @OptionGroup var output: OutputOptions
@@ -39,6 +40,7 @@ extension Nearby {
             let context = output.configure(CommandContext.current)
             try await reporting(context, verbose: output.verbose) {
                 let service = try serviceOptions.resolve(context)
+                let name = try naming.resolve()
                 let query = invitation ?? from
                 let decline = self.decline
                 if let status = try await context.viaRunningNode(.accept(query: query, decline: decline), service: service) {
@@ -46,6 +48,7 @@ extension Nearby {
                 }
                 var configuration = NodeConfiguration(service: service)
                 configuration.encryption = session.encryption
+                configuration.displayName = name
                 configuration.advertise = true
                 configuration.saveDirectory = try receive.resolve(context.environment)
                 let identity = try context.identity()

@@ -25,8 +25,7 @@ extension Nearby {
 
         @OptionGroup var serviceOptions: ServiceOptions
 
-        @Option(help: ArgumentHelp("Display name for this run (default: the identity's).", valueName: "name"))
-        var name: String?
+        @OptionGroup var naming: NameOptions
 
         @Option(
             name: .customLong("info"),
@@ -62,7 +61,7 @@ extension Nearby {
             try await reporting(context, verbose: output.verbose) {
                 // Every refusal happens here, before anything touches the disk or the network.
                 let service = try serviceOptions.resolve(context)
-                if let name { try DisplayName.validate(name) }
+                let name = try naming.resolve()
                 let discoveryInfo = try TXTRecord.parseInfo(info)
                 let identity = try context.identity()
                 let txt = TXTRecord(

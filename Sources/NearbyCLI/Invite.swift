@@ -27,6 +27,7 @@ extension Nearby {
         @OptionGroup var wait: InviteTimeout
 
         @OptionGroup var serviceOptions: ServiceOptions
+        @OptionGroup var naming: NameOptions
         @OptionGroup var session: SessionOptions
         @OptionGroup var output: OutputOptions
 
@@ -34,12 +35,14 @@ extension Nearby {
             let context = output.configure(CommandContext.current)
             try await reporting(context, verbose: output.verbose) {
                 let service = try serviceOptions.resolve(context)
+                let name = try naming.resolve()
                 let (peer, invitationContext, timeout) = (self.peer, self.context, wait.timeout)
                 let request = ControlRequest.invite(peer: peer, context: invitationContext, timeout: timeout)
                 if let status = try await context.viaRunningNode(request, service: service) { return try exitWith(status) }
 
                 var configuration = NodeConfiguration(service: service)
                 configuration.encryption = session.encryption
+                configuration.displayName = name
                 try await LocalNode.run(configuration, identity: context.identity(), context: context, serve: true, stopReason: { stopReason($0) }) { local in
                     let connected = try await interruptible("inviting \(peer)") {
                         try await local.node.invite(peer, context: invitationContext, timeout: timeout, client: nil)

@@ -39,3 +39,18 @@ struct OutputOptions: ParsableArguments {
         return configured
     }
 }
+
+/// `--name` of every command that can start a node: the display name this node shows, for this run.
+struct NameOptions: ParsableArguments {
+    @Option(help: ArgumentHelp(
+        "Display name for this run (default: the identity's).",
+        discussion: "Applies to a node this command starts; a running node keeps the name it has.",
+        valueName: "name"))
+    var name: String?
+
+    /// The name, checked (inside `reporting`, so a bad one is an `invalid-name` error event).
+    func resolve() throws(NearbyError) -> String? {
+        if let name { try DisplayName.validate(name) }
+        return name
+    }
+}

@@ -2,6 +2,12 @@ import ArgumentParser
 import Foundation
 import NearbyCore
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 extension Nearby {
     struct Send: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -12,10 +18,20 @@ extension Nearby {
                 A peer not connected yet is invited first. With a node running, the node sends; \
                 without one, a one-shot node finds the peer, invites it, sends, and leaves.
 
+                With --lines, each line of stdin is one message (without its newline), sent as soon \
+                as it is read, until stdin ends: the command keeps running while stdin stays open. \
+                With --unreliable, each message is one UDP datagram, sealed with a key agreed in the \
+                session: it arrives intact or not at all, at most once, in no promised order, and at \
+                most 1200 bytes (a larger one is an error, exit 64). The receiver's 'message' says \
+                "reliable": false. Nobody learns of a lost datagram.
+
                 Examples:
                   nearby send "Bob's Pi" "build finished"
                   date | nearby send 09okw
                   nearby send --all "dinner is ready"
+                  tail -f app.log | nearby send --lines ops
+                  journalctl -f | nearby send --lines --all
+                  nearby send --unreliable "Bob's Pi" "cursor 120,40"
                 """)
 
         @Argument(help: "The peer: ID, ID prefix, display name, or HOST:PORT.", completion: .peers)
@@ -27,42 +43,71 @@ extension Nearby {
         @Flag(help: "Send to every connected peer (needs a running node).")
         var all = false
 
-        @Flag(help: "Unreliable delivery, as MPC's .unreliable (not built yet: exits 11).")
+        @Flag(help: "Each line of stdin is one message, sent as soon as it is read.")
+        var lines = false
+
+        @Flag(help: "Unreliable delivery, as MPC's .unreliable: UDP datagrams of at most 1200 bytes.")
         var unreliable = false
 
         @OptionGroup var wait: InviteTimeout
 
         @OptionGroup var serviceOptions: ServiceOptions
+        @OptionGroup var naming: NameOptions
         @OptionGroup var session: SessionOptions
         @OptionGroup var output: OutputOptions
 
         func validate() throws {
             if !all, peer == nil { throw ValidationError("name a peer, or use --all") }
             if all, peer != nil, text != nil { throw ValidationError("--all takes no peer: nearby send --all [TEXT]") }
+            if lines, text != nil || (all && peer != nil) { throw ValidationError("--lines reads stdin: give no TEXT") }
         }
 
         func run() async throws {
             let context = output.configure(CommandContext.current)
             try await reporting(context, verbose: output.verbose) {
-                if unreliable { throw NearbyError.notImplemented(command: "send --unreliable") }
                 let service = try serviceOptions.resolve(context)
+                let name = try naming.resolve()
                 // With --all the one positional argument is the text.
                 let target = all ? nil : peer
                 let message = all ? (peer ?? text) : text
-                let payload = try message.map { Array($0.utf8) } ?? readStandardInput(limit: Frame.maxPayload)
+                let limit = unreliable ? Datagram.maxPayload : Frame.maxPayload
+                let payload = lines ? [] : try message.map { Array($0.utf8) } ?? readStandardInput(limit: limit)
+                if payload.count > limit { throw NearbyError.messageTooLarge(bytes: payload.count, limit: limit) }
                 let timeout = wait.timeout
-                let request = ControlRequest.send(peers: target.map { [$0] } ?? [], all: all, timeout: timeout, payload: Data(payload))
-                if let status = try await context.viaRunningNode(request, service: service) { return try exitWith(status) }
+                let peers = target.map { [$0] } ?? []
+                if lines {
+                    let request = ControlRequest.sendLines(peers: peers, all: all, timeout: timeout, unreliable: unreliable)
+                    let identity = try context.identity()
+                    let address = NodeAddress(paths: context.paths, environment: context.environment, peerID: identity.peerID, service: service)
+                    let events = context.events
+                    let source = DescriptorSource(fd: STDIN_FILENO, chunk: 64 << 10)
+                    if let status = try await ControlClient.sendLines(request, address: address, source: source, output: { events.emitLine($0) }) {
+                        return try exitWith(status)
+                    }
+                } else {
+                    let request: ControlRequest = unreliable
+                        ? .sendDatagram(peers: peers, all: all, timeout: timeout, payload: Data(payload))
+                        : .send(peers: peers, all: all, timeout: timeout, payload: Data(payload))
+                    if let status = try await context.viaRunningNode(request, service: service) { return try exitWith(status) }
+                }
                 guard let target else { throw NearbyError.noNode("--all sends to the sessions of a running node") }
 
                 var configuration = NodeConfiguration(service: service)
                 configuration.encryption = session.encryption
+                configuration.displayName = name
+                let (lines, unreliable) = (self.lines, self.unreliable)
                 try await LocalNode.run(
                     configuration, identity: context.identity(), context: context, serve: false,
-                    stopReason: { stopReason($0, done: "message delivered") }
+                    stopReason: { stopReason($0, done: lines ? "input ended" : "message delivered") }
                 ) { local in
                     try await interruptible("sending to \(target)") {
-                        try await local.node.send(payload, to: [target], all: false, timeout: timeout, client: nil)
+                        if lines {
+                            try await local.node.sendLines(
+                                from: DescriptorSource(fd: STDIN_FILENO, chunk: 64 << 10), to: [target], all: false,
+                                unreliable: unreliable, timeout: timeout, client: nil)
+                        } else {
+                            try await local.node.sendMessage(payload, to: [target], all: false, unreliable: unreliable, timeout: timeout, client: nil)
+                        }
                     }
                 }
             }

@@ -33,6 +33,7 @@ extension Nearby {
         @OptionGroup var wait: InviteTimeout
 
         @OptionGroup var serviceOptions: ServiceOptions
+        @OptionGroup var naming: NameOptions
         @OptionGroup var session: SessionOptions
         @OptionGroup var output: OutputOptions
 
@@ -44,6 +45,7 @@ extension Nearby {
             let context = output.configure(CommandContext.current)
             try await reporting(context, verbose: output.verbose) {
                 let service = try serviceOptions.resolve(context)
+                let name = try naming.resolve()
                 // Missing or unreadable files are refused before anything touches the network.
                 let files = try FileList.collect(paths)
                 let (peer, timeout) = (self.peer, wait.timeout)
@@ -51,6 +53,7 @@ extension Nearby {
                 if let status = try await context.viaRunningNode(request, service: service) { return try exitWith(status) }
                 var configuration = NodeConfiguration(service: service)
                 configuration.encryption = session.encryption
+                configuration.displayName = name
                 try await LocalNode.run(
                     configuration, identity: context.identity(), context: context, serve: false,
                     stopReason: { stopReason($0, done: "files delivered", failed: "transfer stopped") }

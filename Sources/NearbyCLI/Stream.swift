@@ -26,16 +26,18 @@ extension Nearby {
                 files. A listener with nothing to send reads from /dev/null.
 
                 Examples:
-                  tar cz photos | nearby stream "Bob's Pi" --name photos
-                  nearby stream --listen --name photos < /dev/null | tar xz
+                  tar cz photos | nearby stream "Bob's Pi" --stream photos
+                  nearby stream --listen --stream photos < /dev/null | tar xz
                   nearby stream --listen --from "Alice's laptop" < /dev/null | sha256sum
                 """)
 
         @Argument(help: "The peer: ID, ID prefix, display name, or HOST:PORT (not with --listen).", completion: .peers)
         var peer: String?
 
-        @Option(help: ArgumentHelp("The stream's name (to tell streams apart; --listen takes only that name).", valueName: "name"))
-        var name: String?
+        @Option(
+            name: .customLong("stream"),
+            help: ArgumentHelp("The stream's name (to tell streams apart; --listen takes only that name).", valueName: "name"))
+        var streamName: String?
 
         @Flag(help: "Wait for an incoming stream instead of opening one.")
         var listen = false
@@ -48,6 +50,7 @@ extension Nearby {
         @OptionGroup var wait: InviteTimeout
 
         @OptionGroup var serviceOptions: ServiceOptions
+        @OptionGroup var naming: NameOptions
         @OptionGroup var session: SessionOptions
         @OptionGroup var output: OutputOptions
 
@@ -65,9 +68,10 @@ extension Nearby {
             try await CommandContext.$current.withValue(context) {
                 try await reporting(context, verbose: output.verbose) {
                     let service = try serviceOptions.resolve(context)
+                    let displayName = try naming.resolve()
                     let source = DescriptorSource(fd: STDIN_FILENO)
                     let sink = DescriptorSink(fd: STDOUT_FILENO)
-                    let (listen, name, from, timeout) = (self.listen, self.name, self.from, wait.timeout)
+                    let (listen, name, from, timeout) = (self.listen, self.streamName, self.from, wait.timeout)
                     let request: ControlRequest = listen
                         ? .listen(name: name, from: from)
                         : .stream(peer: peer ?? "", name: name ?? "", timeout: timeout)
@@ -86,6 +90,7 @@ extension Nearby {
                     }
                     var configuration = NodeConfiguration(service: service)
                     configuration.encryption = session.encryption
+                    configuration.displayName = displayName
                     configuration.advertise = listen
                     // Listening means taking the opener's invitation: from anyone, or from --from only.
                     configuration.autoAccept = listen && from == nil

@@ -63,11 +63,11 @@ import Testing
         #expect(result.lines.first?.contains("invalid-service-type") == true)
     }
 
-    @Test(arguments: ["send bob hi --unreliable"])
-    func unbuiltCommandsSaySo(_ command: String) async {
-        let result = await run(command.split(separator: " ").map(String.init), environment: home())
-        #expect(result.status == ExitStatus.notImplemented.rawValue)
-        #expect(result.lines.first?.contains("not-implemented") == true)
+    @Test func anUnreliableMessageOverOneDatagramIsRefusedBeforeTheNetwork() async {
+        let result = await run(["send", "bob", String(repeating: "x", count: 1201), "--unreliable"], environment: home())
+        #expect(result.status == 64)
+        #expect(result.lines.count == 1)
+        #expect(result.lines.first?.contains(#""code":"message-too-large""#) == true)
     }
 
     @Test func aMissingFileIsRefusedBeforeTheNetwork() async {

@@ -39,7 +39,7 @@ sec_sha() { if [[ -e $1 ]]; then sha256sum "$1" | cut -d' ' -f1; else echo absen
 test_security_stream_listener_takes_no_files() {
     trap stop_started RETURN
     local listen=$OUT/listen port status
-    sec_node 1 "$OUT/listener.out" "$listen" -- stream --listen --name backup --service s-sec-listen --encryption optional || return 1
+    sec_node 1 "$OUT/listener.out" "$listen" -- stream --listen --stream backup --service s-sec-listen --encryption optional || return 1
     port=$(sec_port "$OUT/listener.out.err") || return 1
     local spec='[{"path": ".bash_profile", "size": 120}, {"path": ".ssh/authorized_keys", "size": 90}]'
     sec_rogue 2 "$OUT/rogue.out" "$(lab_addr 1)" "$port" "$spec"; status=$?

@@ -179,10 +179,10 @@ test_stream_through_running_nodes() {
     start_node 1 s-st-node --auto-accept || return 1; adv1=$ADV pid1=$ADV_PID
     start_node 2 s-st-node --auto-accept || return 1; adv2=$ADV pid2=$ADV_PID
 
-    st_nb 1 listen 'cat "$O/A.bin"' stream --listen --name x --service s-st-node || return 1; listener=$PID
+    st_nb 1 listen 'cat "$O/A.bin"' stream --listen --stream x --service s-st-node || return 1; listener=$PID
     sleep 0.5
     still_running "$listener" "the listener attached to h1's node" || { show "$OUT/listen.events"; return 1; }
-    st_nb 2 open 'cat "$O/B.bin"' stream "$id1" --name x --service s-st-node || return 1; opener=$PID
+    st_nb 2 open 'cat "$O/B.bin"' stream "$id1" --stream x --service s-st-node || return 1; opener=$PID
 
     exits "$opener" 30 0 "the opener (through h2's node)" || { show "$OUT/open.events" "$adv2" "$adv1"; return 1; }
     exits "$listener" 10 0 "the listener (through h1's node)" || { show "$OUT/listen.events" "$adv1"; return 1; }
@@ -221,11 +221,11 @@ test_stream_listener_takes_only_its_name_and_its_peer() {
     id1=$(id_of 1) && id2=$(id_of 2) && id3=$(id_of 3) || return 1
     echo "not for the logs listener" >"$OUT/other.txt"
     seq 1 20000 >"$OUT/logs.txt"
-    st_nb 1 listen : stream --listen --name logs --service s-st-names || return 1; listener=$PID
+    st_nb 1 listen : stream --listen --stream logs --service s-st-names || return 1; listener=$PID
     st_listening "$OUT/listen.events" || return 1
 
     # A stream named 'other' gets into the session but is not taken: it waits.
-    st_nb 2 other 'cat "$O/other.txt"' stream "$id1" --name other --service s-st-names || return 1; other=$PID
+    st_nb 2 other 'cat "$O/other.txt"' stream "$id1" --stream other --service s-st-names || return 1; other=$PID
     await "$OUT/other.events" "select(.event==\"connected\" and .peer.id==\"$id1\")" 10 "h2 connected to the listener" >/dev/null || return 1
     sleep 2
     still_running "$other" "the opener of 'other' (should be waiting)" || { show "$OUT/other.events"; return 1; }
@@ -234,7 +234,7 @@ test_stream_listener_takes_only_its_name_and_its_peer() {
         "stream-opened/closed or error events 2 s after opening 'other'" || { show "$OUT/other.events" "$OUT/listen.events"; return 1; }
 
     # A stream named 'logs', opened after it, is taken and completes.
-    st_nb 3 logs 'cat "$O/logs.txt"; sleep 1' stream "$id1" --name logs --service s-st-names || return 1; logs=$PID
+    st_nb 3 logs 'cat "$O/logs.txt"; sleep 1' stream "$id1" --stream logs --service s-st-names || return 1; logs=$PID
     await "$OUT/listen.events" "select(.event==\"stream-opened\" and .name==\"logs\" and .peer.id==\"$id3\")" 10 "the listener takes 'logs'" >/dev/null || return 1
     still_running "$other" "the opener of 'other' while 'logs' runs" || { show "$OUT/other.events"; return 1; }
     exits "$logs" 10 0 "the opener of 'logs'" || { show "$OUT/logs.events"; return 1; }

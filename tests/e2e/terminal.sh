@@ -176,10 +176,10 @@ test_terminal_stream_events_are_readable_on_stderr() {
     trap files_done RETURN
     local listen=$OUT/listen-h1.txt opener=$OUT/open-h2.txt listener
     files_random "$OUT/data.bin" $((1 << 20))
-    term_bg 1 "$listen" --stdin /dev/null --stdout "$OUT/listen-h1.out" -- stream --listen --name x --service t-tstream || return 1
+    term_bg 1 "$listen" --stdin /dev/null --stdout "$OUT/listen-h1.out" -- stream --listen --stream x --service t-tstream || return 1
     listener=$PID
     term_wait "$listen" "advertising as Alice Box" "stream --listen advertises" || return 1
-    term_run 2 "$opener" --stdin "$OUT/data.bin" --stdout "$OUT/open-h2.out" -- stream "Alice Box" --name x --service t-tstream \
+    term_run 2 "$opener" --stdin "$OUT/data.bin" --stdout "$OUT/open-h2.out" -- stream "Alice Box" --stream x --service t-tstream \
         || { fail "stream on a terminal"; show "$opener"; return 1; }
     exits "$listener" "${TERMINAL_WAIT:-15}" 0 "stream --listen" || { show "$listen"; return 1; }
     cmp -s "$OUT/data.bin" "$OUT/listen-h1.out" || { fail "the stream's bytes differ"; return 1; }

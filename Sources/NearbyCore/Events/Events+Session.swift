@@ -94,12 +94,17 @@ extension Events {
         public var text: String?
         public var data: String?
         public var bytes: Int
+        /// False for `send --unreliable` datagrams.
+        public var reliable = true
     }
 
     public struct Sent: EventBody {
         public static let event = "sent"
         public var peers: [PeerRef]
         public var bytes: Int
+        public var reliable = true
+        /// With `--lines`: how many messages (lines) this event reports; their bytes in all.
+        public var messages: Int?
     }
 
     /// A connection we closed before it became a session: not nearby, incompatible, or failing the

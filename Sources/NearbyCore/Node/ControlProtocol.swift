@@ -13,6 +13,10 @@ public enum ControlRequest: Codable, Sendable, Equatable {
     /// After the setup replies, the connection carries the stream's raw bytes both ways.
     case stream(peer: String, name: String, timeout: Double)
     case listen(name: String?, from: String?)
+    /// `send --lines`: after the request line the connection carries stdin's bytes (Node+Lines.swift).
+    case sendLines(peers: [String], all: Bool, timeout: Double, unreliable: Bool)
+    /// `send --unreliable`: one datagram.
+    case sendDatagram(peers: [String], all: Bool, timeout: Double, payload: Data)
 
     var carriesStream: Bool {
         switch self {

@@ -93,6 +93,19 @@ public enum ControlServer {
                     }
                     return
                 }
+                if case let .sendLines(peers, all, timeout, unreliable) = request {
+                    // The client's bytes after its request are the lines; their end is not its leaving.
+                    var status: Int32 = 0
+                    do throws(NearbyError) {
+                        let source = ChannelSource(leftover: reader.rest, iterator: iterator)
+                        try await node.sendLines(from: source, to: peers, all: all, unreliable: unreliable, timeout: timeout, client: sink)
+                    } catch {
+                        status = report(error, to: sink)
+                    }
+                    continuation.yield(ControlReply.status(status).line)
+                    continuation.finish()
+                    return
+                }
                 group.addTask {
                     var status: Int32 = 0
                     do throws(NearbyError) {
@@ -143,8 +156,10 @@ public enum ControlServer {
             _ = try await node.disconnect(peer, all: all, client: sink)
         case let .sendFiles(peer, files, timeout):
             try await node.sendFiles(files, to: peer, timeout: timeout, client: sink)
-        case .stream, .listen:
-            throw .invalidArgument("streams need a connection of their own")
+        case let .sendDatagram(peers, all, timeout, payload):
+            try await node.sendMessage(Array(payload), to: peers, all: all, unreliable: true, timeout: timeout, client: sink)
+        case .stream, .listen, .sendLines:
+            throw .invalidArgument("streams and lines need a connection of their own")
         }
     }
 }

@@ -26,6 +26,12 @@ public final class Link: Sendable, Hashable {
     var closeReason: String? { reason.withLock { $0 } }
 
     func send(_ frame: Frame) async {
+        // Keepalives skip the queue: behind a flood of messages that the peer reads slowly (the
+        // writer waits for room), a pong that waited too would make the peer think us gone.
+        if frame.kind == .ping || frame.kind == .pong {
+            channel.writeAndFlush(frame, promise: nil)
+            return
+        }
         do {
             try await outbound.write(frame)
         } catch is CancellationError {

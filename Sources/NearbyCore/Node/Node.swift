@@ -40,6 +40,8 @@ public actor Node {
     public nonisolated let events: any EventSink
     let knownPeers: KnownPeers
     let tls: SessionTLS.Contexts
+    /// Unreliable messages (Node+Lines.swift).
+    let datagrams: DatagramHub
 
     private var advertiser: Advertiser?
     private var listener: (any Channel)?
@@ -74,6 +76,7 @@ public actor Node {
         self.events = events
         self.knownPeers = KnownPeers(paths: paths)
         (jobs, jobQueue) = AsyncStream.makeStream()
+        self.datagrams = DatagramHub(events: events)
         do {
             tls = try SessionTLS.contexts(for: identity)
         } catch {
@@ -174,6 +177,7 @@ public actor Node {
         try? await listener?.close()
         for link in links.keys { link.close(because: "the node stopped") }
         jobQueue.finish()
+        datagrams.close()
     }
 
     /// Session changes, for commands that stay "until the peer leaves".
@@ -289,6 +293,7 @@ public actor Node {
     private func detach(_ link: Link) {
         NearbyLog.logger.info("connection with \(link.peer.id) closed: \(link.closeReason ?? "connection lost")")
         links[link] = nil
+        datagrams.remove(link)
         transfersLost(on: link)
         muxes[link] = nil
         let reason = link.closeReason ?? "connection lost"
@@ -325,6 +330,9 @@ public actor Node {
                 await invited(invite, on: link)
             case .connected:
                 connect(link)
+                await datagramsConnected(link)
+            case let .datagrams(setup):
+                datagrams.peerSetup(setup, on: link)
             case let .declined(_, reason):
                 if let pending = invitations.outgoing[link.peer.id], pending.link === link {
                     invitations.outgoing[link.peer.id] = nil
@@ -338,7 +346,7 @@ public actor Node {
             case let .message(bytes):
                 let text = String(validating: bytes, as: UTF8.self)
                 events.emit(Events.Message(
-                    peer: link.peer.ref, text: text, data: text == nil ? Data(bytes).base64EncodedString() : nil, bytes: bytes.count))
+                    peer: link.peer.ref, text: text, data: text == nil ? Data(bytes).base64EncodedString() : nil, bytes: bytes.count, reliable: true))
             case let .channel(frame):
                 do {
                     try await channelFrame(frame, on: link)

@@ -149,6 +149,7 @@ final class PreambleHandler: ChannelInboundHandler, RemovableChannelHandler {
                     : try NIOSSLClientHandler(context: tls, serverHostname: nil, customVerificationCallback: verify))
             }
             handlers.append(ByteToMessageHandler(FrameDecoder()))
+            handlers.append(WriteCoalescer())
             handlers.append(MessageToByteHandler(FrameEncoder()))
             try pipeline.addHandlers(handlers, position: .after(self))
             // Half-closure: finishing the writer flushes every queued frame before TLS close_notify

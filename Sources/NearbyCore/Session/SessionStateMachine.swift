@@ -28,6 +28,8 @@ public struct SessionStateMachine: Sendable {
         case message([UInt8])
         /// A frame of a file (or stream) channel, for the node's transfers.
         case channel(Frame)
+        /// The peer's datagram setup (its UDP port, tag and sending key), for unreliable messages.
+        case datagrams(Control.Datagrams)
         /// Close the connection; `reason` is what our events say.
         case close(reason: String)
     }
@@ -103,6 +105,11 @@ public struct SessionStateMachine: Sendable {
         case .message:
             guard state == .connected else { throw ProtocolViolation.unexpected("message before the session was accepted") }
             return [.message(Array(frame.payload.readableBytesView))]
+        case .datagrams:
+            guard state == .connected else { throw ProtocolViolation.unexpected("datagrams frame before the session was accepted") }
+            let setup = try Control.decode(Control.Datagrams.self, from: frame)
+            guard setup.checked != nil else { throw ProtocolViolation.malformed("datagrams frame") }
+            return [.datagrams(setup)]
         case .hello, .auth:
             throw ProtocolViolation.unexpected("\(frame.kind) frame after the handshake")
         case .open, .openReply, .start, .data, .window, .close, .reset:

@@ -13,7 +13,6 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
     case ioError = 8
     case identityCheckFailed = 9
     case nodeAlreadyRunning = 10
-    case notImplemented = 11
     /// Interrupted by SIGINT while working (a cancelled transfer), as shells report it.
     case interrupted = 130
     /// The same status swift-argument-parser uses for usage errors.
@@ -32,7 +31,6 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
         case .ioError: "file or I/O error"
         case .identityCheckFailed: "identity or integrity check failed"
         case .nodeAlreadyRunning: "a node is already running"
-        case .notImplemented: "not implemented yet"
         case .interrupted: "interrupted: SIGINT or SIGTERM cut the work short"
         case .usage: "usage error: invalid arguments or input"
         }
@@ -52,7 +50,6 @@ public enum NearbyError: Error, LocalizedError, Equatable, Sendable {
     case nameConflict(requested: String, got: String)
     case listenFailed(String)
     case peerNotFound(String, waitedSeconds: Double)
-    case notImplemented(command: String)
     case peerAmbiguous(String, candidates: [String])
     case notANearbyPeer(String)
     case declined(peer: String, reason: String)
@@ -83,7 +80,6 @@ public enum NearbyError: Error, LocalizedError, Equatable, Sendable {
         case .nameConflict: "name-conflict"
         case .listenFailed: "listen-failed"
         case .peerNotFound: "peer-not-found"
-        case .notImplemented: "not-implemented"
         case .peerAmbiguous: "peer-ambiguous"
         case .notANearbyPeer: "not-a-nearby-peer"
         case .declined: "declined"
@@ -111,7 +107,6 @@ public enum NearbyError: Error, LocalizedError, Equatable, Sendable {
         case .daemonUnavailable: .daemonUnavailable
         case .discoveryFailed, .nameConflict: .failure
         case .peerNotFound: .peerNotFound
-        case .notImplemented: .notImplemented
         case .peerAmbiguous: .peerNotFound
         case .notANearbyPeer, .connectionFailed, .encryptionMismatch, .notConnected: .connectionFailed
         case .declined: .declined
@@ -173,7 +168,9 @@ public enum NearbyError: Error, LocalizedError, Equatable, Sendable {
         case let .notConnected(peer):
             "not connected to \(peer)"
         case let .messageTooLarge(bytes, limit):
-            "the message is \(bytes) bytes; the maximum is \(limit) (use send-file for more)"
+            limit == Datagram.maxPayload
+                ? "the message is \(bytes) bytes; an unreliable message is one datagram of at most \(limit)"
+                : "the message is \(bytes) bytes; the maximum is \(limit) (use send-file for more)"
         case let .ioFailure(path, reason):
             "\(path): \(reason)"
         case let .unsafeRunDirectory(path, reason):
@@ -182,8 +179,6 @@ public enum NearbyError: Error, LocalizedError, Equatable, Sendable {
             "\(path): \(reason)"
         case let .cancelled(what):
             "\(what) cancelled"
-        case let .notImplemented(command):
-            "'nearby \(command)' is not built yet"
         }
     }
 

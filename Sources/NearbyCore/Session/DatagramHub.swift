@@ -1,0 +1,233 @@
+import Crypto
+import Foundation
+import NIOCore
+import NIOPosix
+import Synchronization
+
+/// A node's unreliable messages: its UDP sockets (one per address family, opened on first use), and
+/// per session the keys, tags and replay windows of `Datagram`. What fails to authenticate or comes
+/// again is dropped and counted in a `datagrams-dropped` event (at most one a second).
+public final class DatagramHub: Sendable {
+    /// Keys as bytes: the state lives behind a lock, and plain bytes cross isolation domains.
+    struct Sending {
+        let key: [UInt8]
+        let tag: UInt64
+        let address: SocketAddress
+        var sequence: UInt64 = 0
+    }
+
+    struct Receiving {
+        let peer: PeerRef
+        let ownKey: [UInt8]
+        var peerKey: [UInt8]?
+        var window = ReplayWindow()
+    }
+
+    struct State {
+        var sockets: [Int32: any Channel] = [:]
+        var tags: [ObjectIdentifier: UInt64] = [:]
+        var sending: [ObjectIdentifier: Sending] = [:]
+        var receiving: [UInt64: Receiving] = [:]
+        var dropped = 0
+        var lastReason = ""
+        var lastPeer: PeerRef?
+        var reportPending = false
+        var closed = false
+    }
+
+    private let state = Mutex(State())
+    private let events: any EventSink
+
+    public init(events: any EventSink) { self.events = events }
+
+    // MARK: Setting up a session
+
+    /// Our half of a new session's setup: opens the socket for the link's address family if needed,
+    /// and returns the frame telling the peer our port, our tag and our sending key.
+    func setup(for link: Link) async -> Frame? {
+        guard let local = link.channel.localAddress,
+              let channel = await socket(family: local.protocol.rawValue, host: local.ipAddress ?? "0.0.0.0"),
+              let port = channel.localAddress?.port
+        else { return nil }
+        let key = (0..<Datagram.keyBytes).map { _ in UInt8.random(in: 0...255) }
+        let tag = state.withLock { state -> UInt64 in
+            var tag = UInt64.random(in: 1...UInt64.max)
+            while state.receiving[tag] != nil { tag = UInt64.random(in: 1...UInt64.max) }
+            state.receiving[tag] = Receiving(peer: link.peer.ref, ownKey: key)
+            state.tags[ObjectIdentifier(link)] = tag
+            return tag
+        }
+        return Control.frame(.datagrams, Control.Datagrams(port: port, tag: tag, key: key))
+    }
+
+    /// The peer's half: where to send it datagrams, and the key its datagrams to us are sealed with.
+    func peerSetup(_ setup: Control.Datagrams, on link: Link) {
+        guard let checked = setup.checked, let remote = link.channel.remoteAddress?.ipAddress,
+              let address = try? SocketAddress(ipAddress: remote, port: checked.port)
+        else { return }
+        state.withLock { state in
+            guard let ours = state.tags[ObjectIdentifier(link)], var receiving = state.receiving[ours] else { return }
+            receiving.peerKey = checked.key
+            state.receiving[ours] = receiving
+            state.sending[ObjectIdentifier(link)] = Sending(key: receiving.ownKey, tag: checked.tag, address: address)
+        }
+    }
+
+    /// Forgets a session that ended. Its datagrams still in flight (sent just before the goodbye,
+    /// which may be read first) are taken for `receiveGrace` more.
+    func remove(_ link: Link) {
+        let tag = state.withLock { state in
+            state.sending[ObjectIdentifier(link)] = nil
+            return state.tags.removeValue(forKey: ObjectIdentifier(link))
+        }
+        guard let tag else { return }
+        MultiThreadedEventLoopGroup.singleton.next().scheduleTask(in: Self.receiveGrace) {
+            self.state.withLock { _ = $0.receiving.removeValue(forKey: tag) }
+        }
+    }
+
+    static let receiveGrace = TimeAmount.seconds(2)
+
+    func close() {
+        let sockets = state.withLock { state in
+            state.closed = true
+            defer { state.sockets = [:] }
+            return Array(state.sockets.values)
+        }
+        for socket in sockets { socket.close(promise: nil) }
+    }
+
+    private func socket(family: Int32, host: String) async -> (any Channel)? {
+        if let existing = state.withLock({ $0.sockets[family] }) { return existing }
+        let any = host.contains(":") ? "::" : "0.0.0.0"
+        let bootstrap = DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(Inbound(hub: self)) }
+            }
+        guard let channel = try? await bootstrap.bind(host: any, port: 0).get() else { return nil }
+        let kept = state.withLock { state -> (any Channel)? in
+            if state.closed { return nil }
+            if let raced = state.sockets[family] { return raced }
+            state.sockets[family] = channel
+            return channel
+        }
+        if kept !== channel { channel.close(promise: nil) }
+        if let port = channel.localAddress?.port { NearbyLog.logger.info("unreliable messages on UDP port \(port)") }
+        return kept
+    }
+
+    // MARK: Sending
+
+    /// Seals `messages` for the link's peer and sends them, waiting up to `wait` for the peer's setup
+    /// (a session that has just begun). Returns false when the peer never set up datagrams.
+    func send(_ messages: [ByteBuffer], on link: Link, wait: Duration = .seconds(3)) async throws(NearbyError) -> Bool {
+        let deadline = ContinuousClock.now + wait
+        while state.withLock({ $0.sending[ObjectIdentifier(link)] == nil }) {
+            guard ContinuousClock.now < deadline, link.channel.isActive else { return false }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        guard let local = link.channel.localAddress,
+              let socket = state.withLock({ $0.sockets[local.protocol.rawValue] })
+        else { return false }
+        // Take the sequence numbers under the lock, seal outside it.
+        guard let (sending, first) = state.withLock({ state -> (Sending, UInt64)? in
+            guard var sending = state.sending[ObjectIdentifier(link)] else { return nil }
+            let first = sending.sequence + 1
+            sending.sequence += UInt64(messages.count)
+            state.sending[ObjectIdentifier(link)] = sending
+            return (sending, first)
+        }) else { return false }
+        let key = SymmetricKey(data: sending.key)
+        var last: EventLoopFuture<Void>?
+        for (index, message) in messages.enumerated() {
+            guard message.readableBytes <= Datagram.maxPayload else {
+                throw .messageTooLarge(bytes: message.readableBytes, limit: Datagram.maxPayload)
+            }
+            guard let sealed = try? Datagram.seal(message, key: key, tag: sending.tag, sequence: first + UInt64(index)) else { continue }
+            let envelope = AddressedEnvelope(remoteAddress: sending.address, data: sealed)
+            let promise = socket.eventLoop.makePromise(of: Void.self)
+            socket.write(envelope, promise: promise)
+            last = promise.futureResult
+        }
+        socket.flush()
+        // A datagram the kernel refused (no route, a local firewall) is lost like any other.
+        if let last { try? await last.get() }
+        return true
+    }
+
+    // MARK: Receiving
+
+    fileprivate func received(_ datagram: ByteBuffer) {
+        guard let tag = Datagram.tag(of: datagram), let sequence = Datagram.sequence(of: datagram) else {
+            return drop(peer: nil, reason: "not a nearby datagram")
+        }
+        enum Verdict { case deliver(PeerRef, [UInt8]), drop(PeerRef?, String) }
+        let verdict = state.withLock { state -> Verdict in
+            guard var receiving = state.receiving[tag], let key = receiving.peerKey else { return .drop(nil, "unknown session") }
+            guard receiving.window.check(sequence) else { return .drop(receiving.peer, "replayed") }
+            guard let message = Datagram.open(datagram, key: SymmetricKey(data: key)) else { return .drop(receiving.peer, "failed authentication") }
+            _ = receiving.window.commit(sequence)
+            state.receiving[tag] = receiving
+            return .deliver(receiving.peer, message)
+        }
+        switch verdict {
+        case let .deliver(peer, bytes):
+            let text = String(validating: bytes, as: UTF8.self)
+            events.emit(Events.Message(
+                peer: peer, text: text, data: text == nil ? Data(bytes).base64EncodedString() : nil, bytes: bytes.count, reliable: false))
+        case let .drop(peer, reason):
+            drop(peer: peer, reason: reason)
+        }
+    }
+
+    private func drop(peer: PeerRef?, reason: String) {
+        NearbyLog.logger.info("dropped a datagram (\(reason))")
+        let first = state.withLock { state -> Bool in
+            state.dropped += 1
+            state.lastReason = reason
+            state.lastPeer = peer
+            guard !state.reportPending else { return false }
+            state.reportPending = true
+            return true
+        }
+        if first { report(after: .zero) }
+    }
+
+    /// Reports the count now, then lets the next report wait a second.
+    private func report(after delay: TimeAmount) {
+        MultiThreadedEventLoopGroup.singleton.next().scheduleTask(in: delay) {
+            let snapshot = self.state.withLock { state in (state.dropped, state.lastReason, state.lastPeer) }
+            self.events.emit(Events.DatagramsDropped(peer: snapshot.2, dropped: snapshot.0, reason: snapshot.1))
+            MultiThreadedEventLoopGroup.singleton.next().scheduleTask(in: .seconds(1)) {
+                let again = self.state.withLock { state -> Bool in
+                    if state.dropped == snapshot.0 { state.reportPending = false; return false }
+                    return true
+                }
+                if again { self.report(after: .zero) }
+            }
+        }
+    }
+
+    final class Inbound: ChannelInboundHandler, Sendable {
+        typealias InboundIn = AddressedEnvelope<ByteBuffer>
+        let hub: DatagramHub
+        init(hub: DatagramHub) { self.hub = hub }
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            hub.received(Self.unwrapInboundIn(data).data)
+        }
+        /// ICMP errors and the like: UDP keeps going.
+        func errorCaught(context: ChannelHandlerContext, error: any Error) {}
+    }
+}
+
+extension Events {
+    /// Datagrams (`send --unreliable`) that were dropped: forged or tampered with (`failed
+    /// authentication`), seen before (`replayed`), or for no session of this node. `dropped` counts
+    /// since the node started; at most one such event a second.
+    public struct DatagramsDropped: EventBody {
+        public static let event = "datagrams-dropped"
+        public var peer: PeerRef?
+        public var dropped: Int
+        public var reason: String
+    }
+}
