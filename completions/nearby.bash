@@ -186,7 +186,7 @@ _nearby() {
 
 _nearby_advertise() {
     repeating_flags=()
-    non_repeating_flags=(--auto-accept --verbose -v --version -h --help)
+    non_repeating_flags=(--auto-accept --verbose -v --json --human --version -h --help)
     repeating_options=(--info --accept-from)
     non_repeating_options=(--service --name --port --encryption --save-dir)
     __nearby_offer_flags_options 0
@@ -222,7 +222,7 @@ _nearby_advertise() {
 
 _nearby_browse() {
     repeating_flags=()
-    non_repeating_flags=(--types --verbose -v --version -h --help)
+    non_repeating_flags=(--types --verbose -v --json --human --version -h --help)
     repeating_options=()
     non_repeating_options=(--service --timeout --count --peer)
     __nearby_offer_flags_options 0
@@ -247,7 +247,7 @@ _nearby_browse() {
 
 _nearby_invite() {
     repeating_flags=()
-    non_repeating_flags=(--verbose -v --version -h --help)
+    non_repeating_flags=(--verbose -v --json --human --version -h --help)
     repeating_options=()
     non_repeating_options=(--context --timeout --service --name --encryption)
     __nearby_offer_flags_options 1
@@ -283,7 +283,7 @@ _nearby_invite() {
 
 _nearby_accept() {
     repeating_flags=()
-    non_repeating_flags=(--decline --verbose -v --version -h --help)
+    non_repeating_flags=(--decline --verbose -v --json --human --version -h --help)
     repeating_options=()
     non_repeating_options=(--from --service --name --encryption --save-dir)
     __nearby_offer_flags_options 1
@@ -321,7 +321,7 @@ _nearby_accept() {
 
 _nearby_send() {
     repeating_flags=()
-    non_repeating_flags=(--all --lines --unreliable --verbose -v --version -h --help)
+    non_repeating_flags=(--all --lines --unreliable --verbose -v --json --human --version -h --help)
     repeating_options=()
     non_repeating_options=(--timeout --service --name --encryption)
     __nearby_offer_flags_options 2
@@ -354,7 +354,7 @@ _nearby_send() {
 
 _nearby_send-file() {
     repeating_flags=()
-    non_repeating_flags=(--verbose -v --version -h --help)
+    non_repeating_flags=(--verbose -v --json --human --version -h --help)
     repeating_options=()
     non_repeating_options=(--timeout --service --name --encryption)
     __nearby_offer_flags_options -1
@@ -391,7 +391,7 @@ _nearby_send-file() {
 
 _nearby_stream() {
     repeating_flags=()
-    non_repeating_flags=(--listen --verbose -v --version -h --help)
+    non_repeating_flags=(--listen --verbose -v --json --human --version -h --help)
     repeating_options=()
     non_repeating_options=(--stream --from --timeout --service --name --encryption)
     __nearby_offer_flags_options 1
@@ -431,7 +431,7 @@ _nearby_stream() {
 
 _nearby_disconnect() {
     repeating_flags=()
-    non_repeating_flags=(--all --verbose -v --version -h --help)
+    non_repeating_flags=(--all --verbose -v --json --human --version -h --help)
     repeating_options=()
     non_repeating_options=(--service)
     __nearby_offer_flags_options 1
@@ -454,7 +454,7 @@ _nearby_disconnect() {
 
 _nearby_identity() {
     repeating_flags=()
-    non_repeating_flags=(--verbose -v --version -h --help)
+    non_repeating_flags=(--verbose -v --json --human --version -h --help)
     repeating_options=()
     non_repeating_options=(--rename)
     __nearby_offer_flags_options 0
@@ -469,7 +469,7 @@ _nearby_identity() {
 
 _nearby_doctor() {
     repeating_flags=()
-    non_repeating_flags=(--verbose -v --version -h --help)
+    non_repeating_flags=(--verbose -v --json --human --version -h --help)
     repeating_options=()
     non_repeating_options=(--service --timeout --encryption)
     __nearby_offer_flags_options 1

@@ -10,14 +10,6 @@ public enum SaveDirectory {
 /// peers that reached a session, and a deadline for links that never invite. Each piece is called
 /// from one line in the node.
 extension Node {
-    /// Seconds an authenticated link that we did not open has to send its invitation (default 5;
-    /// `NEARBY_INVITE_DEADLINE` for tests).
-    static let invitationDeadline: Duration = {
-        let configured = ProcessInfo.processInfo.environment["NEARBY_INVITE_DEADLINE"].flatMap(Double.init)
-        guard let seconds = configured, seconds > 0, seconds.isFinite else { return .seconds(5) }
-        return .milliseconds(Int64(seconds * 1000))
-    }()
-
     /// A file offer to a node that was not told where files go: refused, with the reason on both sides.
     func refuseUnconsented(_ offer: Control.Open, relative: String, on link: Link, channel: UInt32) async {
         let fileKey = String(offer.key.filter { $0.isHexDigit }.prefix(12))
@@ -52,7 +44,7 @@ extension Node {
     /// A link that proved its identity but does not invite within the deadline is closed.
     func armInvitationDeadline(_ link: Link) {
         spawn { [self] in
-            try? await Task.sleep(for: Self.invitationDeadline)
+            try? await Task.sleep(for: configuration.invitationDeadline)
             await closeIfUninvited(link)
         }
     }
@@ -60,7 +52,7 @@ extension Node {
     private func closeIfUninvited(_ link: Link) {
         guard let machine = links[link], machine.state == .awaitingInvite else { return }
         NearbyLog.logger.info("\(link.peer.id) at \(link.peer.address) sent no invitation within the deadline: closing")
-        link.close(because: "no invitation within \(Self.invitationDeadline)")
+        link.close(because: "no invitation within \(configuration.invitationDeadline)")
     }
 
     /// The error event for a connection refused because `known_peers` is unusable.

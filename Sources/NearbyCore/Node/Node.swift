@@ -2,33 +2,6 @@ import Foundation
 import NIOCore
 import NIOSSL
 
-/// How a node runs.
-public struct NodeConfiguration: Sendable {
-    public var service: ServiceType
-    public var encryption: EncryptionPreference = .required
-    /// Publish a DNS-SD advertisement (advertise, accept). Initiating and one-shot nodes do not.
-    public var advertise = false
-    public var displayName: String?
-    public var info: [String: String] = [:]
-    /// Where received files land; nil: this node takes no files (every offer is refused).
-    public var saveDirectory: String?
-    public var port = 0
-    public var autoAccept = false
-    public var acceptFrom: [String] = []
-    /// How long an incoming stream waits for `nearby stream --listen` before it is refused
-    /// (`NEARBY_STREAM_WAIT` seconds: tests need not wait 30 s).
-    public var unclaimedStreamWait = Duration.seconds(30)
-
-    /// The waits a user (or a test) may shorten through the environment.
-    public mutating func apply(environment: [String: String]) {
-        if let text = environment["NEARBY_STREAM_WAIT"], let seconds = Double(text), seconds > 0, seconds.isFinite {
-            unclaimedStreamWait = .milliseconds(Int(seconds * 1000))
-        }
-    }
-
-    public init(service: ServiceType) { self.service = service }
-}
-
 /// The node: this identity's presence for one service type. A short coordinator over parts that
 /// each own one job — `Invitations` (both ways, and the waiting `accept`s), the link table (every
 /// authenticated connection and its `SessionStateMachine`), `DiscoveryCache`, the channel

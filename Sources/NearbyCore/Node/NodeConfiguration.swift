@@ -1,0 +1,35 @@
+import Foundation
+
+/// How a node runs.
+public struct NodeConfiguration: Sendable {
+    public var service: ServiceType
+    public var encryption: EncryptionPreference = .required
+    /// Publish a DNS-SD advertisement (advertise, accept). Initiating and one-shot nodes do not.
+    public var advertise = false
+    public var displayName: String?
+    public var info: [String: String] = [:]
+    /// Where received files land; nil: this node takes no files (every offer is refused).
+    public var saveDirectory: String?
+    public var port = 0
+    public var autoAccept = false
+    public var acceptFrom: [String] = []
+    /// How long an incoming stream waits for `nearby stream --listen` before it is refused
+    /// (`NEARBY_STREAM_WAIT` seconds: tests need not wait 30 s).
+    public var unclaimedStreamWait = Duration.seconds(30)
+    /// How long an authenticated link that we did not open has to send its invitation before it is
+    /// closed (`NEARBY_INVITE_DEADLINE` seconds).
+    public var invitationDeadline = Duration.seconds(5)
+
+    /// The waits a user (or a test) may change through the environment.
+    public mutating func apply(environment: [String: String]) {
+        if let wait = Self.seconds(environment["NEARBY_STREAM_WAIT"]) { unclaimedStreamWait = wait }
+        if let deadline = Self.seconds(environment["NEARBY_INVITE_DEADLINE"]) { invitationDeadline = deadline }
+    }
+
+    static func seconds(_ text: String?) -> Duration? {
+        guard let text, let seconds = Double(text), seconds > 0, seconds.isFinite, seconds < 1e6 else { return nil }
+        return .milliseconds(Int64(seconds * 1000))
+    }
+
+    public init(service: ServiceType) { self.service = service }
+}
