@@ -44,6 +44,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 HELLO, AUTH, INVITE, ANSWER, MESSAGE, PING, PONG, GOODBYE = range(1, 9)
 OPEN, OPEN_REPLY, START, DATA, WINDOW, CLOSE, RESET = range(0x10, 0x17)
+DATAGRAMS = 0x20  # the node's datagram setup after `connected` (send --unreliable); not used here
 NAMES = {HELLO: "hello", AUTH: "auth", ANSWER: "answer", GOODBYE: "goodbye", OPEN_REPLY: "openReply",
          CLOSE: "close", RESET: "reset", WINDOW: "window", PING: "ping", PONG: "pong"}
 
@@ -77,7 +78,7 @@ class Peer:
             if kind == PING:
                 self.send(PONG)
                 continue
-            if kind in (PONG, WINDOW):
+            if kind in (PONG, WINDOW, DATAGRAMS):
                 continue
             if kind in kinds and (channel is None or channel == got_channel):
                 return kind, payload
