@@ -20,12 +20,12 @@ let package = Package(
     targets: [
         .executableTarget(
             name: "nearby",
-            dependencies: ["NearbyCLI"]
+            dependencies: ["NearbyCLI", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]
         ),
         // Benchmarks only (bench/sessions.sh): an echoing node, a pinger, and a raw TCP reference.
         .executableTarget(
             name: "nearby-bench",
-            dependencies: ["NearbyCore"]
+            dependencies: ["NearbyCore", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]
         ),
         .target(
             name: "NearbyCLI",

@@ -10,7 +10,10 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 N=${1:-2000}
 cd "$ROOT"
 swift build -c release --product nearby-bench >/dev/null
+swift build -c release --product nearby >/dev/null
 BENCH=$(swift build -c release --show-bin-path)/nearby-bench
+NEARBY=$(swift build -c release --show-bin-path)/nearby
+LINES=${LINES_COUNT:-200000}
 source tests/lab/netlab.sh
 
 RESULTS=$(mktemp -d)
@@ -23,6 +26,24 @@ sleep 1  # let the advertisement settle, so "discovery included" measures a brow
 
 lab_run 2 "$BENCH" ping --service sbench bench-echo "$N" >"$RESULTS/nearby.txt"
 lab_run 2 "$BENCH" tcp-ping "$(lab_addr 1)" 47001 "$N" >"$RESULTS/tcp.txt"
+
+# `send --lines` through a running node: h2's node in session with h1's, $LINES lines from a pipe;
+# the clock stops when h1 has printed the last one as a `message` event.
+now() { local t=${EPOCHREALTIME/[.,]/}; echo $((10#$t)); }
+lab_run 1 "$NEARBY" identity --rename lines-recv >/dev/null
+lab_bg 1 "$RESULTS/recv.jsonl" "$NEARBY" advertise --service sblines --auto-accept >/dev/null
+lab_bg 2 "$RESULTS/send-node.jsonl" "$NEARBY" advertise --service sblines --name lines-send >/dev/null
+lab_wait_line "$RESULTS/recv.jsonl" 'select(.event=="advertising")' 10 >/dev/null
+lab_wait_line "$RESULTS/send-node.jsonl" 'select(.event=="advertising")' 10 >/dev/null
+lab_run 2 "$NEARBY" invite lines-recv --service sblines >/dev/null
+seq "$LINES" >"$RESULTS/lines.txt"
+t0=$(now)
+lab_run 2 "$NEARBY" send --lines lines-recv --service sblines <"$RESULTS/lines.txt" >/dev/null
+until [[ $(grep -c '"event":"message"' "$RESULTS/recv.jsonl") -ge $LINES ]]; do
+    (( $(now) - t0 < 120000000 )) || { echo "bench: only $(grep -c '"event":"message"' "$RESULTS/recv.jsonl") of $LINES lines arrived" >&2; exit 1; }
+    sleep 0.02
+done
+lines_us=$(( $(now) - t0 ))
 lab_down
 
 value() { awk -v k="$2" '$1==k {print $2}' "$1"; }
@@ -37,4 +58,5 @@ row "invite -> connected, HOST:PORT / TCP connect" "$(value "$RESULTS/nearby.txt
 row "message round trip p50" "$(value "$RESULTS/nearby.txt" rtt_p50)" "$(value "$RESULTS/tcp.txt" rtt_p50)" "ms"
 row "message round trip p99" "$(value "$RESULTS/nearby.txt" rtt_p99)" "$(value "$RESULTS/tcp.txt" rtt_p99)" "ms"
 row "echoed 64-byte messages" "$(value "$RESULTS/nearby.txt" echoed_msgs_per_s)" "$(value "$RESULTS/tcp.txt" echoed_msgs_per_s)" "msg/s"
+awk -v n="$LINES" -v us="$lines_us" 'BEGIN { printf "%-44s %12.0f %12s lines/s   (target 50,000)\n", "send --lines through a running node, " n, n / (us / 1e6), "-" }'
 echo "(xN: how many times slower nearby is than raw TCP)"

@@ -6,6 +6,8 @@
 //   nearby-bench tcp-echo PORT                 raw TCP echo of length-prefixed messages
 //   nearby-bench tcp-ping HOST PORT N          the same measurements over raw TCP
 import Foundation
+import NIOCore
+import NIOPosix
 import NearbyCore
 import Synchronization
 
@@ -13,6 +15,8 @@ import Synchronization
 import Glibc
 #endif
 
+// As the nearby executable does: Swift concurrency on NIO's event loops.
+NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
 let arguments = CommandLine.arguments
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("nearby-bench: \(message)\n".utf8))

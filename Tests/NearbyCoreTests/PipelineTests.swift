@@ -47,6 +47,30 @@ import Testing
     }
 
     /// What an embedded channel's future holds already, without waiting (waiting would hang).
+    @Test func theWriteSideSendsBigPayloadsUncopiedAndJoinsSmallFrames() throws {
+        let big = ByteBuffer(repeating: 7, count: WriteCoalescer.small * 3)
+        let frames = [
+            Frame(kind: .message, payload: ByteBuffer(string: "one")), Frame(kind: .ping),
+            Frame(kind: .data, channel: 5, payload: big),
+            Frame(kind: .message, payload: ByteBuffer(string: "two")),
+        ]
+        let channel = EmbeddedChannel()
+        try channel.pipeline.syncOperations.addHandlers([WriteCoalescer(), FrameWriter()])
+        var written: [EventLoopFuture<Void>] = []
+        for frame in frames { written.append(channel.write(frame)) }
+        channel.flush()
+        var pieces: [ByteBuffer] = []
+        while let piece = try channel.readOutbound(as: ByteBuffer.self) { pieces.append(piece) }
+        // The two small frames and the big one's header joined; the payload as it was; the last frame.
+        #expect(pieces.count == 3)
+        #expect(pieces.count > 1 && pieces[1] == big)
+        var all = ByteBuffer()
+        for var piece in pieces { all.writeBuffer(&piece) }
+        #expect(all == encoded(frames))
+        for future in written { #expect(throws: Never.self) { try future.wait() } }
+        #expect(try channel.finish().isClean)
+    }
+
     private func settled(_ future: EventLoopFuture<Negotiated>) -> Negotiated? {
         let box = Mutex<Negotiated?>(nil)
         future.whenSuccess { value in box.withLock { $0 = value } }

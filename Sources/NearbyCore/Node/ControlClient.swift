@@ -8,6 +8,7 @@ public enum ControlClient {
         guard FileManager.default.fileExists(atPath: address.socket) else { return nil }
         return try? await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .channelOption(.allowRemoteHalfClosure, value: true)
+            .channelOption(.recvAllocator, value: Connections.receiveBuffer)
             .connect(unixDomainSocketPath: address.socket) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try NIOAsyncChannel<ByteBuffer, ByteBuffer>(

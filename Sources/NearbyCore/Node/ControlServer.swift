@@ -22,6 +22,7 @@ public enum ControlServer {
                 try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                     // A stream's client may end its bytes (EOF) while the peer's still flow to it.
                     .childChannelOption(.allowRemoteHalfClosure, value: true)
+                    .childChannelOption(.recvAllocator, value: Connections.receiveBuffer)
                     .bind(unixDomainSocketPath: address.socket, cleanupExistingSocketFile: true) { channel in
                         channel.eventLoop.makeCompletedFuture {
                             try NIOAsyncChannel<ByteBuffer, ByteBuffer>(

@@ -114,10 +114,14 @@ public struct FrameEncoder: MessageToByteEncoder, Sendable {
             out.writeBuffer(&encoded)
             return
         }
+        writeHeader(frame, into: &out)
+        var payload = frame.payload
+        out.writeBuffer(&payload)
+    }
+
+    static func writeHeader(_ frame: Frame, into out: inout ByteBuffer) {
         out.writeInteger(frame.kind.rawValue)
         out.writeInteger(frame.channel)
         out.writeInteger(UInt32(frame.payload.readableBytes))
-        var payload = frame.payload
-        out.writeBuffer(&payload)
     }
 }

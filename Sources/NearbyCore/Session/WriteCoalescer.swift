@@ -64,3 +64,30 @@ final class WriteCoalescer: ChannelOutboundHandler, RemovableChannelHandler {
         context.close(mode: mode, promise: promise)
     }
 }
+
+/// Frames to bytes. A big payload (file or stream data) is not copied: its 9-byte header goes out
+/// as a buffer of its own, which `WriteCoalescer` joins to what precedes it, and the payload follows
+/// as it is. Small frames are encoded whole.
+final class FrameWriter: ChannelOutboundHandler, RemovableChannelHandler {
+    typealias OutboundIn = Frame
+    typealias OutboundOut = ByteBuffer
+
+    init() {}
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        let frame = Self.unwrapOutboundIn(data)
+        if let encoded = frame.encoded {
+            context.write(Self.wrapOutboundOut(encoded), promise: promise)
+        } else if frame.payload.readableBytes <= WriteCoalescer.small {
+            var out = context.channel.allocator.buffer(capacity: Frame.headerSize + frame.payload.readableBytes)
+            FrameEncoder.write(frame, into: &out)
+            context.write(Self.wrapOutboundOut(out), promise: promise)
+        } else {
+            var header = context.channel.allocator.buffer(capacity: Frame.headerSize)
+            FrameEncoder.writeHeader(frame, into: &header)
+            // Writes complete in order: the payload's promise covers its header too.
+            context.write(Self.wrapOutboundOut(header), promise: nil)
+            context.write(Self.wrapOutboundOut(frame.payload), promise: promise)
+        }
+    }
+}
