@@ -25,10 +25,17 @@ public enum NearbyLog {
     /// Where log lines go instead of straight to stderr: the CLI's terminal writer, which clears a
     /// progress bar before a line and draws it again after. Each call gets one whole line.
     public static func route(_ write: @escaping @Sendable (String) -> Void) {
-        output.withLock { $0 = write }
+        output.withLock { $0 = Route(write: write) }
     }
 
-    static let output = Mutex<(@Sendable (String) -> Void)?>(nil)
+    /// The closure in a box: a closure kept in a `Mutex` directly is re-wrapped in two conversion
+    /// thunks at every `withLock`, so each call would get slower than the one before.
+    final class Route: Sendable {
+        let write: @Sendable (String) -> Void
+        init(write: @escaping @Sendable (String) -> Void) { self.write = write }
+    }
+
+    static let output = Mutex<Route?>(nil)
 }
 
 struct StderrLogHandler: LogHandler {
@@ -55,7 +62,7 @@ struct StderrLogHandler: LogHandler {
         }
         let line = prefix + event.message.description + "\n"
         if let routed = NearbyLog.output.withLock({ $0 }) {
-            routed(line)
+            routed.write(line)
         } else {
             writeFully(STDERR_FILENO, Array(line.utf8))
         }
