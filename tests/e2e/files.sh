@@ -128,7 +128,7 @@ test_file_directory_tree_and_a_loose_file() {
     id1=$(id_of 1) || return 1
     mkdir -p "$dir" "$src"
     # 20 files: nested directories, an empty file, spaces and non-ASCII in names, a dotfile, one file
-    # over the 4 MiB flow-control window.
+    # over the 8 MiB flow-control window.
     files_random "$src/tree/top.txt" 1000
     : >"$src/tree/empty.txt"
     files_random "$src/tree/with spaces and ünïcödé ✓ 日本語.txt" 3000

@@ -78,8 +78,9 @@ final class IncomingFile {
 
 enum Transfer {
     static let chunk = 256 << 10
-    /// How far a sender may run ahead of what the receiver has written: memory stays bounded.
-    static let window = 4 << 20
+    /// How far a sender may run ahead of what the receiver has written: memory stays bounded (one
+    /// window per channel).
+    static let window = ChannelMux.defaultWindow
     static let progressInterval = Duration.milliseconds(100)
     /// 0666 less this process's umask (read once: setting it back at once is the only way to read it).
     static let finishedMode: mode_t = {

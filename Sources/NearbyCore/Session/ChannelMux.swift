@@ -14,7 +14,7 @@ public struct ChannelMux: Sendable {
         /// Bytes the peer may send on a channel before we grant more.
         public var window: Int
 
-        public init(channels: Int = 64, window: Int = 4 << 20) {
+        public init(channels: Int = 64, window: Int = ChannelMux.defaultWindow) {
             self.channels = channels
             self.window = window
         }
@@ -46,6 +46,10 @@ public struct ChannelMux: Sendable {
         /// An open we refuse without making anything for it (over the cap): send this answer.
         case refuse(Frame)
     }
+
+    /// The window each side grants when a channel opens (docs/protocol.md). 8 MiB: with 4 MiB a
+    /// file transfer waited for credit on the lab link.
+    public static let defaultWindow = 8 << 20
 
     public let limits: Limits
     private let isClient: Bool
