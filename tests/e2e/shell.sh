@@ -29,7 +29,8 @@ sh_settled() {
 
 # sh_udp_port K: the UDP port nearby's node on host K receives datagrams on.
 sh_udp_port() {
-    lab_run "$1" ss -Hunlp | awk '/"nearby"/ { n = split($4, a, ":"); print a[n]; exit }'
+    # ss names the process by its executable's name: whatever the binary under test is called.
+    lab_run "$1" ss -Hunlp | awk -v name="\"$(basename "$NEARBY")\"" 'index($0, name) { n = split($4, a, ":"); print a[n]; exit }'
 }
 
 # --- --name ----------------------------------------------------------------------------------------
