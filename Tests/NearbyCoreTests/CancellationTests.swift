@@ -8,16 +8,8 @@ import Testing
 /// nodes over loopback (HOST:PORT skips discovery).
 @Suite(.serialized) struct CancellationTests {
     private func node(_ name: String, _ configure: (inout NodeConfiguration) -> Void = { _ in }) async throws -> (Node, MemorySink) {
-        let home = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-cancel-\(UUID().uuidString)").path
-        let paths = NearbyPaths(home: home)
-        let identity = try IdentityStore(paths: paths).loadOrCreate(defaultName: name)
-        var configuration = NodeConfiguration(service: .default)
-        configure(&configuration)
-        let sink = MemorySink()
-        let node = try Node(identity: identity, configuration: configuration, paths: paths, events: sink)
-        try await node.start()
-        Task { await node.run() }  // ends when the node stops
-        return (node, sink)
+        let made = try await TestNodes.make(name, configure)
+        return (made.node, made.events)
     }
 
     /// Runs `work`, cancels it after a moment, and returns how long it took to end and how.

@@ -226,24 +226,12 @@ import Testing
 /// skips discovery.
 @Suite(.serialized) struct NodeLoopbackTests {
     private func node(_ name: String, _ configure: (inout NodeConfiguration) -> Void = { _ in }) async throws -> (Node, MemorySink) {
-        let home = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-node-\(UUID().uuidString)").path
-        let paths = NearbyPaths(home: home)
-        let identity = try IdentityStore(paths: paths).loadOrCreate(defaultName: name)
-        var configuration = NodeConfiguration(service: .default)
-        configure(&configuration)
-        let sink = MemorySink()
-        let node = try Node(identity: identity, configuration: configuration, paths: paths, events: sink)
-        try await node.start()
-        Task { await node.run() }  // ends when the node stops
-        return (node, sink)
+        let made = try await TestNodes.make(name, configure)
+        return (made.node, made.events)
     }
 
     private func waitFor(_ sink: MemorySink, _ text: String) async -> Bool {
-        for _ in 0..<200 {
-            if sink.lines.contains(where: { $0.contains(text) }) { return true }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return false
+        await TestNodes.waitFor(sink, text, seconds: 2)
     }
 
     @Test func inviteAcceptMessageGoodbye() async throws {

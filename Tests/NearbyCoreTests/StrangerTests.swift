@@ -6,24 +6,12 @@ import Testing
 /// and `accept` taking the oldest invitation.
 @Suite(.serialized) struct StrangerTests {
     private func node(_ name: String, _ configure: (inout NodeConfiguration) -> Void = { _ in }) async throws -> (Node, MemorySink, KnownPeers) {
-        let home = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-stranger-\(UUID().uuidString)").path
-        let paths = NearbyPaths(home: home)
-        let identity = try IdentityStore(paths: paths).loadOrCreate(defaultName: name)
-        var configuration = NodeConfiguration(service: .default)
-        configure(&configuration)
-        let sink = MemorySink()
-        let node = try Node(identity: identity, configuration: configuration, paths: paths, events: sink)
-        try await node.start()
-        Task { await node.run() }  // ends when the node stops
-        return (node, sink, KnownPeers(paths: paths))
+        let made = try await TestNodes.make(name, configure)
+        return (made.node, made.events, KnownPeers(paths: made.paths))
     }
 
     private func waitFor(_ sink: MemorySink, count: Int = 1, _ text: String) async -> Bool {
-        for _ in 0..<300 {
-            if sink.lines.filter({ $0.contains(text) }).count >= count { return true }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return false
+        await TestNodes.waitFor(sink, count: count, text)
     }
 
     @Test func onlyPeersThatReachASessionArePinned() async throws {

@@ -17,6 +17,26 @@ public enum ControlClient {
             }
     }
 
+    /// The node's reply lines: each event line to `output`, until the final status (nil when the
+    /// node closed the connection without one).
+    static func status(
+        from inbound: NIOAsyncChannelInboundStream<ByteBuffer>, output: @Sendable (String) -> Void
+    ) async throws -> Int32? {
+        var reader = LineReader()
+        for try await chunk in inbound {
+            var next = try reader.append(chunk)
+            while let text = next {
+                switch try ControlReply.decode(text) {
+                case let .event(line): output(line)
+                case let .status(status): return status
+                case .streamReady: throw NearbyError.connectionFailed("the node opened a stream nobody asked for")
+                }
+                next = try reader.line()
+            }
+        }
+        return nil
+    }
+
     static func requestLine(_ request: ControlRequest) throws -> ByteBuffer {
         ByteBuffer(bytes: try JSONEncoder().encode(request) + Data("\n".utf8))
     }
@@ -32,18 +52,7 @@ public enum ControlClient {
         do {
             return try await channel.executeThenClose { inbound, outbound in
                 try await outbound.write(try requestLine(request))
-                var reader = LineReader()
-                for try await chunk in inbound {
-                    var next = try reader.append(chunk)
-                    while let text = next {
-                        switch try ControlReply.decode(text) {
-                        case let .event(line): output(line)
-                        case let .status(status): return status
-                        case .streamReady: throw NearbyError.connectionFailed("the node opened a stream nobody asked for")
-                        }
-                        next = try reader.line()
-                    }
-                }
+                if let status = try await status(from: inbound, output: output) { return status }
                 if Task.isCancelled { throw NearbyError.cancelled("waiting for the node") }
                 throw NearbyError.connectionFailed("the node closed the control connection before answering")
             }

@@ -203,16 +203,7 @@ extension Node {
     public func send(_ payload: [UInt8], to queries: [String], all: Bool, timeout: Double, client: (any EventSink)?) async throws(NearbyError) {
         let sink: any EventSink = client.map { TeeSink(events, $0) } ?? events
         guard payload.count <= Frame.maxPayload else { throw .messageTooLarge(bytes: payload.count, limit: Frame.maxPayload) }
-        var targets: [Link] = []
-        if all {
-            targets = Array(sessions.values)
-            guard !targets.isEmpty else { throw .notConnected("any peer (no sessions)") }
-        }
-        for query in queries {
-            let peer = try await invite(query, context: nil, timeout: timeout, client: client)
-            guard let link = sessions[peer.id] else { throw .notConnected(peer.id.rawValue) }
-            targets.append(link)
-        }
+        let targets = try await sendTargets(queries, all: all, timeout: timeout, client: client)
         for link in targets {
             await link.send(Frame(kind: .message, payload: ByteBuffer(bytes: payload)))
         }

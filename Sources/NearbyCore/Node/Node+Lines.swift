@@ -116,18 +116,7 @@ extension ControlClient {
                         return nil
                     }
                     group.addTask {
-                        var reader = LineReader()
-                        for try await chunk in inbound {
-                            var next = try reader.append(chunk)
-                            while let text = next {
-                                switch try ControlReply.decode(text) {
-                                case let .event(line): output(line)
-                                case let .status(status): return status
-                                case .streamReady: throw NearbyError.connectionFailed("the node opened a stream nobody asked for")
-                                }
-                                next = try reader.line()
-                            }
-                        }
+                        if let status = try await status(from: inbound, output: output) { return status }
                         throw NearbyError.connectionFailed("the node closed the control connection before answering")
                     }
                     // The node's answer ends it, even while stdin is still open (a failure).
