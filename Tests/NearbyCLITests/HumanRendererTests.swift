@@ -63,6 +63,21 @@ import Testing
         }
     }
 
+    @Test func doctorAndRawBrowsingReadAsAChecklist() {
+        let ok = line("check", #""check":"daemon","status":"ok","detail":"avahi-daemon answers","hint":null"#)
+        #expect(ok.hasSuffix("ok   daemon: avahi-daemon answers"), "\(ok)")
+        let failed = line("check", #""check":"peer-sees-us","status":"fail","detail":"bob does not see this host","hint":"check UDP 5353""#)
+        #expect(failed.contains("FAIL peer-sees-us: bob does not see this host\n") && failed.hasSuffix("hint: check UDP 5353"), "\(failed)")
+        let summary = line("summary", #""ok":5,"warn":1,"fail":1,"exit_status":2"#)
+        #expect(summary.contains("doctor: 5 ok, 1 warnings, 1 failed (exit 2)"), "\(summary)")
+        let type = line("type", #""type":"_http._tcp","instances":2"#)
+        #expect(type.hasSuffix("_http._tcp (2 instances)"), "\(type)")
+        #expect(line("type", #""type":"_ipp._tcp","instances":0"#).hasSuffix("gone _ipp._tcp"))
+        let service = line("service", #""state":"found","type":"_http._tcp","name":"printer\u001b[2J","host":"p.local.","port":80,"addresses":["10.99.0.3"],"interface":"eth0","txt":{"path":"/"}"#)
+        #expect(service.hasSuffix(#"found printer\u{1b}[2J (_http._tcp) at p.local.:80 [10.99.0.3] path=/"#), "\(service)")
+        #expect(!service.contains("\u{1b}"), "\(service)")
+    }
+
     @Test func anInvitationSaysWhatToDo() throws {
         let fields = #"\#(peer),"invitation":"fbrjmmez6v","context":"hello from alice","verification_code":"307 961","encrypted":true,"expires":"2026-11-21T21:20:53.123Z""#
         let event = try #require(HumanRenderer.decode(#"{"event":"invitation",\#(time),\#(fields)}"#))
