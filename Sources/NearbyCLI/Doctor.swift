@@ -13,7 +13,7 @@ extension Nearby {
                   interfaces          which interfaces are up with multicast, their addresses, and \
                 avahi-daemon.conf's allow-/deny-interfaces;
                   firewall            local nft rules that drop or reject port 5353 (when readable);
-                  self-advertisement  a short-lived probe published here comes back through the daemon;
+                  self-advertisement  a probe published here (until doctor ends) comes back through the daemon;
                   responders          other services are announced on the link (none: multicast \
                 looks blocked, or you are alone);
                 with PEER also:
