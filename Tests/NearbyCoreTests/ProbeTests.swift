@@ -151,6 +151,16 @@ import Testing
         #expect(DoctorCheck.peerSeesUs(.notAsked, peer: "Bob", instance: nil) == nil)
     }
 
+    @Test func probesBrowsingAtOnceAreCapped() {
+        let slots = DoctorProbe.Slots(limit: 2)
+        #expect(slots.take() && slots.take())
+        #expect(!slots.take())
+        slots.give()
+        #expect(slots.take())
+        slots.give(); slots.give(); slots.give()
+        #expect(slots.take() && slots.take() && !slots.take())
+    }
+
     @Test func theProbeWaitIsConfigurableAndCapped() throws {
         var configuration = NodeConfiguration(service: try ServiceType("nearby"))
         #expect(configuration.probeWait == .seconds(3))

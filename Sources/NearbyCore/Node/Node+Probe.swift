@@ -9,12 +9,12 @@ import Foundation
 extension Node {
     func probed(_ probe: Control.Probe, on link: Link) {
         NearbyLog.logger.debug("\(link.peer.id) (\(link.peer.name)) at \(link.peer.address) runs nearby doctor: does this host see \(probe.instance)?")
-        guard DoctorProbe.slots.take() else {
-            spawn { await Self.answer(Control.ProbeReply(seen: false, waited: 0, reason: "busy: too many probes at once"), on: link) }
-            return
-        }
         let wait = configuration.probeWait
         spawn {
+            // The slot is taken inside the job, so a job that never runs (the node stopping) holds none.
+            guard DoctorProbe.slots.take() else {
+                return await Self.answer(Control.ProbeReply(seen: false, waited: 0, reason: "busy: too many probes at once"), on: link)
+            }
             let reply = await DoctorProbe.look(for: probe.instance, within: wait)
             DoctorProbe.slots.give()
             NearbyLog.logger.debug("doctor probe \(probe.instance) from \(link.peer.id): \(reply.seen ? "seen" : "not seen") after \(reply.waited) ms")
