@@ -56,9 +56,11 @@ extension Nearby.Doctor {
             exitStatus: .peerNotFound), found: nil)
     }
 
-    /// A TCP connection to each address, then the preamble on the first that answered.
+    /// A TCP connection to each address, then on the first that answered one connection for the
+    /// preamble, the handshake and the probe (never an invitation).
     static func connectChecks(
-        _ peer: DiscoveredPeer, port: Int, identity: Identity, preference: EncryptionPreference, record: (DoctorCheck) -> Void
+        _ peer: DiscoveredPeer, port: Int, identity: Identity, preference: EncryptionPreference, knownPeers: KnownPeers,
+        probe: String?, replyWithin: Duration, record: (DoctorCheck) -> Void
     ) async {
         let addresses = peer.addresses.isEmpty ? [peer.host].compactMap { $0 } : peer.addresses
         var working: [String] = []
@@ -79,15 +81,22 @@ extension Nearby.Doctor {
         record(failing.isEmpty
             ? DoctorCheck("connect", .ok, detail)
             : DoctorCheck("connect", .warn, detail, hint: "some addresses do not answer (IPv6 only on one side, a wrong interface, or \(firewall))"))
+        let tls: SessionTLS.Contexts
         do {
-            let tls = try SessionTLS.contexts(for: identity)
-            let verdict = await Connections.preambleVerdict(host: reachable, port: port, preference: preference, tls: tls, timeout: .seconds(3))
-            record(verdict.ok
-                ? DoctorCheck("encryption", .ok, verdict.detail)
-                : DoctorCheck("encryption", .fail, verdict.detail,
-                              hint: "use --encryption optional on one side, or the same mode on both", exitStatus: .connectionFailed))
+            tls = try SessionTLS.contexts(for: identity)
         } catch {
             record(DoctorCheck("encryption", .fail, "could not set up TLS: \(error)", exitStatus: .failure))
+            return
         }
+        let name = peer.txt.displayName ?? peer.instance
+        let examined = await Connections.examine(
+            host: reachable, port: port, preference: preference, tls: tls, identity: identity, expected: PeerID(peer.instance),
+            knownPeers: knownPeers, probe: probe, replyWithin: replyWithin)
+        record(examined.encryption.ok
+            ? DoctorCheck("encryption", .ok, examined.encryption.detail)
+            : DoctorCheck("encryption", .fail, examined.encryption.detail,
+                          hint: "use --encryption optional on one side, or the same mode on both", exitStatus: .connectionFailed))
+        if let check = DoctorCheck.identity(examined.identity, peer: name) { record(check) }
+        if let check = DoctorCheck.peerSeesUs(examined.visibility, peer: name, instance: probe) { record(check) }
     }
 }

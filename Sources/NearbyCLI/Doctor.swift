@@ -13,17 +13,22 @@ extension Nearby {
                   interfaces          which interfaces are up with multicast, their addresses, and \
                 avahi-daemon.conf's allow-/deny-interfaces;
                   firewall            local nft rules that drop or reject port 5353 (when readable);
-                  self-advertisement  a short-lived probe published here comes back through the daemon;
+                  self-advertisement  a probe published here (until doctor ends) comes back through the daemon;
                   responders          other services are announced on the link (none: multicast \
                 looks blocked, or you are alone);
                 with PEER also:
                   peer                PEER is found on the service type (if not: what was found, and \
                 whether PEER was seen before);
                   connect             a TCP connection to each of its addresses;
-                  encryption          the preamble agrees on encryption (no handshake: the peer \
-                starts no session and shows no invitation).
+                  encryption          the preamble agrees on encryption;
+                  identity            the handshake: the peer proves the key of the ID it advertises, \
+                and known_peers pins no other key for it;
+                  peer-sees-us        the peer is asked whether it sees this host's probe (one-way \
+                multicast: we see it, it does not see us).
+                Nothing invites the peer: it starts no session, pins nothing and shows no invitation.
                 Exit 0 when nothing failed, else the status of the first failure: 7 daemon, 2 peer \
-                not found, 5 cannot connect or encryption mismatch, 1 otherwise.
+                not found, 5 cannot connect or encryption mismatch, 9 identity, 1 otherwise \
+                (peer-sees-us: one-way multicast).
 
                 Examples:
                   nearby doctor
@@ -47,7 +52,6 @@ extension Nearby {
             if let peer, peer.isEmpty { throw ValidationError("PEER must not be empty") }
         }
 
-        static let probeService = "nearby-doctor"
 
         func run() async throws {
             let context = output.configure(CommandContext.current)
@@ -71,12 +75,15 @@ extension Nearby {
                 }
                 defer { types.stop() }
                 record(DoctorCheck("daemon", .ok, "avahi-daemon answers DNS-SD requests"))
-                async let otherTypes = Self.collectTypes(typeUpdates, excluding: "_\(Self.probeService)._tcp", within: limit)
+                async let otherTypes = Self.collectTypes(typeUpdates, excluding: DoctorProbe.registrationType, within: limit)
 
                 let config = try? String(contentsOfFile: "/etc/avahi/avahi-daemon.conf", encoding: .utf8)
                 record(NetworkInterface.check(NetworkInterface.list(), daemonConfig: config))
                 record(FirewallRules.check(ruleset: FirewallRules.read()))
-                record(await Self.selfAdvertisement(identity: identity, within: limit))
+                // The probe stays published to the end: PEER is asked whether it sees it.
+                let (selfCheck, selfProbe) = await Self.selfAdvertisement(identity: identity, within: limit)
+                defer { selfProbe?.advertiser.stop() }
+                record(selfCheck)
                 let seen = await otherTypes
                 record(seen.isEmpty
                     ? DoctorCheck("responders", .warn, "no other service announced on the link in \(timeout) s", hint: DoctorCheck.multicastHint)
@@ -85,7 +92,9 @@ extension Nearby {
                 let peerCheck = await Self.findPeer(peer, service: service, selfID: identity.peerID, paths: context.paths, within: limit)
                 record(peerCheck.check)
                 guard let found = peerCheck.found, let port = found.port else { return }
-                await Self.connectChecks(found, port: port, identity: identity, preference: session.encryption, record: record)
+                await Self.connectChecks(
+                    found, port: port, identity: identity, preference: session.encryption, knownPeers: KnownPeers(paths: context.paths),
+                    probe: selfProbe?.name, replyWithin: max(limit, .seconds(3)) + .seconds(2), record: record)
             }
             context.events.emit(Events.Summary(checks))
             let status = DoctorCheck.exitStatus(of: checks)
@@ -111,29 +120,37 @@ extension Nearby {
             }
         }
 
-        /// Publishes a probe for a moment and browses for it: the daemon publishes and sees its own.
-        static func selfAdvertisement(identity: Identity, within limit: Duration) async -> DoctorCheck {
+        /// This host's probe, published for the whole run so that PEER can be asked whether it sees it.
+        struct SelfProbe: Sendable {
+            let advertiser: Advertiser
+            let name: String
+        }
+
+        /// Publishes a probe and browses for it: the daemon publishes and sees its own. The probe
+        /// stays published (the caller stops it) when it could be published at all.
+        static func selfAdvertisement(identity: Identity, within limit: Duration) async -> (DoctorCheck, SelfProbe?) {
             let name = "doctor-\(identity.peerID.rawValue)-\(Int.random(in: 1000...9999))"
             do throws(NearbyError) {
-                let type = try ServiceType(probeService)
+                let type = try ServiceType(DoctorProbe.service)
                 let advertiser = Advertiser(
                     service: type, instance: name, port: 9, txt: TXTRecord(displayName: "nearby doctor", info: [:], protocolVersion: nil))
                 let browser = Browser(service: type)
                 let updates = try browser.start()
                 defer { browser.stop() }
                 try await advertiser.start()
-                defer { advertiser.stop() }
+                let probe = SelfProbe(advertiser: advertiser, name: name)
                 let seen = await first(within: limit) {
                     for await update in updates { if case let .found(peer) = update, peer.instance == name { return true } }
                     return false
                 }
                 return seen == true
-                    ? DoctorCheck("self-advertisement", .ok, "a probe published as \(name) came back through the daemon")
-                    : DoctorCheck("self-advertisement", .fail, "a probe published as \(name) did not come back in \(limit)",
-                                  hint: "the daemon publishes but does not see its own announcements: check its interfaces (allow-interfaces) and 'journalctl -u avahi-daemon'")
+                    ? (DoctorCheck("self-advertisement", .ok, "a probe published as \(name) came back through the daemon"), probe)
+                    : (DoctorCheck("self-advertisement", .fail, "a probe published as \(name) did not come back in \(limit)",
+                                   hint: "the daemon publishes but does not see its own announcements: check its interfaces (allow-interfaces) and 'journalctl -u avahi-daemon'"),
+                       probe)
             } catch {
-                return DoctorCheck("self-advertisement", .fail, "could not publish a probe: \(error.errorDescription ?? "\(error)")",
-                                   hint: DoctorCheck.daemonHint, exitStatus: error.exitStatus)
+                return (DoctorCheck("self-advertisement", .fail, "could not publish a probe: \(error.errorDescription ?? "\(error)")",
+                                    hint: DoctorCheck.daemonHint, exitStatus: error.exitStatus), nil)
             }
         }
 

@@ -18,19 +18,79 @@ check_is() { # check_is NAME STATUS [DETAIL-SUBSTRING]
         "check $1 $2${3:+ mentioning '$3'}" || { cat "$OUT/doctor.jsonl" >&2; return 1; }
 }
 
+# pins_of K — the SHA-256 of host K's known_peers ("absent" when it has none).
+pins_of() { lab_run "$1" sh -c 'if [ -e "$NEARBY_HOME/known_peers" ]; then sha256sum <"$NEARBY_HOME/known_peers"; else echo absent; fi'; }
+
 test_doctor_healthy_pair_is_all_ok() {
-    local id1
+    local id1 pins1 pins2
     id1=$(id_of 1) || return 1
+    pins1=$(pins_of 1) pins2=$(pins_of 2)
     advertise 1 dr-ok || return 1
     doctor 2 "$id1" --service dr-ok
-    expect_eq "$STATUS" 0 "doctor exit status for a healthy pair" || { cat "$OUT/doctor.jsonl" >&2; return 1; }
+    expect_eq "$STATUS" 0 "doctor exit status for a healthy pair" || { cat "$OUT/doctor.jsonl" >&2; stop "$ADV_PID"; return 1; }
     local check
     for check in daemon interfaces firewall self-advertisement responders peer connect encryption; do check_is "$check" ok || return 1; done
+    # The handshake proved the advertised identity, and the peer saw this host's probe.
+    check_is identity ok "proved the key" || return 1
+    check_is peer-sees-us ok "sees this host's announcements" || return 1
     expect_eq "$(count_json "$OUT/doctor.jsonl" 'select(.event=="check" and .status!="ok")')" 0 "checks not ok" || return 1
-    expect_json "$OUT/doctor.jsonl" 'select(.event=="summary" and .fail==0 and .warn==0 and .ok==8 and .exit_status==0)' "summary" || return 1
-    # The peer was not bothered: no invitation on its side.
-    expect_eq "$(count_json "$OUT/adv-h1-dr-ok.jsonl" 'select(.event=="invitation")')" 0 "invitations on the peer" || return 1
+    expect_json "$OUT/doctor.jsonl" 'select(.event=="summary" and .fail==0 and .warn==0 and .ok==10 and .exit_status==0)' "summary" || return 1
     stop "$ADV_PID"
+    # The peer was not bothered: no invitation, no session, no error on its side, and neither side
+    # pinned anything (earlier tests may have pinned these two hosts already: the files must not change).
+    local events=$OUT/adv-h1-dr-ok.jsonl
+    expect_eq "$(count_json "$events" 'select(.event=="invitation" or .event=="connected" or .event=="error")')" 0 \
+        "invitations, sessions or errors on the peer" || { cat "$events" >&2; return 1; }
+    expect_eq "$(pins_of 1)" "$pins1" "the peer's known_peers (doctor's host pinned?)" || return 1
+    expect_eq "$(pins_of 2)" "$pins2" "doctor's known_peers (the peer pinned?)" || return 1
+}
+
+# The classic one-way failure: h2 sees h1, but h1's host drops mDNS from h2 (an nft rule in h1's
+# namespace, added once h2 has h1 in its cache). h1 is asked, inside the handshake, and says no.
+test_doctor_names_one_way_multicast() {
+    local id1 mac
+    id1=$(id_of 1) || return 1
+    NEARBY_PROBE_WAIT=2 advertise 1 dr-oneway || return 1
+    # h2's daemon learns h1's service (and its address) before the wall goes up.
+    lab_run 2 avahi-browse -rpt _dr-oneway._tcp >"$OUT/cached.txt" 2>&1
+    grep -q "^=.*$id1" "$OUT/cached.txt" || { fail "h2 does not see h1 before the rule"; cat "$OUT/cached.txt" >&2; stop "$ADV_PID"; return 1; }
+    mac=$(lab_run 2 cat "/sys/class/net/$LAB_IFACE/address") || return 1
+    lab_run 1 nft -f - <<EOF_NFT || { fail "nft rules on h1"; stop "$ADV_PID"; return 1; }
+table inet droneway {
+    chain input { type filter hook input priority 0; ether saddr $mac udp dport 5353 drop; }
+}
+EOF_NFT
+    doctor 2 "$id1" --service dr-oneway
+    lab_run 1 nft delete table inet droneway
+    stop "$ADV_PID"
+    expect_eq "$STATUS" 1 "doctor exit status for one-way multicast" || { cat "$OUT/doctor.jsonl" >&2; return 1; }
+    check_is peer ok || return 1
+    check_is identity ok || return 1
+    check_is peer-sees-us fail "does not see this host: one-way multicast" || return 1
+    expect_json "$OUT/doctor.jsonl" 'select(.event=="check" and .check=="peer-sees-us" and (.hint|contains("UDP 5353")))' "a hint about UDP 5353" || return 1
+    expect_json "$OUT/doctor.jsonl" 'select(.event=="summary" and .fail==1 and .exit_status==1)' "summary with exit 1" || return 1
+    expect_eq "$(count_json "$OUT/adv-h1-dr-oneway.jsonl" 'select(.event=="invitation" or .event=="error")')" 0 "invitations or errors on the peer" || return 1
+}
+
+# This host pins another key for the peer's ID: the handshake says so and names known_peers.
+test_doctor_names_a_changed_pinned_key() {
+    local id1 pins
+    id1=$(id_of 1) || return 1
+    advertise 1 dr-pin || return 1
+    pins=$(lab_run 2 sh -c 'echo "$NEARBY_HOME/known_peers"')
+    # Only this pin (earlier tests may have pinned h1's real key; the first line for an ID counts).
+    [[ ! -e $pins ]] || cp -p "$pins" "$OUT/known_peers.saved"
+    printf '%s %s %s\n' "$id1" "$(printf 'another key entirely' | base64 -w0)" "impostor" >"$pins"
+    doctor 2 "$id1" --service dr-pin
+    if [[ -e $OUT/known_peers.saved ]]; then cp -p "$OUT/known_peers.saved" "$pins"; else rm -f "$pins"; fi
+    stop "$ADV_PID"
+    expect_eq "$STATUS" 9 "doctor exit status for a changed pinned key" || { cat "$OUT/doctor.jsonl" >&2; return 1; }
+    check_is encryption ok || return 1
+    check_is identity fail "pinned key changed" || return 1
+    expect_json "$OUT/doctor.jsonl" "select(.event==\"check\" and .check==\"identity\" and (.detail|contains(\"$pins\")) and (.hint|contains(\"$id1\")))" \
+        "the detail names known_peers, the hint the line to remove" || return 1
+    # No probe without a proven identity.
+    expect_eq "$(count_json "$OUT/doctor.jsonl" 'select(.event=="check" and .check=="peer-sees-us")')" 0 "a peer-sees-us check" || return 1
 }
 
 test_doctor_names_a_stopped_daemon() {

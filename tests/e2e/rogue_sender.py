@@ -24,6 +24,10 @@ Other hostile behaviours for tests/e2e/security.sh, chosen with --mode (SPEC is 
   invite        one handshake and an invitation with --invite-timeout; prints {"answer": …} (or
                 {"closed": true} when the node closed instead), then stays until the node closes or
                 --hold seconds pass
+  probe         two links: on the first, one doctor probe for an instance nobody publishes (the
+                answer is printed: {"features": the node's hello features, "reply": …, "took": s}); on
+                the second, two probes at once, which break the protocol ({"second_probe_closed": true}
+                when the node closes the link without answering)
   flood         --count N TCP connections that send nothing, held for --hold seconds; prints
                 {"opened": n, "closed_by_node": m}
 """
@@ -44,9 +48,10 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 HELLO, AUTH, INVITE, ANSWER, MESSAGE, PING, PONG, GOODBYE = range(1, 9)
 OPEN, OPEN_REPLY, START, DATA, WINDOW, CLOSE, RESET = range(0x10, 0x17)
+PROBE, PROBE_REPLY = 0x09, 0x0A  # nearby doctor's question after the handshake (docs/protocol.md, 10)
 DATAGRAMS = 0x20  # the node's datagram setup after `connected` (send --unreliable); not used here
 NAMES = {HELLO: "hello", AUTH: "auth", ANSWER: "answer", GOODBYE: "goodbye", OPEN_REPLY: "openReply",
-         CLOSE: "close", RESET: "reset", WINDOW: "window", PING: "ping", PONG: "pong"}
+         CLOSE: "close", RESET: "reset", WINDOW: "window", PING: "ping", PONG: "pong", PROBE_REPLY: "probeReply"}
 
 
 class Peer:
@@ -223,6 +228,28 @@ def mode_invite(args):
     return 0
 
 
+def mode_probe(args):
+    peer, theirs = handshake(args.host, args.port, Identity())
+    started = time.monotonic()
+    peer.send(PROBE, {"instance": "rogue-probe-nobody-publishes"})
+    peer.sock.settimeout(args.hold)
+    _, payload = peer.expect([PROBE_REPLY])
+    result = {"features": theirs.get("features"), "reply": json.loads(payload), "took": round(time.monotonic() - started, 3)}
+    peer.sock.close()
+    peer, _ = handshake(args.host, args.port, Identity())
+    peer.send(PROBE, {"instance": "rogue-probe-1"})
+    peer.send(PROBE, {"instance": "rogue-probe-2"})
+    peer.sock.settimeout(args.hold)
+    try:
+        kind, payload = peer.expect([PROBE_REPLY, GOODBYE])
+        result["second_probe_closed"] = False
+        result["got"] = NAMES.get(kind, kind)
+    except (EOFError, OSError):
+        result["second_probe_closed"] = True
+    print(json.dumps(result), flush=True)
+    return 0
+
+
 def mode_flood(args):
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     want = args.count + 64
@@ -263,14 +290,14 @@ def main():
     parser.add_argument("host")
     parser.add_argument("port", type=int)
     parser.add_argument("spec", nargs="?", default="[]")
-    parser.add_argument("--mode", default="files", choices=["files", "change-nonce", "handshakes", "idle", "invite", "flood"])
+    parser.add_argument("--mode", default="files", choices=["files", "change-nonce", "handshakes", "idle", "invite", "flood", "probe"])
     parser.add_argument("--count", type=int, default=1)
     parser.add_argument("--hold", type=float, default=10)
     parser.add_argument("--invite-timeout", type=float, default=30)
     parser.add_argument("--name", default="rogue")
     args = parser.parse_args()
     modes = {"change-nonce": mode_change_nonce, "handshakes": mode_handshakes, "idle": mode_idle,
-             "invite": mode_invite, "flood": mode_flood}
+             "invite": mode_invite, "flood": mode_flood, "probe": mode_probe}
     if args.mode in modes:
         return modes[args.mode](args)
     peer, _ = join(args.host, args.port)

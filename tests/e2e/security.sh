@@ -168,6 +168,26 @@ test_security_link_without_invitation_is_closed_after_the_deadline() {
     jq -e '.closed_after >= 1.5 and .closed_after < 5' "$OUT/rogue.out" >/dev/null || fail "closed after $took s, expected ~2" || return 1
 }
 
+# nearby doctor's probe from a stranger: answered within NEARBY_PROBE_WAIT (not seen: nobody
+# publishes that instance), no event for the node's user, nothing pinned; two probes on one link
+# break the protocol and the link is cut without an answer.
+test_security_doctor_probe_is_bounded() {
+    trap stop_started RETURN
+    local port pins before
+    pins=$(lab_run 1 sh -c 'echo "$NEARBY_HOME/known_peers"')
+    before=$(sec_sha "$pins")
+    sec_node 1 "$OUT/node.jsonl" "$OUT/cwd" NEARBY_PROBE_WAIT=1 -- advertise --encryption none --service s-sec-probe || return 1
+    port=$(sec_port "$OUT/node.jsonl") || return 1
+    sec_rogue 2 "$OUT/rogue.out" "$(lab_addr 1)" "$port" --mode probe --hold 5 || { fail "rogue probe"; show "$OUT/rogue.out.err"; return 1; }
+    printf '    %s\n' "$(cat "$OUT/rogue.out")"
+    jq -e '.features == ["probe"] and .reply.seen == false and .took >= 0.8 and .took < 3' "$OUT/rogue.out" >/dev/null \
+        || fail "the probe's answer: $(cat "$OUT/rogue.out")" || return 1
+    jq -e '.second_probe_closed == true' "$OUT/rogue.out" >/dev/null || fail "a second probe on one link was answered" || return 1
+    await "$OUT/node.jsonl" 'select(.event=="error" and .code=="protocol-violation")' 5 "the second probe reported as a protocol violation" >/dev/null || return 1
+    expect_eq "$(count_json "$OUT/node.jsonl" 'select(.event=="invitation" or .event=="connected")')" 0 "invitations or sessions on the node" || return 1
+    expect_eq "$(sec_sha "$pins")" "$before" "the node's known_peers (a prober pinned?)" || return 1
+}
+
 test_security_flood_of_silent_connections_under_1024_fds() {
     trap stop_started RETURN
     local node port flood status fds limit

@@ -238,7 +238,7 @@ public actor Node {
 
     private func attach(_ link: Link, invitation: Invitations.Outgoing?, sink: any EventSink) async {
         NearbyLog.logger.info("\(link.peer.id) (\(link.peer.name)) proved its identity at \(link.peer.address); \(link.peer.encrypted ? "TLS 1.3" : "plaintext"), code \(link.peer.verificationCode)")
-        var machine = SessionStateMachine()
+        var machine = SessionStateMachine(inbound: !link.isClient)
         links[link] = machine
         muxes[link] = ChannelMux(isClient: link.isClient)
         guard let invitation else { return armInvitationDeadline(link) }
@@ -306,6 +306,8 @@ public actor Node {
                 await datagramsConnected(link)
             case let .datagrams(setup):
                 datagrams.peerSetup(setup, on: link)
+            case let .probe(probe):
+                probed(probe, on: link)
             case let .declined(_, reason):
                 if let pending = invitations.outgoing[link.peer.id], pending.link === link {
                     invitations.outgoing[link.peer.id] = nil

@@ -19,11 +19,15 @@ public struct NodeConfiguration: Sendable {
     /// How long an authenticated link that we did not open has to send its invitation before it is
     /// closed (`NEARBY_INVITE_DEADLINE` seconds).
     public var invitationDeadline = Duration.seconds(5)
+    /// How long the node browses for a `nearby doctor` probe's instance before it answers "not
+    /// seen" (`NEARBY_PROBE_WAIT` seconds).
+    public var probeWait = Duration.seconds(3)
 
     /// The waits a user (or a test) may change through the environment.
     public mutating func apply(environment: [String: String]) {
         if let wait = Self.seconds(environment["NEARBY_STREAM_WAIT"]) { unclaimedStreamWait = wait }
         if let deadline = Self.seconds(environment["NEARBY_INVITE_DEADLINE"]) { invitationDeadline = deadline }
+        if let wait = Self.seconds(environment["NEARBY_PROBE_WAIT"]) { probeWait = min(wait, .seconds(30)) }
     }
 
     static func seconds(_ text: String?) -> Duration? {

@@ -2,8 +2,7 @@ import NIOCore
 import NIOPosix
 
 /// What `nearby doctor` asks of a peer's port: can a TCP connection be made at all, and does the
-/// preamble agree on encryption. Neither sends a handshake, so the peer starts no session and shows
-/// no invitation.
+/// preamble agree on encryption (the handshake and probe that follow are in Connections+Examine).
 extension Connections {
     /// nil when a TCP connection to `host:port` was made (and closed at once), else why not.
     public static func reachable(host: String, port: Int, timeout: Duration) async -> String? {
@@ -22,27 +21,28 @@ extension Connections {
         }
     }
 
-    /// What the preamble says: `nil` when both sides agree (the connection is closed at once),
-    /// else the reason, as the `encryption` check words it.
+    /// What the preamble says: whether both sides agree, in the words of the `encryption` check.
+    /// With `keep`, an agreed connection is handed back (`frames`) for the handshake; else it is
+    /// closed at once.
     public static func preambleVerdict(
-        host: String, port: Int, preference: EncryptionPreference, tls: SessionTLS.Contexts, timeout: Duration
-    ) async -> (ok: Bool, detail: String) {
+        host: String, port: Int, preference: EncryptionPreference, tls: SessionTLS.Contexts, timeout: Duration, keep: Bool = false
+    ) async -> (ok: Bool, detail: String, frames: FrameChannel?) {
         let milliseconds = max(1, Int64(timeout / .milliseconds(1)))
         do {
             let negotiated = try await connect(
                 host: host, port: port, preference: preference, tls: tls.client, timeout: .milliseconds(milliseconds))
             switch negotiated {
             case let .frames(frames):
-                try? await frames.channel.channel.close().get()
-                return (true, "nearby preamble agreed: \(frames.encrypted ? "TLS 1.3" : "plaintext") (ours: \(preference.rawValue))")
+                if !keep { try? await frames.channel.channel.close().get() }
+                return (true, "nearby preamble agreed: \(frames.encrypted ? "TLS 1.3" : "plaintext") (ours: \(preference.rawValue))", keep ? frames : nil)
             case let .refused(_, theirs, decision):
                 let their = theirs.map(\.rawValue) ?? (decision == .refusedNone ? "none" : "required")
-                return (false, "encryption mismatch: we use '\(preference.rawValue)', the peer '\(their)'; required and none refuse each other")
+                return (false, "encryption mismatch: we use '\(preference.rawValue)', the peer '\(their)'; required and none refuse each other", nil)
             case let .foreign(_, what):
-                return (false, "not a nearby node: \(what)")
+                return (false, "not a nearby node: \(what)", nil)
             }
         } catch {
-            return (false, "the preamble failed: \(error)")
+            return (false, "the preamble failed: \(error)", nil)
         }
     }
 }

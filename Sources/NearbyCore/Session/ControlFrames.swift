@@ -14,6 +14,9 @@ public enum Control {
         public var key: String
         /// SHA-256 of the commitment prefix and the 32-byte nonce, base64.
         public var commitment: String
+        /// What this node speaks beyond protocol 2 (`probe`). Absent from older nodes' hellos, and
+        /// ignored by them (unknown JSON keys are), so no version bump is needed.
+        public var features: [String]? = nil
     }
 
     /// Second frame each way, sent only after the other's hello: the nonce committed to, and proof

@@ -13,6 +13,10 @@ public struct Frame: Equatable, Sendable {
         case ping = 0x06
         case pong = 0x07
         case goodbye = 0x08
+        /// `nearby doctor`: "do you see my DNS-SD probe?" (Control.Probe), and the answer
+        /// (Control.ProbeReply). Only on a link that will never be a session.
+        case probe = 0x09
+        case probeReply = 0x0A
         /// Files (and later streams) on channels above 0, with per-channel flow control.
         case open = 0x10
         case openReply = 0x11
@@ -28,8 +32,8 @@ public struct Frame: Equatable, Sendable {
     public static let headerSize = 9
     /// The largest payload a peer may send: checked against the header before anything is buffered.
     public static let maxPayload = 1 << 20
-    /// Control frames (hello, auth, invite, answer, goodbye, and the channel frames but data and
-    /// window) are small JSON documents.
+    /// Control frames (hello, auth, invite, answer, goodbye, probe, probeReply, and the channel
+    /// frames but data and window) are small JSON documents.
     public static let maxControlPayload = 16 << 10
 
     public var kind: Kind

@@ -10,6 +10,8 @@ public struct AuthenticatedPeer: Sendable, Equatable {
     public let verificationCode: String
     public let encrypted: Bool
     public let address: String
+    /// What the peer said it speaks beyond protocol 2 (its hello's `features`, bounded).
+    public let features: [String]
 
     public var ref: PeerRef { PeerRef(id: id.rawValue, name: name) }
 }
@@ -35,6 +37,7 @@ public struct HandshakeStateMachine: Sendable {
         let commitment: Data
         let id: PeerID
         let name: String
+        let features: [String]
     }
 
     enum State: Sendable {
@@ -81,7 +84,8 @@ public struct HandshakeStateMachine: Sendable {
         state = .awaitingHello
         return [.send(Control.frame(.hello, Control.Hello(
             version: Self.version, id: identity.peerID.rawValue, name: displayName,
-            key: identity.publicKeyDER.base64EncodedString(), commitment: commitment.base64EncodedString())))]
+            key: identity.publicKeyDER.base64EncodedString(), commitment: commitment.base64EncodedString(),
+            features: Control.features)))]
     }
 
     public mutating func received(_ frame: Frame) throws -> [Action] {
@@ -118,7 +122,7 @@ public struct HandshakeStateMachine: Sendable {
             throw NearbyError.identityMismatch(expected: expected.rawValue, got: theirID.rawValue)
         }
         let name = (try? DisplayName.validate(hello.name)) != nil ? hello.name : Self.sanitized(hello.name)
-        let theirs = Theirs(key: theirKey, commitment: theirCommitment, id: theirID, name: name)
+        let theirs = Theirs(key: theirKey, commitment: theirCommitment, id: theirID, name: name, features: Control.bounded(features: hello.features))
         state = .awaitingAuth(theirs)
         let signature = try identity.privateKey.signature(for: transcript(signerIsClient: isClient, theirs))
         return [.send(Control.frame(.auth, Control.Auth(
@@ -147,7 +151,7 @@ public struct HandshakeStateMachine: Sendable {
             id: theirs.id, name: theirs.name, key: theirs.key,
             verificationCode: SessionMath.verificationCode(
                 clientKey: clientKey, serverKey: serverKey, clientNonce: clientNonce, serverNonce: serverNonce),
-            encrypted: encrypted, address: address))]
+            encrypted: encrypted, address: address, features: theirs.features))]
     }
 
     /// A display name from the network that breaks the rules: control characters dropped, cut to 63 bytes.

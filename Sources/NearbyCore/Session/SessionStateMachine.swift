@@ -11,6 +11,8 @@ public struct SessionStateMachine: Sendable {
         case inviting(String)
         case invited(String)
         case connected
+        /// `nearby doctor` asked its one probe on this link: it answers and closes, never a session.
+        case probed
         case closed
     }
 
@@ -30,6 +32,8 @@ public struct SessionStateMachine: Sendable {
         case channel(Frame)
         /// The peer's datagram setup (its UDP port, tag and sending key), for unreliable messages.
         case datagrams(Control.Datagrams)
+        /// `nearby doctor` asks whether this host sees its DNS-SD probe (docs/protocol.md).
+        case probe(Control.Probe)
         /// Close the connection; `reason` is what our events say.
         case close(reason: String)
     }
@@ -39,7 +43,10 @@ public struct SessionStateMachine: Sendable {
     /// The answer to an invitation from a peer we are already in a live session with.
     public static let alreadyInSession = "already in session"
 
-    public init() {}
+    /// Whether the peer opened this connection: only such a link may carry a probe.
+    public let inbound: Bool
+
+    public init(inbound: Bool = true) { self.inbound = inbound }
 
     /// Client side: send our invitation.
     public mutating func invite(id: String, context: String?, timeout: Double) -> [Action] {
@@ -110,6 +117,16 @@ public struct SessionStateMachine: Sendable {
             let setup = try Control.decode(Control.Datagrams.self, from: frame)
             guard setup.checked != nil else { throw ProtocolViolation.malformed("datagrams frame") }
             return [.datagrams(setup)]
+        case .probe:
+            // One probe, instead of an invitation, on a link the peer opened; anywhere else (twice,
+            // after an invitation, in a session, on our own connection) it breaks the protocol.
+            guard inbound, state == .awaitingInvite else { throw ProtocolViolation.unexpected("probe in state \(state)") }
+            let probe = try Control.decode(Control.Probe.self, from: frame)
+            guard probe.isValid else { throw ProtocolViolation.malformed("probe frame") }
+            state = .probed
+            return [.probe(probe)]
+        case .probeReply:
+            throw ProtocolViolation.unexpected("probe reply (nodes never send probes)")
         case .hello, .auth:
             throw ProtocolViolation.unexpected("\(frame.kind) frame after the handshake")
         case .open, .openReply, .start, .data, .window, .close, .reset:

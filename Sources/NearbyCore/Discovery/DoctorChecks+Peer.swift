@@ -1,0 +1,71 @@
+import Foundation
+
+/// The words of `nearby doctor PEER`'s last two checks, from what one connection to the peer
+/// showed (`Connections.examine`): kept apart from the I/O so every case is tested.
+extension DoctorCheck {
+    /// `identity`: the handshake proved the advertised ID's key, or why not. nil when no handshake ran.
+    public static func identity(_ outcome: PeerExamination.Identity, peer name: String) -> DoctorCheck? {
+        switch outcome {
+        case .notRun:
+            return nil
+        case let .proved(peer, pin):
+            let pinned = pin == .known
+                ? "the key matches its pin in known_peers"
+                : "not in known_peers yet (a peer is pinned when it reaches a session)"
+            return DoctorCheck("identity", .ok, "\(peer.name) (\(peer.id)) proved the key of the ID it advertises; \(pinned); verification code \(peer.verificationCode)")
+        case let .keyChanged(peer, knownPeers):
+            return DoctorCheck(
+                "identity", .fail,
+                "pinned key changed: \(knownPeers) holds another key for \(peer) than the one \(name) presented; someone may be impersonating it, or it has a new identity",
+                hint: "compare 'nearby identity' on \(name)'s host; only if it really has a new identity (reinstalled, a new NEARBY_HOME), "
+                    + "remove its pin: sed -i '/^\(peer) /d' \(knownPeers)",
+                exitStatus: .identityCheckFailed)
+        case let .failed(why, status):
+            let hint = switch status {
+            case .identityCheckFailed:
+                "another node answers at this address, or something impersonates \(name): compare 'nearby identity' on \(name)'s host with the ID it advertises"
+            case .ioError:
+                "fix or move the file named above: nearby refuses connections while known_peers cannot be read"
+            default:
+                "look at \(name)'s node for a 'rejected' event saying why (its known_peers may pin another key for this host's ID)"
+            }
+            return DoctorCheck("identity", .fail, "the handshake with \(name) failed: \(why)", hint: hint, exitStatus: status)
+        }
+    }
+
+    /// `peer-sees-us`: whether the peer sees this host's `_nearby-doctor._tcp` probe. nil when it
+    /// was not asked because no handshake ran.
+    public static func peerSeesUs(_ visibility: PeerExamination.Visibility, peer name: String, instance: String?) -> DoctorCheck? {
+        let probe = "\(instance ?? "?") (\(DoctorProbe.registrationType))"
+        let lookThere = "on \(name)'s host, 'avahi-browse -rt \(DoctorProbe.registrationType)' while doctor runs here should list \(instance ?? "the probe")"
+        switch visibility {
+        case .notAsked:
+            return nil
+        case .noProbe:
+            return DoctorCheck("peer-sees-us", .warn, "not asked whether \(name) sees this host: this host's probe is not published",
+                               hint: "fix the self-advertisement check first")
+        case .unsupported:
+            return DoctorCheck("peer-sees-us", .warn, "\(name)'s node is older and cannot be asked whether it sees this host",
+                               hint: "update nearby on \(name)'s host; meanwhile, \(lookThere)")
+        case let .noAnswer(why):
+            return DoctorCheck("peer-sees-us", .warn, "\(name) did not say whether it sees this host: \(why)", hint: lookThere)
+        case let .answered(reply):
+            if reply.seen {
+                let at = reply.addresses.isEmpty ? "" : " at \(reply.addresses.joined(separator: " "))"
+                return DoctorCheck("peer-sees-us", .ok, "\(name) sees this host's announcements: it found \(probe)\(at) in \(reply.waited) ms")
+            }
+            if let reason = reply.reason {
+                return DoctorCheck("peer-sees-us", .warn, "\(name) could not look for this host: \(reason)",
+                                   hint: "run doctor again in a moment; 'nearby doctor' on \(name)'s host checks its daemon")
+            }
+            return DoctorCheck(
+                "peer-sees-us", .fail,
+                "\(name) does not see this host: one-way multicast (\(name)'s host drops mDNS from here: firewall on UDP 5353, "
+                    + "client isolation, IGMP snooping); it looked for \(probe) for \(reply.waited) ms",
+                hint: "on \(name)'s host, look for rules dropping UDP 5353 from this host ('nft list ruleset', 'iptables -L -n'); "
+                    + "on Wi-Fi, turn off client (AP) isolation; on a managed switch, check IGMP snooping; \(lookThere). "
+                    + "Meanwhile \(name) can reach this host by address: 'nearby invite HOST:PORT'",
+                exitStatus: .failure)
+        }
+    }
+}

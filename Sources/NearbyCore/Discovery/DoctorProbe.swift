@@ -1,0 +1,71 @@
+import Foundation
+import Synchronization
+
+/// The other end of `nearby doctor`'s "both directions" check: a node asked by a peer whether it
+/// sees the peer's `_nearby-doctor._tcp` instance browses that fixed type (never one a peer chose)
+/// for a bounded time and says what it saw.
+public enum DoctorProbe {
+    /// The MPC-style service name of doctor's self-advertisement probe: `_nearby-doctor._tcp`.
+    public static let service = "nearby-doctor"
+    public static let registrationType = "_\(service)._tcp"
+
+    /// At most this many probes browse at once in one process; more are answered "busy" at once,
+    /// so a peer that opens many links cannot make the node open many daemon queries.
+    public static let slots = Slots(limit: 4)
+
+    /// Browses for `instance` until it is found or `limit` passes; answers as soon as it is seen.
+    public static func look(for instance: String, within limit: Duration) async -> Control.ProbeReply {
+        let started = ContinuousClock.now
+        let waited = { Int((ContinuousClock.now - started) / .milliseconds(1)) }
+        let browser = Browser(registrationType: registrationType)
+        let updates: AsyncStream<Browser.Update>
+        do throws(NearbyError) {
+            updates = try browser.start()
+        } catch {
+            return Control.ProbeReply(seen: false, waited: 0, reason: "this host's DNS-SD daemon does not answer")
+        }
+        defer { browser.stop() }
+        let found = await first(within: limit) { () -> [String]? in
+            for await update in updates {
+                if case let .found(peer) = update, peer.instance == instance { return peer.addresses }
+                if case .failed = update { return nil }
+            }
+            return nil
+        }
+        guard let addresses = found ?? nil else { return Control.ProbeReply(seen: false, waited: waited()) }
+        return Control.ProbeReply(seen: true, waited: waited(), addresses: addresses).bounded
+    }
+
+    /// The result of `work`, or nil when `limit` passed first (or the task was cancelled).
+    static func first<T: Sendable>(within limit: Duration, _ work: @escaping @Sendable () async -> T) async -> T? {
+        await withTaskGroup(of: T?.self) { group in
+            group.addTask { await work() }
+            group.addTask {
+                try? await Task.sleep(for: limit)
+                return nil
+            }
+            let result = await group.next() ?? nil
+            group.cancelAll()
+            return result
+        }
+    }
+
+    /// A counting limit on probes running at once.
+    public final class Slots: Sendable {
+        public let limit: Int
+        private let used = Mutex(0)
+
+        public init(limit: Int) { self.limit = limit }
+
+        /// Takes a slot; false when all are in use.
+        public func take() -> Bool {
+            used.withLock { used in
+                guard used < limit else { return false }
+                used += 1
+                return true
+            }
+        }
+
+        public func give() { used.withLock { $0 = max(0, $0 - 1) } }
+    }
+}

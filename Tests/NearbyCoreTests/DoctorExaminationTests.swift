@@ -1,0 +1,73 @@
+import Foundation
+import Testing
+@testable import NearbyCore
+
+/// `nearby doctor PEER`'s connection to a real node over loopback: preamble, TLS, handshake and
+/// probe, and what the node does (answers, starts no session, pins nothing, shows no event).
+@Suite(.serialized) struct DoctorExaminationTests {
+    private func home() -> NearbyPaths {
+        NearbyPaths(home: FileManager.default.temporaryDirectory.appendingPathComponent("nearby-doctor-\(UUID().uuidString)").path)
+    }
+
+    private func node(_ name: String) async throws -> (Node, MemorySink, NearbyPaths, Identity) {
+        let paths = home()
+        let identity = try IdentityStore(paths: paths).loadOrCreate(defaultName: name)
+        var configuration = NodeConfiguration(service: .default)
+        configuration.probeWait = .milliseconds(300)
+        let sink = MemorySink()
+        let node = try Node(identity: identity, configuration: configuration, paths: paths, events: sink)
+        try await node.start()
+        Task { await node.run() }  // ends when the node stops
+        return (node, sink, paths, identity)
+    }
+
+    private func examine(_ port: Int, as identity: Identity, paths: NearbyPaths, expected: PeerID?) async throws -> PeerExamination {
+        await Connections.examine(
+            host: "127.0.0.1", port: port, preference: .required, tls: try SessionTLS.contexts(for: identity), identity: identity,
+            expected: expected, knownPeers: KnownPeers(paths: paths), probe: "doctor-test-1", replyWithin: .seconds(3))
+    }
+
+    @Test func theNodeAnswersTheProbeWithoutASessionOrAPin() async throws {
+        let (bob, bobEvents, bobPaths, bobIdentity) = try await node("bob")
+        let alicePaths = home()
+        let alice = try IdentityStore(paths: alicePaths).loadOrCreate(defaultName: "alice")
+        let result = try await examine(await bob.port, as: alice, paths: alicePaths, expected: bobIdentity.peerID)
+        #expect(result.encryption.ok)
+        guard case let .proved(peer, pin) = result.identity else {
+            Issue.record("no proof: \(result.identity)")
+            return
+        }
+        #expect(peer.id == bobIdentity.peerID && pin == .new)
+        // Whatever this machine's daemon says (none in a test sandbox), the node answered in time.
+        guard case let .answered(reply) = result.visibility else {
+            Issue.record("no answer: \(result.visibility)")
+            return
+        }
+        #expect(!reply.seen)
+        #expect(await bob.sessionCount == 0)
+        #expect(!bobEvents.lines.contains { $0.contains(#""event":"invitation""#) || $0.contains(#""event":"connected""#) })
+        #expect(!FileManager.default.fileExists(atPath: bobPaths.home + "/known_peers"))
+        #expect(!FileManager.default.fileExists(atPath: alicePaths.home + "/known_peers"))
+        await bob.stop()
+    }
+
+    @Test func aChangedPinIsNamedAndNothingIsAsked() async throws {
+        let (bob, _, _, bobIdentity) = try await node("bob")
+        let alicePaths = home()
+        let alice = try IdentityStore(paths: alicePaths).loadOrCreate(defaultName: "alice")
+        let pins = alicePaths.home + "/known_peers"
+        try Data("\(bobIdentity.peerID.rawValue) \(Data("not bob's key".utf8).base64EncodedString()) bob\n".utf8)
+            .write(to: URL(fileURLWithPath: pins))
+        let result = try await examine(await bob.port, as: alice, paths: alicePaths, expected: bobIdentity.peerID)
+        guard case let .keyChanged(peer, knownPeers) = result.identity else {
+            Issue.record("not refused: \(result.identity)")
+            return
+        }
+        #expect(peer == bobIdentity.peerID.rawValue && knownPeers == pins)
+        guard case .notAsked = result.visibility else {
+            Issue.record("asked without a proven identity")
+            return
+        }
+        await bob.stop()
+    }
+}
