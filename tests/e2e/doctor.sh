@@ -39,8 +39,8 @@ test_doctor_healthy_pair_is_all_ok() {
     # The peer was not bothered: no invitation, no session, no error on its side, and neither side
     # pinned anything (earlier tests may have pinned these two hosts already: the files must not change).
     local events=$OUT/adv-h1-dr-ok.jsonl
-    expect_eq "$(count_json "$events" 'select(.event=="invitation" or .event=="connected" or .event=="error")')" 0 \
-        "invitations, sessions or errors on the peer" || { cat "$events" >&2; return 1; }
+    expect_eq "$(count_json "$events" 'select(.event=="invitation" or .event=="connected" or .event=="error" or .event=="rejected")')" 0 \
+        "invitations, sessions, errors or rejections on the peer" || { cat "$events" >&2; return 1; }
     expect_eq "$(pins_of 1)" "$pins1" "the peer's known_peers (doctor's host pinned?)" || return 1
     expect_eq "$(pins_of 2)" "$pins2" "doctor's known_peers (the peer pinned?)" || return 1
 }

@@ -174,6 +174,9 @@ public actor Node {
     ) async {
         let connection: FrameChannel
         switch negotiated {
+        case let .silent(remote):
+            NearbyLog.logger.debug("\(remote) connected and closed without a word (a reachability check or a scan)")
+            return
         case let .foreign(remote, what):
             events.emit(Events.Rejected(address: remote, reason: "not a nearby peer: \(what)", code: "not-a-nearby-peer"))
             return

@@ -28,6 +28,9 @@ public enum Negotiated: Sendable {
     case foreign(remote: String, what: String)
     /// A nearby peer whose encryption preference is incompatible with ours: closed.
     case refused(remote: String, theirs: EncryptionPreference?, decision: Preamble.Decision)
+    /// A client that connected and closed without sending a byte (a TCP reachability check such as
+    /// `nearby doctor`'s, or a port scan): nothing to report.
+    case silent(remote: String)
 }
 
 /// Runs the plaintext preamble on a fresh TCP connection, then puts TLS (when agreed) and the frame
@@ -104,7 +107,11 @@ final class PreambleHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        finish(context, .foreign(remote: remote(context), what: "a peer that closed the connection during the preamble"))
+        if role == .server, received.writerIndex == 0 {
+            finish(context, .silent(remote: remote(context)))
+        } else {
+            finish(context, .foreign(remote: remote(context), what: "a peer that closed the connection during the preamble"))
+        }
         context.fireChannelInactive()
     }
 

@@ -40,6 +40,8 @@ extension Connections {
                 return (false, "encryption mismatch: we use '\(preference.rawValue)', the peer '\(their)'; required and none refuse each other", nil)
             case let .foreign(_, what):
                 return (false, "not a nearby node: \(what)", nil)
+            case .silent:
+                return (false, "not a nearby node: it closed the connection without a word", nil)
             }
         } catch {
             return (false, "the preamble failed: \(error)", nil)
