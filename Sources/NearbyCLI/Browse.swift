@@ -79,21 +79,8 @@ extension Nearby {
                 context.events.emit(Events.Browsing(service: service.name, domain: browser.domain))
 
                 let limit = timeout ?? (peer == nil ? nil : Self.defaultPeerTimeout)
-                let outcome = await withTaskGroup(of: Outcome.self) { group in
-                    group.addTask { await report(updates, service: service, selfID: selfID, context: context) }
-                    group.addTask {
-                        _ = await TerminationSignal.next()
-                        return .interrupted
-                    }
-                    if let limit {
-                        group.addTask {
-                            try? await Task.sleep(for: .seconds(limit))
-                            return .timedOut
-                        }
-                    }
-                    let first = await group.next() ?? .done
-                    group.cancelAll()
-                    return first
+                let outcome = await Self.untilStopped(timeout: limit, interrupted: Outcome.interrupted, timedOut: .timedOut) {
+                    await report(updates, service: service, selfID: selfID, context: context)
                 }
                 switch outcome {
                 case .done, .interrupted: return

@@ -22,7 +22,7 @@ extension Nearby.Browse {
                 let updates = try browser.start()
                 defer { browser.stop() }
                 context.events.emit(Events.Browsing(service: DNSSDType.metaQuery, domain: "local."))
-                outcome = await Self.untilStopped(timeout: timeout) {
+                outcome = await Self.untilStopped(timeout: timeout, interrupted: .interrupted, timedOut: .done) {
                     await Self.reportTypes(updates, count: count, context: context)
                 }
             } else if let type = rawType {
@@ -30,7 +30,7 @@ extension Nearby.Browse {
                 let updates = try browser.start()
                 defer { browser.stop() }
                 context.events.emit(Events.Browsing(service: type, domain: browser.domain))
-                outcome = await Self.untilStopped(timeout: timeout) {
+                outcome = await Self.untilStopped(timeout: timeout, interrupted: .interrupted, timedOut: .done) {
                     await Self.reportServices(updates, type: type, count: count, context: context)
                 }
             } else {
@@ -40,21 +40,23 @@ extension Nearby.Browse {
         }
     }
 
-    /// Runs `work` until it returns, SIGINT/SIGTERM, or the timeout (all but a failure exit 0).
-    static func untilStopped(timeout: Double?, _ work: @escaping @Sendable () async -> RawOutcome) async -> RawOutcome {
-        await withTaskGroup(of: RawOutcome.self) { group in
+    /// Runs `work` until it returns, SIGINT/SIGTERM (`interrupted`), or the timeout (`timedOut`).
+    static func untilStopped<Outcome: Sendable>(
+        timeout: Double?, interrupted: Outcome, timedOut: Outcome, _ work: @escaping @Sendable () async -> Outcome
+    ) async -> Outcome {
+        await withTaskGroup(of: Outcome.self) { group in
             group.addTask { await work() }
             group.addTask {
                 _ = await TerminationSignal.next()
-                return .interrupted
+                return interrupted
             }
             if let timeout {
                 group.addTask {
                     try? await Task.sleep(for: .seconds(timeout))
-                    return .done
+                    return timedOut
                 }
             }
-            let first = await group.next() ?? .done
+            let first = await group.next() ?? timedOut
             group.cancelAll()
             return first
         }

@@ -26,7 +26,7 @@ extension Nearby.Doctor {
         }
         defer { browser.stop() }
         let others = Collected()
-        let found = await first(within: limit) { () -> DiscoveredPeer? in
+        let found = await firstResult(within: limit) { () -> DiscoveredPeer? in
             for await update in updates {
                 guard case let .found(peer) = update, peer.instance != selfID.rawValue else { continue }
                 if peer.matches(query) { return peer }
@@ -34,7 +34,7 @@ extension Nearby.Doctor {
             }
             return nil
         }
-        if let peer = found ?? nil {
+        if let peer = found {
             let detail = "\(peer.txt.displayName ?? "?") (\(peer.instance)) on \(service.registrationType): host \(peer.host ?? "?"), "
                 + "port \(peer.port.map(String.init) ?? "?"), addresses \(peer.addresses.joined(separator: " ")), interface \(peer.interface ?? "?")"
             guard peer.kind == .nearby else {

@@ -103,21 +103,12 @@ extension Nearby {
 
         /// The types other responders announce, until one shows up or the time is up.
         static func collectTypes(_ updates: AsyncStream<TypeBrowser.Update>, excluding probe: String, within limit: Duration) async -> Set<String> {
-            await withTaskGroup(of: Set<String>?.self) { group in
-                group.addTask {
-                    for await update in updates {
-                        if case let .type(type, instances) = update, instances > 0, type != probe { return [type] }
-                    }
-                    return []
+            await firstResult(within: limit) { () -> Set<String> in
+                for await update in updates {
+                    if case let .type(type, instances) = update, instances > 0, type != probe { return [type] }
                 }
-                group.addTask {
-                    try? await Task.sleep(for: limit)
-                    return []
-                }
-                let first = await group.next() ?? []
-                group.cancelAll()
-                return first ?? []
-            }
+                return []
+            } ?? []
         }
 
         /// This host's probe, published for the whole run so that PEER can be asked whether it sees it.
@@ -139,7 +130,7 @@ extension Nearby {
                 defer { browser.stop() }
                 try await advertiser.start()
                 let probe = SelfProbe(advertiser: advertiser, name: name)
-                let seen = await first(within: limit) {
+                let seen = await firstResult(within: limit) {
                     for await update in updates { if case let .found(peer) = update, peer.instance == name { return true } }
                     return false
                 }
@@ -151,20 +142,6 @@ extension Nearby {
             } catch {
                 return (DoctorCheck("self-advertisement", .fail, "could not publish a probe: \(error.errorDescription ?? "\(error)")",
                                     hint: DoctorCheck.daemonHint, exitStatus: error.exitStatus), nil)
-            }
-        }
-
-        /// The result of `work`, or nil when `limit` passed first.
-        static func first<T: Sendable>(within limit: Duration, _ work: @escaping @Sendable () async -> T) async -> T? {
-            await withTaskGroup(of: T?.self) { group in
-                group.addTask { await work() }
-                group.addTask {
-                    try? await Task.sleep(for: limit)
-                    return nil
-                }
-                let result = await group.next() ?? nil
-                group.cancelAll()
-                return result
             }
         }
     }

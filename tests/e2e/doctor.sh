@@ -21,6 +21,21 @@ check_is() { # check_is NAME STATUS [DETAIL-SUBSTRING]
 # pins_of K — the SHA-256 of host K's known_peers ("absent" when it has none).
 pins_of() { lab_run "$1" sh -c 'if [ -e "$NEARBY_HOME/known_peers" ]; then sha256sum <"$NEARBY_HOME/known_peers"; else echo absent; fi'; }
 
+# doctor_behind_rule TABLE RULE DOCTOR-ARGS... — with RULE dropping input in an nft table on h1
+# (the advertiser, $ADV_PID), runs doctor on h2; then removes the table and stops the advertiser.
+doctor_behind_rule() {
+    local table=$1 rule=$2; shift 2
+    lab_run 1 nft -f - <<EOF_NFT || { fail "nft rules on h1"; stop "$ADV_PID"; return 1; }
+table inet $table {
+    chain input { type filter hook input priority 0; $rule; }
+}
+EOF_NFT
+    doctor 2 "$@"
+    lab_run 1 nft delete table inet "$table"
+    stop "$ADV_PID"
+    return 0
+}
+
 test_doctor_healthy_pair_is_all_ok() {
     local id1 pins1 pins2
     id1=$(id_of 1) || return 1
@@ -55,14 +70,7 @@ test_doctor_names_one_way_multicast() {
     lab_run 2 avahi-browse -rpt _dr-oneway._tcp >"$OUT/cached.txt" 2>&1
     grep -q "^=.*$id1" "$OUT/cached.txt" || { fail "h2 does not see h1 before the rule"; cat "$OUT/cached.txt" >&2; stop "$ADV_PID"; return 1; }
     mac=$(lab_run 2 cat "/sys/class/net/$LAB_IFACE/address") || return 1
-    lab_run 1 nft -f - <<EOF_NFT || { fail "nft rules on h1"; stop "$ADV_PID"; return 1; }
-table inet droneway {
-    chain input { type filter hook input priority 0; ether saddr $mac udp dport 5353 drop; }
-}
-EOF_NFT
-    doctor 2 "$id1" --service dr-oneway
-    lab_run 1 nft delete table inet droneway
-    stop "$ADV_PID"
+    doctor_behind_rule droneway "ether saddr $mac udp dport 5353 drop" "$id1" --service dr-oneway || return 1
     expect_eq "$STATUS" 1 "doctor exit status for one-way multicast" || { cat "$OUT/doctor.jsonl" >&2; return 1; }
     check_is peer ok || return 1
     check_is identity ok || return 1
@@ -117,14 +125,7 @@ test_doctor_peer_port_dropped_is_a_firewall() {
     local id1
     id1=$(id_of 1) || return 1
     advertise 1 dr-fw || return 1
-    lab_run 1 nft -f - <<EOF_NFT || { fail "nft rules on h1"; stop "$ADV_PID"; return 1; }
-table inet drfw {
-    chain input { type filter hook input priority 0; tcp dport $ADV_PORT drop; }
-}
-EOF_NFT
-    doctor 2 "$id1" --service dr-fw
-    lab_run 1 nft delete table inet drfw
-    stop "$ADV_PID"
+    doctor_behind_rule drfw "tcp dport $ADV_PORT drop" "$id1" --service dr-fw || return 1
     expect_eq "$STATUS" 5 "doctor exit status for a dropped port" || { cat "$OUT/doctor.jsonl" >&2; return 1; }
     check_is peer ok || return 1
     check_is connect fail "no TCP connection" || return 1

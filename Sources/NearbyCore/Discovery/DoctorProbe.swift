@@ -25,29 +25,15 @@ public enum DoctorProbe {
             return Control.ProbeReply(seen: false, waited: 0, reason: "this host's DNS-SD daemon does not answer")
         }
         defer { browser.stop() }
-        let found = await first(within: limit) { () -> [String]? in
+        let found = await firstResult(within: limit) { () -> [String]? in
             for await update in updates {
                 if case let .found(peer) = update, peer.instance == instance { return peer.addresses }
                 if case .failed = update { return nil }
             }
             return nil
         }
-        guard let addresses = found ?? nil else { return Control.ProbeReply(seen: false, waited: waited()) }
+        guard let addresses = found else { return Control.ProbeReply(seen: false, waited: waited()) }
         return Control.ProbeReply(seen: true, waited: waited(), addresses: addresses).bounded
-    }
-
-    /// The result of `work`, or nil when `limit` passed first (or the task was cancelled).
-    static func first<T: Sendable>(within limit: Duration, _ work: @escaping @Sendable () async -> T) async -> T? {
-        await withTaskGroup(of: T?.self) { group in
-            group.addTask { await work() }
-            group.addTask {
-                try? await Task.sleep(for: limit)
-                return nil
-            }
-            let result = await group.next() ?? nil
-            group.cancelAll()
-            return result
-        }
     }
 
     /// A counting limit on probes running at once.

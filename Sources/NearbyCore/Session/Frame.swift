@@ -104,15 +104,8 @@ public struct FrameDecoder: ByteToMessageDecoder, Sendable {
     }
 }
 
-public struct FrameEncoder: MessageToByteEncoder, Sendable {
-    public typealias OutboundIn = Frame
-
-    public init() {}
-
-    public func encode(data frame: Frame, out: inout ByteBuffer) {
-        Self.write(frame, into: &out)
-    }
-
+/// Frames to bytes (the pipeline's `FrameWriter`, `Frame.batch`, tests).
+public enum FrameEncoder {
     public static func write(_ frame: Frame, into out: inout ByteBuffer) {
         if var encoded = frame.encoded {
             out.writeBuffer(&encoded)

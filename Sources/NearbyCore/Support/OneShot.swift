@@ -43,16 +43,7 @@ public final class OneShot<Value: Sendable>: Sendable {
 
     /// The value, or nil when abandoned, at `deadline`, or when the waiting task was cancelled.
     public func wait(until deadline: ContinuousClock.Instant) async -> Value? {
-        await withTaskGroup(of: Value?.self) { group in
-            group.addTask { await self.wait() }
-            group.addTask {
-                try? await Task.sleep(until: deadline)
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
-        }
+        await firstResult(until: deadline) { await self.wait() }
     }
 
     /// The value, or nil when abandoned or when the waiting task was cancelled.
