@@ -1,4 +1,5 @@
 import Foundation
+import NearbyCore
 import Synchronization
 
 #if canImport(Glibc)
@@ -18,6 +19,9 @@ public final class TerminalWriter: Sendable {
     /// The terminal's width, for the bar (which must never wrap, or `\r` cannot take it back).
     public let columns: Int
     private let write: @Sendable (Int32, String) -> Void
+    /// Event lines written on an event loop wait here for the end of its tick (one `write(2)` for a
+    /// burst of messages); every other write empties it first, so nothing is reordered.
+    private let batched: TickBuffer
     /// The bar as drawn now, if one is.
     private let bar = Mutex<String?>(nil)
 
@@ -30,6 +34,7 @@ public final class TerminalWriter: Sendable {
         escapes = Self.escapesAllowed(environment)
         self.columns = max(columns, 20)
         self.write = write
+        batched = TickBuffer(write: write)
     }
 
     /// This process's own stdout and stderr.
@@ -55,15 +60,18 @@ public final class TerminalWriter: Sendable {
     public func line(_ text: String, fd: Int32) {
         bar.withLock { bar in
             let shared = bar != nil && isTerminal(fd)
-            if shared, let bar { write(STDERR_FILENO, clearing(bar)) }
+            guard shared, let bar else { return batched.append(text + "\n", fd: fd) }
+            batched.drain()
+            write(STDERR_FILENO, clearing(bar))
             write(fd, text + "\n")
-            if shared, let bar { write(STDERR_FILENO, "\r" + bar) }
+            write(STDERR_FILENO, "\r" + bar)
         }
     }
 
     /// A log line (already ending in a newline) on stderr, with the same care.
     public func log(_ text: String) {
         bar.withLock { bar in
+            batched.drain()
             if let bar, stderrIsTerminal { write(STDERR_FILENO, clearing(bar)) }
             write(STDERR_FILENO, text)
             if let bar, stderrIsTerminal { write(STDERR_FILENO, "\r" + bar) }
@@ -74,6 +82,7 @@ public final class TerminalWriter: Sendable {
     public func drawBar(_ text: String) {
         guard stderrIsTerminal else { return }
         bar.withLock { bar in
+            batched.drain()
             // A shorter bar must not leave the end of the longer one behind.
             let tail = escapes ? "\u{1b}[K" : String(repeating: " ", count: max(0, (bar?.count ?? 0) - text.count))
             write(STDERR_FILENO, "\r" + text + tail)
@@ -84,6 +93,7 @@ public final class TerminalWriter: Sendable {
     /// Takes the bar away, and puts `summary` (a line for people, on stderr) in its place.
     public func endBar(summary: String? = nil) {
         bar.withLock { bar in
+            batched.drain()
             if let drawn = bar { write(STDERR_FILENO, clearing(drawn)) }
             bar = nil
             if let summary, stderrIsTerminal { write(STDERR_FILENO, summary + "\n") }

@@ -77,7 +77,7 @@ func ms(_ duration: Duration) -> Double { Double(duration / .microseconds(1)) / 
 /// The same measurements for both transports: `count` sequential round trips (p50, p99), then
 /// `count * 10` messages pipelined (`send` writes them all, `receive` waits for all the echoes).
 func measure(
-    count: Int, roundTrip: () async throws -> Void,
+    isolation: isolated (any Actor)? = #isolation, count: Int, roundTrip: () async throws -> Void,
     send: @escaping @Sendable (Int) async throws -> Void, receive: (Int) async throws -> Void
 ) async throws {
     var rtts: [Double] = []
@@ -111,6 +111,41 @@ actor Inbox {
         defer { iterator = current }
         return await current.next(isolation: self)
     }
+}
+
+/// Off the main actor, where the node's own work runs: no hop to the main thread and back per message.
+func nearbyRoundTrips(node: Node, target: [String], inbox: Inbox, count: Int) async throws {
+    let payload = Array(repeating: UInt8(ascii: "x"), count: 64)
+    try await measure(
+        count: count,
+        roundTrip: {
+            try await node.send(payload, to: target, all: false, timeout: 5, client: nil)
+            guard await inbox.next() != nil else { fail("echo stopped") }
+        },
+        send: { n in for _ in 0..<n { try await node.send(payload, to: target, all: false, timeout: 5, client: nil) } },
+        receive: { n in for _ in 0..<n { guard await inbox.next() != nil else { fail("echo stopped") } } })
+}
+
+func readFully(_ fd: Int32, _ count: Int) {
+    var buffer = [UInt8](repeating: 0, count: count)
+    var got = 0
+    while got < count {
+        let n = buffer[got...].withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard n > 0 else { fail("echo closed") }
+        got += n
+    }
+}
+
+/// Blocking system calls: on the main thread, with the pipelined writer on a thread of its own.
+@MainActor func tcpRoundTrips(fd: Int32, message: [UInt8], count: Int) async throws {
+    try await measure(
+        count: count,
+        roundTrip: {
+            _ = message.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            readFully(fd, message.count)
+        },
+        send: { n in for _ in 0..<n { _ = message.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } } },
+        receive: { n in readFully(fd, n * message.count) })
 }
 
 switch arguments.dropFirst().first {
@@ -162,16 +197,7 @@ case "ping":
     sink.set { inbox.deliver($0.bytes) }
     let node = try await makeNode(service: service, advertise: false, autoAccept: false, sink: sink)
     let connected = try await node.invite(address, context: nil, timeout: 10, client: nil)
-    let payload = Array(repeating: UInt8(ascii: "x"), count: 64)
-    let target = [connected.id.rawValue]
-    try await measure(
-        count: count,
-        roundTrip: {
-            try await node.send(payload, to: target, all: false, timeout: 5, client: nil)
-            guard await inbox.next() != nil else { fail("echo stopped") }
-        },
-        send: { n in for _ in 0..<n { try await node.send(payload, to: target, all: false, timeout: 5, client: nil) } },
-        receive: { n in for _ in 0..<n { guard await inbox.next() != nil else { fail("echo stopped") } } })
+    try await nearbyRoundTrips(node: node, target: [connected.id.rawValue], inbox: inbox, count: count)
     await node.stop()
 
 case "tcp-echo":
@@ -222,15 +248,6 @@ case "tcp-ping":
     }
     // A message is 4 bytes of length and 64 bytes of payload, like a nearby frame's header and body.
     let message = [UInt8](repeating: 0, count: 4) + [UInt8](repeating: UInt8(ascii: "x"), count: 64)
-    func readFully(_ fd: Int32, _ count: Int) {
-        var buffer = [UInt8](repeating: 0, count: count)
-        var got = 0
-        while got < count {
-            let n = buffer[got...].withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            guard n > 0 else { fail("echo closed") }
-            got += n
-        }
-    }
     var connects: [Double] = []
     for _ in 0..<5 {
         let start = clock.now
@@ -240,14 +257,7 @@ case "tcp-ping":
     }
     report("tcp_connect_p50", percentile(connects, 0.5), "ms")
     let fd = connectOnce()
-    try await measure(
-        count: count,
-        roundTrip: {
-            _ = message.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            readFully(fd, message.count)
-        },
-        send: { n in for _ in 0..<n { _ = message.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } } },
-        receive: { n in readFully(fd, n * message.count) })
+    try await tcpRoundTrips(fd: fd, message: message, count: count)
     close(fd)
 
 default:

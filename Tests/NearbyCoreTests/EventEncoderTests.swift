@@ -44,4 +44,34 @@ import Testing
         #expect(sink.lines.count == 1)
         #expect(sink.lines[0].hasPrefix(#"{"event":"browsing","time":""#))
     }
+
+    /// What JSONEncoder writes for the same body, for comparing the hand-written path with it.
+    private func encoderFields(_ body: some Encodable) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
+        return String(decoding: try encoder.encode(body).dropFirst(), as: UTF8.self)
+    }
+
+    @Test(arguments: [
+        "plain", "", "quote \" and backslash \\ and /slash/", "tab\tnew\nline\rcr", "\u{08}\u{0C}\u{00}\u{01}\u{1F}\u{7F}",
+        "ünïcødé ✓ 🙂", "\u{2028}\u{2029}",
+    ])
+    func messagesAreWrittenByHandExactlyAsJSONEncoderWouldWriteThem(_ text: String) throws {
+        let peer = PeerRef(id: "abc", name: text)
+        for message in [
+            Events.Message(peer: peer, text: text, data: nil, bytes: text.utf8.count, reliable: true),
+            Events.Message(peer: PeerRef(id: "x", name: nil), text: nil, data: "AAE=", bytes: 2, reliable: false),
+        ] {
+            let line = EventEncoder().line(message, at: date)
+            let head = #"{"event":"message","time":"2026-11-18T11:06:40.500Z","#
+            #expect(line == head + (try encoderFields(message)))
+        }
+    }
+
+    @Test func timestampsMatchTheISO8601Style() {
+        for seconds in [0.0, 1_795_000_000.5, 1_795_000_000.001, 1_795_000_000.999, 951_782_400.25, 4_102_444_799.123] {
+            let date = Date(timeIntervalSince1970: seconds)
+            #expect(EventEncoder.timestamp(date) == date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)))
+        }
+    }
 }

@@ -59,6 +59,9 @@ import Testing
         var written: [EventLoopFuture<Void>] = []
         for frame in frames { written.append(channel.write(frame)) }
         channel.flush()
+        // The flush waits for the end of the loop's tick: nothing is out yet.
+        #expect(try channel.readOutbound(as: ByteBuffer.self) == nil)
+        channel.embeddedEventLoop.run()
         var pieces: [ByteBuffer] = []
         while let piece = try channel.readOutbound(as: ByteBuffer.self) { pieces.append(piece) }
         // The two small frames and the big one's header joined; the payload as it was; the last frame.
@@ -69,6 +72,24 @@ import Testing
         #expect(all == encoded(frames))
         for future in written { #expect(throws: Never.self) { try future.wait() } }
         #expect(try channel.finish().isClean)
+    }
+
+    @Test func flushesInOneTickLeaveAsOneWrite() throws {
+        let channel = EmbeddedChannel()
+        try channel.pipeline.syncOperations.addHandlers([WriteCoalescer(), FrameWriter()])
+        let frames = (0..<100).map { Frame(kind: .message, payload: ByteBuffer(string: "message \($0)")) }
+        var written: [EventLoopFuture<Void>] = []
+        for frame in frames { written.append(channel.writeAndFlush(frame)) }
+        channel.embeddedEventLoop.run()
+        let first = try #require(try channel.readOutbound(as: ByteBuffer.self))
+        #expect(try channel.readOutbound(as: ByteBuffer.self) == nil)
+        #expect(first == encoded(frames))
+        for future in written { #expect(throws: Never.self) { try future.wait() } }
+        // A half-close sends what is waiting for the flush first.
+        _ = channel.writeAndFlush(Frame(kind: .goodbye))
+        channel.close(mode: .output, promise: nil)
+        #expect(try channel.readOutbound(as: ByteBuffer.self) == encoded([Frame(kind: .goodbye)]))
+        _ = try? channel.finish()
     }
 
     private func settled(_ future: EventLoopFuture<Negotiated>) -> Negotiated? {

@@ -214,24 +214,80 @@ public struct EventEncoder: Sendable {
     public init() {}
 
     public func line(_ body: some EventBody, at date: Date = Date()) -> String {
+        var line = #"{"event":"# + Self.quoted(type(of: body).event) + #","time":"# + Self.quoted(Self.timestamp(date))
+        if let direct = body as? any DirectJSON {
+            direct.writeFields(into: &line)
+            return line + "}"
+        }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
-        let head = #"{"event":"# + Self.quoted(type(of: body).event) + #","time":"# + Self.quoted(Self.timestamp(date))
         guard let data = try? encoder.encode(body), data.first == UInt8(ascii: "{") else {
             // Encoding our own plain structs cannot fail; never print a half line if it somehow does.
-            return head + #","code":"internal","message":"event could not be encoded"}"#
+            return line + #","code":"internal","message":"event could not be encoded"}"#
         }
         let fields = data.dropFirst()
-        return head + (fields.first == UInt8(ascii: "}") ? "" : ",") + String(decoding: fields, as: UTF8.self)
+        return line + (fields.first == UInt8(ascii: "}") ? "" : ",") + String(decoding: fields, as: UTF8.self)
     }
 
     /// RFC 3339, UTC, milliseconds: `2026-11-21T21:20:23.123Z`.
     public static func timestamp(_ date: Date) -> String {
-        date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+        let since = date.timeIntervalSince1970
+        var seconds = time_t(since.rounded(.down))
+        let milliseconds = min(999, max(0, Int(((since - Double(seconds)) * 1000).rounded(.down))))
+        var parts = tm()
+        guard gmtime_r(&seconds, &parts) != nil else {
+            return date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+        }
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        let ms = milliseconds < 10 ? "00\(milliseconds)" : milliseconds < 100 ? "0\(milliseconds)" : "\(milliseconds)"
+        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T"
+            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)).\(ms)Z"
     }
 
-    private static func quoted(_ string: String) -> String {
-        let data = (try? JSONEncoder().encode(string)) ?? Data(#""""#.utf8)
-        return String(decoding: data, as: UTF8.self)
+    /// A JSON string, escaped as JSONEncoder escapes it (slashes left alone).
+    static func quoted(_ string: String) -> String {
+        let utf8 = string.utf8
+        guard utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
+            return "\"" + string + "\""
+        }
+        var out = "\""
+        for scalar in string.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case "\u{08}": out += "\\b"
+            case "\u{0C}": out += "\\f"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}
+
+/// An event written without JSONEncoder, for the kinds that come by the hundred thousand (one per
+/// line of `send --lines`): the same fields, keys sorted, as the encoder would write.
+protocol DirectJSON {
+    /// Appends `,"key":value` for each field, keys in order.
+    func writeFields(into line: inout String)
+}
+
+extension PeerRef {
+    var json: String {
+        #"{"id":"# + EventEncoder.quoted(id) + #","name":"# + (name.map(EventEncoder.quoted) ?? "null") + "}"
+    }
+}
+
+extension Events.Message: DirectJSON {
+    func writeFields(into line: inout String) {
+        line += #","bytes":"# + String(bytes)
+        if let data { line += #","data":"# + EventEncoder.quoted(data) }
+        line += #","peer":"# + peer.json + #","reliable":"# + (reliable ? "true" : "false")
+        if let text { line += #","text":"# + EventEncoder.quoted(text) }
     }
 }

@@ -14,21 +14,19 @@ public protocol EventSink: Sendable {
     func emitLine(_ line: String)
 }
 
-/// Writes each event as one line on a file descriptor (stdout by default) with a single `write(2)`
-/// per line, so a pipe's reader sees every line as soon as it happens, and lines never interleave.
+/// Writes each event as one line on a file descriptor (stdout by default). Lines never interleave;
+/// lines emitted on an event loop in one tick leave in one `write(2)` (`TickBuffer`), so a pipe's
+/// reader sees every line as soon as the tick that made it ends.
 public final class LineSink: EventSink {
     private let fd: Int32
     private let encoder = EventEncoder()
-    private let lock = Mutex(())
+    private let output = TickBuffer { fd, text in writeFully(fd, Array(text.utf8)) }
 
     public init(fileDescriptor: Int32 = STDOUT_FILENO) { fd = fileDescriptor }
 
     public func emit(_ body: some EventBody) { emitLine(encoder.line(body)) }
 
-    public func emitLine(_ line: String) {
-        let bytes = Array((line + "\n").utf8)
-        lock.withLock { _ in writeFully(fd, bytes) }
-    }
+    public func emitLine(_ line: String) { output.append(line + "\n", fd: fd) }
 }
 
 /// Keeps events in memory: for tests.

@@ -4,6 +4,10 @@ import NIOCore
 /// below TLS becomes a TLS record of its own, so 10,000 one-line messages would otherwise cost
 /// 10,000 records (22 bytes of overhead and a seal/open each). Big writes (file data) pass as they
 /// are, in order; promises complete when the joined buffer is written.
+///
+/// Flushes wait for the end of the event loop's current batch of work: many tasks that each write
+/// and flush a message in the same tick (echoes, `send` to a node, window grants) leave in one
+/// `write(2)` instead of one each. Nothing waits longer than that tick.
 final class WriteCoalescer: ChannelOutboundHandler, RemovableChannelHandler {
     typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
@@ -14,11 +18,13 @@ final class WriteCoalescer: ChannelOutboundHandler, RemovableChannelHandler {
 
     private var pending: ByteBuffer?
     private var promises: [EventLoopPromise<Void>] = []
+    private var flushScheduled = false
 
     init() {}
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         var buffer = Self.unwrapOutboundIn(data)
+        writes &+= 1
         guard buffer.readableBytes <= Self.small else {
             pass(context)
             context.write(data, promise: promise)
@@ -31,6 +37,37 @@ final class WriteCoalescer: ChannelOutboundHandler, RemovableChannelHandler {
     }
 
     func flush(context: ChannelHandlerContext) {
+        guard !flushScheduled else { return }
+        flushScheduled = true
+        deferrals = 0
+        scheduleFlush(context)
+    }
+
+    /// Writes since the flush was last put off: while tasks keep writing, one more turn lets them
+    /// join this `write(2)`; a turn without a new write (or `maxDeferrals` turns) flushes.
+    private var writes = 0
+    private var writesWhenScheduled = 0
+    private var deferrals = 0
+    static let maxDeferrals = 8
+
+    private func scheduleFlush(_ context: ChannelHandlerContext) {
+        writesWhenScheduled = writes
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        context.eventLoop.execute {
+            let (handler, context) = loopBound.value
+            guard handler.flushScheduled else { return }
+            if handler.writes != handler.writesWhenScheduled, handler.deferrals < Self.maxDeferrals {
+                handler.deferrals += 1
+                handler.scheduleFlush(context)
+            } else {
+                handler.flushNow(context)
+            }
+        }
+    }
+
+    private func flushNow(_ context: ChannelHandlerContext) {
+        guard flushScheduled else { return }
+        flushScheduled = false
         pass(context)
         context.flush()
     }
@@ -52,6 +89,7 @@ final class WriteCoalescer: ChannelOutboundHandler, RemovableChannelHandler {
 
     func handlerRemoved(context: ChannelHandlerContext) {
         // The channel went away with writes still joined here: they were never written.
+        flushScheduled = false
         pending = nil
         let waiting = promises
         promises = []
@@ -60,6 +98,7 @@ final class WriteCoalescer: ChannelOutboundHandler, RemovableChannelHandler {
 
     func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
         // Half-closing output sends what is joined first (the goodbye before close_notify and FIN).
+        flushNow(context)
         pass(context)
         context.close(mode: mode, promise: promise)
     }
