@@ -81,26 +81,40 @@ public final class DescriptorSource: ByteSource, @unchecked Sendable {
     }
 }
 
-/// Writes to a file descriptor (stdout) from a serial queue of its own; `finish` closes it, so
-/// the reader of a pipe sees the end.
+/// Writes to a file descriptor (stdout) from a serial queue of its own, up to `ahead` bytes behind
+/// the caller: the stream's next bytes arrive and decrypt while the last ones are still being
+/// written, and memory stays bounded. A failed write fails the next `write`; `finish` waits for
+/// every write and closes the descriptor, so the reader of a pipe sees the end.
 public final class DescriptorSink: ByteSink {
     private let fd: Int32
     private let queue = DispatchQueue(label: "nearby.stream.out")
+    /// Bytes handed to the queue and not yet written may not exceed this.
+    static let ahead = 4 << 20
+    private let room = CreditGate(initial: DescriptorSink.ahead)
+    private let failure = Mutex<Int32>(0)
 
     public init(fd: Int32) { self.fd = fd }
 
     public func write(_ buffer: ByteBuffer) async throws {
-        let fd = self.fd
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            queue.async {
-                let failure = buffer.withUnsafeReadableBytes { writeAll(fd, $0) }
-                if failure != 0 {
-                    continuation.resume(throwing: NearbyError.ioFailure(path: "stdout", reason: String(cString: strerror(failure))))
-                } else {
-                    continuation.resume()
-                }
-            }
+        try check()
+        var needed = buffer.readableBytes
+        while needed > 0 {
+            guard let taken = await room.take(upTo: needed) else { throw CancellationError() }
+            needed -= taken
         }
+        try check()
+        queue.async { [self] in
+            if failure.withLock({ $0 }) == 0 {
+                let error = buffer.withUnsafeReadableBytes { writeAll(fd, $0) }
+                if error != 0 { failure.withLock { $0 = error } }
+            }
+            room.add(buffer.readableBytes)
+        }
+    }
+
+    private func check() throws {
+        let error = failure.withLock { $0 }
+        if error != 0 { throw NearbyError.ioFailure(path: "stdout", reason: String(cString: strerror(error))) }
     }
 
     public func finish() async {
