@@ -79,17 +79,18 @@ extension Node {
             await fail(file, key, on: link, code: "io-error", reason: "cannot create \(file.directory): \(error.localizedDescription)")
             return
         }
-        file.descriptor = open(file.partial, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard file.descriptor >= 0 else {
+        let descriptor = open(file.partial, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard descriptor >= 0 else {
             await fail(file, key, on: link, code: "io-error", reason: "cannot write in \(file.directory): \(Transfer.errorText(errno))")
             return
         }
+        var hasher = SHA256()
         if start.offset > 0, let prefix = file.prefixHasher {
-            file.hasher = prefix
+            hasher = prefix
         } else {
-            file.hasher = SHA256()
-            _ = ftruncate(file.descriptor, 0)
+            _ = ftruncate(descriptor, 0)
         }
+        file.writer = FileWriter(descriptor: descriptor, hasher: hasher)
         file.position = start.offset
         file.skipped = start.offset
         file.started = .now
@@ -99,7 +100,7 @@ extension Node {
     func fileData(_ frame: Frame, on link: Link) async {
         let key = ChannelKey(link, frame.channel)
         guard let file = transfers.incoming[key] else { return }
-        guard file.descriptor >= 0 else {
+        guard let writer = file.writer else {
             violated(link, "data before start on channel \(frame.channel)")
             return
         }
@@ -108,16 +109,9 @@ extension Node {
             await fail(file, key, on: link, code: "protocol", reason: "the sender sent more than the \(file.size) bytes it announced")
             return
         }
-        var failure: Int32 = 0
-        frame.payload.withUnsafeReadableBytes { bytes in
-            if let base = bytes.baseAddress {
-                failure = Transfer.pwriteAll(file.descriptor, UnsafeRawBufferPointer(start: base, count: bytes.count), at: file.position)
-            }
-            file.hasher.update(bufferPointer: bytes)
-        }
+        let failure = await writer.write(frame.payload, at: file.position)
         if failure != 0 {
-            let reason = failure == ENOSPC ? "the disk is full" : Transfer.errorText(failure)
-            await fail(file, key, on: link, code: "io-error", reason: "cannot write \(file.relative): \(reason)")
+            await failed(file, key, on: link, writing: failure)
             return
         }
         file.position += UInt64(count)
@@ -133,16 +127,26 @@ extension Node {
     func fileEnds(_ frame: Frame, on link: Link) async {
         let key = ChannelKey(link, frame.channel)
         guard let file = transfers.incoming[key], let end = try? Control.decode(Control.Close.self, from: frame) else { return }
-        let sha = Transfer.hex(file.hasher.finalize())
-        guard file.descriptor >= 0, file.position == file.size, end.bytes == file.size, end.sha256 == sha else {
+        guard let writer = file.writer else {
+            await fail(file, key, on: link, code: "integrity", reason: "the file ended before it started")
+            return
+        }
+        let (hasher, failure) = await writer.finish()
+        if failure != 0 {
+            await failed(file, key, on: link, writing: failure)
+            return
+        }
+        let sha = Transfer.hex(hasher.finalize())
+        guard file.position == file.size, end.bytes == file.size, end.sha256 == sha else {
             await fail(file, key, on: link, code: "integrity", reason: "the file arrived damaged (SHA-256 \(sha) ≠ \(end.sha256.prefix(64)))")
             return
         }
-        // Private while incomplete; the usual mode (0666 less the umask) once it is a real file.
-        _ = fchmod(file.descriptor, Transfer.finishedMode)
-        let synced = fsync(file.descriptor) == 0
-        close(file.descriptor)
-        file.descriptor = -1
+        // Every write is done: the descriptor is ours again. Private while incomplete; the usual
+        // mode (0666 less the umask) once it is a real file.
+        _ = fchmod(writer.descriptor, Transfer.finishedMode)
+        let synced = fsync(writer.descriptor) == 0
+        close(writer.descriptor)
+        file.writer = nil
         let placed: String
         do {
             guard synced else { throw NearbyError.ioFailure(path: file.partial, reason: "fsync failed") }
@@ -170,6 +174,12 @@ extension Node {
         abandon(file, code: reset.code, reason: "the sender stopped: \(String(reset.reason.prefix(Control.maxReasonBytes)))", keepPartial: true)
     }
 
+    /// A write failed (the disk is full, an I/O error).
+    private func failed(_ file: IncomingFile, _ key: ChannelKey, on link: Link, writing failure: Int32) async {
+        let reason = failure == ENOSPC ? "the disk is full" : Transfer.errorText(failure)
+        await fail(file, key, on: link, code: "io-error", reason: "cannot write \(file.relative): \(reason)")
+    }
+
     /// The receiver gives up on a file (damaged, too long, disk full): nothing is kept, the sender
     /// hears why.
     private func fail(_ file: IncomingFile, _ key: ChannelKey, on link: Link, code: String, reason: String) async {
@@ -182,11 +192,9 @@ extension Node {
     /// Gives up on an incoming file: nothing under its final name; the partial file kept for a resume
     /// when the interruption was not the data's fault and something arrived.
     func abandon(_ file: IncomingFile, code: String, reason: String, keepPartial: Bool) {
-        let started = file.descriptor >= 0
-        if started {
-            close(file.descriptor)
-            file.descriptor = -1
-        }
+        let started = file.writer != nil
+        file.writer?.close()
+        file.writer = nil
         if started, !keepPartial || file.position == 0 { unlink(file.partial) }
         events.emit(Events.FileFailed(
             transfer: file.transfer, direction: "receive", peer: file.peer, path: file.relative, code: code, reason: reason,

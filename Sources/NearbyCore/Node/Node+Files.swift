@@ -56,8 +56,8 @@ final class IncomingFile {
     let name: String
     let partial: String
     let size: UInt64
-    var descriptor: Int32 = -1
-    var hasher = SHA256()
+    /// Set once the sender starts: writes and hashes what arrives, off the event loop.
+    var writer: FileWriter?
     var prefixHasher: SHA256?
     var offered: UInt64 = 0
     var position: UInt64 = 0

@@ -1,0 +1,97 @@
+import Crypto
+import Dispatch
+import NIOCore
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Writes and hashes an incoming file on a serial queue of its own, at most `ahead` bytes behind the
+/// node: the event loop decrypts the next frames while the last ones go to disk and through
+/// SHA-256, and memory stays bounded. A failed write is reported by the next `write` and by
+/// `finish`; the descriptor is only ever closed on the queue, after every write queued before.
+final class FileWriter: Sendable {
+    private struct State {
+        var failure: Int32 = 0
+        /// `close()` was called: nothing more is queued.
+        var closing = false
+        /// The descriptor is closed (set on the queue): a write queued after that is dropped, never
+        /// sent to a descriptor number the process may have reused.
+        var closed = false
+    }
+
+    /// Bytes queued and not yet written may not exceed this.
+    static let ahead = 4 << 20
+    let descriptor: Int32
+    private let queue = DispatchQueue(label: "nearby.file.in")
+    private let room = CreditGate(initial: FileWriter.ahead)
+    private let state = Mutex(State())
+    /// Touched only on the queue.
+    private final class Hashing: @unchecked Sendable {
+        var hasher: SHA256
+        init(_ hasher: SHA256) { self.hasher = hasher }
+    }
+    private let hashing: Hashing
+
+    init(descriptor: Int32, hasher: SHA256) {
+        self.descriptor = descriptor
+        hashing = Hashing(hasher)
+    }
+
+    /// The errno of a write that failed so far, 0 if none.
+    var failure: Int32 { state.withLock { $0.failure } }
+
+    /// Queues `payload` for `offset`; waits only while `ahead` bytes are queued. Returns the errno of
+    /// an earlier failed write (nothing is queued then), or `ECANCELED` when the task was cancelled.
+    func write(_ payload: ByteBuffer, at offset: UInt64) async -> Int32 {
+        var needed = payload.readableBytes
+        while needed > 0 {
+            guard let taken = await room.take(upTo: needed) else { return ECANCELED }
+            needed -= taken
+        }
+        let earlier = state.withLock { $0.closing ? EBADF : $0.failure }
+        if earlier != 0 {
+            room.add(payload.readableBytes)
+            return earlier
+        }
+        queue.async { [self] in
+            payload.withUnsafeReadableBytes { bytes in
+                guard state.withLock({ $0.failure == 0 && !$0.closed }) else { return }
+                let error = Transfer.pwriteAll(descriptor, bytes, at: offset)
+                if error != 0 {
+                    state.withLock { $0.failure = error }
+                } else {
+                    hashing.hasher.update(bufferPointer: bytes)
+                }
+            }
+            room.add(payload.readableBytes)
+        }
+        return 0
+    }
+
+    /// Waits for every queued write; the hash of everything written, and the errno of a failed write.
+    func finish() async -> (hasher: SHA256, failure: Int32) {
+        let hasher = await withCheckedContinuation { (continuation: CheckedContinuation<SHA256, Never>) in
+            queue.async { [hashing] in continuation.resume(returning: hashing.hasher) }
+        }
+        return (hasher, state.withLock { $0.failure })
+    }
+
+    /// Closes the descriptor once every queued write is done (now, if there are none).
+    func close() {
+        let first = state.withLock { state in
+            defer { state.closing = true }
+            return !state.closing
+        }
+        guard first else { return }
+        queue.async { [self] in
+            closeDescriptor(descriptor)
+            state.withLock { $0.closed = true }
+        }
+    }
+}
+
+private func closeDescriptor(_ fd: Int32) { _ = close(fd) }
