@@ -7,6 +7,11 @@ struct DiscoveryCache {
     /// Why discovery stopped working, if it did.
     private(set) var failure: NearbyError?
     private(set) var browser: Browser?
+    /// When this browsing started: a name is taken as unambiguous only once every peer that answers
+    /// the first query (mDNS responders wait 20-120 ms before answering a shared query) has had
+    /// time to be seen.
+    private(set) var startedAt = ContinuousClock.now
+    static let ambiguityWindow = Duration.milliseconds(300)
 
     /// Starts browsing if nobody has yet; returns the updates to feed back through `apply`.
     mutating func start(_ service: ServiceType) -> AsyncStream<Browser.Update>? {
@@ -14,6 +19,7 @@ struct DiscoveryCache {
         failure = nil
         let browser = Browser(service: service)
         self.browser = browser
+        startedAt = .now
         do {
             return try browser.start()
         } catch {

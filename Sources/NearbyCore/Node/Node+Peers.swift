@@ -13,7 +13,6 @@ extension Node {
     func resolve(_ query: String, until deadline: ContinuousClock.Instant, timeout: Double) async throws(NearbyError) -> Target {
         if let direct = Self.parseHostPort(query) { return Target(host: direct.host, port: direct.port) }
         startDiscovery()
-        var settledAt: ContinuousClock.Instant?
         while true {
             if let failure = discovery.failure { throw failure }
             let candidates = discovery.candidates(query, excluding: identity.peerID)
@@ -21,10 +20,10 @@ extension Node {
             if candidates.count > 1 {
                 throw .peerAmbiguous(query, candidates: candidates.map { "\($0.instance) (\($0.txt.displayName ?? "?"))" }.sorted())
             }
-            if let only = candidates.first {
-                // A name another peer shares may show up a moment later: look once more before choosing.
-                if let settledAt, ContinuousClock.now >= settledAt { return try target(for: only) }
-                if settledAt == nil { settledAt = ContinuousClock.now + .milliseconds(300) }
+            // A name another peer shares may show up a moment later: choose only once browsing has
+            // run long enough for every peer to answer.
+            if let only = candidates.first, ContinuousClock.now >= discovery.startedAt + DiscoveryCache.ambiguityWindow {
+                return try target(for: only)
             }
             guard ContinuousClock.now < deadline else { throw .peerNotFound(query, waitedSeconds: timeout) }
             do {
