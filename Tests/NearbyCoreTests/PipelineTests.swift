@@ -92,6 +92,32 @@ import Testing
         _ = try? channel.finish()
     }
 
+    @Test func aFlushWaitsWhileWritesKeepComingButNotPastItsCaps() throws {
+        let channel = EmbeddedChannel()
+        try channel.pipeline.syncOperations.addHandlers([WriteCoalescer(), FrameWriter()])
+        let loop = channel.embeddedEventLoop
+        // A task that writes in every turn of the loop (as a task hopping between executors does)
+        // puts the flush off, turn after turn, and all its writes leave together.
+        @Sendable func step(_ turn: Int) {
+            if turn < 10 { loop.execute { step(turn + 1) } }
+            _ = channel.writeAndFlush(Frame(kind: .message, payload: ByteBuffer(string: "turn \(turn)")))
+        }
+        loop.execute { step(0) }
+        loop.run()
+        var pieces: [ByteBuffer] = []
+        while let piece = try channel.readOutbound(as: ByteBuffer.self) { pieces.append(piece) }
+        #expect(pieces.count == 1)
+        // Big writes are not held back: past maxUnflushed bytes the flush goes at once.
+        let big = ByteBuffer(repeating: 1, count: WriteCoalescer.maxUnflushed)
+        _ = channel.writeAndFlush(Frame(kind: .data, channel: 1, payload: big))
+        loop.execute { _ = channel.writeAndFlush(Frame(kind: .message, payload: ByteBuffer(string: "after"))) }
+        loop.run()
+        var out = ByteBuffer()
+        while var piece = try channel.readOutbound(as: ByteBuffer.self) { out.writeBuffer(&piece) }
+        #expect(out.readableBytes >= WriteCoalescer.maxUnflushed)
+        _ = try? channel.finish()
+    }
+
     private func settled(_ future: EventLoopFuture<Negotiated>) -> Negotiated? {
         let box = Mutex<Negotiated?>(nil)
         future.whenSuccess { value in box.withLock { $0 = value } }

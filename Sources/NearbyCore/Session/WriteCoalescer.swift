@@ -5,9 +5,10 @@ import NIOCore
 /// 10,000 records (22 bytes of overhead and a seal/open each). Big writes (file data) pass as they
 /// are, in order; promises complete when the joined buffer is written.
 ///
-/// Flushes wait for the end of the event loop's current batch of work: many tasks that each write
-/// and flush a message in the same tick (echoes, `send` to a node, window grants) leave in one
-/// `write(2)` instead of one each. Nothing waits longer than that tick.
+/// Flushes wait for the end of the event loop's current batch of work, and for one more turn while
+/// writes keep coming: many tasks that each write and flush a message (echoes, `send` to a node,
+/// window grants) leave in one `write(2)` instead of one each. A lone message is flushed after one
+/// turn; nothing waits past `maxDeferrals` turns or `maxUnflushed` bytes.
 final class WriteCoalescer: ChannelOutboundHandler, RemovableChannelHandler {
     typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
@@ -25,6 +26,7 @@ final class WriteCoalescer: ChannelOutboundHandler, RemovableChannelHandler {
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         var buffer = Self.unwrapOutboundIn(data)
         writes &+= 1
+        unflushed += buffer.readableBytes
         guard buffer.readableBytes <= Self.small else {
             pass(context)
             context.write(data, promise: promise)
@@ -44,11 +46,14 @@ final class WriteCoalescer: ChannelOutboundHandler, RemovableChannelHandler {
     }
 
     /// Writes since the flush was last put off: while tasks keep writing, one more turn lets them
-    /// join this `write(2)`; a turn without a new write (or `maxDeferrals` turns) flushes.
+    /// join this `write(2)`; a turn without a new write, `maxDeferrals` turns or `maxUnflushed`
+    /// bytes waiting flush.
     private var writes = 0
     private var writesWhenScheduled = 0
     private var deferrals = 0
-    static let maxDeferrals = 8
+    private var unflushed = 0
+    static let maxDeferrals = 64
+    static let maxUnflushed = 256 << 10
 
     private func scheduleFlush(_ context: ChannelHandlerContext) {
         writesWhenScheduled = writes
@@ -56,7 +61,8 @@ final class WriteCoalescer: ChannelOutboundHandler, RemovableChannelHandler {
         context.eventLoop.execute {
             let (handler, context) = loopBound.value
             guard handler.flushScheduled else { return }
-            if handler.writes != handler.writesWhenScheduled, handler.deferrals < Self.maxDeferrals {
+            if handler.writes != handler.writesWhenScheduled, handler.deferrals < Self.maxDeferrals,
+               handler.unflushed < Self.maxUnflushed {
                 handler.deferrals += 1
                 handler.scheduleFlush(context)
             } else {
@@ -68,6 +74,7 @@ final class WriteCoalescer: ChannelOutboundHandler, RemovableChannelHandler {
     private func flushNow(_ context: ChannelHandlerContext) {
         guard flushScheduled else { return }
         flushScheduled = false
+        unflushed = 0
         pass(context)
         context.flush()
     }
