@@ -179,7 +179,8 @@ extension Node {
         }
         let fd = open(file.source, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw failed("io-error", "cannot open \(file.source): \(Transfer.errorText(errno))") }
-        defer { close(fd) }
+        let reader = FileReader(descriptor: fd)
+        defer { reader.close() }
 
         var signals = channel.signals.makeAsyncIterator()
         await link.send(Control.frame(.open, Control.Open(kind: "file", path: file.relative, size: file.size, key: Transfer.key(sender: sender, file: file)), channel: channel.id))
@@ -205,6 +206,9 @@ extension Node {
         let started = clock.now
         var lastProgress = started
         var position = offset
+        reader.start(at: offset, end: file.size, hasher: hasher)
+        // What was read and not sent yet (the peer granted less than a chunk).
+        var unsent: ByteBuffer?
         while position < file.size {
             if Task.isCancelled { throw await cancelled() }
             guard let want = await channel.credit.take(upTo: Int(min(UInt64(Transfer.chunk), file.size - position))) else {
@@ -216,14 +220,26 @@ extension Node {
                 default: throw failed("connection-lost", "the session ended")
                 }
             }
-            var buffer = ByteBufferAllocator().buffer(capacity: want)
-            let got = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: want) { pointer in
-                max(0, pread(fd, pointer.baseAddress, want, off_t(position)))
+            var chunk: ByteBuffer
+            do {
+                if let rest = unsent {
+                    chunk = rest
+                } else {
+                    guard let next = try await reader.next() else { throw FileReader.Failure.shorter }
+                    chunk = next
+                }
+            } catch FileReader.Failure.io(let code) {
+                throw failed("io-error", "cannot read \(file.source): \(Transfer.errorText(code))")
+            } catch {
+                if Task.isCancelled { throw await cancelled() }
+                throw failed("io-error", "\(file.source) became shorter while sending")
             }
-            guard got > 0 else { throw failed("io-error", "\(file.source) became shorter while sending") }
-            buffer.withUnsafeReadableBytes { hasher.update(bufferPointer: $0) }
-            await link.send(Frame(kind: .data, channel: channel.id, payload: buffer))
-            position += UInt64(got)
+            let count = min(want, chunk.readableBytes)
+            guard let piece = chunk.readSlice(length: count) else { break }
+            unsent = chunk.readableBytes > 0 ? chunk : nil
+            if count < want { channel.credit.giveBack(want - count) }
+            await link.send(Frame(kind: .data, channel: channel.id, payload: piece))
+            position += UInt64(count)
             if clock.now - lastProgress >= Transfer.progressInterval || position == file.size {
                 lastProgress = clock.now
                 sink.emit(Events.Progress(
@@ -231,7 +247,7 @@ extension Node {
                     rate: Transfer.rate(position - offset, Transfer.seconds(since: started))))
             }
         }
-        let sha = Transfer.hex(hasher.finalize())
+        let sha = Transfer.hex(await reader.hash().finalize())
         await link.send(Control.frame(.close, Control.Close(sha256: sha, bytes: file.size), channel: channel.id))
         while true {
             switch await signals.next() {
