@@ -254,6 +254,23 @@ import Testing
         await bob.stop()
     }
 
+    /// Messages arrive whole and in the order they were sent, whether they take the event loop's
+    /// shortcut or wait for the node behind frames it is still handling.
+    @Test func aBurstOfMessagesArrivesWholeAndInOrder() async throws {
+        let (bob, bobEvents) = try await node("bob") { $0.autoAccept = true }
+        let (alice, _) = try await node("alice")
+        let peer = try await alice.invite("127.0.0.1:\(await bob.port)", context: nil, timeout: 5, client: nil)
+        let count = 3000
+        for index in 0..<count {
+            try await alice.send(Array("m\(index)".utf8), to: [peer.id.rawValue], all: false, timeout: 5, client: nil)
+        }
+        #expect(await TestNodes.waitFor(bobEvents, #""text":"m\#(count - 1)""#, seconds: 10))
+        let texts = bobEvents.lines.compactMap { $0.firstMatch(of: /"event":"message".*"text":"(m[0-9]+)"/).map { String($0.1) } }
+        #expect(texts == (0..<count).map { "m\($0)" })
+        await alice.stop()
+        await bob.stop()
+    }
+
     @Test func encryptionRequiredAndNoneRefuseEachOther() async throws {
         let (plain, plainEvents) = try await node("plain") {
             $0.autoAccept = true

@@ -198,3 +198,11 @@ extension Events {
         }
     }
 }
+
+extension Events.Message {
+    /// A message as received: text when the bytes are UTF-8, base64 `data` when they are not.
+    init(_ bytes: [UInt8], from peer: PeerRef, reliable: Bool = true) {
+        let text = String(validating: bytes, as: UTF8.self)
+        self.init(peer: peer, text: text, data: text == nil ? Data(bytes).base64EncodedString() : nil, bytes: bytes.count, reliable: reliable)
+    }
+}

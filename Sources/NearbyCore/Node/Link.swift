@@ -8,14 +8,16 @@ public final class Link: Sendable, Hashable {
     public let isClient: Bool
     let outbound: NIOAsyncChannelOutboundWriter<Frame>
     let channel: any Channel
+    let shortcut: MessageShortcut
     private let lastHeard = Mutex(ContinuousClock.now)
     private let reason = Mutex<String?>(nil)
 
-    init(peer: AuthenticatedPeer, isClient: Bool, outbound: NIOAsyncChannelOutboundWriter<Frame>, channel: any Channel) {
+    init(peer: AuthenticatedPeer, isClient: Bool, outbound: NIOAsyncChannelOutboundWriter<Frame>, channel: any Channel, shortcut: MessageShortcut = MessageShortcut()) {
         self.peer = peer
         self.isClient = isClient
         self.outbound = outbound
         self.channel = channel
+        self.shortcut = shortcut
     }
 
     func heard() { lastHeard.withLock { $0 = .now } }

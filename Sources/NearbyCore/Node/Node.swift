@@ -194,7 +194,7 @@ public actor Node {
                 let peer = try await Handshake.run(
                     inbound: &iterator, outbound: outbound, connection: connection, isClient: isClient,
                     identity: identity, displayName: displayName, expected: expected, knownPeers: knownPeers)
-                let established = Link(peer: peer, isClient: isClient, outbound: outbound, channel: connection.channel.channel)
+                let established = Link(peer: peer, isClient: isClient, outbound: outbound, channel: connection.channel.channel, shortcut: connection.shortcut)
                 link = established
                 await attach(established, invitation: invitation, sink: sink)
                 try await withThrowingTaskGroup(of: Void.self) { group in
@@ -202,6 +202,7 @@ public actor Node {
                     while let frame = try await iterator.next() {
                         established.heard()
                         try await received(frame, on: established)
+                        if MessageShortcut.counts(frame) { established.shortcut.handled() }
                     }
                     group.cancelAll()
                 }
@@ -269,6 +270,7 @@ public actor Node {
     private func detach(_ link: Link) {
         NearbyLog.logger.info("connection with \(link.peer.id) closed: \(link.closeReason ?? "connection lost")")
         links[link] = nil
+        link.shortcut.disarm()
         datagrams.remove(link)
         transfersLost(on: link)
         muxes[link] = nil
@@ -293,6 +295,7 @@ public actor Node {
         guard var machine = links[link] else { return }
         let actions = try machine.received(frame)
         links[link] = machine
+        if machine.state != .connected { link.shortcut.disarm() }
         await perform(actions, on: link)
     }
 
@@ -322,9 +325,7 @@ public actor Node {
                 if let pending = invitations.outgoing[link.peer.id], pending.link === link { pending.link = nil }
                 _ = await acceptPendingInvitation(from: link.peer.id, client: nil)
             case let .message(bytes):
-                let text = String(validating: bytes, as: UTF8.self)
-                events.emit(Events.Message(
-                    peer: link.peer.ref, text: text, data: text == nil ? Data(bytes).base64EncodedString() : nil, bytes: bytes.count, reliable: true))
+                events.emit(Events.Message(bytes, from: link.peer.ref))
             case let .channel(frame):
                 do {
                     try await channelFrame(frame, on: link)
@@ -343,6 +344,7 @@ public actor Node {
         guard var machine = links[link] else { return }
         let actions = machine.leave(telling: reason)
         links[link] = machine
+        link.shortcut.disarm()
         for case let .send(frame) in actions {
             let sent = OneShot<Void>()
             spawn {
@@ -370,6 +372,11 @@ public actor Node {
         }
         sessions[link.peer.id] = link
         events.emit(connectedEvent(link))
+        let events = self.events, peer = link.peer.ref
+        link.shortcut.arm { bytes in
+            link.heard()
+            events.emit(Events.Message(bytes, from: peer))
+        }
         notify(.connected(link.peer.id))
         if let pending = invitations.outgoing.removeValue(forKey: link.peer.id) { pending.outcome.settle(.connected(link.peer)) }
     }

@@ -10,6 +10,8 @@ public struct FrameChannel: Sendable {
     public let remote: String
     /// The public key (SPKI DER) the peer's TLS certificate carries; nil without TLS.
     let certificateKey: KeyBox
+    /// Message frames of the session, delivered on the event loop once the node arms it.
+    let shortcut: MessageShortcut
     /// The place this incoming connection holds in the handshake caps, given back when it ends.
     var admission: HandshakeGate.Ticket? = nil
 
@@ -155,7 +157,9 @@ final class PreambleHandler: ChannelInboundHandler, RemovableChannelHandler {
                     ? NIOSSLServerHandler(context: tls, customVerificationCallback: verify)
                     : try NIOSSLClientHandler(context: tls, serverHostname: nil, customVerificationCallback: verify))
             }
+            let shortcut = MessageShortcut()
             handlers.append(ByteToMessageHandler(FrameDecoder()))
+            handlers.append(MessageShortcutHandler(shortcut))
             handlers.append(WriteCoalescer())
             handlers.append(FrameWriter())
             try pipeline.addHandlers(handlers, position: .after(self))
@@ -167,7 +171,7 @@ final class PreambleHandler: ChannelInboundHandler, RemovableChannelHandler {
             let remote = remote(context)
             done = true
             timeout?.cancel()
-            promise.succeed(.frames(FrameChannel(channel: channel, encrypted: useTLS, remote: remote, certificateKey: box)))
+            promise.succeed(.frames(FrameChannel(channel: channel, encrypted: useTLS, remote: remote, certificateKey: box, shortcut: shortcut)))
             if received.readableBytes > 0 {
                 context.fireChannelRead(NIOAny(received))
                 received = ByteBuffer()

@@ -172,9 +172,7 @@ public final class DatagramHub: Sendable {
         }
         switch verdict {
         case let .deliver(peer, bytes):
-            let text = String(validating: bytes, as: UTF8.self)
-            events.emit(Events.Message(
-                peer: peer, text: text, data: text == nil ? Data(bytes).base64EncodedString() : nil, bytes: bytes.count, reliable: false))
+            events.emit(Events.Message(bytes, from: peer, reliable: false))
         case let .drop(peer, reason):
             drop(peer: peer, reason: reason)
         }

@@ -1,0 +1,69 @@
+import NIOCore
+import Synchronization
+
+/// Delivers the message frames of a session in progress on the event loop, where they were read:
+/// no trip through the async channel and the node actor for each one (two task switches and a
+/// state-machine turn that, for a 64-byte message, cost more than the TLS record and the frame).
+///
+/// Only while it is safe to: the node arms it once the session is connected and disarms it when
+/// the session ends, and a message takes the shortcut only while every frame passed up before it
+/// has been handled by the node. So events keep the order of the frames on the wire, a message
+/// before `connected` or after a goodbye still reaches the state machine (which refuses it), and
+/// the async channel's back-pressure still applies to everything that goes up.
+public final class MessageShortcut: Sendable {
+    private struct State {
+        var deliver: (@Sendable ([UInt8]) -> Void)?
+        /// Frames passed up to the node and not yet handled by it (handshake frames are not counted:
+        /// the handshake reads them itself).
+        var pending = 0
+    }
+
+    private let state = Mutex(State())
+
+    public init() {}
+
+    /// From now on, messages that may take the shortcut go to `deliver`, on the event loop.
+    func arm(_ deliver: @escaping @Sendable ([UInt8]) -> Void) {
+        state.withLock { $0.deliver = deliver }
+    }
+
+    func disarm() {
+        state.withLock { $0.deliver = nil }
+    }
+
+    /// The node has handled one frame it read after the handshake.
+    func handled() {
+        state.withLock { $0.pending -= 1 }
+    }
+
+    /// On the event loop, for each frame read: true when `frame` was delivered here, false when
+    /// it must go up to the node.
+    func take(_ frame: Frame) -> Bool {
+        let deliver: (@Sendable ([UInt8]) -> Void)? = state.withLock { state in
+            if frame.kind == .message, state.pending == 0, let deliver = state.deliver { return deliver }
+            if Self.counts(frame) { state.pending += 1 }
+            return nil
+        }
+        guard let deliver else { return false }
+        deliver(Array(frame.payload.readableBytesView))
+        return true
+    }
+
+    /// Whether the node's `handled()` will be called for this frame: every frame but the handshake's.
+    static func counts(_ frame: Frame) -> Bool { frame.kind != .hello && frame.kind != .auth }
+}
+
+/// The pipeline end of `MessageShortcut`: between the frame decoder and the async channel.
+final class MessageShortcutHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = Frame
+    typealias InboundOut = Frame
+
+    private let shortcut: MessageShortcut
+
+    init(_ shortcut: MessageShortcut) { self.shortcut = shortcut }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if shortcut.take(Self.unwrapInboundIn(data)) { return }
+        context.fireChannelRead(data)
+    }
+}
