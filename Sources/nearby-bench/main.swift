@@ -32,9 +32,16 @@ final class MessageSink: EventSink {
         init(_ call: @escaping @Sendable (Events.Message) -> Void) { self.call = call }
     }
     private let box = Mutex<Handler?>(nil)
+    private let gone = Mutex<(@Sendable (String) -> Void)?>(nil)
     func set(_ call: @escaping @Sendable (Events.Message) -> Void) { box.withLock { $0 = Handler(call) } }
+    /// Called with a peer's ID when its session ends.
+    func onDisconnected(_ call: @escaping @Sendable (String) -> Void) { gone.withLock { $0 = call } }
     func emit(_ body: some EventBody) {
-        if let message = body as? Events.Message { box.withLock { $0 }?.call(message) }
+        if let message = body as? Events.Message {
+            box.withLock { $0 }?.call(message)
+        } else if let disconnected = body as? Events.Disconnected {
+            gone.withLock { $0 }?(disconnected.peer.id)
+        }
     }
     func emitLine(_ line: String) {}
 }
@@ -52,6 +59,52 @@ func makeNode(service: String, advertise: Bool, autoAccept: Bool, sink: MessageS
     // The node's work runs until `stop()` ends it (a benchmark tool: nobody else owns this task).
     Task { await node.run() }
     return node
+}
+
+/// The lines one peer's echoes are made of, taken by `sendLines` in batches of all that waits.
+final class EchoLines: ByteSource {
+    private struct State {
+        var pending = ByteBuffer()
+        var waiter: CheckedContinuation<ByteBuffer?, Never>?
+        var finished = false
+    }
+    private let state = Mutex(State())
+
+    func append(_ text: String) {
+        let waiter = state.withLock { state -> CheckedContinuation<ByteBuffer?, Never>? in
+            state.pending.writeString(text)
+            state.pending.writeInteger(UInt8(ascii: "\n"))
+            guard let waiter = state.waiter else { return nil }
+            state.waiter = nil
+            return waiter
+        }
+        waiter?.resume(returning: take())
+    }
+
+    /// The session ended: `next()` says so.
+    func finish() {
+        let waiter = state.withLock { state -> CheckedContinuation<ByteBuffer?, Never>? in
+            state.finished = true
+            return Swift.exchange(&state.waiter, with: nil)
+        }
+        waiter?.resume(returning: nil)
+    }
+
+    private func take() -> ByteBuffer { state.withLock { Swift.exchange(&$0.pending, with: ByteBuffer()) } }
+
+    func next() async throws -> ByteBuffer? {
+        let ready = take()
+        if ready.readableBytes > 0 { return ready }
+        return await withCheckedContinuation { continuation in
+            let now = state.withLock { state -> ByteBuffer?? in
+                if state.pending.readableBytes > 0 { return Swift.exchange(&state.pending, with: ByteBuffer()) }
+                if state.finished { return .some(nil) }
+                state.waiter = continuation
+                return nil
+            }
+            if let now { continuation.resume(returning: now) }
+        }
+    }
 }
 
 /// Nearest-rank percentile.
@@ -153,9 +206,23 @@ case "echo":
     guard arguments.count == 4, arguments[2] == "--service" else { fail("usage: echo --service S") }
     let sink = MessageSink()
     let node = try await makeNode(service: arguments[3], advertise: true, autoAccept: true, sink: sink)
+    // Echoes go back as `send --lines` sends: whatever arrived since the last batch left, in one
+    // write (as the raw TCP echo writes back each read whole), one message per line; one sender
+    // per session.
+    let echoes = Mutex<[String: EchoLines]>([:])
+    sink.onDisconnected { peer in echoes.withLock { $0.removeValue(forKey: peer) }?.finish() }
     sink.set { message in
-        let payload = message.text.map { Array($0.utf8) } ?? Array(Data(base64Encoded: message.data ?? "") ?? Data())
-        Task { try? await node.send(payload, to: [message.peer.id], all: false, timeout: 5, client: nil) }
+        guard let text = message.text else { return }
+        let (lines, first) = echoes.withLock { echoes in
+            if let lines = echoes[message.peer.id] { return (lines, false) }
+            let lines = EchoLines()
+            echoes[message.peer.id] = lines
+            return (lines, true)
+        }
+        lines.append(text)
+        if first {
+            Task { try? await node.sendLines(from: lines, to: [message.peer.id], all: false, unreliable: false, timeout: 5, client: nil) }
+        }
     }
     say("echo ready port \(await node.port)")
     _ = await TerminationSignal.next()
