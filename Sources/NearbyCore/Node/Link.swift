@@ -12,7 +12,7 @@ public final class Link: Sendable, Hashable {
     private let lastHeard = Mutex(ContinuousClock.now)
     private let reason = Mutex<String?>(nil)
 
-    init(peer: AuthenticatedPeer, isClient: Bool, outbound: NIOAsyncChannelOutboundWriter<Frame>, channel: any Channel, shortcut: MessageShortcut = MessageShortcut()) {
+    init(peer: AuthenticatedPeer, isClient: Bool, outbound: NIOAsyncChannelOutboundWriter<Frame>, channel: any Channel, shortcut: MessageShortcut) {
         self.peer = peer
         self.isClient = isClient
         self.outbound = outbound

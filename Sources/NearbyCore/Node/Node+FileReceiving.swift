@@ -235,4 +235,7 @@ extension Transfer {
         }
         return 0
     }
+
+    /// `close(2)`, for types whose own `close()` hides it.
+    static func closeDescriptor(_ fd: Int32) { _ = close(fd) }
 }

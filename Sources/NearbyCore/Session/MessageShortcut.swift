@@ -10,7 +10,7 @@ import Synchronization
 /// has been handled by the node. So events keep the order of the frames on the wire, a message
 /// before `connected` or after a goodbye still reaches the state machine (which refuses it), and
 /// the async channel's back-pressure still applies to everything that goes up.
-public final class MessageShortcut: Sendable {
+final class MessageShortcut: Sendable {
     private struct State {
         var deliver: (@Sendable ([UInt8]) -> Void)?
         /// Frames passed up to the node and not yet handled by it (handshake frames are not counted:
@@ -20,7 +20,7 @@ public final class MessageShortcut: Sendable {
 
     private let state = Mutex(State())
 
-    public init() {}
+    init() {}
 
     /// From now on, messages that may take the shortcut go to `deliver`, on the event loop.
     func arm(_ deliver: @escaping @Sendable ([UInt8]) -> Void) {

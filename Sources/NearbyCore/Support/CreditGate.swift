@@ -66,6 +66,20 @@ public final class CreditGate: Sendable {
         }
     }
 
+    /// Takes exactly `count` bytes of credit, waiting for as long as that takes; false (nothing
+    /// kept) once closed or when the calling task is cancelled.
+    public func take(exactly count: Int) async -> Bool {
+        var taken = 0
+        while taken < count {
+            guard let more = await take(upTo: count - taken) else {
+                giveBack(taken)
+                return false
+            }
+            taken += more
+        }
+        return true
+    }
+
     /// Gives back credit taken but not used.
     public func giveBack(_ count: Int) { add(count) }
 }

@@ -97,11 +97,7 @@ public final class DescriptorSink: ByteSink {
 
     public func write(_ buffer: ByteBuffer) async throws {
         try check()
-        var needed = buffer.readableBytes
-        while needed > 0 {
-            guard let taken = await room.take(upTo: needed) else { throw CancellationError() }
-            needed -= taken
-        }
+        guard await room.take(exactly: buffer.readableBytes) else { throw CancellationError() }
         try check()
         queue.async { [self] in
             if failure.withLock({ $0 }) == 0 {

@@ -72,7 +72,7 @@ final class FileReader: Sendable {
         stopped.withLock { $0 = true }
         queue.async { [self] in
             finishReading(nil)
-            closeDescriptor(descriptor)
+            Transfer.closeDescriptor(descriptor)
         }
     }
 
@@ -104,5 +104,3 @@ final class FileReader: Sendable {
         reading.continuation = nil
     }
 }
-
-private func closeDescriptor(_ fd: Int32) { _ = close(fd) }

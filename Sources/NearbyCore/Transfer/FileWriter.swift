@@ -47,11 +47,7 @@ final class FileWriter: Sendable {
     /// Queues `payload` for `offset`; waits only while `ahead` bytes are queued. Returns the errno of
     /// an earlier failed write (nothing is queued then), or `ECANCELED` when the task was cancelled.
     func write(_ payload: ByteBuffer, at offset: UInt64) async -> Int32 {
-        var needed = payload.readableBytes
-        while needed > 0 {
-            guard let taken = await room.take(upTo: needed) else { return ECANCELED }
-            needed -= taken
-        }
+        guard await room.take(exactly: payload.readableBytes) else { return ECANCELED }
         let earlier = state.withLock { $0.closing ? EBADF : $0.failure }
         if earlier != 0 {
             room.add(payload.readableBytes)
@@ -88,10 +84,8 @@ final class FileWriter: Sendable {
         }
         guard first else { return }
         queue.async { [self] in
-            closeDescriptor(descriptor)
+            Transfer.closeDescriptor(descriptor)
             state.withLock { $0.closed = true }
         }
     }
 }
-
-private func closeDescriptor(_ fd: Int32) { _ = close(fd) }
