@@ -32,17 +32,6 @@ import Testing
         #expect(throws: ProtocolViolation.unknownFrameType(0xEE)) { try FrameDecoder.parse(&garbage) }
     }
 
-    @Test func decoderInAPipeline() throws {
-        let frames = [
-            Frame(kind: .ping), Frame(kind: .message, payload: ByteBuffer(string: "x")),
-            Frame(kind: .goodbye, payload: ByteBuffer(string: #"{"reason":"bye"}"#)),
-        ]
-        var all = ByteBuffer()
-        frames.forEach { FrameEncoder.write($0, into: &all) }
-        try ByteToMessageDecoderVerifier.verifyDecoder(
-            inputOutputPairs: [(all, frames)], decoderFactory: { FrameDecoder() })
-    }
-
     @Test func controlFramesAreBoundedAndChecked() throws {
         let invite = Control.Invite(invitation: "abc", context: "ctx", timeout: 30)
         #expect(try Control.decode(Control.Invite.self, from: Control.frame(.invite, invite)) == invite)

@@ -193,9 +193,8 @@ extension Node {
         case .openReply:
             if let reply = try? Control.decode(Control.OpenReply.self, from: frame) { stream.replyContinuation.yield(reply) }
         case .data:
-            // A copy, not a slice: a slice would keep the whole decrypted read buffer alive while
-            // it waits in the queue, and memory would grow with the TLS layer's buffers.
-            stream.inboundContinuation.yield(.data(ByteBuffer(bytes: frame.payload.readableBytesView)))
+            // The payload is memory of its own (FrameSplitter): queued, it keeps no read buffer alive.
+            stream.inboundContinuation.yield(.data(frame.payload))
         case .window:
             if let more = frame.payload.getInteger(at: frame.payload.readerIndex, as: UInt32.self) {
                 stream.credit.add(Int(more))

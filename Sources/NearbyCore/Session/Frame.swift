@@ -75,21 +75,17 @@ public enum ProtocolViolation: Error, Equatable, Sendable, CustomStringConvertib
     }
 }
 
-/// Decodes frames, refusing an oversized one from its header alone, so an untrusted peer cannot make
-/// us buffer more than `maxPayload` bytes.
-public struct FrameDecoder: ByteToMessageDecoder, Sendable {
-    public typealias InboundOut = Frame
-
-    public init() {}
-
-    public mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
-        guard let frame = try Self.parse(&buffer) else { return .needMoreData }
-        context.fireChannelRead(Self.wrapInboundOut(frame))
-        return .continue
+/// Parses frames, refusing an oversized one from its header alone, so an untrusted peer cannot make
+/// us buffer more than `maxPayload` bytes. The pipeline's `FrameSplitter` is built on it.
+public enum FrameDecoder {
+    struct Header {
+        let kind: Frame.Kind
+        let channel: UInt32
+        let length: Int
     }
 
-    /// Takes one frame off the front of `buffer`, or nil when it is not all there yet.
-    public static func parse(_ buffer: inout ByteBuffer) throws(ProtocolViolation) -> Frame? {
+    /// The header at the front of `buffer`, checked, or nil when it is not all there yet.
+    static func header(of buffer: ByteBuffer) throws(ProtocolViolation) -> Header? {
         guard buffer.readableBytes >= Frame.headerSize,
               let type = buffer.getInteger(at: buffer.readerIndex, as: UInt8.self),
               let channel = buffer.getInteger(at: buffer.readerIndex + 1, as: UInt32.self),
@@ -97,10 +93,15 @@ public struct FrameDecoder: ByteToMessageDecoder, Sendable {
         else { return nil }
         guard length <= Frame.maxPayload else { throw .frameTooLarge(Int(length)) }
         guard let kind = Frame.Kind(rawValue: type) else { throw .unknownFrameType(type) }
-        guard buffer.readableBytes >= Frame.headerSize + Int(length) else { return nil }
+        return Header(kind: kind, channel: channel, length: Int(length))
+    }
+
+    /// Takes one frame off the front of `buffer`, or nil when it is not all there yet.
+    public static func parse(_ buffer: inout ByteBuffer) throws(ProtocolViolation) -> Frame? {
+        guard let header = try header(of: buffer), buffer.readableBytes >= Frame.headerSize + header.length else { return nil }
         buffer.moveReaderIndex(forwardBy: Frame.headerSize)
-        guard let payload = buffer.readSlice(length: Int(length)) else { return nil }
-        return Frame(kind: kind, channel: channel, payload: payload)
+        guard let payload = buffer.readSlice(length: header.length) else { return nil }
+        return Frame(kind: header.kind, channel: header.channel, payload: payload)
     }
 }
 
