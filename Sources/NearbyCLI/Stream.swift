@@ -23,7 +23,9 @@ extension Nearby {
                 running one itself, which accepts the opener's invitation — without --from from \
                 ANYONE on the network, else from --from only); an incoming stream that nobody \
                 listens for is refused after 30 s. A listening node takes streams only, never \
-                files. A listener with nothing to send reads from /dev/null.
+                files. A listener with nothing to send reads from /dev/null. Through a running \
+                node, a stdin that is a file ('< disk.img', Linux) is read by the node itself, \
+                not copied to it.
 
                 Examples:
                   tar cz photos | nearby stream "Bob's Pi" --stream photos
@@ -72,9 +74,11 @@ extension Nearby {
                     let source = DescriptorSource(fd: STDIN_FILENO)
                     let sink = DescriptorSink(fd: STDOUT_FILENO)
                     let (listen, name, from, timeout) = (self.listen, self.streamName, self.from, wait.timeout)
+                    // A running node may read stdin itself when it is a regular file (ControlRequest).
+                    let input = PassedInput.standardInput()
                     let request: ControlRequest = listen
-                        ? .listen(name: name, from: from)
-                        : .stream(peer: peer ?? "", name: name ?? "", timeout: timeout)
+                        ? .listen(name: name, from: from, input: input)
+                        : .stream(peer: peer ?? "", name: name ?? "", timeout: timeout, input: input)
                     let identity = try context.identity()
                     let address = NodeAddress(paths: context.paths, environment: context.environment, peerID: identity.peerID, service: service)
                     let events = context.events
@@ -84,7 +88,9 @@ extension Nearby {
                         try await ControlClient.stream(request, address: address, source: counted, sink: counted) { events.emitLine($0) }
                     }
                     switch viaNode {
-                    case let .ran(info)?: return counted.reportClosed(info, to: events)
+                    case let .ran(info)?:
+                        if info.readsInput == true, let input { counted.nodeRead(input) }
+                        return counted.reportClosed(info, to: events)
                     case let .failed(status)?: return try exitWith(status)
                     case nil: break
                     }
@@ -143,6 +149,16 @@ final class CountedStream: ByteSource, ByteSink {
     }
 
     func finish() async { await sink.finish() }
+
+    /// The node read our stdin itself, from `input.offset` to the end: count that, and leave stdin
+    /// at its end, as if this process had read it (a script may read on after us).
+    func nodeRead(_ input: PassedInput) {
+        var info = stat()
+        guard fstat(STDIN_FILENO, &info) == 0 else { return }
+        let end = max(input.offset, UInt64(max(0, info.st_size)))
+        counts.withLock { $0.sent += end - input.offset }
+        lseek(STDIN_FILENO, off_t(end), SEEK_SET)
+    }
 
     /// `stream-closed` for the stream the node opened for us, with what this process counted.
     func reportClosed(_ info: StreamInfo, to events: any EventSink) {

@@ -213,6 +213,58 @@ test_stream_through_running_nodes() {
     expect_eq "$(count_json "$adv1" 'select(.event=="invitation")')" 1 "invitations on h1 (the send reuses the stream's session)" || return 1
 }
 
+# A client whose stdin is a file passes it to its node, which reads it itself: the bytes from where
+# the client's stdin stood, byte-exact, and the client's stdin left at the end for whoever reads on.
+test_stream_through_a_node_reads_a_file_itself() {
+    trap st_done RETURN
+    local id1 adv2 pid2 listener opener a=8000000
+    id1=$(id_of 1) || return 1
+    head -c $a /dev/urandom >"$OUT/A.bin" && tail -c +1001 "$OUT/A.bin" >"$OUT/A.rest" || return 1
+    start_node 1 s-st-file --auto-accept || return 1
+    start_node 2 s-st-file --verbose || return 1; adv2=$ADV pid2=$ADV_PID
+    st_nb 1 listen : stream --listen --stream f --service s-st-file || return 1; listener=$PID
+    sleep 0.5
+    # 1000 bytes of stdin read before nearby; what nearby leaves is read after it.
+    spawn 2 "$OUT/open.sh.log" env N="$NEARBY" O="$OUT" ID="$id1" bash -c \
+        '{ dd bs=1000 count=1 of=/dev/null 2>/dev/null; "$N" stream "$ID" --stream f --service s-st-file >"$O/open.out" 2>"$O/open.events"; echo $? >"$O/open.status"; cat >"$O/after.bin"; } <"$O/A.bin"' || return 1
+    opener=$PID
+    exits "$opener" 30 0 "the opener (through h2's node)" || { show "$OUT/open.events" "$adv2"; return 1; }
+    exits "$listener" 10 0 "the listener (through h1's node)" || { show "$OUT/listen.events"; return 1; }
+    expect_eq "$(cat "$OUT/open.status")" 0 "the opener's exit status" || { show "$OUT/open.events"; return 1; }
+    st_same "$OUT/listen.out" "$OUT/A.rest" "the listener's stdout (the opener's stdin after its first 1000 bytes)" || return 1
+    expect_eq "$(stat -c %s "$OUT/after.bin")" 0 "bytes of stdin left after nearby" || return 1
+    grep -q "passed its input: the node reads it itself" "$adv2.err" || { fail "h2's node did not read the file itself"; show "$adv2"; return 1; }
+    st_json "$OUT/open.events" "select(.event==\"stream-closed\" and .sent==$((a - 1000)) and .reason==\"done\")" "the opener's stream-closed" || return 1
+    expect_json "$adv2" "select(.event==\"stream-closed\" and .sent==$((a - 1000)) and .reason==\"done\")" "stream-closed on h2's node" || return 1
+    still_running "$pid2" "h2's node" || return 1
+}
+
+# A client interrupted (Ctrl-C) while its node reads its file, the peer having stopped reading: the
+# client ends at once (130), and the node stops reading, resets the stream and goes on.
+test_stream_client_interrupted_while_its_node_reads_its_file() {
+    trap st_done RETURN
+    local id1 adv2 pid2 opener nearby_pid a=64000000
+    id1=$(id_of 1) || return 1
+    head -c $a /dev/zero >"$OUT/big.bin" || return 1
+    start_node 1 s-st-kill --auto-accept || return 1
+    start_node 2 s-st-kill || return 1; adv2=$ADV pid2=$ADV_PID
+    # A listener that does not read: the window stops the sender after a few MB.
+    spawn 1 "$OUT/listen.sh.log" env N="$NEARBY" O="$OUT" bash -c \
+        '"$N" stream --listen --stream k --service s-st-kill </dev/null 2>"$O/listen.events" | sleep 60' || return 1
+    sleep 0.5
+    spawn 2 "$OUT/open.sh.log" env N="$NEARBY" O="$OUT" ID="$id1" bash -c \
+        'exec "$N" stream "$ID" --stream k --service s-st-kill <"$O/big.bin" >/dev/null 2>"$O/open.events"' || return 1
+    opener=$PID
+    await "$adv2" 'select(.event=="stream-opened")' 10 "the stream opened on h2's node" >/dev/null || return 1
+    sleep 0.5
+    nearby_pid=$(st_nearby_pid "$opener") || { fail "no opener process"; return 1; }
+    kill -INT "$nearby_pid"
+    exits "$opener" 5 130 "the interrupted opener" || { show "$OUT/open.events"; return 1; }
+    await "$adv2" 'select(.event=="stream-closed" and .reason!="done")' 10 "h2's node ends the stream of the interrupted client" >/dev/null || return 1
+    expect_json "$adv2" "select(.event==\"stream-closed\" and .sent < $a)" "h2's node stopped before the end of the file" || return 1
+    still_running "$pid2" "h2's node" || return 1
+}
+
 # --- 4. names and --from ---------------------------------------------------------------------------
 
 test_stream_listener_takes_only_its_name_and_its_peer() {

@@ -101,18 +101,31 @@ public enum ControlClient {
                 }
                 guard let opened else { throw NearbyError.connectionFailed("the node closed the control connection before the stream opened") }
                 let leftover = reader.rest
+                // When the node reads our input itself, we send nothing and stay until the node has
+                // ended the stream and closed the connection: closing our side earlier would tell it
+                // we left (Ctrl-C, say), and it would stop reading.
+                let nodeReads = opened.readsInput == true
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     let raw = channel.channel
-                    group.addTask {
-                        while let chunk = try await source.next() { try await outbound.write(chunk) }
-                        await flushed(raw, ByteBuffer())
-                        outbound.finish()
+                    if !nodeReads {
+                        group.addTask {
+                            while let chunk = try await source.next() { try await outbound.write(chunk) }
+                            await flushed(raw, ByteBuffer())
+                            outbound.finish()
+                        }
                     }
                     if leftover.readableBytes > 0 { try await sink.write(leftover) }
                     while let chunk = try await iterator.next() { try await sink.write(chunk) }
                     await sink.finish()
                     try await group.waitForAll()
-                    await closed(channel.channel)
+                    if nodeReads {
+                        // The node closes the connection once it has sent all of our input.
+                        let gone = OneShot<Void>()
+                        channel.channel.closeFuture.whenComplete { _ in gone.settle(()) }
+                        if await gone.wait() == nil { throw NearbyError.cancelled("the stream through the node") }
+                    } else {
+                        await closed(channel.channel)
+                    }
                 }
                 return .ran(opened)
             }

@@ -1,6 +1,12 @@
 import Foundation
 import NIOCore
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// What a client asks the running node to do: one JSON line, one case per command.
 public enum ControlRequest: Codable, Sendable, Equatable {
     case invite(peer: String, context: String?, timeout: Double)
@@ -10,13 +16,22 @@ public enum ControlRequest: Codable, Sendable, Equatable {
     case disconnect(peer: String?, all: Bool)
     /// Files to send: absolute paths, already checked by the client.
     case sendFiles(peer: String, files: [OutgoingFile], timeout: Double)
-    /// After the setup replies, the connection carries the stream's raw bytes both ways.
-    case stream(peer: String, name: String, timeout: Double)
-    case listen(name: String?, from: String?)
+    /// After the setup replies, the connection carries the stream's raw bytes both ways (only the
+    /// peer's, when the node reads `input` itself).
+    case stream(peer: String, name: String, timeout: Double, input: PassedInput? = nil)
+    case listen(name: String?, from: String?, input: PassedInput? = nil)
     /// `send --lines`: after the request line the connection carries stdin's bytes (Node+Lines.swift).
     case sendLines(peers: [String], all: Bool, timeout: Double, unreliable: Bool)
     /// `send --unreliable`: one datagram.
     case sendDatagram(peers: [String], all: Bool, timeout: Double, payload: Data)
+
+    /// The client's stdin, when the node may read it itself.
+    var passedInput: PassedInput? {
+        switch self {
+        case let .stream(_, _, _, input), let .listen(_, _, input): input
+        default: nil
+        }
+    }
 
     var carriesStream: Bool {
         switch self {
@@ -53,6 +68,34 @@ public struct StreamInfo: Codable, Sendable, Equatable {
     public var stream: String
     public var peer: PeerRef
     public var name: String
+    /// The node reads the client's input itself (`PassedInput`): the client sends none of it.
+    public var readsInput: Bool?
+}
+
+/// A stream client's stdin when it is a regular file: the node opens it itself and reads it from
+/// `offset` to its end, instead of the client reading it and copying every byte over the control
+/// socket (the copy took a quarter of the speed of a stream through a node). The node takes it only
+/// when what it opens is that same file (device and inode), else the client copies as before.
+public struct PassedInput: Codable, Sendable, Equatable {
+    public var path: String
+    public var device: UInt64
+    public var inode: UInt64
+    public var offset: UInt64
+
+    /// This process's stdin, when the node could read it (Linux, a regular file), else nil.
+    public static func standardInput() -> PassedInput? {
+        #if os(Linux)
+        var info = stat()
+        guard fstat(STDIN_FILENO, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+        let offset = lseek(STDIN_FILENO, 0, SEEK_CUR)
+        guard offset >= 0 else { return nil }
+        // Through /proc, the file this descriptor has open, even renamed or deleted since.
+        return PassedInput(
+            path: "/proc/\(getpid())/fd/\(STDIN_FILENO)", device: UInt64(info.st_dev), inode: UInt64(info.st_ino), offset: UInt64(offset))
+        #else
+        return nil
+        #endif
+    }
 }
 
 /// Splits the first lines off a byte stream, bounded: a control request or answer line is at most

@@ -77,21 +77,42 @@ public enum ControlServer {
                     return
                 }
                 if request.carriesStream {
-                    let source = ChannelSource(leftover: reader.rest, iterator: iterator)
+                    // The client's stdin read here when it can be (a regular file), else its bytes.
+                    let passed = request.passedInput.flatMap { PassedInputSource($0) }
+                    let source: any ByteSource = passed ?? ChannelSource(leftover: reader.rest, iterator: iterator)
+                    if passed != nil { NearbyLog.logger.info("a stream's client passed its input: the node reads it itself") }
                     let bytes = ChannelSink(outbound, channel: client.channel)
                     let ready: @Sendable (StreamInfo) async -> Void = { info in
+                        var info = info
+                        info.readsInput = passed != nil
                         continuation.yield(ControlReply.streamReady(info).line)
                         continuation.finish()
                         await written.wait()
                     }
-                    do throws(NearbyError) {
-                        _ = try await stream(request, node: node, source: source, sink: bytes, client: sink, ready: ready)
-                        await closed(client.channel)
-                    } catch {
-                        // Failed before the stream was set up: the client still reads reply lines.
-                        continuation.yield(ControlReply.status(report(error, to: sink)).line)
-                        continuation.finish()
+                    let run: @Sendable () async -> Void = {
+                        do throws(NearbyError) {
+                            _ = try await stream(request, node: node, source: source, sink: bytes, client: sink, ready: ready)
+                            if passed != nil {
+                                // Our output is shut and flushed, and the client sends nothing: close.
+                                try? await client.channel.close()
+                            } else {
+                                await closed(client.channel)
+                            }
+                        } catch {
+                            // Failed before the stream was set up: the client still reads reply lines.
+                            continuation.yield(ControlReply.status(report(error, to: sink)).line)
+                            continuation.finish()
+                        }
                     }
+                    guard let passed else { return await run() }
+                    // The client sends nothing more and stays until the node closes the connection:
+                    // its end is the client leaving (Ctrl-C, killed), which ends the stream at once,
+                    // even one waiting for a peer that stopped reading.
+                    group.addTask { await run() }
+                    let rest = ChannelSource(leftover: nil, iterator: iterator)
+                    while (try? await rest.next()) != nil {}
+                    passed.stop()
+                    group.cancelAll()
                     return
                 }
                 if case let .sendLines(peers, all, timeout, unreliable) = request {
@@ -136,9 +157,9 @@ public enum ControlServer {
         ready: @escaping @Sendable (StreamInfo) async -> Void
     ) async throws(NearbyError) -> StreamSummary {
         switch request {
-        case let .listen(name, from):
+        case let .listen(name, from, _):
             return try await node.listenForStream(name: name, from: from, source: source, sink: sink, client: client, ready: ready)
-        case let .stream(peer, name, timeout):
+        case let .stream(peer, name, timeout, _):
             return try await node.openStream(to: peer, name: name, timeout: timeout, source: source, sink: sink, client: client, ready: ready)
         default:
             throw .invalidArgument("not a stream request")

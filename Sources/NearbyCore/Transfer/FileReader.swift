@@ -35,7 +35,13 @@ final class FileReader: Sendable {
     }
     private let consumer = Consumer()
 
-    init(descriptor: Int32) { self.descriptor = descriptor }
+    /// Whether chunks go through SHA-256 (a file sent); a stream's input read for a client is not hashed.
+    private let hashing: Bool
+
+    init(descriptor: Int32, hashing: Bool = true) {
+        self.descriptor = descriptor
+        self.hashing = hashing
+    }
 
     /// Starts reading at `offset` (the receiver has what lies before; `hasher` has hashed it) up to
     /// `end`.
@@ -91,7 +97,7 @@ final class FileReader: Sendable {
         }
         if failure != 0 { return finishReading(Failure.io(failure)) }
         guard got > 0 else { return finishReading(Failure.shorter) }
-        buffer.withUnsafeReadableBytes { reading.hasher.update(bufferPointer: $0) }
+        if hashing { buffer.withUnsafeReadableBytes { reading.hasher.update(bufferPointer: $0) } }
         reading.position += UInt64(got)
         reading.continuation?.yield(buffer)
         if reading.position >= reading.end { finishReading(nil) }
