@@ -20,7 +20,7 @@ let package = Package(
     targets: [
         .executableTarget(
             name: "nearby",
-            dependencies: ["NearbyCLI", "NearbyCore", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]
+            dependencies: ["NearbyCLI", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]
         ),
         // Benchmarks only (bench/sessions.sh): an echoing node, a pinger, and a raw TCP reference.
         .executableTarget(

@@ -17,7 +17,6 @@ import Glibc
 
 // As the nearby executable does: Swift concurrency on NIO's event loops.
 NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
-MemoryTuning.keepTransferBuffers()
 let arguments = CommandLine.arguments
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("nearby-bench: \(message)\n".utf8))

@@ -1,7 +1,6 @@
 import NIOCore
 import NIOPosix
 import NearbyCLI
-import NearbyCore
 
 /// The executable is only this: all behaviour lives in NearbyCLI and NearbyCore.
 @main
@@ -10,7 +9,6 @@ enum Entrypoint {
         // Swift concurrency runs on NIO's event loops: a task that awaits a socket write or is
         // woken by a frame no longer hops between two thread pools (measured in bench/).
         NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
-        MemoryTuning.keepTransferBuffers()
         await Nearby.main()
     }
 }
