@@ -24,7 +24,7 @@ final class FileWriter: Sendable {
     }
 
     /// Bytes queued and not yet written may not exceed this.
-    static let ahead = 4 << 20
+    static let ahead = 8 << 20
     let descriptor: Int32
     private let queue = DispatchQueue(label: "nearby.file.in")
     private let room = CreditGate(initial: FileWriter.ahead)
