@@ -120,9 +120,7 @@ public enum ControlClient {
                     try await group.waitForAll()
                     if nodeReads {
                         // The node closes the connection once it has sent all of our input.
-                        let gone = OneShot<Void>()
-                        channel.channel.closeFuture.whenComplete { _ in gone.settle(()) }
-                        if await gone.wait() == nil { throw NearbyError.cancelled("the stream through the node") }
+                        guard await closed(channel.channel, within: nil) else { throw NearbyError.cancelled("the stream through the node") }
                     } else {
                         await closed(channel.channel)
                     }

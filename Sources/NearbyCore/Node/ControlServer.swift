@@ -195,11 +195,14 @@ public final class ActiveRequests: Sendable {
     func end() { value.withLock { $0 -= 1 } }
 }
 
-/// Waits (at most 30 s) until a half-closed connection has closed by itself: with both directions
-/// shut, NIO closes it once everything queued is written. Leaving earlier could drop the stream's
-/// last bytes.
-func closed(_ channel: any Channel) async {
+/// Waits (at most `limit`, 30 s unless told; nil: for as long as it takes) until a connection has
+/// closed: with both directions shut, NIO closes it once everything queued is written, so leaving
+/// earlier could drop the stream's last bytes. False when it did not close in time, or the waiting
+/// task was cancelled.
+@discardableResult
+func closed(_ channel: any Channel, within limit: Duration? = .seconds(30)) async -> Bool {
     let done = OneShot<Void>()
     channel.closeFuture.whenComplete { _ in done.settle(()) }
-    _ = await done.wait(until: .now + .seconds(30))
+    guard let limit else { return await done.wait() != nil }
+    return await done.wait(until: .now + limit) != nil
 }
