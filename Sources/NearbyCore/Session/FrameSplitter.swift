@@ -95,8 +95,9 @@ final class FrameSplitter: ChannelInboundHandler, RemovableChannelHandler {
     /// is then free again at once, and the layer below (TLS, or the socket) fills it again in place.
     /// Holding a slice instead made that layer copy its whole buffer (512 KiB for a 256 KiB read)
     /// into fresh memory on its next read: twice the bytes copied, and new pages every time.
+    /// The copy goes into a buffer of `BufferPool.received` when the writer gave one back.
     private static func copy(_ payload: ByteBuffer) -> ByteBuffer {
-        ByteBuffer(bytes: payload.readableBytesView)
+        BufferPool.received.copy(payload)
     }
 
     /// How many more bytes `buffer` (the start of a frame) needs before `split` can take something.

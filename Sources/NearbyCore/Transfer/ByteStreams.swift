@@ -105,6 +105,7 @@ public final class DescriptorSink: ByteSink {
                 if error != 0 { failure.withLock { $0 = error } }
             }
             room.add(buffer.readableBytes)
+            BufferPool.received.recycle(buffer)
         }
     }
 

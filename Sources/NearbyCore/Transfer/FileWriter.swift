@@ -9,10 +9,12 @@ import Glibc
 import Darwin
 #endif
 
-/// Writes and hashes an incoming file on a serial queue of its own, at most `ahead` bytes behind the
-/// node: the event loop decrypts the next frames while the last ones go to disk and through
-/// SHA-256, and memory stays bounded. A failed write is reported by the next `write` and by
-/// `finish`; the descriptor is only ever closed on the queue, after every write queued before.
+/// Writes and hashes an incoming file at most `ahead` bytes behind the node, memory bounded: the
+/// event loop decrypts the next frames while the last ones go to disk, and those before them through
+/// SHA-256. Writing and hashing are two serial queues in a row, so the two run at once on two cores
+/// instead of one after the other (together they were the receiver's longest chain: 3.6 s of a
+/// 4.6 s GiB). A failed write is reported by the next `write` and by `finish`; the descriptor is
+/// only ever closed on the writing queue, after every write queued before.
 final class FileWriter: Sendable {
     private struct State {
         var failure: Int32 = 0
@@ -27,9 +29,11 @@ final class FileWriter: Sendable {
     static let ahead = 8 << 20
     let descriptor: Int32
     private let queue = DispatchQueue(label: "nearby.file.in")
+    /// Hashes what `queue` wrote, in the order written.
+    private let hashQueue = DispatchQueue(label: "nearby.file.hash")
     private let room = CreditGate(initial: FileWriter.ahead)
     private let state = Mutex(State())
-    /// Touched only on the queue.
+    /// Touched only on `hashQueue`.
     private final class Hashing: @unchecked Sendable {
         var hasher: SHA256
         init(_ hasher: SHA256) { self.hasher = hasher }
@@ -54,24 +58,31 @@ final class FileWriter: Sendable {
             return earlier
         }
         queue.async { [self] in
-            payload.withUnsafeReadableBytes { bytes in
-                guard state.withLock({ $0.failure == 0 && !$0.closed }) else { return }
+            let written = payload.withUnsafeReadableBytes { bytes in
+                guard state.withLock({ $0.failure == 0 && !$0.closed }) else { return false }
                 let error = Transfer.pwriteAll(descriptor, bytes, at: offset)
-                if error != 0 {
-                    state.withLock { $0.failure = error }
-                } else {
-                    hashing.hasher.update(bufferPointer: bytes)
-                }
+                if error != 0 { state.withLock { $0.failure = error } }
+                return error == 0
             }
-            room.add(payload.readableBytes)
+            guard written else {
+                room.add(payload.readableBytes)
+                return
+            }
+            hashQueue.async { [self] in
+                payload.withUnsafeReadableBytes { hashing.hasher.update(bufferPointer: $0) }
+                room.add(payload.readableBytes)
+                BufferPool.received.recycle(payload)
+            }
         }
         return 0
     }
 
-    /// Waits for every queued write; the hash of everything written, and the errno of a failed write.
+    /// Waits for every queued write and its hashing; the hash of everything written, and the errno of a failed write.
     func finish() async -> (hasher: SHA256, failure: Int32) {
         let hasher = await withCheckedContinuation { (continuation: CheckedContinuation<SHA256, Never>) in
-            queue.async { [hashing] in continuation.resume(returning: hashing.hasher) }
+            queue.async { [hashing, hashQueue] in
+                hashQueue.async { continuation.resume(returning: hashing.hasher) }
+            }
         }
         return (hasher, state.withLock { $0.failure })
     }
