@@ -4,7 +4,10 @@
 # (socat, 1 MiB blocks and socket buffers) and scp (OpenSSH, aes128-gcm, a private sshd inside the
 # lab host). Every row runs ROUNDS times, the rows taking turns, and the median of each is printed
 # in MB/s and as a ratio to raw TCP's median: on a noisy machine one run of raw TCP alone moves
-# every ratio (it was seen anywhere from 340 to 980 MB/s in one afternoon).
+# every ratio (it was seen anywhere from 340 to 980 MB/s in one afternoon). Each row also prints
+# the CPU time the whole machine spent on it per GiB (both hosts, every process, from /proc/stat),
+# which moves far less than the speed, and the run ends with the share of time the hypervisor gave
+# to other guests (steal): how quiet the machine was.
 #
 #   bench/transfer.sh [MiB]      (root; default 1024; ROUNDS=3; builds nearby in release mode)
 set -euo pipefail
@@ -31,9 +34,20 @@ now() { local t=${EPOCHREALTIME/[.,]/}; echo $((10#$t)); }
 warm() { head -c "$BYTES" /dev/zero >"$WORK/warm.bin"; rm -f "$WORK/warm.bin"; }
 rate() { awk -v b="$BYTES" -v us="$1" 'BEGIN { printf "%.0f", b / (us / 1e6) / 1e6 }'; }
 check() { cmp -s "$WORK/src/data.bin" "$1" || { echo "bench: $2 delivered different bytes" >&2; exit 1; }; rm -f "$1"; }
-declare -A US=()
+# The whole machine's busy time (user, system, interrupts; both hosts, every process) and the time
+# the hypervisor gave to others (steal), in ticks: how much CPU a row cost, whatever the VM's speed.
+ticks() { local _ u n s i w q sq st; read -r _ u n s i w q sq st _ </proc/stat; echo "$((u + n + s + q + sq)) $st"; }
+declare -A US=() CPU=()
+STEAL=0 TICKS=0
 record() { US[$1]="${US[$1]:-} $2"; }
-median() { tr ' ' '\n' <<<"${US[$1]}" | sed '/^$/d' | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+# record_cpu ROW "TICKS-AT-START": adds the row's busy ticks, and its steal to the run's.
+record_cpu() {
+    local b0 s0 b1 s1; read -r b0 s0 <<<"$2"; read -r b1 s1 <<<"$(ticks)"
+    CPU[$1]="${CPU[$1]:-} $((b1 - b0))"; STEAL=$((STEAL + s1 - s0)); TICKS=$((TICKS + b1 - b0 + s1 - s0))
+}
+median() { tr ' ' '\n' <<<"$1" | sed '/^$/d' | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+# CPU-seconds per GiB from a median of ticks.
+per_gib() { awk -v t="$1" -v b="$BYTES" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", t / hz / (b / 1073741824) }'; }
 
 # The receivers that stay up: a node on h1 that takes files, and sshd on h1.
 lab_run 1 "$NEARBY" identity --rename bench-recv >/dev/null
@@ -62,9 +76,9 @@ sleep 1
 send_file() { # row encryption
     local t0
     warm
-    t0=$(now)
+    t0=$(now) c0=$(ticks)
     (cd "$WORK/src" && lab_run 2 "$NEARBY" send-file bench-recv data.bin --service bench --encryption "$2" >"$WORK/send.jsonl")
-    record "$1" $(( $(now) - t0 ))
+    record "$1" $(( $(now) - t0 )); record_cpu "$1" "$c0"
     [[ $2 != required ]] || record transfer_only "$(jq -r 'select(.event=="file-sent") | .seconds * 1e6 | floor' "$WORK/send.jsonl")"
     check "$WORK/dst/data.bin" "send-file ($2)"
 }
@@ -79,10 +93,10 @@ stream() { # row encryption
     lab_wait_line "$WORK/dst/stream.bin.err" 'select(.event=="advertising")' 10 >/dev/null
     sleep 1
     warm
-    t0=$(now)
+    t0=$(now) c0=$(ticks)
     lab_run 2 "$NEARBY" stream bench-recv --service bench-st --encryption "$2" <"$WORK/src/data.bin" >/dev/null 2>"$WORK/stream.err"
     lab_wait_pid "$listener" 30 >/dev/null || true
-    record "$1" $(( $(now) - t0 ))
+    record "$1" $(( $(now) - t0 )); record_cpu "$1" "$c0"
     check "$WORK/dst/stream.bin" "stream ($1)"
 }
 
@@ -92,20 +106,20 @@ socat_row() {
     listener=$LAB_PID
     sleep 0.3
     warm
-    t0=$(now)
+    t0=$(now) c0=$(ticks)
     lab_run 2 socat -u -b 1048576 FILE:"$WORK/src/data.bin" TCP:"$H1":47010,sndbuf=1048576
     lab_wait_pid "$listener" 30 >/dev/null || true
-    record tcp $(( $(now) - t0 ))
+    record tcp $(( $(now) - t0 )); record_cpu tcp "$c0"
     check "$WORK/dst/socat.bin" socat
 }
 
 scp_row() {
     local t0
     warm
-    t0=$(now)
+    t0=$(now) c0=$(ticks)
     lab_run 2 scp -q -P 2222 -i "$WORK/ssh/user" -c aes128-gcm@openssh.com -o StrictHostKeyChecking=no \
         -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR "$WORK/src/data.bin" "root@$H1:$WORK/dst/scp.bin"
-    record scp $(( $(now) - t0 ))
+    record scp $(( $(now) - t0 )); record_cpu scp "$c0"
     check "$WORK/dst/scp.bin" scp
 }
 
@@ -125,15 +139,17 @@ for _ in $(seq "$ROUNDS"); do
 done
 lab_down
 
-tcp=$(rate "$(median tcp)")
-printf '%-52s %8s %10s   %s\n' "$MIB MiB, h2 -> h1, to a file in RAM, median of $ROUNDS" "MB/s" "vs raw TCP" "(each round, MB/s)"
+tcp=$(rate "$(median "${US[tcp]}")")
+printf '%-52s %8s %10s %10s   %s\n' "$MIB MiB, h2 -> h1, to a file in RAM, median of $ROUNDS" "MB/s" "vs raw TCP" "CPU-s/GiB" "(each round, MB/s)"
 for row in "nearby send-file (whole command)|sendfile" "nearby send-file, encryption none|sendfile_none" \
     "nearby stream (whole command)|stream" "nearby stream, encryption none|stream_none" \
     "nearby stream through a running node|stream_node" \
     "raw TCP (socat, 1 MiB blocks and buffers)|tcp" "scp (OpenSSH, aes128-gcm)|scp" \
     "nearby send-file (transfer only, from file-sent)|transfer_only"; do
-    label=${row%|*}; key=${row#*|}; mbs=$(rate "$(median "$key")")
+    label=${row%|*}; key=${row#*|}; mbs=$(rate "$(median "${US[$key]}")")
     each=$(for us in ${US[$key]}; do rate "$us"; echo -n " "; done)
-    printf '%-52s %8s %10s   (%s)\n' "$label" "$mbs" "$(awk -v a="$mbs" -v b="$tcp" 'BEGIN { printf "%.2f", a / b }')" "${each% }"
+    cpu=-; [[ -z ${CPU[$key]:-} ]] || cpu=$(per_gib "$(median "${CPU[$key]}")")
+    printf '%-52s %8s %10s %10s   (%s)\n' "$label" "$mbs" "$(awk -v a="$mbs" -v b="$tcp" 'BEGIN { printf "%.2f", a / b }')" "$cpu" "${each% }"
 done
-awk -v a="$(rate "$(median sendfile)")" -v b="$(rate "$(median scp)")" 'BEGIN { printf "%-52s %8.2f\n", "nearby send-file vs scp (x)", a / b }'
+awk -v a="$(rate "$(median "${US[sendfile]}")")" -v b="$(rate "$(median "${US[scp]}")")" 'BEGIN { printf "%-52s %8.2f\n", "nearby send-file vs scp (x)", a / b }'
+awk -v s="$STEAL" -v t="$TICKS" 'BEGIN { printf "%-52s %7.0f%%\n", "CPU time the hypervisor gave to others (steal)", t ? 100 * s / t : 0 }'
