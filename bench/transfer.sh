@@ -6,7 +6,7 @@
 # in MB/s and as a ratio to raw TCP's median: on a noisy machine one run of raw TCP alone moves
 # every ratio (it was seen anywhere from 340 to 980 MB/s in one afternoon). Each row also prints
 # the CPU time the whole machine spent on it per GiB (both hosts, every process, from /proc/stat),
-# which moves far less than the speed, and the run ends with the share of time the hypervisor gave
+# which moves less than the speed, and the run ends with the share of time the hypervisor gave
 # to other guests (steal): how quiet the machine was.
 #
 #   bench/transfer.sh [MiB]      (root; default 1024; ROUNDS=3; builds nearby in release mode)
