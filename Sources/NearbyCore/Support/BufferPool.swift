@@ -11,9 +11,9 @@ import Synchronization
 /// referenced elsewhere when it is taken again is copied on write by `ByteBuffer`, never shared.
 /// The pool is bounded (`limit` buffers of at most `largest` bytes each), so an idle node holds at
 /// most a few MiB.
-public final class BufferPool: Sendable {
+final class BufferPool: Sendable {
     /// The pool the frame splitter copies data frames into.
-    public static let received = BufferPool(limit: 8, largest: 512 << 10)
+    static let received = BufferPool(limit: 8, largest: 512 << 10)
 
     private let buffers = Mutex<[ByteBuffer]>([])
     let limit: Int
@@ -33,7 +33,7 @@ public final class BufferPool: Sendable {
     }
 
     /// Takes `buffer` back for a later `copy`; the caller must not use it again.
-    public func recycle(_ buffer: ByteBuffer) {
+    func recycle(_ buffer: ByteBuffer) {
         guard buffer.capacity <= largest else { return }
         buffers.withLock { buffers in
             if buffers.count < limit { buffers.append(buffer) }
