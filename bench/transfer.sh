@@ -4,7 +4,9 @@
 # (socat, 1 MiB blocks and socket buffers) and scp (OpenSSH, aes128-gcm, a private sshd inside the
 # lab host). Every row runs ROUNDS times, the rows taking turns, and the median of each is printed
 # in MB/s and as a ratio to raw TCP's median: on a noisy machine one run of raw TCP alone moves
-# every ratio (it was seen anywhere from 340 to 980 MB/s in one afternoon). Each row also prints
+# every ratio (it was seen anywhere from 340 to 980 MB/s in one afternoon). A second reference is
+# socat over OpenSSL's TLS 1.3 with AES-128-GCM (what nearby negotiates): what a C program doing
+# nothing but user-space TLS makes of the same two cores. Each row also prints
 # the CPU time the whole machine spent on it per GiB (both hosts, every process, from /proc/stat),
 # which moves less than the speed, and the run ends with the share of time the hypervisor gave
 # to other guests (steal): how quiet the machine was.
@@ -100,18 +102,37 @@ stream() { # row encryption
     check "$WORK/dst/stream.bin" "stream ($1)"
 }
 
+# socat_row ROW LISTEN-ADDRESS CONNECT-ADDRESS: socat from h2's file to a file on h1.
 socat_row() {
     local t0 listener
-    lab_bg 1 /dev/null socat -u -b 1048576 TCP-LISTEN:47010,reuseaddr,rcvbuf=1048576 CREATE:"$WORK/dst/socat.bin" >/dev/null
+    lab_bg 1 /dev/null env OPENSSL_CONF="$WORK/openssl.cnf" socat -u -b 1048576 "$2" CREATE:"$WORK/dst/socat.bin" >/dev/null
     listener=$LAB_PID
     sleep 0.3
     warm
     t0=$(now) c0=$(ticks)
-    lab_run 2 socat -u -b 1048576 FILE:"$WORK/src/data.bin" TCP:"$H1":47010,sndbuf=1048576
+    lab_run 2 env OPENSSL_CONF="$WORK/openssl.cnf" socat -u -b 1048576 FILE:"$WORK/src/data.bin" "$3"
     lab_wait_pid "$listener" 30 >/dev/null || true
-    record tcp $(( $(now) - t0 )); record_cpu tcp "$c0"
-    check "$WORK/dst/socat.bin" socat
+    record "$1" $(( $(now) - t0 )); record_cpu "$1" "$c0"
+    check "$WORK/dst/socat.bin" "socat ($1)"
 }
+# The TLS reference: OpenSSL 3 would choose AES-256-GCM for TLS 1.3, nearby's BoringSSL chooses
+# AES-128-GCM, so OpenSSL is told to use that.
+cat >"$WORK/openssl.cnf" <<CONF
+openssl_conf = conf
+[conf]
+ssl_conf = ssl
+[ssl]
+system_default = tls
+[tls]
+MinProtocol = TLSv1.3
+Ciphersuites = TLS_AES_128_GCM_SHA256
+CONF
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=bench \
+    -keyout "$WORK/ssh/tls.key" -out "$WORK/ssh/tls.crt" 2>/dev/null
+TCP_LISTEN=TCP-LISTEN:47010,reuseaddr,rcvbuf=1048576
+TCP_TO=TCP:$H1:47010,sndbuf=1048576
+TLS_LISTEN=OPENSSL-LISTEN:47011,reuseaddr,rcvbuf=1048576,cert=$WORK/ssh/tls.crt,key=$WORK/ssh/tls.key,verify=0
+TLS_TO=OPENSSL:$H1:47011,sndbuf=1048576,verify=0
 
 scp_row() {
     local t0
@@ -124,7 +145,8 @@ scp_row() {
 }
 
 for _ in $(seq "$ROUNDS"); do
-    socat_row
+    socat_row tcp "$TCP_LISTEN" "$TCP_TO"
+    socat_row tls "$TLS_LISTEN" "$TLS_TO"
     send_file sendfile required
     send_file sendfile_none none
     stream stream required
@@ -144,7 +166,8 @@ printf '%-52s %8s %10s %10s   %s\n' "$MIB MiB, h2 -> h1, to a file in RAM, media
 for row in "nearby send-file (whole command)|sendfile" "nearby send-file, encryption none|sendfile_none" \
     "nearby stream (whole command)|stream" "nearby stream, encryption none|stream_none" \
     "nearby stream through a running node|stream_node" \
-    "raw TCP (socat, 1 MiB blocks and buffers)|tcp" "scp (OpenSSH, aes128-gcm)|scp" \
+    "raw TCP (socat, 1 MiB blocks and buffers)|tcp" "socat over OpenSSL (TLS 1.3, AES-128-GCM)|tls" \
+    "scp (OpenSSH, aes128-gcm)|scp" \
     "nearby send-file (transfer only, from file-sent)|transfer_only"; do
     label=${row%|*}; key=${row#*|}; mbs=$(rate "$(median "${US[$key]}")")
     each=$(for us in ${US[$key]}; do rate "$us"; echo -n " "; done)
@@ -152,4 +175,5 @@ for row in "nearby send-file (whole command)|sendfile" "nearby send-file, encryp
     printf '%-52s %8s %10s %10s   (%s)\n' "$label" "$mbs" "$(awk -v a="$mbs" -v b="$tcp" 'BEGIN { printf "%.2f", a / b }')" "$cpu" "${each% }"
 done
 awk -v a="$(rate "$(median "${US[sendfile]}")")" -v b="$(rate "$(median "${US[scp]}")")" 'BEGIN { printf "%-52s %8.2f\n", "nearby send-file vs scp (x)", a / b }'
+awk -v a="$(rate "$(median "${US[stream]}")")" -v b="$(rate "$(median "${US[tls]}")")" 'BEGIN { printf "%-52s %8.2f\n", "nearby stream vs socat over OpenSSL (x)", a / b }'
 awk -v s="$STEAL" -v t="$TICKS" 'BEGIN { printf "%-52s %7.0f%%\n", "CPU time the hypervisor gave to others (steal)", t ? 100 * s / t : 0 }'
