@@ -6,10 +6,10 @@
 # in MB/s and as a ratio to raw TCP's median: on a noisy machine one run of raw TCP alone moves
 # every ratio (it was seen anywhere from 340 to 980 MB/s in one afternoon). A second reference is
 # socat over OpenSSL's TLS 1.3 with AES-128-GCM (what nearby negotiates): what a C program doing
-# nothing but user-space TLS makes of the same two cores. Each row also prints
-# the CPU time the whole machine spent on it per GiB (both hosts, every process, from /proc/stat),
-# which moves less than the speed, and the run ends with the share of time the hypervisor gave
-# to other guests (steal): how quiet the machine was.
+# nothing but user-space TLS makes of the same two cores. Each row also prints the CPU time the
+# whole machine spent on it per GiB (both hosts, every process, from /proc/stat), which moves less
+# than the speed, and the run ends with the share of time the hypervisor gave to other guests
+# (steal): how quiet the machine was.
 #
 #   bench/transfer.sh [MiB]      (root; default 1024; ROUNDS=3; builds nearby in release mode)
 set -euo pipefail
@@ -174,6 +174,10 @@ for row in "nearby send-file (whole command)|sendfile" "nearby send-file, encryp
     cpu=-; [[ -z ${CPU[$key]:-} ]] || cpu=$(per_gib "$(median "${CPU[$key]}")")
     printf '%-52s %8s %10s %10s   (%s)\n' "$label" "$mbs" "$(awk -v a="$mbs" -v b="$tcp" 'BEGIN { printf "%.2f", a / b }')" "$cpu" "${each% }"
 done
-awk -v a="$(rate "$(median "${US[sendfile]}")")" -v b="$(rate "$(median "${US[scp]}")")" 'BEGIN { printf "%-52s %8.2f\n", "nearby send-file vs scp (x)", a / b }'
-awk -v a="$(rate "$(median "${US[stream]}")")" -v b="$(rate "$(median "${US[tls]}")")" 'BEGIN { printf "%-52s %8.2f\n", "nearby stream vs socat over OpenSSL (x)", a / b }'
+# versus LABEL ROW REFERENCE: how many times the reference's median speed the row's is.
+versus() {
+    awk -v l="$1" -v a="$(rate "$(median "${US[$2]}")")" -v b="$(rate "$(median "${US[$3]}")")" 'BEGIN { printf "%-52s %8.2f\n", l, a / b }'
+}
+versus "nearby send-file vs scp (x)" sendfile scp
+versus "nearby stream vs socat over OpenSSL (x)" stream tls
 awk -v s="$STEAL" -v t="$TICKS" 'BEGIN { printf "%-52s %7.0f%%\n", "CPU time the hypervisor gave to others (steal)", t ? 100 * s / t : 0 }'
