@@ -9,11 +9,17 @@ public final class Link: Sendable, Hashable {
     let outbound: NIOAsyncChannelOutboundWriter<Frame>
     let channel: any Channel
     let shortcut: MessageShortcut
+    /// The place an incoming link holds among links that are not sessions (`HandshakeGate`).
+    let admission: HandshakeGate.Ticket?
     private let lastHeard = Mutex(ContinuousClock.now)
     private let reason = Mutex<String?>(nil)
 
-    init(peer: AuthenticatedPeer, isClient: Bool, outbound: NIOAsyncChannelOutboundWriter<Frame>, channel: any Channel, shortcut: MessageShortcut) {
+    init(
+        peer: AuthenticatedPeer, isClient: Bool, outbound: NIOAsyncChannelOutboundWriter<Frame>, channel: any Channel,
+        shortcut: MessageShortcut, admission: HandshakeGate.Ticket? = nil
+    ) {
         self.peer = peer
+        self.admission = admission
         self.isClient = isClient
         self.outbound = outbound
         self.channel = channel

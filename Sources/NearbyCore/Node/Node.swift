@@ -194,7 +194,9 @@ public actor Node {
                 let peer = try await Handshake.run(
                     inbound: &iterator, outbound: outbound, connection: connection, isClient: isClient,
                     identity: identity, displayName: displayName, expected: expected, knownPeers: knownPeers)
-                let established = Link(peer: peer, isClient: isClient, outbound: outbound, channel: connection.channel.channel, shortcut: connection.shortcut)
+                let established = Link(
+                    peer: peer, isClient: isClient, outbound: outbound, channel: connection.channel.channel,
+                    shortcut: connection.shortcut, admission: connection.admission)
                 link = established
                 await attach(established, invitation: invitation, sink: sink)
                 try await withThrowingTaskGroup(of: Void.self) { group in
@@ -366,6 +368,8 @@ public actor Node {
 
     func connect(_ link: Link) {
         guard pinSession(link) else { return }
+        // A session now: no longer one of the links a stranger may hold open (HandshakeGate).
+        link.admission?.release()
         if let previous = sessions[link.peer.id], previous !== link {
             sessions[link.peer.id] = nil
             previous.close(because: "replaced by a new connection")
