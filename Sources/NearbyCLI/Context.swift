@@ -46,6 +46,11 @@ func reporting(_ context: CommandContext, verbose: Bool, _ body: () async throws
     do {
         try await body()
         context.terminal?.endBar()
+    } catch let failure as ReportedFailure {
+        // The node's error event is printed already: the sentence only.
+        context.terminal?.endBar()
+        if !context.humanOutput { Console(verbose: verbose).error(failure.message) }
+        throw ExitCode(failure.status)
     } catch let error as NearbyError {
         context.terminal?.endBar()
         let message = error.errorDescription ?? "\(error)"

@@ -38,10 +38,11 @@ extension Nearby {
                 let name = try naming.resolve()
                 let (peer, invitationContext, timeout) = (self.peer, self.context, wait.timeout)
                 let request = ControlRequest.invite(peer: peer, context: invitationContext, timeout: timeout)
-                if let status = try await context.viaRunningNode(request, service: service) { return try exitWith(status) }
+                let checked = request.expecting(NodeExpectations(displayName: name, encryption: session.encryption))
+                if try await context.viaRunningNode(checked, service: service) != nil { return }
 
                 var configuration = NodeConfiguration(service: service)
-                configuration.encryption = session.encryption
+                configuration.encryption = session.mode
                 configuration.displayName = name
                 try await LocalNode.run(configuration, identity: context.identity(), context: context, serve: true, stopReason: { stopReason($0) }) { local in
                     let connected = try await interruptible("inviting \(peer)") {

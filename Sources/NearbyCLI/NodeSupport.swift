@@ -7,9 +7,12 @@ extension EncryptionPreference: ExpressibleByArgument {}
 /// Options of every command that opens sessions.
 struct SessionOptions: ParsableArguments {
     @Option(help: ArgumentHelp(
-        "Session encryption: required, optional or none (MPC's rules: required and none refuse each other).",
+        "Session encryption: required (the default), optional or none (MPC's rules: required and none refuse each other).",
         valueName: "mode"))
-    var encryption: EncryptionPreference = .required
+    var encryption: EncryptionPreference?
+
+    /// The mode for a node this command starts.
+    var mode: EncryptionPreference { encryption ?? .required }
 }
 
 /// `--timeout` of every command that may have to find and invite a peer first.
@@ -124,37 +127,70 @@ func interruptible<T: Sendable>(_ what: String, _ body: @escaping @Sendable () a
 
 extension CommandContext {
     /// Asks the running node (if any) to do the work, printing its event lines. Nil: no node runs.
+    /// A failure the node reports ends the command with its status and sentence (`ReportedFailure`).
     /// Ctrl-C closes the connection, and the node drops the work.
+    @discardableResult
     func viaRunningNode(_ request: ControlRequest, service: ServiceType) async throws -> Int32? {
         let identity = try identity()
         let address = NodeAddress(paths: paths, environment: environment, peerID: identity.peerID, service: service)
-        let events = self.events
-        return try await interruptible("waiting for the node") {
-            try await ControlClient.perform(request, address: address) { events.emitLine($0) }
+        let replies = NodeReplies(events)
+        let status = try await interruptible("waiting for the node") {
+            try await ControlClient.perform(request, address: address) { replies.print($0) }
         }
+        if let status { try replies.outcome(status) }
+        return status
     }
 }
 
-/// Waits until SIGINT/SIGTERM, or until the peer (or, with nil, the last peer) leaves.
-func waitForEnd(_ node: Node, peer: PeerID?) async -> String {
+/// Why a command that stays in a session stopped waiting.
+enum SessionEnd: Sendable, Equatable {
+    case signal(Int32)
+    case peerLeft
+    /// `accept`: the files that came are in, and none has come for `TransferLedger.linger`.
+    case filesDone
+}
+
+/// Waits until SIGINT/SIGTERM, until the peer (or, with nil, the last peer) leaves, or — with a
+/// ledger — until files came and every one of them is in for 2 s (a peer that runs a node stays
+/// in the session: files it sent must not leave `accept` waiting forever).
+func waitForEnd(_ node: Node, peer: PeerID?, ledger: TransferLedger? = nil) async -> SessionEnd {
     let changes = await node.sessionChanges()
-    return await withTaskGroup(of: String.self) { group in
-        group.addTask {
-            let signal = await TerminationSignal.next()
-            return signal == SIGINT ? "interrupted" : "terminated"
-        }
+    return await withTaskGroup(of: SessionEnd.self) { group in
+        group.addTask { .signal(await TerminationSignal.next() ?? SIGTERM) }
         group.addTask {
             for await change in changes {
                 if case let .disconnected(id, remaining) = change, peer == nil ? remaining == 0 : id == peer {
-                    return "the peer left"
+                    return .peerLeft
                 }
             }
-            return "stopped"
+            return .peerLeft
         }
-        let first = await group.next() ?? "stopped"
+        if let ledger {
+            let updates = ledger.changes()
+            group.addTask {
+                for await _ in updates where ledger.tally.settled {
+                    // Settled for the whole linger, or a new file started (the next update says).
+                    try? await Task.sleep(for: settleLinger)
+                    if Task.isCancelled { break }
+                    if ledger.tally.settled { return .filesDone }
+                }
+                return await neverEnding()
+            }
+        }
+        let first = await group.next() ?? .peerLeft
         group.cancelAll()
         return first
     }
+}
+
+/// How long `accept` waits after its files are in for more to come.
+let settleLinger = Duration.seconds(2)
+
+/// Suspends until cancelled.
+private func neverEnding() async -> SessionEnd {
+    let (stream, _) = AsyncStream<Void>.makeStream()
+    for await _ in stream {}
+    return .peerLeft
 }
 
 /// Why a node that ran a command's work stops, as its peers read it in their `disconnected`.

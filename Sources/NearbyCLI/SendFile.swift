@@ -50,9 +50,10 @@ extension Nearby {
                 let files = try FileList.collect(paths)
                 let (peer, timeout) = (self.peer, wait.timeout)
                 let request = ControlRequest.sendFiles(peer: peer, files: files, timeout: timeout)
-                if let status = try await context.viaRunningNode(request, service: service) { return try exitWith(status) }
+                let checked = request.expecting(NodeExpectations(displayName: name, encryption: session.encryption))
+                if try await context.viaRunningNode(checked, service: service) != nil { return }
                 var configuration = NodeConfiguration(service: service)
-                configuration.encryption = session.encryption
+                configuration.encryption = session.mode
                 configuration.displayName = name
                 try await LocalNode.run(
                     configuration, identity: context.identity(), context: context, serve: false,

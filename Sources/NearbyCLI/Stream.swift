@@ -95,7 +95,7 @@ extension Nearby {
                     case nil: break
                     }
                     var configuration = NodeConfiguration(service: service)
-                    configuration.encryption = session.encryption
+                    configuration.encryption = session.mode
                     configuration.displayName = displayName
                     configuration.advertise = listen
                     // Listening means taking the opener's invitation: from anyone, or from --from only.

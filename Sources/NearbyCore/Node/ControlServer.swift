@@ -67,15 +67,24 @@ public enum ControlServer {
                     for await text in lines { try? await outbound.write(ByteBuffer(string: text + "\n")) }
                     written.settle(())
                 }
-                let request: ControlRequest
+                var decoded: ControlRequest
                 do {
-                    request = try JSONDecoder().decode(ControlRequest.self, from: Data((line ?? "").utf8))
+                    decoded = try JSONDecoder().decode(ControlRequest.self, from: Data((line ?? "").utf8))
                 } catch {
                     let status = report(NearbyError.invalidArgument("the node could not read the request: \(error)"), to: sink)
                     continuation.yield(ControlReply.status(status).line)
                     continuation.finish()
                     return
                 }
+                if case let .expecting(expected, inner) = decoded {
+                    if let conflict = await node.conflict(with: expected) {
+                        continuation.yield(ControlReply.status(report(conflict, to: sink)).line)
+                        continuation.finish()
+                        return
+                    }
+                    decoded = inner
+                }
+                let request = decoded
                 if request.carriesStream {
                     // The client's stdin read here when it can be (a regular file), else its bytes.
                     let passed = request.passedInput.flatMap { PassedInputSource($0) }
@@ -180,8 +189,8 @@ public enum ControlServer {
             try await node.sendFiles(files, to: peer, timeout: timeout, client: sink)
         case let .sendDatagram(peers, all, timeout, payload):
             try await node.sendMessage(Array(payload), to: peers, all: all, unreliable: true, timeout: timeout, client: sink)
-        case .stream, .listen, .sendLines:
-            throw .invalidArgument("streams and lines need a connection of their own")
+        case .stream, .listen, .sendLines, .expecting:
+            throw .invalidArgument("streams, lines and checked requests need a connection of their own")
         }
     }
 }
