@@ -157,7 +157,9 @@ extension Node {
         } catch {
             invitations.forget(invitation)
             if error is CancellationError { throw .cancelled("connecting to \(target.address)") }
-            throw .connectionFailed("cannot connect to \(target.address): \(Self.describe(error))")
+            let why = ConnectFailure.describe(error, timeout: Connections.connectTimeout) ?? Self.describe(error)
+            let whom = query == target.address ? query : "\(query) at \(target.address)"
+            throw .connectionFailed("cannot connect to \(whom): \(why)")
         }
         if case let .refused(_, theirs, decision) = negotiated {
             invitations.forget(invitation)

@@ -264,8 +264,11 @@ public enum Connections {
 
     /// Connects and runs the preamble; cancelling the calling task ends the wait at once. The
     /// connection takes a place in the process's `budget` until it closes.
+    /// How long a TCP connection may take to be made.
+    public static let connectTimeout = TimeAmount.seconds(10)
+
     public static func connect(
-        host: String, port: Int, preference: EncryptionPreference, tls: NIOSSLContext, timeout: TimeAmount = .seconds(10),
+        host: String, port: Int, preference: EncryptionPreference, tls: NIOSSLContext, timeout: TimeAmount = connectTimeout,
         budget: ConnectionBudget = .shared
     ) async throws -> Negotiated {
         guard budget.take() else {
