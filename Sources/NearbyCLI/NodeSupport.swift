@@ -97,10 +97,7 @@ struct LocalNode: Sendable {
             }
             await node.stop(reason: stopReason(result))
             // A client whose own request ended this node (the last `disconnect`) gets its answer.
-            let deadline = ContinuousClock.now + .seconds(1)
-            while active.count > 0, ContinuousClock.now < deadline, !Task.isCancelled {
-                try? await Task.sleep(for: .milliseconds(10))
-            }
+            await active.idle(by: .now + .seconds(1))
             group.cancelAll()
             return try result.get()
         }

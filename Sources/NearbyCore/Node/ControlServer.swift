@@ -197,11 +197,30 @@ public enum ControlServer {
 
 /// How many control requests are being served: a node that stops lets them finish first.
 public final class ActiveRequests: Sendable {
-    private let value = Mutex(0)
+    private let state = Mutex<(count: Int, idle: [OneShot<Void>])>((0, []))
     public init() {}
-    public var count: Int { value.withLock { $0 } }
-    func begin() { value.withLock { $0 += 1 } }
-    func end() { value.withLock { $0 -= 1 } }
+    public var count: Int { state.withLock { $0.count } }
+    func begin() { state.withLock { $0.count += 1 } }
+    func end() {
+        let waiters = state.withLock { state -> [OneShot<Void>] in
+            state.count -= 1
+            guard state.count == 0 else { return [] }
+            defer { state.idle = [] }
+            return state.idle
+        }
+        for waiter in waiters { waiter.settle(()) }
+    }
+
+    /// Waits until no request is being served, or `deadline`, or the caller is cancelled.
+    public func idle(by deadline: ContinuousClock.Instant) async {
+        let waiter = OneShot<Void>()
+        let busy = state.withLock { state -> Bool in
+            guard state.count > 0 else { return false }
+            state.idle.append(waiter)
+            return true
+        }
+        if busy { _ = await waiter.wait(until: deadline) }
+    }
 }
 
 /// Waits (at most `limit`, 30 s unless told; nil: for as long as it takes) until a connection has

@@ -230,10 +230,7 @@ extension Node {
         for link in targets {
             await leave(link, because: "we left: disconnected by us", telling: "disconnected")
         }
-        let deadline = ContinuousClock.now + .seconds(1)
-        while targets.contains(where: { links[$0] != nil }), ContinuousClock.now < deadline {
-            do { try await Task.sleep(for: .milliseconds(10)) } catch { break }
-        }
+        await Link.untilDetached(targets, by: .now + .seconds(1))
         let left = targets.map(\.peer.ref)
         if let client {
             for peer in left { client.emit(Events.Disconnected(peer: peer, reason: "we left: disconnected by us", peers: sessions.count)) }

@@ -20,6 +20,8 @@ public actor Node {
     private var listener: (any Channel)?
     public private(set) var port = 0
     var discovery = DiscoveryCache()
+    /// Lookups (`resolve`) waiting for discovery to change.
+    var discoveryWaiters: [OneShot<Void>] = []
     var invitations = Invitations()
 
     /// Every authenticated connection and where it is in the session protocol.
@@ -143,10 +145,7 @@ public actor Node {
             }
         }
         // Give the peers a moment to close their side, and the links to report `disconnected`.
-        let deadline = ContinuousClock.now + .milliseconds(500)
-        while !links.isEmpty, ContinuousClock.now < deadline {
-            do { try await Task.sleep(for: .milliseconds(10)) } catch { break }
-        }
+        await Link.untilDetached(Array(links.keys), by: .now + .milliseconds(500))
         try? await listener?.close()
         for link in links.keys { link.close(because: "the node stopped") }
         jobQueue.finish()
@@ -272,6 +271,7 @@ public actor Node {
     private func detach(_ link: Link) {
         NearbyLog.logger.info("connection with \(link.peer.id) closed: \(link.closeReason ?? "connection lost")")
         links[link] = nil
+        defer { link.markDetached() }
         link.shortcut.disarm()
         datagrams.remove(link)
         transfersLost(on: link)
