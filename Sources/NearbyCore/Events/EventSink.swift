@@ -24,9 +24,10 @@ public final class LineSink: EventSink {
 
     public init(fileDescriptor: Int32 = STDOUT_FILENO) { fd = fileDescriptor }
 
-    public func emit(_ body: some EventBody) { emitLine(encoder.line(body)) }
+    public func emit(_ body: some EventBody) { output.append(encoder.line(body) + "\n", fd: fd) }
 
-    public func emitLine(_ line: String) { output.append(line + "\n", fd: fd) }
+    /// A line from elsewhere (a running node, maybe an older one) is made as safe as our own.
+    public func emitLine(_ line: String) { output.append(TerminalText.jsonLine(line) + "\n", fd: fd) }
 }
 
 /// Keeps events in memory: for tests.
