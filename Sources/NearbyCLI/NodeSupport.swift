@@ -68,7 +68,10 @@ struct LocalNode: Sendable {
         defer { lock?.release() }
         // What a stranger makes the node repeat (rejected connections, its errors) is summarised.
         let events = LimitedSink(context.events)
-        defer { events.drain() }
+        defer {
+            events.drain()
+            NearbyLog.drainRepeats()
+        }
         let node = try Node(identity: identity, configuration: configuration, paths: context.paths, events: events)
         try await node.start()
         let active = ActiveRequests()

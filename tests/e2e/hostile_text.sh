@@ -27,7 +27,8 @@ for name, needle in bad.items():
     if at >= 0 and (name != "OSC 52" or raw[at - 1:at] == b"\x1b"):
         print(f"    FAIL: {name} at byte {at}: {raw[max(0, at - 60):at + 20]!r}", file=sys.stderr)
         found = True
-print(f"    {len(raw)} bytes on the terminal, none of them raw escapes")
+if not found:
+    print(f"    {len(raw)} bytes on the terminal, none of them raw escapes")
 sys.exit(1 if found else 0)
 PY
 }
@@ -100,7 +101,7 @@ test_hostile_text_in_error_sentences_is_escaped() {
     grep -qa 'nearby: error: .*declined the invitation (bye\\u{1b}]52;c;' "$OUT/invite.txt" \
         || { fail "the nearby: error: sentence, escaped"; show "$OUT/invite.txt"; return 1; }
     text_decodes "$OUT/invite.txt" "$OUT/hostile.json" \
-        'select(.event=="error" and .code=="declined" and (.message | contains($h.reason)) and (.message | contains($h.name)))' || return 1
+        'select(.event=="error" and .code=="declined" and (.message | contains($h.reason)))' || return 1
 }
 
 test_hostile_text_floods_are_summarised() {
@@ -120,10 +121,15 @@ test_hostile_text_floods_are_summarised() {
     [[ -n $udp ]] || { fail "no UDP port in the -v log"; show "$OUT/node.jsonl"; return 1; }
     text_rogue 2 "$OUT/datagrams.out" datagrams "$(lab_addr 1)" "$udp" 20000 || return 1
     exits "$PID" 30 0 "the datagram flood" || return 1
-    await "$OUT/node.jsonl" 'select(.event=="suppressed" and .of=="rejected")' 15 "the summary of the rejected connections" >/dev/null || return 1
     nb 3 send "$(lab_addr 1):$port" "after the flood" --service s-text-flood >"$OUT/after.jsonl" 2>"$OUT/after.err" \
         || { fail "a send after the flood failed"; show "$OUT/after.jsonl"; return 1; }
     await "$OUT/node.jsonl" 'select(.event=="message" and .text=="after the flood")' 5 "the message after the flood" >/dev/null || return 1
+    # The summaries come when their 10 s are over, whether the flood goes on or not.
+    local deadline=$(( $(now_ms) + 15000 )) summaries=0
+    until grep -q '"event":"suppressed"' "$OUT/node.jsonl" && grep -qE '… and [0-9,]+ more like "dropped a datagram' "$OUT/node.jsonl.err"; do
+        (( $(now_ms) < deadline )) || { summaries=1; break; }
+        sleep 0.2
+    done
     kill -INT "$node"; exits "$node" 10 0 "the node" || return 1
     lines=$(wc -l <"$OUT/node.jsonl"); errs=$(wc -l <"$OUT/node.jsonl.err")
     rejected=$(count_json "$OUT/node.jsonl" 'select(.event=="rejected")')
@@ -131,9 +137,8 @@ test_hostile_text_floods_are_summarised() {
     printf '    2,000 foreign connections (%s sent a request), 20,000 foreign datagrams: %s stdout lines (%s rejected + %s counted), %s stderr lines\n' \
         "$sent" "$lines" "$rejected" "$held" "$errs"
     expect_json "$OUT/node.jsonl" 'select(.event=="message" and .text=="during the flood")' "the message during the flood" || return 1
+    (( summaries == 0 )) || { fail "no summary event, or no summary of the dropped datagrams on stderr, within 15 s"; return 1; }
     (( lines <= 50 )) || { fail "stdout: $lines lines (at most 50)"; return 1; }
     (( errs <= 50 )) || { fail "stderr: $errs lines (at most 50)"; return 1; }
     (( rejected + held == sent )) || { fail "rejected shown + counted: $rejected + $held, expected $sent"; return 1; }
-    grep -qE '… and [0-9,]+ more like "dropped a datagram' "$OUT/node.jsonl.err" \
-        || { fail "no summary of the dropped datagrams on stderr"; show "$OUT/node.jsonl"; return 1; }
 }

@@ -29,7 +29,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from rogue_sender import (ANSWER, AUTH, GOODBYE, HELLO, INVITE, MESSAGE, PROTOCOL_VERSION, Identity, Peer,
-                          commitment, handshake, invite, closed_by_node, run, transcript)
+                          commitment, handshake, closed_by_node, run, transcript)
 
 ESC = "\x1b"
 # A name the node keeps as sent (no control characters: the naming rule), yet reorders and hides text.
@@ -46,7 +46,9 @@ HOSTILE = {
 def mode_client(host, port):
     print(json.dumps(HOSTILE), flush=True)
     peer, _ = handshake(host, port, Identity(NAME))
-    answer = invite(peer, timeout=10, invitation=HOSTILE["invitation"])
+    peer.send(INVITE, {"invitation": HOSTILE["invitation"], "context": HOSTILE["context"], "timeout": 10})
+    _, payload = peer.expect([ANSWER])
+    answer = json.loads(payload)
     print(json.dumps({"answer": answer}), flush=True)
     if answer.get("accept"):
         peer.send(MESSAGE, HOSTILE["text"].encode())

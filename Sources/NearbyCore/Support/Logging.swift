@@ -93,6 +93,9 @@ extension NearbyLog {
         return "… and \(RepeatLimiter<String>.grouped(summary.count)) more like \"\(cut)\" in the last \(summary.seconds) s"
     }
 
+    /// Writes the summaries of log lines still held back: the node is stopping.
+    public static func drainRepeats() { repeats.drain() }
+
     /// The last line held back from each place, for its summary.
     static let examples = Mutex<[String: String]>([:])
 
