@@ -13,7 +13,7 @@ text_rogue() { # text_rogue K OUT MODE ARGS...: rogue_text.py on host K in the b
     spawn "$host" "$out" "$py" "$ROOT/tests/e2e/rogue_text.py" "$@"
 }
 
-# text_clean FILE WHAT: no byte a terminal acts on, in the raw bytes of a terminal: ESC, the C1 CSI
+# text_clean FILE WHAT: no byte a terminal acts on in FILE (the raw bytes of a terminal): ESC, the C1 CSI
 # (C2 9B), DEL, U+202E, U+200B, U+FEFF.
 text_clean() {
     python3 - "$1" <<'PY' || { fail "$2: raw escape or bidi bytes reached the terminal"; return 1; }
@@ -28,7 +28,7 @@ for name, needle in bad.items():
         print(f"    FAIL: {name} at byte {at}: {raw[max(0, at - 60):at + 20]!r}", file=sys.stderr)
         found = True
 if not found:
-    print(f"    {len(raw)} bytes on the terminal, none of them raw escapes")
+    print(f"    {len(raw)} bytes checked, none of them a raw escape")
 sys.exit(1 if found else 0)
 PY
 }
@@ -141,4 +141,27 @@ test_hostile_text_floods_are_summarised() {
     (( lines <= 50 )) || { fail "stdout: $lines lines (at most 50)"; return 1; }
     (( errs <= 50 )) || { fail "stderr: $errs lines (at most 50)"; return 1; }
     (( rejected + held == sent )) || { fail "rejected shown + counted: $rejected + $held, expected $sent"; return 1; }
+}
+
+test_hostile_text_protocol_violations_are_summarised() {
+    trap stop_started RETURN
+    local node port lines errs shown held
+    nb_bg 1 "$OUT/node.jsonl" advertise --service s-text-viol --encryption none --auto-accept -v || return 1
+    node=$PID
+    port=$(sec_port "$OUT/node.jsonl") || return 1
+    text_rogue 2 "$OUT/rogue.out" violations "$(lab_addr 1)" "$port" 300 || return 1
+    exits "$PID" 60 0 "300 links breaking the protocol" || { show "$OUT/rogue.out"; return 1; }
+    await "$OUT/rogue.out" 'select(.cut == 300)' 1 "every link cut" >/dev/null || return 1
+    nb 3 send "$(lab_addr 1):$port" "after the violations" --encryption none --service s-text-viol >"$OUT/send.jsonl" 2>&1 \
+        || { fail "a real peer's send after the violations"; show "$OUT/send.jsonl" "$OUT/rogue.out"; tail -5 "$OUT/node.jsonl"; return 1; }
+    kill -INT "$node"; exits "$node" 10 0 "the node" || return 1
+    lines=$(wc -l <"$OUT/node.jsonl"); errs=$(wc -l <"$OUT/node.jsonl.err")
+    shown=$(count_json "$OUT/node.jsonl" 'select(.event=="error" and .code=="protocol-violation")')
+    held=$(jq -s '[.[] | select(.event=="suppressed" and .of=="error" and .code=="protocol-violation") | .count] | add // 0' "$OUT/node.jsonl")
+    printf '    300 links breaking the protocol: %s stdout lines (%s errors + %s counted), %s stderr lines\n' "$lines" "$shown" "$held" "$errs"
+    (( shown + held == 300 )) || { fail "errors shown + counted: $shown + $held, expected 300"; show "$OUT/node.jsonl"; return 1; }
+    (( lines <= 30 )) || { fail "stdout: $lines lines (at most 30)"; return 1; }
+    (( errs <= 40 )) || { fail "stderr: $errs lines (at most 40)"; return 1; }
+    text_clean "$OUT/node.jsonl.err" "the node's -v log" || return 1
+    text_clean "$OUT/node.jsonl" "the node's JSON lines" || return 1
 }

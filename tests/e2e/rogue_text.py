@@ -13,6 +13,9 @@
     rogue_text.py flood HOST PORT N    N connections that are not nearby (an HTTP request, then
                                        close), 8 at a time
     rogue_text.py datagrams HOST PORT N   N UDP datagrams that are not nearby datagrams
+    rogue_text.py violations HOST PORT N  N links, one after the other, each proving a fresh identity
+                                       under that name and then sending a message before any
+                                       invitation (a protocol violation: the node cuts the link)
 
 The first line printed is JSON with the strings used ({"name", "invitation", "context", "text",
 "reason"}), so the test can check that a JSON reader gets exactly them back. Exit 0 when it ran to
@@ -127,6 +130,18 @@ def mode_datagrams(host, port, count):
     return 0
 
 
+def mode_violations(host, port, count):
+    cut = 0
+    for _ in range(count):
+        peer, _ = handshake(host, port, Identity(NAME))
+        peer.send(MESSAGE, HOSTILE["text"].encode())
+        if closed_by_node(peer, 5):
+            cut += 1
+        peer.sock.close()
+    print(json.dumps({"links": count, "cut": cut}), flush=True)
+    return 0
+
+
 def main():
     mode, args = sys.argv[1], sys.argv[2:]
     if mode == "client":
@@ -137,6 +152,8 @@ def main():
         return mode_flood(args[0], int(args[1]), int(args[2]))
     if mode == "datagrams":
         return mode_datagrams(args[0], int(args[1]), int(args[2]))
+    if mode == "violations":
+        return mode_violations(args[0], int(args[1]), int(args[2]))
     raise RuntimeError(f"unknown mode {mode}")
 
 
