@@ -69,7 +69,10 @@ public struct NullSink: EventSink {
 public struct Console: Sendable {
     public init(verbose: Bool) {}
 
-    public func info(_ message: @autoclosure () -> String) { NearbyLog.logger.info("\(message())") }
+    /// The caller's place is the log line's (its repeats are counted per place: `NearbyLog.repeats`).
+    public func info(_ message: @autoclosure () -> String, file: String = #fileID, line: UInt = #line) {
+        NearbyLog.logger.info("\(message())", file: file, function: "", line: line)
+    }
 
     public func error(_ message: String) { NearbyLog.logger.error("\(message)") }
 }

@@ -61,7 +61,7 @@ struct StderrLogHandler: LogHandler {
         if event.level < .error {
             let site = "\(event.file):\(event.line)"
             guard NearbyLog.repeats.admit(site) else {
-                NearbyLog.examples.withLock { $0[site] = message }
+                NearbyLog.examples.withLock { $0[site] = (event.level, message) }
                 return
             }
         }
@@ -83,8 +83,8 @@ extension NearbyLog {
     /// Log lines from one place in the code (a datagram dropped, a stranger's link closed): at most
     /// 5 in 10 s, then one line with how many more there were and the last of them.
     static let repeats = RepeatGate<String> { summary in
-        let example = examples.withLock { $0.removeValue(forKey: summary.key) } ?? ""
-        write(StderrLogHandler.line(.info, summaryText(summary, example: example)))
+        let (level, example) = examples.withLock { $0.removeValue(forKey: summary.key) } ?? (.info, "")
+        write(StderrLogHandler.line(level, summaryText(summary, example: example)))
     }
 
     /// `… and 19,873 more like "dropped a datagram (replayed)" in the last 10 s`: the last one held back.
@@ -96,8 +96,8 @@ extension NearbyLog {
     /// Writes the summaries of log lines still held back: the node is stopping.
     public static func drainRepeats() { repeats.drain() }
 
-    /// The last line held back from each place, for its summary.
-    static let examples = Mutex<[String: String]>([:])
+    /// The last line held back from each place, with its level, for its summary.
+    static let examples = Mutex<[String: (Logger.Level, String)]>([:])
 
     static func write(_ line: String) {
         if let routed = output.withLock({ $0 }) {
