@@ -13,12 +13,15 @@ text_rogue() { # text_rogue K OUT MODE ARGS...: rogue_text.py on host K in the b
     spawn "$host" "$out" "$py" "$ROOT/tests/e2e/rogue_text.py" "$@"
 }
 
-# text_clean FILE WHAT: no byte a terminal acts on in FILE (the raw bytes of a terminal): ESC, the C1 CSI
-# (C2 9B), DEL, U+202E, U+200B, U+FEFF.
+# text_clean FILE WHAT [colors]: no byte a terminal acts on in FILE (the raw bytes of a terminal):
+# ESC, the C1 CSI (C2 9B), DEL, U+202E, U+200B, U+FEFF. With "colors", nearby's own colours and
+# line clears (ESC [ digits m, ESC [ K) are allowed, and nothing else.
 text_clean() {
-    python3 - "$1" <<'PY' || { fail "$2: raw escape or bidi bytes reached the terminal"; return 1; }
-import sys
+    python3 - "$1" "${3:-}" <<'PY' || { fail "$2: raw escape or bidi bytes reached the terminal"; return 1; }
+import re, sys
 raw = open(sys.argv[1], "rb").read()
+if sys.argv[2] == "colors":
+    raw = re.sub(rb"\x1b\[[0-9;]*[mK]", b"", raw)
 bad = {"ESC": b"\x1b", "C1 CSI": "\x9b".encode(), "DEL": b"\x7f", "U+202E": "\u202e".encode(),
        "U+200B": "\u200b".encode(), "U+FEFF": "\ufeff".encode(), "OSC 52": b"]52;c;"}
 found = False
@@ -57,10 +60,10 @@ text_port() { # text_port FILE: the port the node's terminal announced
 test_hostile_text_reaches_a_node_terminal_escaped() {
     trap stop_started RETURN
     local mode screen node port
-    for mode in human json; do
+    for mode in human json colors; do
         screen=$OUT/node-$mode.txt
-        term_bg 1 "$screen" NO_COLOR=1 -- advertise --service "s-text-$mode" --encryption none --auto-accept -v \
-            $([[ $mode == json ]] && echo --json) || return 1
+        term_bg 1 "$screen" "$([[ $mode == colors ]] && echo COLORS=1 || echo NO_COLOR=1)" -- \
+            advertise --service "s-text-$mode" --encryption none --auto-accept -v $([[ $mode == json ]] && echo --json) || return 1
         node=$PID
         port=$(text_port "$screen") || return 1
         text_rogue 2 "$OUT/rogue-$mode.out" client "$(lab_addr 1)" "$port" || return 1
@@ -68,8 +71,9 @@ test_hostile_text_reaches_a_node_terminal_escaped() {
         head -1 "$OUT/rogue-$mode.out" >"$OUT/hostile.json"
         term_wait "$screen" 'closed|disconnected' "the session's end on the terminal ($mode)" || return 1
         kill -INT "$node"; exits "$node" 10 0 "the node ($mode)" || return 1
-        text_clean "$screen" "the node's terminal ($mode)" || { show "$screen"; return 1; }
+        text_clean "$screen" "the node's terminal ($mode)" "$mode" || { show "$screen"; return 1; }
     done
+    grep -qaP '\x1b\[1m' "$OUT/node-colors.txt" || { fail "no colours in the colour run"; show "$OUT/node-colors.txt"; return 1; }
     # Lines for people say what happened, escaped.
     term_has "$OUT/node-human.txt" 'invitation from rogue\\u\{202e\}gpj\.exe\\u\{200b\}' "the invitation, name escaped" || return 1
     term_has "$OUT/node-human.txt" 'message from .*hi\\u\{1b\}\[2J' "the message, escaped" || return 1

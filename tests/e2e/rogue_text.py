@@ -56,7 +56,7 @@ def mode_client(host, port):
     if answer.get("accept"):
         peer.send(MESSAGE, HOSTILE["text"].encode())
     peer.send(GOODBYE, {"reason": HOSTILE["reason"]})
-    peer.sock.shutdown(socket.SHUT_WR)
+    # Stay (answering pings) until the node closes: a close of ours could race our goodbye.
     closed_by_node(peer, 5)
     return 0
 
