@@ -51,6 +51,17 @@ import Testing
         #expect(due.summaries == [.init(key: "a", count: 1, seconds: 10)])
     }
 
+    @Test func theKindsCountedAreBounded() {
+        var limiter = RepeatLimiter<Int>(burst: 1, window: .seconds(10))
+        for kind in 0..<1_000 { #expect(limiter.admit(kind, now: at(0)).show) }
+        // Kinds beyond the bound are printed, not counted; the first ones still are.
+        #expect(limiter.admit(1_000, now: at(1)).show && limiter.admit(1_000, now: at(1)).show)
+        #expect(!limiter.admit(0, now: at(1)).show)
+        // Windows that ended make room.
+        #expect(limiter.admit(2_000, now: at(11)).show)
+        #expect(!limiter.admit(2_000, now: at(11)).show)
+    }
+
     @Test func countsAreWrittenWithGroupedDigits() {
         #expect(RepeatLimiter<String>.grouped(19_873) == "19,873")
         #expect(RepeatLimiter<String>.grouped(999) == "999")

@@ -9,6 +9,10 @@
 public struct RepeatLimiter<Key: Hashable & Sendable>: Sendable {
     public static var defaultBurst: Int { 5 }
     public static var defaultWindow: Duration { .seconds(10) }
+    /// Kinds counted at once. Kinds are few (event codes, places in the code), none named by a
+    /// peer; this only keeps memory bounded if one ever were: a kind beyond them is printed as it
+    /// comes.
+    public static var maxKinds: Int { 64 }
 
     public let burst: Int
     public let window: Duration
@@ -43,6 +47,11 @@ public struct RepeatLimiter<Key: Hashable & Sendable>: Sendable {
             slots[key] = nil
         }
         guard var slot = slots[key] else {
+            if slots.count >= Self.maxKinds {
+                // Windows that ended with nothing held back owe no summary.
+                slots = slots.filter { now - $0.value.start < window || $0.value.held > 0 }
+                guard slots.count < Self.maxKinds else { return (true, summary) }
+            }
             slots[key] = Slot(start: now, shown: 1, held: 0)
             return (true, summary)
         }
