@@ -69,7 +69,13 @@ struct LocalNode: Sendable {
         let address = NodeAddress(paths: context.paths, environment: context.environment, peerID: identity.peerID, service: configuration.service)
         let lock = serve ? try NodeLock(address) : nil
         defer { lock?.release() }
-        let node = try Node(identity: identity, configuration: configuration, paths: context.paths, events: context.events)
+        // What a stranger makes the node repeat (rejected connections, its errors) is summarised.
+        let events = LimitedSink(context.events)
+        defer {
+            events.drain()
+            NearbyLog.drainRepeats()
+        }
+        let node = try Node(identity: identity, configuration: configuration, paths: context.paths, events: events)
         try await node.start()
         let active = ActiveRequests()
         return try await withThrowingTaskGroup(of: Void.self) { group in

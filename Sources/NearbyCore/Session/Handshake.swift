@@ -154,9 +154,10 @@ public struct HandshakeStateMachine: Sendable {
             encrypted: encrypted, address: address, features: theirs.features))]
     }
 
-    /// A display name from the network that breaks the rules: control characters dropped, cut to 63 bytes.
+    /// A display name from the network that breaks the rules: what a terminal would not show as
+    /// itself (`TerminalText`) dropped, cut to 63 bytes.
     static func sanitized(_ raw: String) -> String {
-        var name = String(String.UnicodeScalarView(raw.unicodeScalars.filter(SafePath.isVisible)))
+        var name = String(String.UnicodeScalarView(raw.unicodeScalars.filter(TerminalText.isShowable)))
         while name.utf8.count > DisplayName.maxBytes { name.removeLast() }
         return name.isEmpty ? "?" : name
     }
