@@ -67,9 +67,8 @@ extension Nearby {
                 // Only an explicit --save-dir is checked against a running node (the environment's is for
                 // a node this command would start).
                 let asked = receive.saveDir == nil ? nil : try receive.resolve([:])
-                let request = ControlRequest.accept(query: query, decline: decline)
-                    .expecting(NodeExpectations(displayName: name, encryption: session.encryption, saveDirectory: asked))
-                if try await context.viaRunningNode(request, service: service) != nil { return }
+                let expected = session.expecting(name: name, saveDirectory: asked)
+                if try await context.viaRunningNode(.accept(query: query, decline: decline), service: service, expecting: expected) != nil { return }
                 var configuration = NodeConfiguration(service: service)
                 configuration.encryption = session.mode
                 configuration.displayName = name

@@ -38,8 +38,7 @@ extension Nearby {
                 let name = try naming.resolve()
                 let (peer, invitationContext, timeout) = (self.peer, self.context, wait.timeout)
                 let request = ControlRequest.invite(peer: peer, context: invitationContext, timeout: timeout)
-                let checked = request.expecting(NodeExpectations(displayName: name, encryption: session.encryption))
-                if try await context.viaRunningNode(checked, service: service) != nil { return }
+                if try await context.viaRunningNode(request, service: service, expecting: session.expecting(name: name)) != nil { return }
 
                 var configuration = NodeConfiguration(service: service)
                 configuration.encryption = session.mode

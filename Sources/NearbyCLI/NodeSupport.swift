@@ -13,6 +13,11 @@ struct SessionOptions: ParsableArguments {
 
     /// The mode for a node this command starts.
     var mode: EncryptionPreference { encryption ?? .required }
+
+    /// What a running node must already be for a command given these options and `--name`.
+    func expecting(name: String?, saveDirectory: String? = nil) -> NodeExpectations {
+        NodeExpectations(displayName: name, encryption: encryption, saveDirectory: saveDirectory)
+    }
 }
 
 /// `--timeout` of every command that may have to find and invite a peer first.
@@ -132,8 +137,13 @@ extension CommandContext {
     /// Asks the running node (if any) to do the work, printing its event lines. Nil: no node runs.
     /// A failure the node reports ends the command with its status and sentence (`ReportedFailure`).
     /// Ctrl-C closes the connection, and the node drops the work.
+    /// `expecting`: the options the command was given for a node of its own, which the running node
+    /// must match (ControlRequest.expecting).
     @discardableResult
-    func viaRunningNode(_ request: ControlRequest, service: ServiceType) async throws -> Int32? {
+    func viaRunningNode(
+        _ request: ControlRequest, service: ServiceType, expecting: NodeExpectations = NodeExpectations()
+    ) async throws -> Int32? {
+        let request = request.expecting(expecting)
         let identity = try identity()
         let address = NodeAddress(paths: paths, environment: environment, peerID: identity.peerID, service: service)
         let replies = NodeReplies(events)

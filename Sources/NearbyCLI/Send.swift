@@ -77,7 +77,7 @@ extension Nearby {
                 let peers = target.map { [$0] } ?? []
                 if lines {
                     let request = ControlRequest.sendLines(peers: peers, all: all, timeout: timeout, unreliable: unreliable)
-                        .expecting(NodeExpectations(displayName: name, encryption: session.encryption))
+                        .expecting(session.expecting(name: name))
                     let identity = try context.identity()
                     let address = NodeAddress(paths: context.paths, environment: context.environment, peerID: identity.peerID, service: service)
                     let replies = NodeReplies(context.events)
@@ -89,8 +89,7 @@ extension Nearby {
                     let request: ControlRequest = unreliable
                         ? .sendDatagram(peers: peers, all: all, timeout: timeout, payload: Data(payload))
                         : .send(peers: peers, all: all, timeout: timeout, payload: Data(payload))
-                    let checked = request.expecting(NodeExpectations(displayName: name, encryption: session.encryption))
-                    if try await context.viaRunningNode(checked, service: service) != nil { return }
+                    if try await context.viaRunningNode(request, service: service, expecting: session.expecting(name: name)) != nil { return }
                 }
                 guard let target else { throw NearbyError.noNode("--all sends to the sessions of a running node") }
 

@@ -50,8 +50,7 @@ extension Nearby {
                 let files = try FileList.collect(paths)
                 let (peer, timeout) = (self.peer, wait.timeout)
                 let request = ControlRequest.sendFiles(peer: peer, files: files, timeout: timeout)
-                let checked = request.expecting(NodeExpectations(displayName: name, encryption: session.encryption))
-                if try await context.viaRunningNode(checked, service: service) != nil { return }
+                if try await context.viaRunningNode(request, service: service, expecting: session.expecting(name: name)) != nil { return }
                 var configuration = NodeConfiguration(service: service)
                 configuration.encryption = session.mode
                 configuration.displayName = name

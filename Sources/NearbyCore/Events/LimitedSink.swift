@@ -54,12 +54,5 @@ extension Events {
         public var code: String
         public var count: Int
         public var seconds: Int
-
-        public init(of: String, code: String, count: Int, seconds: Int) {
-            self.of = of
-            self.code = code
-            self.count = count
-            self.seconds = seconds
-        }
     }
 }
