@@ -305,8 +305,8 @@ import Testing
         let peer = try await alice.invite("127.0.0.1:\(port)", context: "hi", timeout: 5, client: nil)
         #expect(peer.name == "bob")
         #expect(peer.encrypted)
-        try await alice.send(Array("héllo".utf8), to: [peer.id.rawValue], all: false, timeout: 5, client: nil)
-        try await alice.send([0xff, 0x00], to: [peer.id.rawValue], all: false, timeout: 5, client: nil)
+        try await alice.sendMessage(Array("héllo".utf8), to: [peer.id.rawValue], all: false, unreliable: false, timeout: 5, client: nil)
+        try await alice.sendMessage([0xff, 0x00], to: [peer.id.rawValue], all: false, unreliable: false, timeout: 5, client: nil)
         #expect(await waitFor(bobEvents, #""text":"héllo""#))
         #expect(await waitFor(bobEvents, #""data":"/wA=""#))
         let invitation = try #require(bobEvents.lines.first { $0.contains(#""event":"invitation""#) })
@@ -326,7 +326,7 @@ import Testing
         let peer = try await alice.invite("127.0.0.1:\(await bob.port)", context: nil, timeout: 5, client: nil)
         let count = 3000
         for index in 0..<count {
-            try await alice.send(Array("m\(index)".utf8), to: [peer.id.rawValue], all: false, timeout: 5, client: nil)
+            try await alice.sendMessage(Array("m\(index)".utf8), to: [peer.id.rawValue], all: false, unreliable: false, timeout: 5, client: nil)
         }
         #expect(await TestNodes.waitFor(bobEvents, #""text":"m\#(count - 1)""#, seconds: 10))
         let texts = bobEvents.lines.compactMap { $0.firstMatch(of: /"event":"message".*"text":"(m[0-9]+)"/).map { String($0.1) } }

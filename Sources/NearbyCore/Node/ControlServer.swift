@@ -182,7 +182,7 @@ public enum ControlServer {
         case let .accept(query, decline):
             _ = try await node.accept(query, decline: decline, client: sink)
         case let .send(peers, all, timeout, payload):
-            try await node.send(Array(payload), to: peers, all: all, timeout: timeout, client: sink)
+            try await node.sendMessage(Array(payload), to: peers, all: all, unreliable: false, timeout: timeout, client: sink)
         case let .disconnect(peer, all):
             _ = try await node.disconnect(peer, all: all, client: sink)
         case let .sendFiles(peer, files, timeout):

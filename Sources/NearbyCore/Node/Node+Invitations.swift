@@ -201,17 +201,6 @@ extension Node {
 
     // MARK: Messages and leaving
 
-    /// Sends a message to peers, inviting those not connected yet.
-    public func send(_ payload: [UInt8], to queries: [String], all: Bool, timeout: Double, client: (any EventSink)?) async throws(NearbyError) {
-        let sink: any EventSink = client.map { TeeSink(events, $0) } ?? events
-        guard payload.count <= Frame.maxPayload else { throw .messageTooLarge(bytes: payload.count, limit: Frame.maxPayload) }
-        let targets = try await sendTargets(queries, all: all, timeout: timeout, client: client)
-        for link in targets {
-            await link.send(Frame(kind: .message, payload: ByteBuffer(bytes: payload)))
-        }
-        sink.emit(Events.Sent(peers: targets.map(\.peer.ref), bytes: payload.count))
-    }
-
     /// Leaves sessions; the peers see `disconnected` with our reason.
     public func disconnect(_ query: String?, all: Bool, client: (any EventSink)?) async throws(NearbyError) -> [PeerRef] {
         let targets: [Link]
