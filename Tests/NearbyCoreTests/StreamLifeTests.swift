@@ -1,4 +1,5 @@
 import NIOCore
+import NIOEmbedded
 import Testing
 
 @testable import NearbyCore
@@ -176,5 +177,28 @@ import Testing
         longEnd.writeInteger(StreamWire.Kind.end.rawValue)
         longEnd.writeInteger(UInt32(3))
         refuses(longEnd, .badLength(kind: 1, length: 3))
+    }
+}
+
+/// The watcher that tells a control connection's request its client has gone.
+@Suite struct ClientGoneWatcherTests {
+    @Test func bytesPassAndTheEndOfInputMeansGone() throws {
+        let gone = OneShot<Void>()
+        let channel = EmbeddedChannel(handler: ClientGoneWatcher(gone))
+        try channel.writeInbound(ByteBuffer(string: "request"))
+        #expect(try channel.readInbound(as: ByteBuffer.self) == ByteBuffer(string: "request"))
+        #expect(!gone.isSettled)
+        channel.pipeline.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
+        #expect(gone.isSettled)
+        _ = try? channel.finish()
+    }
+
+    @Test func aClosedConnectionMeansGone() throws {
+        let gone = OneShot<Void>()
+        let channel = EmbeddedChannel(handler: ClientGoneWatcher(gone))
+        channel.pipeline.fireUserInboundEventTriggered(ChannelEvent.outputClosed)
+        #expect(!gone.isSettled)
+        _ = try channel.finish()
+        #expect(gone.isSettled)
     }
 }

@@ -140,6 +140,11 @@ extension Node {
         }
         let (stream, link) = (match.stream, match.link)
         let key = ChannelKey(link, stream.id)
+        if Task.isCancelled {
+            // Our client left just as the stream came: it goes to another listener, or waits.
+            if streamParts.active[key] === stream { await place(stream, key: key, on: link) }
+            throw .cancelled("waiting for a stream")
+        }
         defer {
             streamParts.active[key] = nil
             muxes[link]?.finish(stream.id)
@@ -165,7 +170,13 @@ extension Node {
             return
         }
         let name = String(offer.path.prefix(255))
-        let stream = StreamChannel(id: channel, name: name, peer: link.peer.ref)
+        await place(StreamChannel(id: channel, name: name, peer: link.peer.ref), key: key, on: link)
+    }
+
+    /// Gives an incoming stream to a listener that wants it, else lets it wait for one.
+    private func place(_ stream: StreamChannel, key: ChannelKey, on link: Link) async {
+        let channel = key.channel
+        // A listener whose client left has abandoned its wait: never give it a stream.
         streamParts.listeners.removeAll { $0.claimed.isSettled }
         if let index = streamParts.listeners.firstIndex(where: { Self.wants($0.name, $0.from, stream, link) }) {
             streamParts.active[key] = stream
