@@ -23,9 +23,13 @@ extension Nearby {
                 running one itself, which accepts the opener's invitation — without --from from \
                 ANYONE on the network, else from --from only); an incoming stream that nobody \
                 listens for is refused after 30 s. A listening node takes streams only, never \
-                files. A listener with nothing to send reads from /dev/null. Through a running \
+                files. A listener whose stdin is a terminal sends nothing: its side ends at \
+                once, so 'nearby stream --listen | tar xz' ends with the opener's bytes (to type \
+                to the peer, pipe it: cat | nearby stream --listen). Through a running \
                 node, a stdin that is a file ('< disk.img', Linux) is read by the node itself, \
-                not copied to it.
+                not copied to it. A stream cut before both sides ended it (the peer killed, the \
+                session lost, a reset) exits 5 on both sides, with or without a running node: \
+                stream-closed then gives why, never 'done'.
 
                 Examples:
                   tar cz photos | nearby stream "Bob's Pi" --stream photos
@@ -71,7 +75,9 @@ extension Nearby {
                 try await reporting(context, verbose: output.verbose) {
                     let service = try serviceOptions.resolve(context)
                     let displayName = try naming.resolve()
-                    let source = DescriptorSource(fd: STDIN_FILENO)
+                    // A listener's terminal is not input: `stream --listen | tar xz` must end when
+                    // the opener's bytes do, not wait for a Ctrl-D nobody knows to type.
+                    let source: any ByteSource = listen && isatty(STDIN_FILENO) == 1 ? NoBytes() as any ByteSource : DescriptorSource(fd: STDIN_FILENO)
                     let sink = DescriptorSink(fd: STDOUT_FILENO)
                     let (listen, name, from, timeout) = (self.listen, self.streamName, self.from, wait.timeout)
                     // A running node may read stdin itself when it is a regular file (ControlRequest).
@@ -88,9 +94,14 @@ extension Nearby {
                         try await ControlClient.stream(request, address: address, source: counted, sink: counted) { events.emitLine($0) }
                     }
                     switch viaNode {
-                    case let .ran(info)?:
+                    case let .ran(info, outcome)?:
+                        // Cut: the same stream-closed, error and exit status as without a node.
+                        if let failure = outcome.error {
+                            counted.reportClosed(info, reason: failure.errorDescription ?? "failed", to: events)
+                            throw failure
+                        }
                         if info.readsInput == true, let input { counted.nodeRead(input) }
-                        return counted.reportClosed(info, to: events)
+                        return counted.reportClosed(info, reason: "done", to: events)
                     case let .failed(status)?: return try exitWith(status)
                     case nil: break
                     }
@@ -161,9 +172,14 @@ final class CountedStream: ByteSource, ByteSink {
     }
 
     /// `stream-closed` for the stream the node opened for us, with what this process counted.
-    func reportClosed(_ info: StreamInfo, to events: any EventSink) {
+    func reportClosed(_ info: StreamInfo, reason: String, to events: any EventSink) {
         let (sent, received) = counts.withLock { ($0.sent, $0.received) }
         events.emit(Events.StreamClosed(
-            stream: info.stream, peer: info.peer, name: info.name, sent: sent, received: received, reason: "done"))
+            stream: info.stream, peer: info.peer, name: info.name, sent: sent, received: received, reason: reason))
     }
+}
+
+/// A listener's input when stdin is a terminal: nothing, so its side of the stream ends at once.
+struct NoBytes: ByteSource {
+    func next() async throws -> ByteBuffer? { nil }
 }

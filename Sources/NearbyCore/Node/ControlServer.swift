@@ -15,7 +15,7 @@ import Darwin
 public enum ControlServer {
     /// Serves requests until the calling task is cancelled.
     public static func run(node: Node, address: NodeAddress, active: ActiveRequests, ready: @Sendable () -> Void = {}) async throws(NearbyError) {
-        let server: NIOAsyncChannel<NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never>
+        let server: NIOAsyncChannel<ControlConnection, Never>
         do {
             // Created under umask 0077: the socket is never reachable by others, not even before chmod.
             server = try await RunDirectory.withPrivateUmask {
@@ -25,8 +25,13 @@ public enum ControlServer {
                     .childChannelOption(.recvAllocator, value: Connections.receiveBuffer)
                     .bind(unixDomainSocketPath: address.socket, cleanupExistingSocketFile: true) { channel in
                         channel.eventLoop.makeCompletedFuture {
-                            try NIOAsyncChannel<ByteBuffer, ByteBuffer>(
-                                wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
+                            // Before the async wrapper: it sees the client's end whoever reads.
+                            let gone = OneShot<Void>()
+                            try channel.pipeline.syncOperations.addHandler(ClientGoneWatcher(gone))
+                            return ControlConnection(
+                                channel: try NIOAsyncChannel<ByteBuffer, ByteBuffer>(
+                                    wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true)),
+                                gone: gone)
                         }
                     }
             }
@@ -48,7 +53,8 @@ public enum ControlServer {
         }
     }
 
-    private static func serve(_ client: NIOAsyncChannel<ByteBuffer, ByteBuffer>, node: Node) async {
+    private static func serve(_ connection: ControlConnection, node: Node) async {
+        let client = connection.channel
         try? await client.executeThenClose { inbound, outbound in
             var iterator = inbound.makeAsyncIterator()
             var reader = LineReader()
@@ -86,42 +92,14 @@ public enum ControlServer {
                 }
                 let request = decoded
                 if request.carriesStream {
-                    // The client's stdin read here when it can be (a regular file), else its bytes.
-                    let passed = request.passedInput.flatMap { PassedInputSource($0) }
-                    let source: any ByteSource = passed ?? ChannelSource(leftover: reader.rest, iterator: iterator)
-                    if passed != nil { NearbyLog.logger.info("a stream's client passed its input: the node reads it itself") }
-                    let bytes = ChannelSink(outbound, channel: client.channel)
-                    let ready: @Sendable (StreamInfo) async -> Void = { info in
-                        var info = info
-                        info.readsInput = passed != nil
+                    await serveStream(request, node: node, connection: connection, rest: (reader.rest, iterator), outbound: outbound, events: sink) { info in
                         continuation.yield(ControlReply.streamReady(info).line)
                         continuation.finish()
                         await written.wait()
+                    } failed: { error in
+                        continuation.yield(ControlReply.status(report(error, to: sink)).line)
+                        continuation.finish()
                     }
-                    let run: @Sendable () async -> Void = {
-                        do throws(NearbyError) {
-                            _ = try await stream(request, node: node, source: source, sink: bytes, client: sink, ready: ready)
-                            if passed != nil {
-                                // Our output is shut and flushed, and the client sends nothing: close.
-                                try? await client.channel.close()
-                            } else {
-                                await closed(client.channel)
-                            }
-                        } catch {
-                            // Failed before the stream was set up: the client still reads reply lines.
-                            continuation.yield(ControlReply.status(report(error, to: sink)).line)
-                            continuation.finish()
-                        }
-                    }
-                    guard let passed else { return await run() }
-                    // The client sends nothing more and stays until the node closes the connection:
-                    // its end is the client leaving (Ctrl-C, killed), which ends the stream at once,
-                    // even one waiting for a peer that stopped reading.
-                    group.addTask { await run() }
-                    let rest = ChannelSource(leftover: nil, iterator: iterator)
-                    while (try? await rest.next()) != nil {}
-                    passed.stop()
-                    group.cancelAll()
                     return
                 }
                 if case let .sendLines(peers, all, timeout, unreliable) = request {
