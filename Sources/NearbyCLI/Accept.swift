@@ -68,7 +68,8 @@ extension Nearby {
                 // a node this command would start).
                 let asked = receive.saveDir == nil ? nil : try receive.resolve([:])
                 let expected = session.expecting(name: name, saveDirectory: asked)
-                if try await context.viaRunningNode(.accept(query: query, decline: decline), service: service, expecting: expected) != nil { return }
+                let request = ControlRequest.accept(query: query, decline: decline)
+                if try await context.viaRunningNode(request, service: service, expecting: expected) != nil { return }
                 var configuration = NodeConfiguration(service: service)
                 configuration.encryption = session.mode
                 configuration.displayName = name
@@ -87,10 +88,8 @@ extension Nearby {
                     }
                 ) { local in
                     context.events.emit(await local.node.advertisingEvent)
-                    let peer = try await interruptible("waiting for an invitation") {
-                        try await local.node.accept(query, decline: decline, client: nil)
-                    }
-                    guard let peer else { return Ended(end: .peerLeft, tally: ledger.tally) }
+                    let served = try await interruptible("waiting for an invitation") { try await local.serve(request) }
+                    guard case let .peer(peer?) = served else { return Ended(end: .peerLeft, tally: ledger.tally) }
                     let end = await waitForEnd(local.node, peer: peer.id, ledger: ledger)
                     // As it was when the wait ended: stopping the node fails what is still coming.
                     return Ended(end: end, tally: ledger.tally)

@@ -44,10 +44,8 @@ extension Nearby {
                 configuration.encryption = session.mode
                 configuration.displayName = name
                 try await LocalNode.run(configuration, identity: context.identity(), context: context, serve: true, stopReason: { stopReason($0) }) { local in
-                    let connected = try await interruptible("inviting \(peer)") {
-                        try await local.node.invite(peer, context: invitationContext, timeout: timeout, client: nil)
-                    }
-                    _ = await waitForEnd(local.node, peer: connected.id)
+                    let served = try await interruptible("inviting \(peer)") { try await local.serve(request) }
+                    if case let .peer(connected?) = served { _ = await waitForEnd(local.node, peer: connected.id) }
                 }
             }
         }

@@ -64,6 +64,12 @@ struct ReceiveOptions: ParsableArguments {
 struct LocalNode: Sendable {
     let node: Node
 
+    /// Carries out `request` on this node, exactly as a running node does for a client
+    /// (`Requests.serve`): only where the node lives differs. Its events are the node's own output.
+    func serve(_ request: ControlRequest, asker: Requests.Asker = .init()) async throws(NearbyError) -> Requests.Served {
+        try await Requests.serve(request, node: node, asker: asker)
+    }
+
     static func run<T: Sendable>(
         _ configuration: NodeConfiguration, identity: Identity, context: CommandContext, serve: Bool,
         stopReason: @escaping @Sendable (Result<T, any Error>) -> String = { _ in "the node stopped" },

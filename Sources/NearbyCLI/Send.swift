@@ -75,21 +75,24 @@ extension Nearby {
                 if payload.count > limit { throw NearbyError.messageTooLarge(bytes: payload.count, limit: limit) }
                 let timeout = wait.timeout
                 let peers = target.map { [$0] } ?? []
+                // One request, whichever node carries it out.
+                let request: ControlRequest = lines
+                    ? .sendLines(peers: peers, all: all, timeout: timeout, unreliable: unreliable)
+                    : unreliable
+                    ? .sendDatagram(peers: peers, all: all, timeout: timeout, payload: Data(payload))
+                    : .send(peers: peers, all: all, timeout: timeout, payload: Data(payload))
+                // The lines of stdin, read as they come (the running node's, or our own node's input).
+                let input = DescriptorSource(fd: STDIN_FILENO, chunk: 64 << 10)
                 if lines {
-                    let request = ControlRequest.sendLines(peers: peers, all: all, timeout: timeout, unreliable: unreliable)
-                        .expecting(session.expecting(name: name))
                     let identity = try context.identity()
                     let address = NodeAddress(paths: context.paths, environment: context.environment, peerID: identity.peerID, service: service)
                     let replies = NodeReplies(context.events)
-                    let source = DescriptorSource(fd: STDIN_FILENO, chunk: 64 << 10)
-                    if let status = try await ControlClient.sendLines(request, address: address, source: source, output: { replies.print($0) }) {
+                    let checked = request.expecting(session.expecting(name: name))
+                    if let status = try await ControlClient.sendLines(checked, address: address, source: input, output: { replies.print($0) }) {
                         return try replies.outcome(status)
                     }
-                } else {
-                    let request: ControlRequest = unreliable
-                        ? .sendDatagram(peers: peers, all: all, timeout: timeout, payload: Data(payload))
-                        : .send(peers: peers, all: all, timeout: timeout, payload: Data(payload))
-                    if try await context.viaRunningNode(request, service: service, expecting: session.expecting(name: name)) != nil { return }
+                } else if try await context.viaRunningNode(request, service: service, expecting: session.expecting(name: name)) != nil {
+                    return
                 }
                 guard let target else { throw NearbyError.noNode("--all sends to the sessions of a running node") }
 
@@ -101,14 +104,8 @@ extension Nearby {
                     configuration, identity: context.identity(), context: context, serve: false,
                     stopReason: { stopReason($0, done: lines ? "input ended" : unreliable ? "message sent" : "message delivered") }
                 ) { local in
-                    try await interruptible("sending to \(target)") {
-                        if lines {
-                            try await local.node.sendLines(
-                                from: DescriptorSource(fd: STDIN_FILENO, chunk: 64 << 10), to: [target], all: false,
-                                unreliable: unreliable, timeout: timeout, client: nil)
-                        } else {
-                            try await local.node.sendMessage(payload, to: [target], all: false, unreliable: unreliable, timeout: timeout, client: nil)
-                        }
+                    _ = try await interruptible("sending to \(target)") {
+                        try await local.serve(request, asker: .init(input: lines ? input : nil))
                     }
                 }
             }

@@ -58,9 +58,7 @@ extension Nearby {
                     configuration, identity: context.identity(), context: context, serve: false,
                     stopReason: { stopReason($0, done: "files delivered", failed: "transfer stopped") }
                 ) { local in
-                    try await interruptible("sending files") {
-                        try await local.node.sendFiles(files, to: peer, timeout: timeout, client: nil)
-                    }
+                    _ = try await interruptible("sending files") { try await local.serve(request) }
                 }
             }
         }

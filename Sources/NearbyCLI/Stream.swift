@@ -90,8 +90,11 @@ extension Nearby {
                     let events = context.events
                     // Through a running node the client sees the setup events; it reports the end itself.
                     let counted = CountedStream(source: source, sink: sink)
+                    let replies = NodeReplies(events)
                     let viaNode = try await interruptible("the stream") {
-                        try await ControlClient.stream(request, address: address, source: counted, sink: counted) { events.emitLine($0) }
+                        try await ControlClient.stream(request.expecting(session.expecting(name: displayName)), address: address, source: counted, sink: counted) {
+                            replies.print($0)
+                        }
                     }
                     switch viaNode {
                     case let .ran(info, outcome)?:
@@ -102,7 +105,7 @@ extension Nearby {
                         }
                         if info.readsInput == true, let input { counted.nodeRead(input) }
                         return counted.reportClosed(info, reason: "done", to: events)
-                    case let .failed(status)?: return try exitWith(status)
+                    case let .failed(status)?: return try replies.outcome(status)
                     case nil: break
                     }
                     var configuration = NodeConfiguration(service: service)
@@ -114,20 +117,13 @@ extension Nearby {
                     configuration.acceptFrom = from.map { [$0] } ?? []
                     // A listening node is the user's node for this service (it advertises and can be
                     // reached by other commands); an opening one is one-shot.
-                    let peer = self.peer
                     try await LocalNode.run(
                         configuration, identity: identity, context: context, serve: listen,
                         stopReason: { stopReason($0, done: "stream finished", failed: "stream failed") }
                     ) { local in
-                        if listen {
-                            events.emit(await local.node.advertisingEvent)
-                            _ = try await interruptible("waiting for a stream") {
-                                try await local.node.listenForStream(name: name, from: from, source: source, sink: sink, client: nil)
-                            }
-                        } else if let peer {
-                            _ = try await interruptible("the stream") {
-                                try await local.node.openStream(to: peer, name: name ?? "", timeout: timeout, source: source, sink: sink, client: nil)
-                            }
+                        if listen { events.emit(await local.node.advertisingEvent) }
+                        _ = try await interruptible(listen ? "waiting for a stream" : "the stream") {
+                            try await local.serve(request, asker: .init(input: source, output: sink))
                         }
                     }
                 }

@@ -73,24 +73,17 @@ public enum ControlServer {
                     for await text in lines { try? await outbound.write(ByteBuffer(string: text + "\n")) }
                     written.settle(())
                 }
-                var decoded: ControlRequest
-                do {
-                    decoded = try JSONDecoder().decode(ControlRequest.self, from: Data((line ?? "").utf8))
+                let request: ControlRequest
+                do throws(NearbyError) {
+                    guard let decoded = try? JSONDecoder().decode(ControlRequest.self, from: Data((line ?? "").utf8)) else {
+                        throw .invalidArgument("the node could not read the request (is the client another version of nearby?)")
+                    }
+                    request = try await Requests.checked(decoded, by: node)
                 } catch {
-                    let status = report(NearbyError.invalidArgument("the node could not read the request: \(error)"), to: sink)
-                    continuation.yield(ControlReply.status(status).line)
+                    continuation.yield(ControlReply.status(report(error, to: sink)).line)
                     continuation.finish()
                     return
                 }
-                if case let .expecting(expected, inner) = decoded {
-                    if let conflict = await node.conflict(with: expected) {
-                        continuation.yield(ControlReply.status(report(conflict, to: sink)).line)
-                        continuation.finish()
-                        return
-                    }
-                    decoded = inner
-                }
-                let request = decoded
                 if request.carriesStream {
                     await serveStream(request, node: node, connection: connection, rest: (reader.rest, iterator), outbound: outbound, events: sink) { info in
                         continuation.yield(ControlReply.streamReady(info).line)
@@ -102,12 +95,12 @@ public enum ControlServer {
                     }
                     return
                 }
-                if case let .sendLines(peers, all, timeout, unreliable) = request {
+                if case .sendLines = request {
                     // The client's bytes after its request are the lines; their end is not its leaving.
                     var status: Int32 = 0
                     do throws(NearbyError) {
                         let source = ChannelSource(leftover: reader.rest, iterator: iterator)
-                        try await node.sendLines(from: source, to: peers, all: all, unreliable: unreliable, timeout: timeout, client: sink)
+                        _ = try await Requests.serve(request, node: node, asker: .init(events: sink, input: source))
                     } catch {
                         status = report(error, to: sink)
                     }
@@ -118,7 +111,7 @@ public enum ControlServer {
                 group.addTask {
                     var status: Int32 = 0
                     do throws(NearbyError) {
-                        try await perform(request, node: node, sink: sink)
+                        _ = try await Requests.serve(request, node: node, asker: .init(events: sink))
                     } catch {
                         status = report(error, to: sink)
                     }
@@ -137,39 +130,6 @@ public enum ControlServer {
     private static func report(_ error: NearbyError, to sink: any EventSink) -> Int32 {
         sink.emit(Events.Failure(code: error.code, message: error.errorDescription ?? "", exitStatus: error.exitStatus.rawValue))
         return error.exitStatus.rawValue
-    }
-
-    static func stream(
-        _ request: ControlRequest, node: Node, source: any ByteSource, sink: any ByteSink, client: any EventSink,
-        ready: @escaping @Sendable (StreamInfo) async -> Void
-    ) async throws(NearbyError) -> StreamSummary {
-        switch request {
-        case let .listen(name, from, _):
-            return try await node.listenForStream(name: name, from: from, source: source, sink: sink, client: client, ready: ready)
-        case let .stream(peer, name, timeout, _):
-            return try await node.openStream(to: peer, name: name, timeout: timeout, source: source, sink: sink, client: client, ready: ready)
-        default:
-            throw .invalidArgument("not a stream request")
-        }
-    }
-
-    static func perform(_ request: ControlRequest, node: Node, sink: any EventSink) async throws(NearbyError) {
-        switch request {
-        case let .invite(peer, context, timeout):
-            _ = try await node.invite(peer, context: context, timeout: timeout, client: sink)
-        case let .accept(query, decline):
-            _ = try await node.accept(query, decline: decline, client: sink)
-        case let .send(peers, all, timeout, payload):
-            try await node.sendMessage(Array(payload), to: peers, all: all, unreliable: false, timeout: timeout, client: sink)
-        case let .disconnect(peer, all):
-            _ = try await node.disconnect(peer, all: all, client: sink)
-        case let .sendFiles(peer, files, timeout):
-            try await node.sendFiles(files, to: peer, timeout: timeout, client: sink)
-        case let .sendDatagram(peers, all, timeout, payload):
-            try await node.sendMessage(Array(payload), to: peers, all: all, unreliable: true, timeout: timeout, client: sink)
-        case .stream, .listen, .sendLines, .expecting:
-            throw .invalidArgument("streams, lines and checked requests need a connection of their own")
-        }
     }
 }
 

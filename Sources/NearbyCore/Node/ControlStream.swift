@@ -111,7 +111,7 @@ extension ControlServer {
         await withTaskGroup(of: Void.self) { race in
             race.addTask {
                 do throws(NearbyError) {
-                    _ = try await stream(request, node: node, source: source, sink: sink, client: events, ready: announce)
+                    _ = try await Requests.serve(request, node: node, asker: .init(events: events, input: source, output: sink, ready: announce))
                     await sink.conclude(.done)
                 } catch {
                     // Before `streamReady` the client still reads reply lines; after it, records.
