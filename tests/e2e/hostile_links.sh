@@ -6,21 +6,20 @@
 # Sourced by run.sh; uses the helpers of sessions.sh, security.sh and bounds.sh.
 # shellcheck shell=bash
 
-# hl_sources N: adds N addresses (10.99.0.201 …) to host 2 and prints them comma-separated;
-# hl_drop_sources removes them.
+# hl_sources N: adds N (at most 16) addresses (10.99.0.201 …) to host 2 and prints them
+# comma-separated; hl_drop_sources removes any of them (it runs where the list was made in a subshell).
 hl_sources() {
     local n=$1 i list=
     for ((i = 1; i <= n; i++)); do
         ip -n "$(lab_ns 2)" addr add "10.99.0.$((200 + i))/24" dev nb0 2>/dev/null
         list+="${list:+,}10.99.0.$((200 + i))"
     done
-    HL_SOURCES=$n
     printf '%s' "$list"
 }
 hl_drop_sources() {
     local i
-    for ((i = 1; i <= ${HL_SOURCES:-0}; i++)); do ip -n "$(lab_ns 2)" addr del "10.99.0.$((200 + i))/24" dev nb0 2>/dev/null; done
-    HL_SOURCES=0
+    for ((i = 1; i <= 16; i++)); do ip -n "$(lab_ns 2)" addr del "10.99.0.$((200 + i))/24" dev nb0 2>/dev/null; done
+    return 0
 }
 
 # hl_node SERVICE ENV...: a node on host 1 under a 1024-descriptor limit that accepts host 3 only;
@@ -63,43 +62,36 @@ hl_rogue_bg() {
     spawn 2 "$1" "$py" "$ROOT/tests/e2e/rogue_links.py" "$(lab_addr 1)" "$PORT" "${@:2}"
 }
 
+# hl_invited_flood SERVICE MAX_HELD [SOURCES]: 1,100 invited links (from SOURCES, else host 2's own
+# address) while the friend sends during and after; the node keeps at most MAX_HELD of them.
+hl_invited_flood() {
+    local service=$1 max=$2 rogue
+    hl_node "$service" || return 1
+    hl_rogue_bg "$OUT/rogue.out" --mode invited --count 1100 ${3:+--sources "$3"} --hold 8 || return 1; rogue=$PID
+    await "$OUT/rogue.out" 'select(.progress)' 90 "the rogue's links" >/dev/null || return 1
+    printf '    %s\n' "$(head -1 "$OUT/rogue.out")"
+    hl_check_node || return 1
+    hl_friend_sends "$service" "during the flood" || return 1
+    exits "$rogue" 30 0 "the rogue" || { show "$OUT/rogue.out"; return 1; }
+    printf '    %s\n' "$(tail -1 "$OUT/rogue.out")"
+    jq -e "select(.attempted) | .invited <= $max and .held <= $max" "$OUT/rogue.out" >/dev/null \
+        || fail "more than $max links held: $(tail -1 "$OUT/rogue.out")" || return 1
+    hl_check_node || return 1
+    hl_friend_sends "$service" "after the flood" || return 1
+}
+
 # ~1,100 invited links from one address under a 1024-descriptor limit crashed the node (SIGILL in
 # libdispatch once descriptors ran out). Now one address holds at most 16 links that are not sessions.
 test_hostile_links_invited_flood_from_one_address() {
     trap stop_started RETURN
-    local rogue
-    hl_node s-hl-one || return 1
-    hl_rogue_bg "$OUT/rogue.out" --mode invited --count 1100 --hold 6 || return 1; rogue=$PID
-    await "$OUT/rogue.out" 'select(.progress)' 60 "the rogue's links" >/dev/null || return 1
-    printf '    %s\n' "$(head -1 "$OUT/rogue.out")"
-    hl_check_node || return 1
-    hl_friend_sends s-hl-one "during the flood" || return 1
-    exits "$rogue" 30 0 "the rogue" || { show "$OUT/rogue.out"; return 1; }
-    printf '    %s\n' "$(tail -1 "$OUT/rogue.out")"
-    jq -e 'select(.attempted) | .invited <= 16 and .held <= 16' "$OUT/rogue.out" >/dev/null \
-        || fail "one address held more than 16 links: $(tail -1 "$OUT/rogue.out")" || return 1
-    hl_check_node || return 1
-    hl_friend_sends s-hl-one "after the flood" || return 1
+    hl_invited_flood s-hl-one 16
 }
 
 # The same from 16 addresses: at most 128 links that are not sessions in all, and a newcomer (the
 # friend) takes the oldest place of the address that holds the most.
 test_hostile_links_invited_flood_from_many_addresses() {
     trap 'stop_started; hl_drop_sources' RETURN
-    local rogue sources
-    sources=$(hl_sources 16)
-    hl_node s-hl-many || return 1
-    hl_rogue_bg "$OUT/rogue.out" --mode invited --count 1100 --sources "$sources" --hold 8 || return 1; rogue=$PID
-    await "$OUT/rogue.out" 'select(.progress)' 90 "the rogue's links" >/dev/null || return 1
-    printf '    %s\n' "$(head -1 "$OUT/rogue.out")"
-    hl_check_node || return 1
-    hl_friend_sends s-hl-many "during the flood" || return 1
-    exits "$rogue" 30 0 "the rogue" || { show "$OUT/rogue.out"; return 1; }
-    printf '    %s\n' "$(tail -1 "$OUT/rogue.out")"
-    jq -e 'select(.attempted) | .held <= 128' "$OUT/rogue.out" >/dev/null \
-        || fail "more than 128 links held: $(tail -1 "$OUT/rogue.out")" || return 1
-    hl_check_node || return 1
-    hl_friend_sends s-hl-many "after the flood" || return 1
+    hl_invited_flood s-hl-many 128 "$(hl_sources 16)"
 }
 
 # 16 addresses × 64 connections trickling a byte every 0.4 s: nobody holds a place past the

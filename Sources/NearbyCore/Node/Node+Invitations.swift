@@ -226,4 +226,12 @@ extension Node {
         }
         return left
     }
+
+    static func matches(_ query: String, _ peer: AuthenticatedPeer) -> Bool {
+        !query.isEmpty && (peer.id.rawValue.hasPrefix(query) || peer.name == query)
+    }
+
+    static func newInvitationID() -> String {
+        String((0..<10).map { _ in "0123456789abcdefghijklmnopqrstuvwxyz".randomElement() ?? "0" })
+    }
 }

@@ -344,6 +344,8 @@ public actor Node {
     /// waits at most half a second for room, for a peer that stopped reading.
     func leave(_ link: Link, because why: String, telling reason: String) async {
         guard var machine = links[link] else { return }
+        // Before the goodbye goes out: a peer that closes at once must not make it "connection lost".
+        link.setReason(why)
         let actions = machine.leave(telling: reason)
         links[link] = machine
         link.shortcut.disarm()
@@ -389,13 +391,5 @@ public actor Node {
         Events.Connected(
             peer: link.peer.ref, address: link.peer.address, verificationCode: link.peer.verificationCode,
             encrypted: link.peer.encrypted, peers: sessions.count)
-    }
-
-    static func matches(_ query: String, _ peer: AuthenticatedPeer) -> Bool {
-        !query.isEmpty && (peer.id.rawValue.hasPrefix(query) || peer.name == query)
-    }
-
-    static func newInvitationID() -> String {
-        String((0..<10).map { _ in "0123456789abcdefghijklmnopqrstuvwxyz".randomElement() ?? "0" })
     }
 }
