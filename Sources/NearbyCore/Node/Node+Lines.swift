@@ -93,6 +93,10 @@ extension Node {
             } else {
                 do {
                     try await link.outbound.write(Frame.batch(messages.lazy.map { Frame(kind: .message, payload: $0) }))
+                    // The writer took it, so the socket drains: the peer is reading. A peer busy with
+                    // our backlog answers our ping only after it, and must not be taken for gone
+                    // meanwhile; one that stopped reading stops our writes, and its silence counts.
+                    link.heard()
                 } catch {
                     link.close(because: "the connection failed while sending")
                     continue
