@@ -34,8 +34,8 @@ extension DoctorCheck {
     }
 
     /// `peer-sees-us`: whether the peer sees this host's `_nearby-doctor._tcp` probe. nil when it
-    /// was not asked because no handshake ran.
-    public static func peerSeesUs(_ visibility: PeerExamination.Visibility, peer name: String, instance: String?) -> DoctorCheck? {
+    /// was not asked because no handshake ran. `address` is the peer's `HOST:PORT` that answered.
+    public static func peerSeesUs(_ visibility: PeerExamination.Visibility, peer name: String, instance: String?, address: String) -> DoctorCheck? {
         let probe = "\(instance ?? "?") (\(DoctorProbe.registrationType))"
         let lookThere = "on \(name)'s host, 'avahi-browse -rt \(DoctorProbe.registrationType)' while doctor runs here should list \(instance ?? "the probe")"
         switch visibility {
@@ -64,7 +64,7 @@ extension DoctorCheck {
                     + "client isolation, IGMP snooping); it looked for \(probe) for \(reply.waited) ms",
                 hint: "on \(name)'s host, look for rules dropping UDP 5353 from this host ('nft list ruleset', 'iptables -L -n'); "
                     + "on Wi-Fi, turn off client (AP) isolation; on a managed switch, check IGMP snooping; \(lookThere). "
-                    + "Meanwhile \(name) can reach this host by address: 'nearby invite HOST:PORT'",
+                    + "Meanwhile this host reaches \(name) by address, no multicast needed: 'nearby invite \(address)'",
                 exitStatus: .failure)
         }
     }
