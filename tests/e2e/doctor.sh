@@ -193,6 +193,13 @@ joined() { plain "$1" | sed 's/^ *//' | tr '\n' ' '; }
 test_doctor_hints_name_the_firewall_rule_wrapped_on_a_tty() {
     trap 'lab_run 1 nft delete table inet drmdns 2>/dev/null; trap - RETURN' RETURN
     nft_on 1 drmdns input "udp dport 5353 drop" || return 1
+    lab_run 1 env -u NO_COLOR -u NEARBY_OUTPUT TERM=xterm-256color /usr/bin/python3 "$TERM_PTY" --columns 80 -- \
+        "$NEARBY" doctor --timeout "$DOCTOR_TIMEOUT" >"$OUT/doctor-tty.txt" 2>"$OUT/doctor-tty.err"
+    term_has "$OUT/doctor-tty.txt" "WARN responders:" "the responders line" || return 1
+    local widest
+    widest=$(plain "$OUT/doctor-tty.txt" | awk '{ if (length($0) > w) w = length($0) } END { print w + 0 }')
+    (( widest <= 80 )) || { fail "a line of $widest columns on an 80-column terminal"; show "$OUT/doctor-tty.txt"; return 1; }
+    ! grep -q "…" "$OUT/doctor-tty.txt" || { fail "a detail or hint cut (…)"; show "$OUT/doctor-tty.txt"; return 1; }
     doctor 1
     check_is firewall warn "udp dport 5353 drop" || return 1
     expect_json "$OUT/doctor.jsonl" 'select(.event=="check" and .check=="responders" and .status=="warn"
@@ -202,13 +209,6 @@ test_doctor_hints_name_the_firewall_rule_wrapped_on_a_tty() {
     local hint
     hint=$(jq -r 'select(.event=="check" and .check=="responders") | .hint' "$OUT/doctor.jsonl")
     (( ${#hint} > 200 )) || { fail "the hint is only ${#hint} characters: nothing to wrap"; return 1; }
-    lab_run 1 env -u NO_COLOR -u NEARBY_OUTPUT TERM=xterm-256color /usr/bin/python3 "$TERM_PTY" --columns 80 -- \
-        "$NEARBY" doctor --timeout "$DOCTOR_TIMEOUT" >"$OUT/doctor-tty.txt" 2>"$OUT/doctor-tty.err"
-    term_has "$OUT/doctor-tty.txt" "WARN responders:" "the responders line" || return 1
-    local widest
-    widest=$(plain "$OUT/doctor-tty.txt" | awk '{ if (length($0) > w) w = length($0) } END { print w + 0 }')
-    (( widest <= 80 )) || { fail "a line of $widest columns on an 80-column terminal"; show "$OUT/doctor-tty.txt"; return 1; }
-    ! grep -q "…" "$OUT/doctor-tty.txt" || { fail "a detail or hint cut (…)"; show "$OUT/doctor-tty.txt"; return 1; }
     joined "$OUT/doctor-tty.txt" | grep -qF -- "hint: $hint" || { fail "the whole hint, wrapped: $hint"; show "$OUT/doctor-tty.txt"; return 1; }
 }
 
