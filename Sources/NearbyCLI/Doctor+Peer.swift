@@ -129,7 +129,7 @@ extension Nearby.Doctor {
                           hint: "use --encryption optional on one side, or the same mode on both", exitStatus: .connectionFailed))
         var name = target.name
         if case let .proved(peer, _) = examined.identity { name = peer.name }
-        if let check = DoctorCheck.identity(examined.identity, peer: name) { record(check) }
+        if let check = DoctorCheck.identity(examined.identity, peer: name, advertised: target.expected != nil) { record(check) }
         if let check = DoctorCheck.peerSeesUs(examined.visibility, peer: name, instance: probe, address: target.address(reachable)) { record(check) }
     }
 }

@@ -250,7 +250,7 @@ test_doctor_checks_a_host_port() {
     check_is subnet ok "10.99.0.0/24" || return 1
     check_is connect ok "$(lab_addr 2):$ADV_PORT connects" || return 1
     check_is encryption ok || return 1
-    check_is identity ok "($id2) proved the key" || return 1
+    check_is identity ok "($id2) proved the key of its ID (named by address" || return 1
     check_is peer-sees-us ok || return 1
 }
 

@@ -4,7 +4,8 @@ import Foundation
 /// showed (`Connections.examine`): kept apart from the I/O so every case is tested.
 extension DoctorCheck {
     /// `identity`: the handshake proved the advertised ID's key, or why not. nil when no handshake ran.
-    public static func identity(_ outcome: PeerExamination.Identity, peer name: String) -> DoctorCheck? {
+    /// `advertised`: false for a peer named by `HOST:PORT` (there is no advertised ID to compare).
+    public static func identity(_ outcome: PeerExamination.Identity, peer name: String, advertised: Bool = true) -> DoctorCheck? {
         switch outcome {
         case .notRun:
             return nil
@@ -12,7 +13,8 @@ extension DoctorCheck {
             let pinned = pin == .known
                 ? "the key matches its pin in known_peers"
                 : "not in known_peers yet (a peer is pinned when it reaches a session)"
-            return DoctorCheck("identity", .ok, "\(peer.name) (\(peer.id)) proved the key of the ID it advertises; \(pinned); verification code \(peer.verificationCode)")
+            let proved = advertised ? "the key of the ID it advertises" : "the key of its ID (named by address: no advertised ID to compare)"
+            return DoctorCheck("identity", .ok, "\(peer.name) (\(peer.id)) proved \(proved); \(pinned); verification code \(peer.verificationCode)")
         case let .keyChanged(peer, knownPeers):
             return DoctorCheck(
                 "identity", .fail,
