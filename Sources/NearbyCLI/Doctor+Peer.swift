@@ -14,8 +14,26 @@ extension Nearby.Doctor {
         var found: DiscoveredPeer?
     }
 
+    /// What the connection checks are run against: a peer found by name, or `HOST:PORT` as given.
+    struct Target: Sendable {
+        var addresses: [String]
+        var port: Int
+        /// The ID the peer advertised (nil for `HOST:PORT`: whoever answers).
+        var expected: PeerID?
+        var name: String
+
+        func address(_ host: String) -> String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    }
+
+    /// `_chat._tcp` → `chat`: the `--service` value of a nearby service type.
+    static func serviceName(_ type: String) -> String {
+        type.hasPrefix("_") && type.hasSuffix("._tcp") ? String(type.dropFirst().dropLast(5)) : type
+    }
+
     /// Browses the service type until PEER shows up; when it does not, says what did.
-    static func findPeer(_ query: String, service: ServiceType, selfID: PeerID, paths: NearbyPaths, within limit: Duration) async -> PeerCheck {
+    static func findPeer(
+        _ query: String, service: ServiceType, selfID: PeerID, paths: NearbyPaths, survey: Survey, notFoundHints: [String], within limit: Duration
+    ) async -> PeerCheck {
         let browser = Browser(service: service)
         let updates: AsyncStream<Browser.Update>
         do throws(NearbyError) {
@@ -43,6 +61,18 @@ extension Nearby.Doctor {
             }
             return PeerCheck(check: DoctorCheck("peer", .ok, detail), found: peer)
         }
+        // The same peer on another service type (responders browsed them all meanwhile).
+        let elsewhere = survey.all.filter { $0.type != service.registrationType && $0.peer.instance != selfID.rawValue && $0.peer.matches(query) }
+        if let other = elsewhere.first {
+            let name = serviceName(other.type)
+            let types = Set(elsewhere.map(\.type)).sorted().joined(separator: ", ")
+            return PeerCheck(check: DoctorCheck(
+                "peer", .fail,
+                "'\(query)' not found on \(service.registrationType) in \(limit), but \(other.peer.txt.displayName ?? other.peer.instance) "
+                    + "(\(other.peer.instance)) is on \(types): add --service \(name)",
+                hint: "nearby doctor '\(query)' --service \(name) (every command that names it needs --service \(name))",
+                exitStatus: .peerNotFound), found: nil)
+        }
         let seen = others.names.withLock { $0 }
         var detail = "'\(query)' not found on \(service.registrationType) in \(limit)"
         detail += seen.isEmpty ? "; no other peer found on it either" : "; found instead: \(seen.prefix(10).joined(separator: ", "))"
@@ -52,30 +82,32 @@ extension Nearby.Doctor {
         }
         return PeerCheck(check: DoctorCheck(
             "peer", .fail, detail,
-            hint: "on the peer: is 'nearby advertise --service \(service.name)' running? Compare 'nearby browse --types' there and here",
+            hint: (["on the peer: is 'nearby advertise --service \(service.name)' running? Compare 'nearby browse --types' there and here"]
+                + notFoundHints.filter { !$0.isEmpty }).joined(separator: "; "),
             exitStatus: .peerNotFound), found: nil)
     }
 
     /// A TCP connection to each address, then on the first that answered one connection for the
     /// preamble, the handshake and the probe (never an invitation).
     static func connectChecks(
-        _ peer: DiscoveredPeer, port: Int, identity: Identity, preference: EncryptionPreference, knownPeers: KnownPeers,
+        _ target: Target, identity: Identity, preference: EncryptionPreference, knownPeers: KnownPeers,
         probe: String?, replyWithin: Duration, record: (DoctorCheck) -> Void
     ) async {
-        let addresses = peer.addresses.isEmpty ? [peer.host].compactMap { $0 } : peer.addresses
+        let port = target.port
         var working: [String] = []
         var failing: [String] = []
-        for address in addresses {
+        for address in target.addresses {
             if let reason = await Connections.reachable(host: address, port: port, timeout: .seconds(2)) {
                 failing.append("\(address): \(reason)")
             } else {
                 working.append(address)
             }
         }
-        let detail = (working.map { "\($0) connects" } + failing).joined(separator: "; ")
+        let detail = (working.map { "\(target.address($0)) connects" } + failing).joined(separator: "; ")
         let firewall = "a firewall on the peer (or between) drops TCP port \(port): on the peer, 'nft list ruleset' or 'iptables -L -n'"
         guard let reachable = working.first else {
-            record(DoctorCheck("connect", .fail, "found, but no TCP connection to port \(port): \(detail)", hint: firewall, exitStatus: .connectionFailed))
+            let what = target.expected == nil ? "no TCP connection to \(target.name)" : "found, but no TCP connection to port \(port)"
+            record(DoctorCheck("connect", .fail, "\(what): \(detail)", hint: firewall, exitStatus: .connectionFailed))
             return
         }
         record(failing.isEmpty
@@ -88,15 +120,16 @@ extension Nearby.Doctor {
             record(DoctorCheck("encryption", .fail, "could not set up TLS: \(error)", exitStatus: .failure))
             return
         }
-        let name = peer.txt.displayName ?? peer.instance
         let examined = await Connections.examine(
-            host: reachable, port: port, preference: preference, tls: tls, identity: identity, expected: PeerID(peer.instance),
+            host: reachable, port: port, preference: preference, tls: tls, identity: identity, expected: target.expected,
             knownPeers: knownPeers, probe: probe, replyWithin: replyWithin)
         record(examined.encryption.ok
             ? DoctorCheck("encryption", .ok, examined.encryption.detail)
             : DoctorCheck("encryption", .fail, examined.encryption.detail,
                           hint: "use --encryption optional on one side, or the same mode on both", exitStatus: .connectionFailed))
-        if let check = DoctorCheck.identity(examined.identity, peer: name) { record(check) }
-        if let check = DoctorCheck.peerSeesUs(examined.visibility, peer: name, instance: probe) { record(check) }
+        var name = target.name
+        if case let .proved(peer, _) = examined.identity { name = peer.name }
+        if let check = DoctorCheck.identity(examined.identity, peer: name, advertised: target.expected != nil) { record(check) }
+        if let check = DoctorCheck.peerSeesUs(examined.visibility, peer: name, instance: probe, address: target.address(reachable)) { record(check) }
     }
 }

@@ -14,17 +14,20 @@ extension Nearby {
                 avahi-daemon.conf's allow-/deny-interfaces;
                   firewall            local nft rules that drop or reject port 5353 (when readable);
                   self-advertisement  a probe published here (until doctor ends) comes back through the daemon;
-                  responders          other services are announced on the link (none: multicast \
-                looks blocked, or you are alone);
+                  responders          other services are announced on the link, this host's own not \
+                counted (none: multicast looks blocked, or you are alone);
                 with PEER also:
-                  peer                PEER is found on the service type (if not: what was found, and \
-                whether PEER was seen before);
+                  peer                PEER is found on the service type (if not: what was found, PEER \
+                on another service type, and whether PEER was seen before);
+                  subnet              instead of peer, when PEER is HOST:PORT: HOST is on one of this \
+                host's subnets (mDNS does not cross routers);
                   connect             a TCP connection to each of its addresses;
                   encryption          the preamble agrees on encryption;
                   identity            the handshake: the peer proves the key of the ID it advertises, \
                 and known_peers pins no other key for it;
                   peer-sees-us        the peer is asked whether it sees this host's probe (one-way \
                 multicast: we see it, it does not see us).
+                When the firewall check finds a rule, the other multicast checks' hints name it. \
                 Nothing invites the peer: it starts no session, pins nothing and shows no invitation.
                 Exit 0 when nothing failed, else the status of the first failure: 7 daemon, 2 peer \
                 not found, 5 cannot connect or encryption mismatch, 9 identity, 1 otherwise \
@@ -33,10 +36,11 @@ extension Nearby {
                 Examples:
                   nearby doctor
                   nearby doctor "Bob's Pi" --timeout 5
+                  nearby doctor 192.168.1.20:52345
                   nearby doctor bob --service chat | jq -r 'select(.event=="check" and .status!="ok") | .hint'
                 """)
 
-        @Argument(help: ArgumentHelp("The peer that is not seen (ID, ID prefix or display name).", valueName: "peer"), completion: .peers)
+        @Argument(help: ArgumentHelp("The peer that is not seen (ID, ID prefix, display name, or HOST:PORT).", valueName: "peer"), completion: .peers)
         var peer: String?
 
         @OptionGroup var serviceOptions: ServiceOptions
@@ -64,36 +68,53 @@ extension Nearby {
                     checks.append(check)
                     context.events.emit(Events.Check(check))
                 }
-                let types = TypeBrowser()
-                let typeUpdates: AsyncStream<TypeBrowser.Update>
+                let survey = Survey()
                 do throws(NearbyError) {
-                    typeUpdates = try types.start()
+                    try survey.start()
                 } catch {
                     record(DoctorCheck("daemon", .fail, "the DNS-SD daemon does not answer: \(error.errorDescription ?? "\(error)") (is avahi-daemon running?)",
                                        hint: DoctorCheck.daemonHint, exitStatus: .daemonUnavailable))
                     return
                 }
-                defer { types.stop() }
+                defer { survey.stop() }
                 record(DoctorCheck("daemon", .ok, "avahi-daemon answers DNS-SD requests"))
-                async let otherTypes = Self.collectTypes(typeUpdates, excluding: DoctorProbe.registrationType, within: limit)
 
                 let config = try? String(contentsOfFile: "/etc/avahi/avahi-daemon.conf", encoding: .utf8)
-                record(NetworkInterface.check(NetworkInterface.list(), daemonConfig: config))
-                record(FirewallRules.check(ruleset: FirewallRules.read()))
+                let interfaces = NetworkInterface.list()
+                record(NetworkInterface.check(interfaces, daemonConfig: config))
+                let ruleset = FirewallRules.read()
+                record(FirewallRules.check(ruleset: ruleset))
+                // A local rule dropping mDNS is what every multicast check's hint names first.
+                let dropping = ruleset.map(FirewallRules.dropping) ?? []
                 // The probe stays published to the end: PEER is asked whether it sees it.
-                let (selfCheck, selfProbe) = await Self.selfAdvertisement(identity: identity, within: limit)
+                let (selfCheck, selfProbe) = await Self.selfAdvertisement(identity: identity, firewall: dropping, within: limit)
                 defer { selfProbe?.advertiser.stop() }
                 record(selfCheck)
-                let seen = await otherTypes
-                record(seen.isEmpty
-                    ? DoctorCheck("responders", .warn, "no other service announced on the link in \(timeout) s", hint: DoctorCheck.multicastHint)
-                    : DoctorCheck("responders", .ok, "services announced on the link: \(seen.sorted().prefix(10).joined(separator: ", "))"))
+                record(await Self.responders(
+                    survey, selfID: identity.peerID, ownHost: selfProbe?.host,
+                    hint: DoctorCheck.multicastHint(firewall: dropping, otherwise: DoctorCheck.multicastHint), within: limit))
                 guard let peer else { return }
-                let peerCheck = await Self.findPeer(peer, service: service, selfID: identity.peerID, paths: context.paths, within: limit)
-                record(peerCheck.check)
-                guard let found = peerCheck.found, let port = found.port else { return }
+                let target: Target
+                if let direct = Node.parseHostPort(peer) {
+                    // An address: nothing to look up by name; whether mDNS can reach it at all.
+                    if let subnet = Subnets.check(host: direct.host, port: direct.port, interfaces: interfaces) { record(subnet) }
+                    target = Target(addresses: [direct.host], port: direct.port, expected: nil, name: peer)
+                } else {
+                    let peerCheck = await Self.findPeer(
+                        peer, service: service, selfID: identity.peerID, paths: context.paths, survey: survey,
+                        notFoundHints: [DoctorCheck.multicastHint(firewall: dropping, otherwise: ""), Subnets.notFoundHint(interfaces)],
+                        within: limit)
+                    record(peerCheck.check)
+                    guard let found = peerCheck.found, let port = found.port else { return }
+                    // IPv4 first, link-local IPv6 last: the address a hint names is the one to type.
+                    let ordered = found.addresses.filter { !$0.contains(":") } + found.addresses.filter { $0.contains(":") && !$0.hasPrefix("fe80") }
+                        + found.addresses.filter { $0.hasPrefix("fe80") }
+                    target = Target(
+                        addresses: ordered.isEmpty ? [found.host].compactMap { $0 } : ordered, port: port,
+                        expected: PeerID(found.instance), name: found.txt.displayName ?? found.instance)
+                }
                 await Self.connectChecks(
-                    found, port: port, identity: identity, preference: session.mode, knownPeers: KnownPeers(paths: context.paths),
+                    target, identity: identity, preference: session.mode, knownPeers: KnownPeers(paths: context.paths),
                     probe: selfProbe?.name, replyWithin: max(limit, .seconds(3)) + .seconds(2), record: record)
             }
             context.events.emit(Events.Summary(checks))
@@ -101,25 +122,17 @@ extension Nearby {
             if status != .success { throw ExitCode(status.rawValue) }
         }
 
-        /// The types other responders announce, until one shows up or the time is up.
-        static func collectTypes(_ updates: AsyncStream<TypeBrowser.Update>, excluding probe: String, within limit: Duration) async -> Set<String> {
-            await firstResult(within: limit) { () -> Set<String> in
-                for await update in updates {
-                    if case let .type(type, instances) = update, instances > 0, type != probe { return [type] }
-                }
-                return []
-            } ?? []
-        }
-
         /// This host's probe, published for the whole run so that PEER can be asked whether it sees it.
         struct SelfProbe: Sendable {
             let advertiser: Advertiser
             let name: String
+            /// This host's mDNS name, as the probe resolved (nil when it did not come back).
+            let host: String?
         }
 
         /// Publishes a probe and browses for it: the daemon publishes and sees its own. The probe
         /// stays published (the caller stops it) when it could be published at all.
-        static func selfAdvertisement(identity: Identity, within limit: Duration) async -> (DoctorCheck, SelfProbe?) {
+        static func selfAdvertisement(identity: Identity, firewall: [String], within limit: Duration) async -> (DoctorCheck, SelfProbe?) {
             let name = "doctor-\(identity.peerID.rawValue)-\(Int.random(in: 1000...9999))"
             do throws(NearbyError) {
                 let type = try ServiceType(DoctorProbe.service)
@@ -129,16 +142,17 @@ extension Nearby {
                 let updates = try browser.start()
                 defer { browser.stop() }
                 try await advertiser.start()
-                let probe = SelfProbe(advertiser: advertiser, name: name)
-                let seen = await firstResult(within: limit) {
-                    for await update in updates { if case let .found(peer) = update, peer.instance == name { return true } }
-                    return false
+                let seen = await firstResult(within: limit) { () -> DiscoveredPeer? in
+                    for await update in updates { if case let .found(peer) = update, peer.instance == name { return peer } }
+                    return nil
                 }
-                return seen == true
-                    ? (DoctorCheck("self-advertisement", .ok, "a probe published as \(name) came back through the daemon"), probe)
-                    : (DoctorCheck("self-advertisement", .fail, "a probe published as \(name) did not come back in \(limit)",
-                                   hint: "the daemon publishes but does not see its own announcements: check its interfaces (allow-interfaces) and 'journalctl -u avahi-daemon'"),
-                       probe)
+                let probe = SelfProbe(advertiser: advertiser, name: name, host: seen?.host)
+                let hint = DoctorCheck.multicastHint(
+                    firewall: firewall,
+                    otherwise: "the daemon publishes but does not see its own announcements: check its interfaces (allow-interfaces) and 'journalctl -u avahi-daemon'")
+                return seen != nil
+                    ? (DoctorCheck("self-advertisement", .ok, "a probe published as \(name) came back through the daemon (host \(seen?.host ?? "?"))"), probe)
+                    : (DoctorCheck("self-advertisement", .fail, "a probe published as \(name) did not come back in \(limit)", hint: hint), probe)
             } catch {
                 return (DoctorCheck("self-advertisement", .fail, "could not publish a probe: \(error.errorDescription ?? "\(error)")",
                                     hint: DoctorCheck.daemonHint, exitStatus: error.exitStatus), nil)

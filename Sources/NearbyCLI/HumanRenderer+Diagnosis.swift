@@ -14,13 +14,48 @@ extension HumanRenderer {
             case "warn": paint("WARN", .yellow)
             default: paint("FAIL", .red)
             }
-            let hint = e.has("hint") ? "\n" + String(repeating: " ", count: 14) + "hint: " + e.clean("hint") : ""
-            return "\(mark) \(paint(e.clean("check"), .bold)): \(e.clean("detail"))\(hint)"
+            // Never cut: the end of a detail or hint is often the part to act on. On a terminal,
+            // wrapped between words under the detail (the time and the mark take 14 columns).
+            let name = e.clean("check", limit: 40)
+            let detail = Self.wrapped(e.clean("detail", limit: Self.longest), first: 14 + name.count + 2, indent: 14, columns: columns)
+            let hint = e.has("hint")
+                ? "\n" + String(repeating: " ", count: 14) + "hint: " + Self.wrapped(e.clean("hint", limit: Self.longest), first: 20, indent: 20, columns: columns)
+                : ""
+            return "\(mark) \(paint(name, .bold)): \(detail)\(hint)"
         default:
             let fail = e.int("fail")
             let verdict = fail > 0 ? paint("\(fail) failed", .red) : paint("nothing failed", .green)
             return "doctor: \(e.int("ok")) ok, \(e.int("warn")) warnings, \(verdict) (exit \(e.int("exit_status")))"
         }
+    }
+
+    /// Details and hints are shown whole up to this many characters (a bound on what a peer's
+    /// words can make of a screen, far above any check's own).
+    static let longest = 4000
+
+    /// `text` broken into lines of at most `columns - 1` characters between words, the first
+    /// starting at column `first`, the others indented to `indent`. A word longer than a line is
+    /// left whole (a path or an address is never split). nil columns: unchanged.
+    static func wrapped(_ text: String, first: Int, indent: Int, columns: Int?) -> String {
+        guard let columns else { return text }
+        let width = max(columns - 1, indent + 20)
+        var lines: [String] = []
+        var line = ""
+        var used = first
+        for word in text.split(separator: " ", omittingEmptySubsequences: false) {
+            let length = word.unicodeScalars.count
+            if !line.isEmpty, used + 1 + length > width {
+                lines.append(line)
+                line = String(word)
+                used = indent + length
+            } else {
+                if !line.isEmpty { line += " "; used += 1 }
+                line += word
+                used += length
+            }
+        }
+        lines.append(line)
+        return lines.joined(separator: "\n" + String(repeating: " ", count: indent))
     }
 
     private func service(_ e: Fields) -> String {

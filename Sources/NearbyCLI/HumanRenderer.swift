@@ -12,6 +12,9 @@ struct HumanRenderer: Sendable {
     var color = false
     /// The time zone the times are shown in.
     var timeZone = TimeZone.current
+    /// The terminal's width, when the lines go to one: long texts (doctor's details and hints)
+    /// are wrapped to it between words. nil: one line each, however long.
+    var columns: Int?
 
     /// Decodes an event line; nil when it is not a JSON object.
     static func decode(_ line: String) -> [String: Any]? {

@@ -48,7 +48,7 @@ final class TerminalSink: EventSink {
         self.writer = writer
         self.fd = fd
         human = style == .human
-        renderer = HumanRenderer(color: writer.colors(fd))
+        renderer = HumanRenderer(color: writer.colors(fd), columns: isatty(fd) == 1 ? writer.columns : nil)
     }
 
     func emit(_ body: some EventBody) { show(encoder.line(body)) }

@@ -147,4 +147,21 @@ import Testing
             Events.Suppressed(of: "rejected", code: "not-a-nearby-peer", count: 19_873, seconds: 10))) ?? [:])
         #expect(summary.hasSuffix("… and 19,873 more rejected events (not-a-nearby-peer) in the last 10 s"), "\(summary)")
     }
+
+    @Test func doctorsLongLinesWrapToTheTerminalAndAreNeverCut() {
+        let hint = (1...60).map { "word\($0)" }.joined(separator: " ") + " 'nearby invite 10.99.0.1:4242'"
+        let json = #"{"event":"check","time":"2026-11-21T10:00:00Z","check":"responders","status":"warn","detail":"nothing","hint":"\#(hint)"}"#
+        var narrow = renderer
+        narrow.columns = 60
+        let text = narrow.render(HumanRenderer.decode(json) ?? [:])
+        let lines = text.split(separator: "\n")
+        #expect(lines.count > 3, "\(text)")
+        #expect(lines.allSatisfy { $0.count <= 59 }, "\(text)")
+        #expect(lines.dropFirst(2).allSatisfy { $0.hasPrefix(String(repeating: " ", count: 20)) }, "\(text)")
+        let rejoined = lines.dropFirst().map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
+        #expect(rejoined == "hint: " + hint, "\(text)")
+        // Without a terminal: one line for the detail, one for the hint, whole.
+        let piped = renderer.render(HumanRenderer.decode(json) ?? [:])
+        #expect(piped.hasSuffix("hint: " + hint) && piped.split(separator: "\n").count == 2, "\(piped)")
+    }
 }

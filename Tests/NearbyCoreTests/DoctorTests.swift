@@ -92,4 +92,37 @@ import Testing
         #expect(dropped.status == .warn)
         #expect(dropped.detail.contains("udp dport 5353 drop"))
     }
+
+    @Test func multicastHintsNameTheRuleTheFirewallCheckFound() {
+        let rules = FirewallRules.dropping("table inet f {\n chain input {\n  udp dport 5353 drop\n  tcp dport 22 accept\n }\n}")
+        #expect(rules == ["udp dport 5353 drop"])
+        let hint = DoctorCheck.multicastHint(firewall: rules, otherwise: "check allow-interfaces")
+        #expect(hint.contains("'udp dport 5353 drop'") && !hint.contains("allow-interfaces"))
+        #expect(DoctorCheck.multicastHint(firewall: [], otherwise: "check allow-interfaces") == "check allow-interfaces")
+        #expect(DoctorCheck.multicastHint(firewall: ["a 5353 drop", "b 5353 reject"], otherwise: "").contains("1 more"))
+    }
+
+    @Test func anAddressIsOnOneOfOurSubnetsOrBehindARouter() {
+        #expect(Subnets.contains("10.99.0.2/24", "10.99.0.200"))
+        #expect(!Subnets.contains("10.99.0.2/24", "10.98.0.2"))
+        #expect(Subnets.contains("10.0.0.1/8", "10.255.1.1") && !Subnets.contains("10.0.0.1/8", "11.0.0.1"))
+        #expect(Subnets.contains("2001:db8::1/64", "2001:db8::ffff") && !Subnets.contains("2001:db8::1/64", "2001:db9::1"))
+        #expect(!Subnets.contains("10.99.0.2/24", "2001:db8::1") && !Subnets.contains("garbage", "10.99.0.1"))
+        #expect(Subnets.network("10.99.0.2/24") == "10.99.0.0/24")
+        #expect(Subnets.network("192.168.7.130/25") == "192.168.7.128/25")
+        let nb0 = NetworkInterface(name: "nb0", up: true, multicast: true, loopback: false, addresses: ["10.99.0.1", "fe80::1"],
+                                   networks: ["10.99.0.1/24", "fe80::1/64"])
+        let lo = NetworkInterface(name: "lo", up: true, multicast: false, loopback: true, addresses: ["127.0.0.1"], networks: ["127.0.0.1/8"])
+        #expect(Subnets.ours([lo, nb0]) == ["10.99.0.0/24 on nb0"])
+        let near = Subnets.check(host: "10.99.0.7", port: 4000, interfaces: [lo, nb0])
+        #expect(near?.status == .ok && near?.detail.contains("10.99.0.0/24 (nb0)") == true)
+        let far = Subnets.check(host: "10.98.0.2", port: 4000, interfaces: [lo, nb0])
+        #expect(far?.status == .warn && far?.name == "subnet")
+        #expect(far?.detail.contains("10.98.0.2 is on none of this host's subnets (10.99.0.0/24 on nb0)") == true)
+        #expect(far?.detail.contains("mDNS does not cross routers") == true)
+        #expect(far?.hint?.contains("'nearby invite 10.98.0.2:4000'") == true)
+        #expect(Subnets.check(host: "fe80::9%nb0", port: 4000, interfaces: [nb0])?.status == .ok)
+        #expect(Subnets.check(host: "pi.local", port: 4000, interfaces: [nb0]) == nil)
+        #expect(Subnets.notFoundHint([lo, nb0]).contains("(this host is on 10.99.0.0/24 on nb0), mDNS does not cross routers"))
+    }
 }

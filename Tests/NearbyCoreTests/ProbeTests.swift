@@ -137,18 +137,18 @@ import Testing
     }
 
     @Test func visibilityOutcomesBecomeChecks() throws {
-        let seen = try #require(DoctorCheck.peerSeesUs(.answered(.init(seen: true, waited: 40, addresses: ["10.0.0.2"])), peer: "Bob", instance: "d-1"))
+        let seen = try #require(DoctorCheck.peerSeesUs(.answered(.init(seen: true, waited: 40, addresses: ["10.0.0.2"])), peer: "Bob", instance: "d-1", address: "10.0.0.2:4000"))
         #expect(seen.status == .ok && seen.detail.contains("Bob sees this host's announcements"))
-        let oneWay = try #require(DoctorCheck.peerSeesUs(.answered(.init(seen: false, waited: 3000)), peer: "Bob", instance: "d-1"))
+        let oneWay = try #require(DoctorCheck.peerSeesUs(.answered(.init(seen: false, waited: 3000)), peer: "Bob", instance: "d-1", address: "10.0.0.2:4000"))
         #expect(oneWay.status == .fail && oneWay.exitStatus == .failure)
         #expect(oneWay.detail.contains("Bob does not see this host: one-way multicast"))
-        #expect(oneWay.hint?.contains("UDP 5353") == true && oneWay.hint?.contains("nearby invite HOST:PORT") == true)
-        let busy = try #require(DoctorCheck.peerSeesUs(.answered(.init(seen: false, waited: 0, reason: "busy")), peer: "Bob", instance: "d-1"))
+        #expect(oneWay.hint?.contains("UDP 5353") == true && oneWay.hint?.contains("nearby invite 10.0.0.2:4000") == true)
+        let busy = try #require(DoctorCheck.peerSeesUs(.answered(.init(seen: false, waited: 0, reason: "busy")), peer: "Bob", instance: "d-1", address: "10.0.0.2:4000"))
         #expect(busy.status == .warn)
-        #expect(DoctorCheck.peerSeesUs(.unsupported, peer: "Bob", instance: "d-1")?.status == .warn)
-        #expect(DoctorCheck.peerSeesUs(.noAnswer("silence"), peer: "Bob", instance: "d-1")?.status == .warn)
-        #expect(DoctorCheck.peerSeesUs(.noProbe, peer: "Bob", instance: nil)?.status == .warn)
-        #expect(DoctorCheck.peerSeesUs(.notAsked, peer: "Bob", instance: nil) == nil)
+        #expect(DoctorCheck.peerSeesUs(.unsupported, peer: "Bob", instance: "d-1", address: "10.0.0.2:4000")?.status == .warn)
+        #expect(DoctorCheck.peerSeesUs(.noAnswer("silence"), peer: "Bob", instance: "d-1", address: "10.0.0.2:4000")?.status == .warn)
+        #expect(DoctorCheck.peerSeesUs(.noProbe, peer: "Bob", instance: nil, address: "10.0.0.2:4000")?.status == .warn)
+        #expect(DoctorCheck.peerSeesUs(.notAsked, peer: "Bob", instance: nil, address: "10.0.0.2:4000") == nil)
     }
 
     @Test func probesBrowsingAtOnceAreCapped() {

@@ -76,6 +76,9 @@ test_doctor_names_one_way_multicast() {
     check_is identity ok || return 1
     check_is peer-sees-us fail "does not see this host: one-way multicast" || return 1
     expect_json "$OUT/doctor.jsonl" 'select(.event=="check" and .check=="peer-sees-us" and (.hint|contains("UDP 5353")))' "a hint about UDP 5353" || return 1
+    # The way around it, with the real address (not a HOST:PORT placeholder).
+    expect_json "$OUT/doctor.jsonl" "select(.event==\"check\" and .check==\"peer-sees-us\" and (.hint|contains(\"nearby invite $(lab_addr 1):$ADV_PORT\")))" \
+        "the hint names the peer's real address" || return 1
     expect_json "$OUT/doctor.jsonl" 'select(.event=="summary" and .fail==1 and .exit_status==1)' "summary with exit 1" || return 1
     expect_eq "$(count_json "$OUT/adv-h1-dr-oneway.jsonl" 'select(.event=="invitation" or .event=="error")')" 0 "invitations or errors on the peer" || return 1
 }
@@ -169,4 +172,112 @@ spawn_publish() {
         sleep 0.1
     done
     fail "avahi-publish on h$host did not establish"
+}
+
+# --- issue 25: every doctor answer says what was seen and what to do next -------------------------
+
+# nft_on K TABLE HOOK RULE: RULE in an nft table of host K, on the input or output hook.
+nft_on() {
+    lab_run "$1" nft -f - <<EOF_NFT || fail "nft rules on h$1"
+table inet $2 {
+    chain $3 { type filter hook $3 priority 0; $4; }
+}
+EOF_NFT
+}
+# joined FILE: the terminal's lines as one, wrapped lines put back together.
+joined() { plain "$1" | sed 's/^ *//' | tr '\n' ' '; }
+
+# A local rule dropping mDNS: the firewall check names it, and so do the hints of the checks it
+# breaks (not "check allow-interfaces"). On a terminal every detail and hint is shown whole,
+# wrapped between words to the terminal's width.
+test_doctor_hints_name_the_firewall_rule_wrapped_on_a_tty() {
+    trap 'lab_run 1 nft delete table inet drmdns 2>/dev/null; trap - RETURN' RETURN
+    nft_on 1 drmdns input "udp dport 5353 drop" || return 1
+    lab_run 1 env -u NO_COLOR -u NEARBY_OUTPUT TERM=xterm-256color /usr/bin/python3 "$TERM_PTY" --columns 80 -- \
+        "$NEARBY" doctor --timeout "$DOCTOR_TIMEOUT" >"$OUT/doctor-tty.txt" 2>"$OUT/doctor-tty.err"
+    term_has "$OUT/doctor-tty.txt" "WARN responders:" "the responders line" || return 1
+    local widest
+    widest=$(plain "$OUT/doctor-tty.txt" | awk '{ if (length($0) > w) w = length($0) } END { print w + 0 }')
+    (( widest <= 80 )) || { fail "a line of $widest columns on an 80-column terminal"; show "$OUT/doctor-tty.txt"; return 1; }
+    ! grep -q "…" "$OUT/doctor-tty.txt" || { fail "a detail or hint cut (…)"; show "$OUT/doctor-tty.txt"; return 1; }
+    doctor 1
+    check_is firewall warn "udp dport 5353 drop" || return 1
+    expect_json "$OUT/doctor.jsonl" 'select(.event=="check" and .check=="responders" and .status=="warn"
+        and (.hint|contains("firewall drops mDNS: '"'"'udp dport 5353 drop'"'"'")))' "responders' hint names the rule" || return 1
+    expect_json "$OUT/doctor.jsonl" 'select(.event=="check" and .status!="ok" and .check!="firewall" and (.hint|contains("allow-interfaces")))' \
+        "no hint blames allow-interfaces" >/dev/null 2>&1 && { fail "a hint blames allow-interfaces"; cat "$OUT/doctor.jsonl" >&2; return 1; }
+    local hint
+    hint=$(jq -r 'select(.event=="check" and .check=="responders") | .hint' "$OUT/doctor.jsonl")
+    (( ${#hint} > 200 )) || { fail "the hint is only ${#hint} characters: nothing to wrap"; return 1; }
+    joined "$OUT/doctor-tty.txt" | grep -qF -- "hint: $hint" || { fail "the whole hint, wrapped: $hint"; show "$OUT/doctor-tty.txt"; return 1; }
+}
+
+# A host that hears nothing else: its own services (its node, under its identity's ID, and
+# anything else published under its own host name) do not make `responders` ok.
+test_doctor_responders_do_not_count_own_services() {
+    advertise 1 dr-own || return 1
+    spawn_publish 1 "$OUT/publish.txt" -s "own web" _drownweb._tcp 8080 || { stop "$ADV_PID"; return 1; }
+    doctor 1
+    kill -INT "$PUBLISH_PID" 2>/dev/null
+    stop "$ADV_PID"
+    check_is responders warn "no other service announced" || return 1
+    check_is responders warn "_dr-own._tcp" || return 1
+    check_is responders warn "_drownweb._tcp" || return 1
+}
+
+# The peer advertises on another service type: the peer check names that type and the option.
+test_doctor_names_the_peer_on_another_service_type() {
+    local id2
+    id2=$(id_of 2) || return 1
+    advertise 2 drchat --name "Chat Box" || return 1
+    doctor 1 "Chat Box"
+    stop "$ADV_PID"
+    expect_eq "$STATUS" 2 "doctor exit status for a peer on another type" || return 1
+    check_is responders ok _drchat._tcp || return 1
+    check_is peer fail "Chat Box ($id2) is on _drchat._tcp: add --service drchat" || return 1
+    expect_json "$OUT/doctor.jsonl" 'select(.event=="check" and .check=="peer" and (.hint|contains("--service drchat")))' "a hint with --service" || return 1
+}
+
+# `doctor HOST:PORT` checks that address: no look-up by name, the connection checks against it.
+test_doctor_checks_a_host_port() {
+    local id2
+    id2=$(id_of 2) || return 1
+    advertise 2 dr-addr || return 1
+    doctor 1 "$(lab_addr 2):$ADV_PORT"
+    stop "$ADV_PID"
+    expect_eq "$STATUS" 0 "doctor exit status for a reachable HOST:PORT" || { cat "$OUT/doctor.jsonl" >&2; return 1; }
+    expect_eq "$(count_json "$OUT/doctor.jsonl" 'select(.event=="check" and .check=="peer")')" 0 "a peer check (look-up by name)" || return 1
+    check_is subnet ok "10.99.0.0/24" || return 1
+    check_is connect ok "$(lab_addr 2):$ADV_PORT connects" || return 1
+    check_is encryption ok || return 1
+    check_is identity ok "($id2) proved the key of its ID (named by address" || return 1
+    check_is peer-sees-us ok || return 1
+}
+
+# A peer on another subnet, reachable by address but never found by mDNS. The lab has one link:
+# h2 gets a second address on 10.98.0.0/24 (h1 routes that /24 onto the link, without an address
+# on it) and drops its own mDNS output, so h1 finds nothing by name.
+test_doctor_names_a_peer_on_another_subnet() {
+    local id2
+    id2=$(id_of 2) || return 1
+    trap 'lab_run 2 nft delete table inet drsub 2>/dev/null; lab_run 2 ip addr del 10.98.0.2/24 dev "$LAB_IFACE" 2>/dev/null
+          lab_run 1 ip route del 10.98.0.0/24 dev "$LAB_IFACE" 2>/dev/null; trap - RETURN' RETURN
+    lab_run 2 ip addr add 10.98.0.2/24 dev "$LAB_IFACE" || { fail "second address on h2"; return 1; }
+    lab_run 1 ip route add 10.98.0.0/24 dev "$LAB_IFACE" || { fail "route on h1"; return 1; }
+    nft_on 2 drsub output "udp dport 5353 drop" || return 1
+    advertise 2 dr-sub || return 1
+    doctor 1 "$id2" --service dr-sub
+    cp "$OUT/doctor.jsonl" "$OUT/by-name.jsonl"
+    expect_eq "$STATUS" 2 "doctor exit status by name" || { stop "$ADV_PID"; return 1; }
+    expect_json "$OUT/by-name.jsonl" 'select(.event=="check" and .check=="peer" and .status=="fail"
+        and (.hint|contains("mDNS does not cross routers")) and (.hint|contains("10.99.0.0/24 on nb0")) and (.hint|contains("HOST:PORT")))' \
+        "the not-found hint names routers, the subnets and HOST:PORT" || { stop "$ADV_PID"; return 1; }
+    doctor 1 "10.98.0.2:$ADV_PORT"
+    stop "$ADV_PID"
+    check_is subnet warn "10.98.0.2 is on none of this host's subnets (10.99.0.0/24 on nb0)" || return 1
+    check_is subnet warn "mDNS does not cross routers" || return 1
+    expect_json "$OUT/doctor.jsonl" "select(.event==\"check\" and .check==\"subnet\" and (.hint|contains(\"nearby send 10.98.0.2:$ADV_PORT\")))" \
+        "the hint names the address to use" || return 1
+    check_is connect ok "10.98.0.2:$ADV_PORT connects" || return 1
+    check_is identity ok "($id2) proved the key" || return 1
 }

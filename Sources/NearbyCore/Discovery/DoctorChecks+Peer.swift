@@ -4,7 +4,8 @@ import Foundation
 /// showed (`Connections.examine`): kept apart from the I/O so every case is tested.
 extension DoctorCheck {
     /// `identity`: the handshake proved the advertised ID's key, or why not. nil when no handshake ran.
-    public static func identity(_ outcome: PeerExamination.Identity, peer name: String) -> DoctorCheck? {
+    /// `advertised`: false for a peer named by `HOST:PORT` (there is no advertised ID to compare).
+    public static func identity(_ outcome: PeerExamination.Identity, peer name: String, advertised: Bool = true) -> DoctorCheck? {
         switch outcome {
         case .notRun:
             return nil
@@ -12,7 +13,8 @@ extension DoctorCheck {
             let pinned = pin == .known
                 ? "the key matches its pin in known_peers"
                 : "not in known_peers yet (a peer is pinned when it reaches a session)"
-            return DoctorCheck("identity", .ok, "\(peer.name) (\(peer.id)) proved the key of the ID it advertises; \(pinned); verification code \(peer.verificationCode)")
+            let proved = advertised ? "the key of the ID it advertises" : "the key of its ID (named by address: no advertised ID to compare)"
+            return DoctorCheck("identity", .ok, "\(peer.name) (\(peer.id)) proved \(proved); \(pinned); verification code \(peer.verificationCode)")
         case let .keyChanged(peer, knownPeers):
             return DoctorCheck(
                 "identity", .fail,
@@ -34,8 +36,8 @@ extension DoctorCheck {
     }
 
     /// `peer-sees-us`: whether the peer sees this host's `_nearby-doctor._tcp` probe. nil when it
-    /// was not asked because no handshake ran.
-    public static func peerSeesUs(_ visibility: PeerExamination.Visibility, peer name: String, instance: String?) -> DoctorCheck? {
+    /// was not asked because no handshake ran. `address` is the peer's `HOST:PORT` that answered.
+    public static func peerSeesUs(_ visibility: PeerExamination.Visibility, peer name: String, instance: String?, address: String) -> DoctorCheck? {
         let probe = "\(instance ?? "?") (\(DoctorProbe.registrationType))"
         let lookThere = "on \(name)'s host, 'avahi-browse -rt \(DoctorProbe.registrationType)' while doctor runs here should list \(instance ?? "the probe")"
         switch visibility {
@@ -64,7 +66,7 @@ extension DoctorCheck {
                     + "client isolation, IGMP snooping); it looked for \(probe) for \(reply.waited) ms",
                 hint: "on \(name)'s host, look for rules dropping UDP 5353 from this host ('nft list ruleset', 'iptables -L -n'); "
                     + "on Wi-Fi, turn off client (AP) isolation; on a managed switch, check IGMP snooping; \(lookThere). "
-                    + "Meanwhile \(name) can reach this host by address: 'nearby invite HOST:PORT'",
+                    + "Meanwhile this host reaches \(name) by address, no multicast needed: 'nearby invite \(address)'",
                 exitStatus: .failure)
         }
     }

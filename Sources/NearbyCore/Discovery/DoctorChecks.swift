@@ -34,6 +34,15 @@ public struct DoctorCheck: Sendable, Equatable {
         "start it: 'sudo systemctl start avahi-daemon' (or 'avahi-daemon -D'); it needs D-Bus: 'systemctl status dbus'"
     public static let multicastHint =
         "multicast looks blocked or you are alone on this link: a firewall dropping UDP 5353, Wi-Fi client isolation, or IGMP snooping"
+
+    /// The hint of a multicast check that failed: the local rule the firewall check found when
+    /// there is one (that is what to fix first), else `otherwise`.
+    public static func multicastHint(firewall rules: [String], otherwise: String) -> String {
+        guard let rule = rules.first else { return otherwise }
+        let more = rules.count > 1 ? " (and \(rules.count - 1) more, see the firewall check)" : " (see the firewall check)"
+        return "this host's firewall drops mDNS: '\(rule)'\(more); remove that rule or let UDP 5353 in and out "
+            + "('nft -a list ruleset' shows its handle, 'nft delete rule FAMILY TABLE CHAIN handle N' removes it)"
+    }
 }
 
 /// A network interface as `getifaddrs` shows it.
@@ -43,13 +52,16 @@ public struct NetworkInterface: Sendable, Equatable {
     public var multicast: Bool
     public var loopback: Bool
     public var addresses: [String]
+    /// Each address with its prefix length, `10.99.0.2/24` (the subnets this host is on).
+    public var networks: [String]
 
-    public init(name: String, up: Bool, multicast: Bool, loopback: Bool, addresses: [String]) {
+    public init(name: String, up: Bool, multicast: Bool, loopback: Bool, addresses: [String], networks: [String] = []) {
         self.name = name
         self.up = up
         self.multicast = multicast
         self.loopback = loopback
         self.addresses = addresses
+        self.networks = networks
     }
 
     /// Every interface with its IPv4 and IPv6 addresses, in the system's order.
@@ -68,9 +80,25 @@ public struct NetworkInterface: Sendable, Equatable {
                     name: name, up: flags & Int32(IFF_UP) != 0 && flags & Int32(IFF_RUNNING) != 0,
                     multicast: flags & Int32(IFF_MULTICAST) != 0, loopback: flags & Int32(IFF_LOOPBACK) != 0, addresses: [])
             }
-            if let address = entry.pointee.ifa_addr, let text = Self.text(address) { byName[name]?.addresses.append(text) }
+            if let address = entry.pointee.ifa_addr, let text = Self.text(address) {
+                byName[name]?.addresses.append(text)
+                if let mask = entry.pointee.ifa_netmask, let bits = Self.prefixLength(mask) { byName[name]?.networks.append("\(text)/\(bits)") }
+            }
         }
         return order.compactMap { byName[$0] }
+    }
+
+    /// The number of leading one bits of a netmask.
+    private static func prefixLength(_ mask: UnsafeMutablePointer<sockaddr>) -> Int? {
+        switch Int32(mask.pointee.sa_family) {
+        case AF_INET:
+            return UnsafeRawPointer(mask).load(as: sockaddr_in.self).sin_addr.s_addr.nonzeroBitCount
+        case AF_INET6:
+            var bits = UnsafeRawPointer(mask).load(as: sockaddr_in6.self).sin6_addr
+            return withUnsafeBytes(of: &bits) { $0.reduce(0) { $0 + $1.nonzeroBitCount } }
+        default:
+            return nil
+        }
     }
 
     private static func text(_ address: UnsafeMutablePointer<sockaddr>) -> String? {
@@ -178,15 +206,20 @@ public enum FirewallRules {
         guard let ruleset else {
             return DoctorCheck("firewall", .ok, "local firewall rules not readable here (nft missing, or not root): not checked")
         }
-        let suspicious = ruleset.split(whereSeparator: \.isNewline)
-            .map { $0.trimmingCharacters(in: .whitespaces) }
-            .filter { $0.contains("5353") && ($0.contains("drop") || $0.contains("reject")) }
+        let suspicious = dropping(ruleset)
         guard suspicious.isEmpty else {
             return DoctorCheck(
                 "firewall", .warn, "local rules that may drop mDNS: " + suspicious.prefix(5).joined(separator: "; "),
                 hint: "mDNS needs UDP 5353 in and out: check 'nft list ruleset' (or 'iptables -L -n')")
         }
         return DoctorCheck("firewall", .ok, "no local nft rule drops UDP 5353")
+    }
+
+    /// The rules of `ruleset` that mention port 5353 and drop or reject, as written there.
+    public static func dropping(_ ruleset: String) -> [String] {
+        ruleset.split(whereSeparator: \.isNewline)
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { $0.contains("5353") && ($0.contains("drop") || $0.contains("reject")) }
     }
 
     /// `nft list ruleset`'s output, or nil when it cannot be run or read. At most 1 MiB is read.

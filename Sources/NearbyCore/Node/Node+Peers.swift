@@ -59,7 +59,7 @@ extension Node {
         for waiter in waiters { waiter.settle(()) }
     }
 
-    static func parseHostPort(_ text: String) -> (host: String, port: Int)? {
+    public static func parseHostPort(_ text: String) -> (host: String, port: Int)? {
         guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (1...65535).contains(port) else { return nil }
         var host = String(text[..<colon])
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }

@@ -1,0 +1,105 @@
+import Foundation
+import NearbyCore
+import Synchronization
+
+/// `nearby doctor`: what the link holds, for the whole run: every service type announced and each
+/// resolved instance of it. `responders` waits in it for one that is not this host's own; a `peer`
+/// check that found nothing looks in it for PEER on other service types.
+extension Nearby.Doctor {
+    struct Seen: Sendable {
+        let type: String
+        let peer: DiscoveredPeer
+    }
+
+    final class Survey: Sendable {
+        /// At most this many types are browsed (the answers come from the network).
+        static let maxTypes = 32
+
+        private struct State {
+            var seen: [Seen] = []
+            var browsers: [String: Browser] = [:]
+            var tasks: [Task<Void, Never>] = []
+            var stopped = false
+        }
+
+        private let types = TypeBrowser()
+        private let state = Mutex(State())
+        /// Every instance as it is found (one reader: the responders check).
+        let found: AsyncStream<Seen>
+        private let continuation: AsyncStream<Seen>.Continuation
+
+        init() {
+            let (stream, continuation) = AsyncStream<Seen>.makeStream()
+            found = stream
+            self.continuation = continuation
+        }
+
+        /// Starts browsing the meta-query; throws when the daemon does not answer.
+        func start() throws(NearbyError) {
+            let updates = try types.start()
+            let task = Task { [self] in
+                for await update in updates {
+                    guard case let .type(type, instances) = update, instances > 0, type != DoctorProbe.registrationType else { continue }
+                    follow(type)
+                }
+            }
+            state.withLock { $0.tasks.append(task) }
+        }
+
+        private func follow(_ type: String) {
+            let browser = Browser(registrationType: type)
+            let fresh = state.withLock { state -> Bool in
+                guard !state.stopped, state.browsers[type] == nil, state.browsers.count < Self.maxTypes else { return false }
+                state.browsers[type] = browser
+                return true
+            }
+            guard fresh, let updates = try? browser.start() else { return }
+            let task = Task { [self] in
+                for await update in updates {
+                    guard case let .found(peer) = update else { continue }
+                    let seen = Seen(type: type, peer: peer)
+                    state.withLock { $0.seen.append(seen) }
+                    continuation.yield(seen)
+                }
+            }
+            state.withLock { $0.tasks.append(task) }
+        }
+
+        /// Everything found so far.
+        var all: [Seen] { state.withLock { $0.seen } }
+
+        func stop() {
+            let (browsers, tasks) = state.withLock { (state: inout State) -> ([Browser], [Task<Void, Never>]) in
+                state.stopped = true
+                let running = (Array(state.browsers.values), state.tasks)
+                state.browsers = [:]
+                state.tasks = []
+                return running
+            }
+            types.stop()
+            browsers.forEach { $0.stop() }
+            tasks.forEach { $0.cancel() }
+            continuation.finish()
+        }
+    }
+
+    /// The responders check: another service on the link, not counting this host's own (its
+    /// nodes, advertised under this identity's ID, and anything on this host's own mDNS name).
+    static func responders(_ survey: Survey, selfID: PeerID, ownHost: String?, hint: String, within limit: Duration) async -> DoctorCheck {
+        let own: @Sendable (Seen) -> Bool = { seen in
+            seen.peer.instance == selfID.rawValue || (ownHost != nil && seen.peer.host?.lowercased() == ownHost?.lowercased())
+        }
+        let other = await firstResult(within: limit) { () -> Seen? in
+            for await seen in survey.found where !own(seen) { return seen }
+            return nil
+        }
+        if let other {
+            let types = Set(survey.all.filter { !own($0) }.map(\.type) + [other.type]).sorted()
+            return DoctorCheck("responders", .ok, "services announced on the link: \(types.prefix(10).joined(separator: ", ")) "
+                + "(first: \(other.peer.instance) on \(other.peer.host ?? "?"))")
+        }
+        let mine = Set(survey.all.filter(own).map(\.type)).sorted()
+        let ignored = mine.isEmpty ? "" : " (this host's own not counted: \(mine.prefix(10).joined(separator: ", ")))"
+        return DoctorCheck("responders", .warn, "no other service announced on the link in \(limit)\(ignored)", hint: hint)
+    }
+}
