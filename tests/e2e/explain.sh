@@ -136,7 +136,7 @@ test_explain_help_keeps_examples_whole() {
         "  nearby browse --timeout 5 | jq -r 'select(.event==\"found\") | .peer.name'"; do
         grep -qxF -- "$line" "$OUT/narrow.txt" || { fail "example cut: $line"; show "$OUT/narrow.txt"; return 1; }
     done
-    (( $(awk '!/^  nearby / && length > 50' "$OUT/narrow.txt" | wc -l) == 0 )) \
+    (( $(grep -v '^  nearby ' "$OUT/narrow.txt" | LC_ALL=C.UTF-8 wc -L) <= 50 )) \
         || { fail "prose wider than 50 columns"; show "$OUT/narrow.txt"; return 1; }
     nb 1 advertise --help >"$OUT/adv.txt" 2>&1
     ! grep -q "(default: 0)" "$OUT/adv.txt" || fail "advertise --help doubles the port's default" || return 1
