@@ -194,6 +194,7 @@ _nearby_advertise() {
     # Offer option value completions
     case "${prev}" in
     '--service')
+        __nearby_add_completions -W "$(__nearby_custom_complete ---completion advertise -- --service "${COMP_CWORD}" "$(__nearby_cursor_index_in_current_word)")"
         return
         ;;
     '--name')
@@ -222,7 +223,7 @@ _nearby_advertise() {
 
 _nearby_browse() {
     repeating_flags=()
-    non_repeating_flags=(--types --verbose -v --json --human --version -h --help)
+    non_repeating_flags=(--types --now --verbose -v --json --human --version -h --help)
     repeating_options=()
     non_repeating_options=(--service --timeout --count --peer)
     __nearby_offer_flags_options 0
@@ -230,6 +231,7 @@ _nearby_browse() {
     # Offer option value completions
     case "${prev}" in
     '--service')
+        __nearby_add_completions -W "$(__nearby_custom_complete ---completion browse -- --service "${COMP_CWORD}" "$(__nearby_cursor_index_in_current_word)")"
         return
         ;;
     '--timeout')
@@ -261,6 +263,7 @@ _nearby_invite() {
         return
         ;;
     '--service')
+        __nearby_add_completions -W "$(__nearby_custom_complete ---completion invite -- --service "${COMP_CWORD}" "$(__nearby_cursor_index_in_current_word)")"
         return
         ;;
     '--name')
@@ -295,6 +298,7 @@ _nearby_accept() {
         return
         ;;
     '--service')
+        __nearby_add_completions -W "$(__nearby_custom_complete ---completion accept -- --service "${COMP_CWORD}" "$(__nearby_cursor_index_in_current_word)")"
         return
         ;;
     '--name')
@@ -332,6 +336,7 @@ _nearby_send() {
         return
         ;;
     '--service')
+        __nearby_add_completions -W "$(__nearby_custom_complete ---completion send -- --service "${COMP_CWORD}" "$(__nearby_cursor_index_in_current_word)")"
         return
         ;;
     '--name')
@@ -365,6 +370,7 @@ _nearby_send-file() {
         return
         ;;
     '--service')
+        __nearby_add_completions -W "$(__nearby_custom_complete ---completion send-file -- --service "${COMP_CWORD}" "$(__nearby_cursor_index_in_current_word)")"
         return
         ;;
     '--name')
@@ -409,6 +415,7 @@ _nearby_stream() {
         return
         ;;
     '--service')
+        __nearby_add_completions -W "$(__nearby_custom_complete ---completion stream -- --service "${COMP_CWORD}" "$(__nearby_cursor_index_in_current_word)")"
         return
         ;;
     '--name')
@@ -439,6 +446,7 @@ _nearby_disconnect() {
     # Offer option value completions
     case "${prev}" in
     '--service')
+        __nearby_add_completions -W "$(__nearby_custom_complete ---completion disconnect -- --service "${COMP_CWORD}" "$(__nearby_cursor_index_in_current_word)")"
         return
         ;;
     esac
@@ -477,6 +485,7 @@ _nearby_doctor() {
     # Offer option value completions
     case "${prev}" in
     '--service')
+        __nearby_add_completions -W "$(__nearby_custom_complete ---completion doctor -- --service "${COMP_CWORD}" "$(__nearby_cursor_index_in_current_word)")"
         return
         ;;
     '--timeout')

@@ -35,7 +35,7 @@ extension Nearby {
         var info: [String] = []
 
         @Option(help: ArgumentHelp("TCP port to listen on for sessions (default: any free port).", valueName: "port"))
-        var port: Int = 0
+        var port: Int?
 
         @Flag(help: "Accept every invitation.")
         var autoAccept = false
@@ -52,7 +52,7 @@ extension Nearby {
         @OptionGroup var output: OutputOptions
 
         func validate() throws {
-            guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
+            if let port, !(0...65535).contains(port) { throw ValidationError("--port must be between 0 and 65535") }
         }
 
         func run() async throws {
@@ -73,7 +73,7 @@ extension Nearby {
                 configuration.advertise = true
                 configuration.displayName = name
                 configuration.info = discoveryInfo
-                configuration.port = port
+                configuration.port = port ?? 0
                 configuration.encryption = session.mode
                 configuration.autoAccept = autoAccept
                 configuration.acceptFrom = acceptFrom

@@ -11,7 +11,10 @@ extension Nearby {
                 when its discovery info or addresses change, and 'lost' when it goes away. Each peer \
                 is reported once, however many interfaces and IP families see it. Runs until \
                 interrupted, --timeout or --count; with --peer, until that peer is found (exit 0) or \
-                the time is up (exit 2).
+                the time is up (exit 2). --now lists what is there now: it exits once no new answer \
+                came for 1 s (after at least 2 s). A browse that ends by time having found nothing \
+                says so on stderr ('nothing found on _nearby._tcp in 5 s — try `nearby doctor`') and \
+                as a 'nothing-found' event.
 
                 Debugging discovery beyond nearby: --types prints a 'type' event per DNS-SD service \
                 type announced on the link (the _services._dns-sd._udp meta-query) with its number \
@@ -22,6 +25,7 @@ extension Nearby {
 
                 Examples:
                   nearby browse --timeout 5 | jq -r 'select(.event=="found") | .peer.name'
+                  nearby browse --now
                   nearby browse --service chat --count 1
                   nearby browse --peer alice --timeout 10 >/dev/null && echo "alice is here"
                   nearby browse --types --timeout 3
@@ -45,6 +49,9 @@ extension Nearby {
 
         @Flag(help: "List every DNS-SD service type on the link with its number of instances.")
         var types = false
+
+        @Flag(help: "List what the link holds now and exit once the answers stop coming (no new one for 1 s), as avahi-browse -t does.")
+        var now = false
 
         @OptionGroup var output: OutputOptions
 
@@ -78,14 +85,23 @@ extension Nearby {
                 defer { browser.stop() }
                 context.events.emit(Events.Browsing(service: service.name, domain: browser.domain))
 
-                let limit = timeout ?? (peer == nil ? nil : Self.defaultPeerTimeout)
-                let outcome = await Self.untilStopped(timeout: limit, interrupted: Outcome.interrupted, timedOut: .timedOut) {
-                    await report(updates, service: service, selfID: selfID, context: context)
+                let limit = timeout ?? (peer == nil || now ? nil : Self.defaultPeerTimeout)
+                let progress = BrowseProgress()
+                let outcome = await Self.untilStopped(
+                    timeout: limit, settled: settledWait(progress, context: context), interrupted: Outcome.interrupted, timedOut: .timedOut
+                ) {
+                    await report(updates, service: service, selfID: selfID, progress: progress, context: context)
                 }
                 switch outcome {
                 case .done, .interrupted: return
                 case .timedOut:
-                    if let peer { throw NearbyError.peerNotFound(peer, waitedSeconds: limit ?? 0) }
+                    if let peer {
+                        let waited = Double((ContinuousClock.now - progress.started) / .milliseconds(100)).rounded() / 10
+                        throw NearbyError.peerNotFound(peer, waitedSeconds: limit ?? waited)
+                    }
+                    reportNothingFound(
+                        progress, service: service.registrationType,
+                        doctorService: service == .default ? nil : service.name, context: context)
                 case let .failed(error): throw error
                 }
             }
@@ -93,15 +109,18 @@ extension Nearby {
 
         /// Prints updates until the stream ends or --count / --peer is satisfied.
         private func report(
-            _ updates: AsyncStream<Browser.Update>, service: ServiceType, selfID: PeerID, context: CommandContext
+            _ updates: AsyncStream<Browser.Update>, service: ServiceType, selfID: PeerID, progress: BrowseProgress,
+            context: CommandContext
         ) async -> Outcome {
             var found = 0
             for await update in updates {
+                progress.heard()
                 switch update {
                 case let .found(discovered):
                     guard peer.map(discovered.matches) ?? true else { continue }
                     context.events.emit(Events.PeerSeen(discovered, service: service, selfID: selfID))
                     RecentPeers(paths: context.paths).recordOnce(discovered, service: service, selfID: selfID)
+                    if discovered.instance != selfID.rawValue { progress.found() }
                     found += 1
                     if peer != nil || found == count { return .done }
                 case let .updated(discovered, changed):

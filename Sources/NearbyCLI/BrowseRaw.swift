@@ -6,6 +6,7 @@ import NearbyCore
 extension Nearby.Browse {
     enum RawOutcome: Sendable {
         case done
+        case timedOut
         case interrupted
         case failed(NearbyError)
     }
@@ -16,33 +17,51 @@ extension Nearby.Browse {
     func runRaw(_ context: CommandContext) async throws {
         try await reporting(context, verbose: output.verbose) {
             let count = self.count
+            let progress = BrowseProgress()
+            let settled = settledWait(progress, context: context)
             let outcome: RawOutcome
+            let looked: String
             if types {
                 let browser = TypeBrowser()
                 let updates = try browser.start()
                 defer { browser.stop() }
+                looked = "the link (no DNS-SD service types)"
                 context.events.emit(Events.Browsing(service: DNSSDType.metaQuery, domain: "local."))
-                outcome = await Self.untilStopped(timeout: timeout, interrupted: .interrupted, timedOut: .done) {
-                    await Self.reportTypes(updates, count: count, context: context)
+                outcome = await Self.untilStopped(timeout: timeout, settled: settled, interrupted: .interrupted, timedOut: .timedOut) {
+                    await Self.reportTypes(updates, count: count, progress: progress, context: context)
                 }
             } else if let type = rawType {
                 let browser = Browser(registrationType: type)
                 let updates = try browser.start()
                 defer { browser.stop() }
+                looked = type
                 context.events.emit(Events.Browsing(service: type, domain: browser.domain))
-                outcome = await Self.untilStopped(timeout: timeout, interrupted: .interrupted, timedOut: .done) {
-                    await Self.reportServices(updates, type: type, count: count, context: context)
+                outcome = await Self.untilStopped(timeout: timeout, settled: settled, interrupted: .interrupted, timedOut: .timedOut) {
+                    await Self.reportServices(updates, type: type, count: count, progress: progress, context: context)
                 }
             } else {
                 return
             }
-            if case let .failed(error) = outcome { throw error }
+            switch outcome {
+            case let .failed(error): throw error
+            case .timedOut: reportNothingFound(progress, service: looked, doctorService: nil, context: context)
+            case .done, .interrupted: return
+            }
         }
     }
 
-    /// Runs `work` until it returns, SIGINT/SIGTERM (`interrupted`), or the timeout (`timedOut`).
+    /// `--now`: the wait for the answers to stop, else nil.
+    func settledWait(_ progress: BrowseProgress, context: CommandContext) -> (@Sendable () async -> Void)? {
+        guard now else { return nil }
+        let quiet = BrowseProgress.quiet(context.environment)
+        return { await progress.waitUntilQuiet(quiet: quiet, first: quiet * 2) }
+    }
+
+    /// Runs `work` until it returns, SIGINT/SIGTERM (`interrupted`), or the timeout or `settled`
+    /// (`--now`'s quiet time) ends it (`timedOut`).
     static func untilStopped<Outcome: Sendable>(
-        timeout: Double?, interrupted: Outcome, timedOut: Outcome, _ work: @escaping @Sendable () async -> Outcome
+        timeout: Double?, settled: (@Sendable () async -> Void)? = nil, interrupted: Outcome, timedOut: Outcome,
+        _ work: @escaping @Sendable () async -> Outcome
     ) async -> Outcome {
         await withTaskGroup(of: Outcome.self) { group in
             group.addTask { await work() }
@@ -56,19 +75,27 @@ extension Nearby.Browse {
                     return timedOut
                 }
             }
+            if let settled {
+                group.addTask {
+                    await settled()
+                    return timedOut
+                }
+            }
             let first = await group.next() ?? timedOut
             group.cancelAll()
             return first
         }
     }
 
-    static func reportTypes(_ updates: AsyncStream<TypeBrowser.Update>, count: Int?, context: CommandContext) async -> RawOutcome {
+    static func reportTypes(
+        _ updates: AsyncStream<TypeBrowser.Update>, count: Int?, progress: BrowseProgress, context: CommandContext
+    ) async -> RawOutcome {
         var seen = Set<String>()
         for await update in updates {
             switch update {
             case let .type(type, instances):
                 context.events.emit(Events.ServiceTypeSeen(type: type, instances: instances))
-                if instances > 0 { seen.insert(type) }
+                if instances > 0, seen.insert(type).inserted { progress.found() } else { progress.heard() }
                 if let count, seen.count >= count { return .done }
             case let .failed(error):
                 return .failed(error)
@@ -78,10 +105,11 @@ extension Nearby.Browse {
     }
 
     static func reportServices(
-        _ updates: AsyncStream<Browser.Update>, type: String, count: Int?, context: CommandContext
+        _ updates: AsyncStream<Browser.Update>, type: String, count: Int?, progress: BrowseProgress, context: CommandContext
     ) async -> RawOutcome {
         var found = 0
         for await update in updates {
+            if case .found = update { progress.found() } else { progress.heard() }
             switch update {
             case let .found(instance):
                 context.events.emit(Events.ServiceSeen(state: "found", type: type, peer: instance))

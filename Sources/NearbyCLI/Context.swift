@@ -33,9 +33,9 @@ public struct CommandContext: Sendable {
     public var paths: NearbyPaths { NearbyPaths(environment: environment) }
     public var identityStore: IdentityStore { IdentityStore(paths: paths) }
 
-    /// The identity, created on first use with the host name as display name.
+    /// The identity, created on first use with the host name and a peer ID prefix as display name.
     public func identity() throws(NearbyError) -> Identity {
-        try identityStore.loadOrCreate(defaultName: DisplayName.fromHostName(hostName()))
+        try identityStore.loadOrCreate(namedAfter: { DisplayName.fromHostName(hostName(), peerID: $0) })
     }
 }
 
@@ -54,7 +54,7 @@ func reporting(_ context: CommandContext, verbose: Bool, _ body: () async throws
     } catch let error as NearbyError {
         context.terminal?.endBar()
         let message = error.errorDescription ?? "\(error)"
-        context.events.emit(Events.Failure(code: error.code, message: message, exitStatus: error.exitStatus.rawValue))
+        context.events.emit(Events.Failure(error, message: message))
         if !context.humanOutput { Console(verbose: verbose).error(message) }
         throw ExitCode(error.exitStatus.rawValue)
     } catch {

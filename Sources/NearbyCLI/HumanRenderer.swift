@@ -33,9 +33,14 @@ struct HumanRenderer: Sendable {
             body = "advertising as \(paint(e.peerLabel, .bold)) (\(e.peerID)) on _\(e.clean("service"))._tcp port \(e.int("port"))"
                 + e.info + " — waiting for invitations, Ctrl-C to stop"
         case "browsing":
-            body = "browsing for _\(e.clean("service"))._tcp in \(e.clean("domain")) — Ctrl-C to stop"
+            // A nearby service name is shown as its DNS-SD type; `browse --types` and
+            // `browse --service _http._tcp` print the type itself.
+            let service = e.clean("service")
+            body = "browsing for \(service.hasPrefix("_") ? service : "_\(service)._tcp") in \(e.clean("domain")) — Ctrl-C to stop"
         case "found", "updated":
             body = found(e)
+        case "looking":
+            body = "still looking for '\(e.clean("peer"))' on \(e.clean("service"))…"
         case "lost":
             body = paint("lost", .yellow) + " \(paint(e.peerLabel, .bold)) (\(e.peerID))"
         case "invitation":
@@ -101,7 +106,11 @@ struct HumanRenderer: Sendable {
 
     private func found(_ e: Fields) -> String {
         let what = e.string("event") == "updated" ? paint("updated", .cyan) + " (\(e.list("changed")))" : paint("found", .green)
-        let kind = e.string("kind") == "mpc" ? "an MPC app" : "nearby"
+        let kind = switch e.string("kind") {
+        case "mpc": "an MPC app"
+        case "nearby": "nearby"
+        default: "not an MPC service (no display name in its TXT record)"
+        }
         let where_ = location(e)
         let me = e.bool("self") ? " (this peer)" : ""
         return "\(what) \(paint(e.peerLabel, .bold)) (\(e.peerID)), \(kind)\(where_)\(e.info)\(me)"

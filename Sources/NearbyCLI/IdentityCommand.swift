@@ -9,8 +9,11 @@ extension Nearby {
             discussion: """
                 The identity is a key pair stored in $NEARBY_HOME/identity.json (else \
                 $XDG_CONFIG_HOME/nearby, else ~/.config/nearby), mode 0600. The peer ID is derived \
-                from the public key and never changes; the display name does. Renaming is refused \
-                while a node of this identity runs (it would keep advertising the old name).
+                from the public key and never changes; the display name does. A new identity is named \
+                after the host and the first four characters of its peer ID ('raspberrypi-09ok'), so \
+                hosts of one name still look different. Renaming is refused while a node of this \
+                identity runs (it would keep advertising the old name), and a name of only spaces \
+                is refused.
 
                 Examples:
                   nearby identity | jq -r .peer.id

@@ -8,13 +8,14 @@ struct ServiceOptions: ParsableArguments {
         help: ArgumentHelp(
             "The service type: 1–15 lowercase letters, digits and hyphens (MPC's rules).",
             discussion: "Defaults to $NEARBY_SERVICE, else 'nearby'. Advertised as _<TYPE>._tcp. 'browse' also takes any full DNS-SD type such as _http._tcp.",
-            valueName: "type"))
+            valueName: "type"),
+        completion: .services)
     var service: String?
 
     func resolve(_ context: CommandContext) throws(NearbyError) -> ServiceType {
-        if let service { return try ServiceType(service) }
+        if let service { return try ServiceType(option: service) }
         if let fromEnvironment = context.environment["NEARBY_SERVICE"], !fromEnvironment.isEmpty {
-            return try ServiceType(fromEnvironment)
+            return try ServiceType(option: fromEnvironment)
         }
         return .default
     }

@@ -15,6 +15,18 @@ extension CompletionKind {
     }
 }
 
+extension CompletionKind {
+    /// Completes `--service` with the service types of peers `nearby browse` found lately, then the
+    /// default — from `recent-peers.json` only, as `.peers` does.
+    static var services: CompletionKind {
+        .custom { _, _, _ in
+            let recent = RecentPeers(paths: NearbyPaths(environment: ProcessInfo.processInfo.environment)).services()
+            return (recent + [ServiceType.default.name]).reduce(into: [String]()) { if !$0.contains($1) { $0.append($1) } }
+                .map { PeerCompletion.escaped($0, for: CompletionShell.requesting) }
+        }
+    }
+}
+
 enum PeerCompletion {
     /// Recent peers on the service the command line would use: `--service`, else `$NEARBY_SERVICE`,
     /// else the default, as `ServiceOptions.resolve` decides.

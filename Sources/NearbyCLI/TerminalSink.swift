@@ -67,6 +67,9 @@ final class TerminalSink: EventSink {
             writer.drawBar(ProgressBar.text(Fields(event), columns: writer.columns))
             // On a terminal the bar is the progress; as lines, ten a second would drown the rest.
             if !human { writer.line(line, fd: fd) }
+        case "looking" where human:
+            // Words while waiting, not a result: beside the prompt, off the data.
+            writer.line(HumanRenderer(color: writer.colors(STDERR_FILENO)).render(event), fd: STDERR_FILENO)
         case "file-sent", "file-received", "file-failed":
             if human {
                 writer.endBar()

@@ -9,6 +9,6 @@ enum Entrypoint {
         // Swift concurrency runs on NIO's event loops: a task that awaits a socket write or is
         // woken by a frame no longer hops between two thread pools (measured in bench/).
         NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
-        await Nearby.main()
+        await Nearby.start()
     }
 }

@@ -33,10 +33,10 @@ import Testing
         let first = await run(["identity"], environment: environment)
         #expect(first.status == 0)
         #expect(first.lines.count == 1)
-        #expect(first.lines[0].contains(#""name":"test-host""#))
+        let id = try #require(first.lines[0].firstMatch(of: /"id":"([0-9a-z]{13})"/)?.1)
+        #expect(first.lines[0].contains(#""name":"test-host-\#(id.prefix(4))""#))
         let renamed = await run(["identity", "--rename", "Kitchen"], environment: environment)
         #expect(renamed.lines[0].contains(#""name":"Kitchen""#))
-        let id = try #require(first.lines[0].firstMatch(of: /"id":"([0-9a-z]{13})"/)?.1)
         #expect(renamed.lines[0].contains(#""id":"\#(id)""#))
     }
 

@@ -30,12 +30,23 @@ import Testing
         #expect(throws: NearbyError.self) { try DisplayName.validate(String(repeating: "é", count: 32)) }  // 64
         #expect(throws: NearbyError.self) { try DisplayName.validate(String(repeating: "x", count: 64)) }
         #expect(throws: NearbyError.self) { try DisplayName.validate("tab\there") }
+        #expect(throws: NearbyError.self) { try DisplayName.validate("   ") }
+    }
+
+    @Test func serviceOptionRefusesTheDNSSDFormWithTheShortOne() {
+        #expect(throws: NearbyError.invalidServiceType("_chat._tcp", rule: "that is the DNS-SD type; nearby takes the service name: use `--service chat`")) {
+            try ServiceType(option: "_chat._tcp")
+        }
+        #expect((try? ServiceType(option: "chat"))?.name == "chat")
     }
 
     @Test func fromHostName() {
         #expect(DisplayName.fromHostName("box.example.org") == "box")
         #expect(DisplayName.fromHostName("") == "nearby")
         #expect(DisplayName.fromHostName(String(repeating: "h", count: 80)).utf8.count == 63)
+        let id = PeerID(publicKeyDER: [1, 2, 3])
+        #expect(DisplayName.fromHostName("vm", peerID: id) == "vm-\(id.rawValue.prefix(4))")
+        #expect(DisplayName.fromHostName(String(repeating: "h", count: 80), peerID: id).utf8.count == 63)
     }
 }
 

@@ -88,7 +88,7 @@ fish_tab() {
 }
 
 subcommands=(advertise browse invite accept send send-file stream disconnect identity)
-browse_options=(--service --timeout --count --peer --verbose --help)
+browse_options=(--service --timeout --count --peer --now --verbose --help)
 
 check bash "nearby " "$(bash_complete 'nearby ')" "${subcommands[@]}"
 check bash "nearby browse --" "$(bash_complete 'nearby browse --')" "${browse_options[@]}"
@@ -96,6 +96,9 @@ check bash "nearby invite " "$(bash_complete 'nearby invite ')" "Bob's Pi" 09okw
 check bash "nearby send-file Bo" "$(bash_complete 'nearby send-file Bo')" "Bob's Pi" '!09okw9tg08ewk'
 check bash "nearby browse --peer " "$(bash_complete 'nearby browse --peer ')" "Bob's Pi" 09okw9tg08ewk
 check bash "nearby invite --service chat " "$(bash_complete 'nearby invite --service chat ')" "Chat Box" '!Bob'"'"'s Pi'
+# --service offers the service types of recent browses, and the default.
+check bash "nearby send --service " "$(bash_complete 'nearby send --service ')" chat nearby
+check bash "nearby browse --service c" "$(bash_complete 'nearby browse --service c')" chat '!nearby'
 
 check zsh "nearby " "$(zsh_complete 'nearby ')" "${subcommands[@]}"
 check zsh "nearby browse --" "$(zsh_complete 'nearby browse --')" "${browse_options[@]}"
@@ -103,6 +106,7 @@ check zsh "nearby browse --" "$(zsh_complete 'nearby browse --')" "${browse_opti
 check zsh "nearby invite " "$(zsh_complete 'nearby invite ')" "Bob\\'s\\ Pi" 09okw9tg08ewk "\\$\\(touch\\ ${tmp// /\\ }/pwned\\)"
 check zsh "nearby accept --from " "$(zsh_complete 'nearby accept --from ')" "Bob\\'s\\ Pi" 09okw9tg08ewk
 check zsh "nearby stream --from Bo" "$(zsh_complete 'nearby stream --from Bo')" "Bob\\'s\\ Pi" '!09okw9tg08ewk'
+check zsh "nearby advertise --service " "$(zsh_complete 'nearby advertise --service ')" chat nearby
 
 check fish "nearby " "$(fish_complete 'nearby ')" "${subcommands[@]}"
 check fish "nearby browse --" "$(fish_complete 'nearby browse --')" "${browse_options[@]}"

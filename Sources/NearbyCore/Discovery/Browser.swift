@@ -11,7 +11,10 @@ public struct DiscoveredPeer: Sendable, Equatable {
     public var interface: String?
     public var elapsed: Duration
 
-    public var kind: PeerKind { txt.protocolVersion == nil ? .mpc : .nearby }
+    /// `nearby` with our protocol key, `mpc` with MPC's display name key, else `other`.
+    public var kind: PeerKind {
+        txt.protocolVersion != nil ? .nearby : txt.displayName != nil ? .mpc : .other
+    }
     public var ref: PeerRef { PeerRef(id: instance, name: txt.displayName) }
 }
 

@@ -66,6 +66,12 @@ public struct RecentPeers: Sendable {
         return file.peers.sorted(by: Self.newestFirst)
     }
 
+    /// The service types recent peers were seen on, the most recently seen first, each once.
+    public func services() -> [String] {
+        var seen = Set<String>()
+        return load().map(\.service).filter { seen.insert($0).inserted }
+    }
+
     /// Adds or refreshes entries (one per service and ID), keeps the newest `capacity`, and replaces
     /// the file atomically. Two writers racing lose at most each other's newest entries.
     public func record(_ entries: [Entry]) throws {

@@ -31,6 +31,21 @@ public struct ServiceType: Hashable, Sendable, CustomStringConvertible {
 
     private init(unchecked name: String) { self.name = name }
 
+    /// A `--service` value: MPC's short form (`chat`). The full DNS-SD form `_chat._tcp`, which
+    /// `browse` takes for foreign types (`DNSSDType.parse`, the one parser of that form), is refused
+    /// with the short form to use instead, so a user who types what avahi-browse shows learns the rule.
+    public init(option text: String) throws(NearbyError) {
+        do {
+            try self.init(text)
+        } catch {
+            if let full = DNSSDType.parse(text), full.hasSuffix("._tcp"),
+               let short = try? ServiceType(String(full.dropFirst().dropLast("._tcp".count))) {
+                throw .invalidServiceType(text, rule: "that is the DNS-SD type; nearby takes the service name: use `--service \(short.name)`")
+            }
+            throw error
+        }
+    }
+
     /// The DNS-SD registration type, e.g. `_chat-v2._tcp`.
     public var registrationType: String { "_\(name)._tcp" }
 
@@ -50,6 +65,9 @@ public enum DisplayName {
         guard !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
             throw .invalidDisplayName(name, rule: "it must not contain control characters")
         }
+        guard !name.allSatisfy(\.isWhitespace) else {
+            throw .invalidDisplayName(name, rule: "it is only spaces; a name must have something to read")
+        }
     }
 
     /// A usable default from the host name, cut to the limit on a character boundary.
@@ -57,5 +75,15 @@ public enum DisplayName {
         var name = host.split(separator: ".").first.map(String.init) ?? ""
         while name.utf8.count > maxBytes { name.removeLast() }
         return name.isEmpty ? "nearby" : name
+    }
+
+    /// The name a new identity starts with: the host name and the first four characters of the
+    /// peer ID, `vm-k3x9`. Hosts that share a name (every lab VM is `vm`, many Pis `raspberrypi`)
+    /// still show up as different peers; `identity --rename` picks a better one.
+    public static func fromHostName(_ host: String, peerID: PeerID) -> String {
+        let suffix = "-" + peerID.rawValue.prefix(4)
+        var name = fromHostName(host)
+        while name.utf8.count + suffix.utf8.count > maxBytes { name.removeLast() }
+        return name + suffix
     }
 }

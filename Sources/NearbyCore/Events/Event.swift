@@ -166,9 +166,14 @@ public enum Events {
         public var code: String
         public var message: String
         public var exitStatus: Int32
+        /// `peer-not-found` after a lookup: peers on the service with a name near the one asked
+        /// for, the same name on other service types, and the command to run next.
+        public var near: [PeerRef]?
+        public var elsewhere: [PeerSearchReport.Sighting]?
+        public var hint: String?
 
         enum CodingKeys: String, CodingKey {
-            case code, message
+            case code, message, near, elsewhere, hint
             case exitStatus = "exit_status"
         }
 
@@ -176,6 +181,16 @@ public enum Events {
             self.code = code
             self.message = message
             self.exitStatus = exitStatus
+        }
+
+        /// The event for `error`, with what a failed lookup saw when it carries that.
+        public init(_ error: NearbyError, message: String? = nil) {
+            self.init(code: error.code, message: message ?? error.errorDescription ?? "\(error)", exitStatus: error.exitStatus.rawValue)
+            if case let .peerNotFound(query, _, seen?) = error {
+                near = seen.near
+                elsewhere = seen.elsewhere
+                hint = seen.hint(for: query)
+            }
         }
     }
 }
@@ -205,6 +220,9 @@ public enum PeerKind: String, Codable, Sendable {
     case nearby
     /// A plain Multipeer Connectivity app (iPhone, Mac) or anything else advertising the MPC format.
     case mpc
+    /// Not MPC at all: no display name (`_d`) in its TXT record, such as a web server found with
+    /// `--service http`.
+    case other
 }
 
 /// Formats events as single JSON lines: `{"event":…,"time":…,<body fields, keys sorted>}`. The

@@ -87,3 +87,37 @@ extension Events {
         }
     }
 }
+
+extension Events {
+    /// `browse` that ended (--timeout, --now) without finding anything: what was looked for, how
+    /// long, and the command to run next. Only a JSON reader gets it; a person reads it on stderr.
+    public struct NothingFound: EventBody {
+        public static let event = "nothing-found"
+        public var service: String
+        public var seconds: Double
+        public var hint: String
+
+        public init(service: String, seconds: Double, hint: String) {
+            self.service = service
+            self.seconds = seconds
+            self.hint = hint
+        }
+    }
+}
+
+extension Events {
+    /// A lookup of a peer by name still running after 2 s: what it looks for, and where. Goes to
+    /// the command that asked (on a terminal, a line on stderr).
+    public struct Looking: EventBody {
+        public static let event = "looking"
+        public var peer: String
+        public var service: String
+        public var seconds: Double
+
+        public init(peer: String, service: String, seconds: Double) {
+            self.peer = peer
+            self.service = service
+            self.seconds = seconds
+        }
+    }
+}

@@ -55,8 +55,14 @@ public struct IdentityStore: Sendable {
     }
 
     public func loadOrCreate(defaultName: @autoclosure () -> String) throws(NearbyError) -> Identity {
+        try loadOrCreate(namedAfter: { _ in defaultName() })
+    }
+
+    /// As `loadOrCreate(defaultName:)`, with a default name made from the new peer ID.
+    public func loadOrCreate(namedAfter defaultName: (PeerID) -> String) throws(NearbyError) -> Identity {
         if let identity = try load() { return identity }
-        let identity = Identity(privateKey: P256.Signing.PrivateKey(), displayName: defaultName())
+        let key = P256.Signing.PrivateKey()
+        let identity = Identity(privateKey: key, displayName: defaultName(PeerID(publicKeyDER: key.publicKey.derRepresentation)))
         try createDirectory()
         let temporary = try writeTemporary(identity)
         defer { _ = unlink(temporary) }

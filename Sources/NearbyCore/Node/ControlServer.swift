@@ -128,7 +128,7 @@ public enum ControlServer {
 
     /// The error event for the client; returns the exit status it means.
     private static func report(_ error: NearbyError, to sink: any EventSink) -> Int32 {
-        sink.emit(Events.Failure(code: error.code, message: error.errorDescription ?? "", exitStatus: error.exitStatus.rawValue))
+        sink.emit(Events.Failure(error))
         return error.exitStatus.rawValue
     }
 }

@@ -135,7 +135,7 @@ extension Node {
             return peer
         }
         let deadline = ContinuousClock.now + .seconds(timeout)
-        let target = try await resolve(query, until: deadline, timeout: timeout)
+        let target = try await resolve(query, until: deadline, timeout: timeout, client: client ?? events)
         if target.expected == nil, let link = sessions.values.first(where: { $0.peer.address == target.address }) {
             client?.emit(connectedEvent(link))
             return link.peer

@@ -1,3 +1,7 @@
+import Foundation
+import NIOCore
+import NIOPosix
+
 extension Node {
     struct Target {
         var host: String
@@ -7,12 +11,24 @@ extension Node {
         var address: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
     }
 
-    /// `HOST:PORT` skips discovery (the identity is still checked in the handshake); anything else
-    /// is looked up among discovered peers by ID, unambiguous ID prefix, or display name. Ends at
-    /// once when the discovery daemon is unavailable or the calling task is cancelled.
-    func resolve(_ query: String, until deadline: ContinuousClock.Instant, timeout: Double) async throws(NearbyError) -> Target {
-        if let direct = Self.parseHostPort(query) { return Target(host: direct.host, port: direct.port) }
+    /// `HOST:PORT` with an IP address skips discovery (the identity is still checked in the
+    /// handshake); anything else is looked up among discovered peers by ID, unambiguous ID prefix,
+    /// or display name — `db:5432` too: a peer of that name wins over the host `db`, port 5432.
+    /// After `lookingAfter` the client hears "still looking"; a lookup that fails says what it saw
+    /// instead (`PeerSearchReport`). Ends at once when the discovery daemon is unavailable or the
+    /// calling task is cancelled.
+    func resolve(
+        _ query: String, until deadline: ContinuousClock.Instant, timeout: Double, client: (any EventSink)? = nil
+    ) async throws(NearbyError) -> Target {
+        let direct = Self.parseHostPort(query)
+        if let direct, Self.isIPAddress(direct.host) { return Target(host: direct.host, port: direct.port) }
         startDiscovery()
+        let started = ContinuousClock.now
+        let lookingAt = started + Self.lookingAfter
+        let searchAt = max(started, min(lookingAt, deadline - .milliseconds(1500)))
+        var search: ElsewhereSearch?
+        var listener = client
+        defer { _ = search?.finish() }
         while true {
             if let failure = discovery.failure { throw failure }
             let candidates = discovery.candidates(query, excluding: identity.peerID)
@@ -22,18 +38,49 @@ extension Node {
             }
             // A name another peer shares may show up a moment later: choose only once browsing has
             // run long enough for every peer to answer.
-            if let only = candidates.first, ContinuousClock.now >= discovery.startedAt + DiscoveryCache.ambiguityWindow {
-                return try target(for: only)
+            let settled = ContinuousClock.now >= discovery.startedAt + DiscoveryCache.ambiguityWindow
+            if let only = candidates.first, settled { return try target(for: only) }
+            if let direct, candidates.isEmpty, settled {
+                if await Self.resolvesHost(direct.host) { return Target(host: direct.host, port: direct.port) }
+                let waited = Double((ContinuousClock.now - started) / .milliseconds(100)).rounded() / 10
+                throw notFound(query, waited: waited, search: search, unresolvedHost: direct.host)
             }
-            guard ContinuousClock.now < deadline else { throw .peerNotFound(query, waitedSeconds: timeout) }
-            // Until discovery changes, the deadline, or (one candidate) the end of the ambiguity window.
+            guard ContinuousClock.now < deadline else { throw notFound(query, waited: timeout, search: search) }
+            if search == nil, ContinuousClock.now >= searchAt {
+                let elsewhere = ElsewhereSearch(query: query, skipping: configuration.service.registrationType)
+                elsewhere.start()
+                search = elsewhere
+            }
+            if ContinuousClock.now >= lookingAt, deadline > lookingAt, let sink = listener {
+                sink.emit(Events.Looking(peer: query, service: configuration.service.registrationType, seconds: Self.lookingAfter / .seconds(1)))
+                listener = nil
+            }
+            // Until discovery changes, the deadline, the next step above, or (one candidate) the
+            // end of the ambiguity window.
             let change = OneShot<Void>()
             discoveryWaiters.removeAll { $0.isSettled }
             discoveryWaiters.append(change)
-            let settles = candidates.isEmpty ? deadline : min(deadline, discovery.startedAt + DiscoveryCache.ambiguityWindow)
+            var settles = candidates.isEmpty && direct == nil ? deadline : min(deadline, discovery.startedAt + DiscoveryCache.ambiguityWindow)
+            for step in [searchAt, lookingAt] where step > ContinuousClock.now { settles = min(settles, step) }
             _ = await change.wait(until: settles)
             if Task.isCancelled { throw .cancelled("looking for \(query)") }
         }
+    }
+
+    /// How long a lookup runs before the client hears "still looking": 2 s, or
+    /// $NEARBY_LOOKING_AFTER_MS (a test knob).
+    static var lookingAfter: Duration {
+        ProcessInfo.processInfo.environment["NEARBY_LOOKING_AFTER_MS"].flatMap(Int.init).map { .milliseconds(max($0, 1)) } ?? .seconds(2)
+    }
+
+    private func notFound(
+        _ query: String, waited: Double, search: ElsewhereSearch?, unresolvedHost: String? = nil
+    ) -> NearbyError {
+        let near = discovery.peers.values.filter { $0.isNear(query) && $0.instance != identity.peerID.rawValue }
+            .sorted { $0.instance < $1.instance }.map(\.ref)
+        var seen = PeerSearchReport(service: configuration.service.registrationType, near: near, elsewhere: search?.finish() ?? [])
+        seen.unresolvedHost = unresolvedHost
+        return .peerNotFound(query, waitedSeconds: waited, seen: seen)
     }
 
     private func target(for peer: DiscoveredPeer) throws(NearbyError) -> Target {
@@ -57,6 +104,21 @@ extension Node {
         let waiters = discoveryWaiters
         discoveryWaiters = []
         for waiter in waiters { waiter.settle(()) }
+    }
+
+    static func isIPAddress(_ host: String) -> Bool {
+        (try? SocketAddress(ipAddress: host, port: 0)) != nil
+    }
+
+    /// Whether the system resolver knows `host` (a name from `NAME:PORT`), asked on NIO's thread
+    /// pool: getaddrinfo blocks, and neither the actor nor an event loop may wait on it.
+    static func resolvesHost(_ host: String) async -> Bool {
+        (try? await NIOThreadPool.singleton.runIfActive {
+            var hints = addrinfo()
+            var result: UnsafeMutablePointer<addrinfo>?
+            defer { if let result { freeaddrinfo(result) } }
+            return getaddrinfo(host, nil, &hints, &result) == 0 && result != nil
+        }) ?? false
     }
 
     public static func parseHostPort(_ text: String) -> (host: String, port: Int)? {

@@ -49,7 +49,8 @@ public enum NearbyError: Error, LocalizedError, Equatable, Sendable {
     case discoveryFailed(operation: String, code: Int32)
     case nameConflict(requested: String, got: String)
     case listenFailed(String)
-    case peerNotFound(String, waitedSeconds: Double)
+    /// `seen`: what the lookup found instead (near names, other service types), when it looked.
+    case peerNotFound(String, waitedSeconds: Double, seen: PeerSearchReport? = nil)
     case peerAmbiguous(String, candidates: [String])
     case notANearbyPeer(String)
     case declined(peer: String, reason: String)
@@ -143,7 +144,9 @@ public enum NearbyError: Error, LocalizedError, Equatable, Sendable {
             "another service on the network already uses the name \(requested) (the daemon offered \(got)); is the same identity advertising elsewhere?"
         case let .listenFailed(reason):
             "cannot listen for sessions: \(reason)"
-        case let .peerNotFound(peer, seconds):
+        case let .peerNotFound(peer, seconds, seen?):
+            "peer '\(peer)' was not found on \(seen.service) within \(Self.format(seconds)) s; \(seen.sentences(for: peer))"
+        case let .peerNotFound(peer, seconds, nil):
             "peer '\(peer)' was not found within \(Self.format(seconds)) s"
         case let .peerAmbiguous(query, candidates):
             "'\(query)' names more than one peer: \(Self.formatCandidates(candidates)); use the peer ID (or an unambiguous prefix)"

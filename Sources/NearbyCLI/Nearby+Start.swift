@@ -1,0 +1,156 @@
+import ArgumentParser
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension Nearby {
+    /// Runs the command line as `main` does, first refusing a subcommand that does not exist —
+    /// ArgumentParser reads `nearby sned` as an unexpected argument and `nearby help nosuch` as
+    /// plain `help` — and printing help wrapped by `HelpText`, so no example breaks mid-command.
+    public static func start(_ arguments: [String] = Array(CommandLine.arguments.dropFirst())) async {
+        if let problem = SubcommandCheck.problem(in: arguments, known: subcommandNames) {
+            exit(withError: ValidationError(problem))
+        }
+        do {
+            var command = try await asyncParseAsRoot(arguments)
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            // Help is the one clean exit whose text starts with the overview or the usage.
+            let unwrapped = fullMessage(for: error, columns: HelpText.unwrapped)
+            if exitCode(for: error) == .success, unwrapped.hasPrefix("OVERVIEW:") || unwrapped.hasPrefix("USAGE:") {
+                print(HelpText.wrap(unwrapped, columns: HelpText.screenColumns()))
+                Foundation.exit(ExitCode.success.rawValue)
+            }
+            exit(withError: error)
+        }
+    }
+
+    /// `nearby` alone: usage on stderr and exit 64, as for any other incomplete command line
+    /// (ArgumentParser's default would print the help on stdout and exit 0).
+    public func run() async throws {
+        throw ValidationError("missing subcommand (one of \(Self.subcommandNames.filter { $0 != "help" }.joined(separator: ", ")))")
+    }
+
+    static var subcommandNames: [String] {
+        (configuration.subcommands.map { $0._commandName }) + ["help"]
+    }
+}
+
+/// The first word of a command line checked against the subcommands, with a suggestion for a typo.
+enum SubcommandCheck {
+    static func problem(in arguments: [String], known: [String]) -> String? {
+        guard let first = arguments.first, !first.hasPrefix("-") else { return nil }
+        guard known.contains(first) else { return unknown(first, known: known) }
+        // `help NAME`: the name must be a subcommand too.
+        if first == "help", let name = arguments.dropFirst().first, !name.hasPrefix("-"), !known.contains(name) {
+            return unknown(name, known: known.filter { $0 != "help" })
+        }
+        return nil
+    }
+
+    private static func unknown(_ word: String, known: [String]) -> String {
+        guard let near = suggestion(for: word, among: known) else { return "unknown subcommand '\(word)'" }
+        return "unknown subcommand '\(word)'; did you mean '\(near)'?"
+    }
+
+    /// The closest name within two edits (or one the word begins), if there is one.
+    static func suggestion(for word: String, among names: [String]) -> String? {
+        let lowered = word.lowercased()
+        if let prefixed = names.first(where: { $0.hasPrefix(lowered) && lowered.count >= 2 }) { return prefixed }
+        let scored = names.map { ($0, distance(lowered, $0)) }.filter { $0.1 <= 2 }
+        return scored.min { $0.1 < $1.1 }?.0
+    }
+
+    /// Levenshtein distance with adjacent transpositions counted as one edit (`sned` → `send`).
+    static func distance(_ a: String, _ b: String) -> Int {
+        let a = Array(a), b = Array(b)
+        guard !a.isEmpty else { return b.count }
+        guard !b.isEmpty else { return a.count }
+        var table = Array(repeating: Array(repeating: 0, count: b.count + 1), count: a.count + 1)
+        for i in 0...a.count { table[i][0] = i }
+        for j in 0...b.count { table[0][j] = j }
+        for i in 1...a.count {
+            for j in 1...b.count {
+                let cost = a[i - 1] == b[j - 1] ? 0 : 1
+                var best = min(table[i - 1][j] + 1, table[i][j - 1] + 1, table[i - 1][j - 1] + cost)
+                if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] { best = min(best, table[i - 2][j - 2] + 1) }
+                table[i][j] = best
+            }
+        }
+        return table[a.count][b.count]
+    }
+}
+
+/// Help text wrapped to the screen as ArgumentParser would, except that an example (an indented
+/// line under "Examples:") is never broken: a shell command cut in two cannot be pasted.
+enum HelpText {
+    /// A width no help line reaches: ArgumentParser renders each paragraph on one line.
+    static let unwrapped = 10_000
+
+    /// $COLUMNS, else the width of the terminal on stdout, else 80 (ArgumentParser's own rule).
+    static func screenColumns(environment: [String: String] = ProcessInfo.processInfo.environment) -> Int {
+        if let columns = environment["COLUMNS"].flatMap(Int.init), columns > 0 { return columns }
+        var size = winsize()
+        #if canImport(Glibc)
+        let asked = ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size)
+        #else
+        let asked = ioctl(STDOUT_FILENO, TIOCGWINSZ, &size)
+        #endif
+        if asked == 0, size.ws_col > 0 { return Int(size.ws_col) }
+        return 80
+    }
+
+    static func wrap(_ text: String, columns: Int) -> String {
+        var inExamples = false
+        var out: [String] = []
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            let leading = line.prefix { $0 == " " }.count
+            if line.allSatisfy({ $0 == " " }) {
+                inExamples = false
+                out.append(String(line))
+            } else if inExamples, leading > 0 {
+                out.append(String(line))
+            } else {
+                if line.hasSuffix("Examples:") { inExamples = true }
+                out.append(wrapLine(String(line), columns: columns, indent: hangingIndent(line, leading: leading)))
+            }
+        }
+        return out.joined(separator: "\n")
+    }
+
+    /// Where a continuation starts: after an option's label (two spaces or more set it off),
+    /// after "USAGE: ", else under the line's own first character.
+    private static func hangingIndent(_ line: Substring, leading: Int) -> Int {
+        if line.hasPrefix("USAGE: ") { return 7 }
+        guard leading > 0, let gap = line.dropFirst(leading).range(of: "  ") else { return leading }
+        let rest = line[gap.upperBound...]
+        let text = rest.drop { $0 == " " }
+        return text.isEmpty ? leading : line.distance(from: line.startIndex, to: text.startIndex)
+    }
+
+    /// Breaks at the last space that fits (or the first one after a word longer than the line).
+    private static func wrapLine(_ line: String, columns: Int, indent: Int) -> String {
+        guard line.count > columns, indent < columns - 10 else { return line }
+        var lines: [String] = []
+        var rest = Substring(line)
+        var width = columns
+        while rest.count > width {
+            let window = rest.prefix(width + 1)
+            let floor = rest.index(rest.startIndex, offsetBy: lines.isEmpty ? indent : 0)
+            guard let space = window[floor...].lastIndex(of: " ") ?? rest[floor...].firstIndex(of: " ") else { break }
+            lines.append(String(rest[..<space]))
+            rest = rest[rest.index(after: space)...].drop { $0 == " " }
+            width = columns - indent
+            if rest.isEmpty { break }
+        }
+        if !rest.isEmpty { lines.append(String(rest)) }
+        let pad = String(repeating: " ", count: indent)
+        return lines.enumerated().map { $0.offset == 0 ? $0.element : pad + $0.element }.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,145 @@
+import Foundation
+import Synchronization
+
+/// What a lookup that found nothing saw instead, for the `peer-not-found` error: peers on the
+/// service whose names are near the one asked for, and peers of that name on other service types.
+public struct PeerSearchReport: Sendable, Equatable {
+    /// A peer seen on another service type.
+    public struct Sighting: Sendable, Equatable, Encodable {
+        /// The DNS-SD type, `_chat._tcp`.
+        public var service: String
+        public var peer: PeerRef
+    }
+
+    /// The DNS-SD type that was searched, `_nearby._tcp`.
+    public var service: String
+    public var near: [PeerRef] = []
+    public var elsewhere: [Sighting] = []
+    /// `db:5432` that named no peer, and `db` no host the system resolves.
+    public var unresolvedHost: String?
+
+    public init(service: String, near: [PeerRef] = [], elsewhere: [Sighting] = []) {
+        self.service = service
+        self.near = near
+        self.elsewhere = elsewhere
+    }
+
+    /// The command to run next: a doctor run on the peer, with the service that was used.
+    public func hint(for query: String) -> String {
+        let option = service == ServiceType.default.registrationType ? "" : " --service \(Self.shortName(service) ?? service)"
+        return "nearby doctor\(option) \(Self.shellQuoted(query))"
+    }
+
+    /// The sentences after "peer X was not found": what was seen instead, then what to do.
+    public func sentences(for query: String) -> String {
+        var parts: [String] = []
+        if let host = unresolvedHost {
+            parts.append("nor is '\(host)' a host name this machine resolves — name a peer by its display name or ID as it advertises (a peer called '\(host):…' is found that way too), a host by its address and port, such as 192.0.2.10:\(query.split(separator: ":").last ?? "PORT")")
+        }
+        if !near.isEmpty {
+            parts.append("on \(service) there is " + near.map(Self.label).joined(separator: ", ") + " (names are matched exactly)")
+        }
+        for sighting in elsewhere {
+            let add = Self.shortName(sighting.service).map { ": add `--service \($0)`" } ?? ""
+            parts.append("\(Self.label(sighting.peer)) is on \(sighting.service)\(add)")
+        }
+        parts.append("next: `\(hint(for: query))`")
+        return parts.joined(separator: "; ")
+    }
+
+    static func label(_ peer: PeerRef) -> String {
+        peer.name.map { "'\($0)' (\(peer.id.prefix(8)))" } ?? peer.id
+    }
+
+    /// `_chat._tcp` → `chat`, when that is a service name nearby takes.
+    static func shortName(_ type: String) -> String? {
+        guard type.hasPrefix("_"), type.hasSuffix("._tcp") else { return nil }
+        return try? ServiceType(String(type.dropFirst().dropLast("._tcp".count))).name
+    }
+
+    static func shellQuoted(_ text: String) -> String {
+        let plain = text.unicodeScalars.allSatisfy { $0.isASCII && (plainCharacters.contains($0)) }
+        return plain && !text.isEmpty ? text : "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
+    }
+
+    private static let plainCharacters = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_:/@%+,".unicodeScalars)
+}
+
+extension DiscoveredPeer {
+    /// Whether this peer's name is near `query` without matching it: the same letters in another
+    /// case, or one name beginning the other (at least two characters either way).
+    public func isNear(_ query: String) -> Bool {
+        let asked = query.lowercased()
+        for original in [txt.displayName, instance].compactMap({ $0 }) where original != query {
+            let name = original.lowercased()
+            if name == asked { return true }
+            if asked.count >= 2, name.hasPrefix(asked) || (name.count >= 2 && asked.hasPrefix(name)) { return true }
+        }
+        return false
+    }
+}
+
+/// Browses every other service type on the link for a peer named like `query`, while a lookup
+/// waits: `finish()` stops it and returns what it saw. Best effort — a failure finds nothing.
+public final class ElsewhereSearch: Sendable {
+    private let query: String
+    private let skipping: String
+    private let state = Mutex<(seen: [PeerSearchReport.Sighting], stops: [@Sendable () -> Void], stopped: Bool)>(([], [], false))
+
+    /// At most this many other types are browsed.
+    static let maxTypes = 16
+
+    public init(query: String, skipping: String) {
+        self.query = query
+        self.skipping = skipping
+    }
+
+    public func start() {
+        let types = TypeBrowser()
+        guard let updates = try? types.start() else { return }
+        guard keep({ types.stop() }) else { return }
+        Task { [self] in
+            var browsed = Set<String>()
+            for await update in updates {
+                guard case let .type(type, instances) = update, instances > 0, type != skipping, type.hasSuffix("._tcp"),
+                      browsed.count < Self.maxTypes, browsed.insert(type).inserted
+                else { continue }
+                browse(type)
+            }
+        }
+    }
+
+    private func browse(_ type: String) {
+        let browser = Browser(registrationType: type)
+        guard let updates = try? browser.start() else { return }
+        guard keep({ browser.stop() }) else { return }
+        Task { [self] in
+            for await update in updates {
+                guard case let .found(peer) = update, peer.matches(query) || peer.isNear(query) else { continue }
+                let sighting = PeerSearchReport.Sighting(service: type, peer: peer.ref)
+                state.withLock { if !$0.seen.contains(sighting) { $0.seen.append(sighting) } }
+            }
+        }
+    }
+
+    /// Registers a stop; false (and stops it now) when the search is already finished.
+    private func keep(_ stop: @escaping @Sendable () -> Void) -> Bool {
+        let kept = state.withLock { state in
+            guard !state.stopped else { return false }
+            state.stops.append(stop)
+            return true
+        }
+        if !kept { stop() }
+        return kept
+    }
+
+    public func finish() -> [PeerSearchReport.Sighting] {
+        let (seen, stops) = state.withLock { state in
+            state.stopped = true
+            defer { state.stops = [] }
+            return (state.seen, state.stops)
+        }
+        stops.forEach { $0() }
+        return seen.sorted { ($0.service, $0.peer.id) < ($1.service, $1.peer.id) }
+    }
+}

@@ -1,0 +1,64 @@
+import ArgumentParser
+import Testing
+@testable import NearbyCLI
+@testable import NearbyCore
+
+@Suite struct ExplainTests {
+    @Test func unknownSubcommandsAreNamedWithTheNearestOne() {
+        let known = Nearby.subcommandNames
+        #expect(SubcommandCheck.problem(in: ["sned", "bob"], known: known) == "unknown subcommand 'sned'; did you mean 'send'?")
+        #expect(SubcommandCheck.problem(in: ["help", "nosuch"], known: known) == "unknown subcommand 'nosuch'")
+        #expect(SubcommandCheck.problem(in: ["brwose"], known: known) == "unknown subcommand 'brwose'; did you mean 'browse'?")
+        #expect(SubcommandCheck.problem(in: ["send", "bob", "hi"], known: known) == nil)
+        #expect(SubcommandCheck.problem(in: ["help", "send"], known: known) == nil)
+        #expect(SubcommandCheck.problem(in: ["--version"], known: known) == nil)
+        #expect(SubcommandCheck.problem(in: [], known: known) == nil)
+    }
+
+    @Test func noSubcommandIsAUsageError() async {
+        let command = Nearby()
+        await #expect(throws: ValidationError.self) { try await command.run() }
+    }
+
+    @Test func helpWrapsProseButNeverAnExample() {
+        let text = """
+            OVERVIEW: Print peers as they are found and lost, which is a long sentence for a narrow screen.
+
+            Examples:
+              nearby browse --peer alice --timeout 10 >/dev/null && echo "alice is here"
+
+            OPTIONS:
+              --timeout <seconds>     Stop after this many seconds (exit 0; with --peer, exit 2).
+            """
+        let wrapped = HelpText.wrap(text, columns: 40)
+        let lines = wrapped.split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines.contains("  nearby browse --peer alice --timeout 10 >/dev/null && echo \"alice is here\""))
+        #expect(lines.filter { !$0.hasPrefix("  nearby") }.allSatisfy { $0.count <= 40 })
+        // An option's continuation lines start under its help text.
+        if let option = lines.firstIndex(where: { $0.hasPrefix("  --timeout") }) { #expect(lines[option + 1].hasPrefix(String(repeating: " ", count: 26)) && !lines[option + 1].hasPrefix(String(repeating: " ", count: 27))) }
+    }
+
+    @Test func nearNamesDifferInCaseOrPrefix() {
+        func peer(_ name: String) -> DiscoveredPeer {
+            DiscoveredPeer(
+                instance: "09okw9tg08ewk", txt: TXTRecord(displayName: name, info: [:], protocolVersion: "2"), host: nil, port: nil,
+                addresses: [], interface: nil, elapsed: .zero)
+        }
+        #expect(peer("Bob's Pi").isNear("bob's pi"))
+        #expect(peer("Bob's Pi").isNear("Bob"))
+        #expect(!peer("Bob's Pi").isNear("Bob's Pi"))
+        #expect(!peer("Alice").isNear("Bob"))
+    }
+
+    @Test func notFoundSaysWhatWasSeenAndWhatToDo() {
+        let seen = PeerSearchReport(
+            service: "_nearby._tcp", near: [PeerRef(id: "09okw9tg08ewk", name: "Bob's Pi")],
+            elsewhere: [.init(service: "_chat._tcp", peer: PeerRef(id: "1x2y3z4w5v6u7", name: "bob's pi"))])
+        let message = NearbyError.peerNotFound("bob's pi", waitedSeconds: 30, seen: seen).errorDescription ?? ""
+        #expect(message.contains("'Bob's Pi'"))
+        #expect(message.contains("is on _chat._tcp: add `--service chat`"))
+        #expect(message.contains(#"next: `nearby doctor 'bob'\''s pi'`"#))
+        let event = Events.Failure(NearbyError.peerNotFound("bob's pi", waitedSeconds: 30, seen: seen))
+        #expect(event.near?.count == 1 && event.elsewhere?.count == 1 && event.hint == #"nearby doctor 'bob'\''s pi'"#)
+    }
+}
