@@ -301,6 +301,7 @@ public actor Node {
 
     /// Carries out what a link's state machine decided.
     func perform(_ actions: [SessionStateMachine.Action], on link: Link) async {
+        if actions.contains(.connected) { link.shortcut.phase.begin() }  // before our accepting answer goes out
         for action in actions {
             switch action {
             case let .send(frame):
