@@ -52,11 +52,15 @@ public enum ControlServer {
         try? await client.executeThenClose { inbound, outbound in
             var iterator = inbound.makeAsyncIterator()
             var reader = LineReader()
-            var line: String?
+            // The request line, in as many reads as it takes; over the limit, a status saying so.
+            var line: Result<String, NearbyError>?
             while line == nil {
                 guard let chunk = try await iterator.next() else { return }
-                guard let found = try? reader.append(chunk) else { return }
-                line = found
+                do throws(NearbyError) {
+                    line = try reader.append(chunk).map { .success($0) }
+                } catch {
+                    line = .failure(error)
+                }
             }
             let (lines, continuation) = AsyncStream<String>.makeStream()
             let sink = ClientSink(continuation)
@@ -69,9 +73,11 @@ public enum ControlServer {
                 }
                 let request: ControlRequest
                 do {
-                    request = try JSONDecoder().decode(ControlRequest.self, from: Data((line ?? "").utf8))
+                    let text = try line?.get() ?? ""
+                    request = try JSONDecoder().decode(ControlRequest.self, from: Data(text.utf8))
                 } catch {
-                    let status = report(NearbyError.invalidArgument("the node could not read the request: \(error)"), to: sink)
+                    let failure = (error as? NearbyError) ?? .invalidArgument("the node could not read the request: \(error)")
+                    let status = report(failure, to: sink)
                     continuation.yield(ControlReply.status(status).line)
                     continuation.finish()
                     return
