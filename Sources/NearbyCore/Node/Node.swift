@@ -47,7 +47,7 @@ public actor Node {
         self.identity = identity
         self.configuration = configuration
         self.events = events
-        self.knownPeers = KnownPeers(paths: paths)
+        self.knownPeers = KnownPeers(paths: paths, autoCap: configuration.autoPinCap)
         (jobs, jobQueue) = AsyncStream.makeStream()
         self.datagrams = DatagramHub(events: events)
         do {
