@@ -39,8 +39,10 @@ import Glibc
         for number in 135..<140 { #expect(try known.verify(id: id(number), key: key(number)) == .known) }
         #expect(try known.verify(id: id(100), key: key(100)) == .new)  // forgotten, the least recent
         #expect(lines(known.path) == 1)
-        // A stranger's key is still held to while it is pinned.
+        // A stranger's key is still held to while it is pinned; the error names its file.
         #expect(try known.pin(id: id(139), key: key(7), name: "s", stranger: true) == .changed)
+        #expect(known.file(pinning: id(139)) == known.autoPath)
+        #expect(known.file(pinning: id(1)) == known.path)
     }
 
     @Test func theLeastRecentlySeenStrangerGoesFirst() throws {

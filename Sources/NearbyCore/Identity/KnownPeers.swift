@@ -108,6 +108,13 @@ public final class KnownPeers: Sendable {
         }
     }
 
+    /// The file whose line pins `id`: where a user removes it when the peer really has a new key.
+    public func file(pinning id: PeerID) -> String {
+        state.withLock { state in
+            state.pins[id.rawValue] == nil && strangers(&state)[id.rawValue] != nil ? autoPath : path
+        }
+    }
+
     /// How many strangers are pinned now (tests, docs).
     public var strangerCount: Int { state.withLock { strangers(&$0).count } }
 

@@ -32,7 +32,7 @@ extension Node {
         do {
             switch try knownPeers.pin(id: link.peer.id, key: link.peer.key, name: link.peer.name, stranger: stranger) {
             case .known, .new: return true
-            case .changed: error = .keyChanged(peer: link.peer.id.rawValue, knownPeers: knownPeers.path)
+            case .changed: error = .keyChanged(peer: link.peer.id.rawValue, knownPeers: knownPeers.file(pinning: link.peer.id))
             }
         } catch let failure {
             error = failure
