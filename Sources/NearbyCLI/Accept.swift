@@ -3,6 +3,23 @@ import NearbyCore
 
 extension Nearby {
     struct Accept: AsyncParsableCommand {
+        /// How the session of an accepting node ended, and its files as they were then.
+        struct Ended: Sendable {
+            let end: SessionEnd
+            let tally: TransferTally
+        }
+
+        /// How an accepting node's session ended, judged by the files it received: a file that did
+        /// not arrive whole fails the command (its code's exit status), and so does Ctrl-C while
+        /// one was still coming (130); a session that ends otherwise is success.
+        static func outcome(_ end: SessionEnd, _ tally: TransferTally) throws(NearbyError) {
+            if case .signal = end, !tally.inProgress.isEmpty {
+                let count = tally.inProgress.count
+                throw .cancelled("receiving \(count) file\(count == 1 ? "" : "s")")
+            }
+            if let failure = tally.failures.first { throw failure.error }
+        }
+
         static let configuration = CommandConfiguration(
             abstract: "Accept (or --decline) an invitation.",
             discussion: """
@@ -12,7 +29,11 @@ extension Nearby {
                 this command becomes an advertising node, accepts the first invitation (from PEER \
                 only, with --from) and stays in the session until the peer leaves or Ctrl-C: \
                 'nearby accept' on one machine and 'nearby send NAME hello' on another is all it takes. \
-                Files are taken only with --save-dir (or NEARBY_SAVE_DIR).
+                Files are taken only with --save-dir (or NEARBY_SAVE_DIR); once files came and none \
+                has been coming for 2 s, it leaves the session and ends (a peer that runs a node \
+                stays in session otherwise). It exits non-zero when a file did not arrive whole \
+                (its code's status), 130 when Ctrl-C cut one short. --save-dir, --name and \
+                --encryption are for the node it starts: with a node running they must match it.
 
                 Examples:
                   nearby accept
@@ -43,23 +64,37 @@ extension Nearby {
                 let name = try naming.resolve()
                 let query = invitation ?? from
                 let decline = self.decline
-                if let status = try await context.viaRunningNode(.accept(query: query, decline: decline), service: service) {
-                    return try exitWith(status)
-                }
+                // Only an explicit --save-dir is checked against a running node (the environment's is for
+                // a node this command would start).
+                let asked = receive.saveDir == nil ? nil : try receive.resolve([:])
+                let expected = session.expecting(name: name, saveDirectory: asked)
+                let request = ControlRequest.accept(query: query, decline: decline)
+                if try await context.viaRunningNode(request, service: service, expecting: expected) != nil { return }
                 var configuration = NodeConfiguration(service: service)
-                configuration.encryption = session.encryption
+                configuration.encryption = session.mode
                 configuration.displayName = name
                 configuration.advertise = true
                 configuration.saveDirectory = try receive.resolve(context.environment)
                 let identity = try context.identity()
-                try await LocalNode.run(configuration, identity: identity, context: context, serve: true, stopReason: { stopReason($0) }) { local in
-                    context.events.emit(await local.node.advertisingEvent)
-                    let peer = try await interruptible("waiting for an invitation") {
-                        try await local.node.accept(query, decline: decline, client: nil)
+                // The files this command receives decide how it ends (Accept.outcome).
+                let ledger = TransferLedger(context.events)
+                var local = context
+                local.events = ledger
+                let ended: Ended = try await LocalNode.run(
+                    configuration, identity: identity, context: local, serve: true,
+                    stopReason: { (result: Result<Ended, any Error>) -> String in
+                        if case let .success(ended) = result, case .signal = ended.end { return "interrupted" }
+                        return stopReason(result, done: "files received")
                     }
-                    // In the session until the peer leaves or Ctrl-C, which ends it as asked (exit 0).
-                    if let peer { _ = await waitForEnd(local.node, peer: peer.id) }
+                ) { local in
+                    context.events.emit(await local.node.advertisingEvent)
+                    let served = try await interruptible("waiting for an invitation") { try await local.serve(request) }
+                    guard case let .peer(peer?) = served else { return Ended(end: .peerLeft, tally: ledger.tally) }
+                    let end = await waitForEnd(local.node, peer: peer.id, ledger: ledger)
+                    // As it was when the wait ended: stopping the node fails what is still coming.
+                    return Ended(end: end, tally: ledger.tally)
                 }
+                try Self.outcome(ended.end, ended.tally)
             }
         }
     }

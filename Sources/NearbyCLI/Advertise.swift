@@ -74,7 +74,7 @@ extension Nearby {
                 configuration.displayName = name
                 configuration.info = discoveryInfo
                 configuration.port = port
-                configuration.encryption = session.encryption
+                configuration.encryption = session.mode
                 configuration.autoAccept = autoAccept
                 configuration.acceptFrom = acceptFrom
                 configuration.saveDirectory = try receive.resolve(context.environment)

@@ -46,6 +46,11 @@ func reporting(_ context: CommandContext, verbose: Bool, _ body: () async throws
     do {
         try await body()
         context.terminal?.endBar()
+    } catch let failure as ReportedFailure {
+        // The node's error event is printed already: the sentence only.
+        context.terminal?.endBar()
+        if !context.humanOutput { Console(verbose: verbose).error(failure.message) }
+        throw ExitCode(failure.status)
     } catch let error as NearbyError {
         context.terminal?.endBar()
         let message = error.errorDescription ?? "\(error)"
@@ -54,6 +59,11 @@ func reporting(_ context: CommandContext, verbose: Bool, _ body: () async throws
         throw ExitCode(error.exitStatus.rawValue)
     } catch {
         context.terminal?.endBar()
-        throw error
+        // Other errors are printed by ArgumentParser as they are; one whose words a terminal would
+        // act on (text from a peer, somewhere in it) is printed escaped here instead.
+        let described = "\(error)"
+        guard !TerminalText.isShowable(described) else { throw error }
+        Console(verbose: verbose).error(described)
+        throw ExitCode.failure
     }
 }

@@ -93,7 +93,7 @@ extension Nearby {
                 record(peerCheck.check)
                 guard let found = peerCheck.found, let port = found.port else { return }
                 await Self.connectChecks(
-                    found, port: port, identity: identity, preference: session.encryption, knownPeers: KnownPeers(paths: context.paths),
+                    found, port: port, identity: identity, preference: session.mode, knownPeers: KnownPeers(paths: context.paths),
                     probe: selfProbe?.name, replyWithin: max(limit, .seconds(3)) + .seconds(2), record: record)
             }
             context.events.emit(Events.Summary(checks))

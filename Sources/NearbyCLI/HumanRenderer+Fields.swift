@@ -1,4 +1,5 @@
 import Foundation
+import NearbyCore
 
 /// Typed, forgiving access to one decoded event: a missing or mistyped field reads as empty, so a
 /// line from a newer or older node still renders.
@@ -113,35 +114,9 @@ struct Fields {
             ?? (try? Date.ISO8601FormatStyle().parse(text))
     }
 
-    /// `text` with every control character (and the bidirectional overrides that reorder what a
-    /// terminal shows) written as an escape, cut to `limit` characters.
-    static func cleaned(_ text: String, limit: Int = 200) -> String {
-        var out = String.UnicodeScalarView()
-        var characters = 0
-        for scalar in text.unicodeScalars {
-            if characters >= limit {
-                out.append("…")
-                break
-            }
-            switch scalar {
-            case "\n": out.append(contentsOf: #"\n"#.unicodeScalars)
-            case "\t": out.append(contentsOf: #"\t"#.unicodeScalars)
-            case "\r": out.append(contentsOf: #"\r"#.unicodeScalars)
-            case _ where scalar.properties.generalCategory == .control || isReordering(scalar):
-                out.append(contentsOf: "\\u{\(String(scalar.value, radix: 16))}".unicodeScalars)
-            default: out.append(scalar)
-            }
-            characters += 1
-        }
-        return String(out)
-    }
-
-    private static func isReordering(_ scalar: Unicode.Scalar) -> Bool {
-        switch scalar.value {
-        case 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069, 0x2028, 0x2029: true
-        default: false
-        }
-    }
+    /// `text` safe to show on a terminal, cut to `limit` characters: the one sanitizer,
+    /// `TerminalText.escaped`.
+    static func cleaned(_ text: String, limit: Int = 200) -> String { TerminalText.escaped(text, limit: limit) }
 }
 
 /// Sizes, rates and durations the way people read them.

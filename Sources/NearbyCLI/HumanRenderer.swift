@@ -1,4 +1,5 @@
 import Foundation
+import NearbyCore
 
 /// Turns one event (its JSON object, as printed for programs) into a short line for a person at a
 /// terminal: the time, the peer, what happened and the facts that matter. A pure function of the
@@ -56,6 +57,8 @@ struct HumanRenderer: Sendable {
             body = "sent \(Format.size(e.double("bytes"))) to " + e.peers
         case "rejected":
             body = paint("rejected", .yellow) + " a connection from \(e.clean("address")): \(e.clean("reason")) (\(e.clean("code")))"
+        case "suppressed":
+            body = "… and \(RepeatLimiter<String>.grouped(e.int("count"))) more \(e.clean("of", limit: 40)) events (\(e.clean("code", limit: 60))) in the last \(e.int("seconds")) s"
         case "file-started", "progress", "file-sent", "file-received", "file-failed":
             body = file(e)
         case "stream-opened":

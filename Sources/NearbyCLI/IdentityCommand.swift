@@ -9,7 +9,8 @@ extension Nearby {
             discussion: """
                 The identity is a key pair stored in $NEARBY_HOME/identity.json (else \
                 $XDG_CONFIG_HOME/nearby, else ~/.config/nearby), mode 0600. The peer ID is derived \
-                from the public key and never changes; the display name does.
+                from the public key and never changes; the display name does. Renaming is refused \
+                while a node of this identity runs (it would keep advertising the old name).
 
                 Examples:
                   nearby identity | jq -r .peer.id
@@ -21,12 +22,26 @@ extension Nearby {
 
         @OptionGroup var output: OutputOptions
 
+        /// A running node advertises the name it started with: renaming under it would leave the
+        /// network seeing the old name with no word said, so it is refused, naming the nodes.
+        static func refuseWhileNodesRun(_ context: CommandContext) throws(NearbyError) {
+            let identity = try context.identity()
+            let directory = NodeAddress(paths: context.paths, environment: context.environment, peerID: identity.peerID, service: .default).directory
+            let running = NodeLock.running(in: directory, peerID: identity.peerID)
+            guard !running.isEmpty else { return }
+            let nodes = running.map { "\($0.service)\($0.pid.map { " (pid \($0))" } ?? "")" }.joined(separator: ", ")
+            throw .invalidArgument(
+                "a node is running for this identity on \(nodes) and advertises as '\(identity.displayName)': "
+                    + "stop it (Ctrl-C where it runs), then rename; it would keep the old name until restarted")
+        }
+
         func run() async throws {
             let context = output.configure(CommandContext.current)
             try await reporting(context, verbose: output.verbose) {
                 let identity: Identity
                 if let rename {
                     try DisplayName.validate(rename)
+                    try Self.refuseWhileNodesRun(context)
                     identity = try context.identityStore.rename(to: rename)
                 } else {
                     identity = try context.identity()

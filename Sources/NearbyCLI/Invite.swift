@@ -38,16 +38,14 @@ extension Nearby {
                 let name = try naming.resolve()
                 let (peer, invitationContext, timeout) = (self.peer, self.context, wait.timeout)
                 let request = ControlRequest.invite(peer: peer, context: invitationContext, timeout: timeout)
-                if let status = try await context.viaRunningNode(request, service: service) { return try exitWith(status) }
+                if try await context.viaRunningNode(request, service: service, expecting: session.expecting(name: name)) != nil { return }
 
                 var configuration = NodeConfiguration(service: service)
-                configuration.encryption = session.encryption
+                configuration.encryption = session.mode
                 configuration.displayName = name
                 try await LocalNode.run(configuration, identity: context.identity(), context: context, serve: true, stopReason: { stopReason($0) }) { local in
-                    let connected = try await interruptible("inviting \(peer)") {
-                        try await local.node.invite(peer, context: invitationContext, timeout: timeout, client: nil)
-                    }
-                    _ = await waitForEnd(local.node, peer: connected.id)
+                    let served = try await interruptible("inviting \(peer)") { try await local.serve(request) }
+                    if case let .peer(connected?) = served { _ = await waitForEnd(local.node, peer: connected.id) }
                 }
             }
         }

@@ -7,9 +7,17 @@ extension EncryptionPreference: ExpressibleByArgument {}
 /// Options of every command that opens sessions.
 struct SessionOptions: ParsableArguments {
     @Option(help: ArgumentHelp(
-        "Session encryption: required, optional or none (MPC's rules: required and none refuse each other).",
+        "Session encryption: required (the default), optional or none (MPC's rules: required and none refuse each other).",
         valueName: "mode"))
-    var encryption: EncryptionPreference = .required
+    var encryption: EncryptionPreference?
+
+    /// The mode for a node this command starts.
+    var mode: EncryptionPreference { encryption ?? .required }
+
+    /// What a running node must already be for a command given these options and `--name`.
+    func expecting(name: String?, saveDirectory: String? = nil) -> NodeExpectations {
+        NodeExpectations(displayName: name, encryption: encryption, saveDirectory: saveDirectory)
+    }
 }
 
 /// `--timeout` of every command that may have to find and invite a peer first.
@@ -56,6 +64,12 @@ struct ReceiveOptions: ParsableArguments {
 struct LocalNode: Sendable {
     let node: Node
 
+    /// Carries out `request` on this node, exactly as a running node does for a client
+    /// (`Requests.serve`): only where the node lives differs. Its events are the node's own output.
+    func serve(_ request: ControlRequest, asker: Requests.Asker = .init()) async throws(NearbyError) -> Requests.Served {
+        try await Requests.serve(request, node: node, asker: asker)
+    }
+
     static func run<T: Sendable>(
         _ configuration: NodeConfiguration, identity: Identity, context: CommandContext, serve: Bool,
         stopReason: @escaping @Sendable (Result<T, any Error>) -> String = { _ in "the node stopped" },
@@ -66,7 +80,13 @@ struct LocalNode: Sendable {
         let address = NodeAddress(paths: context.paths, environment: context.environment, peerID: identity.peerID, service: configuration.service)
         let lock = serve ? try NodeLock(address) : nil
         defer { lock?.release() }
-        let node = try Node(identity: identity, configuration: configuration, paths: context.paths, events: context.events)
+        // What a stranger makes the node repeat (rejected connections, its errors) is summarised.
+        let events = LimitedSink(context.events)
+        defer {
+            events.drain()
+            NearbyLog.drainRepeats()
+        }
+        let node = try Node(identity: identity, configuration: configuration, paths: context.paths, events: events)
         try await node.start()
         let active = ActiveRequests()
         return try await withThrowingTaskGroup(of: Void.self) { group in
@@ -94,10 +114,7 @@ struct LocalNode: Sendable {
             }
             await node.stop(reason: stopReason(result))
             // A client whose own request ended this node (the last `disconnect`) gets its answer.
-            let deadline = ContinuousClock.now + .seconds(1)
-            while active.count > 0, ContinuousClock.now < deadline, !Task.isCancelled {
-                try? await Task.sleep(for: .milliseconds(10))
-            }
+            await active.idle(by: .now + .seconds(1))
             group.cancelAll()
             return try result.get()
         }
@@ -124,37 +141,75 @@ func interruptible<T: Sendable>(_ what: String, _ body: @escaping @Sendable () a
 
 extension CommandContext {
     /// Asks the running node (if any) to do the work, printing its event lines. Nil: no node runs.
+    /// A failure the node reports ends the command with its status and sentence (`ReportedFailure`).
     /// Ctrl-C closes the connection, and the node drops the work.
-    func viaRunningNode(_ request: ControlRequest, service: ServiceType) async throws -> Int32? {
+    /// `expecting`: the options the command was given for a node of its own, which the running node
+    /// must match (ControlRequest.expecting).
+    @discardableResult
+    func viaRunningNode(
+        _ request: ControlRequest, service: ServiceType, expecting: NodeExpectations = NodeExpectations()
+    ) async throws -> Int32? {
+        let request = request.expecting(expecting)
         let identity = try identity()
         let address = NodeAddress(paths: paths, environment: environment, peerID: identity.peerID, service: service)
-        let events = self.events
-        return try await interruptible("waiting for the node") {
-            try await ControlClient.perform(request, address: address) { events.emitLine($0) }
+        let replies = NodeReplies(events)
+        let status = try await interruptible("waiting for the node") {
+            try await ControlClient.perform(request, address: address) { replies.print($0) }
         }
+        if let status { try replies.outcome(status) }
+        return status
     }
 }
 
-/// Waits until SIGINT/SIGTERM, or until the peer (or, with nil, the last peer) leaves.
-func waitForEnd(_ node: Node, peer: PeerID?) async -> String {
+/// Why a command that stays in a session stopped waiting.
+enum SessionEnd: Sendable, Equatable {
+    case signal(Int32)
+    case peerLeft
+    /// `accept`: the files that came are in, and none has come for `TransferLedger.linger`.
+    case filesDone
+}
+
+/// Waits until SIGINT/SIGTERM, until the peer (or, with nil, the last peer) leaves, or — with a
+/// ledger — until files came and every one of them is in for 2 s (a peer that runs a node stays
+/// in the session: files it sent must not leave `accept` waiting forever).
+func waitForEnd(_ node: Node, peer: PeerID?, ledger: TransferLedger? = nil) async -> SessionEnd {
     let changes = await node.sessionChanges()
-    return await withTaskGroup(of: String.self) { group in
-        group.addTask {
-            let signal = await TerminationSignal.next()
-            return signal == SIGINT ? "interrupted" : "terminated"
-        }
+    return await withTaskGroup(of: SessionEnd.self) { group in
+        group.addTask { .signal(await TerminationSignal.next() ?? SIGTERM) }
         group.addTask {
             for await change in changes {
                 if case let .disconnected(id, remaining) = change, peer == nil ? remaining == 0 : id == peer {
-                    return "the peer left"
+                    return .peerLeft
                 }
             }
-            return "stopped"
+            return .peerLeft
         }
-        let first = await group.next() ?? "stopped"
+        if let ledger {
+            let updates = ledger.changes()
+            group.addTask {
+                for await _ in updates where ledger.tally.settled {
+                    // Settled for the whole linger, or a new file started (the next update says).
+                    try? await Task.sleep(for: settleLinger)
+                    if Task.isCancelled { break }
+                    if ledger.tally.settled { return .filesDone }
+                }
+                return await neverEnding()
+            }
+        }
+        let first = await group.next() ?? .peerLeft
         group.cancelAll()
         return first
     }
+}
+
+/// How long `accept` waits after its files are in for more to come.
+let settleLinger = Duration.seconds(2)
+
+/// Suspends until cancelled.
+private func neverEnding() async -> SessionEnd {
+    let (stream, _) = AsyncStream<Void>.makeStream()
+    for await _ in stream {}
+    return .peerLeft
 }
 
 /// Why a node that ran a command's work stops, as its peers read it in their `disconnected`.

@@ -75,53 +75,65 @@ extension Nearby {
                 if payload.count > limit { throw NearbyError.messageTooLarge(bytes: payload.count, limit: limit) }
                 let timeout = wait.timeout
                 let peers = target.map { [$0] } ?? []
+                // One request, whichever node carries it out.
+                let request: ControlRequest = lines
+                    ? .sendLines(peers: peers, all: all, timeout: timeout, unreliable: unreliable)
+                    : unreliable
+                    ? .sendDatagram(peers: peers, all: all, timeout: timeout, payload: Data(payload))
+                    : .send(peers: peers, all: all, timeout: timeout, payload: Data(payload))
+                // The lines of stdin, read as they come (the running node's, or our own node's input).
+                let input = DescriptorSource(fd: STDIN_FILENO, chunk: 64 << 10)
                 if lines {
-                    let request = ControlRequest.sendLines(peers: peers, all: all, timeout: timeout, unreliable: unreliable)
                     let identity = try context.identity()
                     let address = NodeAddress(paths: context.paths, environment: context.environment, peerID: identity.peerID, service: service)
-                    let events = context.events
-                    let source = DescriptorSource(fd: STDIN_FILENO, chunk: 64 << 10)
-                    if let status = try await ControlClient.sendLines(request, address: address, source: source, output: { events.emitLine($0) }) {
-                        return try exitWith(status)
+                    let replies = NodeReplies(context.events)
+                    let checked = request.expecting(session.expecting(name: name))
+                    if let status = try await ControlClient.sendLines(checked, address: address, source: input, output: { replies.print($0) }) {
+                        return try replies.outcome(status)
                     }
-                } else {
-                    let request: ControlRequest = unreliable
-                        ? .sendDatagram(peers: peers, all: all, timeout: timeout, payload: Data(payload))
-                        : .send(peers: peers, all: all, timeout: timeout, payload: Data(payload))
-                    if let status = try await context.viaRunningNode(request, service: service) { return try exitWith(status) }
+                } else if try await context.viaRunningNode(request, service: service, expecting: session.expecting(name: name)) != nil {
+                    return
                 }
                 guard let target else { throw NearbyError.noNode("--all sends to the sessions of a running node") }
 
                 var configuration = NodeConfiguration(service: service)
-                configuration.encryption = session.encryption
+                configuration.encryption = session.mode
                 configuration.displayName = name
                 let (lines, unreliable) = (self.lines, self.unreliable)
                 try await LocalNode.run(
                     configuration, identity: context.identity(), context: context, serve: false,
-                    stopReason: { stopReason($0, done: lines ? "input ended" : "message delivered") }
+                    stopReason: { stopReason($0, done: lines ? "input ended" : unreliable ? "message sent" : "message delivered") }
                 ) { local in
-                    try await interruptible("sending to \(target)") {
-                        if lines {
-                            try await local.node.sendLines(
-                                from: DescriptorSource(fd: STDIN_FILENO, chunk: 64 << 10), to: [target], all: false,
-                                unreliable: unreliable, timeout: timeout, client: nil)
-                        } else {
-                            try await local.node.sendMessage(payload, to: [target], all: false, unreliable: unreliable, timeout: timeout, client: nil)
-                        }
+                    _ = try await interruptible("sending to \(target)") {
+                        try await local.serve(request, asker: .init(input: lines ? input : nil))
                     }
                 }
             }
         }
 
-        /// Reads stdin to the end, refusing more than `limit` bytes.
+        /// Reads stdin to the end, refusing more than `limit` bytes. read(2) itself, not
+        /// FileHandle's `read(upToCount:)`, which goes on reading after a terminal's Ctrl-D until it
+        /// has the whole count: one Ctrl-D (on an empty line) ends the message, as with `cat`.
         private func readStandardInput(limit: Int) throws(NearbyError) -> [UInt8] {
+            if isatty(STDIN_FILENO) == 1 {
+                Nearby.writeStandardError("nearby: type the message, then Ctrl-D on a new line to send it (or give it as TEXT)\n")
+            }
             var data = [UInt8]()
-            while let chunk = try? FileHandle.standardInput.read(upToCount: 64 << 10), !chunk.isEmpty {
-                data.append(contentsOf: chunk)
+            var chunk = [UInt8](repeating: 0, count: 64 << 10)
+            while true {
+                let count = chunk.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
+                if count < 0, errno == EINTR { continue }
+                if count < 0 { throw .ioFailure(path: "stdin", reason: String(cString: strerror(errno))) }
+                if count == 0 { return data }
+                data.append(contentsOf: chunk.prefix(count))
                 if data.count > limit { throw .messageTooLarge(bytes: data.count, limit: limit) }
             }
-            return data
         }
+    }
+
+    /// A line for the person at the terminal, outside the events.
+    private static func writeStandardError(_ text: String) {
+        FileHandle.standardError.write(Data(text.utf8))
     }
 
     struct Disconnect: AsyncParsableCommand {
@@ -153,10 +165,9 @@ extension Nearby {
             let context = output.configure(CommandContext.current)
             try await reporting(context, verbose: output.verbose) {
                 let service = try serviceOptions.resolve(context)
-                guard let status = try await context.viaRunningNode(.disconnect(peer: peer, all: all), service: service) else {
+                guard try await context.viaRunningNode(.disconnect(peer: peer, all: all), service: service) != nil else {
                     throw NearbyError.noNode("nothing to disconnect")
                 }
-                try exitWith(status)
             }
         }
     }

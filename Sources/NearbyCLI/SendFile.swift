@@ -50,17 +50,15 @@ extension Nearby {
                 let files = try FileList.collect(paths)
                 let (peer, timeout) = (self.peer, wait.timeout)
                 let request = ControlRequest.sendFiles(peer: peer, files: files, timeout: timeout)
-                if let status = try await context.viaRunningNode(request, service: service) { return try exitWith(status) }
+                if try await context.viaRunningNode(request, service: service, expecting: session.expecting(name: name)) != nil { return }
                 var configuration = NodeConfiguration(service: service)
-                configuration.encryption = session.encryption
+                configuration.encryption = session.mode
                 configuration.displayName = name
                 try await LocalNode.run(
                     configuration, identity: context.identity(), context: context, serve: false,
                     stopReason: { stopReason($0, done: "files delivered", failed: "transfer stopped") }
                 ) { local in
-                    try await interruptible("sending files") {
-                        try await local.node.sendFiles(files, to: peer, timeout: timeout, client: nil)
-                    }
+                    _ = try await interruptible("sending files") { try await local.serve(request) }
                 }
             }
         }

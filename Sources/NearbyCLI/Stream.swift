@@ -23,9 +23,13 @@ extension Nearby {
                 running one itself, which accepts the opener's invitation — without --from from \
                 ANYONE on the network, else from --from only); an incoming stream that nobody \
                 listens for is refused after 30 s. A listening node takes streams only, never \
-                files. A listener with nothing to send reads from /dev/null. Through a running \
+                files. A listener whose stdin is a terminal sends nothing: its side ends at \
+                once, so 'nearby stream --listen | tar xz' ends with the opener's bytes (to type \
+                to the peer, pipe it: cat | nearby stream --listen). Through a running \
                 node, a stdin that is a file ('< disk.img', Linux) is read by the node itself, \
-                not copied to it.
+                not copied to it. A stream cut before both sides ended it (the peer killed, the \
+                session lost, a reset) exits 5 on both sides, with or without a running node: \
+                stream-closed then gives why, never 'done'.
 
                 Examples:
                   tar cz photos | nearby stream "Bob's Pi" --stream photos
@@ -71,7 +75,9 @@ extension Nearby {
                 try await reporting(context, verbose: output.verbose) {
                     let service = try serviceOptions.resolve(context)
                     let displayName = try naming.resolve()
-                    let source = DescriptorSource(fd: STDIN_FILENO)
+                    // A listener's terminal is not input: `stream --listen | tar xz` must end when
+                    // the opener's bytes do, not wait for a Ctrl-D nobody knows to type.
+                    let source: any ByteSource = listen && isatty(STDIN_FILENO) == 1 ? NoBytes() as any ByteSource : DescriptorSource(fd: STDIN_FILENO)
                     let sink = DescriptorSink(fd: STDOUT_FILENO)
                     let (listen, name, from, timeout) = (self.listen, self.streamName, self.from, wait.timeout)
                     // A running node may read stdin itself when it is a regular file (ControlRequest).
@@ -84,18 +90,26 @@ extension Nearby {
                     let events = context.events
                     // Through a running node the client sees the setup events; it reports the end itself.
                     let counted = CountedStream(source: source, sink: sink)
+                    let replies = NodeReplies(events)
                     let viaNode = try await interruptible("the stream") {
-                        try await ControlClient.stream(request, address: address, source: counted, sink: counted) { events.emitLine($0) }
+                        try await ControlClient.stream(request.expecting(session.expecting(name: displayName)), address: address, source: counted, sink: counted) {
+                            replies.print($0)
+                        }
                     }
                     switch viaNode {
-                    case let .ran(info)?:
+                    case let .ran(info, outcome)?:
+                        // Cut: the same stream-closed, error and exit status as without a node.
+                        if let failure = outcome.error {
+                            counted.reportClosed(info, reason: failure.errorDescription ?? "failed", to: events)
+                            throw failure
+                        }
                         if info.readsInput == true, let input { counted.nodeRead(input) }
-                        return counted.reportClosed(info, to: events)
-                    case let .failed(status)?: return try exitWith(status)
+                        return counted.reportClosed(info, reason: "done", to: events)
+                    case let .failed(status)?: return try replies.outcome(status)
                     case nil: break
                     }
                     var configuration = NodeConfiguration(service: service)
-                    configuration.encryption = session.encryption
+                    configuration.encryption = session.mode
                     configuration.displayName = displayName
                     configuration.advertise = listen
                     // Listening means taking the opener's invitation: from anyone, or from --from only.
@@ -103,20 +117,13 @@ extension Nearby {
                     configuration.acceptFrom = from.map { [$0] } ?? []
                     // A listening node is the user's node for this service (it advertises and can be
                     // reached by other commands); an opening one is one-shot.
-                    let peer = self.peer
                     try await LocalNode.run(
                         configuration, identity: identity, context: context, serve: listen,
                         stopReason: { stopReason($0, done: "stream finished", failed: "stream failed") }
                     ) { local in
-                        if listen {
-                            events.emit(await local.node.advertisingEvent)
-                            _ = try await interruptible("waiting for a stream") {
-                                try await local.node.listenForStream(name: name, from: from, source: source, sink: sink, client: nil)
-                            }
-                        } else if let peer {
-                            _ = try await interruptible("the stream") {
-                                try await local.node.openStream(to: peer, name: name ?? "", timeout: timeout, source: source, sink: sink, client: nil)
-                            }
+                        if listen { events.emit(await local.node.advertisingEvent) }
+                        _ = try await interruptible(listen ? "waiting for a stream" : "the stream") {
+                            try await local.serve(request, asker: .init(input: source, output: sink))
                         }
                     }
                 }
@@ -161,9 +168,14 @@ final class CountedStream: ByteSource, ByteSink {
     }
 
     /// `stream-closed` for the stream the node opened for us, with what this process counted.
-    func reportClosed(_ info: StreamInfo, to events: any EventSink) {
+    func reportClosed(_ info: StreamInfo, reason: String, to events: any EventSink) {
         let (sent, received) = counts.withLock { ($0.sent, $0.received) }
         events.emit(Events.StreamClosed(
-            stream: info.stream, peer: info.peer, name: info.name, sent: sent, received: received, reason: "done"))
+            stream: info.stream, peer: info.peer, name: info.name, sent: sent, received: received, reason: reason))
     }
+}
+
+/// A listener's input when stdin is a terminal: nothing, so its side of the stream ends at once.
+struct NoBytes: ByteSource {
+    func next() async throws -> ByteBuffer? { nil }
 }

@@ -51,10 +51,13 @@ final class TerminalSink: EventSink {
         renderer = HumanRenderer(color: writer.colors(fd))
     }
 
-    func emit(_ body: some EventBody) { emitLine(encoder.line(body)) }
+    func emit(_ body: some EventBody) { show(encoder.line(body)) }
 
-    func emitLine(_ line: String) {
-        // Programs get the line untouched; only the few kinds the bar needs are decoded for them.
+    /// A line relayed from a running node (maybe an older one) is made as safe as our own first.
+    func emitLine(_ line: String) { show(TerminalText.jsonLine(line)) }
+
+    private func show(_ line: String) {
+        // Programs get the line as it is; only the few kinds the bar needs are decoded for them.
         guard human || Self.drawsBar(line) else { return writer.line(line, fd: fd) }
         guard let event = HumanRenderer.decode(line) else { return writer.line(line, fd: fd) }
         let kind = event["event"] as? String ?? ""

@@ -172,10 +172,10 @@ func nearbyRoundTrips(node: Node, target: [String], inbox: Inbox, count: Int) as
     try await measure(
         count: count,
         roundTrip: {
-            try await node.send(payload, to: target, all: false, timeout: 5, client: nil)
+            try await node.sendMessage(payload, to: target, all: false, unreliable: false, timeout: 5, client: nil)
             guard await inbox.next() != nil else { fail("echo stopped") }
         },
-        send: { n in for _ in 0..<n { try await node.send(payload, to: target, all: false, timeout: 5, client: nil) } },
+        send: { n in for _ in 0..<n { try await node.sendMessage(payload, to: target, all: false, unreliable: false, timeout: 5, client: nil) } },
         receive: { n in for _ in 0..<n { guard await inbox.next() != nil else { fail("echo stopped") } } })
 }
 

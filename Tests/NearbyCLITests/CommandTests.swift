@@ -98,4 +98,20 @@ import Testing
         #expect(throws: (any Error).self) { try Nearby.parseAsRoot(["advertise", "--port", "70000"]) }
         #expect(Nearby.exitCode(for: ValidationError("x")).rawValue == 64)
     }
+
+    private struct Foreign: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// An error that is not ours, carrying a peer's escape sequence, never reaches ArgumentParser's
+    /// printing as it is; plain ones still do.
+    @Test func otherErrorsWithRawEscapesAreNotPassedOnRaw() async throws {
+        let context = CommandContext(events: MemorySink(), environment: home(), hostName: { "h" })
+        await #expect(throws: ExitCode.failure) {
+            try await reporting(context, verbose: false) { throw Foreign(description: "bad \u{1b}]52;c;eA==\u{7}") }
+        }
+        await #expect(throws: Foreign.self) {
+            try await reporting(context, verbose: false) { throw Foreign(description: "plain") }
+        }
+    }
 }

@@ -120,4 +120,31 @@ import Testing
         #expect(bar.count <= 69)
         #expect(bar.contains("photo.jpg [###############---------------]  50% 512 B 2.0 KiB/s"), "\(bar)")
     }
+
+    /// What a hostile peer puts in every field it controls, through every kind that shows it.
+    @Test func hostileTextInEveryFieldIsShownEscaped() throws {
+        let hostile = [
+            "\u{1b}]52;c;cm0gLXJmIH4=\u{07}", "\u{1b}]0;pwned\u{1b}\\", "\u{1b}[2J", "\u{9b}2J", "x\u{7f}",
+            "evil\u{202e}txt", "zero\u{200b}width\u{feff}\u{061c}", "tag\u{e0041}", "a\nb\u{2028}",
+        ]
+        for text in hostile {
+            let peer = PeerRef(id: "3hx5hctom3pdm", name: text)
+            let events: [any EventBody] = [
+                Events.Message(peer: peer, text: text, data: nil, bytes: 1),
+                Events.Rejected(address: text, reason: text, code: text),
+                Events.Failure(code: text, message: "rogue declined the invitation (\(text))", exitStatus: 3),
+                Events.Suppressed(of: text, code: text, count: 19_873, seconds: 10),
+                Events.Lost(peer: peer, service: text, elapsedMs: 1),
+            ]
+            for body in events {
+                let line = EventEncoder().line(body)
+                #expect(!line.unicodeScalars.contains { !TerminalText.isShowable($0) }, "\(line.debugDescription)")
+                let shown = renderer.render(try #require(HumanRenderer.decode(line)))
+                #expect(!shown.unicodeScalars.contains { !TerminalText.isShowable($0) }, "\(shown.debugDescription)")
+            }
+        }
+        let summary = renderer.render(HumanRenderer.decode(EventEncoder().line(
+            Events.Suppressed(of: "rejected", code: "not-a-nearby-peer", count: 19_873, seconds: 10))) ?? [:])
+        #expect(summary.hasSuffix("… and 19,873 more rejected events (not-a-nearby-peer) in the last 10 s"), "\(summary)")
+    }
 }

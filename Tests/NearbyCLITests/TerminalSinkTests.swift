@@ -28,6 +28,21 @@ import Testing
         sink.emit(Events.FileSent(transfer: "t", peer: peer, path: "a.bin", bytes: 2048, skipped: 0, sha256: "abcdef", seconds: 1))
     }
 
+    @Test func jsonOnATerminalCarriesNoRawControlOrBidiCharacters() throws {
+        let screen = Screen()
+        let sink = TerminalSink(writer: screen.writer(stdout: true, stderr: true), fd: 1, style: .json)
+        let text = "\u{9b}2J\u{7f}\u{202e}\u{200b}\u{1b}]52;c;eA==\u{7}"
+        sink.emit(Events.Message(peer: PeerRef(id: "x", name: "n\u{202e}"), text: text, data: nil, bytes: 1))
+        // As an older node relays it: DEL, C1 and bidi raw inside the JSON string.
+        sink.emitLine("{\"event\":\"message\",\"text\":\"\u{9b}2J\u{7f}\u{202e}\u{200b}\\u001b\"}")
+        let shown = screen.all
+        #expect(!shown.unicodeScalars.contains { $0 != "\n" && !TerminalText.isShowable($0) }, "\(shown.debugDescription)")
+        for line in shown.split(separator: "\n") {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            #expect((object["text"] as? String)?.hasPrefix("\u{9b}2J\u{7f}\u{202e}\u{200b}\u{1b}") == true)
+        }
+    }
+
     @Test func onATerminalTheBarIsClearedBeforeEveryLine() {
         let screen = Screen()
         transfer(into: TerminalSink(writer: screen.writer(stdout: true, stderr: true), fd: 1, style: .human))

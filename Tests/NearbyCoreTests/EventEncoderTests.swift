@@ -64,7 +64,8 @@ import Testing
         ] {
             let line = EventEncoder().line(message, at: date)
             let head = #"{"event":"message","time":"2026-11-18T11:06:40.500Z","#
-            #expect(line == head + (try encoderFields(message)))
+            // The same, once what a terminal would act on (DEL, U+2028 …) is escaped in both.
+            #expect(line == TerminalText.jsonLine(head + (try encoderFields(message))))
         }
     }
 

@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import NIOEmbedded
 import NIOTestUtils
+import Synchronization
 import Testing
 @testable import NearbyCore
 
@@ -195,19 +196,93 @@ import Testing
 }
 
 @Suite struct HandshakeGateTests {
-    @Test func capsPerAddressAndInTotalAndGivesPlacesBack() {
+    @Test func capsPerAddressAndGivesPlacesBackOnce() {
         let gate = HandshakeGate(total: 4, perAddress: 2)
         let a1 = gate.admit("10.0.0.1"), a2 = gate.admit("10.0.0.1")
         #expect(a1 != nil && a2 != nil)
         #expect(gate.admit("10.0.0.1") == nil)
-        let b1 = gate.admit("10.0.0.2"), b2 = gate.admit("10.0.0.2")
-        #expect(b1 != nil && b2 != nil)
-        #expect(gate.admit("10.0.0.3") == nil)  // total reached
         a1?.release()
         a1?.release()  // once only
-        #expect(gate.inHandshake == 3)
-        #expect(gate.admit("10.0.0.3") != nil)
+        #expect(gate.held == 1)
+        #expect(gate.admit("10.0.0.1") != nil)
         #expect(gate.admit("10.0.0.1") == nil)
+    }
+
+    @Test func aFullGateEvictsTheOldestPlaceOfTheHeaviestAddress() {
+        let gate = HandshakeGate(total: 4, perAddress: 3)
+        let evicted = Mutex<[String]>([])
+        func admit(_ address: String, _ name: String) -> HandshakeGate.Ticket? {
+            let ticket = gate.admit(address)
+            ticket?.onEvict { evicted.withLock { $0.append(name) } }
+            return ticket
+        }
+        let attacker = (1...3).map { admit("10.0.0.66", "a\($0)") }
+        let other = admit("10.0.0.7", "b1")
+        #expect(attacker.allSatisfy { $0 != nil } && other != nil && gate.held == 4)
+        // A real peer from a new address: the attacker's oldest place makes room.
+        let real = admit("10.0.0.2", "real")
+        #expect(real != nil)
+        #expect(evicted.withLock { $0 } == ["a1"])
+        attacker[0]?.release()  // the evicted place is not given back twice
+        #expect(gate.held == 4)
+        // Now every address holds at most two: 10.0.0.7 (one) evicts again, 10.0.0.66 cannot.
+        #expect(admit("10.0.0.66", "a4") == nil)
+        #expect(admit("10.0.0.7", "b2") != nil)
+        #expect(evicted.withLock { $0 } == ["a1", "a2"])
+        #expect(admit("10.0.0.7", "b3") == nil)  // equal with the heaviest: no churn
+    }
+}
+
+@Suite struct AdmissionTableTests {
+    @Test func tiesEvictTheOldestPlace() {
+        var table = AdmissionTable(total: 3, perAddress: 1)
+        guard case let .admitted(first, nil) = table.admit("a") else { Issue.record("a"); return }
+        _ = table.admit("b")
+        _ = table.admit("c")
+        let newcomer = table.admit("d"), again = table.admit("d")
+        #expect(newcomer == .admitted(4, evicting: .init(address: "a", serial: first)))
+        #expect(again == .refusedAddress)
+        #expect(table.count == 3)
+        let removedTwice = table.remove(.init(address: "a", serial: first))
+        #expect(!removedTwice)
+    }
+
+    @Test func neverHoldsMoreThanItsCapsWhateverComes() {
+        var table = AdmissionTable(total: 16, perAddress: 4)
+        var held: [AdmissionTable.Place] = []
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<5000 {
+            if !held.isEmpty, Bool.random(using: &generator) {
+                let place = held.remove(at: Int.random(in: 0..<held.count, using: &generator))
+                let removed = table.remove(place)
+                #expect(removed)
+            } else {
+                let address = "10.0.0.\(Int.random(in: 0..<8, using: &generator))"
+                if case let .admitted(serial, evicting) = table.admit(address) {
+                    if let evicting { held.removeAll { $0 == evicting } }
+                    held.append(.init(address: address, serial: serial))
+                }
+            }
+            #expect(table.count == held.count && table.count <= 16)
+            #expect(table.byAddress.values.allSatisfy { $0.count <= 4 })
+        }
+    }
+}
+
+@Suite struct ConnectionBudgetTests {
+    @Test func keepsAQuarterOfTheDescriptorsAndAtLeast64() {
+        #expect(ConnectionBudget.limit(descriptors: 1024) == 768)
+        #expect(ConnectionBudget.limit(descriptors: 100) == 36)
+        #expect(ConnectionBudget.limit(descriptors: 1 << 20) == ConnectionBudget.ceiling)
+    }
+
+    @Test func takesUpToItsLimit() {
+        let budget = ConnectionBudget(limit: 2)
+        #expect(budget.take() && budget.take())
+        #expect(!budget.take())
+        budget.give()
+        #expect(budget.take())
+        #expect(budget.inUse == 2)
     }
 }
 
@@ -230,8 +305,8 @@ import Testing
         let peer = try await alice.invite("127.0.0.1:\(port)", context: "hi", timeout: 5, client: nil)
         #expect(peer.name == "bob")
         #expect(peer.encrypted)
-        try await alice.send(Array("héllo".utf8), to: [peer.id.rawValue], all: false, timeout: 5, client: nil)
-        try await alice.send([0xff, 0x00], to: [peer.id.rawValue], all: false, timeout: 5, client: nil)
+        try await alice.sendMessage(Array("héllo".utf8), to: [peer.id.rawValue], all: false, unreliable: false, timeout: 5, client: nil)
+        try await alice.sendMessage([0xff, 0x00], to: [peer.id.rawValue], all: false, unreliable: false, timeout: 5, client: nil)
         #expect(await waitFor(bobEvents, #""text":"héllo""#))
         #expect(await waitFor(bobEvents, #""data":"/wA=""#))
         let invitation = try #require(bobEvents.lines.first { $0.contains(#""event":"invitation""#) })
@@ -251,7 +326,7 @@ import Testing
         let peer = try await alice.invite("127.0.0.1:\(await bob.port)", context: nil, timeout: 5, client: nil)
         let count = 3000
         for index in 0..<count {
-            try await alice.send(Array("m\(index)".utf8), to: [peer.id.rawValue], all: false, timeout: 5, client: nil)
+            try await alice.sendMessage(Array("m\(index)".utf8), to: [peer.id.rawValue], all: false, unreliable: false, timeout: 5, client: nil)
         }
         #expect(await TestNodes.waitFor(bobEvents, #""text":"m\#(count - 1)""#, seconds: 10))
         let texts = bobEvents.lines.compactMap { $0.firstMatch(of: /"event":"message".*"text":"(m[0-9]+)"/).map { String($0.1) } }

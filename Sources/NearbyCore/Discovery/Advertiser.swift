@@ -29,34 +29,34 @@ public final class Advertiser: @unchecked Sendable {
     public func start(lost: (@Sendable () -> Void)? = nil) async throws(NearbyError) {
         DNSSD.silenceAvahiWarnings()
         let wire = try txt.encode()
-        let result: Result<Void, NearbyError> = await withCheckedContinuation { continuation in
-            let once = Once(continuation)
-            queue.async { [self] in
-                confirmed = false
-                onLost = lost
-                do throws(NearbyError) {
-                    operation = try DNSSD.register(
-                        name: instance, type: service.registrationType, port: port, txt: wire, queue: queue,
-                        onFailure: { [self] status in
-                            if confirmed { daemonWentAway() } else { once.resume(.failure(.daemonUnavailable(code: status))) }
-                        }
-                    ) { [self, instance] status, name in
-                        if confirmed {
-                            daemonWentAway()
-                        } else if status != Int32(kDNSServiceErr_NoError) {
-                            once.resume(.failure(.discoveryFailed(operation: "register", code: status)))
-                        } else if let name, name != instance {
-                            once.resume(.failure(.nameConflict(requested: instance, got: name)))
-                        } else {
-                            confirmed = true
-                            once.resume(.success(()))
-                        }
+        let once = OneShot<Result<Void, NearbyError>>()
+        queue.async { [self] in
+            confirmed = false
+            onLost = lost
+            do throws(NearbyError) {
+                operation = try DNSSD.register(
+                    name: instance, type: service.registrationType, port: port, txt: wire, queue: queue,
+                    onFailure: { [self] status in
+                        if confirmed { daemonWentAway() } else { once.settle(.failure(.daemonUnavailable(code: status))) }
                     }
-                } catch {
-                    once.resume(.failure(error))
+                ) { [self, instance] status, name in
+                    if confirmed {
+                        daemonWentAway()
+                    } else if status != Int32(kDNSServiceErr_NoError) {
+                        once.settle(.failure(.discoveryFailed(operation: "register", code: status)))
+                    } else if let name, name != instance {
+                        once.settle(.failure(.nameConflict(requested: instance, got: name)))
+                    } else {
+                        confirmed = true
+                        once.settle(.success(()))
+                    }
                 }
+            } catch {
+                once.settle(.failure(error))
             }
         }
+        // Cancelled while waiting: withdraw whatever the daemon may still confirm.
+        let result = await once.wait() ?? .failure(.cancelled("registering with the DNS-SD daemon"))
         if case let .failure(error) = result {
             stop()
             throw error
@@ -83,16 +83,5 @@ public final class Advertiser: @unchecked Sendable {
             return operation
         }
         stopping?.waitUntilReleased()
-    }
-}
-
-/// Resumes a continuation at most once; later results are dropped.
-final class Once<T: Sendable>: @unchecked Sendable {
-    private var continuation: CheckedContinuation<T, Never>?
-    init(_ continuation: CheckedContinuation<T, Never>) { self.continuation = continuation }
-    /// Only called on one serial queue.
-    func resume(_ value: T) {
-        continuation?.resume(returning: value)
-        continuation = nil
     }
 }

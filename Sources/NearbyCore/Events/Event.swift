@@ -209,11 +209,17 @@ public enum PeerKind: String, Codable, Sendable {
 
 /// Formats events as single JSON lines: `{"event":…,"time":…,<body fields, keys sorted>}`. The
 /// envelope is written by hand because JSONEncoder does not keep key order; sorting the body's keys
-/// makes the same event print the same way every time.
+/// makes the same event print the same way every time. What a terminal would act on (DEL, C1,
+/// bidi and zero-width characters, which JSON allows raw) is written as `\uXXXX`: the same value
+/// for a JSON reader (`TerminalText.jsonLine`).
 public struct EventEncoder: Sendable {
     public init() {}
 
     public func line(_ body: some EventBody, at date: Date = Date()) -> String {
+        TerminalText.jsonLine(encoded(body, at: date))
+    }
+
+    private func encoded(_ body: some EventBody, at date: Date) -> String {
         var line = #"{"event":"# + Self.quoted(type(of: body).event) + #","time":"# + Self.quoted(Self.timestamp(date))
         if let direct = body as? any DirectJSON {
             direct.writeFields(into: &line)

@@ -24,9 +24,10 @@ public final class LineSink: EventSink {
 
     public init(fileDescriptor: Int32 = STDOUT_FILENO) { fd = fileDescriptor }
 
-    public func emit(_ body: some EventBody) { emitLine(encoder.line(body)) }
+    public func emit(_ body: some EventBody) { output.append(encoder.line(body) + "\n", fd: fd) }
 
-    public func emitLine(_ line: String) { output.append(line + "\n", fd: fd) }
+    /// A line from elsewhere (a running node, maybe an older one) is made as safe as our own.
+    public func emitLine(_ line: String) { output.append(TerminalText.jsonLine(line) + "\n", fd: fd) }
 }
 
 /// Keeps events in memory: for tests.
@@ -68,7 +69,10 @@ public struct NullSink: EventSink {
 public struct Console: Sendable {
     public init(verbose: Bool) {}
 
-    public func info(_ message: @autoclosure () -> String) { NearbyLog.logger.info("\(message())") }
+    /// The caller's place is the log line's (its repeats are counted per place: `NearbyLog.repeats`).
+    public func info(_ message: @autoclosure () -> String, file: String = #fileID, line: UInt = #line) {
+        NearbyLog.logger.info("\(message())", file: file, function: "", line: line)
+    }
 
     public func error(_ message: String) { NearbyLog.logger.error("\(message)") }
 }

@@ -66,14 +66,15 @@ public enum ControlClient {
 
     /// How a stream through the running node went.
     public enum StreamResult: Sendable {
-        /// It ran: what it was, and the bytes each way.
-        case ran(StreamInfo)
+        /// It ran: what it was, and how it ended (done, or cut: the same failure as without a node).
+        case ran(StreamInfo, StreamOutcome)
         /// It never started: the node's exit status.
         case failed(Int32)
     }
 
     /// A stream through the running node: its setup events go to `output`, then `source` goes to
-    /// the peer and the peer's bytes to `sink` until both end. Nil when no node is running.
+    /// the peer and the peer's bytes to `sink` (`StreamWire` records) until the node sends the
+    /// stream's outcome. Nil when no node is running.
     public static func stream(
         _ request: ControlRequest, address: NodeAddress, source: any ByteSource, sink: any ByteSink,
         output: @escaping @Sendable (String) -> Void
@@ -100,32 +101,53 @@ public enum ControlClient {
                     }
                 }
                 guard let opened else { throw NearbyError.connectionFailed("the node closed the control connection before the stream opened") }
-                let leftover = reader.rest
-                // When the node reads our input itself, we send nothing and stay until the node has
-                // ended the stream and closed the connection: closing our side earlier would tell it
-                // we left (Ctrl-C, say), and it would stop reading.
+                var pending = reader.rest
+                // When the node reads our input itself, we send nothing and stay until its outcome:
+                // closing our side earlier would tell it we left (Ctrl-C, say), and it would stop.
                 let nodeReads = opened.readsInput == true
-                try await withThrowingTaskGroup(of: Void.self) { group in
+                let writeFailure = OneShot<any Error>()
+                let outcome: StreamOutcome = try await withThrowingTaskGroup(of: Void.self) { group in
+                    defer { group.cancelAll() }
                     let raw = channel.channel
                     if !nodeReads {
                         group.addTask {
-                            while let chunk = try await source.next() { try await outbound.write(chunk) }
-                            await flushed(raw, ByteBuffer())
-                            outbound.finish()
+                            do {
+                                while let chunk = try await source.next() {
+                                    try await outbound.write(contentsOf: [StreamWire.header(.data, length: chunk.readableBytes), chunk])
+                                }
+                                try await outbound.write(StreamWire.end)
+                            } catch {
+                                // Our input failed: leave, and the node cuts the stream.
+                                writeFailure.settle(error)
+                                try? await raw.close()
+                            }
                         }
                     }
-                    if leftover.readableBytes > 0 { try await sink.write(leftover) }
-                    while let chunk = try await iterator.next() { try await sink.write(chunk) }
-                    await sink.finish()
-                    try await group.waitForAll()
-                    if nodeReads {
-                        // The node closes the connection once it has sent all of our input.
-                        guard await closed(channel.channel, within: nil) else { throw NearbyError.cancelled("the stream through the node") }
-                    } else {
-                        await closed(channel.channel)
+                    var records = StreamWire.Reader()
+                    var finished = false
+                    while true {
+                        while let record = try records.next(from: &pending) {
+                            switch record {
+                            case let .data(piece): try await sink.write(piece)
+                            case .end:
+                                finished = true
+                                await sink.finish()
+                            case let .outcome(outcome):
+                                if !finished {
+                                    finished = true
+                                    await sink.finish()
+                                }
+                                return outcome
+                            }
+                        }
+                        guard let chunk = try await iterator.next() else {
+                            if writeFailure.isSettled, let error = await writeFailure.wait() { throw error }
+                            throw NearbyError.connectionFailed("the node closed the control connection before the stream ended")
+                        }
+                        pending = chunk
                     }
                 }
-                return .ran(opened)
+                return .ran(opened, outcome)
             }
         } catch let error as NearbyError {
             throw error

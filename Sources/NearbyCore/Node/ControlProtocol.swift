@@ -24,11 +24,20 @@ public enum ControlRequest: Codable, Sendable, Equatable {
     case sendLines(peers: [String], all: Bool, timeout: Double, unreliable: Bool)
     /// `send --unreliable`: one datagram.
     case sendDatagram(peers: [String], all: Bool, timeout: Double, payload: Data)
+    /// A request from a command that was given options for the node it would start itself: the
+    /// running node serves it only when it is that node (`NodeExpectations`).
+    indirect case expecting(NodeExpectations, ControlRequest)
+
+    /// This request, checked against `expectations` by the node when any were given.
+    public func expecting(_ expectations: NodeExpectations) -> ControlRequest {
+        expectations.isEmpty ? self : .expecting(expectations, self)
+    }
 
     /// The client's stdin, when the node may read it itself.
     var passedInput: PassedInput? {
         switch self {
         case let .stream(_, _, _, input), let .listen(_, _, input): input
+        case let .expecting(_, request): request.passedInput
         default: nil
         }
     }
@@ -36,9 +45,28 @@ public enum ControlRequest: Codable, Sendable, Equatable {
     var carriesStream: Bool {
         switch self {
         case .stream, .listen: true
+        case let .expecting(_, request): request.carriesStream
         default: false
         }
     }
+}
+
+/// The options a command was given for a node of its own (`--name`, `--encryption`, `--save-dir`).
+/// Through a running node they cannot apply, so the node refuses the request when it is not
+/// already what they ask for: an option is honoured or refused, never silently ignored.
+public struct NodeExpectations: Codable, Sendable, Equatable {
+    public var displayName: String?
+    public var encryption: EncryptionPreference?
+    /// Absolute and standardized.
+    public var saveDirectory: String?
+
+    public init(displayName: String? = nil, encryption: EncryptionPreference? = nil, saveDirectory: String? = nil) {
+        self.displayName = displayName
+        self.encryption = encryption
+        self.saveDirectory = saveDirectory
+    }
+
+    var isEmpty: Bool { displayName == nil && encryption == nil && saveDirectory == nil }
 }
 
 /// What the node answers, one JSON line each: the events of the work as they happen, then its

@@ -15,7 +15,7 @@ import Darwin
 public enum ControlServer {
     /// Serves requests until the calling task is cancelled.
     public static func run(node: Node, address: NodeAddress, active: ActiveRequests, ready: @Sendable () -> Void = {}) async throws(NearbyError) {
-        let server: NIOAsyncChannel<NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never>
+        let server: NIOAsyncChannel<ControlConnection, Never>
         do {
             // Created under umask 0077: the socket is never reachable by others, not even before chmod.
             server = try await RunDirectory.withPrivateUmask {
@@ -25,8 +25,13 @@ public enum ControlServer {
                     .childChannelOption(.recvAllocator, value: Connections.receiveBuffer)
                     .bind(unixDomainSocketPath: address.socket, cleanupExistingSocketFile: true) { channel in
                         channel.eventLoop.makeCompletedFuture {
-                            try NIOAsyncChannel<ByteBuffer, ByteBuffer>(
-                                wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
+                            // Before the async wrapper: it sees the client's end whoever reads.
+                            let gone = OneShot<Void>()
+                            try channel.pipeline.syncOperations.addHandler(ClientGoneWatcher(gone))
+                            return ControlConnection(
+                                channel: try NIOAsyncChannel<ByteBuffer, ByteBuffer>(
+                                    wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true)),
+                                gone: gone)
                         }
                     }
             }
@@ -48,7 +53,8 @@ public enum ControlServer {
         }
     }
 
-    private static func serve(_ client: NIOAsyncChannel<ByteBuffer, ByteBuffer>, node: Node) async {
+    private static func serve(_ connection: ControlConnection, node: Node) async {
+        let client = connection.channel
         try? await client.executeThenClose { inbound, outbound in
             var iterator = inbound.makeAsyncIterator()
             var reader = LineReader()
@@ -72,61 +78,34 @@ public enum ControlServer {
                     written.settle(())
                 }
                 let request: ControlRequest
-                do {
+                do throws(NearbyError) {
                     let text = try line?.get() ?? ""
-                    request = try JSONDecoder().decode(ControlRequest.self, from: Data(text.utf8))
+                    guard let decoded = try? JSONDecoder().decode(ControlRequest.self, from: Data(text.utf8)) else {
+                        throw .invalidArgument("the node could not read the request (is the client another version of nearby?)")
+                    }
+                    request = try await Requests.checked(decoded, by: node)
                 } catch {
-                    let failure = (error as? NearbyError) ?? .invalidArgument("the node could not read the request: \(error)")
-                    let status = report(failure, to: sink)
-                    continuation.yield(ControlReply.status(status).line)
+                    continuation.yield(ControlReply.status(report(error, to: sink)).line)
                     continuation.finish()
                     return
                 }
                 if request.carriesStream {
-                    // The client's stdin read here when it can be (a regular file), else its bytes.
-                    let passed = request.passedInput.flatMap { PassedInputSource($0) }
-                    let source: any ByteSource = passed ?? ChannelSource(leftover: reader.rest, iterator: iterator)
-                    if passed != nil { NearbyLog.logger.info("a stream's client passed its input: the node reads it itself") }
-                    let bytes = ChannelSink(outbound, channel: client.channel)
-                    let ready: @Sendable (StreamInfo) async -> Void = { info in
-                        var info = info
-                        info.readsInput = passed != nil
+                    await serveStream(request, node: node, connection: connection, rest: (reader.rest, iterator), outbound: outbound, events: sink) { info in
                         continuation.yield(ControlReply.streamReady(info).line)
                         continuation.finish()
                         await written.wait()
+                    } failed: { error in
+                        continuation.yield(ControlReply.status(report(error, to: sink)).line)
+                        continuation.finish()
                     }
-                    let run: @Sendable () async -> Void = {
-                        do throws(NearbyError) {
-                            _ = try await stream(request, node: node, source: source, sink: bytes, client: sink, ready: ready)
-                            if passed != nil {
-                                // Our output is shut and flushed, and the client sends nothing: close.
-                                try? await client.channel.close()
-                            } else {
-                                await closed(client.channel)
-                            }
-                        } catch {
-                            // Failed before the stream was set up: the client still reads reply lines.
-                            continuation.yield(ControlReply.status(report(error, to: sink)).line)
-                            continuation.finish()
-                        }
-                    }
-                    guard let passed else { return await run() }
-                    // The client sends nothing more and stays until the node closes the connection:
-                    // its end is the client leaving (Ctrl-C, killed), which ends the stream at once,
-                    // even one waiting for a peer that stopped reading.
-                    group.addTask { await run() }
-                    let rest = ChannelSource(leftover: nil, iterator: iterator)
-                    while (try? await rest.next()) != nil {}
-                    passed.stop()
-                    group.cancelAll()
                     return
                 }
-                if case let .sendLines(peers, all, timeout, unreliable) = request {
+                if case .sendLines = request {
                     // The client's bytes after its request are the lines; their end is not its leaving.
                     var status: Int32 = 0
                     do throws(NearbyError) {
                         let source = ChannelSource(leftover: reader.rest, iterator: iterator)
-                        try await node.sendLines(from: source, to: peers, all: all, unreliable: unreliable, timeout: timeout, client: sink)
+                        _ = try await Requests.serve(request, node: node, asker: .init(events: sink, input: source))
                     } catch {
                         status = report(error, to: sink)
                     }
@@ -137,7 +116,7 @@ public enum ControlServer {
                 group.addTask {
                     var status: Int32 = 0
                     do throws(NearbyError) {
-                        try await perform(request, node: node, sink: sink)
+                        _ = try await Requests.serve(request, node: node, asker: .init(events: sink))
                     } catch {
                         status = report(error, to: sink)
                     }
@@ -157,48 +136,34 @@ public enum ControlServer {
         sink.emit(Events.Failure(code: error.code, message: error.errorDescription ?? "", exitStatus: error.exitStatus.rawValue))
         return error.exitStatus.rawValue
     }
-
-    static func stream(
-        _ request: ControlRequest, node: Node, source: any ByteSource, sink: any ByteSink, client: any EventSink,
-        ready: @escaping @Sendable (StreamInfo) async -> Void
-    ) async throws(NearbyError) -> StreamSummary {
-        switch request {
-        case let .listen(name, from, _):
-            return try await node.listenForStream(name: name, from: from, source: source, sink: sink, client: client, ready: ready)
-        case let .stream(peer, name, timeout, _):
-            return try await node.openStream(to: peer, name: name, timeout: timeout, source: source, sink: sink, client: client, ready: ready)
-        default:
-            throw .invalidArgument("not a stream request")
-        }
-    }
-
-    static func perform(_ request: ControlRequest, node: Node, sink: any EventSink) async throws(NearbyError) {
-        switch request {
-        case let .invite(peer, context, timeout):
-            _ = try await node.invite(peer, context: context, timeout: timeout, client: sink)
-        case let .accept(query, decline):
-            _ = try await node.accept(query, decline: decline, client: sink)
-        case let .send(peers, all, timeout, payload):
-            try await node.send(Array(payload), to: peers, all: all, timeout: timeout, client: sink)
-        case let .disconnect(peer, all):
-            _ = try await node.disconnect(peer, all: all, client: sink)
-        case let .sendFiles(peer, files, timeout):
-            try await node.sendFiles(files, to: peer, timeout: timeout, client: sink)
-        case let .sendDatagram(peers, all, timeout, payload):
-            try await node.sendMessage(Array(payload), to: peers, all: all, unreliable: true, timeout: timeout, client: sink)
-        case .stream, .listen, .sendLines:
-            throw .invalidArgument("streams and lines need a connection of their own")
-        }
-    }
 }
 
 /// How many control requests are being served: a node that stops lets them finish first.
 public final class ActiveRequests: Sendable {
-    private let value = Mutex(0)
+    private let state = Mutex<(count: Int, idle: [OneShot<Void>])>((0, []))
     public init() {}
-    public var count: Int { value.withLock { $0 } }
-    func begin() { value.withLock { $0 += 1 } }
-    func end() { value.withLock { $0 -= 1 } }
+    public var count: Int { state.withLock { $0.count } }
+    func begin() { state.withLock { $0.count += 1 } }
+    func end() {
+        let waiters = state.withLock { state -> [OneShot<Void>] in
+            state.count -= 1
+            guard state.count == 0 else { return [] }
+            defer { state.idle = [] }
+            return state.idle
+        }
+        for waiter in waiters { waiter.settle(()) }
+    }
+
+    /// Waits until no request is being served, or `deadline`, or the caller is cancelled.
+    public func idle(by deadline: ContinuousClock.Instant) async {
+        let waiter = OneShot<Void>()
+        let busy = state.withLock { state -> Bool in
+            guard state.count > 0 else { return false }
+            state.idle.append(waiter)
+            return true
+        }
+        if busy { _ = await waiter.wait(until: deadline) }
+    }
 }
 
 /// Waits (at most `limit`, 30 s unless told; nil: for as long as it takes) until a connection has

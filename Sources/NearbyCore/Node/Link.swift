@@ -9,11 +9,20 @@ public final class Link: Sendable, Hashable {
     let outbound: NIOAsyncChannelOutboundWriter<Frame>
     let channel: any Channel
     let shortcut: MessageShortcut
+    /// The place an incoming link holds among links that are not sessions (`HandshakeGate`).
+    let admission: HandshakeGate.Ticket?
+    /// Completed when the node has forgotten the link (`Node.detach`): what a leaving node waits for.
+    private let detachedPromise: EventLoopPromise<Void>
     private let lastHeard = Mutex(ContinuousClock.now)
     private let reason = Mutex<String?>(nil)
 
-    init(peer: AuthenticatedPeer, isClient: Bool, outbound: NIOAsyncChannelOutboundWriter<Frame>, channel: any Channel, shortcut: MessageShortcut) {
+    init(
+        peer: AuthenticatedPeer, isClient: Bool, outbound: NIOAsyncChannelOutboundWriter<Frame>, channel: any Channel,
+        shortcut: MessageShortcut, admission: HandshakeGate.Ticket? = nil
+    ) {
         self.peer = peer
+        self.admission = admission
+        detachedPromise = channel.eventLoop.makePromise(of: Void.self)
         self.isClient = isClient
         self.outbound = outbound
         self.channel = channel
@@ -21,6 +30,21 @@ public final class Link: Sendable, Hashable {
     }
 
     func heard() { lastHeard.withLock { $0 = .now } }
+
+    func markDetached() { detachedPromise.succeed(()) }
+
+    /// Waits until every link in `targets` is detached, or `deadline`.
+    static func untilDetached(_ targets: [Link], by deadline: ContinuousClock.Instant) async {
+        await withTaskGroup(of: Void.self) { group in
+            for link in targets { group.addTask { _ = await link.detached(by: deadline) } }
+        }
+    }
+
+    /// True once the node has forgotten the link, false at `deadline` or when the caller is cancelled.
+    func detached(by deadline: ContinuousClock.Instant) async -> Bool {
+        let future = detachedPromise.futureResult
+        return await firstResult(until: deadline) { (try? await future.value()) != nil } ?? false
+    }
     var silence: Duration { lastHeard.withLock { ContinuousClock.now - $0 } }
 
     /// Why the link ended, as the first one to know said it.

@@ -215,7 +215,7 @@ extension Node {
         }
         for (key, stream) in streamParts.active where key.link == id {
             streamParts.active[key] = nil
-            stream.lost(reason)
+            stream.lost(.sessionEnded(reason))
         }
         streamParts.pending.removeAll { $0.link === link }
     }

@@ -175,7 +175,9 @@ extension Node {
         } catch {
             invitations.forget(invitation)
             if error is CancellationError { throw .cancelled("connecting to \(target.address)") }
-            throw .connectionFailed("cannot connect to \(target.address): \(Self.describe(error))")
+            let why = ConnectFailure.describe(error, timeout: Connections.connectTimeout) ?? Self.describe(error)
+            let whom = query == target.address ? query : "\(query) at \(target.address)"
+            throw .connectionFailed("cannot connect to \(whom): \(why)")
         }
         if case let .refused(_, theirs, decision) = negotiated {
             invitations.forget(invitation)
@@ -217,17 +219,6 @@ extension Node {
 
     // MARK: Messages and leaving
 
-    /// Sends a message to peers, inviting those not connected yet.
-    public func send(_ payload: [UInt8], to queries: [String], all: Bool, timeout: Double, client: (any EventSink)?) async throws(NearbyError) {
-        let sink: any EventSink = client.map { TeeSink(events, $0) } ?? events
-        guard payload.count <= Frame.maxPayload else { throw .messageTooLarge(bytes: payload.count, limit: Frame.maxPayload) }
-        let targets = try await sendTargets(queries, all: all, timeout: timeout, client: client)
-        for link in targets {
-            await link.send(Frame(kind: .message, payload: ByteBuffer(bytes: payload)))
-        }
-        sink.emit(Events.Sent(peers: targets.map(\.peer.ref), bytes: payload.count))
-    }
-
     /// Leaves sessions; the peers see `disconnected` with our reason.
     public func disconnect(_ query: String?, all: Bool, client: (any EventSink)?) async throws(NearbyError) -> [PeerRef] {
         let targets: [Link]
@@ -246,14 +237,19 @@ extension Node {
         for link in targets {
             await leave(link, because: "we left: disconnected by us", telling: "disconnected")
         }
-        let deadline = ContinuousClock.now + .seconds(1)
-        while targets.contains(where: { links[$0] != nil }), ContinuousClock.now < deadline {
-            do { try await Task.sleep(for: .milliseconds(10)) } catch { break }
-        }
+        await Link.untilDetached(targets, by: .now + .seconds(1))
         let left = targets.map(\.peer.ref)
         if let client {
             for peer in left { client.emit(Events.Disconnected(peer: peer, reason: "we left: disconnected by us", peers: sessions.count)) }
         }
         return left
+    }
+
+    static func matches(_ query: String, _ peer: AuthenticatedPeer) -> Bool {
+        !query.isEmpty && (peer.id.rawValue.hasPrefix(query) || peer.name == query)
+    }
+
+    static func newInvitationID() -> String {
+        String((0..<10).map { _ in "0123456789abcdefghijklmnopqrstuvwxyz".randomElement() ?? "0" })
     }
 }

@@ -20,11 +20,36 @@ extension Node {
         return targets
     }
 
-    /// Sends one message per line of `source` as each line is read, until the source ends.
+    /// Sends one message per line of `source` as each line is read, until the source ends — or
+    /// until every target has left the session: then at once, with the reason, not at the next line
+    /// (which would be read and lost).
     public nonisolated func sendLines(
         from source: any ByteSource, to queries: [String], all: Bool, unreliable: Bool, timeout: Double, client: (any EventSink)?
     ) async throws(NearbyError) {
         let targets = try await sendTargets(queries, all: all, timeout: timeout, client: client)
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await self.pumpLines(from: source, to: targets, unreliable: unreliable, client: client) }
+                group.addTask {
+                    for link in targets { await closed(link.channel, within: nil) }
+                    if Task.isCancelled { return }
+                    let who = targets.map { "\($0.peer.name) (\($0.peer.id))" }.joined(separator: ", ")
+                    let why = targets.first?.closeReason ?? "connection lost"
+                    throw NearbyError.connectionFailed("\(who) left the session (\(why)): stopped reading the lines")
+                }
+                try await group.next()
+                group.cancelAll()
+            }
+        } catch let error as NearbyError {
+            throw error
+        } catch {
+            throw .ioFailure(path: "stdin", reason: "\(error)")
+        }
+    }
+
+    private nonisolated func pumpLines(
+        from source: any ByteSource, to targets: [Link], unreliable: Bool, client: (any EventSink)?
+    ) async throws(NearbyError) {
         var splitter = LineSplitter(limit: unreliable ? Datagram.maxPayload : Frame.maxPayload)
         while true {
             let chunk: ByteBuffer?
@@ -68,6 +93,10 @@ extension Node {
             } else {
                 do {
                     try await link.outbound.write(Frame.batch(messages.lazy.map { Frame(kind: .message, payload: $0) }))
+                    // The writer took it, so the socket drains: the peer is reading. A peer busy with
+                    // our backlog answers our ping only after it, and must not be taken for gone
+                    // meanwhile; one that stopped reading stops our writes, and its silence counts.
+                    link.heard()
                 } catch {
                     link.close(because: "the connection failed while sending")
                     continue

@@ -26,11 +26,13 @@ extension Node {
                 return try target(for: only)
             }
             guard ContinuousClock.now < deadline else { throw .peerNotFound(query, waitedSeconds: timeout) }
-            do {
-                try await Task.sleep(for: .milliseconds(50))
-            } catch {
-                throw .cancelled("looking for \(query)")
-            }
+            // Until discovery changes, the deadline, or (one candidate) the end of the ambiguity window.
+            let change = OneShot<Void>()
+            discoveryWaiters.removeAll { $0.isSettled }
+            discoveryWaiters.append(change)
+            let settles = candidates.isEmpty ? deadline : min(deadline, discovery.startedAt + DiscoveryCache.ambiguityWindow)
+            _ = await change.wait(until: settles)
+            if Task.isCancelled { throw .cancelled("looking for \(query)") }
         }
     }
 
@@ -50,7 +52,12 @@ extension Node {
         }
     }
 
-    private func discovered(_ update: Browser.Update) { discovery.apply(update) }
+    private func discovered(_ update: Browser.Update) {
+        discovery.apply(update)
+        let waiters = discoveryWaiters
+        discoveryWaiters = []
+        for waiter in waiters { waiter.settle(()) }
+    }
 
     static func parseHostPort(_ text: String) -> (host: String, port: Int)? {
         guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (1...65535).contains(port) else { return nil }

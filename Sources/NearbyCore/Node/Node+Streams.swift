@@ -8,7 +8,7 @@ final class StreamChannel: Sendable {
     enum Inbound: Sendable {
         case data(ByteBuffer)
         case end
-        case reset(String)
+        case reset(StreamLife.Cause)
     }
 
     let id: UInt32
@@ -21,6 +21,8 @@ final class StreamChannel: Sendable {
     /// Bounded by our window: the peer may not send more than we granted.
     let inbound: AsyncStream<Inbound>
     let inboundContinuation: AsyncStream<Inbound>.Continuation
+    /// Open, half-closed, done or cut — and why, the first cause winning.
+    let life = Mutex(StreamLife())
 
     init(id: UInt32, name: String, peer: PeerRef) {
         self.id = id
@@ -30,8 +32,13 @@ final class StreamChannel: Sendable {
         (inbound, inboundContinuation) = AsyncStream<Inbound>.makeStream()
     }
 
-    func lost(_ reason: String) {
-        inboundContinuation.yield(.reset(reason))
+    /// "the stream" or "stream 'NAME'", for sentences.
+    var label: String { name.isEmpty ? "the stream" : "stream '\(name)'" }
+
+    /// The session ended or the peer reset the stream: both directions stop at once.
+    func lost(_ cause: StreamLife.Cause) {
+        _ = life.withLock { $0.cut(cause) }
+        inboundContinuation.yield(.reset(cause))
         inboundContinuation.finish()
         credit.close()
         replyContinuation.finish()
@@ -133,6 +140,11 @@ extension Node {
         }
         let (stream, link) = (match.stream, match.link)
         let key = ChannelKey(link, stream.id)
+        if Task.isCancelled {
+            // Our client left just as the stream came: it goes to another listener, or waits.
+            if streamParts.active[key] === stream { await place(stream, key: key, on: link) }
+            throw .cancelled("waiting for a stream")
+        }
         defer {
             streamParts.active[key] = nil
             muxes[link]?.finish(stream.id)
@@ -158,7 +170,13 @@ extension Node {
             return
         }
         let name = String(offer.path.prefix(255))
-        let stream = StreamChannel(id: channel, name: name, peer: link.peer.ref)
+        await place(StreamChannel(id: channel, name: name, peer: link.peer.ref), key: key, on: link)
+    }
+
+    /// Gives an incoming stream to a listener that wants it, else lets it wait for one.
+    private func place(_ stream: StreamChannel, key: ChannelKey, on link: Link) async {
+        let channel = key.channel
+        // A listener whose client left has abandoned its wait: never give it a stream.
         streamParts.listeners.removeAll { $0.claimed.isSettled }
         if let index = streamParts.listeners.firstIndex(where: { Self.wants($0.name, $0.from, stream, link) }) {
             streamParts.active[key] = stream
@@ -193,6 +211,8 @@ extension Node {
         case .openReply:
             if let reply = try? Control.decode(Control.OpenReply.self, from: frame) { stream.replyContinuation.yield(reply) }
         case .data:
+            // Bytes after the peer's close break the protocol: they are not the stream's.
+            guard (try? stream.life.withLock { try $0.mayRead() }) != nil else { return }
             // The payload is memory of its own (FrameSplitter): queued, it keeps no read buffer alive.
             stream.inboundContinuation.yield(.data(frame.payload))
         case .window:
@@ -200,11 +220,12 @@ extension Node {
                 stream.credit.add(Int(more))
             }
         case .close:
-            stream.inboundContinuation.yield(.end)
+            // A second close is the peer breaking the protocol; ignore it rather than end twice.
+            if (try? stream.life.withLock { try $0.receivedClose() }) != nil { stream.inboundContinuation.yield(.end) }
         case .reset:
             let reset = try? Control.decode(Control.Reset.self, from: frame)
             streamParts.active[key] = nil
-            stream.lost("the peer reset the stream: \(reset.map { String($0.reason.prefix(Control.maxReasonBytes)) } ?? "no reason")")
+            stream.lost(.peerReset(reset.map { String($0.reason.prefix(Control.maxReasonBytes)) } ?? "no reason"))
         default:
             break
         }
@@ -219,29 +240,30 @@ extension Node {
     // MARK: Pumping
 
     /// Runs both directions until each has ended: our bytes out within the peer's window, the peer's
-    /// bytes in, granting window as the sink takes them.
+    /// bytes in, granting window as the sink takes them. Done only when both directions ended (our
+    /// `close` sent, the peer's received); anything else cuts the stream, reported by its first cause
+    /// (`StreamLife`), and the peer gets a reset.
     nonisolated static func pump(
         _ stream: StreamChannel, link: Link, node: Node, source: any ByteSource, sink: any ByteSink, events: any EventSink
     ) async throws(NearbyError) -> StreamSummary {
-        let label = stream.name
         let counts = Counts()
         do {
-            let summary = try await withThrowingTaskGroup(of: (Bool, UInt64).self) { group in
+            try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
                     var sent: UInt64 = 0
                     defer { counts.sent(sent) }
                     while var chunk = try await source.next() {
                         while chunk.readableBytes > 0 {
                             guard let count = await stream.credit.take(upTo: min(chunk.readableBytes, Transfer.chunk)) else {
-                                throw NearbyError.connectionFailed("the stream ended")
+                                throw stream.life.withLock { $0.cause } ?? (Task.isCancelled ? .cancelled : .sessionEnded("the stream's window closed"))
                             }
                             guard let piece = chunk.readSlice(length: count) else { break }
                             await link.send(Frame(kind: .data, channel: stream.id, payload: piece))
                             sent += UInt64(count)
                         }
                     }
+                    try stream.life.withLock { try $0.sentClose() }
                     await link.send(Control.frame(.close, Control.Close(sha256: "", bytes: sent), channel: stream.id))
-                    return (true, sent)
                 }
                 group.addTask {
                     var received: UInt64 = 0
@@ -254,28 +276,34 @@ extension Node {
                             await node.consumed(buffer.readableBytes, on: stream.id, of: link)
                         case .end:
                             await sink.finish()
-                            return (false, received)
-                        case let .reset(reason):
-                            throw NearbyError.connectionFailed(reason)
+                            return
+                        case let .reset(cause):
+                            throw cause
                         }
                     }
-                    throw NearbyError.connectionFailed("the stream ended without the peer closing it")
+                    throw stream.life.withLock { $0.cause } ?? .sessionEnded("the stream ended without the peer closing it")
                 }
-                var summary = StreamSummary(sent: 0, received: 0)
-                for try await (outgoing, bytes) in group {
-                    if outgoing { summary.sent = bytes } else { summary.received = bytes }
-                }
-                return summary
+                try await group.waitForAll()
             }
-            events.emit(Events.StreamClosed(stream: "\(stream.id)", peer: stream.peer, name: label, sent: summary.sent, received: summary.received, reason: "done"))
-            return summary
         } catch {
-            let failure = (error as? NearbyError) ?? .connectionFailed("\(error)")
+            // The first cause wins: a session that ended shows as that, not as the window it closed.
+            let mine = error as? StreamLife.Cause ?? StreamLife.Cause(error)
+            let cause = stream.life.withLock { life in life.cut(mine) ? mine : life.cause ?? mine }
+            let failure = cause.error(label: stream.label)
             await sink.finish()
-            await Task { await link.send(Control.frame(.reset, Control.Reset(reason: failure.errorDescription ?? "failed", code: failure.code), channel: stream.id)) }.value
+            // The peer learns why, unless it was the one to end it (a reset, the session).
+            let reset: Control.Reset? = switch cause {
+            case let .failed(code, reason): Control.Reset(reason: "the other side failed: \(reason)", code: code)
+            case .cancelled: Control.Reset(reason: "the other side was interrupted", code: "cancelled")
+            case .sessionEnded, .peerReset: nil
+            }
+            if let reset { await Task { await link.send(Control.frame(.reset, reset, channel: stream.id)) }.value }
             let (sent, received) = counts.values
-            events.emit(Events.StreamClosed(stream: "\(stream.id)", peer: stream.peer, name: label, sent: sent, received: received, reason: failure.errorDescription ?? "failed"))
+            events.emit(Events.StreamClosed(stream: "\(stream.id)", peer: stream.peer, name: stream.name, sent: sent, received: received, reason: failure.errorDescription ?? "failed"))
             throw failure
         }
+        let (sent, received) = counts.values
+        events.emit(Events.StreamClosed(stream: "\(stream.id)", peer: stream.peer, name: stream.name, sent: sent, received: received, reason: "done"))
+        return StreamSummary(sent: sent, received: received)
     }
 }

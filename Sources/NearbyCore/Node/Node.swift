@@ -20,6 +20,8 @@ public actor Node {
     private var listener: (any Channel)?
     public private(set) var port = 0
     var discovery = DiscoveryCache()
+    /// Lookups (`resolve`) waiting for discovery to change.
+    var discoveryWaiters: [OneShot<Void>] = []
     var invitations = Invitations()
 
     /// Every authenticated connection and where it is in the session protocol.
@@ -143,10 +145,7 @@ public actor Node {
             }
         }
         // Give the peers a moment to close their side, and the links to report `disconnected`.
-        let deadline = ContinuousClock.now + .milliseconds(500)
-        while !links.isEmpty, ContinuousClock.now < deadline {
-            do { try await Task.sleep(for: .milliseconds(10)) } catch { break }
-        }
+        await Link.untilDetached(Array(links.keys), by: .now + .milliseconds(500))
         try? await listener?.close()
         for link in links.keys { link.close(because: "the node stopped") }
         jobQueue.finish()
@@ -194,7 +193,9 @@ public actor Node {
                 let peer = try await Handshake.run(
                     inbound: &iterator, outbound: outbound, connection: connection, isClient: isClient,
                     identity: identity, displayName: displayName, expected: expected, knownPeers: knownPeers)
-                let established = Link(peer: peer, isClient: isClient, outbound: outbound, channel: connection.channel.channel, shortcut: connection.shortcut)
+                let established = Link(
+                    peer: peer, isClient: isClient, outbound: outbound, channel: connection.channel.channel,
+                    shortcut: connection.shortcut, admission: connection.admission)
                 link = established
                 await attach(established, invitation: invitation, sink: sink)
                 try await withThrowingTaskGroup(of: Void.self) { group in
@@ -270,6 +271,7 @@ public actor Node {
     private func detach(_ link: Link) {
         NearbyLog.logger.info("connection with \(link.peer.id) closed: \(link.closeReason ?? "connection lost")")
         links[link] = nil
+        defer { link.markDetached() }
         link.shortcut.disarm()
         datagrams.remove(link)
         transfersLost(on: link)
@@ -343,6 +345,8 @@ public actor Node {
     /// waits at most half a second for room, for a peer that stopped reading.
     func leave(_ link: Link, because why: String, telling reason: String) async {
         guard var machine = links[link] else { return }
+        // Before the goodbye goes out: a peer that closes at once must not make it "connection lost".
+        link.setReason(why)
         let actions = machine.leave(telling: reason)
         links[link] = machine
         link.shortcut.disarm()
@@ -367,6 +371,8 @@ public actor Node {
 
     func connect(_ link: Link) {
         guard pinSession(link) else { return }
+        // A session now: no longer one of the links a stranger may hold open (HandshakeGate).
+        link.admission?.release()
         if let previous = sessions[link.peer.id], previous !== link {
             sessions[link.peer.id] = nil
             previous.close(because: "replaced by a new connection")
@@ -386,13 +392,5 @@ public actor Node {
         Events.Connected(
             peer: link.peer.ref, address: link.peer.address, verificationCode: link.peer.verificationCode,
             encrypted: link.peer.encrypted, peers: sessions.count)
-    }
-
-    static func matches(_ query: String, _ peer: AuthenticatedPeer) -> Bool {
-        !query.isEmpty && (peer.id.rawValue.hasPrefix(query) || peer.name == query)
-    }
-
-    static func newInvitationID() -> String {
-        String((0..<10).map { _ in "0123456789abcdefghijklmnopqrstuvwxyz".randomElement() ?? "0" })
     }
 }

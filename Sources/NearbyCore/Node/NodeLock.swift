@@ -56,4 +56,22 @@ public final class NodeLock: Sendable {
         unlink(address.socket)
         close(fd)
     }
+
+    /// The nodes of `peerID` running now, from the locks in `directory`: each one's service and pid.
+    public static func running(in directory: String, peerID: PeerID) -> [(service: String, pid: Int32?)] {
+        let prefix = peerID.rawValue + "-", suffix = ".lock"
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
+        return names.sorted().compactMap { name in
+            guard name.hasPrefix(prefix), name.hasSuffix(suffix) else { return nil }
+            let fd = open(directory + "/" + name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+            guard fd >= 0 else { return nil }
+            defer { close(fd) }
+            // A lock nobody holds is a node that is gone; one we cannot take is one that runs.
+            guard flock(fd, LOCK_SH | LOCK_NB) != 0 else { return nil }
+            var buffer = [UInt8](repeating: 0, count: 32)
+            let count = pread(fd, &buffer, buffer.count, 0)
+            let pid = count > 0 ? Int32(String(decoding: buffer.prefix(count), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) : nil
+            return (String(name.dropFirst(prefix.count).dropLast(suffix.count)), pid)
+        }
+    }
 }

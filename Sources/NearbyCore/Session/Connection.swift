@@ -12,8 +12,12 @@ public struct FrameChannel: Sendable {
     let certificateKey: KeyBox
     /// Message frames of the session, delivered on the event loop once the node arms it.
     let shortcut: MessageShortcut
-    /// The place this incoming connection holds in the handshake caps, given back when it ends.
+    /// The place this incoming connection holds among links that are not sessions (`HandshakeGate`),
+    /// given back when it becomes a session or closes.
     var admission: HandshakeGate.Ticket? = nil
+    /// When the TCP connection was made: the preamble, TLS and the identity handshake all end
+    /// within `Handshake.deadline` of it, however slowly the bytes come.
+    var started = NIODeadline.now()
 
     /// Filled in by the TLS verification callback, read after the handshake.
     final class KeyBox: Sendable {
@@ -50,7 +54,7 @@ final class PreambleHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var received = ByteBuffer()
     private var done = false
     private var timeout: Scheduled<Void>?
-    static let deadline = TimeAmount.seconds(10)
+    private var started = NIODeadline.now()
 
     init(role: Role, preference: EncryptionPreference, tls: NIOSSLContext, promise: EventLoopPromise<Negotiated>) {
         self.role = role
@@ -79,9 +83,11 @@ final class PreambleHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        timeout = context.eventLoop.scheduleTask(in: Self.deadline) {
+        started = .now()
+        timeout = context.eventLoop.scheduleTask(deadline: started + Handshake.deadline) {
             let (handler, context) = loopBound.value
-            handler.finish(context, .foreign(remote: handler.remote(context), what: "a client that did not finish the nearby preamble in 10 s"))
+            handler.finish(context, .foreign(
+                remote: handler.remote(context), what: "a client that did not finish the nearby preamble in \(Handshake.deadlineText)"))
         }
         if context.channel.isActive { channelActive(context: context) }
     }
@@ -171,7 +177,9 @@ final class PreambleHandler: ChannelInboundHandler, RemovableChannelHandler {
             let remote = remote(context)
             done = true
             timeout?.cancel()
-            promise.succeed(.frames(FrameChannel(channel: channel, encrypted: useTLS, remote: remote, certificateKey: box, shortcut: shortcut)))
+            var frames = FrameChannel(channel: channel, encrypted: useTLS, remote: remote, certificateKey: box, shortcut: shortcut)
+            frames.started = started
+            promise.succeed(.frames(frames))
             if received.readableBytes > 0 {
                 context.fireChannelRead(NIOAny(received))
                 received = ByteBuffer()
@@ -212,11 +220,11 @@ public enum Connections {
     }
 
     /// Listens on every address (IPv6 and IPv4, or IPv4 alone where the host has no IPv6) and calls
-    /// `handle` with each negotiated connection.
-    /// Connections over the `gate`'s caps are closed at once.
+    /// `handle` with each negotiated connection. A connection over the process's `budget`, or over
+    /// the `gate`'s caps on links that are not sessions, is closed at once.
     public static func listen(
         port: Int, preference: EncryptionPreference, tls: NIOSSLContext, gate: HandshakeGate = HandshakeGate(),
-        handle: @escaping @Sendable (Negotiated) -> Void
+        budget: ConnectionBudget = .shared, handle: @escaping @Sendable (Negotiated) -> Void
     ) async throws(NearbyError) -> any Channel {
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -224,10 +232,17 @@ public enum Connections {
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelOption(.recvAllocator, value: receiveBuffer)
             .childChannelInitializer { channel in
-                guard let ticket = gate.admit(HandshakeGate.key(channel.remoteAddress)) else {
-                    NearbyLog.logger.debug("closing a connection over the handshake caps from \(channel.remoteAddress.map(PreambleHandler.describe) ?? "?")")
+                let from = channel.remoteAddress.map(PreambleHandler.describe) ?? "?"
+                guard budget.take() else {
+                    NearbyLog.logger.debug("closing a connection from \(from): \(budget.limit) connections are open, the most this process keeps")
                     return channel.eventLoop.makeFailedFuture(ChannelError.inappropriateOperationForState)
                 }
+                channel.closeFuture.whenComplete { _ in budget.give() }
+                guard let ticket = gate.admit(HandshakeGate.key(channel.remoteAddress)) else {
+                    NearbyLog.logger.debug("closing a connection over the caps on links that are not sessions from \(from)")
+                    return channel.eventLoop.makeFailedFuture(ChannelError.inappropriateOperationForState)
+                }
+                ticket.onEvict { channel.close(promise: nil) }
                 channel.closeFuture.whenComplete { _ in ticket.release() }
                 install(on: channel, role: .server, preference: preference, tls: tls).whenSuccess { negotiated in
                     guard case var .frames(frames) = negotiated else { return handle(negotiated) }
@@ -247,21 +262,37 @@ public enum Connections {
         throw .listenFailed(failure)
     }
 
-    /// Connects and runs the preamble; cancelling the calling task ends the wait at once.
+    /// Connects and runs the preamble; cancelling the calling task ends the wait at once. The
+    /// connection takes a place in the process's `budget` until it closes.
+    /// How long a TCP connection may take to be made.
+    public static let connectTimeout = TimeAmount.seconds(10)
+
     public static func connect(
-        host: String, port: Int, preference: EncryptionPreference, tls: NIOSSLContext, timeout: TimeAmount = .seconds(10)
+        host: String, port: Int, preference: EncryptionPreference, tls: NIOSSLContext, timeout: TimeAmount = connectTimeout,
+        budget: ConnectionBudget = .shared
     ) async throws -> Negotiated {
+        guard budget.take() else {
+            throw NearbyError.connectionFailed("cannot connect to \(host):\(port): \(budget.limit) connections are open, the most this process keeps")
+        }
         let negotiated = Mutex<EventLoopFuture<Negotiated>?>(nil)
-        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .connectTimeout(timeout)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
-            .channelOption(.recvAllocator, value: receiveBuffer)
-            .channelInitializer { channel in
-                let future = install(on: channel, role: .client, preference: preference, tls: tls)
-                negotiated.withLock { $0 = future }
-                return channel.eventLoop.makeSucceededVoidFuture()
-            }
-            .connect(host: host, port: port).value { $0.close(promise: nil) }
+        let channel: any Channel
+        do {
+            channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .connectTimeout(timeout)
+                .channelOption(.socketOption(.tcp_nodelay), value: 1)
+                .channelOption(.recvAllocator, value: receiveBuffer)
+                .channelInitializer { channel in
+                    let future = install(on: channel, role: .client, preference: preference, tls: tls)
+                    negotiated.withLock { $0 = future }
+                    return channel.eventLoop.makeSucceededVoidFuture()
+                }
+                .connect(host: host, port: port).value { $0.close(promise: nil) }
+        } catch {
+            budget.give()
+            throw error
+        }
+        // Given back once, by the connection that won (Happy Eyeballs may have tried several).
+        channel.closeFuture.whenComplete { _ in budget.give() }
         guard let future = negotiated.withLock({ $0 }) else {
             channel.close(promise: nil)
             throw NearbyError.connectionFailed("the connection to \(host):\(port) was not set up")

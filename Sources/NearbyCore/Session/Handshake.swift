@@ -154,9 +154,10 @@ public struct HandshakeStateMachine: Sendable {
             encrypted: encrypted, address: address, features: theirs.features))]
     }
 
-    /// A display name from the network that breaks the rules: control characters dropped, cut to 63 bytes.
+    /// A display name from the network that breaks the rules: what a terminal would not show as
+    /// itself (`TerminalText`) dropped, cut to 63 bytes.
     static func sanitized(_ raw: String) -> String {
-        var name = String(String.UnicodeScalarView(raw.unicodeScalars.filter(SafePath.isVisible)))
+        var name = String(String.UnicodeScalarView(raw.unicodeScalars.filter(TerminalText.isShowable)))
         while name.utf8.count > DisplayName.maxBytes { name.removeLast() }
         return name.isEmpty ? "?" : name
     }
@@ -172,7 +173,17 @@ public struct HandshakeStateMachine: Sendable {
 
 /// Drives the handshake state machine over a connection, with a deadline.
 public enum Handshake {
-    public static let deadline = TimeAmount.seconds(10)
+    /// From the TCP connection to a proven identity — preamble, TLS, hello and auth together — however
+    /// slowly the bytes come: 10 s (`NEARBY_HANDSHAKE_DEADLINE` seconds, for tests).
+    public static let deadline: TimeAmount = {
+        let text = ProcessInfo.processInfo.environment["NEARBY_HANDSHAKE_DEADLINE"]
+        guard let seconds = NodeConfiguration.seconds(text) else { return .seconds(10) }
+        return .nanoseconds(Int64(seconds / .nanoseconds(1)))
+    }()
+    static var deadlineText: String {
+        let milliseconds = deadline.nanoseconds / 1_000_000
+        return milliseconds % 1000 == 0 ? "\(milliseconds / 1000) s" : "\(Double(milliseconds) / 1000) s"
+    }
 
     public static func run(
         inbound: inout NIOAsyncChannelInboundStream<Frame>.AsyncIterator,
@@ -184,13 +195,11 @@ public enum Handshake {
         expected: PeerID?,
         knownPeers: KnownPeers
     ) async throws -> AuthenticatedPeer {
-        // A peer that stalls is cut off: closing the channel ends the inbound stream below.
+        // A peer that stalls is cut off: closing the channel ends the inbound stream below. The
+        // place among links that are not sessions is kept until the link is one (Node.connect).
         let channel = connection.channel.channel
-        let timer = channel.eventLoop.scheduleTask(in: deadline) { channel.close(promise: nil) }
-        defer {
-            timer.cancel()
-            connection.admission?.release()
-        }
+        let timer = channel.eventLoop.scheduleTask(deadline: connection.started + deadline) { channel.close(promise: nil) }
+        defer { timer.cancel() }
         let box = connection.certificateKey
         var machine = HandshakeStateMachine(
             isClient: isClient, identity: identity, displayName: displayName, expected: expected,

@@ -53,15 +53,54 @@ struct StderrLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
+    /// One line on stderr: the message made safe for a terminal (`TerminalText`: peers' names,
+    /// reasons and IDs are in it), and, below `error`, summarised when one place in the code
+    /// repeats itself (`NearbyLog.repeats`). Errors are never held back.
     func log(event: LogEvent) {
-        let prefix: String
-        switch event.level {
-        case .error, .critical: prefix = "nearby: error: "
-        case .warning: prefix = "nearby: warning: "
-        default: prefix = "nearby: [\(event.level)] "
+        let message = event.message.description
+        if event.level < .error {
+            let site = "\(event.file):\(event.line)"
+            guard NearbyLog.repeats.admit(site) else {
+                NearbyLog.examples.withLock { $0[site] = (event.level, message) }
+                return
+            }
         }
-        let line = prefix + event.message.description + "\n"
-        if let routed = NearbyLog.output.withLock({ $0 }) {
+        NearbyLog.write(Self.line(event.level, message))
+    }
+
+    /// `nearby: error: …` (or `warning:`, `[info]` …) and the message, safe for a terminal.
+    static func line(_ level: Logger.Level, _ message: String) -> String {
+        let prefix = switch level {
+        case .error, .critical: "nearby: error: "
+        case .warning: "nearby: warning: "
+        default: "nearby: [\(level)] "
+        }
+        return prefix + TerminalText.escaped(message) + "\n"
+    }
+}
+
+extension NearbyLog {
+    /// Log lines from one place in the code (a datagram dropped, a stranger's link closed): at most
+    /// 5 in 10 s, then one line with how many more there were and the last of them.
+    static let repeats = RepeatGate<String> { summary in
+        let (level, example) = examples.withLock { $0.removeValue(forKey: summary.key) } ?? (.info, "")
+        write(StderrLogHandler.line(level, summaryText(summary, example: example)))
+    }
+
+    /// `… and 19,873 more like "dropped a datagram (replayed)" in the last 10 s`: the last one held back.
+    static func summaryText(_ summary: RepeatLimiter<String>.Summary, example: String) -> String {
+        let cut = example.count > 160 ? example.prefix(160) + "…" : Substring(example)
+        return "… and \(RepeatLimiter<String>.grouped(summary.count)) more like \"\(cut)\" in the last \(summary.seconds) s"
+    }
+
+    /// Writes the summaries of log lines still held back: the node is stopping.
+    public static func drainRepeats() { repeats.drain() }
+
+    /// The last line held back from each place, with its level, for its summary.
+    static let examples = Mutex<[String: (Logger.Level, String)]>([:])
+
+    static func write(_ line: String) {
+        if let routed = output.withLock({ $0 }) {
             routed.write(line)
         } else {
             writeFully(STDERR_FILENO, Array(line.utf8))

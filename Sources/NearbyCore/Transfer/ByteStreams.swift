@@ -145,22 +145,6 @@ final class ChannelSource: ByteSource, @unchecked Sendable {
     }
 }
 
-/// Writes to a control connection; `finish` half-closes it, so the client sees the end of the
-/// peer's bytes while its own may still flow.
-final class ChannelSink: ByteSink {
-    private let outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>
-    private let channel: any Channel
-    init(_ outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>, channel: any Channel) {
-        self.outbound = outbound
-        self.channel = channel
-    }
-    func write(_ buffer: ByteBuffer) async throws { try await outbound.write(buffer) }
-    func finish() async {
-        await flushed(channel, ByteBuffer())
-        outbound.finish()
-    }
-}
-
 /// Waits until everything written to `channel` so far has reached the kernel: a write completes
 /// only after those before it. Half-closing earlier would drop what is still queued. Bounded by
 /// `limit` (a peer that stopped reading holds nobody up) and by the caller's cancellation.

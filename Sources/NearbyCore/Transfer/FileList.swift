@@ -1,8 +1,15 @@
 import Foundation
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// The files a `send-file` names: files as themselves, directories recursively with their relative
 /// paths kept (under the directory's own name). Symbolic links are followed for the paths given,
-/// skipped inside directories; anything that is not a regular file is skipped.
+/// skipped inside directories. A path given that is neither a regular file nor a directory (a
+/// FIFO, `/dev/null`) is refused; inside a directory, such entries are skipped.
 public struct OutgoingFile: Sendable, Equatable, Codable {
     public var source: String
     public var relative: String
@@ -23,6 +30,7 @@ public enum FileList {
             guard manager.isReadableFile(atPath: path) else { throw .ioFailure(path: given, reason: "not readable") }
             let name = URL(fileURLWithPath: path).standardizedFileURL.lastPathComponent
             if !isDirectory.boolValue {
+                try requireRegular(path, given: given)
                 files.append(try describe(path, relative: name))
                 continue
             }
@@ -38,6 +46,23 @@ public enum FileList {
             }
         }
         return files
+    }
+
+    /// A FIFO, device or socket has no size to announce, no end to wait for and no hash to check:
+    /// refused before anything touches the network (a FIFO would hang the transfer).
+    static func requireRegular(_ path: String, given: String) throws(NearbyError) {
+        var info = stat()
+        guard stat(path, &info) == 0 else { throw .ioFailure(path: given, reason: "cannot read its attributes") }
+        let kind: String
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: return
+        case S_IFIFO: kind = "a FIFO"
+        case S_IFCHR: kind = "a character device"
+        case S_IFBLK: kind = "a block device"
+        case S_IFSOCK: kind = "a socket"
+        default: kind = "not a regular file"
+        }
+        throw .ioFailure(path: given, reason: "\(kind), not a regular file: send-file sends files and directories (for a pipe, use 'nearby stream')")
     }
 
     static func describe(_ path: String, relative: String) throws(NearbyError) -> OutgoingFile {

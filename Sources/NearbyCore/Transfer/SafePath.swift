@@ -20,7 +20,7 @@ public enum SafePath {
         let raw = claimed.split(whereSeparator: { $0 == "/" || $0 == "\\" })
         var parts: [String] = []
         for piece in raw {
-            var clean = String(String.UnicodeScalarView(piece.unicodeScalars.filter(isVisible)))
+            var clean = String(String.UnicodeScalarView(piece.unicodeScalars.filter(TerminalText.isShowable)))
             clean = clean.trimmingCharacters(in: .whitespaces)
             guard !clean.isEmpty, clean != ".", clean != ".." else { continue }
             // A name made only of dots (`...`) is legal but confusing next to `..`: keep it visible.
@@ -30,14 +30,6 @@ public enum SafePath {
         }
         if parts.count > maxDepth { parts = Array(parts.suffix(maxDepth)) }
         return parts.isEmpty ? ["unnamed"] : parts
-    }
-
-    /// Neither a control character nor an invisible format character (category Cf).
-    static func isVisible(_ scalar: Unicode.Scalar) -> Bool {
-        switch scalar.properties.generalCategory {
-        case .control, .format, .lineSeparator, .paragraphSeparator: false
-        default: scalar != "\u{7F}"
-        }
     }
 
     /// The relative path, joined with `/`.

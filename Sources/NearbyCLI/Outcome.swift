@@ -1,0 +1,44 @@
+import Foundation
+import NearbyCore
+import Synchronization
+
+/// A failure a running node already reported for this command (its `error` event is printed): the
+/// command ends with the node's exit status and the same one sentence on stderr as when it runs
+/// without a node — `reporting` prints it, and prints no second event.
+struct ReportedFailure: Error, Equatable {
+    let status: Int32
+    let message: String
+}
+
+/// The node's reply lines for one request, printed as they come; remembers the last `error` event,
+/// whose message is the command's sentence if the request fails.
+final class NodeReplies: Sendable {
+    private let events: any EventSink
+    private let lastError = LockedValue<String?>(nil)
+
+    init(_ events: any EventSink) { self.events = events }
+
+    func print(_ line: String) {
+        events.emitLine(line)
+        guard line.hasPrefix(#"{"event":"error""#) || line.contains(#""event":"error""#),
+              let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+              object["event"] as? String == "error", let message = object["message"] as? String
+        else { return }
+        lastError.set(message)
+    }
+
+    /// Nothing when the node says 0; else the failure, in the node's words.
+    func outcome(_ status: Int32) throws(ReportedFailure) {
+        guard status != 0 else { return }
+        let summary = ExitStatus(rawValue: status)?.summary ?? "exit status \(status)"
+        throw ReportedFailure(status: status, message: lastError.get() ?? "the node reported: \(summary)")
+    }
+}
+
+/// A value behind a lock, for the few places that need one.
+final class LockedValue<Value: Sendable>: Sendable {
+    private let storage: Mutex<Value>
+    init(_ value: Value) { storage = Mutex(value) }
+    func get() -> Value { storage.withLock { $0 } }
+    func set(_ value: Value) { storage.withLock { $0 = value } }
+}

@@ -1,0 +1,58 @@
+/// A node's own events, with what a stranger can make it repeat summarised (`RepeatGate`): its
+/// `rejected` events and the `error` events it prints while it runs, at most 5 of one kind and code
+/// in 10 s, then one `suppressed` event with the count when the 10 s are over. Everything a user's
+/// script works with — `connected`, `message`, file and stream events, `invitation`, a command's
+/// final `error` (printed by the command, not through this sink) — passes untouched, as does
+/// `daemon-unavailable`, which no stranger causes.
+public final class LimitedSink: EventSink {
+    private let base: any EventSink
+    private let gate: RepeatGate<Kind>
+
+    /// One kind of repeat: the event and its code.
+    public struct Kind: Hashable, Sendable {
+        public var event: String
+        public var code: String
+    }
+
+    public init(_ base: any EventSink, burst: Int = 5, window: Duration = .seconds(10)) {
+        self.base = base
+        gate = RepeatGate(burst: burst, window: window) { summary in
+            base.emit(Events.Suppressed(
+                of: summary.key.event, code: summary.key.code, count: summary.count, seconds: summary.seconds))
+        }
+    }
+
+    public func emit(_ body: some EventBody) {
+        guard let kind = Self.kind(of: body) else { return base.emit(body) }
+        if gate.admit(kind) { base.emit(body) }
+    }
+
+    /// Lines relayed from another node were limited there.
+    public func emitLine(_ line: String) { base.emitLine(line) }
+
+    /// Reports what is still held back: the node is stopping.
+    public func drain() { gate.drain() }
+
+    static func kind(of body: some EventBody) -> Kind? {
+        switch body {
+        case let rejected as Events.Rejected:
+            Kind(event: Events.Rejected.event, code: rejected.code)
+        case let failure as Events.Failure where failure.code != "daemon-unavailable":
+            Kind(event: Events.Failure.event, code: failure.code)
+        default:
+            nil
+        }
+    }
+}
+
+extension Events {
+    /// How many events of one kind and code a node held back in the last `seconds` (`LimitedSink`).
+    public struct Suppressed: EventBody {
+        public static let event = "suppressed"
+        /// The kind of event held back (`rejected`, `error`).
+        public var of: String
+        public var code: String
+        public var count: Int
+        public var seconds: Int
+    }
+}

@@ -1,0 +1,130 @@
+import NIOCore
+import Synchronization
+
+/// Settles `gone` when the client of a control connection has gone: its input ended (a client
+/// sends its request, then nothing but a stream's records, and half-closes only once it has read its
+/// answer) or the connection closed. Whatever the client waited for goes with it — a stream listener
+/// leaves the node's waiting listeners at once, before another stream could be given to it.
+final class ClientGoneWatcher: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    let gone: OneShot<Void>
+
+    init(_ gone: OneShot<Void>) { self.gone = gone }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        context.fireChannelRead(data)
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let event = event as? ChannelEvent, event == .inputClosed { gone.settle(()) }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        gone.settle(())
+        context.fireChannelInactive()
+    }
+}
+
+/// A control connection and the signal that its client has gone (`ClientGoneWatcher`).
+struct ControlConnection: Sendable {
+    let channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>
+    let gone: OneShot<Void>
+}
+
+/// A stream client's bytes (`StreamWire` records) after its request line: its `end` is the end of
+/// its input; the connection ending before it is the client leaving, which cuts the stream.
+final class RecordSource: ByteSource, @unchecked Sendable {
+    /// Only the one reader touches these.
+    private var pending: ByteBuffer
+    private var iterator: NIOAsyncChannelInboundStream<ByteBuffer>.AsyncIterator
+    private var reader = StreamWire.Reader()
+
+    init(leftover: ByteBuffer?, iterator: NIOAsyncChannelInboundStream<ByteBuffer>.AsyncIterator) {
+        self.pending = leftover ?? ByteBuffer()
+        self.iterator = iterator
+    }
+
+    func next() async throws -> ByteBuffer? {
+        while true {
+            if reader.ended { return nil }
+            switch try reader.next(from: &pending) {
+            case let .data(piece)?: return piece
+            case .end?: return nil
+            case .outcome?: throw NearbyError.invalidArgument("a stream's client sent an outcome")
+            case nil: break
+            }
+            guard let chunk = try await iterator.next() else { throw NearbyError.cancelled("the stream's client left") }
+            pending = chunk
+        }
+    }
+}
+
+/// The peer's bytes to a stream's client, as `StreamWire` records; `finish` sends `end` (the peer's
+/// input ended) and `conclude` the outcome, after which the node half-closes the connection.
+final class RecordSink: ByteSink {
+    private let outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>
+    private let ended = Mutex(false)
+
+    init(_ outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>) { self.outbound = outbound }
+
+    func write(_ buffer: ByteBuffer) async throws {
+        try await outbound.write(contentsOf: [StreamWire.header(.data, length: buffer.readableBytes), buffer])
+    }
+
+    func finish() async {
+        guard ended.withLock({ ended in defer { ended = true }; return !ended }) else { return }
+        try? await outbound.write(StreamWire.end)
+    }
+
+    /// The stream's outcome, last; then our side of the connection closes once it is written.
+    func conclude(_ outcome: StreamOutcome) async {
+        try? await outbound.write(StreamWire.outcome(outcome))
+        outbound.finish()
+    }
+}
+
+extension ControlServer {
+    /// A stream request: set-up lines, then the stream's records both ways, then its outcome. The
+    /// client leaving cancels it at any point: a listener still waiting leaves the node's waiting
+    /// listeners at once, and a running stream is reset, so the peer sees it cut.
+    static func serveStream(
+        _ request: ControlRequest, node: Node, connection: ControlConnection,
+        rest: (ByteBuffer, NIOAsyncChannelInboundStream<ByteBuffer>.AsyncIterator),
+        outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>, events: any EventSink,
+        ready: @escaping @Sendable (StreamInfo) async -> Void,
+        failed: @escaping @Sendable (NearbyError) -> Void
+    ) async {
+        // The client's stdin read here when it can be (a regular file), else its records.
+        let passed = request.passedInput.flatMap { PassedInputSource($0) }
+        if passed != nil { NearbyLog.logger.info("a stream's client passed its input: the node reads it itself") }
+        let source: any ByteSource = passed ?? RecordSource(leftover: rest.0, iterator: rest.1)
+        let sink = RecordSink(outbound)
+        let started = OneShot<Void>()
+        let announce: @Sendable (StreamInfo) async -> Void = { info in
+            var info = info
+            info.readsInput = passed != nil
+            started.settle(())
+            await ready(info)
+        }
+        await withTaskGroup(of: Void.self) { race in
+            race.addTask {
+                do throws(NearbyError) {
+                    _ = try await Requests.serve(request, node: node, asker: .init(events: events, input: source, output: sink, ready: announce))
+                    await sink.conclude(.done)
+                } catch {
+                    // Before `streamReady` the client still reads reply lines; after it, records.
+                    guard started.isSettled else { return failed(error) }
+                    await sink.conclude(StreamOutcome(error))
+                }
+                // The client closes the connection once it has read the outcome.
+                await closed(connection.channel.channel)
+            }
+            race.addTask { _ = await connection.gone.wait() }
+            await race.next()
+            race.cancelAll()
+        }
+        passed?.stop()
+    }
+}

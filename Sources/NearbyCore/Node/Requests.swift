@@ -1,0 +1,77 @@
+import NIOCore
+
+/// The one place each request is carried out, whoever asked: a client of a running node (over the
+/// control socket, `ControlServer`) or the command that started this node in its own process. So a
+/// command's failures, options and events are the same both ways; only where the node lives differs.
+public enum Requests {
+    /// The one who asked, as the request meets it.
+    public struct Asker: Sendable {
+        /// Its copy of the work's events; nil when the node's own output is the asker's (in process).
+        public var events: (any EventSink)?
+        /// Its input: the lines of `send --lines`, a stream's bytes to the peer.
+        public var input: (any ByteSource)?
+        /// Where a stream's bytes from the peer go.
+        public var output: (any ByteSink)?
+        /// A stream is set up: its bytes flow from now on.
+        public var ready: @Sendable (StreamInfo) async -> Void
+
+        public init(
+            events: (any EventSink)? = nil, input: (any ByteSource)? = nil, output: (any ByteSink)? = nil,
+            ready: @escaping @Sendable (StreamInfo) async -> Void = { _ in }
+        ) {
+            self.events = events
+            self.input = input
+            self.output = output
+            self.ready = ready
+        }
+    }
+
+    /// What a request came to, for a command that goes on after it (stays in the session, reports a stream).
+    public enum Served: Sendable {
+        case done
+        /// `invite`, `accept`: the peer now in session (nil: declined, or nothing to accept).
+        case peer(AuthenticatedPeer?)
+        case stream(StreamSummary)
+    }
+
+    /// The request a running node serves for a client: its expectations checked (the one place
+    /// they are), then the request itself.
+    static func checked(_ request: ControlRequest, by node: Node) async throws(NearbyError) -> ControlRequest {
+        guard case let .expecting(expected, inner) = request else { return request }
+        if let conflict = await node.conflict(with: expected) { throw conflict }
+        return try await checked(inner, by: node)
+    }
+
+    public static func serve(_ request: ControlRequest, node: Node, asker: Asker) async throws(NearbyError) -> Served {
+        let client = asker.events
+        switch request {
+        case let .invite(peer, context, timeout):
+            return .peer(try await node.invite(peer, context: context, timeout: timeout, client: client))
+        case let .accept(query, decline):
+            return .peer(try await node.accept(query, decline: decline, client: client))
+        case let .send(peers, all, timeout, payload):
+            try await node.sendMessage(Array(payload), to: peers, all: all, unreliable: false, timeout: timeout, client: client)
+        case let .sendDatagram(peers, all, timeout, payload):
+            try await node.sendMessage(Array(payload), to: peers, all: all, unreliable: true, timeout: timeout, client: client)
+        case let .disconnect(peer, all):
+            _ = try await node.disconnect(peer, all: all, client: client)
+        case let .sendFiles(peer, files, timeout):
+            try await node.sendFiles(files, to: peer, timeout: timeout, client: client)
+        case let .sendLines(peers, all, timeout, unreliable):
+            guard let input = asker.input else { throw .invalidArgument("send --lines needs its input") }
+            try await node.sendLines(from: input, to: peers, all: all, unreliable: unreliable, timeout: timeout, client: client)
+        case let .listen(name, from, _):
+            guard let input = asker.input, let output = asker.output else { throw .invalidArgument("a stream needs its input and output") }
+            return .stream(try await node.listenForStream(name: name, from: from, source: input, sink: output, client: client, ready: asker.ready))
+        case let .stream(peer, name, timeout, _):
+            guard let input = asker.input, let output = asker.output else { throw .invalidArgument("a stream needs its input and output") }
+            return .stream(try await node.openStream(
+                to: peer, name: name, timeout: timeout, source: input, sink: output, client: client, ready: asker.ready))
+        case .expecting:
+            // Only a running node is asked with expectations, and it checks them first (`checked`).
+            let inner = try await checked(request, by: node)
+            return try await serve(inner, node: node, asker: asker)
+        }
+        return .done
+    }
+}

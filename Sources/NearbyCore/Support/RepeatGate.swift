@@ -1,0 +1,58 @@
+import Synchronization
+
+/// A `RepeatLimiter` for live output: behind a lock, on the continuous clock, and with a timer, so
+/// the summary of a window also comes when the flood has stopped (not only with the next line of
+/// its kind). Summaries go to `report`, before the line that found them due.
+public final class RepeatGate<Key: Hashable & Sendable>: Sendable {
+    public typealias Summary = RepeatLimiter<Key>.Summary
+
+    private struct State {
+        var limiter: RepeatLimiter<Key>
+        var timerArmed = false
+    }
+
+    private let state: Mutex<State>
+    private let report: @Sendable (Summary) -> Void
+
+    public init(
+        burst: Int = RepeatLimiter<Key>.defaultBurst, window: Duration = RepeatLimiter<Key>.defaultWindow,
+        report: @escaping @Sendable (Summary) -> Void
+    ) {
+        state = Mutex(State(limiter: RepeatLimiter(burst: burst, window: window)))
+        self.report = report
+    }
+
+    /// Whether a line of kind `key` is printed now.
+    public func admit(_ key: Key) -> Bool {
+        let now = ContinuousClock.now
+        let (show, summary, arm) = state.withLock { state -> (Bool, Summary?, ContinuousClock.Instant?) in
+            let (show, summary) = state.limiter.admit(key, now: now)
+            guard !show, !state.timerArmed else { return (show, summary, nil) }
+            state.timerArmed = true
+            return (show, summary, now + state.limiter.window)
+        }
+        if let summary { report(summary) }
+        if let arm { wake(at: arm) }
+        return show
+    }
+
+    /// Reports every window's held-back lines now, ended or not: for a node that stops.
+    public func drain() {
+        let summaries = state.withLock { state in state.limiter.due(now: .now + state.limiter.window).summaries }
+        summaries.forEach(report)
+    }
+
+    private func wake(at deadline: ContinuousClock.Instant) {
+        Task.detached { [self] in
+            try? await Task.sleep(until: deadline, clock: .continuous)
+            let now = ContinuousClock.now
+            let (summaries, next) = state.withLock { state in
+                let due = state.limiter.due(now: now)
+                state.timerArmed = due.next != nil
+                return due
+            }
+            summaries.forEach(report)
+            if let next { wake(at: next) }
+        }
+    }
+}

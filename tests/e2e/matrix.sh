@@ -1,0 +1,75 @@
+# The failure matrix (issue 24): each command that reaches a peer, run through a running node (on
+# host 2) and on its own (host 3), against each failure — a peer nobody advertises, a port that
+# refuses, an invitation declined. In every cell: the documented exit status, exactly one sentence
+# on stderr, a final `error` event with the code; and the two ways agree on all three.
+# Sourced by run.sh; uses the helpers of sessions.sh and outcomes.sh.
+# shellcheck shell=bash
+
+# mx_run HOST CELL ARGS...: `nearby ARGS` on HOST, stdin /dev/null; sets MX_STATUS, output in $OUT/CELL.*
+mx_run() {
+    local host=$1 cell=$2; shift 2
+    lab_run "$host" "$NEARBY" "$@" </dev/null >"$OUT/$cell.jsonl" 2>"$OUT/$cell.err"
+    MX_STATUS=$?
+}
+
+# mx_cell NAME STATUS CODE SENTENCE -- ARGS...: runs ARGS through h2's node and on h3, checks both.
+mx_cell() {
+    local name=$1 status=$2 code=$3 sentence=$4; shift 5
+    local way host last
+    for way in node alone; do
+        host=$([[ $way == node ]] && echo 2 || echo 3)
+        [[ -n ${MX_BEFORE:-} ]] && $MX_BEFORE
+        mx_run "$host" "$name-$way" "$@"
+        expect_error "$OUT/$name-$way.jsonl" "$status" "$MX_STATUS" "$code" "$name ($way)" || return 1
+        oc_sentence "$OUT/$name-$way.err" "$sentence" || { fail "$name ($way)"; return 1; }
+        last=$(jq -c 'select(.event=="error") | .code' "$OUT/$name-$way.jsonl" | tail -1)
+        expect_eq "$(tail -1 "$OUT/$name-$way.jsonl" | jq -r .event)" error "$name ($way): the final event" || return 1
+        expect_eq "$last" "\"$code\"" "$name ($way): the final event's code" || return 1
+    done
+    # Both ways say the same sentence (the host that tried is not part of it).
+    expect_eq "$(sed 's/^.*error: //' "$OUT/$name-node.err")" "$(sed 's/^.*error: //' "$OUT/$name-alone.err")" "$name: the sentence with and without a node" || return 1
+    printf '    %-28s exit %s  %s\n' "$name" "$status" "$(sed 's/^.*error: //' "$OUT/$name-node.err" | cut -c1-90)"
+}
+
+test_matrix_not_found_and_refused() {
+    trap stop_started RETURN
+    local file=$OUT/f.txt closed="$(lab_addr 1):9"
+    echo hello >"$file"
+    start_node 2 s-mx || return 1
+    local s=(--service s-mx)
+    mx_cell send-not-found 2 peer-not-found "peer 'Zed' was not found" -- send "${s[@]}" --timeout 1 Zed hi || return 1
+    mx_cell send-file-not-found 2 peer-not-found "peer 'Zed' was not found" -- send-file "${s[@]}" --timeout 1 Zed "$file" || return 1
+    mx_cell invite-not-found 2 peer-not-found "peer 'Zed' was not found" -- invite "${s[@]}" --timeout 1 Zed || return 1
+    mx_cell lines-not-found 2 peer-not-found "peer 'Zed' was not found" -- send --lines "${s[@]}" --timeout 1 Zed || return 1
+    mx_cell send-refused 5 connection-failed "$closed" -- send "${s[@]}" --timeout 3 "$closed" hi || return 1
+    mx_cell send-file-refused 5 connection-failed "$closed" -- send-file "${s[@]}" --timeout 3 "$closed" "$file" || return 1
+    mx_cell invite-refused 5 connection-failed "$closed" -- invite "${s[@]}" --timeout 3 "$closed" || return 1
+}
+
+# Host 1 declines: once the next invitation shows on its node, `nearby accept --decline` answers it.
+mx_decline_next() {
+    local seen
+    seen=$(count_json "$MX_NODE1" 'select(.event=="invitation")')
+    (
+        for _ in $(seq 100); do
+            (( $(count_json "$MX_NODE1" 'select(.event=="invitation")') > seen )) && break
+            sleep 0.1
+        done
+        lab_run 1 "$NEARBY" accept --decline --service s-mx-dec >/dev/null 2>&1
+    ) &
+}
+
+test_matrix_declined() {
+    trap 'stop_started; MX_BEFORE=' RETURN
+    local id1 file=$OUT/f.txt
+    echo hello >"$file"
+    id1=$(id_of 1) || return 1
+    start_node 1 s-mx-dec || return 1
+    MX_NODE1=$ADV
+    start_node 2 s-mx-dec || return 1
+    MX_BEFORE=mx_decline_next
+    local s=(--service s-mx-dec --timeout 10)
+    mx_cell send-declined 3 declined "declined the invitation" -- send "${s[@]}" "$id1" hi || return 1
+    mx_cell send-file-declined 3 declined "declined the invitation" -- send-file "${s[@]}" "$id1" "$file" || return 1
+    mx_cell invite-declined 3 declined "declined the invitation" -- invite "${s[@]}" "$id1" || return 1
+}
