@@ -49,6 +49,8 @@ public final class KnownPeers: Sendable {
         var strangers: [String: Pin]?
         var clock = 0
         var autoLines = 0
+        /// The strangers' file could not be written: said once as an error, then in the log.
+        var autoFailed = false
     }
     let state = Mutex(State())
 
@@ -135,7 +137,9 @@ public final class KnownPeers: Sendable {
             try append(line, to: autoPath, stamp: &unused)
             state.autoLines += 1
         } catch {
-            NearbyLog.logger.error("\(error.errorDescription ?? "\(error)") (strangers are still pinned for as long as the node runs)")
+            let text = "\(error.errorDescription ?? "\(error)") (strangers are still pinned for as long as the node runs)"
+            if state.autoFailed { NearbyLog.logger.warning("\(text)") } else { NearbyLog.logger.error("\(text)") }
+            state.autoFailed = true
         }
         if state.autoLines >= 2 * autoCap { compact(&state) }
     }
