@@ -14,7 +14,7 @@ import Testing
     }
 
     @Test func roundTripAndPartialInput() throws {
-        let frame = Frame(kind: .message, channel: 7, payload: ByteBuffer(string: "hello"))
+        let frame = Frame(kind: .message, channel: 0, payload: ByteBuffer(string: "hello"))
         var buffer = bytes(frame)
         #expect(buffer.readableBytes == Frame.headerSize + 5)
         var partial = buffer.getSlice(at: 0, length: 10) ?? ByteBuffer()

@@ -109,19 +109,21 @@ test_security_nonce_changed_after_commitment_is_refused() {
 
 test_security_handshakes_without_invitation_pin_nothing() {
     trap stop_started RETURN
-    local known=$LAB_DIR/h1/home/known_peers before after lines status
+    local known=$LAB_DIR/h1/home/known_peers before auto after lines status
     start_node 1 s-sec-pins --auto-accept --encryption none || return 1
-    before=$(sec_sha "$known")
+    before=$(sec_sha "$known") auto=$(sec_sha "$known.auto")
     sec_rogue 2 "$OUT/rogue.out" "$(lab_addr 1)" "$ADV_PORT" --mode handshakes --count 300; status=$?
     expect_eq "$status" 0 "300 handshakes" || { show "$OUT/rogue.out"; return 1; }
     expect_eq "$(sec_sha "$known")" "$before" "known_peers after 300 handshakes without invitations" || return 1
-    # A peer that reached a session is pinned.
-    lines=$(cat "$known" 2>/dev/null | wc -l)
+    expect_eq "$(sec_sha "$known.auto")" "$auto" "known_peers.auto after 300 handshakes without invitations" || return 1
+    # A peer that reached a session is pinned: a stranger --auto-accept let in, in known_peers.auto.
+    lines=$(cat "$known.auto" 2>/dev/null | wc -l)
     sec_rogue 2 "$OUT/session.out" "$(lab_addr 1)" "$ADV_PORT" '[]'; status=$?
     expect_eq "$status" 0 "a session with the rogue" || { show "$OUT/session.out"; return 1; }
-    after=$(wc -l <"$known")
-    expect_eq "$after" $((lines + 1)) "known_peers lines after one session" || return 1
-    grep -q "^$(jq -r 'select(.event=="connected") | .id' "$OUT/session.out") " "$known" || fail "the session's peer is not pinned" || return 1
+    after=$(wc -l <"$known.auto")
+    expect_eq "$after" $((lines + 1)) "known_peers.auto lines after one session" || return 1
+    grep -q "^$(jq -r 'select(.event=="connected") | .id' "$OUT/session.out") " "$known.auto" || fail "the session's peer is not pinned" || return 1
+    expect_eq "$(sec_sha "$known")" "$before" "known_peers after a stranger's session (strangers are pinned apart)" || return 1
 }
 
 test_security_unusable_known_peers_fails_closed() {

@@ -127,11 +127,16 @@ public struct PassedInput: Codable, Sendable, Equatable {
 }
 
 /// Splits the first lines off a byte stream, bounded: a control request or answer line is at most
-/// 8 MiB. What follows the line (`rest`) is left untouched, for the raw bytes of a stream.
+/// 8 MiB (a 1 MiB message is about 1.4 MB of JSON). A line may come in any number of reads, of any
+/// size; each byte is looked at once (where the search for the newline stopped is remembered). What
+/// follows the line (`rest`) is left untouched, for the raw bytes of a stream.
 struct LineReader {
     static let limit = 8 << 20
     private var pending = ByteBuffer()
+    /// How many bytes after `pending.readerIndex` are known to hold no newline.
+    private var searched = 0
 
+    /// The line `chunk` completes, or nil when it needs more; throws once a line is over `limit`.
     mutating func append(_ chunk: ByteBuffer) throws(NearbyError) -> String? {
         var chunk = chunk
         pending.writeBuffer(&chunk)
@@ -140,11 +145,19 @@ struct LineReader {
 
     /// The next complete line already buffered, if any.
     mutating func line() throws(NearbyError) -> String? {
-        guard let newline = pending.readableBytesView.firstIndex(of: UInt8(ascii: "\n")) else {
-            guard pending.readableBytes <= Self.limit else { throw .invalidArgument("a control line over 8 MiB") }
+        let view = pending.readableBytesView
+        guard let newline = view[(view.startIndex + searched)...].firstIndex(of: UInt8(ascii: "\n")) else {
+            searched = view.count
+            guard pending.readableBytes <= Self.limit else {
+                throw .invalidArgument("the request line is over the control socket's limit of \(Self.limit >> 20) MiB")
+            }
             return nil
         }
-        let length = newline - pending.readerIndex
+        let length = newline - view.startIndex
+        guard length <= Self.limit else {
+            throw .invalidArgument("the request line is over the control socket's limit of \(Self.limit >> 20) MiB")
+        }
+        searched = 0
         let text = pending.readString(length: length) ?? ""
         pending.moveReaderIndex(forwardBy: 1)
         return text

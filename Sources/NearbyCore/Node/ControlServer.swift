@@ -58,11 +58,15 @@ public enum ControlServer {
         try? await client.executeThenClose { inbound, outbound in
             var iterator = inbound.makeAsyncIterator()
             var reader = LineReader()
-            var line: String?
+            // The request line, in as many reads as it takes; over the limit, a status saying so.
+            var line: Result<String, NearbyError>?
             while line == nil {
                 guard let chunk = try await iterator.next() else { return }
-                guard let found = try? reader.append(chunk) else { return }
-                line = found
+                do throws(NearbyError) {
+                    line = try reader.append(chunk).map { .success($0) }
+                } catch {
+                    line = .failure(error)
+                }
             }
             let (lines, continuation) = AsyncStream<String>.makeStream()
             let sink = ClientSink(continuation)
@@ -75,7 +79,8 @@ public enum ControlServer {
                 }
                 let request: ControlRequest
                 do throws(NearbyError) {
-                    guard let decoded = try? JSONDecoder().decode(ControlRequest.self, from: Data((line ?? "").utf8)) else {
+                    let text = try line?.get() ?? ""
+                    guard let decoded = try? JSONDecoder().decode(ControlRequest.self, from: Data(text.utf8)) else {
                         throw .invalidArgument("the node could not read the request (is the client another version of nearby?)")
                     }
                     request = try await Requests.checked(decoded, by: node)

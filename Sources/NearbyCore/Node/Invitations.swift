@@ -57,6 +57,8 @@ struct Invitations {
     private var arrivals = 0
     var outgoing: [PeerID: Outgoing] = [:]
     private(set) var waiters: [AcceptWaiter] = []
+    /// Links whose invitation `--auto-accept` answered, until their peer is pinned (as a stranger).
+    private var autoAccepted: Set<ObjectIdentifier> = []
 
     // MARK: Incoming
 
@@ -70,13 +72,31 @@ struct Invitations {
 
     mutating func take(_ id: String) -> Incoming? { incoming.removeValue(forKey: id) }
 
-    /// Pending invitations that match `query` (an invitation ID, a peer ID prefix or a name; nil:
-    /// any), oldest first.
-    func pending(matching query: String?) -> [Incoming] {
-        incoming.values
-            .filter { invitation in query.map { invitation.id == $0 || Node.matches($0, invitation.link.peer) } ?? true }
-            .sorted { $0.sequence < $1.sequence }
+    /// Pending invitations that match `query` (nil: any), oldest first. A peer (ID prefix or name)
+    /// first; an invitation ID only when no pending invitation's peer matches and `namesAPeer` says
+    /// the query names no peer this node knows: the inviter chooses its invitation's ID, and one
+    /// equal to a friend's ID or name must never make `nearby accept <friend>` accept a stranger.
+    func pending(matching query: String?, namesAPeer: (String) -> Bool = { _ in false }) -> [Incoming] {
+        let all = incoming.values.sorted { $0.sequence < $1.sequence }
+        guard let query else { return all }
+        return Self.select(all, query: query, id: \.id, fromPeer: { Node.matches(query, $0.link.peer) }, namesAPeer: namesAPeer)
     }
+
+    /// The rule of `pending(matching:)`, on any list (tests): those from a peer `query` names;
+    /// else, unless the query names a known peer, those whose ID is the query.
+    static func select<Item>(
+        _ all: [Item], query: String, id: KeyPath<Item, String>, fromPeer: (Item) -> Bool, namesAPeer: (String) -> Bool
+    ) -> [Item] {
+        let byPeer = all.filter(fromPeer)
+        guard byPeer.isEmpty else { return byPeer }
+        guard !namesAPeer(query) else { return [] }
+        return all.filter { $0[keyPath: id] == query }
+    }
+
+    mutating func markAutoAccepted(_ link: Link) { autoAccepted.insert(ObjectIdentifier(link)) }
+
+    /// Whether `--auto-accept` let this link in (asked once, when its peer is pinned).
+    mutating func takeAutoAccepted(_ link: Link) -> Bool { autoAccepted.remove(ObjectIdentifier(link)) != nil }
 
     func pending(from peer: PeerID) -> Incoming? {
         incoming.values.filter { $0.link.peer.id == peer }.min { $0.sequence < $1.sequence }
@@ -84,6 +104,7 @@ struct Invitations {
 
     /// Forgets the invitations that came on `link` (it closed); returns them.
     mutating func withdraw(on link: Link) -> [Incoming] {
+        autoAccepted.remove(ObjectIdentifier(link))
         let gone = incoming.values.filter { $0.link === link }
         for invitation in gone { incoming[invitation.id] = nil }
         return gone.sorted { $0.sequence < $1.sequence }

@@ -24,13 +24,15 @@ extension Node {
     }
 
     /// Pins the peer of a link that reached a session; false (and the link closed, an error event
-    /// naming the file) when `known_peers` cannot be used or now holds another key for it.
+    /// naming the file) when `known_peers` cannot be used or now holds another key for it. A
+    /// stranger that `--auto-accept` let in goes to the capped list of strangers (KnownPeers.swift).
     func pinSession(_ link: Link) -> Bool {
         let error: NearbyError
+        let stranger = invitations.takeAutoAccepted(link)
         do {
-            switch try knownPeers.pin(id: link.peer.id, key: link.peer.key, name: link.peer.name) {
+            switch try knownPeers.pin(id: link.peer.id, key: link.peer.key, name: link.peer.name, stranger: stranger) {
             case .known, .new: return true
-            case .changed: error = .keyChanged(peer: link.peer.id.rawValue, knownPeers: knownPeers.path)
+            case .changed: error = .keyChanged(peer: link.peer.id.rawValue, knownPeers: knownPeers.file(pinning: link.peer.id))
             }
         } catch let failure {
             error = failure

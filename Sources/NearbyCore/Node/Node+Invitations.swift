@@ -25,13 +25,24 @@ extension Node {
             await answer(invite.invitation, accept: true, by: "crossed invitations", sink: events)
             return
         }
+        // Another link's invitation already has this ID (the inviter chooses it): not this one.
+        if invitations.incoming[invite.invitation] != nil {
+            await answerLink(link, accept: false, reason: "invitation ID in use", closing: "invitation ID already pending")
+            return
+        }
         let lifetime = min(max(invite.timeout, 1), 300)
         let expires = Date().addingTimeInterval(lifetime)
         invitations.received(id: invite.invitation, link: link, context: invite.context, expires: expires)
         events.emit(invitationEvent(invite, link: link, expires: expires))
 
-        if configuration.autoAccept || configuration.acceptFrom.contains(where: { Self.matches($0, peer) }) {
-            await answer(invite.invitation, accept: true, by: configuration.autoAccept ? "--auto-accept" : "--accept-from", sink: events)
+        // `--accept-from` names a friend: pinned for good. `--auto-accept` lets in a stranger.
+        if configuration.acceptFrom.contains(where: { Self.matches($0, peer) }) {
+            await answer(invite.invitation, accept: true, by: "--accept-from", sink: events)
+            return
+        }
+        if configuration.autoAccept {
+            invitations.markAutoAccepted(link)
+            await answer(invite.invitation, accept: true, by: "--auto-accept", sink: events)
             return
         }
         if let waiter = invitations.takeWaiter(for: peer) {
@@ -45,6 +56,13 @@ extension Node {
             do { try await Task.sleep(for: .seconds(lifetime)) } catch { return }
             await expire(id)
         }
+    }
+
+    /// Whether `query` names a peer this node knows: on a link, seen on the network, or pinned.
+    func namesAPeer(_ query: String) -> Bool {
+        links.keys.contains { Self.matches(query, $0.peer) }
+            || !discovery.candidates(query, excluding: identity.peerID).isEmpty
+            || knownPeers.names(query)
     }
 
     private func invitationEvent(_ invite: Control.Invite, link: Link, expires: Date) -> Events.Invitation {
@@ -92,7 +110,7 @@ extension Node {
     /// (Ctrl-C, the client went away) stops the wait and leaves no waiter behind.
     public func accept(_ query: String?, decline: Bool, client: (any EventSink)?) async throws(NearbyError) -> AuthenticatedPeer? {
         let sink: any EventSink = client ?? NullSink()
-        let matching = invitations.pending(matching: query)
+        let matching = invitations.pending(matching: query) { self.namesAPeer($0) }
         if let oldest = matching.first {
             let peer = oldest.link.peer
             if matching.count > 1 {
@@ -130,7 +148,7 @@ extension Node {
             return link.peer
         }
         // The peer already invited us and waits for an answer: inviting it back means yes.
-        if let theirs = invitations.pending(matching: query).first,
+        if let theirs = invitations.pending(matching: query, namesAPeer: { self.namesAPeer($0) }).first,
            let peer = await acceptPendingInvitation(from: theirs.link.peer.id, client: client) {
             return peer
         }

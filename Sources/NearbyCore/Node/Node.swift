@@ -49,7 +49,7 @@ public actor Node {
         self.identity = identity
         self.configuration = configuration
         self.events = events
-        self.knownPeers = KnownPeers(paths: paths)
+        self.knownPeers = KnownPeers(paths: paths, autoCap: configuration.autoPinCap)
         (jobs, jobQueue) = AsyncStream.makeStream()
         self.datagrams = DatagramHub(events: events)
         do {
@@ -303,6 +303,7 @@ public actor Node {
 
     /// Carries out what a link's state machine decided.
     func perform(_ actions: [SessionStateMachine.Action], on link: Link) async {
+        if actions.contains(.connected) { link.shortcut.phase.begin() }  // before our accepting answer goes out
         for action in actions {
             switch action {
             case let .send(frame):

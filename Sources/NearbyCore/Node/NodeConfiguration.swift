@@ -22,12 +22,16 @@ public struct NodeConfiguration: Sendable {
     /// How long the node browses for a `nearby doctor` probe's instance before it answers "not
     /// seen" (`NEARBY_PROBE_WAIT` seconds).
     public var probeWait = Duration.seconds(3)
+    /// How many strangers `--auto-accept` pins before the least recently seen is forgotten
+    /// (`NEARBY_AUTO_PIN_CAP`; docs/security.md).
+    public var autoPinCap = KnownPeers.defaultAutoCap
 
-    /// The waits a user (or a test) may change through the environment.
+    /// The waits and caps a user (or a test) may change through the environment.
     public mutating func apply(environment: [String: String]) {
         if let wait = Self.seconds(environment["NEARBY_STREAM_WAIT"]) { unclaimedStreamWait = wait }
         if let deadline = Self.seconds(environment["NEARBY_INVITE_DEADLINE"]) { invitationDeadline = deadline }
         if let wait = Self.seconds(environment["NEARBY_PROBE_WAIT"]) { probeWait = min(wait, .seconds(30)) }
+        if let cap = environment["NEARBY_AUTO_PIN_CAP"].flatMap(Int.init), cap > 0 { autoPinCap = cap }
     }
 
     static func seconds(_ text: String?) -> Duration? {

@@ -164,7 +164,7 @@ final class PreambleHandler: ChannelInboundHandler, RemovableChannelHandler {
                     : try NIOSSLClientHandler(context: tls, serverHostname: nil, customVerificationCallback: verify))
             }
             let shortcut = MessageShortcut()
-            handlers.append(FrameSplitter())
+            handlers.append(FrameSplitter(phase: shortcut.phase, client: role == .client))
             handlers.append(MessageShortcutHandler(shortcut))
             handlers.append(WriteCoalescer())
             handlers.append(FrameWriter())

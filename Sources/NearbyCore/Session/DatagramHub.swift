@@ -6,7 +6,9 @@ import Synchronization
 
 /// A node's unreliable messages: its UDP sockets (one per address family, opened on first use), and
 /// per session the keys, tags and replay windows of `Datagram`. What fails to authenticate or comes
-/// again is dropped and counted in a `datagrams-dropped` event (at most one a second).
+/// again is dropped and counted in a `datagrams-dropped` event (at most one a second). Only a
+/// datagram that authenticated is ever said to be a peer's: a forged one carrying a session's tag
+/// is reported by the address it came from.
 public final class DatagramHub: Sendable {
     /// Keys as bytes: the state lives behind a lock, and plain bytes cross isolation domains.
     struct Sending {
@@ -31,6 +33,7 @@ public final class DatagramHub: Sendable {
         var dropped = 0
         var lastReason = ""
         var lastPeer: PeerRef?
+        var lastAddress: String?
         var reportPending = false
         var closed = false
     }
@@ -157,15 +160,18 @@ public final class DatagramHub: Sendable {
 
     // MARK: Receiving
 
-    fileprivate func received(_ datagram: ByteBuffer) {
+    /// `source`: where it came from, as the datagram's IP header says (anyone can write it).
+    fileprivate func received(_ datagram: ByteBuffer, from source: SocketAddress?) {
+        let address = source.map(PreambleHandler.describe)
         guard let tag = Datagram.tag(of: datagram), let sequence = Datagram.sequence(of: datagram) else {
-            return drop(peer: nil, reason: "not a nearby datagram")
+            return drop(peer: nil, address: address, reason: "not a nearby datagram")
         }
         enum Verdict { case deliver(PeerRef, [UInt8]), drop(PeerRef?, String) }
         let verdict = state.withLock { state -> Verdict in
             guard var receiving = state.receiving[tag], let key = receiving.peerKey else { return .drop(nil, "unknown session") }
+            // Authenticated first: a tag is no proof, and a forger must not get a peer blamed.
+            guard let message = Datagram.open(datagram, key: SymmetricKey(data: key)) else { return .drop(nil, "failed authentication") }
             guard receiving.window.check(sequence) else { return .drop(receiving.peer, "replayed") }
-            guard let message = Datagram.open(datagram, key: SymmetricKey(data: key)) else { return .drop(receiving.peer, "failed authentication") }
             _ = receiving.window.commit(sequence)
             state.receiving[tag] = receiving
             return .deliver(receiving.peer, message)
@@ -174,16 +180,17 @@ public final class DatagramHub: Sendable {
         case let .deliver(peer, bytes):
             events.emit(Events.Message(bytes, from: peer, reliable: false))
         case let .drop(peer, reason):
-            drop(peer: peer, reason: reason)
+            drop(peer: peer, address: address, reason: reason)
         }
     }
 
-    private func drop(peer: PeerRef?, reason: String) {
-        NearbyLog.logger.info("dropped a datagram (\(reason))")
+    private func drop(peer: PeerRef?, address: String?, reason: String) {
+        NearbyLog.logger.info("dropped a datagram from \(address ?? "?") (\(reason))")
         let first = state.withLock { state -> Bool in
             state.dropped += 1
             state.lastReason = reason
             state.lastPeer = peer
+            state.lastAddress = address
             guard !state.reportPending else { return false }
             state.reportPending = true
             return true
@@ -194,8 +201,8 @@ public final class DatagramHub: Sendable {
     /// Reports the count now, then lets the next report wait a second.
     private func report(after delay: TimeAmount) {
         MultiThreadedEventLoopGroup.singleton.next().scheduleTask(in: delay) {
-            let snapshot = self.state.withLock { state in (state.dropped, state.lastReason, state.lastPeer) }
-            self.events.emit(Events.DatagramsDropped(peer: snapshot.2, dropped: snapshot.0, reason: snapshot.1))
+            let snapshot = self.state.withLock { state in (state.dropped, state.lastReason, state.lastPeer, state.lastAddress) }
+            self.events.emit(Events.DatagramsDropped(peer: snapshot.2, address: snapshot.3, dropped: snapshot.0, reason: snapshot.1))
             MultiThreadedEventLoopGroup.singleton.next().scheduleTask(in: .seconds(1)) {
                 let again = self.state.withLock { state -> Bool in
                     if state.dropped == snapshot.0 { state.reportPending = false; return false }
@@ -211,7 +218,8 @@ public final class DatagramHub: Sendable {
         let hub: DatagramHub
         init(hub: DatagramHub) { self.hub = hub }
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-            hub.received(Self.unwrapInboundIn(data).data)
+            let envelope = Self.unwrapInboundIn(data)
+            hub.received(envelope.data, from: envelope.remoteAddress)
         }
         /// ICMP errors and the like: UDP keeps going.
         func errorCaught(context: ChannelHandlerContext, error: any Error) {}
@@ -221,10 +229,12 @@ public final class DatagramHub: Sendable {
 extension Events {
     /// Datagrams (`send --unreliable`) that were dropped: forged or tampered with (`failed
     /// authentication`), seen before (`replayed`), or for no session of this node. `dropped` counts
-    /// since the node started; at most one such event a second.
+    /// since the node started; at most one such event a second. `peer` only for a datagram that
+    /// authenticated (a replay); `address` is where the latest one came from, by its IP header.
     public struct DatagramsDropped: EventBody {
         public static let event = "datagrams-dropped"
         public var peer: PeerRef?
+        public var address: String?
         public var dropped: Int
         public var reason: String
     }

@@ -32,8 +32,9 @@ public struct Frame: Equatable, Sendable {
     public static let headerSize = 9
     /// The largest payload a peer may send: checked against the header before anything is buffered.
     public static let maxPayload = 1 << 20
-    /// Control frames (hello, auth, invite, answer, goodbye, probe, probeReply, and the channel
-    /// frames but data and window) are small JSON documents.
+    /// Control frames (hello, auth, invite, answer, goodbye, probe, probeReply, datagrams, and the
+    /// channel frames but data and window) are small JSON documents. Each type's own bound:
+    /// `Kind.maxPayload` (FrameLimits.swift).
     public static let maxControlPayload = 16 << 10
 
     public var kind: Kind
@@ -61,6 +62,8 @@ public struct Frame: Equatable, Sendable {
 
 public enum ProtocolViolation: Error, Equatable, Sendable, CustomStringConvertible {
     case frameTooLarge(Int)
+    /// A frame larger than its type allows (`Frame.Kind.maxPayload`), refused from its header.
+    case oversized(Frame.Kind, Int, limit: Int)
     case unknownFrameType(UInt8)
     case malformed(String)
     case unexpected(String)
@@ -68,6 +71,7 @@ public enum ProtocolViolation: Error, Equatable, Sendable, CustomStringConvertib
     public var description: String {
         switch self {
         case let .frameTooLarge(size): "frame of \(size) bytes exceeds the maximum of \(Frame.maxPayload)"
+        case let .oversized(kind, size, limit): "\(kind) frame of \(size) bytes exceeds the maximum of \(limit) for its type"
         case let .unknownFrameType(type): "unknown frame type \(type)"
         case let .malformed(what): "malformed \(what)"
         case let .unexpected(what): "unexpected \(what)"
@@ -75,8 +79,10 @@ public enum ProtocolViolation: Error, Equatable, Sendable, CustomStringConvertib
     }
 }
 
-/// Parses frames, refusing an oversized one from its header alone, so an untrusted peer cannot make
-/// us buffer more than `maxPayload` bytes. The pipeline's `FrameSplitter` is built on it.
+/// Parses frames, refusing an oversized one from its header alone (its type's bound,
+/// `Frame.Kind.maxPayload`), so an untrusted peer cannot make us buffer more than that. Messages
+/// only travel on channel 0, data only on a channel above it. The pipeline's `FrameSplitter` is
+/// built on it (and also refuses in-session types before a session).
 public enum FrameDecoder {
     struct Header {
         let kind: Frame.Kind
@@ -93,6 +99,9 @@ public enum FrameDecoder {
         else { return nil }
         guard length <= Frame.maxPayload else { throw .frameTooLarge(Int(length)) }
         guard let kind = Frame.Kind(rawValue: type) else { throw .unknownFrameType(type) }
+        guard length <= kind.maxPayload else { throw .oversized(kind, Int(length), limit: kind.maxPayload) }
+        if kind == .message, channel != 0 { throw .unexpected("message frame on channel \(channel)") }
+        if kind == .data, channel == 0 { throw .unexpected("data frame on channel 0") }
         return Header(kind: kind, channel: channel, length: Int(length))
     }
 

@@ -11,9 +11,10 @@ import NIOCore
 /// the TLS layer copying its whole read buffer on its next read because a frame still held a slice
 /// of it. Between a fifth and a quarter of a receiving node's time in a bulk transfer.
 ///
-/// A hostile peer gains nothing: a header is checked (size, type) before anything is held, a data
-/// frame is never held at all, and what is held between reads is at most one frame that is not data
-/// (`Frame.maxPayload`, `Frame.maxControlPayload` for control frames).
+/// A hostile peer gains nothing: a header is checked (its type's size bound, the type, the channel,
+/// and whether the type may come before a session) before anything is held, a data frame is never
+/// held at all, and what is held between reads is at most one frame that is not data: 16 KiB before
+/// a session (`Frame.maxControlPayload`), a 1 MiB message only in one (`Frame.Kind.maxPayload`).
 final class FrameSplitter: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = Frame
@@ -28,8 +29,17 @@ final class FrameSplitter: ChannelInboundHandler, RemovableChannelHandler {
     /// Reads that arrived while a frame we passed up was being handled (a handler above read again).
     private var reentered: [ByteBuffer] = []
     private var splitting = false
+    /// Whether the session began: before, only the types of `Frame.Kind.allowedBeforeSession`.
+    private let phase: SessionPhase
+    /// On the side that opened the connection (and invited), the peer's answer begins the session;
+    /// the other side's node begins it itself, before it sends its accepting answer.
+    private let beginsOnAnswer: Bool
 
-    init() {}
+    /// `phase` shared with the node; the default (for tests) is a session already begun.
+    init(phase: SessionPhase = SessionPhase(inSession: true), client: Bool = false) {
+        self.phase = phase
+        beginsOnAnswer = client
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let input = Self.unwrapInboundIn(data)
@@ -78,8 +88,13 @@ final class FrameSplitter: ChannelInboundHandler, RemovableChannelHandler {
                 continue
             }
             guard let header = try FrameDecoder.header(of: buffer) else { return }
+            guard header.kind.allowedBeforeSession || phase.inSession else {
+                throw .unexpected("\(header.kind) frame before the session was accepted")
+            }
             if var frame = try FrameDecoder.parse(&buffer) {
                 if frame.kind == .data { frame.payload = Self.copy(frame.payload) }
+                // A refused or misplaced answer is the state machine's to refuse (it closes).
+                if frame.kind == .answer, beginsOnAnswer { phase.begin() }
                 context.fireChannelRead(Self.wrapInboundOut(frame))
             } else if header.kind == .data {
                 buffer.moveReaderIndex(forwardBy: Frame.headerSize)

@@ -207,7 +207,7 @@ public enum Handshake {
             certificateKey: { box.key.map { Data($0) } },
             pinned: { (id, key, _) throws(NearbyError) in
                 switch try knownPeers.verify(id: id, key: key) {
-                case .changed: throw .keyChanged(peer: id.rawValue, knownPeers: knownPeers.path)
+                case .changed: throw .keyChanged(peer: id.rawValue, knownPeers: knownPeers.file(pinning: id))
                 case .known, .new: true
                 }
             })

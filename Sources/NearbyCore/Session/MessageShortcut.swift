@@ -19,6 +19,8 @@ final class MessageShortcut: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Whether the connection's session began (the `FrameSplitter` refuses in-session frames before).
+    let phase = SessionPhase()
 
     init() {}
 
