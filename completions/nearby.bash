@@ -188,12 +188,22 @@ _nearby_advertise() {
     repeating_flags=()
     non_repeating_flags=(--auto-accept --verbose -v --json --human --version -h --help)
     repeating_options=(--info --accept-from)
-    non_repeating_options=(--service --name --port --encryption --save-dir)
+    non_repeating_options=(--service --domain --dns-server --dns-key --name --port --encryption --save-dir)
     __nearby_offer_flags_options 0
 
     # Offer option value completions
     case "${prev}" in
     '--service')
+        return
+        ;;
+    '--domain')
+        return
+        ;;
+    '--dns-server')
+        return
+        ;;
+    '--dns-key')
+        __nearby_add_completions -f
         return
         ;;
     '--name')
@@ -224,12 +234,22 @@ _nearby_browse() {
     repeating_flags=()
     non_repeating_flags=(--types --verbose -v --json --human --version -h --help)
     repeating_options=()
-    non_repeating_options=(--service --timeout --count --peer)
+    non_repeating_options=(--service --domain --dns-server --dns-key --timeout --count --peer)
     __nearby_offer_flags_options 0
 
     # Offer option value completions
     case "${prev}" in
     '--service')
+        return
+        ;;
+    '--domain')
+        return
+        ;;
+    '--dns-server')
+        return
+        ;;
+    '--dns-key')
+        __nearby_add_completions -f
         return
         ;;
     '--timeout')
@@ -249,7 +269,7 @@ _nearby_invite() {
     repeating_flags=()
     non_repeating_flags=(--verbose -v --json --human --version -h --help)
     repeating_options=()
-    non_repeating_options=(--context --timeout --service --name --encryption)
+    non_repeating_options=(--context --timeout --service --domain --dns-server --dns-key --name --encryption)
     __nearby_offer_flags_options 1
 
     # Offer option value completions
@@ -261,6 +281,16 @@ _nearby_invite() {
         return
         ;;
     '--service')
+        return
+        ;;
+    '--domain')
+        return
+        ;;
+    '--dns-server')
+        return
+        ;;
+    '--dns-key')
+        __nearby_add_completions -f
         return
         ;;
     '--name')
@@ -285,7 +315,7 @@ _nearby_accept() {
     repeating_flags=()
     non_repeating_flags=(--decline --verbose -v --json --human --version -h --help)
     repeating_options=()
-    non_repeating_options=(--from --service --name --encryption --save-dir)
+    non_repeating_options=(--from --service --domain --dns-server --dns-key --name --encryption --save-dir)
     __nearby_offer_flags_options 1
 
     # Offer option value completions
@@ -295,6 +325,16 @@ _nearby_accept() {
         return
         ;;
     '--service')
+        return
+        ;;
+    '--domain')
+        return
+        ;;
+    '--dns-server')
+        return
+        ;;
+    '--dns-key')
+        __nearby_add_completions -f
         return
         ;;
     '--name')
@@ -323,7 +363,7 @@ _nearby_send() {
     repeating_flags=()
     non_repeating_flags=(--all --lines --unreliable --verbose -v --json --human --version -h --help)
     repeating_options=()
-    non_repeating_options=(--timeout --service --name --encryption)
+    non_repeating_options=(--timeout --service --domain --dns-server --dns-key --name --encryption)
     __nearby_offer_flags_options 2
 
     # Offer option value completions
@@ -332,6 +372,16 @@ _nearby_send() {
         return
         ;;
     '--service')
+        return
+        ;;
+    '--domain')
+        return
+        ;;
+    '--dns-server')
+        return
+        ;;
+    '--dns-key')
+        __nearby_add_completions -f
         return
         ;;
     '--name')
@@ -356,7 +406,7 @@ _nearby_send-file() {
     repeating_flags=()
     non_repeating_flags=(--verbose -v --json --human --version -h --help)
     repeating_options=()
-    non_repeating_options=(--timeout --service --name --encryption)
+    non_repeating_options=(--timeout --service --domain --dns-server --dns-key --name --encryption)
     __nearby_offer_flags_options -1
 
     # Offer option value completions
@@ -365,6 +415,16 @@ _nearby_send-file() {
         return
         ;;
     '--service')
+        return
+        ;;
+    '--domain')
+        return
+        ;;
+    '--dns-server')
+        return
+        ;;
+    '--dns-key')
+        __nearby_add_completions -f
         return
         ;;
     '--name')
@@ -393,7 +453,7 @@ _nearby_stream() {
     repeating_flags=()
     non_repeating_flags=(--listen --verbose -v --json --human --version -h --help)
     repeating_options=()
-    non_repeating_options=(--stream --from --timeout --service --name --encryption)
+    non_repeating_options=(--stream --from --timeout --service --domain --dns-server --dns-key --name --encryption)
     __nearby_offer_flags_options 1
 
     # Offer option value completions
@@ -409,6 +469,16 @@ _nearby_stream() {
         return
         ;;
     '--service')
+        return
+        ;;
+    '--domain')
+        return
+        ;;
+    '--dns-server')
+        return
+        ;;
+    '--dns-key')
+        __nearby_add_completions -f
         return
         ;;
     '--name')
@@ -433,12 +503,22 @@ _nearby_disconnect() {
     repeating_flags=()
     non_repeating_flags=(--all --verbose -v --json --human --version -h --help)
     repeating_options=()
-    non_repeating_options=(--service)
+    non_repeating_options=(--service --domain --dns-server --dns-key)
     __nearby_offer_flags_options 1
 
     # Offer option value completions
     case "${prev}" in
     '--service')
+        return
+        ;;
+    '--domain')
+        return
+        ;;
+    '--dns-server')
+        return
+        ;;
+    '--dns-key')
+        __nearby_add_completions -f
         return
         ;;
     esac
@@ -471,12 +551,22 @@ _nearby_doctor() {
     repeating_flags=()
     non_repeating_flags=(--verbose -v --json --human --version -h --help)
     repeating_options=()
-    non_repeating_options=(--service --timeout --encryption)
+    non_repeating_options=(--service --domain --dns-server --dns-key --timeout --encryption)
     __nearby_offer_flags_options 1
 
     # Offer option value completions
     case "${prev}" in
     '--service')
+        return
+        ;;
+    '--domain')
+        return
+        ;;
+    '--dns-server')
+        return
+        ;;
+    '--dns-key')
+        __nearby_add_completions -f
         return
         ;;
     '--timeout')

@@ -47,6 +47,7 @@ extension Nearby {
                     return try exitWith(status)
                 }
                 var configuration = NodeConfiguration(service: service)
+                configuration.wideArea = try serviceOptions.wideArea.resolve(context)
                 configuration.encryption = session.encryption
                 configuration.displayName = name
                 configuration.advertise = true

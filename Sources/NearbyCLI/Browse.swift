@@ -73,7 +73,7 @@ extension Nearby {
             try await reporting(context, verbose: output.verbose) {
                 let service = try serviceOptions.resolve(context)
                 let selfID = try context.identity().peerID
-                let browser = Browser(service: service)
+                let browser = makeBrowser(service, wideArea: try serviceOptions.wideArea.resolve(context))
                 let updates = try browser.start()
                 defer { browser.stop() }
                 context.events.emit(Events.Browsing(service: service.name, domain: browser.domain))

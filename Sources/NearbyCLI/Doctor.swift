@@ -25,6 +25,11 @@ extension Nearby {
                 and known_peers pins no other key for it;
                   peer-sees-us        the peer is asked whether it sees this host's probe (one-way \
                 multicast: we see it, it does not see us).
+                With --domain (wide-area DNS-SD) instead of the link checks: dns-server (it \
+                answers), zone (it exists), key (a probe record registered and deleted with the TSIG \
+                key), clock (TSIG BADTIME), our-records (this identity is registered); with PEER: \
+                peer (PTR → SRV → A/AAAA), connect, encryption, identity. Exit 11 server \
+                unreachable, 13 zone refused, 12 key or clock rejected, 8 key file unusable.
                 Nothing invites the peer: it starts no session, pins nothing and shows no invitation.
                 Exit 0 when nothing failed, else the status of the first failure: 7 daemon, 2 peer \
                 not found, 5 cannot connect or encryption mismatch, 9 identity, 1 otherwise \
@@ -63,6 +68,9 @@ extension Nearby {
                 let record: (DoctorCheck) -> Void = { check in
                     checks.append(check)
                     context.events.emit(Events.Check(check))
+                }
+                if let wideArea = try serviceOptions.wideArea.resolve(context) {
+                    return await wideAreaChecks(wideArea, service: service, identity: identity, context: context, record: record)
                 }
                 let types = TypeBrowser()
                 let typeUpdates: AsyncStream<TypeBrowser.Update>

@@ -41,6 +41,7 @@ extension Nearby {
                 if let status = try await context.viaRunningNode(request, service: service) { return try exitWith(status) }
 
                 var configuration = NodeConfiguration(service: service)
+                configuration.wideArea = try serviceOptions.wideArea.resolve(context)
                 configuration.encryption = session.encryption
                 configuration.displayName = name
                 try await LocalNode.run(configuration, identity: context.identity(), context: context, serve: true, stopReason: { stopReason($0) }) { local in

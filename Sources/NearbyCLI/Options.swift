@@ -11,6 +11,8 @@ struct ServiceOptions: ParsableArguments {
             valueName: "type"))
     var service: String?
 
+    @OptionGroup var wideArea: WideAreaOptions
+
     func resolve(_ context: CommandContext) throws(NearbyError) -> ServiceType {
         if let service { return try ServiceType(service) }
         if let fromEnvironment = context.environment["NEARBY_SERVICE"], !fromEnvironment.isEmpty {

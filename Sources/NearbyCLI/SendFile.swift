@@ -52,6 +52,7 @@ extension Nearby {
                 let request = ControlRequest.sendFiles(peer: peer, files: files, timeout: timeout)
                 if let status = try await context.viaRunningNode(request, service: service) { return try exitWith(status) }
                 var configuration = NodeConfiguration(service: service)
+                configuration.wideArea = try serviceOptions.wideArea.resolve(context)
                 configuration.encryption = session.encryption
                 configuration.displayName = name
                 try await LocalNode.run(

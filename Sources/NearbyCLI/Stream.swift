@@ -95,6 +95,7 @@ extension Nearby {
                     case nil: break
                     }
                     var configuration = NodeConfiguration(service: service)
+                    configuration.wideArea = try serviceOptions.wideArea.resolve(context)
                     configuration.encryption = session.encryption
                     configuration.displayName = displayName
                     configuration.advertise = listen

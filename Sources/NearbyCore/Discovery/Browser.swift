@@ -10,6 +10,8 @@ public struct DiscoveredPeer: Sendable, Equatable {
     public var addresses: [String]
     public var interface: String?
     public var elapsed: Duration
+    /// The unicast DNS domain it was found in (`--domain`); nil for mDNS (`local.`).
+    public var domain: String? = nil
 
     public var kind: PeerKind { txt.protocolVersion == nil ? .mpc : .nearby }
     public var ref: PeerRef { PeerRef(id: instance, name: txt.displayName) }

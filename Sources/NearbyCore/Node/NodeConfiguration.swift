@@ -22,12 +22,15 @@ public struct NodeConfiguration: Sendable {
     /// How long the node browses for a `nearby doctor` probe's instance before it answers "not
     /// seen" (`NEARBY_PROBE_WAIT` seconds).
     public var probeWait = Duration.seconds(3)
+    /// `--domain`: browse and advertise in this unicast DNS domain instead of `local.`.
+    public var wideArea: WideAreaSettings?
 
     /// The waits a user (or a test) may change through the environment.
     public mutating func apply(environment: [String: String]) {
         if let wait = Self.seconds(environment["NEARBY_STREAM_WAIT"]) { unclaimedStreamWait = wait }
         if let deadline = Self.seconds(environment["NEARBY_INVITE_DEADLINE"]) { invitationDeadline = deadline }
         if let wait = Self.seconds(environment["NEARBY_PROBE_WAIT"]) { probeWait = min(wait, .seconds(30)) }
+        wideArea?.apply(environment: environment)
     }
 
     static func seconds(_ text: String?) -> Duration? {

@@ -1,0 +1,18 @@
+import NearbyCore
+
+extension Nearby.Doctor {
+    /// `doctor --domain`: the unicast DNS checks instead of the mDNS ones, then with PEER the same
+    /// connect, encryption and identity checks.
+    func wideAreaChecks(
+        _ settings: WideAreaSettings, service: ServiceType, identity: Identity, context: CommandContext, record: (DoctorCheck) -> Void
+    ) async {
+        let doctor = WideAreaDoctor(settings: settings)
+        await doctor.run(service: service, selfID: identity.peerID, record: record)
+        guard let peer, let found = await doctor.findPeer(peer, service: service, selfID: identity.peerID, record: record),
+              let port = found.port
+        else { return }
+        await Self.connectChecks(
+            found, port: port, identity: identity, preference: session.encryption, knownPeers: KnownPeers(paths: context.paths),
+            probe: nil, replyWithin: .seconds(Int64(timeout)) + .seconds(2), record: record)
+    }
+}
