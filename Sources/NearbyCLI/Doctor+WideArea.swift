@@ -13,6 +13,10 @@ extension Nearby.Doctor {
         else { return }
         await Self.connectChecks(
             found, port: port, identity: identity, preference: session.encryption, knownPeers: KnownPeers(paths: context.paths),
-            probe: nil, replyWithin: .seconds(Int64(timeout)) + .seconds(2), record: record)
+            probe: nil, replyWithin: .seconds(Int64(timeout)) + .seconds(2)
+        ) { check in
+            // Whether the peer sees our mDNS probe means nothing across a router.
+            if check.name != "peer-sees-us" { record(check) }
+        }
     }
 }

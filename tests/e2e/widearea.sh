@@ -172,6 +172,10 @@ test_widearea_errors_have_their_own_exit_codes() {
     expect_eq "$status" 12 "unknown key exit status" || { cat "$OUT/badkey.jsonl" >&2; return 1; }
     expect_json "$OUT/badkey.jsonl" 'select(.code=="dns-key-rejected" and (.message|test("BADKEY")))' "BADKEY in words" || return 1
     grep -q "$(sed -n 's/.*secret "\(.*\)".*/\1/p' "$home/dns.key")" "$OUT"/*.jsonl && { fail "the TSIG secret was printed"; return 1; }
+    # Our clock 10 minutes fast (a test knob): BADTIME.
+    lab_run 1 env NEARBY_DNS_CLOCK_SKEW=600 "$NEARBY" advertise --service wa --domain "$WA_ZONE" --dns-server "$LAB_ROUTER_A" >"$OUT/badtime.jsonl" 2>"$OUT/err.txt"; status=$?
+    expect_eq "$status" 12 "skewed clock exit status" || { cat "$OUT/badtime.jsonl" >&2; return 1; }
+    expect_json "$OUT/badtime.jsonl" 'select(.code=="dns-clock-skew" and (.message|test("BADTIME")))' "BADTIME in words" || return 1
     # A zone the server does not serve: NOTAUTH.
     wa 1 advertise --service wa --domain elsewhere.test --dns-server "$LAB_ROUTER_A" >"$OUT/zone.jsonl" 2>"$OUT/err.txt"; status=$?
     expect_eq "$status" 13 "unknown zone exit status" || { cat "$OUT/zone.jsonl" >&2; return 1; }
@@ -188,4 +192,41 @@ test_widearea_errors_have_their_own_exit_codes() {
     wa 1 browse --service wa --domain "$WA_ZONE" --dns-server "$LAB_ROUTER_A" --timeout 5 >"$OUT/down-browse.jsonl" 2>"$OUT/err.txt"; status=$?
     expect_eq "$status" 11 "server down exit status (browse)" || { cat "$OUT/down-browse.jsonl" >&2; return 1; }
     expect_json "$OUT/down.jsonl" 'select(.code=="dns-unreachable" and (.message|test("did not answer")))' "server down in words" || return 1
+}
+
+test_widearea_doctor_names_each_fault() {
+    trap 'wa_stop_all; [[ -n ${LAB_NAMED_PID:-} ]] || lab_named_start "$WA_ZONE" >/dev/null 2>&1' RETURN
+    wa_setup || return 1
+    local far=$LAB_FAR idfar status home
+    idfar=$(id_of "$far") || return 1
+    home=$(_lab_hostdir 1)/home
+    wa_advertise "$far" --name "Far Away" || return 1
+    # Healthy: every check ok (our-records warns: h1 itself is not registered), the far peer reached.
+    wa 1 doctor --service wa --domain "$WA_ZONE" --dns-server "$LAB_ROUTER_A" "Far Away" >"$OUT/ok.jsonl" 2>"$OUT/err.txt"; status=$?
+    expect_eq "$status" 0 "doctor --domain exit status, all well" || { cat "$OUT/ok.jsonl" >&2; return 1; }
+    for check in dns-server zone key clock peer connect encryption identity; do
+        expect_json "$OUT/ok.jsonl" "select(.event==\"check\" and .check==\"$check\" and .status==\"ok\")" "check $check ok" || return 1
+    done
+    expect_json "$OUT/ok.jsonl" 'select(.check=="our-records" and .status=="warn")' "our-records warns when not registered" || return 1
+    # A wrong secret: key fails with BADSIG, exit 12.
+    (umask 077; tsig-keygen -a hmac-sha256 nearby-key >"$home/wrong.key")
+    wa 1 doctor --service wa --domain "$WA_ZONE" --dns-server "$LAB_ROUTER_A" --dns-key "$home/wrong.key" >"$OUT/badsig.jsonl" 2>"$OUT/err.txt"; status=$?
+    expect_eq "$status" 12 "doctor with a wrong key" || { cat "$OUT/badsig.jsonl" >&2; return 1; }
+    expect_json "$OUT/badsig.jsonl" 'select(.check=="key" and .status=="fail" and (.detail|test("BADSIG")) and .hint!=null)' "key check names BADSIG" || return 1
+    # Our clock 10 minutes fast: BADTIME, named by the clock check.
+    lab_run 1 env NEARBY_DNS_CLOCK_SKEW=600 "$NEARBY" doctor --service wa --domain "$WA_ZONE" --dns-server "$LAB_ROUTER_A" >"$OUT/badtime.jsonl" 2>"$OUT/err.txt"; status=$?
+    expect_eq "$status" 12 "doctor with a skewed clock" || { cat "$OUT/badtime.jsonl" >&2; return 1; }
+    expect_json "$OUT/badtime.jsonl" 'select(.check=="clock" and .status=="fail" and (.detail|test("BADTIME")))' "clock check names BADTIME" || return 1
+    # A zone the server does not have.
+    wa 1 doctor --service wa --domain elsewhere.test --dns-server "$LAB_ROUTER_A" >"$OUT/zone.jsonl" 2>"$OUT/err.txt"; status=$?
+    expect_eq "$status" 13 "doctor with an unknown zone" || { cat "$OUT/zone.jsonl" >&2; return 1; }
+    expect_json "$OUT/zone.jsonl" 'select(.check=="zone" and .status=="fail")' "zone check fails" || return 1
+    # A peer that is not registered.
+    wa 1 doctor --service wa --domain "$WA_ZONE" --dns-server "$LAB_ROUTER_A" nobody >"$OUT/nopeer.jsonl" 2>"$OUT/err.txt"; status=$?
+    expect_eq "$status" 2 "doctor with an unregistered peer" || { cat "$OUT/nopeer.jsonl" >&2; return 1; }
+    # The server down.
+    lab_named_stop
+    wa 1 doctor --service wa --domain "$WA_ZONE" --dns-server "$LAB_ROUTER_A" >"$OUT/down.jsonl" 2>"$OUT/err.txt"; status=$?
+    expect_eq "$status" 11 "doctor with the server down" || { cat "$OUT/down.jsonl" >&2; return 1; }
+    expect_json "$OUT/down.jsonl" 'select(.check=="dns-server" and .status=="fail" and (.detail|test("did not answer")))' "dns-server check fails" || return 1
 }

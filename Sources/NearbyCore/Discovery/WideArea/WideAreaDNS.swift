@@ -55,7 +55,7 @@ public struct WideAreaDNS: Sendable {
         let message = update.message(id: DNSTransport.randomID())
         let signed: (bytes: [UInt8], mac: [UInt8])
         do {
-            signed = try TSIG.sign(try message.encode(), key: key, time: Self.now())
+            signed = try TSIG.sign(try message.encode(), key: key, time: signingTime())
         } catch {
             throw .invalidArgument("cannot build the DNS update")
         }
@@ -64,7 +64,7 @@ public struct WideAreaDNS: Sendable {
         // as BADKEY and BADSIG are) can only make us fail, never succeed, so it is taken as it is.
         let reply = try await DNSTransport(server: server, deadline: settings.timeout).exchange(message, wire: signed.bytes) { reply, bytes in
             guard reply.rcode == .noError else { return true }
-            return (try? TSIG.verify(bytes, key: key, now: Self.now(), requestMAC: requestMAC)) != nil
+            return (try? TSIG.verify(bytes, key: key, now: signingTime(), requestMAC: requestMAC)) != nil
         }
         let tsigError: UInt16? = if case let .tsig(data)? = reply.tsig?.data { data.error } else { nil }
         if let failure = WideAreaFailure.update(
@@ -74,4 +74,6 @@ public struct WideAreaDNS: Sendable {
     }
 
     static func now() -> UInt64 { UInt64(max(0, Date().timeIntervalSince1970)) }
+
+    func signingTime() -> UInt64 { UInt64(max(0, Int64(Self.now()) + settings.clockSkew)) }
 }

@@ -30,6 +30,11 @@ public struct WideAreaDoctor: Sendable {
                 return
             }
             record(DoctorCheck("zone", .ok, "\(domain) exists (primary \(data.primary))"))
+        } catch .wideArea(.zoneRefused(_, let server, let rcode)) {
+            record(DoctorCheck("dns-server", .ok, "\(server) answers queries"))
+            record(DoctorCheck("zone", .fail, "\(server) refused queries for \(domain) (\(rcode)): it does not serve that zone",
+                               hint: Self.zoneHint, exitStatus: .dnsZoneRefused))
+            return
         } catch {
             record(Self.check(for: error, name: "dns-server"))
             return
@@ -50,7 +55,7 @@ public struct WideAreaDoctor: Sendable {
         }
         do {
             let server = try await dns.updateServer()
-            let name = try settings.domain.prepending("_nearby-doctor._tcp").prepending("probe-\(DNSTransport.randomID())")
+            let name = try DNSName("_nearby-doctor._tcp").appending(settings.domain).prepending("probe-\(DNSTransport.randomID())")
             var add = DNSUpdate(zone: settings.domain)
             add.add(DNSRecord(name: name, type: .txt, ttl: 1, data: .txt([Array("probe=1".utf8)])))
             try await dns.send(add, key: key, server: server)

@@ -48,7 +48,7 @@ public enum WideAreaFailure: Equatable, Sendable {
         case let .clockSkew(server):
             "the DNS server \(server) says our clock is too far from its own for TSIG (BADTIME); set the clock right (NTP)"
         case let .zoneRefused(zone, server, rcode):
-            "the DNS server \(server) does not accept updates for the zone \(zone) (\(rcode)); is the domain right and the zone dynamic?"
+            "the DNS server \(server) refused the zone \(zone) (\(rcode)): it does not serve it or allow this update; is the domain right, and the zone dynamic with an update-policy for the key?"
         case let .keyFile(path, reason):
             "cannot use the TSIG key file \(path): \(reason)"
         case let .noServer(domain, reason):

@@ -22,6 +22,9 @@ public struct WideAreaSettings: Sendable {
     public var ttl: UInt32 = 5
     /// Each exchange with the server, all its tries (`NEARBY_DNS_TIMEOUT`).
     public var timeout = Duration.seconds(3)
+    /// Seconds added to our clock when signing (`NEARBY_DNS_CLOCK_SKEW`, tests only: shows BADTIME
+    /// against a real server without changing the machine's clock).
+    public var clockSkew: Int64 = 0
 
     public static let defaultKeyFile = "dns.key"
     public static let leaseKey = "_lease"
@@ -46,6 +49,7 @@ public struct WideAreaSettings: Sendable {
         if let lease = NodeConfiguration.seconds(environment["NEARBY_DNS_LEASE"]) { self.lease = max(lease, .seconds(3)) }
         if let ttl = environment["NEARBY_DNS_TTL"].flatMap(UInt32.init), (1...3600).contains(ttl) { self.ttl = ttl }
         if let timeout = NodeConfiguration.seconds(environment["NEARBY_DNS_TIMEOUT"]) { self.timeout = min(timeout, .seconds(60)) }
+        if let skew = environment["NEARBY_DNS_CLOCK_SKEW"].flatMap(Int64.init), abs(skew) < 86_400 { clockSkew = skew }
     }
 
     /// How often a browser asks again: never faster than the records' TTL allows, at least 1 s.
