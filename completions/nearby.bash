@@ -232,7 +232,7 @@ _nearby_advertise() {
 
 _nearby_browse() {
     repeating_flags=()
-    non_repeating_flags=(--types --verbose -v --json --human --version -h --help)
+    non_repeating_flags=(--types --domains --verbose -v --json --human --version -h --help)
     repeating_options=()
     non_repeating_options=(--service --domain --dns-server --dns-key --timeout --count --peer)
     __nearby_offer_flags_options 0

@@ -230,3 +230,11 @@ test_widearea_doctor_names_each_fault() {
     expect_eq "$status" 11 "doctor with the server down" || { cat "$OUT/down.jsonl" >&2; return 1; }
     expect_json "$OUT/down.jsonl" 'select(.check=="dns-server" and .status=="fail" and (.detail|test("did not answer")))' "dns-server check fails" || return 1
 }
+
+test_widearea_browse_domains_lists_what_the_zone_offers() {
+    wa_setup || return 1
+    wa 1 browse --domains --domain "$WA_ZONE" --dns-server "$LAB_ROUTER_A" >"$OUT/domains.jsonl" 2>"$OUT/err.txt" \
+        || { fail "browse --domains failed"; cat "$OUT/domains.jsonl" "$OUT/err.txt" >&2; return 1; }
+    expect_json "$OUT/domains.jsonl" 'select(.event=="browse-domain" and .domain=="lab.test." and .default==false)' "b._dns-sd._udp names lab.test." || return 1
+    expect_json "$OUT/domains.jsonl" 'select(.event=="browse-domain" and .domain=="lab.test." and .default==true)' "lb._dns-sd._udp names lab.test." || return 1
+}
