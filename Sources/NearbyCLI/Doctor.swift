@@ -97,7 +97,7 @@ extension Nearby {
                     ? DoctorCheck("responders", .warn, "no other service announced on the link in \(timeout) s", hint: DoctorCheck.multicastHint)
                     : DoctorCheck("responders", .ok, "services announced on the link: \(seen.sorted().prefix(10).joined(separator: ", "))"))
                 guard let peer else { return }
-                let peerCheck = await Self.findPeer(peer, service: service, selfID: identity.peerID, paths: context.paths, within: limit)
+                let peerCheck = await Self.findPeer(peer, service: service, selfID: identity.peerID, paths: context.paths, environment: context.environment, within: limit)
                 record(peerCheck.check)
                 guard let found = peerCheck.found, let port = found.port else { return }
                 await Self.connectChecks(

@@ -238,3 +238,24 @@ test_widearea_browse_domains_lists_what_the_zone_offers() {
     expect_json "$OUT/domains.jsonl" 'select(.event=="browse-domain" and .domain=="lab.test." and .default==false)' "b._dns-sd._udp names lab.test." || return 1
     expect_json "$OUT/domains.jsonl" 'select(.event=="browse-domain" and .domain=="lab.test." and .default==true)' "lb._dns-sd._udp names lab.test." || return 1
 }
+
+test_widearea_without_dns_server_uses_the_resolver_and_the_zones_srv() {
+    trap wa_stop_all RETURN
+    wa_setup || return 1
+    local far=$LAB_FAR idfar status
+    idfar=$(id_of "$far") || return 1
+    # Each host's resolver (NEARBY_RESOLV_CONF: a lab host's /etc/resolv.conf) is named on the router.
+    printf 'nameserver %s\nsearch %s\n' "$LAB_ROUTER_A" "$WA_ZONE" >"$OUT/resolv-a.conf"
+    printf 'nameserver %s\n' "$LAB_ROUTER_B" >"$OUT/resolv-b.conf"
+    # Updates find the server from SRV _dns-update._udp.lab.test (ns.lab.test, resolved through it).
+    lab_bg "$far" "$OUT/adv.jsonl" "${WA_ENV[@]}" NEARBY_RESOLV_CONF="$OUT/resolv-b.conf" "$NEARBY" advertise --service wa --domain "$WA_ZONE" >/dev/null
+    WA_PIDS+=("$LAB_PID")
+    lab_wait_line "$OUT/adv.jsonl" 'select(.event=="advertising")' 15 >/dev/null || { fail "advertise without --dns-server"; cat "$OUT/adv.jsonl" "$OUT/adv.jsonl.err" >&2; return 1; }
+    lab_run 1 "${WA_ENV[@]}" NEARBY_RESOLV_CONF="$OUT/resolv-a.conf" NEARBY_DOMAIN="$WA_ZONE" "$NEARBY" browse --service wa --peer "$idfar" --timeout 5 \
+        >"$OUT/browse.jsonl" 2>"$OUT/err.txt" || { fail "browse with NEARBY_DOMAIN and the resolver"; cat "$OUT/browse.jsonl" "$OUT/err.txt" >&2; return 1; }
+    expect_json "$OUT/browse.jsonl" "select(.event==\"found\" and .domain==\"lab.test.\")" "found through the system resolver" || return 1
+    # Plain doctor (mDNS) does not see the far peer, and says the network offers lab.test.
+    lab_run 1 env NEARBY_RESOLV_CONF="$OUT/resolv-a.conf" "$NEARBY" doctor --service wa --timeout 1 "$idfar" >"$OUT/doctor.jsonl" 2>"$OUT/err.txt"; status=$?
+    expect_eq "$status" 2 "mDNS doctor of a peer across the router" || { cat "$OUT/doctor.jsonl" >&2; return 1; }
+    expect_json "$OUT/doctor.jsonl" 'select(.check=="peer" and .status=="fail" and (.detail|test("offers the DNS-SD domain lab.test")) and (.hint|test("--domain lab.test")))' "doctor names the offered domain" || return 1
+}

@@ -31,6 +31,18 @@ extension WideAreaDNS {
         return names.filter { seen.insert($0).inserted }
     }
 
+    /// For `doctor PEER` on mDNS: the DNS-SD domains the network offers (none when the resolver
+    /// does not answer within `within`), so a peer not on this link can be looked for there.
+    public static func offeredDomains(environment: [String: String], within limit: Duration = .milliseconds(1500)) async -> [String] {
+        guard var settings = try? WideAreaSettings(domain: "invalid", server: nil, keyPath: "") else { return [] }
+        settings.apply(environment: environment)
+        settings.timeout = limit
+        let dns = WideAreaDNS(settings: settings)
+        let found = (try? await dns.browseDomains(in: candidateDomains(resolvConf: settings.resolvConf))) ?? []
+        var seen = Set<String>()
+        return found.map(\.domain).filter { seen.insert($0).inserted }
+    }
+
     /// The domains `b._dns-sd._udp` and `lb._dns-sd._udp` name under each of `candidates`.
     public func browseDomains(in candidates: [DNSName]) async throws(NearbyError) -> [BrowseDomain] {
         let server = try queryServer()

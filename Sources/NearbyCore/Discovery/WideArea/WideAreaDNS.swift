@@ -11,8 +11,8 @@ public struct WideAreaDNS: Sendable {
     /// Where queries go: `--dns-server`, else the system's resolver.
     public func queryServer() throws(NearbyError) -> DNSServerAddress {
         if let server = settings.server { return server }
-        guard let system = DNSServerAddress.systemResolver() else {
-            throw .wideArea(.noServer(domain: settings.domainText, reason: "no nameserver in /etc/resolv.conf"))
+        guard let system = DNSServerAddress.systemResolver(path: settings.resolvConf) else {
+            throw .wideArea(.noServer(domain: settings.domainText, reason: "no nameserver in \(settings.resolvConf)"))
         }
         return system
     }
@@ -42,12 +42,21 @@ public struct WideAreaDNS: Sendable {
         if let server = settings.server { return server }
         let name = try? settings.domain.prepending("_udp").prepending("_dns-update")
         if let name, case let .srv(_, _, port, target)? = try? await lookup(name, .srv).first?.data {
-            return DNSServerAddress(host: String(target.description.dropLast()), port: Int(port))
+            return DNSServerAddress(host: await address(of: target), port: Int(port))
         }
         guard case let .soa(soa)? = try await lookup(settings.domain, .soa).first?.data else {
             throw .wideArea(.noServer(domain: settings.domainText, reason: "no SRV _dns-update._udp and no SOA for it"))
         }
-        return DNSServerAddress(host: String(soa.primary.description.dropLast()))
+        return DNSServerAddress(host: await address(of: soa.primary))
+    }
+
+    /// A host's address through the same server (the system's resolver may not know the domain),
+    /// else its name for the system to resolve.
+    func address(of host: DNSName) async -> String {
+        for type in [DNSType.a, .aaaa] {
+            if let record = try? await lookup(host, type).first, let text = WideAreaBrowser.text(record.data) { return text }
+        }
+        return String(host.description.dropLast())
     }
 
     /// Sends a signed UPDATE and returns once the server applied it; every refusal in words.

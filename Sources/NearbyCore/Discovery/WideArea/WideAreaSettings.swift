@@ -25,6 +25,8 @@ public struct WideAreaSettings: Sendable {
     /// Seconds added to our clock when signing (`NEARBY_DNS_CLOCK_SKEW`, tests only: shows BADTIME
     /// against a real server without changing the machine's clock).
     public var clockSkew: Int64 = 0
+    /// The system resolver's configuration (`NEARBY_RESOLV_CONF`, tests only: a lab host's resolver).
+    public var resolvConf = "/etc/resolv.conf"
 
     public static let defaultKeyFile = "dns.key"
     public static let leaseKey = "_lease"
@@ -49,6 +51,7 @@ public struct WideAreaSettings: Sendable {
         if let lease = NodeConfiguration.seconds(environment["NEARBY_DNS_LEASE"]) { self.lease = max(lease, .seconds(3)) }
         if let ttl = environment["NEARBY_DNS_TTL"].flatMap(UInt32.init), (1...3600).contains(ttl) { self.ttl = ttl }
         if let timeout = NodeConfiguration.seconds(environment["NEARBY_DNS_TIMEOUT"]) { self.timeout = min(timeout, .seconds(60)) }
+        if let path = environment["NEARBY_RESOLV_CONF"], !path.isEmpty { resolvConf = path }
         if let skew = environment["NEARBY_DNS_CLOCK_SKEW"].flatMap(Int64.init), abs(skew) < 86_400 { clockSkew = skew }
     }
 
