@@ -28,7 +28,13 @@ wa_bg() { local k=$1 out=$2; shift 2; lab_bg "$k" "$out" "${WA_ENV[@]}" "$NEARBY
 wa_dig() { lab_run 1 dig +short +time=2 +tries=1 @"$LAB_ROUTER_A" "$@"; }
 
 WA_PIDS=()
-wa_stop_all() { local p; for p in "${WA_PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done; WA_PIDS=(); }
+# SIGINT first, so advertisers delete their records and the next test starts with an empty zone.
+wa_stop_all() {
+    local p
+    for p in "${WA_PIDS[@]}"; do kill -INT "$p" 2>/dev/null; done
+    for p in "${WA_PIDS[@]}"; do lab_wait_pid "$p" 5 >/dev/null || kill -KILL "$p" 2>/dev/null; done
+    WA_PIDS=()
+}
 
 # Advertise on the far host in lab.test; sets WA_ADV (the output) and WA_ADV_PID.
 wa_advertise() {
@@ -162,7 +168,7 @@ test_widearea_errors_have_their_own_exit_codes() {
     local home status
     home=$(_lab_hostdir 1)/home
     # A key with our name but another secret: BADSIG.
-    (umask 077; tsig-keygen -a hmac-sha256 nearby-key >"$home/wrong.key")
+    rm -f "$home/wrong.key" "$home/stranger.key"; (umask 077; tsig-keygen -a hmac-sha256 nearby-key >"$home/wrong.key")
     wa 1 advertise --service wa --domain "$WA_ZONE" --dns-server "$LAB_ROUTER_A" --dns-key "$home/wrong.key" >"$OUT/badsig.jsonl" 2>"$OUT/err.txt"; status=$?
     expect_eq "$status" 12 "wrong secret exit status" || { cat "$OUT/badsig.jsonl" >&2; return 1; }
     expect_json "$OUT/badsig.jsonl" 'select(.event=="error" and .code=="dns-key-rejected" and (.message|test("BADSIG")))' "BADSIG in words" || return 1
@@ -209,8 +215,8 @@ test_widearea_doctor_names_each_fault() {
     done
     expect_json "$OUT/ok.jsonl" 'select(.check=="our-records" and .status=="warn")' "our-records warns when not registered" || return 1
     # A wrong secret: key fails with BADSIG, exit 12.
-    (umask 077; tsig-keygen -a hmac-sha256 nearby-key >"$home/wrong.key")
-    wa 1 doctor --service wa --domain "$WA_ZONE" --dns-server "$LAB_ROUTER_A" --dns-key "$home/wrong.key" >"$OUT/badsig.jsonl" 2>"$OUT/err.txt"; status=$?
+    rm -f "$home/doctor-wrong.key"; (umask 077; tsig-keygen -a hmac-sha256 nearby-key >"$home/doctor-wrong.key")
+    wa 1 doctor --service wa --domain "$WA_ZONE" --dns-server "$LAB_ROUTER_A" --dns-key "$home/doctor-wrong.key" >"$OUT/badsig.jsonl" 2>"$OUT/err.txt"; status=$?
     expect_eq "$status" 12 "doctor with a wrong key" || { cat "$OUT/badsig.jsonl" >&2; return 1; }
     expect_json "$OUT/badsig.jsonl" 'select(.check=="key" and .status=="fail" and (.detail|test("BADSIG")) and .hint!=null)' "key check names BADSIG" || return 1
     # Our clock 10 minutes fast: BADTIME, named by the clock check.

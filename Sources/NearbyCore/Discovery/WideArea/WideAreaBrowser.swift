@@ -58,12 +58,16 @@ public final class WideAreaBrowser: PeerBrowsing, @unchecked Sendable {
         lock.withLock { task }?.cancel()
     }
 
+    /// At most this many instances are followed per poll: each costs four queries, and a hostile
+    /// server could list thousands.
+    public static let maxInstances = 256
+
     /// One look at the domain: every live instance of the type, keyed by instance name.
     static func poll(_ dns: WideAreaDNS, typeName: DNSName, domain: String, started: ContinuousClock.Instant) async throws(NearbyError) -> [String: DiscoveredPeer] {
         let server = try dns.queryServer()
         var seen: [String: DiscoveredPeer] = [:]
         let now = WideAreaDNS.now()
-        for case let .ptr(name) in try await dns.lookup(typeName, .ptr, server: server).map(\.data) {
+        for case let .ptr(name) in try await dns.lookup(typeName, .ptr, server: server).prefix(maxInstances).map(\.data) {
             // Only instances directly under the type: a PTR elsewhere could point us anywhere.
             guard name.labels.count == typeName.labels.count + 1, name.isSubdomain(of: typeName),
                   let instance = name.firstLabel, seen[instance] == nil
