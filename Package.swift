@@ -34,10 +34,16 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // The DNS message codec for wide-area DNS-SD (--domain): pure, no sockets.
+        .target(
+            name: "NearbyDNS",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")]
+        ),
         .target(
             name: "NearbyCore",
             dependencies: [
                 "CDNSSD",
+                "NearbyDNS",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -58,11 +64,13 @@ let package = Package(
             name: "NearbyCoreTests",
             dependencies: [
                 "NearbyCore",
+                "NearbyDNS",
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOTestUtils", package: "swift-nio"),
             ]
         ),
+        .testTarget(name: "NearbyDNSTests", dependencies: ["NearbyDNS"]),
         .testTarget(name: "NearbyCLITests", dependencies: ["NearbyCLI", "NearbyCore"]),
     ],
     swiftLanguageModes: [.v6]

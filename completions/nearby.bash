@@ -188,13 +188,23 @@ _nearby_advertise() {
     repeating_flags=()
     non_repeating_flags=(--auto-accept --verbose -v --json --human --version -h --help)
     repeating_options=(--info --accept-from)
-    non_repeating_options=(--service --name --port --encryption --save-dir)
+    non_repeating_options=(--service --domain --dns-server --dns-key --name --port --encryption --save-dir)
     __nearby_offer_flags_options 0
 
     # Offer option value completions
     case "${prev}" in
     '--service')
         __nearby_add_completions -W "$(__nearby_custom_complete ---completion advertise -- --service "${COMP_CWORD}" "$(__nearby_cursor_index_in_current_word)")"
+        return
+        ;;
+    '--domain')
+        return
+        ;;
+    '--dns-server')
+        return
+        ;;
+    '--dns-key')
+        __nearby_add_completions -f
         return
         ;;
     '--name')
@@ -223,15 +233,25 @@ _nearby_advertise() {
 
 _nearby_browse() {
     repeating_flags=()
-    non_repeating_flags=(--types --now --verbose -v --json --human --version -h --help)
+    non_repeating_flags=(--types --now --domains --verbose -v --json --human --version -h --help)
     repeating_options=()
-    non_repeating_options=(--service --timeout --count --peer)
+    non_repeating_options=(--service --domain --dns-server --dns-key --timeout --count --peer)
     __nearby_offer_flags_options 0
 
     # Offer option value completions
     case "${prev}" in
     '--service')
         __nearby_add_completions -W "$(__nearby_custom_complete ---completion browse -- --service "${COMP_CWORD}" "$(__nearby_cursor_index_in_current_word)")"
+        return
+        ;;
+    '--domain')
+        return
+        ;;
+    '--dns-server')
+        return
+        ;;
+    '--dns-key')
+        __nearby_add_completions -f
         return
         ;;
     '--timeout')
@@ -251,7 +271,7 @@ _nearby_invite() {
     repeating_flags=()
     non_repeating_flags=(--verbose -v --json --human --version -h --help)
     repeating_options=()
-    non_repeating_options=(--context --timeout --service --name --encryption)
+    non_repeating_options=(--context --timeout --service --domain --dns-server --dns-key --name --encryption)
     __nearby_offer_flags_options 1
 
     # Offer option value completions
@@ -264,6 +284,16 @@ _nearby_invite() {
         ;;
     '--service')
         __nearby_add_completions -W "$(__nearby_custom_complete ---completion invite -- --service "${COMP_CWORD}" "$(__nearby_cursor_index_in_current_word)")"
+        return
+        ;;
+    '--domain')
+        return
+        ;;
+    '--dns-server')
+        return
+        ;;
+    '--dns-key')
+        __nearby_add_completions -f
         return
         ;;
     '--name')
@@ -288,7 +318,7 @@ _nearby_accept() {
     repeating_flags=()
     non_repeating_flags=(--decline --verbose -v --json --human --version -h --help)
     repeating_options=()
-    non_repeating_options=(--from --service --name --encryption --save-dir)
+    non_repeating_options=(--from --service --domain --dns-server --dns-key --name --encryption --save-dir)
     __nearby_offer_flags_options 1
 
     # Offer option value completions
@@ -299,6 +329,16 @@ _nearby_accept() {
         ;;
     '--service')
         __nearby_add_completions -W "$(__nearby_custom_complete ---completion accept -- --service "${COMP_CWORD}" "$(__nearby_cursor_index_in_current_word)")"
+        return
+        ;;
+    '--domain')
+        return
+        ;;
+    '--dns-server')
+        return
+        ;;
+    '--dns-key')
+        __nearby_add_completions -f
         return
         ;;
     '--name')
@@ -327,7 +367,7 @@ _nearby_send() {
     repeating_flags=()
     non_repeating_flags=(--all --lines --unreliable --verbose -v --json --human --version -h --help)
     repeating_options=()
-    non_repeating_options=(--timeout --service --name --encryption)
+    non_repeating_options=(--timeout --service --domain --dns-server --dns-key --name --encryption)
     __nearby_offer_flags_options 2
 
     # Offer option value completions
@@ -337,6 +377,16 @@ _nearby_send() {
         ;;
     '--service')
         __nearby_add_completions -W "$(__nearby_custom_complete ---completion send -- --service "${COMP_CWORD}" "$(__nearby_cursor_index_in_current_word)")"
+        return
+        ;;
+    '--domain')
+        return
+        ;;
+    '--dns-server')
+        return
+        ;;
+    '--dns-key')
+        __nearby_add_completions -f
         return
         ;;
     '--name')
@@ -361,7 +411,7 @@ _nearby_send-file() {
     repeating_flags=()
     non_repeating_flags=(--verbose -v --json --human --version -h --help)
     repeating_options=()
-    non_repeating_options=(--timeout --service --name --encryption)
+    non_repeating_options=(--timeout --service --domain --dns-server --dns-key --name --encryption)
     __nearby_offer_flags_options -1
 
     # Offer option value completions
@@ -371,6 +421,16 @@ _nearby_send-file() {
         ;;
     '--service')
         __nearby_add_completions -W "$(__nearby_custom_complete ---completion send-file -- --service "${COMP_CWORD}" "$(__nearby_cursor_index_in_current_word)")"
+        return
+        ;;
+    '--domain')
+        return
+        ;;
+    '--dns-server')
+        return
+        ;;
+    '--dns-key')
+        __nearby_add_completions -f
         return
         ;;
     '--name')
@@ -399,7 +459,7 @@ _nearby_stream() {
     repeating_flags=()
     non_repeating_flags=(--listen --verbose -v --json --human --version -h --help)
     repeating_options=()
-    non_repeating_options=(--stream --from --timeout --service --name --encryption)
+    non_repeating_options=(--stream --from --timeout --service --domain --dns-server --dns-key --name --encryption)
     __nearby_offer_flags_options 1
 
     # Offer option value completions
@@ -416,6 +476,16 @@ _nearby_stream() {
         ;;
     '--service')
         __nearby_add_completions -W "$(__nearby_custom_complete ---completion stream -- --service "${COMP_CWORD}" "$(__nearby_cursor_index_in_current_word)")"
+        return
+        ;;
+    '--domain')
+        return
+        ;;
+    '--dns-server')
+        return
+        ;;
+    '--dns-key')
+        __nearby_add_completions -f
         return
         ;;
     '--name')
@@ -440,13 +510,23 @@ _nearby_disconnect() {
     repeating_flags=()
     non_repeating_flags=(--all --verbose -v --json --human --version -h --help)
     repeating_options=()
-    non_repeating_options=(--service)
+    non_repeating_options=(--service --domain --dns-server --dns-key)
     __nearby_offer_flags_options 1
 
     # Offer option value completions
     case "${prev}" in
     '--service')
         __nearby_add_completions -W "$(__nearby_custom_complete ---completion disconnect -- --service "${COMP_CWORD}" "$(__nearby_cursor_index_in_current_word)")"
+        return
+        ;;
+    '--domain')
+        return
+        ;;
+    '--dns-server')
+        return
+        ;;
+    '--dns-key')
+        __nearby_add_completions -f
         return
         ;;
     esac
@@ -479,13 +559,23 @@ _nearby_doctor() {
     repeating_flags=()
     non_repeating_flags=(--verbose -v --json --human --version -h --help)
     repeating_options=()
-    non_repeating_options=(--service --timeout --encryption)
+    non_repeating_options=(--service --domain --dns-server --dns-key --timeout --encryption)
     __nearby_offer_flags_options 1
 
     # Offer option value completions
     case "${prev}" in
     '--service')
         __nearby_add_completions -W "$(__nearby_custom_complete ---completion doctor -- --service "${COMP_CWORD}" "$(__nearby_cursor_index_in_current_word)")"
+        return
+        ;;
+    '--domain')
+        return
+        ;;
+    '--dns-server')
+        return
+        ;;
+    '--dns-key')
+        __nearby_add_completions -f
         return
         ;;
     '--timeout')

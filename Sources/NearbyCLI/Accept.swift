@@ -71,6 +71,7 @@ extension Nearby {
                 let request = ControlRequest.accept(query: query, decline: decline)
                 if try await context.viaRunningNode(request, service: service, expecting: expected) != nil { return }
                 var configuration = NodeConfiguration(service: service)
+                configuration.wideArea = try serviceOptions.wideArea.resolve(context)
                 configuration.encryption = session.mode
                 configuration.displayName = name
                 configuration.advertise = true

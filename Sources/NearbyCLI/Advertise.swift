@@ -70,6 +70,7 @@ extension Nearby {
                 _ = try txt.encode()
 
                 var configuration = NodeConfiguration(service: service)
+                configuration.wideArea = try serviceOptions.wideArea.resolve(context)
                 configuration.advertise = true
                 configuration.displayName = name
                 configuration.info = discoveryInfo

@@ -23,6 +23,12 @@ extension Nearby {
                 'service' event per instance of it (state found, updated or lost; host, port, \
                 addresses, interface, the TXT record as key/value pairs).
 
+                Beyond the link: --domain browses a unicast DNS domain (wide-area DNS-SD), polling \
+                every TTL; the events are the same, with 'domain'. --domains prints a \
+                'browse-domain' event per domain the network offers (PTR records of \
+                b._dns-sd._udp and lb._dns-sd._udp under --domain, else under the resolver's \
+                search domains and this host's reverse zones) and exits.
+
                 Examples:
                   nearby browse --timeout 5 | jq -r 'select(.event=="found") | .peer.name'
                   nearby browse --now
@@ -30,6 +36,8 @@ extension Nearby {
                   nearby browse --peer alice --timeout 10 >/dev/null && echo "alice is here"
                   nearby browse --types --timeout 3
                   nearby browse --service _http._tcp --timeout 3 | jq .txt
+                  nearby browse --domain office.example.org --dns-server ns.example.org
+                  nearby browse --domains
                 """)
 
         @OptionGroup var serviceOptions: ServiceOptions
@@ -53,6 +61,9 @@ extension Nearby {
         @Flag(help: "List what the link holds now and exit once the answers stop coming (no new one for 1 s), as avahi-browse -t does.")
         var now = false
 
+        @Flag(help: "List the browse domains the network offers (unicast DNS, RFC 6763 §11), under --domain or the resolver's search domains.")
+        var domains = false
+
         @OptionGroup var output: OutputOptions
 
         static let defaultPeerTimeout = 10.0
@@ -62,6 +73,9 @@ extension Nearby {
             if let count, count < 1 { throw ValidationError("--count must be at least 1") }
             if let peer, peer.isEmpty { throw ValidationError("--peer must not be empty") }
             if types, serviceOptions.service != nil { throw ValidationError("--types lists every service type; it takes no --service") }
+            if domains, types || peer != nil || serviceOptions.service != nil {
+                throw ValidationError("--domains lists browse domains; it does not go with --types, --peer or --service")
+            }
             if peer != nil, types || rawType != nil {
                 throw ValidationError("--peer looks for a nearby peer; it does not go with --types or a DNS-SD type")
             }
@@ -76,11 +90,12 @@ extension Nearby {
 
         func run() async throws {
             let context = output.configure(CommandContext.current)
+            if domains { return try await runDomains(context) }
             if types || rawType != nil { return try await runRaw(context) }
             try await reporting(context, verbose: output.verbose) {
                 let service = try serviceOptions.resolve(context)
                 let selfID = try context.identity().peerID
-                let browser = Browser(service: service)
+                let browser = makeBrowser(service, wideArea: try serviceOptions.wideArea.resolve(context))
                 let updates = try browser.start()
                 defer { browser.stop() }
                 context.events.emit(Events.Browsing(service: service.name, domain: browser.domain))

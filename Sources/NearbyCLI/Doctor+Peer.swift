@@ -32,7 +32,8 @@ extension Nearby.Doctor {
 
     /// Browses the service type until PEER shows up; when it does not, says what did.
     static func findPeer(
-        _ query: String, service: ServiceType, selfID: PeerID, paths: NearbyPaths, survey: Survey, notFoundHints: [String], within limit: Duration
+        _ query: String, service: ServiceType, selfID: PeerID, paths: NearbyPaths, environment: [String: String], survey: Survey,
+        notFoundHints: [String], within limit: Duration
     ) async -> PeerCheck {
         let browser = Browser(service: service)
         let updates: AsyncStream<Browser.Update>
@@ -80,10 +81,15 @@ extension Nearby.Doctor {
         if let recent {
             detail += "; seen before as \(recent.name ?? "?") (\(recent.id)), last on \(ISO8601DateFormatter().string(from: recent.lastSeen))"
         }
+        var hint = "on the peer: is 'nearby advertise --service \(service.name)' running? Compare 'nearby browse --types' there and here"
+        let offered = await WideAreaDNS.offeredDomains(environment: environment)
+        if let domain = offered.first {
+            detail += "; this network offers the DNS-SD domain\(offered.count > 1 ? "s" : "") \(offered.joined(separator: ", "))"
+            hint += ". If the peer is on another subnet, look there: 'nearby doctor --domain \(domain) \(query)'"
+        }
         return PeerCheck(check: DoctorCheck(
             "peer", .fail, detail,
-            hint: (["on the peer: is 'nearby advertise --service \(service.name)' running? Compare 'nearby browse --types' there and here"]
-                + notFoundHints.filter { !$0.isEmpty }).joined(separator: "; "),
+            hint: ([hint] + notFoundHints.filter { !$0.isEmpty }).joined(separator: "; "),
             exitStatus: .peerNotFound), found: nil)
     }
 

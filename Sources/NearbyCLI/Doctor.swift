@@ -28,6 +28,11 @@ extension Nearby {
                   peer-sees-us        the peer is asked whether it sees this host's probe (one-way \
                 multicast: we see it, it does not see us).
                 When the firewall check finds a rule, the other multicast checks' hints name it. \
+                With --domain (wide-area DNS-SD) instead of the link checks: dns-server (it \
+                answers), zone (it exists), key (a probe record registered and deleted with the TSIG \
+                key), clock (TSIG BADTIME), our-records (this identity is registered); with PEER: \
+                peer (PTR → SRV → A/AAAA), connect, encryption, identity. Exit 11 server \
+                unreachable, 13 zone refused, 12 key or clock rejected, 8 key file unusable.
                 Nothing invites the peer: it starts no session, pins nothing and shows no invitation.
                 Exit 0 when nothing failed, else the status of the first failure: 7 daemon, 2 peer \
                 not found, 5 cannot connect or encryption mismatch, 9 identity, 1 otherwise \
@@ -68,6 +73,9 @@ extension Nearby {
                     checks.append(check)
                     context.events.emit(Events.Check(check))
                 }
+                if let wideArea = try serviceOptions.wideArea.resolve(context) {
+                    return await wideAreaChecks(wideArea, service: service, identity: identity, context: context, record: record)
+                }
                 let survey = Survey()
                 do throws(NearbyError) {
                     try survey.start()
@@ -101,7 +109,7 @@ extension Nearby {
                     target = Target(addresses: [direct.host], port: direct.port, expected: nil, name: peer)
                 } else {
                     let peerCheck = await Self.findPeer(
-                        peer, service: service, selfID: identity.peerID, paths: context.paths, survey: survey,
+                        peer, service: service, selfID: identity.peerID, paths: context.paths, environment: context.environment, survey: survey,
                         notFoundHints: [DoctorCheck.multicastHint(firewall: dropping, otherwise: ""), Subnets.notFoundHint(interfaces)],
                         within: limit)
                     record(peerCheck.check)

@@ -41,6 +41,7 @@ extension Nearby {
                 if try await context.viaRunningNode(request, service: service, expecting: session.expecting(name: name)) != nil { return }
 
                 var configuration = NodeConfiguration(service: service)
+                configuration.wideArea = try serviceOptions.wideArea.resolve(context)
                 configuration.encryption = session.mode
                 configuration.displayName = name
                 try await LocalNode.run(configuration, identity: context.identity(), context: context, serve: true, stopReason: { stopReason($0) }) { local in

@@ -12,6 +12,8 @@ struct ServiceOptions: ParsableArguments {
         completion: .services)
     var service: String?
 
+    @OptionGroup var wideArea: WideAreaOptions
+
     func resolve(_ context: CommandContext) throws(NearbyError) -> ServiceType {
         if let service { return try ServiceType(option: service) }
         if let fromEnvironment = context.environment["NEARBY_SERVICE"], !fromEnvironment.isEmpty {

@@ -97,6 +97,7 @@ extension Nearby {
                 guard let target else { throw NearbyError.noNode("--all sends to the sessions of a running node") }
 
                 var configuration = NodeConfiguration(service: service)
+                configuration.wideArea = try serviceOptions.wideArea.resolve(context)
                 configuration.encryption = session.mode
                 configuration.displayName = name
                 let (lines, unreliable) = (self.lines, self.unreliable)

@@ -52,6 +52,7 @@ extension Nearby {
                 let request = ControlRequest.sendFiles(peer: peer, files: files, timeout: timeout)
                 if try await context.viaRunningNode(request, service: service, expecting: session.expecting(name: name)) != nil { return }
                 var configuration = NodeConfiguration(service: service)
+                configuration.wideArea = try serviceOptions.wideArea.resolve(context)
                 configuration.encryption = session.mode
                 configuration.displayName = name
                 try await LocalNode.run(

@@ -109,6 +109,7 @@ extension Nearby {
                     case nil: break
                     }
                     var configuration = NodeConfiguration(service: service)
+                    configuration.wideArea = try serviceOptions.wideArea.resolve(context)
                     configuration.encryption = session.mode
                     configuration.displayName = displayName
                     configuration.advertise = listen

@@ -10,6 +10,8 @@ public struct DiscoveredPeer: Sendable, Equatable {
     public var addresses: [String]
     public var interface: String?
     public var elapsed: Duration
+    /// The unicast DNS domain it was found in (`--domain`); nil for mDNS (`local.`).
+    public var domain: String? = nil
 
     /// `nearby` with our protocol key, `mpc` with MPC's display name key, else `other`.
     public var kind: PeerKind {

@@ -82,11 +82,13 @@ public enum Events {
         public var interface: String?
         public var isSelf: Bool
         public var elapsedMs: Int
+        /// The unicast DNS domain (`--domain`); absent on mDNS.
+        public var domain: String?
 
         enum CodingKeys: String, CodingKey {
             case peer, service, kind
             case protocolVersion = "protocol"
-            case info, host, port, addresses, interface
+            case info, host, port, addresses, interface, domain
             case isSelf = "self"
             case elapsedMs = "elapsed_ms"
         }
@@ -122,6 +124,7 @@ public enum Events {
             try container.encode(interface, forKey: .interface)
             try container.encode(isSelf, forKey: .isSelf)
             try container.encode(elapsedMs, forKey: .elapsedMs)
+            try container.encodeIfPresent(domain, forKey: .domain)
         }
     }
 
@@ -148,9 +151,11 @@ public enum Events {
         public var peer: PeerRef
         public var service: String
         public var elapsedMs: Int
+        /// The unicast DNS domain (`--domain`); absent on mDNS.
+        public var domain: String?
 
         enum CodingKeys: String, CodingKey {
-            case peer, service
+            case peer, service, domain
             case elapsedMs = "elapsed_ms"
         }
 

@@ -17,12 +17,14 @@ extension Events.PeerSeen {
             info: peer.txt.info, host: peer.host, port: peer.port, addresses: peer.addresses,
             interface: peer.interface, isSelf: peer.instance == selfID?.rawValue,
             elapsedMs: Int(peer.elapsed / .milliseconds(1)))
+        domain = peer.domain
     }
 }
 
 extension Events.Lost {
     public init(_ peer: DiscoveredPeer, service: ServiceType) {
         self.init(peer: peer.ref, service: service.name, elapsedMs: Int(peer.elapsed / .milliseconds(1)))
+        domain = peer.domain
     }
 }
 

@@ -6,7 +6,7 @@ struct DiscoveryCache {
     private(set) var peers: [String: DiscoveredPeer] = [:]
     /// Why discovery stopped working, if it did.
     private(set) var failure: NearbyError?
-    private(set) var browser: Browser?
+    private(set) var browser: (any PeerBrowsing)?
     /// When this browsing started: a name is taken as unambiguous only once every peer that answers
     /// the first query (mDNS responders wait 20-120 ms before answering a shared query) has had
     /// time to be seen.
@@ -14,10 +14,10 @@ struct DiscoveryCache {
     static let ambiguityWindow = Duration.milliseconds(300)
 
     /// Starts browsing if nobody has yet; returns the updates to feed back through `apply`.
-    mutating func start(_ service: ServiceType) -> AsyncStream<Browser.Update>? {
+    mutating func start(_ service: ServiceType, wideArea: WideAreaSettings? = nil) -> AsyncStream<Browser.Update>? {
         guard browser == nil else { return nil }
         failure = nil
-        let browser = Browser(service: service)
+        let browser = makeBrowser(service, wideArea: wideArea)
         self.browser = browser
         startedAt = .now
         do {

@@ -93,7 +93,7 @@ extension Node {
     }
 
     private func startDiscovery() {
-        guard let updates = discovery.start(configuration.service) else { return }
+        guard let updates = discovery.start(configuration.service, wideArea: configuration.wideArea) else { return }
         spawn { [self] in
             for await update in updates { await discovered(update) }
         }

@@ -17,6 +17,8 @@ public actor Node {
     let datagrams: DatagramHub
 
     private var advertiser: Advertiser?
+    /// `--domain`: the registration in a unicast DNS domain, instead of `advertiser`.
+    private var registrar: WideAreaRegistrar?
     private var listener: (any Channel)?
     public private(set) var port = 0
     var discovery = DiscoveryCache()
@@ -65,7 +67,7 @@ public actor Node {
     public var advertisingEvent: Events.Advertising {
         Events.Advertising(
             peer: PeerRef(id: identity.peerID.rawValue, name: displayName), service: configuration.service.name,
-            domain: "local.", port: port, info: configuration.info)
+            domain: configuration.wideArea?.domainText ?? "local.", port: port, info: configuration.info)
     }
     public var sessionCount: Int { sessions.count }
     public var connectedPeers: [AuthenticatedPeer] { sessions.values.map(\.peer).sorted { $0.id < $1.id } }
@@ -97,6 +99,13 @@ public actor Node {
         NearbyLog.logger.info("listening for sessions on port \(port) (encryption \(configuration.encryption.rawValue))")
         guard configuration.advertise else { return }
         let txt = TXTRecord(displayName: displayName, info: configuration.info, protocolVersion: TXTRecord.protocolVersion)
+        if let wideArea = configuration.wideArea {
+            let registrar = try WideAreaRegistrar(
+                settings: wideArea, service: configuration.service, instance: identity.peerID.rawValue, port: UInt16(port), txt: txt)
+            try await registrar.start()
+            self.registrar = registrar
+            return
+        }
         let advertiser = Advertiser(service: configuration.service, instance: identity.peerID.rawValue, port: UInt16(port), txt: txt)
         try await advertiser.start(lost: advertisementLost)
         self.advertiser = advertiser
@@ -136,6 +145,7 @@ public actor Node {
         guard !stopping else { return }
         stopping = true
         advertiser?.stop()
+        await registrar?.stop()
         discovery.stop()
         invitations.endWaiters()
         endStreamListeners()

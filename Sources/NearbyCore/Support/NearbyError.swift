@@ -13,6 +13,9 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
     case ioError = 8
     case identityCheckFailed = 9
     case nodeAlreadyRunning = 10
+    case dnsUnreachable = 11
+    case dnsKeyRejected = 12
+    case dnsZoneRefused = 13
     /// Interrupted by SIGINT while working (a cancelled transfer), as shells report it.
     case interrupted = 130
     /// The same status swift-argument-parser uses for usage errors.
@@ -31,6 +34,9 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
         case .ioError: "file or I/O error"
         case .identityCheckFailed: "identity or integrity check failed"
         case .nodeAlreadyRunning: "a node is already running"
+        case .dnsUnreachable: "--domain: the DNS server did not answer, or none was found"
+        case .dnsKeyRejected: "--domain: the DNS server rejected the TSIG key (BADKEY, BADSIG) or our clock (BADTIME)"
+        case .dnsZoneRefused: "--domain: the DNS server refused updates for the zone (NOTAUTH, REFUSED)"
         case .interrupted: "interrupted: SIGINT or SIGTERM cut the work short"
         case .usage: "usage error: invalid arguments or input"
         }
@@ -67,6 +73,7 @@ public enum NearbyError: Error, LocalizedError, Equatable, Sendable {
     case unsafeRunDirectory(path: String, reason: String)
     case transferFailed(path: String, code: String, reason: String)
     case cancelled(String)
+    case wideArea(WideAreaFailure)
 
     public var code: String {
         switch self {
@@ -97,6 +104,7 @@ public enum NearbyError: Error, LocalizedError, Equatable, Sendable {
         case .unsafeRunDirectory: "unsafe-run-directory"
         case let .transferFailed(_, code, _): code
         case .cancelled: "cancelled"
+        case let .wideArea(failure): failure.code
         }
     }
 
@@ -119,6 +127,7 @@ public enum NearbyError: Error, LocalizedError, Equatable, Sendable {
         case .ioFailure, .unsafeRunDirectory: .ioError
         case let .transferFailed(_, code, _): code == "integrity" ? .identityCheckFailed : code == "io-error" ? .ioError : .connectionFailed
         case .cancelled: .interrupted
+        case let .wideArea(failure): failure.exitStatus
         }
     }
 
@@ -182,6 +191,8 @@ public enum NearbyError: Error, LocalizedError, Equatable, Sendable {
             "\(path): \(reason)"
         case let .cancelled(what):
             "\(what) cancelled"
+        case let .wideArea(failure):
+            failure.message
         }
     }
 

@@ -1,0 +1,35 @@
+import NearbyCore
+
+extension Nearby.Browse {
+    /// `browse --domains`: one `browse-domain` event per domain the network offers (RFC 6763 §11),
+    /// under `--domain` if given, else under the resolver's search domains and the local reverse
+    /// zones; then exits.
+    func runDomains(_ context: CommandContext) async throws {
+        try await reporting(context, verbose: output.verbose) {
+            var settings = try serviceOptions.wideArea.resolve(context)
+                ?? WideAreaSettings(domain: "invalid", server: nil, keyPath: "")
+            settings.apply(environment: context.environment)
+            let candidates = serviceOptions.wideArea.domain != nil || context.environment["NEARBY_DOMAIN"].map({ !$0.isEmpty }) == true
+                ? [settings.domain] : WideAreaDNS.candidateDomains(resolvConf: settings.resolvConf)
+            for found in try await WideAreaDNS(settings: settings).browseDomains(in: candidates) {
+                context.events.emit(Events.BrowseDomainSeen(domain: found.domain, isDefault: found.isDefault, from: found.from))
+            }
+        }
+    }
+}
+
+extension Events {
+    /// `browse --domains`: a browse domain the network offers.
+    public struct BrowseDomainSeen: EventBody {
+        public static let event = "browse-domain"
+        public var domain: String
+        public var isDefault: Bool
+        public var from: String
+
+        enum CodingKeys: String, CodingKey {
+            case domain
+            case isDefault = "default"
+            case from
+        }
+    }
+}

@@ -1,0 +1,143 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import NearbyDNS
+
+/// Sends one DNS message to one server and returns the reply that answers it: UDP from a fresh
+/// socket (a random source port, the kernel's) with a random ID, retried within the deadline;
+/// TCP when the reply is truncated. Replies from elsewhere, with another ID or another question,
+/// or that do not parse are ignored; the wait goes on until the deadline.
+public struct DNSTransport: Sendable {
+    public let server: DNSServerAddress
+    /// The whole exchange, all tries together (`NEARBY_DNS_TIMEOUT` seconds, default 3).
+    public let deadline: Duration
+    public static let tries = 3
+
+    public init(server: DNSServerAddress, deadline: Duration = .seconds(3)) {
+        self.server = server
+        self.deadline = deadline
+    }
+
+    struct TimedOut: Error {}
+
+    /// A random message ID from the system's generator.
+    public static func randomID() -> UInt16 {
+        var generator = SystemRandomNumberGenerator()
+        return UInt16.random(in: 0...UInt16.max, using: &generator)
+    }
+
+    /// Exchanges `query`; `check` sees each candidate reply's bytes and may refuse it (a TSIG that
+    /// does not verify) by returning false.
+    public func exchange(
+        _ query: DNSMessage, wire: [UInt8], check: @escaping @Sendable (DNSMessage, [UInt8]) -> Bool = { _, _ in true }
+    ) async throws(NearbyError) -> DNSMessage {
+        let address: SocketAddress
+        do {
+            address = try SocketAddress.makeAddressResolvingHost(server.host, port: server.port)
+        } catch {
+            throw .wideArea(.unreachable(server: server.description, reason: "cannot resolve \(server.host)"))
+        }
+        do {
+            let reply = try await Self.within(deadline) {
+                try await udp(query, wire: wire, to: address, check: check)
+            }
+            guard reply.truncated else { return reply }
+            return try await Self.within(deadline) {
+                try await tcp(query, wire: wire, to: address, check: check)
+            }
+        } catch is TimedOut {
+            throw .wideArea(.unreachable(server: server.description, reason: "no answer within \(deadline)"))
+        } catch let error as NearbyError {
+            throw error
+        } catch is CancellationError {
+            throw .cancelled("DNS query")
+        } catch {
+            throw .wideArea(.unreachable(server: server.description, reason: "\(error)"))
+        }
+    }
+
+    static func within<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                try await Task.sleep(for: limit)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let value = first else { throw TimedOut() }
+            return value
+        }
+    }
+
+    private func udp(
+        _ query: DNSMessage, wire: [UInt8], to address: SocketAddress, check: @escaping @Sendable (DNSMessage, [UInt8]) -> Bool
+    ) async throws -> DNSMessage {
+        let channel = try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .bind(host: address.protocol == .inet6 ? "::" : "0.0.0.0", port: 0) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try NIOAsyncChannel<AddressedEnvelope<ByteBuffer>, AddressedEnvelope<ByteBuffer>>(wrappingChannelSynchronously: channel)
+                }
+            }
+        let interval = deadline / Self.tries
+        return try await channel.executeThenClose { inbound, outbound in
+            let resend = Task {
+                for _ in 0..<Self.tries {
+                    try await outbound.write(AddressedEnvelope(remoteAddress: address, data: ByteBuffer(bytes: wire)))
+                    try await Task.sleep(for: interval)
+                }
+            }
+            defer { resend.cancel() }
+            for try await envelope in inbound {
+                guard envelope.remoteAddress == address else { continue }
+                let bytes = Array(envelope.data.readableBytesView)
+                guard let reply = try? DNSMessage.decode(bytes), DNSReplyMatch.matches(reply, query) else {
+                    // A truncated reply may not parse past its header; still a valid "use TCP".
+                    if let header = try? Self.truncatedHeader(bytes), header.id == query.id, header.truncated { return header }
+                    continue
+                }
+                if reply.truncated || check(reply, bytes) { return reply }
+            }
+            throw TimedOut()
+        }
+    }
+
+    /// The header of a reply with TC set, when the rest did not parse.
+    static func truncatedHeader(_ bytes: [UInt8]) throws -> DNSMessage {
+        guard bytes.count >= 12 else { throw DNSError.malformed("short") }
+        var header = Array(bytes.prefix(12))
+        for index in 4..<12 { header[index] = 0 }
+        return try DNSMessage.decode(header)
+    }
+
+    private func tcp(
+        _ query: DNSMessage, wire: [UInt8], to address: SocketAddress, check: @escaping @Sendable (DNSMessage, [UInt8]) -> Bool
+    ) async throws -> DNSMessage {
+        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .connectTimeout(.milliseconds(Int64(deadline / .milliseconds(1))))
+            .connect(to: address) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                }
+            }
+        return try await channel.executeThenClose { inbound, outbound in
+            var framed = ByteBuffer()
+            framed.writeInteger(UInt16(wire.count))
+            framed.writeBytes(wire)
+            try await outbound.write(framed)
+            var received = ByteBuffer()
+            for try await chunk in inbound {
+                var chunk = chunk
+                received.writeBuffer(&chunk)
+                while let length = received.getInteger(at: received.readerIndex, as: UInt16.self),
+                      received.readableBytes >= 2 + Int(length) {
+                    received.moveReaderIndex(forwardBy: 2)
+                    let bytes = received.readBytes(length: Int(length)) ?? []
+                    if let reply = try? DNSMessage.decode(bytes), DNSReplyMatch.matches(reply, query), check(reply, bytes) {
+                        return reply
+                    }
+                }
+            }
+            throw NearbyError.wideArea(.unreachable(server: server.description, reason: "the TCP connection closed without an answer"))
+        }
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import NearbyDNS
+
+/// Browses one service type in a unicast DNS domain: every `pollInterval` (the records' TTL, so
+/// never faster than a cache would allow) it asks for the PTR records of `_<service>._tcp.DOMAIN`,
+/// then each instance's SRV and TXT and its host's A and AAAA, and reports what changed as the
+/// mDNS `Browser` does. An instance whose `_lease` has ended is treated as gone. If the first poll
+/// fails the stream fails; a later failure is logged and the next poll tries again.
+public final class WideAreaBrowser: PeerBrowsing, @unchecked Sendable {
+    public let settings: WideAreaSettings
+    public let registrationType: String
+    public var domain: String { settings.domainText }
+    private let dns: WideAreaDNS
+    private let lock = NSLock()
+    private var task: Task<Void, Never>?
+
+    public init(settings: WideAreaSettings, registrationType: String) {
+        self.settings = settings
+        self.registrationType = registrationType
+        dns = WideAreaDNS(settings: settings)
+    }
+
+    public func start() throws(NearbyError) -> AsyncStream<Browser.Update> {
+        let typeName: DNSName
+        do {
+            typeName = try DNSName(registrationType).appending(settings.domain)
+        } catch {
+            throw .invalidArgument("\(registrationType).\(settings.domainText) is not a valid DNS name")
+        }
+        let (stream, continuation) = AsyncStream<Browser.Update>.makeStream()
+        let task = Task { [dns, settings, domain] in
+            let started = ContinuousClock.now
+            var table = WideAreaTable()
+            var first = true
+            while !Task.isCancelled {
+                do throws(NearbyError) {
+                    let seen = try await Self.poll(dns, typeName: typeName, domain: domain, started: started)
+                    for update in table.apply(seen) { continuation.yield(update) }
+                } catch {
+                    if first || Task.isCancelled {
+                        for update in table.removeAll() { continuation.yield(update) }
+                        if !Task.isCancelled { continuation.yield(.failed(error)) }
+                        break
+                    }
+                    NearbyLog.logger.warning("browsing \(domain) failed this time: \(error.localizedDescription)")
+                }
+                first = false
+                do { try await Task.sleep(for: settings.pollInterval) } catch { break }
+            }
+            continuation.finish()
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        lock.withLock { self.task = task }
+        return stream
+    }
+
+    public func stop() {
+        lock.withLock { task }?.cancel()
+    }
+
+    /// At most this many instances are followed per poll: each costs four queries, and a hostile
+    /// server could list thousands.
+    public static let maxInstances = 256
+
+    /// One look at the domain: every live instance of the type, keyed by instance name.
+    static func poll(_ dns: WideAreaDNS, typeName: DNSName, domain: String, started: ContinuousClock.Instant) async throws(NearbyError) -> [String: DiscoveredPeer] {
+        let server = try dns.queryServer()
+        var seen: [String: DiscoveredPeer] = [:]
+        let now = WideAreaDNS.now()
+        for case let .ptr(name) in try await dns.lookup(typeName, .ptr, server: server).prefix(maxInstances).map(\.data) {
+            // Only instances directly under the type: a PTR elsewhere could point us anywhere.
+            guard name.labels.count == typeName.labels.count + 1, name.isSubdomain(of: typeName),
+                  let instance = name.firstLabel, seen[instance] == nil
+            else { continue }
+            guard case let .srv(_, _, port, target)? = try await dns.lookup(name, .srv, server: server).first?.data else { continue }
+            var strings: [[UInt8]] = []
+            if case let .txt(found)? = try await dns.lookup(name, .txt, server: server).first?.data { strings = found }
+            guard !WideAreaLease.ended(strings, now: now) else { continue }
+            let txt = TXTRecord.decode(strings.flatMap { [UInt8(min($0.count, 255))] + $0.prefix(255) })
+            var addresses: [String] = []
+            for record in try await dns.lookup(target, .a, server: server) + dns.lookup(target, .aaaa, server: server) {
+                if let address = Self.text(record.data) { addresses.append(address) }
+            }
+            var peer = DiscoveredPeer(
+                instance: instance, txt: txt, host: target.description, port: Int(port), addresses: addresses,
+                interface: nil, elapsed: ContinuousClock.now - started)
+            peer.domain = domain
+            seen[instance] = peer
+        }
+        return seen
+    }
+
+    static func text(_ data: RData) -> String? {
+        switch data {
+        case let .a(bytes): return bytes.map(String.init).joined(separator: ".")
+        case let .aaaa(bytes):
+            var groups: [String] = []
+            for index in stride(from: 0, to: 16, by: 2) { groups.append(String(UInt16(bytes[index]) << 8 | UInt16(bytes[index + 1]), radix: 16)) }
+            return groups.joined(separator: ":")
+        default: return nil
+        }
+    }
+}
+
+/// What the node and `browse` need from a browser, mDNS (`Browser`) or unicast DNS
+/// (`WideAreaBrowser`).
+public protocol PeerBrowsing: AnyObject, Sendable {
+    var domain: String { get }
+    func start() throws(NearbyError) -> AsyncStream<Browser.Update>
+    func stop()
+}
+
+extension Browser: PeerBrowsing {}
+
+/// The browser for a service: unicast DNS in `wideArea`'s domain when given, else mDNS.
+public func makeBrowser(_ service: ServiceType, wideArea: WideAreaSettings?) -> any PeerBrowsing {
+    if let wideArea { return WideAreaBrowser(settings: wideArea, registrationType: service.registrationType) }
+    return Browser(service: service)
+}

@@ -1,0 +1,88 @@
+import Foundation
+import NearbyDNS
+
+/// Wide-area DNS-SD (`--domain`): where to browse and register, with which key, and the lease.
+///
+/// The lease (docs/wide-area.md): records carry a short TTL (`NEARBY_DNS_TTL`, default 5 s) and the
+/// TXT record a `_lease=<UNIX seconds>` expiry, `lease` from the last refresh (`NEARBY_DNS_LEASE`,
+/// default 60 s). A running node refreshes every third of its lease and deletes its records when it
+/// stops; browsers treat an instance whose lease has passed as gone, and a registering node deletes
+/// instances whose lease passed long ago, so a node killed with SIGKILL is reported lost once its
+/// lease ends and its records do not stay in the zone.
+public struct WideAreaSettings: Sendable {
+    public var domain: DNSName
+    /// As the user gave it, for events and messages.
+    public var domainText: String
+    /// `--dns-server`; nil: found from the domain (SRV `_dns-update._udp`, else the SOA primary)
+    /// for updates, and the system resolver for queries.
+    public var server: DNSServerAddress?
+    /// `--dns-key`, else `$NEARBY_HOME/dns.key`.
+    public var keyPath: String
+    public var lease = Duration.seconds(60)
+    public var ttl: UInt32 = 5
+    /// Each exchange with the server, all its tries (`NEARBY_DNS_TIMEOUT`).
+    public var timeout = Duration.seconds(3)
+    /// Seconds added to our clock when signing (`NEARBY_DNS_CLOCK_SKEW`, tests only: shows BADTIME
+    /// against a real server without changing the machine's clock).
+    public var clockSkew: Int64 = 0
+    /// The system resolver's configuration (`NEARBY_RESOLV_CONF`, tests only: a lab host's resolver).
+    public var resolvConf = "/etc/resolv.conf"
+
+    public static let defaultKeyFile = "dns.key"
+    public static let leaseKey = "_lease"
+
+    public init(domain: String, server: DNSServerAddress?, keyPath: String) throws(NearbyError) {
+        let trimmed = domain.hasSuffix(".") ? String(domain.dropLast()) : domain
+        guard !trimmed.isEmpty, trimmed.lowercased() != "local" else {
+            throw .invalidArgument("--domain '\(domain)': give a unicast DNS domain such as office.example.com (without --domain, nearby uses local.)")
+        }
+        do {
+            self.domain = try DNSName(trimmed)
+        } catch {
+            throw .invalidArgument("--domain '\(domain)' is not a valid domain name")
+        }
+        domainText = self.domain.description
+        self.server = server
+        self.keyPath = keyPath
+    }
+
+    /// Test and tuning knobs from the environment.
+    public mutating func apply(environment: [String: String]) {
+        if let lease = NodeConfiguration.seconds(environment["NEARBY_DNS_LEASE"]) { self.lease = max(lease, .seconds(3)) }
+        if let ttl = environment["NEARBY_DNS_TTL"].flatMap(UInt32.init), (1...3600).contains(ttl) { self.ttl = ttl }
+        if let timeout = NodeConfiguration.seconds(environment["NEARBY_DNS_TIMEOUT"]) { self.timeout = min(timeout, .seconds(60)) }
+        if let path = environment["NEARBY_RESOLV_CONF"], !path.isEmpty { resolvConf = path }
+        if let skew = environment["NEARBY_DNS_CLOCK_SKEW"].flatMap(Int64.init), abs(skew) < 86_400 { clockSkew = skew }
+    }
+
+    /// How often a browser asks again: never faster than the records' TTL allows, at least 1 s.
+    public var pollInterval: Duration { .seconds(max(Int(ttl), 1)) }
+    /// How often a registered node rewrites its records and lease.
+    public var refreshInterval: Duration { lease / 3 }
+
+    public var leaseSeconds: Int { Int(lease / .seconds(1)) }
+
+    /// Reads the TSIG key. The file must be the owner's alone (0600 or stricter), as it signs
+    /// changes to the zone; its contents never appear in any message.
+    public func loadKey() throws(NearbyError) -> TSIGKey {
+        let attributes: [FileAttributeKey: Any]
+        do {
+            attributes = try FileManager.default.attributesOfItem(atPath: keyPath)
+        } catch {
+            throw .wideArea(.keyFile(path: keyPath, reason: "it does not exist or cannot be read; make one with 'tsig-keygen NAME > \(keyPath)' and give the server the same key"))
+        }
+        let mode = (attributes[.posixPermissions] as? NSNumber)?.intValue ?? 0o777
+        guard mode & 0o077 == 0 else {
+            throw .wideArea(.keyFile(path: keyPath, reason: "its mode is \(String(mode, radix: 8)); a TSIG key must be readable by its owner only (chmod 600)"))
+        }
+        guard let data = FileManager.default.contents(atPath: keyPath), let text = String(data: data, encoding: .utf8) else {
+            throw .wideArea(.keyFile(path: keyPath, reason: "cannot read it"))
+        }
+        do {
+            return try TSIGKey.parse(keyFile: text)
+        } catch {
+            let reason = if case let .tsig(why) = error { why } else { "not a key file" }
+            throw .wideArea(.keyFile(path: keyPath, reason: reason))
+        }
+    }
+}
