@@ -22,9 +22,7 @@ public enum ControlServer {
                 try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                     // A stream's client may end its bytes (EOF) while the peer's still flow to it.
                     .childChannelOption(.allowRemoteHalfClosure, value: true)
-                    // Reads of up to 1 MiB: a stream's records (StreamWire) come out whole, as
-                    // frames as large as a raw copy made (a record split by a read is one more frame).
-                    .childChannelOption(.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 4096, initial: 65536, maximum: 1 << 20))
+                    .childChannelOption(.recvAllocator, value: Connections.receiveBuffer)
                     .bind(unixDomainSocketPath: address.socket, cleanupExistingSocketFile: true) { channel in
                         channel.eventLoop.makeCompletedFuture {
                             // Before the async wrapper: it sees the client's end whoever reads.
