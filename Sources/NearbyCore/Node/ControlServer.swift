@@ -20,7 +20,7 @@ public enum ControlServer {
             // Created under umask 0077: the socket is never reachable by others, not even before chmod.
             server = try await RunDirectory.withPrivateUmask {
                 try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                    // A stream's client may end its bytes (EOF) while the peer's still flow to it.
+                    // A client may end its bytes (EOF: send --lines) and still read its answer.
                     .childChannelOption(.allowRemoteHalfClosure, value: true)
                     .childChannelOption(.recvAllocator, value: Connections.receiveBuffer)
                     .bind(unixDomainSocketPath: address.socket, cleanupExistingSocketFile: true) { channel in

@@ -50,26 +50,48 @@ public final class DescriptorSource: ByteSource, @unchecked Sendable {
                 room.wait()
                 var buffer = ByteBufferAllocator().buffer(capacity: chunk)
                 var failure: Int32 = 0
+                var ended = false
                 let count = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: chunk) { pointer in
-                    while true {
-                        let n = read(fd, pointer.baseAddress, chunk)
-                        if n < 0, errno == EINTR { continue }
-                        if n < 0 { failure = errno }
-                        return max(0, n)
-                    }
+                    Self.fill(fd, pointer.baseAddress, chunk, failure: &failure, ended: &ended)
                 }
+                if count > 0 { continuation.yield(buffer) }
                 if failure != 0 {
                     continuation.finish(throwing: NearbyError.ioFailure(path: "stdin", reason: String(cString: strerror(failure))))
                     return
                 }
-                if count == 0 {
+                if ended {
                     continuation.finish()
                     return
                 }
-                continuation.yield(buffer)
             }
         }
         return stream.makeAsyncIterator()
+    }
+
+    /// Reads at least one byte (blocking), then on while more is there at once (a pipe gives at
+    /// most what it holds, 64 KiB, per read): chunks as large as the input allows, without waiting
+    /// for bytes that have not come. Returns the bytes read; sets `ended` at the end of the input.
+    static func fill(_ fd: Int32, _ base: UnsafeMutableRawPointer?, _ chunk: Int, failure: inout Int32, ended: inout Bool) -> Int {
+        guard let base else { return 0 }
+        var filled = 0
+        while filled < chunk {
+            if filled > 0 {
+                var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                guard poll(&ready, 1, 0) > 0 else { break }
+            }
+            let n = read(fd, base + filled, chunk - filled)
+            if n < 0, errno == EINTR { continue }
+            if n < 0 {
+                failure = errno
+                break
+            }
+            if n == 0 {
+                ended = true
+                break
+            }
+            filled += n
+        }
+        return filled
     }
 
     public func next() async throws -> ByteBuffer? {
