@@ -41,6 +41,8 @@ struct HumanRenderer: Sendable {
             body = found(e)
         case "looking":
             body = "still looking for '\(e.clean("peer"))' on \(e.clean("service"))…"
+        case "waiting":
+            body = paint(e.clean("reason"), .yellow)
         case "lost":
             body = paint("lost", .yellow) + " \(paint(e.peerLabel, .bold)) (\(e.peerID))"
         case "invitation":

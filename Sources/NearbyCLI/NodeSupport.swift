@@ -153,7 +153,7 @@ extension CommandContext {
         let identity = try identity()
         let address = NodeAddress(paths: paths, environment: environment, peerID: identity.peerID, service: service)
         let replies = NodeReplies(events)
-        let status = try await interruptible("waiting for the node") {
+        let status = try await interruptible(request.activity) {
             try await ControlClient.perform(request, address: address) { replies.print($0) }
         }
         if let status { try replies.outcome(status) }

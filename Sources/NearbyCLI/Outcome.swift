@@ -42,3 +42,22 @@ final class LockedValue<Value: Sendable>: Sendable {
     func get() -> Value { storage.withLock { $0 } }
     func set(_ value: Value) { storage.withLock { $0 = value } }
 }
+
+extension ControlRequest {
+    /// What the command is doing while the node works, for the sentence Ctrl-C ends it with
+    /// ("waiting for an invitation cancelled").
+    var activity: String {
+        switch self {
+        case let .invite(peer, _, _): "inviting \(peer)"
+        case .accept(_, true): "waiting for an invitation to decline"
+        case .accept: "waiting for an invitation"
+        case let .send(peers, all, _, _), let .sendDatagram(peers, all, _, _), let .sendLines(peers, all, _, _):
+            "sending to \(all ? "every peer" : peers.joined(separator: ", "))"
+        case let .sendFiles(peer, _, _): "sending files to \(peer)"
+        case let .disconnect(peer, all): "disconnecting from \(all ? "every peer" : peer ?? "")"
+        case let .stream(peer, _, _, _): "the stream with \(peer)"
+        case .listen: "waiting for a stream"
+        case let .expecting(_, request): request.activity
+        }
+    }
+}

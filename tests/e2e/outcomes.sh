@@ -209,3 +209,16 @@ test_outcome_accept_ends_when_the_files_are_in() {
     cmp "$src/a.bin" "$dir/a.bin" && cmp "$src/b.bin" "$dir/b.bin" || fail "the files differ" || return 1
     await "$ADV" 'select(.event=="disconnected" and .peer.id=="'"$id1"'")' 5 "h2's node sees accept leave" >/dev/null || return 1
 }
+
+# `nearby accept` attached to a node with nothing pending says what it waits for, and Ctrl-C says
+# what was cut short (it used to be silent, then "waiting for the node cancelled").
+test_outcome_attached_accept_says_it_waits() {
+    trap stop_started RETURN
+    local acceptor
+    start_node 1 s-oc-wait || return 1
+    nb_bg 1 "$OUT/accept.jsonl" accept --service s-oc-wait; acceptor=$PID
+    await "$OUT/accept.jsonl" 'select(.event=="waiting" and .for=="invitation" and (.reason|contains("s-oc-wait")))' 10 "the waiting event" >/dev/null || return 1
+    kill -INT "$acceptor"
+    exits "$acceptor" 10 130 "accept after Ctrl-C" || return 1
+    oc_sentence "$OUT/accept.jsonl.err" "waiting for an invitation cancelled" || return 1
+}

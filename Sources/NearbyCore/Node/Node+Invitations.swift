@@ -122,6 +122,10 @@ extension Node {
             if !decline, let link = sessions[peer.id] { sink.emit(connectedEvent(link)) }
             return decline ? nil : peer
         }
+        let service = configuration.service.name
+        client?.emit(Events.Waiting(
+            for: "invitation", service: service,
+            reason: "waiting for an invitation\(query.map { " from \($0)" } ?? "") on \(service) (Ctrl-C to stop)"))
         let waiter = Invitations.AcceptWaiter(query: query, decline: decline, sink: sink)
         invitations.wait(waiter)
         let answered = await waiter.answered.wait()

@@ -119,8 +119,10 @@ public actor Node {
 
     private func readvertise() async {
         guard let advertiser, !stopping else { return }
-        let failure = NearbyError.daemonUnavailable(code: -65537)
-        events.emit(Events.Failure(code: failure.code, message: "the DNS-SD daemon went away: not discoverable until it is back", exitStatus: failure.exitStatus.rawValue))
+        // Not a failure of the node, which runs on: a wait, with no exit status.
+        events.emit(Events.Waiting(
+            for: "daemon", service: configuration.service.name,
+            reason: "the DNS-SD daemon went away: not discoverable until it is back, then advertising again"))
         NearbyLog.logger.warning("the DNS-SD daemon went away; registering again as soon as it is back")
         while !stopping {
             do {
