@@ -81,18 +81,22 @@ public enum TSIG {
         return Array(hmac.finalize())
     }
 
+    /// A response's MAC covers the request's MAC first (its length, then its bytes); a request's
+    /// covers nothing before the message.
+    static func requestPrefix(_ requestMAC: [UInt8]?) -> [[UInt8]] {
+        guard let requestMAC else { return [] }
+        var prefix = DNSWriter(compress: false)
+        prefix.u16(UInt16(requestMAC.count))
+        prefix.raw(requestMAC)
+        return [prefix.bytes]
+    }
+
     /// Signs an encoded message: appends a TSIG record and counts it in ARCOUNT. Returns the signed
     /// bytes and the MAC, which the response's MAC covers.
     public static func sign(_ message: [UInt8], key: TSIGKey, time: UInt64, fudge: UInt16 = defaultFudge,
                             requestMAC: [UInt8]? = nil) throws(DNSError) -> (bytes: [UInt8], mac: [UInt8]) {
         guard message.count >= 12 else { throw .malformed("message shorter than its header") }
-        var parts: [[UInt8]] = []
-        if let requestMAC {
-            var prefix = DNSWriter(compress: false)
-            prefix.u16(UInt16(requestMAC.count))
-            prefix.raw(requestMAC)
-            parts.append(prefix.bytes)
-        }
+        var parts = requestPrefix(requestMAC)
         parts.append(message)
         parts.append(variables(key: key, time: time, fudge: fudge, error: 0, other: []))
         let mac = mac(parts, key: key)
@@ -146,13 +150,7 @@ public enum TSIG {
         message[11] = UInt8((arcount - 1) & 0xFF)
         message[0] = UInt8(tsig.originalID >> 8)
         message[1] = UInt8(tsig.originalID & 0xFF)
-        var parts: [[UInt8]] = []
-        if let requestMAC {
-            var prefix = DNSWriter(compress: false)
-            prefix.u16(UInt16(requestMAC.count))
-            prefix.raw(requestMAC)
-            parts.append(prefix.bytes)
-        }
+        var parts = requestPrefix(requestMAC)
         parts.append(message)
         parts.append(variables(key: key, time: tsig.timeSigned, fudge: tsig.fudge, error: tsig.error, other: tsig.other))
         let expected = mac(parts, key: key)
