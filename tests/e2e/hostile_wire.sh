@@ -148,9 +148,10 @@ test_wire_auto_accepted_strangers_stay_at_the_pin_cap() {
     expect_eq "$(cat "$home/known_peers" 2>/dev/null | wc -l)" "$before" "known_peers lines (strangers go elsewhere)" || return 1
     # The last strangers are the ones kept.
     (( $(sort -u -k1,1 "$home/known_peers.auto" | wc -l) >= cap )) || fail "fewer than $cap strangers kept" || return 1
-    # Not slower at the end than at the start (was 72 -> 5 sessions/s at 20,000 pins). The lab's
-    # CPUs are shared, so single windows are noisy: the last three against the first three.
-    jq -e '(.rates[-3:] | add / length) >= (.rates[:3] | add / length) * 0.4' <<<"$result" >/dev/null \
+    # Not slower at the end than after the start (was 72 -> 5 sessions/s at 20,000 pins). The lab's
+    # CPUs are shared, so single windows are noisy, and the first one runs before the node has warmed
+    # up: the last three against the median of all but the first.
+    jq -e '(.rates[-3:] | add / length) >= (.rates[1:] | sort | .[length / 2 | floor]) * 0.4' <<<"$result" >/dev/null \
         || fail "sessions/s fell: $result" || return 1
     # A pinned friend still gets in.
     nb 2 send "$(lab_addr 1):$port" "friend here" --service s-wire-pins --encryption optional >"$OUT/friend.jsonl" 2>&1 \

@@ -498,7 +498,9 @@ test_unknown_and_ambiguous_peers() {
     nb 4 identity --rename Twin >/dev/null && nb 5 identity --rename Twin >/dev/null || fail "rename failed" || return 1
     start_node 4 s-twin --auto-accept; status=$?
     [[ $status == 0 ]] && { adv4=$ADV; start_node 5 s-twin --auto-accept; status=$?; adv5=$ADV; }
-    nb 4 identity --rename "$name4" >/dev/null; nb 5 identity --rename "$name5" >/dev/null   # names back for later tests
+    # Names back for later tests, once the nodes are stopped (renaming under a running node is refused).
+    SESS_NAMES_BACK="nb 4 identity --rename $(printf '%q' "$name4") >/dev/null; nb 5 identity --rename $(printf '%q' "$name5") >/dev/null"
+    trap 'stop_started; eval "$SESS_NAMES_BACK"' RETURN
     [[ $status == 0 ]] || return 1
 
     nb 2 send Twin x --service s-twin --timeout 5 >"$OUT/twin.jsonl" 2>"$OUT/twin.err"; status=$?
