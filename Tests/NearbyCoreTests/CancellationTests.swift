@@ -7,6 +7,11 @@ import Testing
 /// Every wait of a node ends when the waiting task is cancelled, and leaves nothing behind: two real
 /// nodes over loopback (HOST:PORT skips discovery).
 @Suite(.serialized) struct CancellationTests {
+    /// "At once", against waits of 10 s and more: generous, because the other suites run beside this
+    /// one on two cores (a 1 MB request read a byte at a time, 20,000 DNS messages), and a cancelled
+    /// task was seen to resume 0.9 s late under that load.
+    static let atOnce = Duration.seconds(2)
+
     private func node(_ name: String, _ configure: (inout NodeConfiguration) -> Void = { _ in }) async throws -> (Node, MemorySink) {
         let made = try await TestNodes.make(name, configure)
         return (made.node, made.events)
@@ -33,7 +38,7 @@ import Testing
     @Test func anAcceptWaitingForAnInvitationEndsAtOnceAndLeavesNoWaiter() async throws {
         let (host, _) = try await node("host")
         let (elapsed, error) = await cancelled { try await host.accept(nil, decline: false, client: nil) }
-        #expect(elapsed < .milliseconds(500))
+        #expect(elapsed < Self.atOnce)
         #expect(error?.code == "cancelled")
         // The next invitation finds no ghost to take it: nobody answers, so it times out.
         let (guest, _) = try await node("guest")
@@ -51,7 +56,7 @@ import Testing
         let (guest, _) = try await node("guest")
         let port = await host.port
         let (elapsed, error) = await cancelled { try await guest.invite("127.0.0.1:\(port)", context: nil, timeout: 30, client: nil) }
-        #expect(elapsed < .milliseconds(500))
+        #expect(elapsed < Self.atOnce)
         #expect(error?.code == "cancelled")
         // The host saw the invitation and then its withdrawal.
         var withdrawn = false
@@ -69,7 +74,7 @@ import Testing
         let (elapsed, error) = await cancelled {
             try await host.listenForStream(name: nil, from: nil, source: EmptySource(), sink: NullByteSink(), client: nil)
         }
-        #expect(elapsed < .milliseconds(500))
+        #expect(elapsed < Self.atOnce)
         #expect(error?.code == "cancelled")
         await host.stop()
     }
@@ -81,7 +86,7 @@ import Testing
             .bind(host: "127.0.0.1", port: 0).get()
         let port = silent.localAddress?.port ?? 0
         let (elapsed, error) = await cancelled { try await host.invite("127.0.0.1:\(port)", context: nil, timeout: 30, client: nil) }
-        #expect(elapsed < .milliseconds(500))
+        #expect(elapsed < Self.atOnce)
         #expect(error?.code == "cancelled")
         try await silent.close()
         await host.stop()
