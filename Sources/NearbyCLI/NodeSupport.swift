@@ -220,8 +220,3 @@ func stopReason<T>(_ result: Result<T, any Error>, done: String = "the node stop
     case .failure: failed
     }
 }
-
-/// Exits with the status a node reported for a client's request.
-func exitWith(_ status: Int32) throws {
-    if status != 0 { throw ExitCode(status) }
-}

@@ -56,11 +56,7 @@ hl_check_node() {
     (( fds < 900 )) || fail "the node holds $fds descriptors (limit 1024)"
 }
 
-hl_rogue_bg() {
-    local py
-    py=$(files_python) || return 1
-    spawn 2 "$1" "$py" "$ROOT/tests/e2e/rogue_links.py" "$(lab_addr 1)" "$PORT" "${@:2}"
-}
+hl_rogue_bg() { rogue_bg rogue_links.py 2 "$1" "$(lab_addr 1)" "$PORT" "${@:2}"; }
 
 # hl_invited_flood SERVICE MAX_HELD [SOURCES]: 1,100 invited links (from SOURCES, else host 2's own
 # address) while the friend sends during and after; the node keeps at most MAX_HELD of them.

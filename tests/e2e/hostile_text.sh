@@ -7,11 +7,7 @@
 # Sourced by run.sh; uses the helpers of sessions.sh, files.sh and terminal.sh.
 # shellcheck shell=bash
 
-text_rogue() { # text_rogue K OUT MODE ARGS...: rogue_text.py on host K in the background; sets PID
-    local host=$1 out=$2 py; shift 2
-    py=$(files_python) || return 1
-    spawn "$host" "$out" "$py" "$ROOT/tests/e2e/rogue_text.py" "$@"
-}
+text_rogue() { rogue_bg rogue_text.py "$@"; } # text_rogue K OUT MODE ARGS...: rogue_text.py on host K in the background; sets PID
 
 # text_clean FILE WHAT [colors]: no byte a terminal acts on in FILE (the raw bytes of a terminal):
 # ESC, the C1 CSI (C2 9B), DEL, U+202E, U+200B, U+FEFF. With "colors", nearby's own colours and

@@ -4,18 +4,9 @@
 # pins on an --auto-accept node, and an inviter picks a friend's ID as its invitation ID.
 # Test peers: tests/e2e/rogue_wire.py (on rogue_sender.py's protocol helpers).
 
-# wire_rogue HOST OUTFILE ARGS...: rogue_wire.py on host HOST in the foreground.
-wire_rogue() {
-    local host=$1 out=$2 py; shift 2
-    py=$(files_python) || return 1
-    lab_run "$host" "$py" "$ROOT/tests/e2e/rogue_wire.py" "$@" >"$out" 2>"$out.err"
-}
-# wire_rogue_bg HOST OUTFILE ARGS...: the same in the background; sets PID.
-wire_rogue_bg() {
-    local host=$1 out=$2 py; shift 2
-    py=$(files_python) || return 1
-    spawn "$host" "$out" "$py" "$ROOT/tests/e2e/rogue_wire.py" "$@"
-}
+# wire_rogue HOST OUTFILE ARGS...: rogue_wire.py on host HOST (security.sh's rogue); wire_rogue_bg in the background.
+wire_rogue() { rogue rogue_wire.py "$@"; }
+wire_rogue_bg() { rogue_bg rogue_wire.py "$@"; }
 # wire_peak PID: the process's peak resident memory in MB (VmHWM).
 wire_peak() { awk '/^VmHWM:/ { printf "%d\n", $2 / 1024 }' "/proc/$1/status"; }
 # wire_fds PID: its open file descriptors.

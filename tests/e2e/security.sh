@@ -5,18 +5,21 @@
 # (files_python). Needs python3 with `cryptography`. Hosts h1..h3.
 # shellcheck shell=bash
 
-# sec_rogue HOST OUTFILE ARGS...: rogue_sender.py on HOST against the arguments, in the foreground.
-sec_rogue() {
-    local host=$1 out=$2 py; shift 2
+# rogue SCRIPT HOST OUTFILE ARGS...: a hostile peer of tests/e2e (rogue_*.py) on HOST, in the
+# foreground, stdout to OUTFILE and stderr to OUTFILE.err; rogue_bg the same in the background (sets PID).
+rogue() {
+    local script=$1 host=$2 out=$3 py; shift 3
     py=$(files_python) || return 1
-    lab_run "$host" "$py" "$ROOT/tests/e2e/rogue_sender.py" "$@" >"$out" 2>"$out.err"
+    lab_run "$host" "$py" "$ROOT/tests/e2e/$script" "$@" >"$out" 2>"$out.err"
 }
-# sec_rogue_bg HOST OUTFILE ARGS...: the same in the background; sets PID.
-sec_rogue_bg() {
-    local host=$1 out=$2 py; shift 2
+rogue_bg() {
+    local script=$1 host=$2 out=$3 py; shift 3
     py=$(files_python) || return 1
-    spawn "$host" "$out" "$py" "$ROOT/tests/e2e/rogue_sender.py" "$@"
+    spawn "$host" "$out" "$py" "$ROOT/tests/e2e/$script" "$@"
 }
+# sec_rogue HOST OUTFILE ARGS...: rogue_sender.py on HOST against the arguments; sec_rogue_bg in the background.
+sec_rogue() { rogue rogue_sender.py "$@"; }
+sec_rogue_bg() { rogue_bg rogue_sender.py "$@"; }
 # sec_node K FILE DIR ENV... -- ARGS...: `nearby ARGS` on host K in working directory DIR with the
 # extra environment ENV (NAME=VALUE …), stdin /dev/null, in the background; sets PID.
 sec_node() {
