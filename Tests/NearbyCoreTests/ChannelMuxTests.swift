@@ -7,7 +7,7 @@ import Testing
 /// channels, caps, and close/reset races.
 @Suite struct ChannelMuxTests {
     private func open(_ id: UInt32) -> Frame {
-        Control.frame(.open, Control.Open(kind: "stream", path: "", size: 0, key: ""), channel: id)
+        Control.frame(.open, Control.Open(kind: .stream, path: "", size: 0, key: ""), channel: id)
     }
 
     private func data(_ id: UInt32, _ count: Int) -> Frame {

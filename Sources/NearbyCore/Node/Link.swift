@@ -1,8 +1,11 @@
 import NIOCore
 import Synchronization
 
-/// One authenticated connection to a peer: the write side, the channel, and the time anything was
-/// last heard (for keepalives). Immutable parts only; the node keeps the link's state.
+/// One authenticated connection to a peer and everything that lives on it: the write side, where it
+/// is in the session protocol (`session`), its channels and what runs on them (`channels`), and the
+/// time anything was last heard (for keepalives). Its own task (`Node.serve`) feeds it the peer's
+/// frames; the node only hears that it connected and that it closed, and dropping it drops all it
+/// owned.
 public final class Link: Sendable, Hashable {
     public let peer: AuthenticatedPeer
     public let isClient: Bool
@@ -11,6 +14,10 @@ public final class Link: Sendable, Hashable {
     let shortcut: MessageShortcut
     /// The place an incoming link holds among links that are not sessions (`HandshakeGate`).
     let admission: HandshakeGate.Ticket?
+    /// Where the link is in the session protocol.
+    let session: Mutex<SessionStateMachine>
+    /// Files and streams on channels above 0.
+    let channels: LinkChannels
     /// Completed when the node has forgotten the link (`Node.detach`): what a leaving node waits for.
     private let detachedPromise: EventLoopPromise<Void>
     private let lastHeard = Mutex(ContinuousClock.now)
@@ -27,6 +34,28 @@ public final class Link: Sendable, Hashable {
         self.outbound = outbound
         self.channel = channel
         self.shortcut = shortcut
+        session = Mutex(SessionStateMachine(inbound: !isClient))
+        channels = LinkChannels(isClient: isClient)
+    }
+
+    /// Takes one step of the session protocol.
+    func step(_ body: (inout SessionStateMachine) -> [SessionStateMachine.Action]) -> [SessionStateMachine.Action] {
+        session.withLock { body(&$0) }
+    }
+
+    var state: SessionStateMachine.State { session.withLock { $0.state } }
+
+    /// A new channel of ours running what `make` gives it, within the link's cap.
+    func openChannel<Made: Sendable>(_ make: (UInt32) -> (LinkChannels.End, Made)) throws(NearbyError) -> Made {
+        guard let made = channels.open(make) else {
+            throw .connectionFailed("too many channels open with \(peer.id) (at most \(ChannelMux.Limits().channels))")
+        }
+        return made
+    }
+
+    /// Returns window to the peer for `count` bytes of its data on `channel` we consumed, when worth a frame.
+    func consumed(_ count: Int, on channel: UInt32) async {
+        if let grant = channels.consumed(channel, count) { await send(grant) }
     }
 
     func heard() { lastHeard.withLock { $0 = .now } }

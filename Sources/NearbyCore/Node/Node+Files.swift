@@ -8,74 +8,6 @@ import Glibc
 import Darwin
 #endif
 
-/// One channel on one link.
-struct ChannelKey: Hashable {
-    let link: ObjectIdentifier
-    let channel: UInt32
-    init(_ link: Link, _ channel: UInt32) {
-        self.link = ObjectIdentifier(link)
-        self.channel = channel
-    }
-}
-
-/// The file transfers of a node: channels it sends on, files it receives.
-struct FileTransfers {
-    var outgoing: [ChannelKey: OutgoingChannel] = [:]
-    var incoming: [ChannelKey: IncomingFile] = [:]
-}
-
-/// What the receiver says about a file we send: answers, flow-control credit, the end.
-final class OutgoingChannel: Sendable {
-    enum Signal: Sendable {
-        case reply(Control.OpenReply)
-        case closed(Control.Close)
-        case reset(Control.Reset)
-        case lost(String)
-    }
-
-    let id: UInt32
-    /// Answers and the end: a handful per channel (the multiplexer refuses repeats).
-    let signals: AsyncStream<Signal>
-    let continuation: AsyncStream<Signal>.Continuation
-    /// What the receiver lets us send, summed however many window frames it sends.
-    let credit = CreditGate(initial: Transfer.window)
-
-    init(id: UInt32) {
-        self.id = id
-        (signals, continuation) = AsyncStream<Signal>.makeStream()
-    }
-}
-
-/// A file arriving: written to a hidden partial file beside its destination, hashed as it comes,
-/// put in place under a name that overwrites nothing once the sender's SHA-256 matches.
-final class IncomingFile {
-    let transfer: String
-    let peer: PeerRef
-    let relative: String
-    let directory: String
-    let name: String
-    let partial: String
-    let size: UInt64
-    /// Set once the sender starts: writes and hashes what arrives, off the event loop.
-    var writer: FileWriter?
-    var prefixHasher: SHA256?
-    var offered: UInt64 = 0
-    var position: UInt64 = 0
-    var skipped: UInt64 = 0
-    var started = ContinuousClock.now
-    var lastProgress = ContinuousClock.now
-
-    init(transfer: String, peer: PeerRef, relative: String, directory: String, name: String, partial: String, size: UInt64) {
-        self.transfer = transfer
-        self.peer = peer
-        self.relative = relative
-        self.directory = directory
-        self.name = name
-        self.partial = partial
-        self.size = size
-    }
-}
-
 enum Transfer {
     static let chunk = 256 << 10
     /// How far a sender may run ahead of what the receiver has written: memory stays bounded (one
@@ -134,27 +66,13 @@ extension Node {
         let peer = try await invite(query, context: nil, timeout: timeout, client: client)
         for file in files {
             guard let link = sessions[peer.id] else { throw .connectionFailed("the session with \(peer.id) ended") }
-            let channel = OutgoingChannel(id: try newChannelID(on: link))
-            transfers.outgoing[ChannelKey(link, channel.id)] = channel
-            defer {
-                transfers.outgoing[ChannelKey(link, channel.id)] = nil
-                muxes[link]?.finish(channel.id)
+            let channel = try link.openChannel { id in
+                let channel = OutgoingChannel(id: id)
+                return (.sending(channel), channel)
             }
+            defer { link.channels.finish(channel.id) }
             try await Self.send(file, over: channel, link: link, sender: identity.peerID, sink: sink)
         }
-    }
-
-    /// A new channel of ours on `link`, within the link's cap.
-    func newChannelID(on link: Link) throws(NearbyError) -> UInt32 {
-        guard let id = muxes[link]?.open() else {
-            throw .connectionFailed("too many channels open with \(link.peer.id) (at most \(ChannelMux.Limits().channels))")
-        }
-        return id
-    }
-
-    /// Returns window to the peer for `count` bytes of its data we consumed, when worth a frame.
-    func consumed(_ count: Int, on channel: UInt32, of link: Link) async {
-        if let grant = muxes[link]?.consumed(channel, count) { await link.send(grant) }
     }
 
     /// The sending half, outside the actor: reading, hashing and waiting for credit never hold up
@@ -167,13 +85,13 @@ extension Node {
         func failed(_ code: String, _ reason: String) -> NearbyError {
             // The receiver keeps what arrived only when the transfer was cut (cancel, lost link);
             // a refusal, a full disk or damaged data leave nothing to resume.
-            let resumable = code == "cancelled" || code == "connection-lost"
+            let resumable = TransferCode(code).resumable
             sink.emit(Events.FileFailed(transfer: transfer, direction: "send", peer: peer, path: file.relative, code: code, reason: reason, resumable: resumable))
             return .transferFailed(path: file.relative, code: code, reason: reason)
         }
         /// Cancelled (Ctrl-C): tell the receiver from a task that is not cancelled itself.
         func cancelled() async -> NearbyError {
-            await Task { await link.send(Control.frame(.reset, Control.Reset(reason: "the sender cancelled", code: "cancelled"), channel: channel.id)) }.value
+            await Task { await link.send(Control.frame(.reset, Control.Reset(reason: "the sender cancelled", code: .cancelled), channel: channel.id)) }.value
             _ = failed("cancelled", "cancelled by the sender")
             return .cancelled("sending \(file.relative)")
         }
@@ -183,13 +101,23 @@ extension Node {
         defer { reader.close() }
 
         var signals = channel.signals.makeAsyncIterator()
-        await link.send(Control.frame(.open, Control.Open(kind: "file", path: file.relative, size: file.size, key: Transfer.key(sender: sender, file: file)), channel: channel.id))
+        await link.send(Control.frame(.open, Control.Open(kind: .file, path: file.relative, size: file.size, key: Transfer.key(sender: sender, file: file)), channel: channel.id))
+        var machine = FileSendMachine(size: file.size)
+        /// A step out of turn is a bug or a peer breaking the protocol: the file is not sent.
+        func step(_ body: (inout FileSendMachine) throws -> Void) throws(NearbyError) {
+            do {
+                try body(&machine)
+            } catch {
+                throw failed("protocol", "the transfer broke the file protocol: \(error)")
+            }
+        }
         guard case let .reply(reply)? = await signals.next() else { throw failed("connection-failed", "the session ended before the peer answered") }
-        guard reply.accept else { throw failed(reply.code ?? "refused", "the peer refused the file: \(reply.reason ?? "no reason")") }
+        var accepted: UInt64?
+        try step { accepted = try $0.replied(accept: reply.accept, offset: reply.offset) }
+        guard var offset = accepted else { throw failed(reply.code?.description ?? "refused", "the peer refused the file: \(reply.reason ?? "no reason")") }
 
         // Resume: the receiver has `offset` bytes; continue only if they are ours.
         var hasher = SHA256()
-        var offset = min(reply.offset, file.size)
         if offset > 0 {
             NearbyLog.logger.debug("\(file.relative): the receiver has \(offset) bytes; checking they are ours")
             var prefix = SHA256()
@@ -199,6 +127,7 @@ extension Node {
                 offset = 0
             }
         }
+        try step { try $0.start(at: offset) }
         await link.send(Control.frame(.start, Control.Start(offset: offset), channel: channel.id))
         sink.emit(Events.FileStarted(transfer: transfer, direction: "send", peer: peer, path: file.relative, bytes: file.size, skipped: offset))
 
@@ -215,7 +144,7 @@ extension Node {
                 // No more credit: the receiver reset the channel, the link went, or we were cancelled.
                 if Task.isCancelled { throw await cancelled() }
                 switch await signals.next() {
-                case let .reset(reset)?: throw failed(reset.code, "the receiver stopped: \(reset.reason)")
+                case let .reset(reset)?: throw failed(reset.code.description, "the receiver stopped: \(reset.reason)")
                 case let .lost(reason)?: throw failed("connection-lost", reason)
                 default: throw failed("connection-lost", "the session ended")
                 }
@@ -238,6 +167,7 @@ extension Node {
             guard let piece = chunk.readSlice(length: count) else { break }
             unsent = chunk.readableBytes > 0 ? chunk : nil
             if count < want { channel.credit.giveBack(want - count) }
+            try step { try $0.sent(count) }
             await link.send(Frame(kind: .data, channel: channel.id, payload: piece))
             position += UInt64(count)
             if clock.now - lastProgress >= Transfer.progressInterval || position == file.size {
@@ -248,16 +178,19 @@ extension Node {
             }
         }
         let sha = Transfer.hex(await reader.hash().finalize())
+        try step { try $0.finished(sha256: sha) }
         await link.send(Control.frame(.close, Control.Close(sha256: sha, bytes: file.size), channel: channel.id))
         while true {
             switch await signals.next() {
-            case let .closed(confirmed)? where confirmed.sha256 == sha:
+            case let .closed(confirmed)?:
+                var delivered = false
+                try step { delivered = try $0.confirmed(sha256: confirmed.sha256) }
+                guard delivered else { throw failed("integrity", "the receiver's SHA-256 differs") }
                 sink.emit(Events.FileSent(
                     transfer: transfer, peer: peer, path: file.relative, bytes: file.size, skipped: offset, sha256: sha,
                     seconds: Transfer.seconds(since: started)))
                 return
-            case .closed?: throw failed("integrity", "the receiver's SHA-256 differs")
-            case let .reset(reset)?: throw failed(reset.code, "the receiver refused the file: \(reset.reason)")
+            case let .reset(reset)?: throw failed(reset.code.description, "the receiver refused the file: \(reset.reason)")
             case let .lost(reason)?: throw failed("connection-lost", reason)
             default: throw failed("connection-lost", "the session ended before the receiver confirmed")
             }
@@ -266,68 +199,53 @@ extension Node {
 
     // MARK: Routing
 
-    /// Frames on channels above 0. The side that opened a channel sends open, start, data and the
-    /// first close; the other answers with openReply, window and the confirming close or a reset.
-    func channelFrame(_ frame: Frame, on link: Link) async throws(ProtocolViolation) {
-        guard var mux = muxes[link] else { return }
-        let verdict = try mux.receive(frame)
-        muxes[link] = mux
-        switch verdict {
-        case .ignore: return
+    /// Frames on channels above 0, on the link's own task: the link's table says what runs on the
+    /// channel. The side that opened a channel sends open, start, data and the first close; the
+    /// other answers with openReply, window and the confirming close or a reset.
+    nonisolated func channelFrame(_ frame: Frame, on link: Link) async throws(ProtocolViolation) {
+        switch try link.channels.route(frame) {
+        case .ignore:
+            return
         case let .refuse(answer):
             await link.send(answer)
-            return
-        case .deliver: break
-        }
-        let ours = mux.isOurs(frame.channel)
-        let key = ChannelKey(link, frame.channel)
-        if let stream = streamParts.active[key] {
-            streamFrame(frame, stream: stream, key: key)
-            return
-        }
-        if ours {
-            guard let channel = transfers.outgoing[key] else { return }
-            switch frame.kind {
-            case .openReply:
-                if let reply = try? Control.decode(Control.OpenReply.self, from: frame) { channel.continuation.yield(.reply(reply)) }
-            case .window:
-                if let more = frame.payload.getInteger(at: frame.payload.readerIndex, as: UInt32.self) { channel.credit.add(Int(more)) }
-            case .close:
-                if let close = try? Control.decode(Control.Close.self, from: frame) { channel.continuation.yield(.closed(close)) }
-            case .reset:
-                let reset = (try? Control.decode(Control.Reset.self, from: frame)) ?? Control.Reset(reason: "reset", code: "refused")
-                channel.continuation.yield(.reset(reset))
-                channel.credit.close()
-            default:
-                await protocolError(on: link, "\(frame.kind) on our own channel \(frame.channel)")
-            }
-            return
-        }
-        if frame.kind != .open, transfers.incoming[key] == nil {
-            // A late frame for a channel that just ended (the peer's last window credits after a
-            // stream, say): nothing to do, and no reason to end the session.
-            return
-        }
-        switch frame.kind {
-        case .open:
-            if let offer = try? Control.decode(Control.Open.self, from: frame), offer.kind == "stream" {
+        case let .offer(frame):
+            if let offer = try? Control.decode(Control.Open.self, from: frame), offer.kind == .stream {
                 await streamOffered(offer, channel: frame.channel, on: link)
             } else {
                 await fileOffered(frame, on: link)
             }
-        case .start: await fileStarts(frame, on: link)
-        case .data: await fileData(frame, on: link)
-        case .close: await fileEnds(frame, on: link)
-        case .reset: fileReset(frame, on: link)
-        default:
-            await protocolError(on: link, "\(frame.kind) on the peer's channel \(frame.channel)")
+        case let .deliver(.stream(stream), frame):
+            streamFrame(frame, stream: stream)
+        case let .deliver(.sending(channel), frame):
+            try Self.answer(frame, to: channel)
+        case let .deliver(.receiving(file), frame):
+            switch frame.kind {
+            case .start: await fileStarts(frame, file, on: link)
+            case .data: await fileData(frame, file, on: link)
+            case .close: await fileEnds(frame, file, on: link)
+            case .reset: fileReset(frame, file)
+            default: throw .unexpected("\(frame.kind) on the peer's channel \(frame.channel)")
+            }
         }
     }
 
-    private func protocolError(on link: Link, _ what: String) async {
-        violated(link, what)
+    /// The receiver's answers on a file we send.
+    private nonisolated static func answer(_ frame: Frame, to channel: OutgoingChannel) throws(ProtocolViolation) {
+        switch frame.kind {
+        case .openReply:
+            if let reply = try? Control.decode(Control.OpenReply.self, from: frame) { channel.continuation.yield(.reply(reply)) }
+        case .window:
+            if let more = frame.payload.getInteger(at: frame.payload.readerIndex, as: UInt32.self) { channel.credit.add(Int(more)) }
+        case .close:
+            if let close = try? Control.decode(Control.Close.self, from: frame) { channel.continuation.yield(.closed(close)) }
+        case .reset:
+            let reset = (try? Control.decode(Control.Reset.self, from: frame)) ?? Control.Reset(reason: "reset", code: .refused)
+            channel.continuation.yield(.reset(reset))
+            channel.credit.close()
+        default:
+            throw .unexpected("\(frame.kind) on our own channel \(frame.channel)")
+        }
     }
-
 }
 
 extension Control {

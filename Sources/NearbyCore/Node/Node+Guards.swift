@@ -11,15 +11,15 @@ public enum SaveDirectory {
 /// from one line in the node.
 extension Node {
     /// A file offer to a node that was not told where files go: refused, with the reason on both sides.
-    func refuseUnconsented(_ offer: Control.Open, relative: String, on link: Link, channel: UInt32) async {
+    nonisolated func refuseUnconsented(_ offer: Control.Open, relative: String, on link: Link, channel: UInt32) async {
         let fileKey = String(offer.key.filter { $0.isHexDigit }.prefix(12))
         events.emit(Events.FileFailed(
             transfer: fileKey + "-\(channel)", direction: "receive", peer: link.peer.ref, path: relative, code: "no-save-dir",
             reason: "refused a file from \(link.peer.name): this node takes no files; to accept them, \(SaveDirectory.howToEnable)",
             resumable: false))
-        muxes[link]?.finish(channel)
+        link.channels.finish(channel)
         await link.send(Control.frame(.openReply, Control.OpenReply(
-            accept: false, offset: 0, reason: "the node takes no files (it was started without --save-dir)", code: "no-save-dir"),
+            accept: false, offset: 0, reason: "the node takes no files (it was started without --save-dir)", code: .noSaveDir),
             channel: channel))
     }
 
@@ -52,7 +52,7 @@ extension Node {
     }
 
     private func closeIfUninvited(_ link: Link) {
-        guard let machine = links[link], machine.state == .awaitingInvite else { return }
+        guard links.contains(link), link.state == .awaitingInvite else { return }
         NearbyLog.logger.info("\(link.peer.id) at \(link.peer.address) sent no invitation within the deadline: closing")
         link.close(because: "no invitation within \(configuration.invitationDeadline)")
     }

@@ -60,7 +60,7 @@ extension Node {
 
     /// Whether `query` names a peer this node knows: on a link, seen on the network, or pinned.
     func namesAPeer(_ query: String) -> Bool {
-        links.keys.contains { Self.matches(query, $0.peer) }
+        links.contains { Self.matches(query, $0.peer) }
             || !discovery.candidates(query, excluding: identity.peerID).isEmpty
             || knownPeers.names(query)
     }
@@ -88,9 +88,8 @@ extension Node {
     }
 
     private func answerLink(_ link: Link, accept: Bool, reason: String?, closing: String) async {
-        guard var machine = links[link] else { return }
-        let actions = machine.answer(accept: accept, reason: reason, closing: closing)
-        links[link] = machine
+        guard links.contains(link) else { return }
+        let actions = link.step { $0.answer(accept: accept, reason: reason, closing: closing) }
         await perform(actions, on: link)
     }
 

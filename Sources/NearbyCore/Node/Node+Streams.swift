@@ -45,16 +45,15 @@ final class StreamChannel: Sendable {
     }
 }
 
-/// The streams of a node: running ones by channel, incoming ones waiting for a listener (at most
-/// `maxUnclaimed`, each for at most `listenerWait`), and listeners waiting for one.
-struct StreamRegistry {
-    var active: [ChannelKey: StreamChannel] = [:]
+/// What spans links in streams: incoming ones waiting for a listener (at most
+/// `maxUnclaimedStreams`, each for at most `listenerWait`), and listeners waiting for one. A
+/// running stream belongs to its link's channels.
+struct StreamWaits {
     var pending: [PendingStream] = []
     var listeners: [StreamListener] = []
 }
 
 struct PendingStream {
-    let key: ChannelKey
     let stream: StreamChannel
     let link: Link
 }
@@ -102,20 +101,18 @@ extension Node {
         let events: any EventSink = client.map { TeeSink(self.events, $0) } ?? self.events
         let peer = try await invite(query, context: nil, timeout: timeout, client: client)
         guard let link = sessions[peer.id] else { throw .connectionFailed("the session with \(peer.id) ended") }
-        let stream = StreamChannel(id: try newChannelID(on: link), name: name, peer: peer.ref)
-        let key = ChannelKey(link, stream.id)
-        streamParts.active[key] = stream
-        defer {
-            streamParts.active[key] = nil
-            muxes[link]?.finish(stream.id)
+        let stream = try link.openChannel { id in
+            let stream = StreamChannel(id: id, name: name, peer: peer.ref)
+            return (.stream(stream), stream)
         }
-        await link.send(Control.frame(.open, Control.Open(kind: "stream", path: name, size: 0, key: ""), channel: stream.id))
+        defer { link.channels.finish(stream.id) }
+        await link.send(Control.frame(.open, Control.Open(kind: .stream, path: name, size: 0, key: ""), channel: stream.id))
         var replies = stream.replies.makeAsyncIterator()
         guard let reply = await replies.next() else { throw .connectionFailed("the session ended before the peer answered") }
         guard reply.accept else { throw .transferFailed(path: name.isEmpty ? "stream" : name, code: "stream-refused", reason: reply.reason ?? "refused") }
         events.emit(Events.StreamOpened(stream: "\(stream.id)", direction: "out", peer: peer.ref, name: name))
         await ready(StreamInfo(stream: "\(stream.id)", peer: peer.ref, name: name))
-        return try await Self.pump(stream, link: link, node: self, source: source, sink: sink, events: events)
+        return try await Self.pump(stream, link: link, source: source, sink: sink, events: events)
     }
 
     /// Waits for an incoming stream (named `name`, from `from`, when given) and runs it.
@@ -125,36 +122,33 @@ extension Node {
     ) async throws(NearbyError) -> StreamSummary {
         let events: any EventSink = client.map { TeeSink(self.events, $0) } ?? self.events
         let match: StreamMatch?
-        if let index = streamParts.pending.firstIndex(where: { Self.wants(name, from, $0.stream, $0.link) }) {
-            let pending = streamParts.pending.remove(at: index)
+        if let index = streamWaits.pending.firstIndex(where: { Self.wants(name, from, $0.stream, $0.link) }) {
+            let pending = streamWaits.pending.remove(at: index)
             match = StreamMatch(stream: pending.stream, link: pending.link)
         } else {
             let listener = StreamListener(name: name, from: from)
-            streamParts.listeners.append(listener)
+            streamWaits.listeners.append(listener)
             match = await listener.claimed.wait()
-            streamParts.listeners.removeAll { $0.id == listener.id }
+            streamWaits.listeners.removeAll { $0.id == listener.id }
         }
         guard let match else {
             if stopping { throw .connectionFailed("the node stopped") }
             throw .cancelled("waiting for a stream")
         }
         let (stream, link) = (match.stream, match.link)
-        let key = ChannelKey(link, stream.id)
         if Task.isCancelled {
             // Our client left just as the stream came: it goes to another listener, or waits.
-            if streamParts.active[key] === stream { await place(stream, key: key, on: link) }
+            if link.channels.holds(stream.id, stream) { await place(stream, on: link) }
             throw .cancelled("waiting for a stream")
         }
-        defer {
-            streamParts.active[key] = nil
-            muxes[link]?.finish(stream.id)
+        defer { link.channels.finish(stream.id) }
+        guard link.channels.holds(stream.id, stream), link.channels.accept(stream.id, .stream(stream)) else {
+            throw .connectionFailed("the stream's session ended before it could start")
         }
-        guard streamParts.active[key] != nil else { throw .connectionFailed("the stream's session ended before it could start") }
-        muxes[link]?.accept(stream.id)
         await link.send(Control.frame(.openReply, Control.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil), channel: stream.id))
         events.emit(Events.StreamOpened(stream: "\(stream.id)", direction: "in", peer: stream.peer, name: stream.name))
         await ready(StreamInfo(stream: "\(stream.id)", peer: stream.peer, name: stream.name))
-        return try await Self.pump(stream, link: link, node: self, source: source, sink: sink, events: events)
+        return try await Self.pump(stream, link: link, source: source, sink: sink, events: events)
     }
 
     static func wants(_ name: String?, _ from: String?, _ stream: StreamChannel, _ link: Link) -> Bool {
@@ -164,49 +158,41 @@ extension Node {
     // MARK: Incoming
 
     func streamOffered(_ offer: Control.Open, channel: UInt32, on link: Link) async {
-        let key = ChannelKey(link, channel)
-        guard streamParts.active[key] == nil else {
-            link.close(because: "protocol violation: a second open on channel \(channel)")
-            return
-        }
-        let name = String(offer.path.prefix(255))
-        await place(StreamChannel(id: channel, name: name, peer: link.peer.ref), key: key, on: link)
+        let stream = StreamChannel(id: channel, name: String(offer.path.prefix(255)), peer: link.peer.ref)
+        // From now on its reset and the link's end reach it, waiting or running.
+        guard link.channels.hold(channel, .stream(stream)) else { return }
+        await place(stream, on: link)
     }
 
     /// Gives an incoming stream to a listener that wants it, else lets it wait for one.
-    private func place(_ stream: StreamChannel, key: ChannelKey, on link: Link) async {
-        let channel = key.channel
+    private func place(_ stream: StreamChannel, on link: Link) async {
         // A listener whose client left has abandoned its wait: never give it a stream.
-        streamParts.listeners.removeAll { $0.claimed.isSettled }
-        if let index = streamParts.listeners.firstIndex(where: { Self.wants($0.name, $0.from, stream, link) }) {
-            streamParts.active[key] = stream
-            if streamParts.listeners.remove(at: index).claimed.settle(StreamMatch(stream: stream, link: link)) { return }
+        streamWaits.listeners.removeAll { $0.claimed.isSettled }
+        if let index = streamWaits.listeners.firstIndex(where: { Self.wants($0.name, $0.from, stream, link) }) {
+            if streamWaits.listeners.remove(at: index).claimed.settle(StreamMatch(stream: stream, link: link)) { return }
         }
         // Nobody listens yet: wait a bounded time for `nearby stream --listen`, then refuse. Nothing
         // flows before a listener takes it, and only so many may wait.
-        guard streamParts.pending.count < Self.maxUnclaimedStreams else {
-            streamParts.active[key] = nil
-            await refuse(channel, on: link, reason: "too many streams waiting for a listener (at most \(Self.maxUnclaimedStreams))")
+        guard streamWaits.pending.count < Self.maxUnclaimedStreams else {
+            await refuse(stream.id, on: link, reason: "too many streams waiting for a listener (at most \(Self.maxUnclaimedStreams))")
             return
         }
-        streamParts.active[key] = stream
-        streamParts.pending.append(PendingStream(key: key, stream: stream, link: link))
+        streamWaits.pending.append(PendingStream(stream: stream, link: link))
         spawn { [self] in
             do { try await Task.sleep(for: listenerWait) } catch { return }
-            await refuseUnclaimed(key)
+            await refuseUnclaimed(stream)
         }
     }
 
-    private func refuseUnclaimed(_ key: ChannelKey) async {
-        guard let index = streamParts.pending.firstIndex(where: { $0.key == key }) else { return }
-        let pending = streamParts.pending.remove(at: index)
-        streamParts.active[key] = nil
+    private func refuseUnclaimed(_ stream: StreamChannel) async {
+        guard let index = streamWaits.pending.firstIndex(where: { $0.stream === stream }) else { return }
+        let pending = streamWaits.pending.remove(at: index)
         let label = pending.stream.name.isEmpty ? "" : " named '\(pending.stream.name)'"
         await refuse(pending.stream.id, on: pending.link,
             reason: "nobody is listening for streams\(label) (nearby stream --listen); waited \(listenerWait.components.seconds) s")
     }
 
-    func streamFrame(_ frame: Frame, stream: StreamChannel, key: ChannelKey) {
+    nonisolated func streamFrame(_ frame: Frame, stream: StreamChannel) {
         switch frame.kind {
         case .openReply:
             if let reply = try? Control.decode(Control.OpenReply.self, from: frame) { stream.replyContinuation.yield(reply) }
@@ -223,8 +209,8 @@ extension Node {
             // A second close is the peer breaking the protocol; ignore it rather than end twice.
             if (try? stream.life.withLock { try $0.receivedClose() }) != nil { stream.inboundContinuation.yield(.end) }
         case .reset:
+            // The link's table let it go already (LinkChannels.route).
             let reset = try? Control.decode(Control.Reset.self, from: frame)
-            streamParts.active[key] = nil
             stream.lost(.peerReset(reset.map { String($0.reason.prefix(Control.maxReasonBytes)) } ?? "no reason"))
         default:
             break
@@ -233,8 +219,8 @@ extension Node {
 
     /// Ends every listener (the node stops).
     func endStreamListeners() {
-        for listener in streamParts.listeners { listener.claimed.abandon() }
-        streamParts.listeners = []
+        for listener in streamWaits.listeners { listener.claimed.abandon() }
+        streamWaits.listeners = []
     }
 
     // MARK: Pumping
@@ -244,7 +230,7 @@ extension Node {
     /// `close` sent, the peer's received); anything else cuts the stream, reported by its first cause
     /// (`StreamLife`), and the peer gets a reset.
     nonisolated static func pump(
-        _ stream: StreamChannel, link: Link, node: Node, source: any ByteSource, sink: any ByteSink, events: any EventSink
+        _ stream: StreamChannel, link: Link, source: any ByteSource, sink: any ByteSink, events: any EventSink
     ) async throws(NearbyError) -> StreamSummary {
         let counts = Counts()
         do {
@@ -273,7 +259,7 @@ extension Node {
                         case let .data(buffer):
                             try await sink.write(buffer)
                             received += UInt64(buffer.readableBytes)
-                            await node.consumed(buffer.readableBytes, on: stream.id, of: link)
+                            await link.consumed(buffer.readableBytes, on: stream.id)
                         case .end:
                             await sink.finish()
                             return
@@ -293,8 +279,8 @@ extension Node {
             await sink.finish()
             // The peer learns why, unless it was the one to end it (a reset, the session).
             let reset: Control.Reset? = switch cause {
-            case let .failed(code, reason): Control.Reset(reason: "the other side failed: \(reason)", code: code)
-            case .cancelled: Control.Reset(reason: "the other side was interrupted", code: "cancelled")
+            case let .failed(code, reason): Control.Reset(reason: "the other side failed: \(reason)", code: TransferCode(code))
+            case .cancelled: Control.Reset(reason: "the other side was interrupted", code: .cancelled)
             case .sessionEnded, .peerReset: nil
             }
             if let reset { await Task { await link.send(Control.frame(.reset, reset, channel: stream.id)) }.value }

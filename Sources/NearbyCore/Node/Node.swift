@@ -2,11 +2,12 @@ import Foundation
 import NIOCore
 import NIOSSL
 
-/// The node: this identity's presence for one service type. A short coordinator over parts that
-/// each own one job — `Invitations` (both ways, and the waiting `accept`s), the link table (every
-/// authenticated connection and its `SessionStateMachine`), `DiscoveryCache`, the channel
-/// multiplexer of each link with the file and stream parts on top — and over the work it runs:
-/// every connection, timer and browser task is a child of `run()`, so stopping the node ends them.
+/// The node: this identity's presence for one service type. It keeps only what spans links —
+/// sessions by peer, `Invitations` (both ways, and the waiting `accept`s), `DiscoveryCache`, stream
+/// listeners, policy — and hears from each `Link` that it connected and that it closed. A link owns
+/// the rest (its `SessionStateMachine`, its channels and the files and streams on them), fed by its
+/// own task. Every connection, timer and browser task is a child of `run()`, so stopping the node
+/// ends them.
 public actor Node {
     public nonisolated let identity: Identity
     public nonisolated let configuration: NodeConfiguration
@@ -26,17 +27,15 @@ public actor Node {
     var discoveryWaiters: [OneShot<Void>] = []
     var invitations = Invitations()
 
-    /// Every authenticated connection and where it is in the session protocol.
-    var links: [Link: SessionStateMachine] = [:]
+    /// Every authenticated connection (each owns its state), for goodbyes when the node stops.
+    var links: Set<Link> = []
     var sessions: [PeerID: Link] = [:]
     private var sessionWatchers: [UUID: AsyncStream<SessionChange>.Continuation] = [:]
     private(set) var stopping = false
-    /// The channels of each link: which exist, and how much each peer may still send.
-    var muxes: [Link: ChannelMux] = [:]
-    /// File transfers in progress, both ways.
-    var transfers = FileTransfers()
-    /// Streams running, waiting for a listener, and listeners waiting for one.
-    var streamParts = StreamRegistry()
+    /// Incoming streams waiting for a listener, and listeners waiting for one.
+    var streamWaits = StreamWaits()
+    /// The partial files being written, over every link.
+    nonisolated let partials = PartialFiles()
 
     /// Work for `run()` to own: connections, timers, the browser's updates.
     private nonisolated let jobs: AsyncStream<@Sendable () async -> Void>
@@ -152,14 +151,14 @@ public actor Node {
         invitations.endWaiters()
         endStreamListeners()
         await withTaskGroup(of: Void.self) { group in
-            for link in links.keys {
+            for link in links {
                 group.addTask { await self.leave(link, because: "we left: \(reason)", telling: reason) }
             }
         }
         // Give the peers a moment to close their side, and the links to report `disconnected`.
-        await Link.untilDetached(Array(links.keys), by: .now + .milliseconds(500))
+        await Link.untilDetached(Array(links), by: .now + .milliseconds(500))
         try? await listener?.close()
-        for link in links.keys { link.close(because: "the node stopped") }
+        for link in links { link.close(because: "the node stopped") }
         jobQueue.finish()
         datagrams.close()
     }
@@ -237,9 +236,7 @@ public actor Node {
 
     private func attach(_ link: Link, invitation: Invitations.Outgoing?, sink: any EventSink) async {
         NearbyLog.logger.info("\(link.peer.id) (\(link.peer.name)) proved its identity at \(link.peer.address); \(link.peer.encrypted ? "TLS 1.3" : "plaintext"), code \(link.peer.verificationCode)")
-        var machine = SessionStateMachine(inbound: !link.isClient)
-        links[link] = machine
-        muxes[link] = ChannelMux(isClient: link.isClient)
+        links.insert(link)
         guard let invitation else { return armInvitationDeadline(link) }
         if let existing = sessions[link.peer.id] {
             // Already in session with whoever this turned out to be (HOST:PORT, or crossed
@@ -257,19 +254,17 @@ public actor Node {
         sink.emit(Events.Invited(
             invitation: invitation.id, peer: link.peer.ref, address: link.peer.address,
             verificationCode: link.peer.verificationCode, encrypted: link.peer.encrypted))
-        let actions = machine.invite(id: invitation.id, context: invitation.context, timeout: invitation.timeout)
-        links[link] = machine
+        let actions = link.step { $0.invite(id: invitation.id, context: invitation.context, timeout: invitation.timeout) }
         await perform(actions, on: link)
     }
 
     private func detach(_ link: Link) {
         NearbyLog.logger.info("connection with \(link.peer.id) closed: \(link.closeReason ?? "connection lost")")
-        links[link] = nil
+        links.remove(link)
         defer { link.markDetached() }
         link.shortcut.disarm()
         datagrams.remove(link)
-        transfersLost(on: link)
-        muxes[link] = nil
+        channelsLost(on: link)
         let reason = link.closeReason ?? "connection lost"
         if sessions[link.peer.id] === link {
             sessions[link.peer.id] = nil
@@ -287,12 +282,27 @@ public actor Node {
 
     // MARK: Frames
 
-    private func received(_ frame: Frame, on link: Link) async throws {
-        guard var machine = links[link] else { return }
-        let actions = try machine.received(frame)
-        links[link] = machine
-        if machine.state != .connected { link.shortcut.disarm() }
-        await perform(actions, on: link)
+    /// A frame from the peer, on the link's own task: answers and channel frames are handled here,
+    /// by the link; only what the node decides (invitations, the session's start, messages) goes to it.
+    private nonisolated func received(_ frame: Frame, on link: Link) async throws {
+        let (actions, connected) = try link.session.withLock { machine in (try machine.received(frame), machine.state == .connected) }
+        if !connected { link.shortcut.disarm() }
+        guard actions.allSatisfy(\.isTheLinks) else { return await perform(actions, on: link) }
+        for action in actions {
+            switch action {
+            case let .send(frame): await link.send(frame)
+            case let .channel(frame): await channel(frame, on: link)
+            default: break
+            }
+        }
+    }
+
+    private nonisolated func channel(_ frame: Frame, on link: Link) async {
+        do {
+            try await channelFrame(frame, on: link)
+        } catch {
+            violated(link, "\(error)")
+        }
     }
 
     /// Carries out what a link's state machine decided.
@@ -324,11 +334,7 @@ public actor Node {
             case let .message(bytes):
                 events.emit(Events.Message(bytes, from: link.peer.ref))
             case let .channel(frame):
-                do {
-                    try await channelFrame(frame, on: link)
-                } catch {
-                    violated(link, "\(error)")
-                }
+                await channel(frame, on: link)
             case let .close(reason):
                 await link.finish(because: reason)
             }
@@ -338,11 +344,10 @@ public actor Node {
     /// Says goodbye on a link and closes it once everything queued is written. Bounded: the goodbye
     /// waits at most half a second for room, for a peer that stopped reading.
     func leave(_ link: Link, because why: String, telling reason: String) async {
-        guard var machine = links[link] else { return }
+        guard links.contains(link) else { return }
         // Before the goodbye goes out: a peer that closes at once must not make it "connection lost".
         link.setReason(why)
-        let actions = machine.leave(telling: reason)
-        links[link] = machine
+        let actions = link.step { $0.leave(telling: reason) }
         link.shortcut.disarm()
         for case let .send(frame) in actions {
             let sent = OneShot<Void>()
@@ -386,5 +391,15 @@ public actor Node {
         Events.Connected(
             peer: link.peer.ref, address: link.peer.address, verificationCode: link.peer.verificationCode,
             encrypted: link.peer.encrypted, peers: sessions.count)
+    }
+}
+
+extension SessionStateMachine.Action {
+    /// Handled by the link itself: an answer to send, a frame of one of its channels.
+    var isTheLinks: Bool {
+        switch self {
+        case .send, .channel: true
+        default: false
+        }
     }
 }

@@ -45,7 +45,7 @@ public enum Control {
     /// Opens a channel for a file: what it is called and how big it is; `key` names this file from
     /// this sender so an interrupted transfer can resume.
     public struct Open: Codable, Equatable, Sendable {
-        public var kind: String
+        public var kind: ChannelKind
         public var path: String
         public var size: UInt64
         public var key: String
@@ -59,7 +59,7 @@ public enum Control {
         public var prefixSHA256: String?
         public var reason: String?
         /// Why it was refused, for programs: `no-save-dir` (the node takes no files), `io-error`.
-        public var code: String?
+        public var code: TransferCode?
     }
 
     /// The sender's decision: where the data starts (the offered offset when the prefix matches its
@@ -77,7 +77,7 @@ public enum Control {
 
     public struct Reset: Codable, Equatable, Sendable {
         public var reason: String
-        public var code: String
+        public var code: TransferCode
     }
 
     public static let maxContextBytes = 4096

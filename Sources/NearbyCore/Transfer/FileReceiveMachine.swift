@@ -1,0 +1,104 @@
+/// One incoming file on its channel, from the offer to its one end, as a pure state machine: the
+/// receiving half of the file protocol (docs/protocol.md). The link's task feeds it what the sender
+/// does; a step the protocol does not allow is an `Illegal` error, which ends the file (or the link)
+/// before a byte is written out of place.
+public struct FileReceiveMachine: Sendable, Equatable {
+    public enum State: Sendable, Equatable {
+        /// Offered and accepted; `resumable` bytes of an earlier attempt are on disk.
+        case offered(resumable: UInt64)
+        /// The sender started at `skipped`; `position` bytes of the file are written or queued.
+        case receiving(position: UInt64, skipped: UInt64)
+        /// Complete: the sender's close matched what arrived.
+        case closed
+        /// Stopped before the end: either side reset it, or the link went.
+        case reset
+    }
+
+    public enum Illegal: Error, Sendable, Equatable {
+        /// `start` at an offset that was not offered (only 0 or the resumable length are).
+        case startMismatch(offset: UInt64)
+        case secondStart
+        case dataBeforeStart
+        /// More bytes than the offer announced.
+        case pastEnd(size: UInt64)
+        case closeBeforeStart
+        /// The sender closed with fewer (or other) bytes than announced.
+        case incomplete(have: UInt64, announced: UInt64, size: UInt64)
+        /// Anything after the file ended.
+        case afterEnd
+    }
+
+    public let size: UInt64
+    public private(set) var state: State
+
+    public init(size: UInt64, resumable: UInt64 = 0) {
+        self.size = size
+        state = .offered(resumable: resumable <= size ? resumable : 0)
+    }
+
+    /// The sender starts at `offset`: 0, or the resumable length we offered. True when it resumes.
+    public mutating func start(at offset: UInt64) throws(Illegal) -> Bool {
+        switch state {
+        case let .offered(resumable):
+            guard offset == 0 || offset == resumable else { throw .startMismatch(offset: offset) }
+            state = .receiving(position: offset, skipped: offset)
+            return offset > 0
+        case .receiving: throw .secondStart
+        case .closed, .reset: throw .afterEnd
+        }
+    }
+
+    /// `count` bytes arrive: where in the file they go.
+    public mutating func data(_ count: Int) throws(Illegal) -> UInt64 {
+        switch state {
+        case .offered: throw .dataBeforeStart
+        case let .receiving(position, skipped):
+            guard count >= 0, position + UInt64(count) <= size else { throw .pastEnd(size: size) }
+            state = .receiving(position: position + UInt64(count), skipped: skipped)
+            return position
+        case .closed, .reset: throw .afterEnd
+        }
+    }
+
+    /// Whether the sender's `close`, announcing `bytes`, may end the file: only once every announced
+    /// byte arrived. Checked before the file is put in place; `close` once it is.
+    public func closable(announced bytes: UInt64) throws(Illegal) {
+        switch state {
+        case .offered: throw .closeBeforeStart
+        case let .receiving(position, _):
+            guard position == size, bytes == size else { throw .incomplete(have: position, announced: bytes, size: size) }
+        case .closed, .reset: throw .afterEnd
+        }
+    }
+
+    /// The file is complete and in place.
+    public mutating func close(announced bytes: UInt64) throws(Illegal) {
+        try closable(announced: bytes)
+        state = .closed
+    }
+
+    /// Stops the file. False when it had ended already.
+    @discardableResult
+    public mutating func reset() -> Bool {
+        switch state {
+        case .closed, .reset: return false
+        case .offered, .receiving:
+            state = .reset
+            return true
+        }
+    }
+
+    /// Bytes of the file in place (written or queued), and how many of them an earlier attempt left.
+    public var position: UInt64 {
+        if case let .receiving(position, _) = state { return position }
+        return state == .closed ? size : 0
+    }
+    public var skipped: UInt64 {
+        if case let .receiving(_, skipped) = state { return skipped }
+        return 0
+    }
+    public var started: Bool {
+        if case .offered = state { return false }
+        return true
+    }
+}

@@ -1,0 +1,115 @@
+/// One outgoing file on its channel, from our offer to its one end, as a pure state machine: the
+/// sending half of the file protocol (docs/protocol.md). The sending task asks it before each step;
+/// what the receiver answers goes through it too, so an answer out of turn is an `Illegal` error,
+/// never a file reported sent.
+public struct FileSendMachine: Sendable, Equatable {
+    public enum State: Sendable, Equatable {
+        /// Our `open` went out; waiting for the receiver's answer.
+        case opening
+        /// The receiver took the file; we may start at `offset`.
+        case accepted(offset: UInt64)
+        /// `start` went out; `position` bytes of the file are sent.
+        case sending(position: UInt64)
+        /// Every byte and our `close` (with the file's SHA-256) went out: the receiver must confirm.
+        case halfClosed(sha256: String)
+        /// The receiver confirmed the same SHA-256.
+        case closed
+        /// Refused, reset by either side, or the link went.
+        case reset
+    }
+
+    public enum Illegal: Error, Sendable, Equatable {
+        case secondReply
+        case dataBeforeStart
+        case startTwice
+        /// More bytes than the file has.
+        case pastEnd(size: UInt64)
+        /// Our `close` before every byte went out.
+        case closeBeforeEnd(position: UInt64, size: UInt64)
+        /// The receiver's `close` before ours.
+        case confirmBeforeClose
+        case afterEnd
+    }
+
+    public let size: UInt64
+    public private(set) var state = State.opening
+
+    public init(size: UInt64) { self.size = size }
+
+    /// The receiver answered: accepted from `offset` (what it has, at most the file), or refused.
+    /// Returns the offset to resume from, nil when refused.
+    public mutating func replied(accept: Bool, offset: UInt64) throws(Illegal) -> UInt64? {
+        guard state == .opening else { throw state == .reset || state == .closed ? .afterEnd : .secondReply }
+        guard accept else {
+            state = .reset
+            return nil
+        }
+        let start = min(offset, size)
+        state = .accepted(offset: start)
+        return start
+    }
+
+    /// We start sending at `offset`: what was accepted, or 0 when the receiver's bytes are not ours.
+    public mutating func start(at offset: UInt64) throws(Illegal) {
+        switch state {
+        case let .accepted(accepted):
+            state = .sending(position: offset <= accepted ? offset : 0)
+        case .opening: throw .dataBeforeStart
+        case .sending, .halfClosed: throw .startTwice
+        case .closed, .reset: throw .afterEnd
+        }
+    }
+
+    /// `count` more bytes go out.
+    public mutating func sent(_ count: Int) throws(Illegal) {
+        switch state {
+        case let .sending(position):
+            guard count >= 0, position + UInt64(count) <= size else { throw .pastEnd(size: size) }
+            state = .sending(position: position + UInt64(count))
+        case .opening, .accepted: throw .dataBeforeStart
+        case .halfClosed, .closed, .reset: throw .afterEnd
+        }
+    }
+
+    /// Our `close` goes out with the file's SHA-256.
+    public mutating func finished(sha256: String) throws(Illegal) {
+        switch state {
+        case let .sending(position):
+            guard position == size else { throw .closeBeforeEnd(position: position, size: size) }
+            state = .halfClosed(sha256: sha256)
+        case .opening, .accepted: throw .dataBeforeStart
+        case .halfClosed, .closed, .reset: throw .afterEnd
+        }
+    }
+
+    /// The receiver's `close`: true when it confirms our SHA-256 (the file is delivered), false when
+    /// it differs (damaged on the way: the transfer failed).
+    public mutating func confirmed(sha256: String) throws(Illegal) -> Bool {
+        switch state {
+        case let .halfClosed(ours):
+            state = ours == sha256 ? .closed : .reset
+            return ours == sha256
+        case .opening, .accepted, .sending: throw .confirmBeforeClose
+        case .closed, .reset: throw .afterEnd
+        }
+    }
+
+    /// Stops the file. False when it had ended already.
+    @discardableResult
+    public mutating func reset() -> Bool {
+        switch state {
+        case .closed, .reset: return false
+        default:
+            state = .reset
+            return true
+        }
+    }
+
+    public var position: UInt64 {
+        switch state {
+        case let .sending(position): position
+        case .halfClosed, .closed: size
+        default: 0
+        }
+    }
+}

@@ -1,0 +1,200 @@
+import NIOCore
+import Testing
+
+@testable import NearbyCore
+
+/// The two halves of the file protocol, without sockets: every legal path to the one end, and every
+/// illegal step refused without moving the machine where it should not go.
+@Suite struct FileReceiveMachineTests {
+    @Test func aFileFromStartToClose() throws {
+        var file = FileReceiveMachine(size: 10)
+        #expect(!file.started)
+        #expect(try file.start(at: 0) == false)
+        #expect(try file.data(4) == 0)
+        #expect(try file.data(6) == 4)
+        #expect(file.position == 10)
+        try file.close(announced: 10)
+        #expect(file.state == .closed)
+        let reset1 = file.reset()
+        #expect(!reset1)
+    }
+
+    @Test func aResumeStartsWhereTheOfferSaid() throws {
+        var file = FileReceiveMachine(size: 10, resumable: 7)
+        #expect(try file.start(at: 7))
+        #expect(file.skipped == 7)
+        #expect(try file.data(3) == 7)
+        try file.close(announced: 10)
+    }
+
+    @Test func aResumableLongerThanTheFileIsNotOffered() {
+        let file = FileReceiveMachine(size: 10, resumable: 11)
+        #expect(file.state == .offered(resumable: 0))
+    }
+
+    @Test func illegalStepsAreRefused() throws {
+        var offered = FileReceiveMachine(size: 10, resumable: 4)
+        #expect(throws: FileReceiveMachine.Illegal.startMismatch(offset: 5)) { try offered.start(at: 5) }
+        #expect(throws: FileReceiveMachine.Illegal.dataBeforeStart) { _ = try offered.data(1) }
+        #expect(throws: FileReceiveMachine.Illegal.closeBeforeStart) { try offered.close(announced: 10) }
+        #expect(offered.state == .offered(resumable: 4))
+
+        var receiving = FileReceiveMachine(size: 10)
+        _ = try receiving.start(at: 0)
+        #expect(throws: FileReceiveMachine.Illegal.secondStart) { _ = try receiving.start(at: 0) }
+        _ = try receiving.data(8)
+        #expect(throws: FileReceiveMachine.Illegal.pastEnd(size: 10)) { _ = try receiving.data(3) }
+        #expect(receiving.position == 8)
+        #expect(throws: FileReceiveMachine.Illegal.incomplete(have: 8, announced: 10, size: 10)) { try receiving.close(announced: 10) }
+        _ = try receiving.data(2)
+        #expect(throws: FileReceiveMachine.Illegal.incomplete(have: 10, announced: 9, size: 10)) { try receiving.close(announced: 9) }
+        try receiving.closable(announced: 10)
+        #expect(receiving.state != .closed)
+
+        let reset2 = receiving.reset()
+        #expect(reset2)
+        let reset3 = receiving.reset()
+        #expect(!reset3)
+        #expect(throws: FileReceiveMachine.Illegal.afterEnd) { _ = try receiving.data(1) }
+        #expect(throws: FileReceiveMachine.Illegal.afterEnd) { try receiving.close(announced: 10) }
+        #expect(throws: FileReceiveMachine.Illegal.afterEnd) { _ = try receiving.start(at: 0) }
+    }
+}
+
+@Suite struct FileSendMachineTests {
+    @Test func aFileFromOpenToConfirmation() throws {
+        var file = FileSendMachine(size: 10)
+        #expect(try file.replied(accept: true, offset: 0) == 0)
+        try file.start(at: 0)
+        try file.sent(10)
+        try file.finished(sha256: "abc")
+        #expect(try file.confirmed(sha256: "abc"))
+        #expect(file.state == .closed)
+        let reset4 = file.reset()
+        #expect(!reset4)
+    }
+
+    @Test func aRefusalEndsIt() throws {
+        var file = FileSendMachine(size: 10)
+        #expect(try file.replied(accept: false, offset: 0) == nil)
+        #expect(file.state == .reset)
+        #expect(throws: FileSendMachine.Illegal.afterEnd) { _ = try file.replied(accept: true, offset: 0) }
+    }
+
+    @Test func aResumeIsCappedAtTheFileAndMayFallBackToZero() throws {
+        var file = FileSendMachine(size: 10)
+        #expect(try file.replied(accept: true, offset: 50) == 10)
+        try file.start(at: 0)  // the receiver's bytes were not ours
+        #expect(file.position == 0)
+        try file.sent(10)
+        try file.finished(sha256: "x")
+        #expect(try file.confirmed(sha256: "y") == false)
+        #expect(file.state == .reset)
+    }
+
+    @Test func illegalStepsAreRefused() throws {
+        var file = FileSendMachine(size: 10)
+        #expect(throws: FileSendMachine.Illegal.dataBeforeStart) { try file.sent(1) }
+        #expect(throws: FileSendMachine.Illegal.dataBeforeStart) { try file.start(at: 0) }
+        #expect(throws: FileSendMachine.Illegal.confirmBeforeClose) { _ = try file.confirmed(sha256: "a") }
+        _ = try file.replied(accept: true, offset: 0)
+        #expect(throws: FileSendMachine.Illegal.secondReply) { _ = try file.replied(accept: true, offset: 0) }
+        #expect(throws: FileSendMachine.Illegal.dataBeforeStart) { try file.sent(1) }
+        #expect(throws: FileSendMachine.Illegal.dataBeforeStart) { try file.finished(sha256: "a") }
+        try file.start(at: 0)
+        #expect(throws: FileSendMachine.Illegal.startTwice) { try file.start(at: 0) }
+        try file.sent(4)
+        #expect(throws: FileSendMachine.Illegal.pastEnd(size: 10)) { try file.sent(7) }
+        #expect(throws: FileSendMachine.Illegal.closeBeforeEnd(position: 4, size: 10)) { try file.finished(sha256: "a") }
+        #expect(throws: FileSendMachine.Illegal.confirmBeforeClose) { _ = try file.confirmed(sha256: "a") }
+        try file.sent(6)
+        try file.finished(sha256: "a")
+        #expect(throws: FileSendMachine.Illegal.afterEnd) { try file.sent(0) }
+        #expect(throws: FileSendMachine.Illegal.afterEnd) { try file.finished(sha256: "a") }
+        let reset5 = file.reset()
+        #expect(reset5)
+        #expect(throws: FileSendMachine.Illegal.afterEnd) { _ = try file.confirmed(sha256: "a") }
+    }
+}
+
+/// A link's channel table: what runs on each channel goes with the link, at once.
+@Suite struct LinkChannelsTests {
+    private func frame(_ kind: Frame.Kind, _ channel: UInt32) -> Frame {
+        Frame(kind: kind, channel: channel)
+    }
+
+    @Test func framesReachWhatRunsOnTheirChannel() throws {
+        let channels = LinkChannels(isClient: true)
+        let sending = channels.open { id in
+            let channel = OutgoingChannel(id: id)
+            return (.sending(channel), channel)
+        }
+        let channel = try #require(sending)
+        #expect(channel.id == 1)
+        guard case let .deliver(.sending(routed), _) = try channels.route(Control.frame(.openReply, Control.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil), channel: 1)) else {
+            Issue.record("the answer did not reach the sender")
+            return
+        }
+        #expect(routed === channel)
+        // The peer's offer goes to the node; once accepted its frames go to the file.
+        guard case .offer = try channels.route(Control.frame(.open, Control.Open(kind: .file, path: "a", size: 1, key: ""), channel: 2)) else {
+            Issue.record("an offer was not an offer")
+            return
+        }
+        let file = IncomingFile(transfer: "t", channel: 2, peer: PeerRef(id: "p", name: "p"), relative: "a", directory: "/tmp", name: "a", partial: "/tmp/.a", size: 1, resume: nil)
+        #expect(channels.accept(2, .receiving(file)))
+        guard case .deliver(.receiving, _) = try channels.route(frame(.start, 2)) else {
+            Issue.record("the start did not reach the file")
+            return
+        }
+        // A reset ends the channel at once: later frames on it are ignored.
+        guard case .deliver = try channels.route(frame(.reset, 2)) else {
+            Issue.record("the reset did not reach the file")
+            return
+        }
+        guard case .ignore = try channels.route(frame(.data, 2)) else {
+            Issue.record("a frame after the reset was not ignored")
+            return
+        }
+    }
+
+    @Test func droppingTheLinkTakesEverythingAndAcceptsNothingMore() throws {
+        let channels = LinkChannels(isClient: false)
+        _ = channels.open { id in (.sending(OutgoingChannel(id: id)), id) }
+        _ = channels.open { id in (.stream(StreamChannel(id: id, name: "", peer: PeerRef(id: "p", name: "p"))), id) }
+        #expect(channels.drop().count == 2)
+        #expect(channels.drop().isEmpty)
+        #expect(channels.open { id in (.sending(OutgoingChannel(id: id)), id) } == nil)
+        #expect(!channels.hold(3, .sending(OutgoingChannel(id: 3))))
+    }
+
+    @Test func theCapHolds() {
+        let channels = LinkChannels(isClient: true, limits: ChannelMux.Limits(channels: 2))
+        #expect(channels.open { id in (.sending(OutgoingChannel(id: id)), id) } == 1)
+        #expect(channels.open { id in (.sending(OutgoingChannel(id: id)), id) } == 3)
+        #expect(channels.open { id in (.sending(OutgoingChannel(id: id)), id) } == nil)
+        channels.finish(1)
+        #expect(channels.open { id in (.sending(OutgoingChannel(id: id)), id) } == 5)
+    }
+}
+
+/// Channel kinds and transfer codes are enums on the wire; what a peer sends that this version does
+/// not know is kept (capped), never a decoding failure.
+@Suite struct ChannelCodeTests {
+    @Test func knownAndUnknownNamesRoundTrip() throws {
+        for code in ["cancelled", "connection-lost", "io-error", "integrity", "protocol", "no-save-dir", "stream-reset"] {
+            #expect(TransferCode(code).description == code)
+            #expect(TransferCode(code) != .other(code))
+        }
+        #expect(TransferCode(String(repeating: "z", count: 100)) == .other(String(repeating: "z", count: 32)))
+        let reset = Control.Reset(reason: "r", code: .connectionLost)
+        let decoded = try Control.decode(Control.Reset.self, from: Control.frame(.reset, reset))
+        #expect(decoded == reset)
+        #expect(TransferCode.cancelled.resumable && TransferCode.connectionLost.resumable && !TransferCode.integrity.resumable)
+
+        let open = Frame(kind: .open, channel: 2, payload: ByteBuffer(string: #"{"kind":"telnet","path":"a","size":1,"key":""}"#))
+        #expect(try Control.decode(Control.Open.self, from: open).kind == .other("telnet"))
+        let file = Frame(kind: .open, channel: 2, payload: ByteBuffer(string: #"{"kind":"file","path":"a","size":1,"key":""}"#))
+        #expect(try Control.decode(Control.Open.self, from: file).kind == .file)
+    }
+}
