@@ -7,6 +7,7 @@
 #
 # The tests are the test_* functions of the other *.sh files here (discovery.sh, sessions.sh, …);
 # each runs in the same lab of LAB_HOSTS hosts, with its own output directory $OUT.
+#   E2E_KEEP=DIR tests/e2e/run.sh …      also keeps each test's output directory under DIR
 #
 # Ends with the line "e2e: N passed, M failed" and exits non-zero when anything failed.
 set -u
@@ -116,6 +117,8 @@ for TEST in $SELECTED; do
     fi
 done
 
+# E2E_KEEP=DIR keeps what every test saw (its JSON lines, stderr, terminals) for reading afterwards.
+[[ -z ${E2E_KEEP:-} ]] || { mkdir -p "$E2E_KEEP" && cp -r "$LAB_DIR/out/." "$E2E_KEEP/"; }
 lab_down
 [[ $FAILED -eq 0 ]] || printf 'failed: %s\n' "${FAILED_NAMES[*]}"
 echo "e2e: $PASSED passed, $FAILED failed"
