@@ -51,29 +51,23 @@ extension Nearby {
         @Option(help: ArgumentHelp("Only invitations from this peer (ID, prefix or name).", valueName: "peer"), completion: .peers)
         var from: String?
 
-        @OptionGroup var serviceOptions: ServiceOptions
-        @OptionGroup var naming: NameOptions
-        @OptionGroup var session: SessionOptions
+        @OptionGroup var node: NodeOptions
         @OptionGroup var receive: ReceiveOptions
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
             let context = output.configure(CommandContext.current)
             try await reporting(context, verbose: output.verbose) {
-                let service = try serviceOptions.resolve(context)
-                let name = try naming.resolve()
+                let node = try self.node.resolve(context)
                 let query = invitation ?? from
                 let decline = self.decline
                 // Only an explicit --save-dir is checked against a running node (the environment's is for
                 // a node this command would start).
                 let asked = receive.saveDir == nil ? nil : try receive.resolve([:])
-                let expected = session.expecting(name: name, saveDirectory: asked)
+                let expected = node.expecting(saveDirectory: asked)
                 let request = ControlRequest.accept(query: query, decline: decline)
-                if try await context.viaRunningNode(request, service: service, expecting: expected) != nil { return }
-                var configuration = NodeConfiguration(service: service)
-                configuration.wideArea = try serviceOptions.wideArea.resolve(context)
-                configuration.encryption = session.mode
-                configuration.displayName = name
+                if try await context.viaRunningNode(request, service: node.service, expecting: expected) != nil { return }
+                var configuration = node.configuration
                 configuration.advertise = true
                 configuration.saveDirectory = try receive.resolve(context.environment)
                 let identity = try context.identity()

@@ -26,25 +26,18 @@ extension Nearby {
 
         @OptionGroup var wait: InviteTimeout
 
-        @OptionGroup var serviceOptions: ServiceOptions
-        @OptionGroup var naming: NameOptions
-        @OptionGroup var session: SessionOptions
+        @OptionGroup var node: NodeOptions
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
             let context = output.configure(CommandContext.current)
             try await reporting(context, verbose: output.verbose) {
-                let service = try serviceOptions.resolve(context)
-                let name = try naming.resolve()
+                let node = try self.node.resolve(context)
                 let (peer, invitationContext, timeout) = (self.peer, self.context, wait.timeout)
                 let request = ControlRequest.invite(peer: peer, context: invitationContext, timeout: timeout)
-                if try await context.viaRunningNode(request, service: service, expecting: session.expecting(name: name)) != nil { return }
+                if try await context.viaRunningNode(request, service: node.service, expecting: node.expecting()) != nil { return }
 
-                var configuration = NodeConfiguration(service: service)
-                configuration.wideArea = try serviceOptions.wideArea.resolve(context)
-                configuration.encryption = session.mode
-                configuration.displayName = name
-                try await LocalNode.run(configuration, identity: context.identity(), context: context, serve: true, stopReason: { stopReason($0) }) { local in
+                try await LocalNode.run(node.configuration, identity: context.identity(), context: context, serve: true, stopReason: { stopReason($0) }) { local in
                     let served = try await interruptible("inviting \(peer)") { try await local.serve(request) }
                     if case let .peer(connected?) = served { _ = await waitForEnd(local.node, peer: connected.id) }
                 }

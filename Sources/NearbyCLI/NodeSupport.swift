@@ -20,6 +20,40 @@ struct SessionOptions: ParsableArguments {
     }
 }
 
+/// What every command that may start a node of its own takes — the service (and wide-area domain),
+/// the display name, the encryption mode — and the one way they become that node.
+struct NodeOptions: ParsableArguments {
+    @OptionGroup var serviceOptions: ServiceOptions
+    @OptionGroup var naming: NameOptions
+    @OptionGroup var session: SessionOptions
+
+    /// The options, checked before anything touches the network.
+    struct Resolved {
+        let service: ServiceType
+        /// `--name`, when given.
+        let name: String?
+        /// The node this command starts when no node is running.
+        var configuration: NodeConfiguration
+        let session: SessionOptions
+
+        /// What a running node must already be to serve this command (`saveDirectory`: an explicit
+        /// `--save-dir`).
+        func expecting(saveDirectory: String? = nil) -> NodeExpectations {
+            session.expecting(name: name, saveDirectory: saveDirectory)
+        }
+    }
+
+    func resolve(_ context: CommandContext) throws(NearbyError) -> Resolved {
+        let service = try serviceOptions.resolve(context)
+        let name = try naming.resolve()
+        var configuration = NodeConfiguration(service: service)
+        configuration.wideArea = try serviceOptions.wideArea.resolve(context)
+        configuration.encryption = session.mode
+        configuration.displayName = name
+        return Resolved(service: service, name: name, configuration: configuration, session: session)
+    }
+}
+
 /// `--timeout` of every command that may have to find and invite a peer first.
 struct InviteTimeout: ParsableArguments {
     @Option(help: ArgumentHelp("Seconds to wait for the peer to be found and to answer the invitation.", valueName: "seconds"))

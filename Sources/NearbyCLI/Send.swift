@@ -51,9 +51,7 @@ extension Nearby {
 
         @OptionGroup var wait: InviteTimeout
 
-        @OptionGroup var serviceOptions: ServiceOptions
-        @OptionGroup var naming: NameOptions
-        @OptionGroup var session: SessionOptions
+        @OptionGroup var node: NodeOptions
         @OptionGroup var output: OutputOptions
 
         func validate() throws {
@@ -65,8 +63,7 @@ extension Nearby {
         func run() async throws {
             let context = output.configure(CommandContext.current)
             try await reporting(context, verbose: output.verbose) {
-                let service = try serviceOptions.resolve(context)
-                let name = try naming.resolve()
+                let node = try self.node.resolve(context)
                 // With --all the one positional argument is the text.
                 let target = all ? nil : peer
                 let message = all ? (peer ?? text) : text
@@ -85,24 +82,20 @@ extension Nearby {
                 let input = DescriptorSource(fd: STDIN_FILENO, chunk: 64 << 10)
                 if lines {
                     let identity = try context.identity()
-                    let address = NodeAddress(paths: context.paths, environment: context.environment, peerID: identity.peerID, service: service)
+                    let address = NodeAddress(paths: context.paths, environment: context.environment, peerID: identity.peerID, service: node.service)
                     let replies = NodeReplies(context.events)
-                    let checked = request.expecting(session.expecting(name: name))
+                    let checked = request.expecting(node.expecting())
                     if let status = try await ControlClient.sendLines(checked, address: address, source: input, output: { replies.print($0) }) {
                         return try replies.outcome(status)
                     }
-                } else if try await context.viaRunningNode(request, service: service, expecting: session.expecting(name: name)) != nil {
+                } else if try await context.viaRunningNode(request, service: node.service, expecting: node.expecting()) != nil {
                     return
                 }
                 guard let target else { throw NearbyError.noNode("--all sends to the sessions of a running node") }
 
-                var configuration = NodeConfiguration(service: service)
-                configuration.wideArea = try serviceOptions.wideArea.resolve(context)
-                configuration.encryption = session.mode
-                configuration.displayName = name
                 let (lines, unreliable) = (self.lines, self.unreliable)
                 try await LocalNode.run(
-                    configuration, identity: context.identity(), context: context, serve: false,
+                    node.configuration, identity: context.identity(), context: context, serve: false,
                     stopReason: { stopReason($0, done: lines ? "input ended" : unreliable ? "message sent" : "message delivered") }
                 ) { local in
                     _ = try await interruptible("sending to \(target)") {

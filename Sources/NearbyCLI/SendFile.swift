@@ -32,9 +32,7 @@ extension Nearby {
 
         @OptionGroup var wait: InviteTimeout
 
-        @OptionGroup var serviceOptions: ServiceOptions
-        @OptionGroup var naming: NameOptions
-        @OptionGroup var session: SessionOptions
+        @OptionGroup var node: NodeOptions
         @OptionGroup var output: OutputOptions
 
         func validate() throws {
@@ -44,17 +42,13 @@ extension Nearby {
         func run() async throws {
             let context = output.configure(CommandContext.current)
             try await reporting(context, verbose: output.verbose) {
-                let service = try serviceOptions.resolve(context)
-                let name = try naming.resolve()
+                let node = try self.node.resolve(context)
                 // Missing or unreadable files are refused before anything touches the network.
                 let files = try FileList.collect(paths)
                 let (peer, timeout) = (self.peer, wait.timeout)
                 let request = ControlRequest.sendFiles(peer: peer, files: files, timeout: timeout)
-                if try await context.viaRunningNode(request, service: service, expecting: session.expecting(name: name)) != nil { return }
-                var configuration = NodeConfiguration(service: service)
-                configuration.wideArea = try serviceOptions.wideArea.resolve(context)
-                configuration.encryption = session.mode
-                configuration.displayName = name
+                if try await context.viaRunningNode(request, service: node.service, expecting: node.expecting()) != nil { return }
+                let configuration = node.configuration
                 try await LocalNode.run(
                     configuration, identity: context.identity(), context: context, serve: false,
                     stopReason: { stopReason($0, done: "files delivered", failed: "transfer stopped") }

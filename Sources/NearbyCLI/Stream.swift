@@ -55,9 +55,7 @@ extension Nearby {
 
         @OptionGroup var wait: InviteTimeout
 
-        @OptionGroup var serviceOptions: ServiceOptions
-        @OptionGroup var naming: NameOptions
-        @OptionGroup var session: SessionOptions
+        @OptionGroup var node: NodeOptions
         @OptionGroup var output: OutputOptions
 
         func validate() throws {
@@ -73,8 +71,7 @@ extension Nearby {
             let context = output.configure(onStderr, fd: STDERR_FILENO)
             try await CommandContext.$current.withValue(context) {
                 try await reporting(context, verbose: output.verbose) {
-                    let service = try serviceOptions.resolve(context)
-                    let displayName = try naming.resolve()
+                    let node = try self.node.resolve(context)
                     // A listener's terminal is not input: `stream --listen | tar xz` must end when
                     // the opener's bytes do, not wait for a Ctrl-D nobody knows to type.
                     let source: any ByteSource = listen && isatty(STDIN_FILENO) == 1 ? NoBytes() as any ByteSource : DescriptorSource(fd: STDIN_FILENO)
@@ -86,13 +83,13 @@ extension Nearby {
                         ? .listen(name: name, from: from, input: input)
                         : .stream(peer: peer ?? "", name: name ?? "", timeout: timeout, input: input)
                     let identity = try context.identity()
-                    let address = NodeAddress(paths: context.paths, environment: context.environment, peerID: identity.peerID, service: service)
+                    let address = NodeAddress(paths: context.paths, environment: context.environment, peerID: identity.peerID, service: node.service)
                     let events = context.events
                     // Through a running node the client sees the setup events; it reports the end itself.
                     let counted = CountedStream(source: source, sink: sink)
                     let replies = NodeReplies(events)
                     let viaNode = try await interruptible("the stream") {
-                        try await ControlClient.stream(request.expecting(session.expecting(name: displayName)), address: address, source: counted, sink: counted) {
+                        try await ControlClient.stream(request.expecting(node.expecting()), address: address, source: counted, sink: counted) {
                             replies.print($0)
                         }
                     }
@@ -108,10 +105,7 @@ extension Nearby {
                     case let .failed(status)?: return try replies.outcome(status)
                     case nil: break
                     }
-                    var configuration = NodeConfiguration(service: service)
-                    configuration.wideArea = try serviceOptions.wideArea.resolve(context)
-                    configuration.encryption = session.mode
-                    configuration.displayName = displayName
+                    var configuration = node.configuration
                     configuration.advertise = listen
                     // Listening means taking the opener's invitation: from anyone, or from --from only.
                     configuration.autoAccept = listen && from == nil
