@@ -93,6 +93,12 @@ struct HumanRenderer: Sendable {
         let context = e.has("context") ? ": \"" + e.clean("context", limit: 300) + "\"" : ""
         let target = Self.shellWord(e.peerName) ?? e.peerID
         let serviceOption = service.flatMap { $0 == "nearby" ? nil : " --service " + (Self.shellWord($0) ?? $0) } ?? ""
+        if e.has("answered_by") {
+            // Answered in the same moment (this command accepts, or a policy does): nothing to do.
+            return stamp(e) + paint("invitation", .boldYellow) + " from \(paint(e.peerLabel, .bold)) (\(e.peerID))\(context), "
+                + "verification code " + paint(e.clean("verification_code"), .boldCyan) + e.unencrypted
+                + " — answered by \(e.clean("answered_by"))"
+        }
         var lines = [
             stamp(e) + paint("invitation", .boldYellow) + " from \(paint(e.peerLabel, .bold)) (\(e.peerID))\(context)",
             indent + "verification code " + paint(e.clean("verification_code"), .boldCyan)

@@ -21,7 +21,9 @@ extension Nearby {
                 terminal): stdout carries only the peer's bytes. \
                 The receiving end runs 'nearby stream --listen' (attached to the running node, or \
                 running one itself, which accepts the opener's invitation — without --from from \
-                ANYONE on the network, else from --from only); an incoming stream that nobody \
+                ANYONE on the network, else from --from only). Attached to a node that does not \
+                accept by itself, it shows the opener's invitation and the 'nearby accept' that \
+                lets the stream in. An incoming stream that nobody \
                 listens for is refused after 30 s. A listening node takes streams only, never \
                 files. A listener whose stdin is a terminal sends nothing: its side ends at \
                 once, so 'nearby stream --listen | tar xz' ends with the opener's bytes (to type \
@@ -110,6 +112,7 @@ extension Nearby {
                     // Listening means taking the opener's invitation: from anyone, or from --from only.
                     configuration.autoAccept = listen && from == nil
                     configuration.acceptFrom = from.map { [$0] } ?? []
+                    configuration.acceptedBy = "nearby stream --listen"
                     // A listening node is the user's node for this service (it advertises and can be
                     // reached by other commands); an opening one is one-shot.
                     try await LocalNode.run(

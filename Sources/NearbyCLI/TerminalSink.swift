@@ -41,7 +41,7 @@ final class TerminalSink: EventSink {
     private let human: Bool
     private let renderer: HumanRenderer
     private let encoder = EventEncoder()
-    /// The node's service type, learnt from its `advertising` event, for the commands an invitation shows.
+    /// The node's service type, learnt from its `advertising` or `waiting` event, for the commands an invitation shows.
     private let service = Mutex<String?>(nil)
 
     init(writer: TerminalWriter, fd: Int32, style: OutputStyle) {
@@ -61,7 +61,8 @@ final class TerminalSink: EventSink {
         guard human || Self.drawsBar(line) else { return writer.line(line, fd: fd) }
         guard let event = HumanRenderer.decode(line) else { return writer.line(line, fd: fd) }
         let kind = event["event"] as? String ?? ""
-        if kind == "advertising", let name = event["service"] as? String { service.withLock { $0 = name } }
+        // A client of a running node learns it from the node's `waiting` event.
+        if kind == "advertising" || kind == "waiting", let name = event["service"] as? String { service.withLock { $0 = name } }
         switch kind {
         case "progress":
             writer.drawBar(ProgressBar.text(Fields(event), columns: writer.columns))

@@ -10,9 +10,13 @@ extension Events {
         public var verificationCode: String
         public var encrypted: Bool
         public var expires: String
+        /// Who answers it at once (the `by` of the `accepted` that follows, or `nearby accept` for a
+        /// waiting `--decline`); nil when it waits for an answer.
+        public var answeredBy: String? = nil
         enum CodingKeys: String, CodingKey {
             case invitation, peer, context, encrypted, expires
             case verificationCode = "verification_code"
+            case answeredBy = "answered_by"
         }
         public func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
@@ -22,6 +26,7 @@ extension Events {
             try c.encode(verificationCode, forKey: .verificationCode)
             try c.encode(encrypted, forKey: .encrypted)
             try c.encode(expires, forKey: .expires)
+            try c.encodeIfPresent(answeredBy, forKey: .answeredBy)
         }
     }
 

@@ -3,7 +3,7 @@ extension Events {
     /// stays up and advertises again), or an invitation (`nearby accept` with none pending).
     public struct Waiting: EventBody {
         public static let event = "waiting"
-        /// `daemon` or `invitation`.
+        /// `daemon`, `invitation` or `stream`.
         public var `for`: String
         public var service: String
         public var reason: String

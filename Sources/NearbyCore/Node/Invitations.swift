@@ -54,6 +54,8 @@ struct Invitations {
     }
 
     private(set) var incoming: [String: Incoming] = [:]
+    /// The invitations waiting for an answer, oldest first.
+    var waiting: [Incoming] { incoming.values.sorted { $0.sequence < $1.sequence } }
     private var arrivals = 0
     var outgoing: [PeerID: Outgoing] = [:]
     private(set) var waiters: [AcceptWaiter] = []

@@ -21,7 +21,7 @@ extension Node {
                 return
             }
             invitations.received(id: invite.invitation, link: link, context: invite.context, expires: Date())
-            events.emit(invitationEvent(invite, link: link, expires: Date()))
+            events.emit(invitationEvent(invite, link: link, expires: Date(), answeredBy: "crossed invitations"))
             await answer(invite.invitation, accept: true, by: "crossed invitations", sink: events)
             return
         }
@@ -33,23 +33,35 @@ extension Node {
         let lifetime = min(max(invite.timeout, 1), 300)
         let expires = Date().addingTimeInterval(lifetime)
         invitations.received(id: invite.invitation, link: link, context: invite.context, expires: expires)
-        events.emit(invitationEvent(invite, link: link, expires: expires))
+        // Who answers at once, decided before the event: an invitation answered in the same moment
+        // is not shown as one waiting for `nearby accept`.
+        let friend = configuration.acceptFrom.contains { Self.matches($0, peer) }
+        let waiter = friend || configuration.autoAccept ? nil : invitations.takeWaiter(for: peer)
+        let answeredBy = friend ? configuration.acceptedBy ?? "--accept-from"
+            : configuration.autoAccept ? configuration.acceptedBy ?? "--auto-accept"
+            : waiter.map { _ in "nearby accept" }
+        events.emit(invitationEvent(invite, link: link, expires: expires, answeredBy: answeredBy))
 
         // `--accept-from` names a friend: pinned for good. `--auto-accept` lets in a stranger.
-        if configuration.acceptFrom.contains(where: { Self.matches($0, peer) }) {
-            await answer(invite.invitation, accept: true, by: "--accept-from", sink: events)
+        if friend {
+            await answer(invite.invitation, accept: true, by: answeredBy ?? "--accept-from", sink: events)
             return
         }
         if configuration.autoAccept {
             invitations.markAutoAccepted(link)
-            await answer(invite.invitation, accept: true, by: "--auto-accept", sink: events)
+            await answer(invite.invitation, accept: true, by: answeredBy ?? "--auto-accept", sink: events)
             return
         }
-        if let waiter = invitations.takeWaiter(for: peer) {
-            await answer(invite.invitation, accept: !waiter.decline, by: "nearby accept", sink: TeeSink(events, waiter.sink))
+        if let waiter {
+            await answer(invite.invitation, accept: !waiter.decline, by: answeredBy ?? "nearby accept", sink: TeeSink(events, waiter.sink))
             if !waiter.decline, let link = sessions[peer.id] { waiter.sink.emit(connectedEvent(link)) }
             waiter.answered.settle(waiter.decline ? nil : peer)
             return
+        }
+        // A stream listener attached to this node waits in vain unless someone accepts: it shows
+        // the invitation, with how to accept it.
+        for listener in streamWaits.listeners where !listener.claimed.isSettled && listener.wants(peer) {
+            listener.sink?.emit(invitationEvent(invite, link: link, expires: expires))
         }
         let id = invite.invitation
         spawn { [self] in
@@ -65,11 +77,16 @@ extension Node {
             || knownPeers.names(query)
     }
 
-    private func invitationEvent(_ invite: Control.Invite, link: Link, expires: Date) -> Events.Invitation {
+    /// The event of an invitation that waits for an answer.
+    func invitationEvent(_ pending: Invitations.Incoming) -> Events.Invitation {
+        invitationEvent(Control.Invite(invitation: pending.id, context: pending.context, timeout: 0), link: pending.link, expires: pending.expires)
+    }
+
+    private func invitationEvent(_ invite: Control.Invite, link: Link, expires: Date, answeredBy: String? = nil) -> Events.Invitation {
         Events.Invitation(
             invitation: invite.invitation, peer: link.peer.ref, context: invite.context,
             verificationCode: link.peer.verificationCode, encrypted: link.peer.encrypted,
-            expires: EventEncoder.timestamp(expires))
+            expires: EventEncoder.timestamp(expires), answeredBy: answeredBy)
     }
 
     private func expire(_ id: String) async {

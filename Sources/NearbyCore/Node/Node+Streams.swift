@@ -62,7 +62,11 @@ struct StreamListener {
     let id = UUID()
     let name: String?
     let from: String?
+    /// The listener's client: it sees the invitations it may be waiting for (Node.invited).
+    var sink: (any EventSink)? = nil
     let claimed = OneShot<StreamMatch>()
+
+    func wants(_ peer: AuthenticatedPeer) -> Bool { from.map { Node.matches($0, peer) } ?? true }
 }
 
 /// An incoming stream and the link it came on, handed to the listener that takes it.
@@ -126,8 +130,16 @@ extension Node {
             let pending = streamWaits.pending.remove(at: index)
             match = StreamMatch(stream: pending.stream, link: pending.link)
         } else {
-            let listener = StreamListener(name: name, from: from)
+            let listener = StreamListener(name: name, from: from, sink: client)
             streamWaits.listeners.append(listener)
+            let service = configuration.service.name
+            let what = (name.map { "stream '\($0)'" } ?? "stream") + (from.map { " from \($0)" } ?? "")
+            client?.emit(Events.Waiting(for: "stream", service: service, reason: "waiting for a \(what) on \(service) (Ctrl-C to stop)"))
+            // A stream comes only once its opener is in session: show the invitations that wait
+            // for an answer, with how to give it.
+            for pending in invitations.waiting where listener.wants(pending.link.peer) {
+                client?.emit(invitationEvent(pending))
+            }
             match = await listener.claimed.wait()
             streamWaits.listeners.removeAll { $0.id == listener.id }
         }

@@ -13,6 +13,9 @@ public struct NodeConfiguration: Sendable {
     public var port = 0
     public var autoAccept = false
     public var acceptFrom: [String] = []
+    /// Who set the accepting policy, for the `by` of `accepted` events: nil when the flags did
+    /// (`--auto-accept`, `--accept-from`); a command that accepts for itself names itself.
+    public var acceptedBy: String?
     /// How long an incoming stream waits for `nearby stream --listen` before it is refused
     /// (`NEARBY_STREAM_WAIT` seconds: tests need not wait 30 s).
     public var unclaimedStreamWait = Duration.seconds(30)
