@@ -162,6 +162,10 @@ struct HumanRenderer: Sendable {
         let seconds = e.double("seconds")
         let rate = seconds > 0 ? ", \(Format.size(moved / seconds))/s" : ""
         let resumed = e.double("skipped") > 0 ? " (resumed: \(Format.size(moved)) sent)" : ""
+        if e.bool("already_there") {
+            let who = sent ? "\(paint(e.peerLabel, .bold)) has the same \(Format.size(bytes))" : "the same \(Format.size(bytes)) as \(paint(e.peerLabel, .bold)) sent"
+            return paint("already there", .green) + ": \(paint(e.clean("path"), .bold)) — \(who) (sha256 \(e.short("sha256", 12))), no second copy"
+        }
         return paint(sent ? "sent" : "received", .green) + " \(paint(e.clean("path"), .bold)) \(sent ? "to" : "from") "
             + "\(paint(e.peerLabel, .bold)): \(Format.size(bytes)) in \(Format.seconds(seconds))\(rate)\(resumed), sha256 \(e.short("sha256", 12))"
     }

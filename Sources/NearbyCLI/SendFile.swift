@@ -12,8 +12,9 @@ extension Nearby {
                 'progress' (at most 10 a second per file) and 'file-sent' with the SHA-256 the \
                 receiver confirmed; the receiver's node prints the same with 'file-received' and \
                 puts each file in its --save-dir under a name that overwrites nothing \
-                ('name (1).ext'), only once the SHA-256 matches. Sending the same file again after \
-                an interruption resumes where it stopped. Ctrl-C cancels. A progress bar is drawn \
+                ('name (1).ext'), only once the SHA-256 matches; a file whose complete copy is \
+                already there (same name, same SHA-256) is reported 'already there', not copied \
+                again. Sending the same file again after an interruption resumes where it stopped. Ctrl-C cancels. A progress bar is drawn \
                 on stderr when it is a terminal, and replaced by a summary line when a file is done. Without a running node, a one-shot node finds the \
                 peer, invites it, sends and leaves: 'nearby accept --save-dir DIR' on the other machine is all it \
                 takes.

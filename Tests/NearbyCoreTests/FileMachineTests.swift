@@ -1,4 +1,6 @@
 import NIOCore
+import Crypto
+import Foundation
 import Testing
 
 @testable import NearbyCore
@@ -196,5 +198,24 @@ import Testing
         #expect(try Control.decode(Control.Open.self, from: open).kind == .other("telnet"))
         let file = Frame(kind: .open, channel: 2, payload: ByteBuffer(string: #"{"kind":"file","path":"a","size":1,"key":""}"#))
         #expect(try Control.decode(Control.Open.self, from: file).kind == .file)
+    }
+}
+
+/// The same file sent again: only a regular file of that size and SHA-256 is "already there".
+@Suite struct AlreadyThereTests {
+    @Test func onlyTheSameBytesUnderTheSameNameCount() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("already-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let bytes = Data("the same bytes".utf8)
+        try bytes.write(to: URL(fileURLWithPath: directory + "/mid.bin"))
+        let sha = Transfer.hex(SHA256.hash(data: bytes))
+        #expect(await AlreadyThere.copy(of: sha, size: UInt64(bytes.count), in: directory, as: "mid.bin") == directory + "/mid.bin")
+        #expect(await AlreadyThere.copy(of: sha, size: UInt64(bytes.count) + 1, in: directory, as: "mid.bin") == nil)
+        #expect(await AlreadyThere.copy(of: String(repeating: "0", count: 64), size: UInt64(bytes.count), in: directory, as: "mid.bin") == nil)
+        #expect(await AlreadyThere.copy(of: sha, size: UInt64(bytes.count), in: directory, as: "other.bin") == nil)
+        // A link to the same bytes is not the file itself.
+        try FileManager.default.createSymbolicLink(atPath: directory + "/link.bin", withDestinationPath: directory + "/mid.bin")
+        #expect(await AlreadyThere.copy(of: sha, size: UInt64(bytes.count), in: directory, as: "link.bin") == nil)
     }
 }

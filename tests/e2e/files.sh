@@ -166,6 +166,37 @@ test_file_directory_tree_and_a_loose_file() {
 
 # --- 3. name collisions --------------------------------------------------------------------------------
 
+# The same file sent again while its complete copy is there: "already there", no second copy; the
+# same name with other bytes still gets a copy of its own (issue 25).
+test_file_sent_again_is_already_there() {
+    trap files_done RETURN
+    local id1 adv dir=$OUT/save src=$OUT/src status
+    id1=$(id_of 1) || return 1
+    mkdir -p "$dir"
+    start_node 1 s-f-again --auto-accept --save-dir "$dir" || return 1; adv=$ADV
+    files_random "$src/mid.bin" 300000
+    nb 2 send-file "$id1" "$src/mid.bin" --service s-f-again >"$OUT/first.jsonl" 2>"$OUT/first.err"; status=$?
+    expect_eq "$status" 0 "the first send" || return 1
+    nb 2 send-file "$id1" "$src/mid.bin" --service s-f-again >"$OUT/again.jsonl" 2>"$OUT/again.err"; status=$?
+    expect_eq "$status" 0 "the same file again" || return 1
+    expect_json "$OUT/again.jsonl" 'select(.event=="file-sent" and .already_there==true)' "the sender hears it was there" || return 1
+    for _ in $(seq 50); do [[ $(count_json "$adv" 'select(.event=="file-received")') -ge 2 ]] && break; sleep 0.1; done
+    expect_json "$adv" 'select(.event=="file-received" and .already_there==true and .path=="'"$dir/mid.bin"'")' \
+        "the receiver kept its copy" || return 1
+    expect_eq "$(find "$dir" -mindepth 1 | wc -l)" 1 "files in the save dir after the same file twice" || { ls -la "$dir" >&2; return 1; }
+    # On a terminal's summary line, the words.
+    nb 2 send-file --human "$id1" "$src/mid.bin" --service s-f-again >"$OUT/human.txt" 2>&1 || fail "the human send failed" || return 1
+    grep -q "already there" "$OUT/human.txt" || { fail "no 'already there' for people"; show "$OUT/human.txt"; return 1; }
+    # Other bytes under the same name: a copy of their own, as before.
+    files_random "$src/mid.bin" 300000
+    nb 2 send-file "$id1" "$src/mid.bin" --service s-f-again >"$OUT/other.jsonl" 2>"$OUT/other.err"; status=$?
+    expect_eq "$status" 0 "other bytes, same name" || return 1
+    [[ $(count_json "$OUT/other.jsonl" 'select(.already_there)') == 0 ]] || fail "other bytes called already there" || return 1
+    for _ in $(seq 50); do [[ -e "$dir/mid (1).bin" ]] && break; sleep 0.1; done
+    cmp -s "$src/mid.bin" "$dir/mid (1).bin" || { fail "the other bytes are not in 'mid (1).bin'"; ls -la "$dir" >&2; return 1; }
+    files_no_parts "$dir" "after the sends" || return 1
+}
+
 test_file_name_collisions_never_overwrite() {
     trap files_done RETURN
     local id1 adv dir=$OUT/save src=$OUT/src status round line

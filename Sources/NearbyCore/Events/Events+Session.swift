@@ -151,17 +151,30 @@ extension Events {
         public var skipped: UInt64
         public var sha256: String
         public var seconds: Double
+        /// The receiver had it already (same name and content) and kept that copy; omitted otherwise.
+        public var alreadyThere: Bool? = nil
+        enum CodingKeys: String, CodingKey {
+            case transfer, peer, path, bytes, skipped, sha256, seconds
+            case alreadyThere = "already_there"
+        }
     }
 
     public struct FileReceived: EventBody {
         public static let event = "file-received"
         public var transfer: String
         public var peer: PeerRef
+        /// Where the file is: its new name, or the copy that was already there.
         public var path: String
         public var bytes: UInt64
         public var skipped: UInt64
         public var sha256: String
         public var seconds: Double
+        /// The file was already there (same name and content): nothing new was written; omitted otherwise.
+        public var alreadyThere: Bool? = nil
+        enum CodingKeys: String, CodingKey {
+            case transfer, peer, path, bytes, skipped, sha256, seconds
+            case alreadyThere = "already_there"
+        }
     }
 
     public struct FileFailed: EventBody {

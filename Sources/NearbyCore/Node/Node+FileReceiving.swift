@@ -161,10 +161,17 @@ extension Node {
             progress.writer = nil
             return (progress.machine.skipped, progress.started)
         }
-        let placed: String
+        var placed: String
+        // The same file sent again, its complete copy already there: no second copy.
+        let existing = await AlreadyThere.copy(of: sha, size: file.size, in: file.directory, as: file.name)
         do {
             guard synced else { throw NearbyError.ioFailure(path: file.partial, reason: "fsync failed") }
-            placed = try SafePath.placeWithoutOverwriting(file.partial, in: file.directory, as: file.name)
+            if let existing {
+                unlink(file.partial)
+                placed = existing
+            } else {
+                placed = try SafePath.placeWithoutOverwriting(file.partial, in: file.directory, as: file.name)
+            }
         } catch {
             return await fail(file, on: link, code: "io-error", reason: (error as? NearbyError)?.errorDescription ?? "cannot place the file")
         }
@@ -177,8 +184,10 @@ extension Node {
                 transfer: file.transfer, direction: "receive", peer: file.peer, path: file.relative, bytes: file.size,
                 total: file.size, rate: Transfer.rate(file.size - skipped, seconds)))
         }
-        events.emit(Events.FileReceived(transfer: file.transfer, peer: file.peer, path: placed, bytes: file.size, skipped: skipped, sha256: sha, seconds: seconds))
-        await link.send(Control.frame(.close, Control.Close(sha256: sha, bytes: file.size), channel: frame.channel))
+        events.emit(Events.FileReceived(
+            transfer: file.transfer, peer: file.peer, path: placed, bytes: file.size, skipped: skipped, sha256: sha, seconds: seconds,
+            alreadyThere: existing != nil ? true : nil))
+        await link.send(Control.frame(.close, Control.Close(sha256: sha, bytes: file.size, alreadyThere: existing != nil ? true : nil), channel: frame.channel))
     }
 
     /// The sender stopped (a `reset`, which already ended the channel): what arrived stays for a resume.

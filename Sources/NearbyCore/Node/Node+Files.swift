@@ -188,7 +188,7 @@ extension Node {
                 guard delivered else { throw failed("integrity", "the receiver's SHA-256 differs") }
                 sink.emit(Events.FileSent(
                     transfer: transfer, peer: peer, path: file.relative, bytes: file.size, skipped: offset, sha256: sha,
-                    seconds: Transfer.seconds(since: started)))
+                    seconds: Transfer.seconds(since: started), alreadyThere: confirmed.alreadyThere == true ? true : nil))
                 return
             case let .reset(reset)?: throw failed(reset.code.description, "the receiver refused the file: \(reset.reason)")
             case let .lost(reason)?: throw failed("connection-lost", reason)

@@ -73,6 +73,9 @@ public enum Control {
     public struct Close: Codable, Equatable, Sendable {
         public var sha256: String
         public var bytes: UInt64
+        /// The receiver's confirming close only: it had this file already (same name and SHA-256)
+        /// and kept that copy instead of making another.
+        public var alreadyThere: Bool? = nil
     }
 
     public struct Reset: Codable, Equatable, Sendable {
