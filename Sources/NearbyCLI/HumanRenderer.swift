@@ -71,6 +71,8 @@ struct HumanRenderer: Sendable {
             body = "… and \(RepeatLimiter<String>.grouped(e.int("count"))) more \(e.clean("of", limit: 40)) events (\(e.clean("code", limit: 60))) in the last \(e.int("seconds")) s"
         case "file-started", "progress", "file-sent", "file-received", "file-failed":
             body = file(e)
+        case "skipped":
+            body = paint("skipped", .yellow) + " \(paint(e.clean("path"), .bold)): \(e.clean("reason"))"
         case "stream-opened":
             body = "stream\(e.streamName) " + (e.string("direction") == "in" ? "from " : "to ") + paint(e.peerLabel, .bold) + " opened"
         case "stream-closed":

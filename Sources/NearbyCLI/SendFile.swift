@@ -8,7 +8,9 @@ extension Nearby {
             commandName: "send-file",
             abstract: "Send files and directories to a peer.",
             discussion: """
-                Directories go recursively, their relative paths kept. Prints 'file-started', \
+                Directories go recursively, their relative paths kept; what they hold that is \
+                not a file (a FIFO, a device, a socket, a symbolic link) is not sent, each with a \
+                'skipped' event saying why. Prints 'file-started', \
                 'progress' (at most 10 a second per file) and 'file-sent' with the SHA-256 the \
                 receiver confirmed; the receiver's node prints the same with 'file-received' and \
                 puts each file in its --save-dir under a name that overwrites nothing \
@@ -45,7 +47,8 @@ extension Nearby {
             try await reporting(context, verbose: output.verbose) {
                 let node = try self.node.resolve(context)
                 // Missing or unreadable files are refused before anything touches the network.
-                let files = try FileList.collect(paths)
+                // What a directory holds that is not a file is said, not dropped in silence.
+                let files = try FileList.collect(paths) { context.events.emit(Events.Skipped($0)) }
                 let (peer, timeout) = (self.peer, wait.timeout)
                 let request = ControlRequest.sendFiles(peer: peer, files: files, timeout: timeout)
                 if try await context.viaRunningNode(request, service: node.service, expecting: node.expecting()) != nil { return }

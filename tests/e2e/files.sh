@@ -197,6 +197,32 @@ test_file_sent_again_is_already_there() {
     files_no_parts "$dir" "after the sends" || return 1
 }
 
+# What a sent directory holds that is not a file (a FIFO, a socket, a link) is reported with why,
+# both through a running node and without one; the rest arrives and the command succeeds.
+test_file_directory_entries_not_sent_are_reported() {
+    trap files_done RETURN
+    local id1 dir=$OUT/save src=$OUT/src status mode
+    id1=$(id_of 1) || return 1
+    mkdir -p "$dir" "$src/tree/sub"
+    start_node 1 s-f-skip --auto-accept --save-dir "$dir" || return 1
+    echo "kept" >"$src/tree/sub/kept.txt"
+    mkfifo "$src/tree/pipe"
+    python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$src/tree/sock"
+    ln -s sub/kept.txt "$src/tree/link"
+    for mode in alone node; do
+        if [[ $mode == node ]]; then start_node 2 s-f-skip || return 1; fi
+        nb 2 send-file "$id1" "$src/tree" --service s-f-skip >"$OUT/$mode.jsonl" 2>"$OUT/$mode.err"; status=$?
+        expect_eq "$status" 0 "$mode: send-file of a tree with a FIFO in it" || { show "$OUT/$mode.err"; return 1; }
+        expect_json "$OUT/$mode.jsonl" 'select(.event=="skipped" and .path=="tree/pipe" and (.reason|startswith("a FIFO")))' "$mode: the FIFO" || return 1
+        expect_json "$OUT/$mode.jsonl" 'select(.event=="skipped" and .path=="tree/sock" and (.reason|startswith("a socket")))' "$mode: the socket" || return 1
+        expect_json "$OUT/$mode.jsonl" 'select(.event=="skipped" and .path=="tree/link" and (.reason|contains("symbolic link")))' "$mode: the link" || return 1
+        expect_json "$OUT/$mode.jsonl" 'select(.event=="file-sent" and .path=="tree/sub/kept.txt")' "$mode: the file beside them" || return 1
+    done
+    cmp -s "$src/tree/sub/kept.txt" "$dir/tree/sub/kept.txt" || fail "kept.txt did not arrive" || return 1
+    nb 2 send-file --human "$id1" "$src/tree" --service s-f-skip >"$OUT/human.txt" 2>&1
+    grep -q "skipped tree/pipe: a FIFO, not a regular file" "$OUT/human.txt" || { fail "no skipped line for people"; show "$OUT/human.txt"; return 1; }
+}
+
 test_file_name_collisions_never_overwrite() {
     trap files_done RETURN
     local id1 adv dir=$OUT/save src=$OUT/src status round line

@@ -159,6 +159,17 @@ extension Events {
         }
     }
 
+    /// An entry of a sent directory that is not sent (a FIFO, a device, a socket, a symbolic link).
+    public struct Skipped: EventBody {
+        public static let event = "skipped"
+        public var path: String
+        public var reason: String
+        public init(_ skipped: FileList.Skipped) {
+            path = skipped.path
+            reason = skipped.reason
+        }
+    }
+
     public struct FileReceived: EventBody {
         public static let event = "file-received"
         public var transfer: String

@@ -9,7 +9,8 @@ import Darwin
 /// The files a `send-file` names: files as themselves, directories recursively with their relative
 /// paths kept (under the directory's own name). Symbolic links are followed for the paths given,
 /// skipped inside directories. A path given that is neither a regular file nor a directory (a
-/// FIFO, `/dev/null`) is refused; inside a directory, such entries are skipped.
+/// FIFO, `/dev/null`) is refused; inside a directory, such entries are skipped, each reported with
+/// why (`Skipped`, a `skipped` event).
 public struct OutgoingFile: Sendable, Equatable, Codable {
     public var source: String
     public var relative: String
@@ -18,7 +19,17 @@ public struct OutgoingFile: Sendable, Equatable, Codable {
 }
 
 public enum FileList {
-    public static func collect(_ paths: [String], relativeTo base: String = FileManager.default.currentDirectoryPath) throws(NearbyError) -> [OutgoingFile] {
+    /// An entry inside a sent directory that is not sent, and why.
+    public struct Skipped: Sendable, Equatable {
+        /// As it would have been sent: under the directory's own name.
+        public var path: String
+        public var reason: String
+    }
+
+    public static func collect(
+        _ paths: [String], relativeTo base: String = FileManager.default.currentDirectoryPath,
+        skipped: (Skipped) -> Void = { _ in }
+    ) throws(NearbyError) -> [OutgoingFile] {
         var files: [OutgoingFile] = []
         let manager = FileManager.default
         for given in paths {
@@ -39,10 +50,17 @@ public enum FileList {
             while let entry = walker.nextObject() as? String { inside.append(entry) }
             for entry in inside.sorted() {
                 let full = path + "/" + entry
-                guard let attributes = try? manager.attributesOfItem(atPath: full),
-                      attributes[.type] as? FileAttributeType == .typeRegular
-                else { continue }
-                files.append(try describe(full, relative: name + "/" + entry))
+                var info = stat()
+                guard lstat(full, &info) == 0 else {
+                    skipped(Skipped(path: name + "/" + entry, reason: "cannot read its attributes"))
+                    continue
+                }
+                switch info.st_mode & S_IFMT {
+                case S_IFREG: files.append(try describe(full, relative: name + "/" + entry))
+                case S_IFDIR: continue  // its entries follow
+                case S_IFLNK: skipped(Skipped(path: name + "/" + entry, reason: "a symbolic link: links inside a directory are not followed"))
+                case let mode: skipped(Skipped(path: name + "/" + entry, reason: "\(kind(mode)), not a regular file"))
+                }
             }
         }
         return files
@@ -53,16 +71,19 @@ public enum FileList {
     static func requireRegular(_ path: String, given: String) throws(NearbyError) {
         var info = stat()
         guard stat(path, &info) == 0 else { throw .ioFailure(path: given, reason: "cannot read its attributes") }
-        let kind: String
-        switch info.st_mode & S_IFMT {
-        case S_IFREG: return
-        case S_IFIFO: kind = "a FIFO"
-        case S_IFCHR: kind = "a character device"
-        case S_IFBLK: kind = "a block device"
-        case S_IFSOCK: kind = "a socket"
-        default: kind = "not a regular file"
+        guard info.st_mode & S_IFMT != S_IFREG else { return }
+        throw .ioFailure(path: given, reason: "\(kind(info.st_mode & S_IFMT)), not a regular file: send-file sends files and directories (for a pipe, use 'nearby stream')")
+    }
+
+    /// What a file that is not a regular one is, in words.
+    static func kind(_ mode: mode_t) -> String {
+        switch mode {
+        case S_IFIFO: "a FIFO"
+        case S_IFCHR: "a character device"
+        case S_IFBLK: "a block device"
+        case S_IFSOCK: "a socket"
+        default: "something else"
         }
-        throw .ioFailure(path: given, reason: "\(kind), not a regular file: send-file sends files and directories (for a pipe, use 'nearby stream')")
     }
 
     static func describe(_ path: String, relative: String) throws(NearbyError) -> OutgoingFile {
