@@ -92,17 +92,42 @@ final class TerminalSink: EventSink {
 
 /// The one-line progress bar: `photo.jpg [#######-------]  45% 9.0 MiB 12.0 MiB/s`, never wider
 /// than the terminal.
+/// The bar drawn on stderr for a file in flight: how far (of its total), how fast, and when it
+/// should be done; with several files, which one and where the whole batch is.
 enum ProgressBar {
     static func text(_ e: Fields, columns: Int) -> String {
-        let bytes = e.double("bytes"), total = e.double("total")
+        let bytes = e.double("bytes"), total = e.double("total"), rate = e.double("rate")
         let fraction = total > 0 ? min(max(bytes / total, 0), 1) : 1
-        let width = 30
-        let filled = Int(fraction * Double(width))
-        let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
-        let facts = String(format: " [%@] %3.0f%% %@ %@/s", bar, fraction * 100, Format.size(bytes), Format.size(e.double("rate")))
-        let room = max(columns - 1 - facts.count, 8)
+        var facts = String(format: " %3.0f%% %@ of %@, %@/s", fraction * 100, Format.size(bytes), Format.size(total), Format.size(rate))
+        if let eta = eta(remaining: total - bytes, rate: rate) { facts += ", ETA " + eta }
+        var prefix = ""
+        if e.has("files") {
+            prefix = "[\(e.int("file"))/\(e.int("files"))] "
+            let all = e.double("all_bytes"), allTotal = e.double("all_total")
+            let allFraction = allTotal > 0 ? min(max(all / allTotal, 0), 1) : 1
+            facts += String(format: " · all %.0f%% of %@", allFraction * 100, Format.size(allTotal))
+            if let eta = eta(remaining: allTotal - all, rate: rate) { facts += ", ETA " + eta }
+        }
+        // The bar takes what room is left after the facts and a short name, up to 30 columns.
+        let width = min(30, columns - 1 - prefix.count - facts.count - 3 - 12)
+        let bar = width >= 5
+            ? " [" + String(repeating: "#", count: Int(fraction * Double(width))) + String(repeating: "-", count: width - Int(fraction * Double(width))) + "]"
+            : ""
+        let room = max(columns - 1 - prefix.count - bar.count - facts.count, 8)
         let path = e.clean("path", limit: 4096)
         let name = path.count > room ? "…" + path.suffix(room - 1) : path
-        return String((name + facts).prefix(columns - 1))
+        return String((prefix + name + bar + facts).prefix(columns - 1))
+    }
+
+    /// When `remaining` bytes at `rate` bytes a second will be done, as m:ss or h:mm:ss; nil when
+    /// done, not moving, or further than 100 hours.
+    static func eta(remaining: Double, rate: Double) -> String? {
+        guard remaining > 0, rate > 0, remaining.isFinite, rate.isFinite else { return nil }
+        let seconds = (remaining / rate).rounded(.up)
+        guard seconds < 100 * 3600 else { return nil }
+        let whole = Int(seconds)
+        return whole >= 3600
+            ? String(format: "%d:%02d:%02d", whole / 3600, whole / 60 % 60, whole % 60)
+            : String(format: "%d:%02d", whole / 60, whole % 60)
     }
 }

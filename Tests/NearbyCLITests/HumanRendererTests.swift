@@ -118,7 +118,30 @@ import Testing
             #"{"event":"progress",\#(time),\#(peer),"transfer":"t","direction":"send","path":"\#(String(repeating: "d/", count: 60))photo.jpg","bytes":512,"total":1024,"rate":2048}"#))
         let bar = ProgressBar.text(Fields(event), columns: 70)
         #expect(bar.count <= 69)
-        #expect(bar.contains("photo.jpg [###############---------------]  50% 512 B 2.0 KiB/s"), "\(bar)")
+        #expect(bar.hasSuffix("photo.jpg [#####------]  50% 512 B of 1.0 KiB, 2.0 KiB/s, ETA 0:01"), "\(bar)")
+        let wide = ProgressBar.text(Fields(event), columns: 200)
+        #expect(wide.contains("[###############---------------]  50% 512 B of 1.0 KiB"), "\(wide)")
+    }
+
+    @Test func severalFilesShowTheBatchAndBothETAs() throws {
+        let event = try #require(HumanRenderer.decode(
+            #"{"event":"progress",\#(time),\#(peer),"transfer":"t","direction":"send","path":"tree/b.bin","bytes":3145728,"total":10485760,"rate":1048576,"file":2,"files":3,"all_bytes":13631488,"all_total":31457280}"#))
+        let bar = ProgressBar.text(Fields(event), columns: 160)
+        #expect(bar.hasPrefix("[2/3] tree/b.bin ["), "\(bar)")
+        #expect(bar.contains(" 30% 3.0 MiB of 10.0 MiB, 1.0 MiB/s, ETA 0:07 · all 43% of 30.0 MiB, ETA 0:17"), "\(bar)")
+        // Narrow: the bar goes before the facts do; never wider than the terminal.
+        let narrow = ProgressBar.text(Fields(event), columns: 90)
+        #expect(narrow.count <= 89 && !narrow.contains("[#"), "\(narrow)")
+    }
+
+    @Test func etaIsMinutesAndSecondsOrNothing() {
+        #expect(ProgressBar.eta(remaining: 90, rate: 1) == "1:30")
+        #expect(ProgressBar.eta(remaining: 1, rate: 1000) == "0:01")
+        #expect(ProgressBar.eta(remaining: 3 * 3600 + 61, rate: 1) == "3:01:01")
+        #expect(ProgressBar.eta(remaining: 0, rate: 10) == nil)
+        #expect(ProgressBar.eta(remaining: 10, rate: 0) == nil)
+        #expect(ProgressBar.eta(remaining: 1e12, rate: 1) == nil)
+        #expect(ProgressBar.eta(remaining: .infinity, rate: 1) == nil)
     }
 
     /// What a hostile peer puts in every field it controls, through every kind that shows it.

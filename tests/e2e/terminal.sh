@@ -150,18 +150,28 @@ test_terminal_file_transfer_bar_never_shares_a_line() {
     term_has "$out" "^[0-9:]{8} sending big\.bin to Alice Box \($mib\.0 MiB\)$" "started line" || return 1
     term_has "$out" "^[0-9:]{8} sent big\.bin to Alice Box: $mib\.0 MiB in [0-9.]+ (s|min)[^,]*, [0-9.]+ [KMG]iB/s, sha256 ${sha:0:12}…$" "summary line" || return 1
     grep -qaE '\[#+-*\]' "$out" || { fail "no progress bar drawn"; show "$out"; return 1; }
+    grep -qaE "[0-9]+% [0-9.]+ [KMG]?i?B of $mib\.0 MiB, [0-9.]+ [KMG]?i?B/s" "$out" || { fail "the bar shows no total"; show "$out"; return 1; }
     term_no_json "$out" send-file && term_check_lines "$out" send-file || return 1
     expect_eq "$(files_sha "$OUT/in/big.bin")" "$sha" "received file" || return 1
+
+    # Several files: which one, and the whole batch (issue 25); the same facts as JSON fields.
+    files_random "$OUT/batch/one.bin" $((8 << 20)); files_random "$OUT/batch/two.bin" $((8 << 20)); files_random "$OUT/batch/three.bin" $((8 << 20))
+    files_later rm -rf "$OUT/batch"
+    term_run 2 "$OUT/batch-h2.txt" -- send-file --json "Alice Box" "$OUT/batch" --service t-tfile || { fail "send-file of three files"; show "$OUT/batch-h2.txt"; return 1; }
+    grep -qaE '\[3/3\] batch/two\.bin .* all 100% of 24\.0 MiB' "$OUT/batch-h2.txt" || { fail "no batch progress for the last file"; show "$OUT/batch-h2.txt"; return 1; }
+    grep -qa '"event":"progress".*"all_total":25165824.*"file":1,"files":3' "$OUT/batch-h2.txt" || { fail "no batch fields in the progress events"; show "$OUT/batch-h2.txt"; return 1; }
+    term_check_lines "$OUT/batch-h2.txt" "send-file of three files" || return 1
 
     # --json on a terminal: JSON lines on stdout, the bar and summary on stderr, never on one line.
     term_run 2 "$OUT/send-json-h2.txt" -- send-file --json "Alice Box" "$file" --service t-tfile || return 1
     grep -qa '^{"event":"file-sent"' "$OUT/send-json-h2.txt" || { fail "send-file --json: no file-sent line"; show "$OUT/send-json-h2.txt"; return 1; }
-    term_has "$OUT/send-json-h2.txt" "sent big\.bin to Alice Box: .*sha256 ${sha:0:12}…$" "send-file --json: the summary on stderr" || return 1
+    # (The same file again: Alice has it already, and says so.)
+    term_has "$OUT/send-json-h2.txt" "already there: big\.bin — Alice Box has the same $mib\.0 MiB \(sha256 ${sha:0:12}…\), no second copy$" "send-file --json: the summary on stderr" || return 1
     term_check_lines "$OUT/send-json-h2.txt" "send-file --json" || return 1
 
     # NO_COLOR: no escape sequence at all, the bar cleared with spaces.
     term_run 2 "$OUT/send-nocolor-h2.txt" NO_COLOR=1 -- send-file "Alice Box" "$file" --service t-tfile || return 1
-    term_has "$OUT/send-nocolor-h2.txt" "sent big\.bin to Alice Box" "NO_COLOR: summary" && term_no_escapes "$OUT/send-nocolor-h2.txt" "send-file with NO_COLOR" || return 1
+    term_has "$OUT/send-nocolor-h2.txt" "already there: big\.bin — Alice Box" "NO_COLOR: summary" && term_no_escapes "$OUT/send-nocolor-h2.txt" "send-file with NO_COLOR" || return 1
 
     # Piped: JSON lines only, and nothing on stderr, as before.
     nb 2 send-file "Alice Box" "$file" --service t-tfile >"$OUT/send-piped.jsonl" 2>"$OUT/send-piped.err" || return 1

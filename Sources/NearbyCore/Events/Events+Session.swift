@@ -140,6 +140,46 @@ extension Events {
         public var bytes: UInt64
         public var total: UInt64
         public var rate: Double
+        /// Sending several files: which one this is, and the whole batch so far (omitted for one).
+        public var file: Int?
+        public var files: Int?
+        public var allBytes: UInt64?
+        public var allTotal: UInt64?
+
+        /// Where one file stands in a batch of several.
+        public struct Batch: Sendable {
+            /// 1-based.
+            public var file: Int
+            public var files: Int
+            /// Bytes of the files before this one.
+            public var before: UInt64
+            public var total: UInt64
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case transfer, direction, peer, path, bytes, total, rate, file, files
+            case allBytes = "all_bytes"
+            case allTotal = "all_total"
+        }
+
+        public init(
+            transfer: String, direction: String, peer: PeerRef, path: String, bytes: UInt64, total: UInt64, rate: Double,
+            batch: Batch? = nil, done: UInt64 = 0
+        ) {
+            self.transfer = transfer
+            self.direction = direction
+            self.peer = peer
+            self.path = path
+            self.bytes = bytes
+            self.total = total
+            self.rate = rate
+            if let batch {
+                file = batch.file
+                files = batch.files
+                allBytes = batch.before + done
+                allTotal = batch.total
+            }
+        }
     }
 
     public struct FileSent: EventBody {

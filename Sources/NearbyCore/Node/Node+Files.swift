@@ -64,21 +64,27 @@ extension Node {
     ) async throws(NearbyError) {
         let sink: any EventSink = client.map { TeeSink(events, $0) } ?? events
         let peer = try await invite(query, context: nil, timeout: timeout, client: client)
-        for file in files {
+        let total = files.reduce(UInt64(0)) { $0 + $1.size }
+        var before: UInt64 = 0
+        for (index, file) in files.enumerated() {
+            // Several files: each progress event also says where the whole batch is.
+            let batch = files.count > 1 ? Events.Progress.Batch(file: index + 1, files: files.count, before: before, total: total) : nil
+            before += file.size
             guard let link = sessions[peer.id] else { throw .connectionFailed("the session with \(peer.id) ended") }
             let channel = try link.openChannel { id in
                 let channel = OutgoingChannel(id: id)
                 return (.sending(channel), channel)
             }
             defer { link.channels.finish(channel.id) }
-            try await Self.send(file, over: channel, link: link, sender: identity.peerID, sink: sink)
+            try await Self.send(file, over: channel, link: link, sender: identity.peerID, sink: sink, batch: batch)
         }
     }
 
     /// The sending half, outside the actor: reading, hashing and waiting for credit never hold up
     /// the node.
     nonisolated static func send(
-        _ file: OutgoingFile, over channel: OutgoingChannel, link: Link, sender: PeerID, sink: any EventSink
+        _ file: OutgoingFile, over channel: OutgoingChannel, link: Link, sender: PeerID, sink: any EventSink,
+        batch: Events.Progress.Batch? = nil
     ) async throws(NearbyError) {
         let transfer = String(Transfer.key(sender: sender, file: file).prefix(12)) + "-\(channel.id)"
         let peer = link.peer.ref
@@ -174,7 +180,7 @@ extension Node {
                 lastProgress = clock.now
                 sink.emit(Events.Progress(
                     transfer: transfer, direction: "send", peer: peer, path: file.relative, bytes: position, total: file.size,
-                    rate: Transfer.rate(position - offset, Transfer.seconds(since: started))))
+                    rate: Transfer.rate(position - offset, Transfer.seconds(since: started)), batch: batch, done: position))
             }
         }
         let sha = Transfer.hex(await reader.hash().finalize())
