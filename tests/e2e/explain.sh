@@ -156,3 +156,25 @@ test_explain_default_names_differ_and_blank_names_are_refused() {
     nb 1 send --name " " --timeout 1 Bob hi >"$OUT/blank2.jsonl" 2>"$OUT/blank2.err"; status=$?
     expect_error "$OUT/blank2.jsonl" 64 "$status" invalid-name "--name of one space" || return 1
 }
+
+# A peer on IPv4 and IPv6 whose IPv4 port refuses: the send goes through over IPv6. With every
+# address blocked, the sentence names the peer as typed and what happened at each address, in
+# words, no NIO error text. (NEARBY_CONNECT_TIMEOUT_MS: a dropped address gives up in 1 s.)
+test_explain_connect_tries_every_address() {
+    trap 'stop_started; lab_run 1 nft delete table inet exv4 2>/dev/null; lab_run 1 nft delete table inet exall 2>/dev/null; trap - RETURN' RETURN
+    local status port
+    start_node 1 s-ex-v6 --name "Six Box" --auto-accept || return 1; port=$ADV_PORT
+    nft_on 1 exv4 input "meta nfproto ipv4 tcp dport $port reject with tcp reset" || return 1
+    nb 2 send --service s-ex-v6 --timeout 10 "Six Box" hi >"$OUT/v6.jsonl" 2>"$OUT/v6.err"; status=$?
+    expect_eq "$status" 0 "send with IPv4 refused" || { show "$OUT/v6.jsonl"; show "$OUT/v6.err"; return 1; }
+    expect_json "$OUT/v6.jsonl" 'select(.event=="connecting" and (.address|startswith("10.99.0.1:")))' "IPv4 tried first" || return 1
+    expect_json "$OUT/v6.jsonl" 'select(.event=="connecting" and (.address|startswith("[")))' "then IPv6" || return 1
+    expect_json "$OUT/v6.jsonl" 'select(.event=="sent")' "the message went over IPv6" || return 1
+
+    nft_on 1 exall input "meta nfproto ipv6 tcp dport $port drop" || return 1
+    lab_run 2 env NEARBY_CONNECT_TIMEOUT_MS=1000 "$NEARBY" send --service s-ex-v6 --timeout 10 "Six Box" hi >"$OUT/none.jsonl" 2>"$OUT/none.err"; status=$?
+    expect_error "$OUT/none.jsonl" 5 "$status" connection-failed "every address blocked" || return 1
+    ex_says "$OUT/none.err" "cannot connect to 'Six Box': 10.99.0.1:$port refused the connection (nothing listens on that port); [fe80:" "the peer as typed and the IPv4 address" || return 1
+    ex_says "$OUT/none.err" "]:$port did not answer within 1 s" "the IPv6 address" || return 1
+    if grep -qE "NIO|errno|SingleConnectionFailure" "$OUT/none.err"; then fail "raw NIO text"; show "$OUT/none.err"; return 1; fi
+}

@@ -173,7 +173,7 @@ extension Node {
             return peer
         }
         let deadline = ContinuousClock.now + .seconds(timeout)
-        let target = try await resolve(query, until: deadline, timeout: timeout, client: client ?? events)
+        var target = try await resolve(query, until: deadline, timeout: timeout, client: client ?? events)
         if target.expected == nil, let link = sessions.values.first(where: { $0.peer.address == target.address }) {
             client?.emit(connectedEvent(link))
             return link.peer
@@ -188,16 +188,12 @@ extension Node {
         }
         let invitation = Invitations.Outgoing(id: Self.newInvitationID(), context: context, timeout: timeout)
         if let expected = target.expected { invitations.outgoing[expected] = invitation }
-        sink.emit(Events.Connecting(peer: target.expected.map { PeerRef(id: $0.rawValue, name: target.name) }, address: target.address))
         let negotiated: Negotiated
         do {
-            negotiated = try await Connections.connect(host: target.host, port: target.port, preference: configuration.encryption, tls: tls.client)
+            (negotiated, target.host) = try await connect(target, query: query, deadline: deadline, sink: sink)
         } catch {
             invitations.forget(invitation)
-            if error is CancellationError { throw .cancelled("connecting to \(target.address)") }
-            let why = ConnectFailure.describe(error, timeout: Connections.connectTimeout) ?? Self.describe(error)
-            let whom = query == target.address ? query : "\(query) at \(target.address)"
-            throw .connectionFailed("cannot connect to \(whom): \(why)")
+            throw error
         }
         if case let .refused(_, theirs, decision) = negotiated {
             invitations.forget(invitation)
@@ -207,7 +203,8 @@ extension Node {
             invitations.forget(invitation)
             throw .connectionFailed("\(target.address) is not a nearby node (\(what))")
         }
-        spawn { [self] in await serve(negotiated, isClient: true, expected: target.expected, invitation: invitation, sink: sink) }
+        let expected = target.expected
+        spawn { [self] in await serve(negotiated, isClient: true, expected: expected, invitation: invitation, sink: sink) }
         // The invite frame goes out once the handshake is done (`attach`); then the answer decides,
         // or the deadline, or our own cancellation.
         let outcome = await invitation.outcome.wait(until: deadline)

@@ -8,7 +8,12 @@ extension Node {
         var port: Int
         var expected: PeerID?
         var name: String?
-        var address: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+        /// The peer's other addresses, tried in turn when `host` cannot be reached (IPv4 first,
+        /// then IPv6, link-local last).
+        var alternates: [String] = []
+        var address: String { Self.address(host, port) }
+        var hosts: [String] { [host] + alternates }
+        static func address(_ host: String, _ port: Int) -> String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
     }
 
     /// `HOST:PORT` with an IP address skips discovery (the identity is still checked in the
@@ -89,7 +94,7 @@ extension Node {
         let ordered = peer.addresses.filter { !$0.contains(":") } + peer.addresses.filter { $0.contains(":") && !$0.hasPrefix("fe80") }
             + peer.addresses.filter { $0.hasPrefix("fe80") }
         guard let host = ordered.first ?? peer.host else { throw .connectionFailed("\(peer.instance) has no address") }
-        return Target(host: host, port: port, expected: PeerID(peer.instance), name: peer.txt.displayName)
+        return Target(host: host, port: port, expected: PeerID(peer.instance), name: peer.txt.displayName, alternates: Array(ordered.dropFirst()))
     }
 
     private func startDiscovery() {
@@ -127,5 +132,38 @@ extension Node {
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         guard !host.isEmpty else { return nil }
         return (host, port)
+    }
+}
+
+extension Node {
+    /// Connects to the first of the target's addresses that answers, IPv4 then IPv6, each within
+    /// the connect timeout (and the invitation's deadline). When none does, the error names the
+    /// peer as the user typed it and says, for each address tried, what happened there.
+    func connect(
+        _ target: Target, query: String, deadline: ContinuousClock.Instant, sink: any EventSink
+    ) async throws(NearbyError) -> (Negotiated, String) {
+        var failures: [String] = []
+        for host in target.hosts {
+            let address = Target.address(host, target.port)
+            sink.emit(Events.Connecting(peer: target.expected.map { PeerRef(id: $0.rawValue, name: target.name) }, address: address))
+            let left = deadline - .now
+            let timeout = failures.isEmpty ? Connections.connectTimeout : min(Connections.connectTimeout, .nanoseconds(max(left.nanoseconds, 1_000_000_000)))
+            do {
+                return (try await Connections.connect(host: host, port: target.port, preference: configuration.encryption, tls: tls.client, timeout: timeout), host)
+            } catch {
+                if error is CancellationError || Task.isCancelled { throw .cancelled("connecting to \(address)") }
+                let why = ConnectFailure.describe(error, timeout: timeout) ?? Self.describe(error)
+                failures.append(target.hosts.count > 1 ? "\(address) \(why)" : why)
+            }
+        }
+        let whom = query == target.address ? query : target.hosts.count > 1 ? "'\(query)'" : "'\(query)' at \(target.address)"
+        throw .connectionFailed("cannot connect to \(whom): \(failures.joined(separator: "; "))")
+    }
+}
+
+extension Duration {
+    var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 import NIOPosix
 import NIOSSL
@@ -264,8 +265,9 @@ public enum Connections {
 
     /// Connects and runs the preamble; cancelling the calling task ends the wait at once. The
     /// connection takes a place in the process's `budget` until it closes.
-    /// How long a TCP connection may take to be made.
-    public static let connectTimeout = TimeAmount.seconds(10)
+    /// How long a TCP connection may take to be made: 10 s, or $NEARBY_CONNECT_TIMEOUT_MS (a test knob).
+    public static let connectTimeout = ProcessInfo.processInfo.environment["NEARBY_CONNECT_TIMEOUT_MS"]
+        .flatMap(Int64.init).map { TimeAmount.milliseconds(max($0, 1)) } ?? .seconds(10)
 
     public static func connect(
         host: String, port: Int, preference: EncryptionPreference, tls: NIOSSLContext, timeout: TimeAmount = connectTimeout,
