@@ -605,19 +605,21 @@ test_file_transfer_does_not_starve_messages() {
     printf '    message latency, beside 1 GiB (ms):    %s\n' "$busy"
     expect_eq "$(jq .n <<<"$busy")" 20 "latencies measured" || return 1
     (( $(jq .max <<<"$busy") < 2000 )) || { fail "a message took $(jq .max <<<"$busy") ms beside the transfer"; return 1; }
-    # Every message arrived while the file was still on its way.
-    gap=$(jq -s "$FILES_JQ_MS"'(map(select(.event=="file-received")) | first | ms)
-        - (map(select(.event=="message" and (.text|startswith("ping "))) | ms) | max)' "$adv1")
-    printf '    the last message arrived %s ms before the file was complete\n' "$gap"
-    (( gap > 0 )) || { fail "messages arrived only after the transfer ended"; return 1; }
+    # Messages arrived while the file was still on its way, not queued behind it. (Not all of them
+    # need to: a fast transfer may end before the twenty `nearby send`s do.)
+    gap=$(jq -s "$FILES_JQ_MS"'(map(select(.event=="file-received")) | first | ms) as $done
+        | map(select(.event=="message" and (.text|startswith("ping ")) and ms < $done)) | length' "$adv1")
+    printf '    %s of the 20 messages arrived before the file was complete\n' "$gap"
+    (( gap >= 3 )) || { fail "messages arrived only after the transfer ended"; return 1; }
     expect_eq "$(files_sha "$dir/big.bin")" "$(files_sha "$src/big.bin")" "sha256 of the 1 GiB file" || return 1
     jq -r 'select(.event=="file-sent") | "    the 1 GiB file took \(.seconds*1000|round) ms: \(.bytes / .seconds / 1e6 | .*10|round/10) MB/s"' "$OUT/client.jsonl"
 }
 
 # --- 13. (extra) the same file twice at once from one node ------------------------------------------
 # Two `send-file` clients of one node send the same file to the same peer, the second while the first
-# is under way. Per the contract both arrive, as NAME and `NAME (1)`, byte-exact; neither fails, and
-# the second does not "resume" from the partial file the first is still writing.
+# is under way. Both arrive byte-exact, neither fails, and the second does not "resume" from the
+# partial file the first is still writing; the one to finish second finds the other's complete copy
+# in place, the same bytes, and says it is already there rather than making `NAME (1)` (issue 25).
 
 test_file_same_file_twice_at_once_from_one_node() {
     trap files_done RETURN
@@ -641,8 +643,9 @@ test_file_same_file_twice_at_once_from_one_node() {
     expect_eq "$s2" 0 "the second send-file of the same file, started while the first ran" \
         || { jq -c 'select(.event!="progress")' "$OUT/second.jsonl" "$adv1" | sed 's/^/      | /' >&2; return 1; }
     for _ in $(seq 20); do [[ $(count_json "$adv1" 'select(.event=="file-received")') -ge 2 ]] && break; sleep 0.1; done
-    expect_eq "$(jq -r 'select(.event=="file-received") | .path' "$adv1" | sort | tr '\n' '|')" "$dir/twice (1).bin|$dir/twice.bin|" "file-received paths" || return 1
+    expect_eq "$(jq -r 'select(.event=="file-received") | .path' "$adv1" | sort | tr '\n' '|')" "$dir/twice.bin|$dir/twice.bin|" "file-received paths" || return 1
+    expect_eq "$(count_json "$adv1" 'select(.event=="file-received" and .already_there==true)')" 1 "the second, already there" || return 1
     expect_eq "$(files_sha "$dir/twice.bin")" "$sha" "sha256 of twice.bin" || return 1
-    expect_eq "$(files_sha "$dir/twice (1).bin")" "$sha" "sha256 of 'twice (1).bin'" || return 1
+    expect_eq "$(find "$dir" -mindepth 1 | wc -l)" 1 "files in the save dir" || { ls -la "$dir" >&2; return 1; }
     files_no_parts "$dir" "after both transfers" || return 1
 }
