@@ -14,6 +14,16 @@ import Testing
         #expect(line == #"{"event":"advertising","time":"2026-11-18T11:06:40.500Z","domain":"local.","info":{"a":"2","myKey":"3","z":"1"},"peer":{"id":"abc","name":"n \"q\" /"},"port":4,"service":"chat"}"#)
     }
 
+    @Test func fieldsMarkedNullAreWrittenAsNull() {
+        let connecting = EventEncoder().line(Events.Connecting(peer: nil, address: "10.0.0.1:4"), at: date)
+        #expect(connecting == #"{"event":"connecting","time":"2026-11-18T11:06:40.500Z","address":"10.0.0.1:4","peer":null}"#)
+        let invitation = EventEncoder().line(Events.Invitation(
+            invitation: "i", peer: PeerRef(id: "p", name: nil), context: nil, verificationCode: "123 456", encrypted: true, expires: "e"), at: date)
+        #expect(invitation.contains(#""context":null"#) && invitation.contains(#""peer":{"id":"p","name":null}"#) && !invitation.contains("answered_by"))
+        let check = EventEncoder().line(Events.Check(DoctorCheck("daemon", .ok, "d")), at: date)
+        #expect(check.contains(#""hint":null"#), "\(check)")
+    }
+
     @Test func foundHasEveryFieldEvenWhenUnknown() throws {
         let seen = Events.PeerSeen(
             peer: PeerRef(id: "x", name: nil), service: "s", kind: .mpc, protocolVersion: nil, info: [:], host: nil,

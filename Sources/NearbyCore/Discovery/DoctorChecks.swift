@@ -156,7 +156,7 @@ extension Events {
         public var check: String
         public var status: DoctorCheck.Status
         public var detail: String
-        public var hint: String?
+        @Null public var hint: String?
 
         enum CodingKeys: String, CodingKey { case check, status, detail, hint }
 
@@ -167,13 +167,6 @@ extension Events {
             hint = result.hint
         }
 
-        public func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(check, forKey: .check)
-            try container.encode(status, forKey: .status)
-            try container.encode(detail, forKey: .detail)
-            try container.encode(hint, forKey: .hint)
-        }
     }
 
     /// `doctor`'s last line: how many checks passed, warned and failed, and the exit status.

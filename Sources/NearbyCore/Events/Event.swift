@@ -9,19 +9,12 @@ public protocol EventBody: Encodable, Sendable {
 public struct PeerRef: Codable, Sendable, Equatable {
     public var id: String
     /// Written as `null` when unknown, so every `peer` object has both fields.
-    public var name: String?
+    @Null public var name: String?
     public init(id: String, name: String?) {
         self.id = id
         self.name = name
     }
 
-    enum CodingKeys: String, CodingKey { case id, name }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(id, forKey: .id)
-        try container.encode(name, forKey: .name)
-    }
 }
 
 public enum Events {
@@ -74,12 +67,12 @@ public enum Events {
         public var peer: PeerRef
         public var service: String
         public var kind: PeerKind
-        public var protocolVersion: String?
+        @Null public var protocolVersion: String?
         public var info: SortedInfo
-        public var host: String?
-        public var port: Int?
+        @Null public var host: String?
+        @Null public var port: Int?
         public var addresses: [String]
-        public var interface: String?
+        @Null public var interface: String?
         public var isSelf: Bool
         public var elapsedMs: Int
         /// The unicast DNS domain (`--domain`); absent on mDNS.
@@ -110,22 +103,6 @@ public enum Events {
             self.elapsedMs = elapsedMs
         }
 
-        /// Absent values are written as `null`, so every `found` line has the same fields.
-        public func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(peer, forKey: .peer)
-            try container.encode(service, forKey: .service)
-            try container.encode(kind, forKey: .kind)
-            try container.encode(protocolVersion, forKey: .protocolVersion)
-            try container.encode(info, forKey: .info)
-            try container.encode(host, forKey: .host)
-            try container.encode(port, forKey: .port)
-            try container.encode(addresses, forKey: .addresses)
-            try container.encode(interface, forKey: .interface)
-            try container.encode(isSelf, forKey: .isSelf)
-            try container.encode(elapsedMs, forKey: .elapsedMs)
-            try container.encodeIfPresent(domain, forKey: .domain)
-        }
     }
 
     public struct PeerUpdated: EventBody {

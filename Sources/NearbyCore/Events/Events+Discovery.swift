@@ -56,10 +56,10 @@ extension Events {
         public var state: String
         public var type: String
         public var name: String
-        public var host: String?
-        public var port: Int?
+        @Null public var host: String?
+        @Null public var port: Int?
         public var addresses: [String]
-        public var interface: String?
+        @Null public var interface: String?
         public var txt: SortedInfo
 
         enum CodingKeys: String, CodingKey { case state, type, name, host, port, addresses, interface, txt }
@@ -73,19 +73,6 @@ extension Events {
             addresses = peer.addresses
             interface = peer.interface
             txt = SortedInfo(peer.txt.raw)
-        }
-
-        /// Absent values are written as `null`, so every `service` line has the same fields.
-        public func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(state, forKey: .state)
-            try container.encode(type, forKey: .type)
-            try container.encode(name, forKey: .name)
-            try container.encode(host, forKey: .host)
-            try container.encode(port, forKey: .port)
-            try container.encode(addresses, forKey: .addresses)
-            try container.encode(interface, forKey: .interface)
-            try container.encode(txt, forKey: .txt)
         }
     }
 }

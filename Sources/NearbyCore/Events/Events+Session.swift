@@ -6,7 +6,7 @@ extension Events {
         public static let event = "invitation"
         public var invitation: String
         public var peer: PeerRef
-        public var context: String?
+        @Null public var context: String?
         public var verificationCode: String
         public var encrypted: Bool
         public var expires: String
@@ -17,16 +17,6 @@ extension Events {
             case invitation, peer, context, encrypted, expires
             case verificationCode = "verification_code"
             case answeredBy = "answered_by"
-        }
-        public func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(invitation, forKey: .invitation)
-            try c.encode(peer, forKey: .peer)
-            try c.encode(context, forKey: .context)
-            try c.encode(verificationCode, forKey: .verificationCode)
-            try c.encode(encrypted, forKey: .encrypted)
-            try c.encode(expires, forKey: .expires)
-            try c.encodeIfPresent(answeredBy, forKey: .answeredBy)
         }
     }
 
@@ -62,15 +52,10 @@ extension Events {
     public struct Connecting: EventBody {
         public static let event = "connecting"
         /// Nil when connecting to `HOST:PORT`: who is there is known after the handshake.
-        public var peer: PeerRef?
+        @Null public var peer: PeerRef?
         public var address: String
 
         enum CodingKeys: String, CodingKey { case peer, address }
-        public func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(peer, forKey: .peer)
-            try container.encode(address, forKey: .address)
-        }
     }
 
     public struct Connected: EventBody {
@@ -182,10 +167,13 @@ extension Events {
         }
     }
 
-    public struct FileSent: EventBody {
-        public static let event = "file-sent"
+    /// `file-sent` and `file-received`: the same facts, from either end.
+    public struct FileDone<End: FileEnd>: EventBody {
+        public static var event: String { End.event }
         public var transfer: String
         public var peer: PeerRef
+        /// Sent: the relative path. Received: where the file is — its new name, or the copy that
+        /// was already there.
         public var path: String
         public var bytes: UInt64
         public var skipped: UInt64
@@ -199,6 +187,12 @@ extension Events {
         }
     }
 
+    public protocol FileEnd: Sendable { static var event: String { get } }
+    public enum SendingEnd: FileEnd { public static let event = "file-sent" }
+    public enum ReceivingEnd: FileEnd { public static let event = "file-received" }
+    public typealias FileSent = FileDone<SendingEnd>
+    public typealias FileReceived = FileDone<ReceivingEnd>
+
     /// An entry of a sent directory that is not sent (a FIFO, a device, a socket, a symbolic link).
     public struct Skipped: EventBody {
         public static let event = "skipped"
@@ -207,24 +201,6 @@ extension Events {
         public init(_ skipped: FileList.Skipped) {
             path = skipped.path
             reason = skipped.reason
-        }
-    }
-
-    public struct FileReceived: EventBody {
-        public static let event = "file-received"
-        public var transfer: String
-        public var peer: PeerRef
-        /// Where the file is: its new name, or the copy that was already there.
-        public var path: String
-        public var bytes: UInt64
-        public var skipped: UInt64
-        public var sha256: String
-        public var seconds: Double
-        /// The file was already there (same name and content): nothing new was written; omitted otherwise.
-        public var alreadyThere: Bool? = nil
-        enum CodingKeys: String, CodingKey {
-            case transfer, peer, path, bytes, skipped, sha256, seconds
-            case alreadyThere = "already_there"
         }
     }
 
