@@ -83,7 +83,7 @@ extension Nearby {
                     }
                 ) { local in
                     context.events.emit(await local.node.advertisingEvent)
-                    let served = try await interruptible("waiting for an invitation") { try await local.serve(request) }
+                    let served = try await interruptible(request.activity) { try await local.serve(request) }
                     guard case let .peer(peer?) = served else { return Ended(end: .peerLeft, tally: ledger.tally) }
                     let end = await waitForEnd(local.node, peer: peer.id, ledger: ledger)
                     // As it was when the wait ended: stopping the node fails what is still coming.

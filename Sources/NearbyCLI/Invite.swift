@@ -38,7 +38,7 @@ extension Nearby {
                 if try await context.viaRunningNode(request, service: node.service, expecting: node.expecting()) != nil { return }
 
                 try await LocalNode.run(node.configuration, identity: context.identity(), context: context, serve: true, stopReason: { stopReason($0) }) { local in
-                    let served = try await interruptible("inviting \(peer)") { try await local.serve(request) }
+                    let served = try await interruptible(request.activity) { try await local.serve(request) }
                     if case let .peer(connected?) = served { _ = await waitForEnd(local.node, peer: connected.id) }
                 }
             }

@@ -91,14 +91,14 @@ extension Nearby {
                 } else if try await context.viaRunningNode(request, service: node.service, expecting: node.expecting()) != nil {
                     return
                 }
-                guard let target else { throw NearbyError.noNode("--all sends to the sessions of a running node") }
+                guard target != nil else { throw NearbyError.noNode("--all sends to the sessions of a running node") }
 
                 let (lines, unreliable) = (self.lines, self.unreliable)
                 try await LocalNode.run(
                     node.configuration, identity: context.identity(), context: context, serve: false,
                     stopReason: { stopReason($0, done: lines ? "input ended" : unreliable ? "message sent" : "message delivered") }
                 ) { local in
-                    _ = try await interruptible("sending to \(target)") {
+                    _ = try await interruptible(request.activity) {
                         try await local.serve(request, asker: .init(input: lines ? input : nil))
                     }
                 }

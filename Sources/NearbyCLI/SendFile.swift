@@ -57,7 +57,7 @@ extension Nearby {
                     configuration, identity: context.identity(), context: context, serve: false,
                     stopReason: { stopReason($0, done: "files delivered", failed: "transfer stopped") }
                 ) { local in
-                    _ = try await interruptible("sending files") { try await local.serve(request) }
+                    _ = try await interruptible(request.activity) { try await local.serve(request) }
                 }
             }
         }

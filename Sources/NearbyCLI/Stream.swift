@@ -90,7 +90,7 @@ extension Nearby {
                     // Through a running node the client sees the setup events; it reports the end itself.
                     let counted = CountedStream(source: source, sink: sink)
                     let replies = NodeReplies(events)
-                    let viaNode = try await interruptible("the stream") {
+                    let viaNode = try await interruptible(request.activity) {
                         try await ControlClient.stream(request.expecting(node.expecting()), address: address, source: counted, sink: counted) {
                             replies.print($0)
                         }
@@ -120,7 +120,7 @@ extension Nearby {
                         stopReason: { stopReason($0, done: "stream finished", failed: "stream failed") }
                     ) { local in
                         if listen { events.emit(await local.node.advertisingEvent) }
-                        _ = try await interruptible(listen ? "waiting for a stream" : "the stream") {
+                        _ = try await interruptible(request.activity) {
                             try await local.serve(request, asker: .init(input: source, output: sink))
                         }
                     }

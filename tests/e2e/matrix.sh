@@ -73,3 +73,74 @@ test_matrix_declined() {
     mx_cell send-file-declined 3 declined "declined the invitation" -- send-file "${s[@]}" "$id1" "$file" || return 1
     mx_cell invite-declined 3 declined "declined the invitation" -- invite "${s[@]}" "$id1" || return 1
 }
+
+# --- mid-transfer: the peer killed, the sender cancelled, the receiver's disk full ----------------
+# The same send-file through h2's node and on its own on h3, to h1; each cell checks the exit
+# status, one sentence on stderr, the final `error` event and its code, and that both ways agree on
+# status and code (and, but for how the end was noticed, on the sentence).
+
+# mx_mid_cell NAME STATUS CODE SENTENCE: checks $OUT/NAME-{node,alone}.{jsonl,err} and MX_S_node/MX_S_alone.
+mx_mid_cell() {
+    local name=$1 status=$2 code=$3 sentence=$4 way
+    for way in node alone; do
+        local s_var=MX_S_$way
+        expect_error "$OUT/$name-$way.jsonl" "$status" "${!s_var}" "$code" "$name ($way)" || return 1
+        oc_sentence "$OUT/$name-$way.jsonl.err" "$sentence" || { fail "$name ($way)"; return 1; }
+        expect_eq "$(tail -1 "$OUT/$name-$way.jsonl" | jq -r .event)" error "$name ($way): the final event" || return 1
+    done
+    printf '    %-28s exit %s  %s\n' "$name" "$status" "$(sed 's/^.*error: //' "$OUT/$name-node.jsonl.err" | cut -c1-90)"
+}
+
+# mx_send_bg WAY NAME ARGS...: send-file from h2 through its node (WAY node) or from h3 on its own.
+mx_send_bg() {
+    local way=$1 name=$2 host; shift 2
+    host=$([[ $way == node ]] && echo 2 || echo 3)
+    nb_bg "$host" "$OUT/$name-$way.jsonl" send-file "$@"
+}
+
+test_matrix_mid_transfer() {
+    trap files_done RETURN
+    local id1 receiver sender way src=$OUT/src size=400000000 full=$OUT/full
+    id1=$(id_of 1) || return 1
+    files_later rm -rf "$src" "$OUT/in"
+    files_random "$src/big.bin" "$size"
+    start_node 2 s-mx-mid || return 1
+    local s=(--service s-mx-mid --timeout 10)
+
+    # 1. The receiver is killed mid-transfer (SIGKILL: no goodbye).
+    for way in node alone; do
+        mkdir -p "$OUT/in"
+        nb_bg 1 "$OUT/recv-$way.jsonl" advertise --service s-mx-mid --auto-accept --save-dir "$OUT/in"; receiver=$PID
+        await "$OUT/recv-$way.jsonl" 'select(.event=="advertising")' 10 "the receiver" >/dev/null || return 1
+        mx_send_bg "$way" killed "${s[@]}" "$id1" "$src/big.bin"; sender=$PID
+        await "$OUT/recv-$way.jsonl" "select(.event==\"progress\" and .bytes >= $((size / 10)))" 30 "receiving ($way)" >/dev/null || return 1
+        kill -KILL "$receiver"
+        lab_wait_pid "$sender" 30 >/dev/null; printf -v "MX_S_$way" %s $?
+        rm -rf "$OUT/in"
+    done
+    mx_mid_cell killed 5 connection-lost "big.bin" || return 1
+
+    # 2. The sender is cancelled (SIGINT) mid-transfer.
+    mkdir -p "$OUT/in"
+    start_node 1 s-mx-mid --auto-accept --save-dir "$OUT/in" || return 1
+    for way in node alone; do
+        mx_send_bg "$way" cancelled "${s[@]}" "$id1" "$src/big.bin"; sender=$PID
+        await "$OUT/cancelled-$way.jsonl" "select(.event==\"progress\" and .bytes >= $((size / 10)))" 30 "sending ($way)" >/dev/null || return 1
+        kill -INT "$sender"
+        lab_wait_pid "$sender" 15 >/dev/null; printf -v "MX_S_$way" %s $?
+    done
+    mx_mid_cell cancelled 130 cancelled "sending big.bin to $id1 cancelled" || return 1
+    stop "$ADV_PID" >/dev/null
+
+    # 3. The receiver's disk fills (a 5 MB tmpfs).
+    mkdir -p "$full"
+    mount -t tmpfs -o size=5m tmpfs "$full" || { fail "cannot mount a 5 MB tmpfs"; return 1; }
+    files_later umount -l "$full"
+    files_random "$src/ten.bin" 10000000
+    start_node 1 s-mx-mid --auto-accept --save-dir "$full" || return 1
+    for way in node alone; do
+        mx_send_bg "$way" full "${s[@]}" "$id1" "$src/ten.bin"; sender=$PID
+        lab_wait_pid "$sender" 30 >/dev/null; printf -v "MX_S_$way" %s $?
+    done
+    mx_mid_cell full 8 io-error "disk is full" || return 1
+}
