@@ -77,3 +77,24 @@ import Testing
         #expect(throws: NearbyError.self) { try whole.append(big) }
     }
 }
+
+/// Reply lines: an event is its own object, not JSON inside a string; which kind a line is comes
+/// from its keys, strictly.
+@Suite struct ControlReplyTests {
+    @Test func eachKindRoundTripsAndEventsStayByteForByte() throws {
+        let event = #"{"event":"check","time":"2026-11-18T11:06:40.500Z","check":"daemon","detail":"d","hint":null,"status":"ok"}"#
+        #expect(ControlReply.event(event).line == event)
+        #expect(try ControlReply.decode(event) == .event(event))
+        #expect(ControlReply.status(8).line == #"{"status":8}"#)
+        #expect(try ControlReply.decode(#"{"status":8}"#) == .status(8))
+        let info = StreamInfo(stream: "3", peer: PeerRef(id: "p", name: nil), name: "n", readsInput: true)
+        #expect(try ControlReply.decode(ControlReply.streamReady(info).line) == .streamReady(info))
+        #expect(!ControlReply.streamReady(info).line.contains(#"\""#))
+    }
+
+    @Test func anythingElseIsAnErrorNotAGuess() {
+        for line in ["", "{}", "not json", #"{"status":"ok"}"#, #"{"event":3}"#, #"{"status":1,"stream_ready":{"stream":"1","peer":{"id":"p","name":null},"name":""}}"#] {
+            #expect(throws: NearbyError.self, "\(line)") { try ControlReply.decode(line) }
+        }
+    }
+}

@@ -70,24 +70,52 @@ public struct NodeExpectations: Codable, Sendable, Equatable {
 }
 
 /// What the node answers, one JSON line each: the events of the work as they happen, then its
-/// exit status — or, for a stream, `streamReady` and then raw bytes.
-public enum ControlReply: Codable, Sendable, Equatable {
+/// exit status — or, for a stream, `streamReady` and then raw bytes. On the wire an event is its
+/// own line, the very object the node printed (`{"event":"connected",…}`), not a string of JSON
+/// inside another; the others are `{"status":N}` and `{"stream_ready":{…}}`. Which one a line is,
+/// is decided by its keys, strictly: anything else is an error, not a guess.
+public enum ControlReply: Sendable, Equatable {
     /// One event line, exactly as the node printed it.
     case event(String)
     case streamReady(StreamInfo)
     case status(Int32)
 
+    private struct Status: Codable { var status: Int32 }
+    private struct Ready: Codable {
+        var streamReady: StreamInfo
+        enum CodingKeys: String, CodingKey { case streamReady = "stream_ready" }
+    }
+    /// The keys that tell the kinds apart: an event line has a string `event` (and may have
+    /// fields of any other name, `status` too); the others have exactly theirs.
+    private struct EventProbe: Decodable { var event: String? }
+    private struct Probe: Decodable {
+        var status: Int32?
+        var streamReady: StreamInfo?
+        enum CodingKeys: String, CodingKey {
+            case status
+            case streamReady = "stream_ready"
+        }
+    }
+
     var line: String {
-        let data = (try? JSONEncoder().encode(self)) ?? Data(#"{"status":{"_0":1}}"#.utf8)
-        return String(decoding: data, as: UTF8.self)
+        let encoded: Data?
+        switch self {
+        case let .event(line): return line
+        case let .status(status): encoded = try? JSONEncoder().encode(Status(status: status))
+        case let .streamReady(info): encoded = try? JSONEncoder().encode(Ready(streamReady: info))
+        }
+        return String(decoding: encoded ?? Data(#"{"status":1}"#.utf8), as: UTF8.self)
     }
 
     static func decode(_ line: String) throws(NearbyError) -> ControlReply {
-        do {
-            return try JSONDecoder().decode(ControlReply.self, from: Data(line.utf8))
-        } catch {
-            throw .connectionFailed("the node answered something this version does not understand")
+        let data = Data(line.utf8)
+        if (try? JSONDecoder().decode(EventProbe.self, from: data))?.event != nil { return .event(line) }
+        switch try? JSONDecoder().decode(Probe.self, from: data) {
+        case let probe? where probe.status == nil: if let info = probe.streamReady { return .streamReady(info) }
+        case let probe? where probe.streamReady == nil: if let status = probe.status { return .status(status) }
+        default: break
         }
+        throw .connectionFailed("the node answered something this version does not understand")
     }
 }
 
