@@ -117,11 +117,4 @@ final class LinkChannels: Sendable {
             return Array(table.ends.values)
         }
     }
-
-    /// The incoming files on this link (to keep two of the same file from sharing a partial file).
-    var receiving: [IncomingFile] {
-        table.withLock { table in
-            table.ends.values.compactMap { if case let .receiving(file) = $0 { file } else { nil } }
-        }
-    }
 }
