@@ -2,7 +2,8 @@
 # Two builds of nearby side by side, in turns, on the same lab link: before and after a change to
 # the data path. Each round runs A then B for a stream through a node already running on the
 # sender, a one-shot stream and a send-file, 1 GiB by default, to a file in RAM; the bytes are
-# checked. Prints MB/s per round and the ratio B/A, so a noisy machine still gives a fair answer.
+# checked. Then messages: `send --lines` of MSGS 64-byte lines (100,000 by default), in messages a
+# second until the receiving node has printed every one. Prints MB/s per round and the ratio B/A, so a noisy machine still gives a fair answer.
 # With PERF=DIR, each process also runs under `perf record -g` (files in DIR/<build>-<path>-*.data).
 #
 #   bench/ab.sh NEARBY_A NEARBY_B [MiB] [ROUNDS]      (root; e.g. a copy of last week's build and .build/release/nearby)
@@ -17,6 +18,8 @@ trap 'rm -rf "$WORK"' EXIT   # set before lab_up, which chains its teardown onto
 lab_up 2 >/dev/null
 mkdir -p "$WORK/dst"
 head -c $((MIB << 20)) /dev/urandom >"$WORK/data.bin"
+MSGS=${MSGS:-100000}
+for ((i = 0; i < MSGS; i++)); do printf '%063d\n' "$i"; done >"$WORK/lines.txt"
 now() { local t=${EPOCHREALTIME/[.,]/}; echo $((10#$t)); }
 perf_of() { [[ -z ${PERF:-} ]] || echo perf record -F 499 -g -o "$PERF/$1.data"; }
 rate() { echo $(( (MIB << 20) / ($(now) - $1) )); }
@@ -26,6 +29,22 @@ check() { cmp -s "$WORK/data.bin" "$1" || { echo "ab: $2 delivered different byt
 run() {
     local label=$1 nearby=$2 path=$3 t0 receiver node=
     lab_run 1 "$nearby" identity --rename ab-recv >/dev/null
+    if [[ $path == lines ]]; then
+        lab_bg 1 "$WORK/msgs.jsonl" "$nearby" advertise --service ab --auto-accept >/dev/null
+        receiver=$LAB_PID
+        lab_wait_line "$WORK/msgs.jsonl" 'select(.event=="advertising")' 20 >/dev/null; sleep 1
+        t0=$(now)
+        lab_run 2 "$nearby" send --lines ab-recv --service ab <"$WORK/lines.txt" >/dev/null 2>&1
+        local deadline=$(( $(now) + 120000000 ))
+        until (( $(grep -c '"event":"message"' "$WORK/msgs.jsonl") >= MSGS )); do
+            (( $(now) < deadline )) || { echo "ab: $label lost messages" >&2; exit 1; }
+            sleep 0.05
+        done
+        echo $(( MSGS * 1000000 / ($(now) - t0) ))
+        kill -INT "$receiver"; lab_wait_pid "$receiver" 20 >/dev/null || true
+        rm -f "$WORK/msgs.jsonl"
+        return
+    fi
     if [[ $path == file ]]; then
         lab_bg 1 "$WORK/recv.jsonl" $(perf_of "$label-file-recv") "$nearby" advertise --service ab --auto-accept --save-dir "$WORK/dst" >/dev/null
         receiver=$LAB_PID
@@ -55,9 +74,9 @@ run() {
 
 printf '%-40s %8s %8s %8s\n' "$MIB MiB, h2 -> h1 (MB/s)" "A" "B" "B/A"
 for round in $(seq "$ROUNDS"); do
-    for path in node stream file; do
+    for path in node stream file lines; do
         a=$(run A "$A" "$path") b=$(run B "$B" "$path")
-        label="round $round: $(case $path in node) echo "stream through a running node";; stream) echo "one-shot stream";; file) echo "send-file";; esac)"
+        label="round $round: $(case $path in node) echo "stream through a running node";; stream) echo "one-shot stream";; file) echo "send-file";; lines) echo "send --lines (messages/s)";; esac)"
         printf '%-40s %8s %8s %8s\n' "$label" "$a" "$b" "$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.2f", b / a }')"
     done
 done
