@@ -178,3 +178,22 @@ test_explain_connect_tries_every_address() {
     ex_says "$OUT/none.err" "]:$port did not answer within 1 s" "the IPv6 address" || return 1
     if grep -qE "NIO|errno|SingleConnectionFailure" "$OUT/none.err"; then fail "raw NIO text"; show "$OUT/none.err"; return 1; fi
 }
+
+# A peer whose node restarted on another port, sent to through a node that found it before: a
+# connection refused at the old port waits (2 s at most) for discovery to catch up and tries the
+# new one, instead of failing. (Whether the node still held the old port is a race; the test says
+# which way it went.)
+test_explain_a_restarted_peer_is_found_at_its_new_port() {
+    trap stop_started RETURN
+    local status round old ports retried=0
+    start_node 2 s-ex-re || return 1
+    for round in 1 2 3; do
+        start_node 1 s-ex-re --name "Re Box" --auto-accept || return 1; old=$ADV_PID
+        nb 2 send --service s-ex-re --timeout 10 "Re Box" "round $round" >"$OUT/send$round.jsonl" 2>"$OUT/send$round.err"; status=$?
+        expect_eq "$status" 0 "round $round: send to the restarted peer" || { show "$OUT/send$round.jsonl"; show "$OUT/send$round.err"; return 1; }
+        ports=$(jq -r 'select(.event=="connecting") | .address' "$OUT/send$round.jsonl" | sed 's/.*://' | sort -u | wc -l)
+        (( ports > 1 )) && retried=$((retried + 1))
+        stop "$old" >/dev/null
+    done
+    printf '    %s of 3 sends found the old port first and retried at the new one\n' "$retried"
+}

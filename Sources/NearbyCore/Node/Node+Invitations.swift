@@ -190,7 +190,7 @@ extension Node {
         if let expected = target.expected { invitations.outgoing[expected] = invitation }
         let negotiated: Negotiated
         do {
-            (negotiated, target.host) = try await connect(target, query: query, deadline: deadline, sink: sink)
+            (negotiated, target) = try await connect(target, query: query, deadline: deadline, sink: sink)
         } catch {
             invitations.forget(invitation)
             throw error

@@ -141,23 +141,70 @@ extension Node {
     /// peer as the user typed it and says, for each address tried, what happened there.
     func connect(
         _ target: Target, query: String, deadline: ContinuousClock.Instant, sink: any EventSink
-    ) async throws(NearbyError) -> (Negotiated, String) {
+    ) async throws(NearbyError) -> (Negotiated, Target) {
+        do {
+            return try await connectOnce(target, query: query, deadline: deadline, sink: sink)
+        } catch let failure {
+            // Refused at every address of a peer discovery found: its node may have restarted on
+            // another port, and discovery not caught up yet. Once, wait (2 s at most) for it to.
+            guard failure.refusedEverywhere, let fresher = await fresher(than: target, until: min(deadline, .now + .seconds(2))) else {
+                throw failure.error
+            }
+            do {
+                return try await connectOnce(fresher, query: query, deadline: deadline, sink: sink)
+            } catch {
+                throw error.error
+            }
+        }
+    }
+
+    struct ConnectFailed: Error {
+        let error: NearbyError
+        let refusedEverywhere: Bool
+    }
+
+    /// The same peer at another port or other addresses, once discovery says so; nil by `deadline`.
+    private func fresher(than target: Target, until deadline: ContinuousClock.Instant) async -> Target? {
+        guard let id = target.expected else { return nil }
+        while ContinuousClock.now < deadline, !Task.isCancelled {
+            if let peer = discovery.peers[id.rawValue], let now = try? self.target(for: peer), now.port != target.port || now.hosts != target.hosts {
+                return now
+            }
+            let change = OneShot<Void>()
+            discoveryWaiters.removeAll { $0.isSettled }
+            discoveryWaiters.append(change)
+            _ = await change.wait(until: deadline)
+        }
+        return nil
+    }
+
+    private func connectOnce(
+        _ target: Target, query: String, deadline: ContinuousClock.Instant, sink: any EventSink
+    ) async throws(ConnectFailed) -> (Negotiated, Target) {
         var failures: [String] = []
+        var refused = true
         for host in target.hosts {
             let address = Target.address(host, target.port)
             sink.emit(Events.Connecting(peer: target.expected.map { PeerRef(id: $0.rawValue, name: target.name) }, address: address))
             let left = deadline - .now
             let timeout = failures.isEmpty ? Connections.connectTimeout : min(Connections.connectTimeout, .nanoseconds(max(left.nanoseconds, 1_000_000_000)))
             do {
-                return (try await Connections.connect(host: host, port: target.port, preference: configuration.encryption, tls: tls.client, timeout: timeout), host)
+                var used = target
+                used.host = host
+                used.alternates = []
+                return (try await Connections.connect(host: host, port: target.port, preference: configuration.encryption, tls: tls.client, timeout: timeout), used)
             } catch {
-                if error is CancellationError || Task.isCancelled { throw .cancelled("connecting to \(address)") }
+                if error is CancellationError || Task.isCancelled {
+                    throw ConnectFailed(error: .cancelled("connecting to \(address)"), refusedEverywhere: false)
+                }
+                refused = refused && ConnectFailure.isRefusal(error)
                 let why = ConnectFailure.describe(error, timeout: timeout) ?? Self.describe(error)
                 failures.append(target.hosts.count > 1 ? "\(address) \(why)" : why)
             }
         }
         let whom = query == target.address ? query : target.hosts.count > 1 ? "'\(query)'" : "'\(query)' at \(target.address)"
-        throw .connectionFailed("cannot connect to \(whom): \(failures.joined(separator: "; "))")
+        throw ConnectFailed(
+            error: .connectionFailed("cannot connect to \(whom): \(failures.joined(separator: "; "))"), refusedEverywhere: refused && !failures.isEmpty)
     }
 }
 

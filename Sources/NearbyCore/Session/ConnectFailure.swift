@@ -28,6 +28,18 @@ enum ConnectFailure {
         }
     }
 
+    /// Nothing listens there (ECONNREFUSED), for every address tried.
+    static func isRefusal(_ error: any Error) -> Bool {
+        switch error {
+        case let error as NIOConnectionError:
+            return !error.connectionErrors.isEmpty && error.connectionErrors.allSatisfy { isRefusal($0.error) }
+        case let error as IOError:
+            return error.errnoCode == ECONNREFUSED
+        default:
+            return false
+        }
+    }
+
     private static func reason(_ error: any Error, timeout: TimeAmount) -> String {
         let seconds = Double(timeout.nanoseconds) / 1e9
         let wait = seconds == seconds.rounded() ? "\(Int(seconds)) s" : "\(seconds) s"
