@@ -202,3 +202,39 @@ test_stream_listener_on_a_terminal_sends_nothing() {
         grep -q '"event":"stream-closed".*"reason":"done"' "$OUT/listen-$mode.txt" || fail "the listener's stream-closed ($mode)" || { show "$OUT/listen-$mode.txt"; return 1; }
     done
 }
+
+# --- 3. the listener's disk fills -------------------------------------------------------------------
+
+# A listener writing into a 5 MB tmpfs, 20 MB coming: its stdout fails with ENOSPC. Both ends exit
+# non-zero with one sentence, never a finished stream, whether the listener runs its own node or is
+# attached to h1's, and whether the opener goes through h2's node or not (issue 24's matrix).
+test_stream_listener_disk_full_fails_both_ends() {
+    trap 'st_done; umount -l "$OUT/full" 2>/dev/null; trap - RETURN' RETURN
+    local id1 mode listener opener ls os service
+    id1=$(id_of 1) || return 1
+    mkdir -p "$OUT/full"
+    mount -t tmpfs -o size=5m tmpfs "$OUT/full" || { fail "cannot mount a 5 MB tmpfs"; return 1; }
+    for mode in alone node; do
+        service=s-so-full-${mode:0:1}
+        rm -f "$OUT/full/out.bin"
+        if [[ $mode == node ]]; then
+            start_node 1 "$service" --auto-accept || return 1
+            start_node 2 "$service" || return 1
+        fi
+        ST_OUT=$OUT/full/out.bin st_nb 1 "flisten-$mode" : stream --listen --service "$service" || return 1; listener=$PID
+        if [[ $mode == node ]]; then so_attached "$listener" || return 1; else st_listening "$OUT/flisten-$mode.events" || return 1; fi
+        st_nb 2 "fopen-$mode" 'head -c 20M /dev/zero' stream "$id1" --service "$service" || return 1; opener=$PID
+        lab_wait_pid "$listener" 20; ls=$?
+        lab_wait_pid "$opener" 20; os=$?
+        expect_eq "$ls" 8 "the listener whose disk filled ($mode)" || { show "$OUT/flisten-$mode.events"; return 1; }
+        [[ $os == 5 ]] || { fail "the opener ($mode) exited $os, expected 5"; show "$OUT/fopen-$mode.events"; return 1; }
+        [[ $(so_last "$OUT/flisten-$mode.events") == error && $(so_last "$OUT/fopen-$mode.events") == error ]] \
+            || { fail "($mode) the last event of each end is not an error"; return 1; }
+        [[ $(so_closed "$OUT/fopen-$mode.events") != done && $(so_closed "$OUT/flisten-$mode.events") != done ]] \
+            || { fail "($mode) a stream-closed says done"; return 1; }
+        printf '    %-5s listener: %s\n          opener:   %s\n' "$mode" "$(so_sentence "$OUT/flisten-$mode.events")" "$(so_sentence "$OUT/fopen-$mode.events")"
+    done
+    # The listener says the same with and without a node; no NIO words reach either end.
+    expect_eq "$(so_sentence "$OUT/flisten-node.events")" "$(so_sentence "$OUT/flisten-alone.events")" "the listener's sentence, attached and alone" || return 1
+    if grep -qh "I/O on closed channel" "$OUT"/f*-*.events; then fail "NIO's words reached a user"; return 1; fi
+}

@@ -128,7 +128,13 @@ public enum ControlClient {
                     while true {
                         while let record = try records.next(from: &pending) {
                             switch record {
-                            case let .data(piece): try await sink.write(piece)
+                            case let .data(piece):
+                                do {
+                                    try await sink.write(piece)
+                                } catch {
+                                    // Our output failed (a full disk): the same sentence as without a node.
+                                    throw StreamLife.Cause(error).error(label: opened.name.isEmpty ? "the stream" : "stream '\(opened.name)'")
+                                }
                             case .end:
                                 finished = true
                                 await sink.finish()
@@ -137,6 +143,10 @@ public enum ControlClient {
                                     finished = true
                                     await sink.finish()
                                 }
+                                // The node's last word. Our input may still be on its way, its
+                                // writer waiting for room the node will never make (a stream cut
+                                // at the other end): closing fails that write, so it ends.
+                                raw.close(promise: nil)
                                 return outcome
                             }
                         }

@@ -70,7 +70,15 @@ final class RecordSink: ByteSink {
     init(_ outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>) { self.outbound = outbound }
 
     func write(_ buffer: ByteBuffer) async throws {
-        try await outbound.write(contentsOf: [StreamWire.header(.data, length: buffer.readableBytes), buffer])
+        do {
+            try await outbound.write(contentsOf: [StreamWire.header(.data, length: buffer.readableBytes), buffer])
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            // The client is gone (its own output failed, say: a full disk): said in words, which
+            // the peer hears too, not as NIO's "I/O on closed channel".
+            throw NearbyError.ioFailure(path: "the command receiving the stream", reason: "it went away (its output failed, or it was stopped)")
+        }
     }
 
     func finish() async {
