@@ -29,6 +29,12 @@ import Testing
         try file.close(announced: 10)
     }
 
+    @Test func illegalStepsAreSaidInWords() {
+        #expect("\(FileReceiveMachine.Illegal.dataBeforeStart)" == "data before start")
+        #expect("\(FileReceiveMachine.Illegal.startMismatch(offset: 5))" == "a start at 5, which was not offered")
+        #expect("\(FileSendMachine.Illegal.confirmBeforeClose)" == "the receiver's confirmation before our end")
+    }
+
     @Test func aResumableLongerThanTheFileIsNotOffered() {
         let file = FileReceiveMachine(size: 10, resumable: 11)
         #expect(file.state == .offered(resumable: 0))

@@ -102,3 +102,18 @@ public struct FileReceiveMachine: Sendable, Equatable {
         return true
     }
 }
+
+extension FileReceiveMachine.Illegal: CustomStringConvertible {
+    /// In words, for the error that cuts the link.
+    public var description: String {
+        switch self {
+        case let .startMismatch(offset): "a start at \(offset), which was not offered"
+        case .secondStart: "a second start"
+        case .dataBeforeStart: "data before start"
+        case let .pastEnd(size): "more than the \(size) bytes announced"
+        case .closeBeforeStart: "a close before start"
+        case let .incomplete(have, announced, size): "a close announcing \(announced) bytes with \(have) of \(size) here"
+        case .afterEnd: "a frame after the file ended"
+        }
+    }
+}

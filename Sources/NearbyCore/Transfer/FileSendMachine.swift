@@ -113,3 +113,18 @@ public struct FileSendMachine: Sendable, Equatable {
         }
     }
 }
+
+extension FileSendMachine.Illegal: CustomStringConvertible {
+    /// In words, for the error that fails the transfer.
+    public var description: String {
+        switch self {
+        case .secondReply: "a second answer to the offer"
+        case .dataBeforeStart: "data before the receiver took the file"
+        case .startTwice: "a second start"
+        case let .pastEnd(size): "more than the file's \(size) bytes"
+        case let .closeBeforeEnd(position, size): "the end after \(position) of \(size) bytes"
+        case .confirmBeforeClose: "the receiver's confirmation before our end"
+        case .afterEnd: "a step after the file ended"
+        }
+    }
+}
