@@ -279,7 +279,9 @@ extension Node {
                             throw cause
                         }
                     }
-                    throw stream.life.withLock { $0.cause } ?? .sessionEnded("the stream ended without the peer closing it")
+                    // Ended by our own cancellation (the other direction failed first): that failure
+                    // is the cause, not an end of the session.
+                    throw stream.life.withLock { $0.cause } ?? (Task.isCancelled ? .cancelled : .sessionEnded("the stream ended without the peer closing it"))
                 }
                 try await group.waitForAll()
             }
@@ -289,11 +291,13 @@ extension Node {
             let cause = stream.life.withLock { life in life.cut(mine) ? mine : life.cause ?? mine }
             let failure = cause.error(label: stream.label)
             await sink.finish()
-            // The peer learns why, unless it was the one to end it (a reset, the session).
+            // The peer learns why, unless it was the one to end it (a reset). A session that ended
+            // gets one too: if it is still there after all, the peer's end must not wait forever.
             let reset: Control.Reset? = switch cause {
             case let .failed(code, reason): Control.Reset(reason: "the other side failed: \(reason)", code: TransferCode(code))
             case .cancelled: Control.Reset(reason: "the other side was interrupted", code: .cancelled)
-            case .sessionEnded, .peerReset: nil
+            case let .sessionEnded(reason): Control.Reset(reason: "the other side's stream ended: \(reason)", code: .connectionLost)
+            case .peerReset: nil
             }
             if let reset { await Task { await link.send(Control.frame(.reset, reset, channel: stream.id)) }.value }
             let (sent, received) = counts.values
