@@ -1,31 +1,35 @@
+import NearbyCore
+
 /// The words for `browse --types`, `browse --service _http._tcp` and `doctor`: what is on the link
 /// and what is wrong with it.
 extension HumanRenderer {
-    func diagnosis(_ e: Fields) -> String {
-        switch e.string("event") {
-        case "type":
-            let n = e.int("instances")
-            return n > 0 ? paint(e.clean("type"), .bold) + " (\(Self.count(n, "instance")))" : paint("gone", .yellow) + " " + e.clean("type")
-        case "service":
+    /// The line of a diagnosis kind; nil for any other.
+    func diagnosis(_ body: any EventBody) -> String? {
+        switch body {
+        case let e as Events.ServiceTypeSeen:
+            return e.instances > 0
+                ? paint(Text.clean(e.type), .bold) + " (\(Self.count(e.instances, "instance")))" : paint("gone", .yellow) + " " + Text.clean(e.type)
+        case let e as Events.ServiceSeen:
             return service(e)
-        case "check":
-            let mark = switch e.string("status") {
-            case "ok": paint("ok  ", .green)
-            case "warn": paint("WARN", .yellow)
-            default: paint("FAIL", .red)
+        case let e as Events.Check:
+            let mark = switch e.status {
+            case .ok: paint("ok  ", .green)
+            case .warn: paint("WARN", .yellow)
+            case .fail: paint("FAIL", .red)
             }
             // Never cut: the end of a detail or hint is often the part to act on. On a terminal,
             // wrapped between words under the detail (the time and the mark take 14 columns).
-            let name = e.clean("check", limit: 40)
-            let detail = Self.wrapped(e.clean("detail", limit: Self.longest), first: 14 + name.count + 2, indent: 14, columns: columns)
-            let hint = e.has("hint")
-                ? "\n" + String(repeating: " ", count: 14) + "hint: " + Self.wrapped(e.clean("hint", limit: Self.longest), first: 20, indent: 20, columns: columns)
-                : ""
+            let name = Text.clean(e.check, limit: 40)
+            let detail = Self.wrapped(Text.clean(e.detail, limit: Self.longest), first: 14 + name.count + 2, indent: 14, columns: columns)
+            let hint = e.hint.map {
+                "\n" + String(repeating: " ", count: 14) + "hint: " + Self.wrapped(Text.clean($0, limit: Self.longest), first: 20, indent: 20, columns: columns)
+            } ?? ""
             return "\(mark) \(paint(name, .bold)): \(detail)\(hint)"
+        case let e as Events.Summary:
+            let verdict = e.fail > 0 ? paint("\(e.fail) failed", .red) : paint("nothing failed", .green)
+            return "doctor: \(e.ok) ok, \(e.warn) warnings, \(verdict) (exit \(e.exitStatus))"
         default:
-            let fail = e.int("fail")
-            let verdict = fail > 0 ? paint("\(fail) failed", .red) : paint("nothing failed", .green)
-            return "doctor: \(e.int("ok")) ok, \(e.int("warn")) warnings, \(verdict) (exit \(e.int("exit_status")))"
+            return nil
         }
     }
 
@@ -58,19 +62,14 @@ extension HumanRenderer {
         return lines.joined(separator: "\n" + String(repeating: " ", count: indent))
     }
 
-    private func service(_ e: Fields) -> String {
-        let state = e.string("state")
-        let word = switch state {
+    private func service(_ e: Events.ServiceSeen) -> String {
+        let word = switch e.state {
         case "found": paint("found", .green)
         case "lost": paint("lost", .yellow)
         default: paint("updated", .cyan)
         }
-        var line = "\(word) \(paint(e.clean("name"), .bold)) (\(e.clean("type")))" + location(e)
-        if let txt = e.object["txt"] as? [String: Any], !txt.isEmpty {
-            line += " " + txt.keys.sorted().prefix(8).map { key in
-                Fields.cleaned(key) + "=" + Fields.cleaned(String(describing: txt[key] ?? "").prefix(60).description)
-            }.joined(separator: " ")
-        }
-        return line
+        return "\(word) \(paint(Text.clean(e.name), .bold)) (\(Text.clean(e.type)))"
+            + Text.location(host: e.host, port: e.port, addresses: e.addresses)
+            + Text.pairs(e.txt.values, open: " ", close: "", separator: " ")
     }
 }

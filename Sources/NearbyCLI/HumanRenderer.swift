@@ -1,9 +1,10 @@
 import Foundation
 import NearbyCore
 
-/// Turns one event (its JSON object, as printed for programs) into a short line for a person at a
-/// terminal: the time, the peer, what happened and the facts that matter. A pure function of the
-/// event, so every kind is tested without a terminal; events it does not know get a generic line.
+/// Turns one typed event into a short line for a person at a terminal: the time, the peer, what
+/// happened and the facts that matter. A pure function of the event, so every kind is tested
+/// without a terminal; a kind this version does not know (or a line it cannot read as its kind)
+/// gets a generic line of its fields.
 ///
 /// Everything a peer sent (names, context, messages, file names) is shown with its control
 /// characters escaped: nothing from the network can move the cursor or recolour the screen.
@@ -16,181 +17,171 @@ struct HumanRenderer: Sendable {
     /// are wrapped to it between words. nil: one line each, however long.
     var columns: Int?
 
-    /// Decodes an event line; nil when it is not a JSON object.
-    static func decode(_ line: String) -> [String: Any]? {
-        try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
-    }
+    /// The kinds a line can be read as: the core's and the commands' own.
+    static let kinds: [any EventBody.Type] = Events.kinds + [Events.BrowseDomainSeen.self]
+
+    /// Reads an event line; nil when it is not a JSON object with an `event`.
+    static func decode(_ line: String) -> DecodedEvent? { DecodedEvent(line: line, kinds: kinds) }
 
     /// The lines for `event`. `service` is the node's service type, named in the commands shown to
     /// the person when it is not the default.
-    func render(_ event: [String: Any], service: String? = nil) -> String {
-        let e = Fields(event, timeZone: timeZone)
-        let body: String
-        switch e.string("event") {
-        case "identity":
-            body = "identity \(paint(e.peerLabel, .bold)) (\(e.peerID)), fingerprint \(e.short("fingerprint", 16)), \(e.clean("path"))"
-        case "advertising":
-            body = "advertising as \(paint(e.peerLabel, .bold)) (\(e.peerID)) on _\(e.clean("service"))._tcp port \(e.int("port"))"
-                + e.info + " — waiting for invitations, Ctrl-C to stop"
-        case "browsing":
+    func render(_ event: DecodedEvent, service: String? = nil) -> String {
+        let stamp = paint(clock(event.time), .dim) + " "
+        if let invited = event.body as? Events.Invitation { return invitation(invited, at: event.time, service: service) }
+        return stamp + (event.body.flatMap(line) ?? generic(event))
+    }
+
+    /// The line of a known kind; nil for the few shown generically.
+    private func line(_ body: any EventBody) -> String? {
+        switch body {
+        case let e as Events.IdentityShown:
+            return "identity \(bold(e.peer)) (\(Text.id(e.peer))), fingerprint \(Text.short(e.fingerprint, 16)), \(Text.clean(e.path))"
+        case let e as Events.Advertising:
+            return "advertising as \(bold(e.peer)) (\(Text.id(e.peer))) on _\(Text.clean(e.service))._tcp port \(e.port)"
+                + Text.info(e.info) + " — waiting for invitations, Ctrl-C to stop"
+        case let e as Events.Browsing:
             // A nearby service name is shown as its DNS-SD type; `browse --types` and
             // `browse --service _http._tcp` print the type itself.
-            let service = e.clean("service")
-            body = "browsing for \(service.hasPrefix("_") ? service : "_\(service)._tcp") in \(e.clean("domain")) — Ctrl-C to stop"
-        case "found", "updated":
-            body = found(e)
-        case "looking":
-            body = "still looking for '\(e.clean("peer"))' on \(e.clean("service"))…"
-        case "waiting":
-            body = paint(e.clean("reason"), .yellow)
-        case "lost":
-            body = paint("lost", .yellow) + " \(paint(e.peerLabel, .bold)) (\(e.peerID))"
-        case "invitation":
-            return invitation(e, service: service)
-        case "invited":
-            body = "invited \(paint(e.peerLabel, .bold)) at \(e.clean("address")), verification code "
-                + paint(e.clean("verification_code"), .boldCyan) + e.unencrypted + " — waiting for an answer"
-        case "accepted":
-            body = paint("accepted", .green) + " the invitation from \(paint(e.peerLabel, .bold)) (by \(e.clean("by")))"
-        case "declined":
-            body = paint("declined", .yellow) + ": invitation \(e.clean("invitation")) with \(paint(e.peerLabel, .bold)): \(e.clean("reason"))"
-        case "connecting":
-            body = "connecting to " + (e.hasPeer ? paint(e.peerLabel, .bold) + " at " : "") + e.clean("address") + "…"
-        case "connected":
-            body = paint("connected", .green) + " to \(paint(e.peerLabel, .bold)) at \(e.clean("address")), verification code "
-                + paint(e.clean("verification_code"), .boldCyan) + e.unencrypted + " (\(Self.count(e.int("peers"), "session")))"
-        case "disconnected":
-            body = paint("disconnected", .yellow) + " from \(paint(e.peerLabel, .bold)): \(e.clean("reason")) (\(Self.count(e.int("peers"), "session")) left)"
-        case "message":
-            body = "message from \(paint(e.peerLabel, .bold)): " + message(e)
-        case "sent":
-            body = "sent \(Format.size(e.double("bytes"))) to " + e.peers
-        case "rejected":
-            body = paint("rejected", .yellow) + " a connection from \(e.clean("address")): \(e.clean("reason")) (\(e.clean("code")))"
-        case "suppressed":
-            body = "… and \(RepeatLimiter<String>.grouped(e.int("count"))) more \(e.clean("of", limit: 40)) events (\(e.clean("code", limit: 60))) in the last \(e.int("seconds")) s"
-        case "file-started", "progress", "file-sent", "file-received", "file-failed":
-            body = file(e)
-        case "skipped":
-            body = paint("skipped", .yellow) + " \(paint(e.clean("path"), .bold)): \(e.clean("reason"))"
-        case "stream-opened":
-            body = "stream\(e.streamName) " + (e.string("direction") == "in" ? "from " : "to ") + paint(e.peerLabel, .bold) + " opened"
-        case "stream-closed":
-            body = "stream\(e.streamName) with \(paint(e.peerLabel, .bold)) closed: sent \(Format.size(e.double("sent"))), "
-                + "received \(Format.size(e.double("received"))) (\(e.clean("reason")))"
-        case "type", "service", "check", "summary":
-            body = diagnosis(e)
-        case "error":
-            body = paint("error: ", .red) + e.clean("message") + " (\(e.clean("code")), exit \(e.int("exit_status")))"
+            return "browsing for \(e.service.hasPrefix("_") ? Text.clean(e.service) : "_\(Text.clean(e.service))._tcp") in \(Text.clean(e.domain)) — Ctrl-C to stop"
+        case let e as Events.PeerSeen: return found(e, changed: nil)
+        case let e as Events.PeerUpdated: return found(e.seen, changed: e.changed)
+        case let e as Events.Looking: return "still looking for '\(Text.clean(e.peer))' on \(Text.clean(e.service))…"
+        case let e as Events.Waiting: return paint(Text.clean(e.reason), .yellow)
+        case let e as Events.Lost: return paint("lost", .yellow) + " \(bold(e.peer)) (\(Text.id(e.peer)))"
+        case let e as Events.Invited:
+            return "invited \(bold(e.peer)) at \(Text.clean(e.address)), verification code " + paint(Text.clean(e.verificationCode), .boldCyan)
+                + Text.unencrypted(e.encrypted) + " — waiting for an answer"
+        case let e as Events.Accepted: return paint("accepted", .green) + " the invitation from \(bold(e.peer)) (by \(Text.clean(e.by)))"
+        case let e as Events.Declined:
+            return paint("declined", .yellow) + ": invitation \(Text.clean(e.invitation)) with \(bold(e.peer)): \(Text.clean(e.reason))"
+        case let e as Events.Connecting:
+            return "connecting to " + (e.peer.map { bold($0) + " at " } ?? "") + Text.clean(e.address) + "…"
+        case let e as Events.Connected:
+            return paint("connected", .green) + " to \(bold(e.peer)) at \(Text.clean(e.address)), verification code "
+                + paint(Text.clean(e.verificationCode), .boldCyan) + Text.unencrypted(e.encrypted) + " (\(Self.count(e.peers, "session")))"
+        case let e as Events.Disconnected:
+            return paint("disconnected", .yellow) + " from \(bold(e.peer)): \(Text.clean(e.reason)) (\(Self.count(e.peers, "session")) left)"
+        case let e as Events.Message:
+            return "message from \(bold(e.peer)): "
+                + (e.text.map { "\"" + Text.clean($0, limit: 1000) + "\"" } ?? "\(Format.size(Double(e.bytes))) of binary data (--json shows it in base64)")
+        case let e as Events.Sent: return "sent \(Format.size(Double(e.bytes))) to " + Text.peers(e.peers)
+        case let e as Events.Rejected:
+            return paint("rejected", .yellow) + " a connection from \(Text.clean(e.address)): \(Text.clean(e.reason)) (\(Text.clean(e.code)))"
+        case let e as Events.Suppressed:
+            return "… and \(RepeatLimiter<String>.grouped(e.count)) more \(Text.clean(e.of, limit: 40)) events (\(Text.clean(e.code, limit: 60))) in the last \(e.seconds) s"
+        case let e as Events.FileStarted:
+            let resumed = e.skipped > 0 ? ", resuming after \(Format.size(Double(e.skipped)))" : ""
+            let path = paint(Text.clean(e.path), .bold)
+            return (e.direction == "send" ? "sending \(path) to \(bold(e.peer))" : "receiving \(path) from \(bold(e.peer))")
+                + " (\(Format.size(Double(e.bytes)))\(resumed))"
+        case let e as Events.Progress:
+            let percent = e.total > 0 ? Int(Double(e.bytes) / Double(e.total) * 100) : 100
+            return "\(paint(Text.clean(e.path), .bold)) \(percent)% of \(Format.size(Double(e.total))), \(Format.size(e.rate))/s"
+        case let e as Events.FileSent: return done(e)
+        case let e as Events.FileReceived: return done(e)
+        case let e as Events.FileFailed:
+            let sending = e.direction == "send"
+            let resume = e.resumable ? "; send it again to resume" : ""
+            return paint("failed", .red) + " \(sending ? "sending" : "receiving") \(paint(Text.clean(e.path), .bold)) \(sending ? "to" : "from") "
+                + "\(bold(e.peer)): \(Text.clean(e.reason)) (\(Text.clean(e.code)))\(resume)"
+        case let e as Events.Skipped: return paint("skipped", .yellow) + " \(paint(Text.clean(e.path), .bold)): \(Text.clean(e.reason))"
+        case let e as Events.StreamOpened:
+            return "stream\(Text.streamName(e.name)) " + (e.direction == "in" ? "from " : "to ") + bold(e.peer) + " opened"
+        case let e as Events.StreamClosed:
+            return "stream\(Text.streamName(e.name)) with \(bold(e.peer)) closed: sent \(Format.size(Double(e.sent))), "
+                + "received \(Format.size(Double(e.received))) (\(Text.clean(e.reason)))"
+        case let e as Events.Failure:
+            return paint("error: ", .red) + Text.clean(e.message) + " (\(Text.clean(e.code)), exit \(e.exitStatus))"
         default:
-            body = generic(e)
+            return diagnosis(body)
         }
-        return stamp(e) + body
     }
 
     /// The one event a person must act on: who, what they said, the code to compare, the deadline,
     /// and the exact commands.
-    private func invitation(_ e: Fields, service: String?) -> String {
+    private func invitation(_ e: Events.Invitation, at time: Date?, service: String?) -> String {
+        let stamp = paint(clock(time), .dim) + " "
         let indent = String(repeating: " ", count: 9)
-        let context = e.has("context") ? ": \"" + e.clean("context", limit: 300) + "\"" : ""
-        let target = Self.shellWord(e.peerName) ?? e.peerID
+        let context = e.context.map { ": \"" + Text.clean($0, limit: 300) + "\"" } ?? ""
+        let target = Self.shellWord(e.peer.name) ?? Text.id(e.peer)
         let serviceOption = service.flatMap { $0 == "nearby" ? nil : " --service " + (Self.shellWord($0) ?? $0) } ?? ""
-        if e.has("answered_by") {
+        let code = "verification code " + paint(Text.clean(e.verificationCode), .boldCyan)
+        let from = paint("invitation", .boldYellow) + " from \(bold(e.peer)) (\(Text.id(e.peer)))\(context)"
+        if let by = e.answeredBy {
             // Answered in the same moment (this command accepts, or a policy does): nothing to do.
-            return stamp(e) + paint("invitation", .boldYellow) + " from \(paint(e.peerLabel, .bold)) (\(e.peerID))\(context), "
-                + "verification code " + paint(e.clean("verification_code"), .boldCyan) + e.unencrypted
-                + " — answered by \(e.clean("answered_by"))"
+            return stamp + from + ", " + code + Text.unencrypted(e.encrypted) + " — answered by \(Text.clean(by))"
         }
         var lines = [
-            stamp(e) + paint("invitation", .boldYellow) + " from \(paint(e.peerLabel, .bold)) (\(e.peerID))\(context)",
-            indent + "verification code " + paint(e.clean("verification_code"), .boldCyan)
-                + " — the inviter's screen shows the same code" + e.unencrypted,
+            stamp + from,
+            indent + code + " — the inviter's screen shows the same code" + Text.unencrypted(e.encrypted),
             indent + "accept:  " + paint("nearby accept\(serviceOption) \(target)", .bold),
             indent + "decline: " + paint("nearby accept --decline\(serviceOption) \(target)", .bold),
         ]
-        if let seconds = e.secondsUntil("expires") {
-            lines.append(indent + "expires in \(seconds) s (at \(e.clock("expires"))), then it is declined")
+        if let expires = DecodedEvent.date(e.expires), let time {
+            let seconds = max(0, Int(expires.timeIntervalSince(time).rounded()))
+            lines.append(indent + "expires in \(seconds) s (at \(clock(expires))), then it is declined")
         }
         return lines.joined(separator: "\n")
     }
 
-    private func found(_ e: Fields) -> String {
-        let what = e.string("event") == "updated" ? paint("updated", .cyan) + " (\(e.list("changed")))" : paint("found", .green)
-        let kind = switch e.string("kind") {
-        case "mpc": "an MPC app"
-        case "nearby": "nearby"
-        default: "not an MPC service (no display name in its TXT record)"
+    private func found(_ e: Events.PeerSeen, changed: [String]?) -> String {
+        let what = changed.map { paint("updated", .cyan) + " (\(Text.list($0)))" } ?? paint("found", .green)
+        let kind = switch e.kind {
+        case .mpc: "an MPC app"
+        case .nearby: "nearby"
+        case .other: "not an MPC service (no display name in its TXT record)"
         }
-        let where_ = location(e)
-        let me = e.bool("self") ? " (this peer)" : ""
-        return "\(what) \(paint(e.peerLabel, .bold)) (\(e.peerID)), \(kind)\(where_)\(e.info)\(me)"
+        let me = e.isSelf ? " (this peer)" : ""
+        return "\(what) \(bold(e.peer)) (\(Text.id(e.peer))), \(kind)"
+            + Text.location(host: e.host, port: e.port, addresses: e.addresses) + Text.info(e.info) + me
     }
 
-    private func message(_ e: Fields) -> String {
-        if e.has("text") { return "\"" + e.clean("text", limit: 1000) + "\"" }
-        return "\(Format.size(e.double("bytes"))) of binary data (--json shows it in base64)"
-    }
-
-    private func file(_ e: Fields) -> String {
-        let path = paint(e.clean("path"), .bold)
-        let peer = paint(e.peerLabel, .bold)
-        let sending = e.string("direction") == "send"
-        switch e.string("event") {
-        case "file-started":
-            let resumed = e.double("skipped") > 0 ? ", resuming after \(Format.size(e.double("skipped")))" : ""
-            return (sending ? "sending \(path) to \(peer)" : "receiving \(path) from \(peer)") + " (\(Format.size(e.double("bytes")))\(resumed))"
-        case "progress":
-            let total = e.double("total")
-            let percent = total > 0 ? Int(e.double("bytes") / total * 100) : 100
-            return "\(path) \(percent)% of \(Format.size(total)), \(Format.size(e.double("rate")))/s"
-        case "file-failed":
-            let resume = e.bool("resumable") ? "; send it again to resume" : ""
-            return paint("failed", .red) + " \(sending ? "sending" : "receiving") \(path) \(sending ? "to" : "from") \(peer): \(e.clean("reason")) (\(e.clean("code")))\(resume)"
-        default:
-            return summary(e)
+    /// `file-sent` / `file-received`, with the time: what replaces the progress bar.
+    func summary(_ event: DecodedEvent) -> String? {
+        let text: String? = switch event.body {
+        case let e as Events.FileSent: done(e)
+        case let e as Events.FileReceived: done(e)
+        default: nil
         }
+        return text.map { paint(clock(event.time), .dim) + " " + $0 }
     }
 
-    /// `file-sent` / `file-received`: what replaces the progress bar.
-    func summary(_ event: [String: Any]) -> String {
-        let e = Fields(event, timeZone: timeZone)
-        return stamp(e) + summary(e)
-    }
-
-    private func summary(_ e: Fields) -> String {
-        let sent = e.string("event") == "file-sent"
-        let bytes = e.double("bytes")
-        let moved = bytes - e.double("skipped")
-        let seconds = e.double("seconds")
-        let rate = seconds > 0 ? ", \(Format.size(moved / seconds))/s" : ""
-        let resumed = e.double("skipped") > 0 ? " (resumed: \(Format.size(moved)) sent)" : ""
-        if e.bool("already_there") {
-            let who = sent ? "\(paint(e.peerLabel, .bold)) has the same \(Format.size(bytes))" : "the same \(Format.size(bytes)) as \(paint(e.peerLabel, .bold)) sent"
-            return paint("already there", .green) + ": \(paint(e.clean("path"), .bold)) — \(who) (sha256 \(e.short("sha256", 12))), no second copy"
+    private func done<End>(_ e: Events.FileDone<End>) -> String {
+        let sent = End.self == Events.SendingEnd.self
+        let bytes = Double(e.bytes), moved = Double(e.bytes) - Double(e.skipped)
+        let rate = e.seconds > 0 ? ", \(Format.size(moved / e.seconds))/s" : ""
+        let resumed = e.skipped > 0 ? " (resumed: \(Format.size(moved)) sent)" : ""
+        let path = paint(Text.clean(e.path), .bold)
+        if e.alreadyThere == true {
+            let who = sent ? "\(bold(e.peer)) has the same \(Format.size(bytes))" : "the same \(Format.size(bytes)) as \(bold(e.peer)) sent"
+            return paint("already there", .green) + ": \(path) — \(who) (sha256 \(Text.short(e.sha256, 12))), no second copy"
         }
-        return paint(sent ? "sent" : "received", .green) + " \(paint(e.clean("path"), .bold)) \(sent ? "to" : "from") "
-            + "\(paint(e.peerLabel, .bold)): \(Format.size(bytes)) in \(Format.seconds(seconds))\(rate)\(resumed), sha256 \(e.short("sha256", 12))"
+        return paint(sent ? "sent" : "received", .green) + " \(path) \(sent ? "to" : "from") "
+            + "\(bold(e.peer)): \(Format.size(bytes)) in \(Format.seconds(e.seconds))\(rate)\(resumed), sha256 \(Text.short(e.sha256, 12))"
     }
 
-    private func generic(_ e: Fields) -> String {
-        var parts = [e.clean("event")]
-        if e.hasPeer { parts.append(paint(e.peerLabel, .bold)) }
-        for key in e.object.keys.sorted() where !["event", "time", "peer"].contains(key) {
-            if let value = e.scalar(key) { parts.append("\(Fields.cleaned(key))=\(value)") }
+    /// The kind and its plain fields: for kinds without words of their own, and lines this version
+    /// cannot read.
+    private func generic(_ event: DecodedEvent) -> String {
+        let fields = event.allFields
+        var parts = [Text.clean(event.kind)]
+        if case let .object(peer)? = fields["peer"], let shown = (peer["name"] ?? peer["id"])?.scalar {
+            parts.append(paint(Text.clean(shown, limit: 63), .bold))
+        }
+        for key in fields.keys.sorted() where key != "peer" {
+            if let value = fields[key]?.scalar { parts.append("\(Text.clean(key))=\(Text.clean(value, limit: 80))") }
         }
         return parts.joined(separator: " ")
     }
 
-    /// " at host:port [addresses]", as far as the event knows them.
-    func location(_ e: Fields) -> String {
-        var text = ""
-        if let host = e.optionalString("host") { text += " at " + Fields.cleaned(host) + (e.has("port") ? ":\(e.int("port"))" : "") }
-        let addresses = e.strings("addresses")
-        if !addresses.isEmpty { text += " [" + addresses.prefix(3).map { Fields.cleaned($0) }.joined(separator: ", ") + (addresses.count > 3 ? ", …" : "") + "]" }
-        return text
+    /// The time as a wall clock (`21:20:23`) in `timeZone`.
+    func clock(_ date: Date?) -> String {
+        guard let date else { return "--:--:--" }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = timeZone
+        let parts = calendar.dateComponents([.hour, .minute, .second], from: date)
+        return String(format: "%02d:%02d:%02d", parts.hour ?? 0, parts.minute ?? 0, parts.second ?? 0)
     }
-
-    private func stamp(_ e: Fields) -> String { paint(e.clock("time"), .dim) + " " }
 
     enum Paint: String {
         case bold = "1", dim = "2", red = "31", green = "32", yellow = "33", cyan = "36"
@@ -201,12 +192,15 @@ struct HumanRenderer: Sendable {
         color ? "\u{1b}[\(style.rawValue)m\(text)\u{1b}[0m" : text
     }
 
+    /// The peer's display name (else its ID), bold.
+    func bold(_ peer: PeerRef) -> String { paint(Text.label(peer), .bold) }
+
     static func count(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
 
     /// `word` quoted for a POSIX shell, or nil when it holds anything that cannot be typed back
     /// (control characters): the caller then uses the peer ID.
     static func shellWord(_ word: String?) -> String? {
-        guard let word, !word.isEmpty, Fields.cleaned(word) == word else { return nil }
+        guard let word, !word.isEmpty, Text.clean(word, limit: .max) == word else { return nil }
         let plain = word.unicodeScalars.allSatisfy { CharacterSet.alphanumerics.contains($0) || "-_.:@/+".unicodeScalars.contains($0) }
         return plain ? word : "'" + word.replacingOccurrences(of: "'", with: #"'\''"#) + "'"
     }

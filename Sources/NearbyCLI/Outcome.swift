@@ -21,10 +21,9 @@ final class NodeReplies: Sendable {
     func print(_ line: String) {
         events.emitLine(line)
         guard line.hasPrefix(#"{"event":"error""#) || line.contains(#""event":"error""#),
-              let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-              object["event"] as? String == "error", let message = object["message"] as? String
+              let failure = DecodedEvent(line: line, kinds: [Events.Failure.self])?.body as? Events.Failure
         else { return }
-        lastError.set(message)
+        lastError.set(failure.message)
     }
 
     /// Nothing when the node says 0; else the failure, in the node's words.

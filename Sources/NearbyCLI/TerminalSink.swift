@@ -51,42 +51,51 @@ final class TerminalSink: EventSink {
         renderer = HumanRenderer(color: writer.colors(fd), columns: isatty(fd) == 1 ? writer.columns : nil)
     }
 
-    func emit(_ body: some EventBody) { show(encoder.line(body)) }
+    func emit(_ body: some EventBody) {
+        let now = Date()
+        // Programs get the line; people get the event itself, rendered without a round trip.
+        guard human || Self.barKinds.contains(type(of: body).event) else { return writer.line(encoder.line(body, at: now), fd: fd) }
+        show(DecodedEvent(body, at: now)) { encoder.line(body, at: now) }
+    }
 
     /// A line relayed from a running node (maybe an older one) is made as safe as our own first.
-    func emitLine(_ line: String) { show(TerminalText.jsonLine(line)) }
-
-    private func show(_ line: String) {
+    func emitLine(_ line: String) {
+        let line = TerminalText.jsonLine(line)
         // Programs get the line as it is; only the few kinds the bar needs are decoded for them.
-        guard human || Self.drawsBar(line) else { return writer.line(line, fd: fd) }
-        guard let event = HumanRenderer.decode(line) else { return writer.line(line, fd: fd) }
-        let kind = event["event"] as? String ?? ""
-        // A client of a running node learns it from the node's `waiting` event.
-        if kind == "advertising" || kind == "waiting", let name = event["service"] as? String { service.withLock { $0 = name } }
-        switch kind {
-        case "progress":
-            writer.drawBar(ProgressBar.text(Fields(event), columns: writer.columns))
+        guard human || Self.barKinds.contains(where: { line.hasPrefix(#"{"event":""# + $0 + #"""#) }),
+              let event = HumanRenderer.decode(line)
+        else { return writer.line(line, fd: fd) }
+        show(event) { line }
+    }
+
+    private static let barKinds: Set<String> = [
+        Events.Progress.event, Events.FileSent.event, Events.FileReceived.event, Events.FileFailed.event,
+    ]
+
+    private func show(_ event: DecodedEvent, line: () -> String) {
+        // A client of a running node learns the service from the node's `waiting` event.
+        if let name = (event.body as? Events.Advertising)?.service ?? (event.body as? Events.Waiting)?.service {
+            service.withLock { $0 = name }
+        }
+        switch event.body {
+        case let progress as Events.Progress:
+            writer.drawBar(ProgressBar.text(progress, columns: writer.columns))
             // On a terminal the bar is the progress; as lines, ten a second would drown the rest.
-            if !human { writer.line(line, fd: fd) }
-        case "looking" where human:
+            if !human { writer.line(line(), fd: fd) }
+        case is Events.Looking where human:
             // Words while waiting, not a result: beside the prompt, off the data.
             writer.line(HumanRenderer(color: writer.colors(STDERR_FILENO)).render(event), fd: STDERR_FILENO)
-        case "file-sent", "file-received", "file-failed":
+        case is Events.FileSent, is Events.FileReceived, is Events.FileFailed:
             if human {
                 writer.endBar()
                 writer.line(renderer.render(event), fd: fd)
             } else {
-                let summary = kind == "file-failed" ? nil : HumanRenderer(color: writer.colors(STDERR_FILENO)).summary(event)
-                writer.endBar(summary: summary)
-                writer.line(line, fd: fd)
+                writer.endBar(summary: HumanRenderer(color: writer.colors(STDERR_FILENO)).summary(event))
+                writer.line(line(), fd: fd)
             }
         default:
-            writer.line(human ? renderer.render(event, service: service.withLock { $0 }) : line, fd: fd)
+            writer.line(human ? renderer.render(event, service: service.withLock { $0 }) : line(), fd: fd)
         }
-    }
-
-    private static func drawsBar(_ line: String) -> Bool {
-        ["progress", "file-sent", "file-received", "file-failed"].contains { line.hasPrefix(#"{"event":""# + $0 + #"""#) }
     }
 }
 
@@ -95,15 +104,15 @@ final class TerminalSink: EventSink {
 /// The bar drawn on stderr for a file in flight: how far (of its total), how fast, and when it
 /// should be done; with several files, which one and where the whole batch is.
 enum ProgressBar {
-    static func text(_ e: Fields, columns: Int) -> String {
-        let bytes = e.double("bytes"), total = e.double("total"), rate = e.double("rate")
+    static func text(_ e: Events.Progress, columns: Int) -> String {
+        let bytes = Double(e.bytes), total = Double(e.total), rate = e.rate
         let fraction = total > 0 ? min(max(bytes / total, 0), 1) : 1
         var facts = String(format: " %3.0f%% %@ of %@, %@/s", fraction * 100, Format.size(bytes), Format.size(total), Format.size(rate))
         if let eta = eta(remaining: total - bytes, rate: rate) { facts += ", ETA " + eta }
         var prefix = ""
-        if e.has("files") {
-            prefix = "[\(e.int("file"))/\(e.int("files"))] "
-            let all = e.double("all_bytes"), allTotal = e.double("all_total")
+        if let files = e.files {
+            prefix = "[\(e.file ?? 0)/\(files)] "
+            let all = Double(e.allBytes ?? 0), allTotal = Double(e.allTotal ?? 0)
             let allFraction = allTotal > 0 ? min(max(all / allTotal, 0), 1) : 1
             facts += String(format: " · all %.0f%% of %@", allFraction * 100, Format.size(allTotal))
             if let eta = eta(remaining: allTotal - all, rate: rate) { facts += ", ETA " + eta }
@@ -114,7 +123,7 @@ enum ProgressBar {
             ? " [" + String(repeating: "#", count: Int(fraction * Double(width))) + String(repeating: "-", count: width - Int(fraction * Double(width))) + "]"
             : ""
         let room = max(columns - 1 - prefix.count - bar.count - facts.count, 8)
-        let path = e.clean("path", limit: 4096)
+        let path = Text.clean(e.path, limit: 4096)
         let name = path.count > room ? "…" + path.suffix(room - 1) : path
         return String((prefix + name + bar + facts).prefix(columns - 1))
     }

@@ -5,62 +5,101 @@ import Testing
 
 @Suite struct HumanRendererTests {
     private let renderer = HumanRenderer(color: false, timeZone: TimeZone(identifier: "UTC") ?? .current)
+    private let vm = PeerRef(id: "3hx5hctom3pdm", name: "vm")
     private let peer = #""peer":{"id":"3hx5hctom3pdm","name":"vm"}"#
     private let time = #""time":"2026-11-21T21:20:23.123Z""#
+    private let at = Date(timeIntervalSince1970: 1_795_296_023.123)
 
+    /// A hand-written line, as a node of this or another version could send it.
     private func line(_ event: String, _ fields: String) -> String {
-        renderer.render(HumanRenderer.decode(#"{"event":"\#(event)",\#(time),\#(fields)}"#) ?? [:])
+        guard let decoded = HumanRenderer.decode(#"{"event":"\#(event)",\#(time),\#(fields)}"#) else { return "undecodable" }
+        return renderer.render(decoded)
+    }
+
+    /// Our own event, through the line it is printed as and back: what a client of a node shows.
+    private func shown(_ body: some EventBody) -> String {
+        guard let decoded = HumanRenderer.decode(EventEncoder().line(body, at: at)) else { return "undecodable" }
+        #expect(decoded.body != nil, "\(type(of: body).event) did not decode as itself")
+        return renderer.render(decoded)
+    }
+
+    private func seen(kind: PeerKind, host: String?, port: Int?, addresses: [String], info: [String: String], isSelf: Bool) -> Events.PeerSeen {
+        Events.PeerSeen(peer: vm, service: "nearby", kind: kind, protocolVersion: "1", info: info, host: host, port: port,
+                        addresses: addresses, interface: nil, isSelf: isSelf, elapsedMs: 3)
     }
 
     @Test func everyKindIsOneReadableLineWithItsFacts() {
-        let cases: [(String, String, [String])] = [
-            ("identity", #"\#(peer),"fingerprint":"0123456789abcdef0123","path":"/h/identity.json","created":"x""#,
+        let b = PeerRef(id: "b", name: nil)
+        let cases: [(any EventBody, [String])] = [
+            (Events.IdentityShown(peer: vm, fingerprint: "0123456789abcdef0123", path: "/h/identity.json", created: "x"),
              ["identity vm (3hx5hctom3pdm)", "0123456789abcdef…", "/h/identity.json"]),
-            ("advertising", #"\#(peer),"service":"chat","domain":"local.","port":39339,"info":{"room":"4.12"}"#,
+            (Events.Advertising(peer: vm, service: "chat", domain: "local.", port: 39339, info: ["room": "4.12"]),
              ["advertising as vm", "_chat._tcp port 39339", "{room=4.12}", "Ctrl-C"]),
-            ("browsing", #""service":"nearby","domain":"local.""#, ["browsing for _nearby._tcp in local."]),
-            ("found", #"\#(peer),"kind":"nearby","host":"h2.local.","port":4000,"addresses":["10.99.0.2"],"info":{},"self":false"#,
+            (Events.Browsing(service: "nearby", domain: "local."), ["browsing for _nearby._tcp in local."]),
+            (seen(kind: .nearby, host: "h2.local.", port: 4000, addresses: ["10.99.0.2"], info: [:], isSelf: false),
              ["found vm (3hx5hctom3pdm), nearby at h2.local.:4000 [10.99.0.2]"]),
-            ("found", #"\#(peer),"kind":"mpc","host":null,"port":null,"addresses":[],"info":{},"self":true"#,
-             ["an MPC app", "(this peer)"]),
-            ("updated", #"\#(peer),"kind":"nearby","changed":["info","port"],"addresses":[],"info":{"k":"v"}"#,
+            (seen(kind: .mpc, host: nil, port: nil, addresses: [], info: [:], isSelf: true), ["an MPC app", "(this peer)"]),
+            (Events.PeerUpdated(changed: ["info", "port"], seen: seen(kind: .nearby, host: nil, port: nil, addresses: [], info: ["k": "v"], isSelf: false)),
              ["updated (info, port) vm", "{k=v}"]),
-            ("lost", peer, ["lost vm (3hx5hctom3pdm)"]),
-            ("invited", #"\#(peer),"address":"10.99.0.2:4000","verification_code":"307 961","encrypted":true,"invitation":"i1""#,
+            (Events.Lost(peer: vm, service: "nearby", elapsedMs: 1), ["lost vm (3hx5hctom3pdm)"]),
+            (Events.Invited(invitation: "i1", peer: vm, address: "10.99.0.2:4000", verificationCode: "307 961", encrypted: true),
              ["invited vm at 10.99.0.2:4000, verification code 307 961", "waiting for an answer"]),
-            ("accepted", #"\#(peer),"invitation":"i1","by":"nearby accept""#, ["accepted the invitation from vm (by nearby accept)"]),
-            ("declined", #"\#(peer),"invitation":"i1","reason":"expired: not answered in time""#, ["declined", "expired: not answered in time"]),
-            ("connecting", #""peer":null,"address":"10.99.0.2:4000""#, ["connecting to 10.99.0.2:4000"]),
-            ("connected", #"\#(peer),"address":"10.99.0.2:4000","verification_code":"307 961","encrypted":false,"peers":1"#,
+            (Events.Accepted(invitation: "i1", peer: vm, by: "nearby accept"), ["accepted the invitation from vm (by nearby accept)"]),
+            (Events.Declined(invitation: "i1", peer: vm, reason: "expired: not answered in time"), ["declined", "expired: not answered in time"]),
+            (Events.Connecting(peer: nil, address: "10.99.0.2:4000"), ["connecting to 10.99.0.2:4000"]),
+            (Events.Connected(peer: vm, address: "10.99.0.2:4000", verificationCode: "307 961", encrypted: false, peers: 1),
              ["connected to vm", "verification code 307 961", "NOT encrypted", "(1 session)"]),
-            ("disconnected", #"\#(peer),"reason":"peer left: disconnected","peers":0"#, ["disconnected from vm: peer left: disconnected (0 sessions left)"]),
-            ("message", #"\#(peer),"text":"hello","bytes":5"#, [#"message from vm: "hello""#]),
-            ("message", #"\#(peer),"data":"AAE=","bytes":2"#, ["2 B of binary data"]),
-            ("sent", #""peers":[{"id":"a","name":"vm"},{"id":"b","name":null}],"bytes":2048"#, ["sent 2.0 KiB to vm, b"]),
-            ("rejected", #""address":"10.0.0.9:1","reason":"not nearby","code":"not-a-nearby-peer""#, ["rejected a connection from 10.0.0.9:1", "not-a-nearby-peer"]),
-            ("file-started", #"\#(peer),"transfer":"t","direction":"send","path":"photo.jpg","bytes":20971520,"skipped":0"#,
+            (Events.Disconnected(peer: vm, reason: "peer left: disconnected", peers: 0), ["disconnected from vm: peer left: disconnected (0 sessions left)"]),
+            (Events.Message(peer: vm, text: "hello", data: nil, bytes: 5), [#"message from vm: "hello""#]),
+            (Events.Message(peer: vm, text: nil, data: "AAE=", bytes: 2), ["2 B of binary data"]),
+            (Events.Sent(peers: [vm, b], bytes: 2048), ["sent 2.0 KiB to vm, b"]),
+            (Events.Rejected(address: "10.0.0.9:1", reason: "not nearby", code: "not-a-nearby-peer"), ["rejected a connection from 10.0.0.9:1", "not-a-nearby-peer"]),
+            (Events.FileStarted(transfer: "t", direction: "send", peer: vm, path: "photo.jpg", bytes: 20_971_520, skipped: 0),
              ["sending photo.jpg to vm (20.0 MiB)"]),
-            ("file-started", #"\#(peer),"transfer":"t","direction":"receive","path":"a.bin","bytes":2048,"skipped":1024"#,
+            (Events.FileStarted(transfer: "t", direction: "receive", peer: vm, path: "a.bin", bytes: 2048, skipped: 1024),
              ["receiving a.bin from vm (2.0 KiB, resuming after 1.0 KiB)"]),
-            ("file-sent", #"\#(peer),"transfer":"t","path":"photo.jpg","bytes":20971520,"skipped":0,"sha256":"3f2a9c1b00112233445566","seconds":0.5"#,
+            (Events.FileSent(transfer: "t", peer: vm, path: "photo.jpg", bytes: 20_971_520, skipped: 0, sha256: "3f2a9c1b00112233445566", seconds: 0.5),
              ["sent photo.jpg to vm: 20.0 MiB in 0.50 s, 40.0 MiB/s, sha256 3f2a9c1b0011…"]),
-            ("file-received", #"\#(peer),"transfer":"t","path":"/in/photo.jpg","bytes":1024,"skipped":0,"sha256":"ab","seconds":0"#,
+            (Events.FileReceived(transfer: "t", peer: vm, path: "/in/photo.jpg", bytes: 1024, skipped: 0, sha256: "ab", seconds: 0),
              ["received /in/photo.jpg from vm: 1.0 KiB in 0.00 s, sha256 ab"]),
-            ("file-failed", #"\#(peer),"transfer":"t","direction":"send","path":"x","code":"connection-lost","reason":"gone","resumable":true"#,
+            (Events.FileFailed(transfer: "t", direction: "send", peer: vm, path: "x", code: "connection-lost", reason: "gone", resumable: true),
              ["failed sending x to vm: gone (connection-lost); send it again to resume"]),
-            ("stream-opened", #"\#(peer),"stream":"s1","direction":"in","name":"photos""#, [#"stream "photos" from vm opened"#]),
-            ("stream-closed", #"\#(peer),"stream":"s1","name":"","sent":3,"received":2048,"reason":"done""#,
+            (Events.StreamOpened(stream: "s1", direction: "in", peer: vm, name: "photos"), [#"stream "photos" from vm opened"#]),
+            (Events.StreamClosed(stream: "s1", peer: vm, name: "", sent: 3, received: 2048, reason: "done"),
              ["stream with vm closed: sent 3 B, received 2.0 KiB (done)"]),
-            ("error", #""code":"peer-not-found","message":"no peer bob","exit_status":2"#, ["error: no peer bob (peer-not-found, exit 2)"]),
-            ("brand-new", #"\#(peer),"answer":42,"nested":{"a":1}"#, ["brand-new vm answer=42"]),
+            (Events.Failure(code: "peer-not-found", message: "no peer bob", exitStatus: 2), ["error: no peer bob (peer-not-found, exit 2)"]),
+            (Events.NothingFound(service: "_nearby._tcp", seconds: 3, hint: "run doctor"), ["nothing-found", "hint=run doctor", "seconds=3"]),
         ]
-        for (event, fields, expected) in cases {
-            let text = line(event, fields)
+        for (body, expected) in cases {
+            let event = type(of: body).event
+            let text = shown(body)
             #expect(text.hasPrefix("21:20:23 "), "\(event): \(text)")
             #expect(!text.contains("{\"") && !text.contains("\u{1b}"), "\(event): \(text)")
             for piece in expected { #expect(text.contains(piece), "\(event): \(text) lacks \(piece)") }
-            if event != "invitation" { #expect(!text.contains("\n"), "\(event): \(text)") }
+            #expect(!text.contains("\n"), "\(event): \(text)")
         }
+    }
+
+    /// A newer node's kind, or an older node's line without a field this version reads: the
+    /// kind and its plain fields, never nothing.
+    @Test func linesThisVersionCannotReadStillShow() {
+        let newer = line("brand-new", #"\#(peer),"answer":42,"nested":{"a":1}"#)
+        #expect(newer == "21:20:23 brand-new vm answer=42", "\(newer)")
+        let older = line("connected", #"\#(peer),"address":"10.99.0.2:4000""#)
+        #expect(older == "21:20:23 connected vm address=10.99.0.2:4000", "\(older)")
+        #expect(HumanRenderer.decode("[1,2]") == nil && HumanRenderer.decode(#"{"time":"x"}"#) == nil)
+    }
+
+    /// Every kind docs/events.schema.json documents is one this version reads as its type.
+    @Test func everyDocumentedKindIsTyped() throws {
+        let schema = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../docs/events.schema.json").standardizedFileURL
+        let text = try String(contentsOf: schema, encoding: .utf8)
+        let documented = Set(text.matches(of: /"event": \{\s*"const": "([a-z-]+)"/).map { String($0.output.1) })
+        #expect(documented.count > 30, "\(documented)")
+        let typed = Set(HumanRenderer.kinds.map { $0.event })
+        #expect(documented.subtracting(typed).isEmpty, "documented, not typed: \(documented.subtracting(typed).sorted())")
+        #expect(typed.subtracting(documented).isEmpty, "typed, not documented: \(typed.subtracting(documented).sorted())")
     }
 
     @Test func doctorAndRawBrowsingReadAsAChecklist() {
@@ -79,22 +118,26 @@ import Testing
     }
 
     @Test func anInvitationSaysWhatToDo() throws {
-        let fields = #"\#(peer),"invitation":"fbrjmmez6v","context":"hello from alice","verification_code":"307 961","encrypted":true,"expires":"2026-11-21T21:20:53.123Z""#
-        let event = try #require(HumanRenderer.decode(#"{"event":"invitation",\#(time),\#(fields)}"#))
-        let text = renderer.render(event)
+        var invitation = Events.Invitation(
+            invitation: "fbrjmmez6v", peer: vm, context: "hello from alice", verificationCode: "307 961", encrypted: true,
+            expires: "2026-11-21T21:20:53.123Z")
+        let text = shown(invitation)
         for piece in [
             #"invitation from vm (3hx5hctom3pdm): "hello from alice""#, "verification code 307 961",
             "accept:  nearby accept vm", "decline: nearby accept --decline vm", "expires in 30 s (at 21:20:53)",
         ] { #expect(text.contains(piece), "\(text) lacks \(piece)") }
         // Another service is named; a name with spaces is quoted for the shell.
-        var other = event
-        other["peer"] = ["id": "3hx5hctom3pdm", "name": "Bob's Pi"]
-        let chat = renderer.render(other, service: "chat")
+        invitation.peer = PeerRef(id: "3hx5hctom3pdm", name: "Bob's Pi")
+        let chat = renderer.render(DecodedEvent(invitation, at: at), service: "chat")
         #expect(chat.contains(#"nearby accept --service chat 'Bob'\''s Pi'"#), "\(chat)")
         #expect(chat.contains(#"nearby accept --decline --service chat 'Bob'\''s Pi'"#), "\(chat)")
         // A name that cannot be typed back: the peer ID instead.
-        other["peer"] = ["id": "3hx5hctom3pdm", "name": "evil\u{1b}[2J"]
-        #expect(renderer.render(other).contains("nearby accept 3hx5hctom3pdm"))
+        invitation.peer = PeerRef(id: "3hx5hctom3pdm", name: "evil\u{1b}[2J")
+        #expect(shown(invitation).contains("nearby accept 3hx5hctom3pdm"))
+        // Answered in the same moment: one line, nothing to do.
+        invitation.answeredBy = "nearby accept"
+        let answered = shown(invitation)
+        #expect(!answered.contains("\n") && answered.hasSuffix("— answered by nearby accept"), "\(answered)")
     }
 
     @Test func nothingFromThePeerReachesTheTerminalRaw() throws {
@@ -116,21 +159,21 @@ import Testing
     @Test func theBarFitsTheTerminal() throws {
         let event = try #require(HumanRenderer.decode(
             #"{"event":"progress",\#(time),\#(peer),"transfer":"t","direction":"send","path":"\#(String(repeating: "d/", count: 60))photo.jpg","bytes":512,"total":1024,"rate":2048}"#))
-        let bar = ProgressBar.text(Fields(event), columns: 70)
+        let bar = ProgressBar.text(try #require(event.body as? Events.Progress), columns: 70)
         #expect(bar.count <= 69)
         #expect(bar.hasSuffix("photo.jpg [#####------]  50% 512 B of 1.0 KiB, 2.0 KiB/s, ETA 0:01"), "\(bar)")
-        let wide = ProgressBar.text(Fields(event), columns: 200)
+        let wide = ProgressBar.text(try #require(event.body as? Events.Progress), columns: 200)
         #expect(wide.contains("[###############---------------]  50% 512 B of 1.0 KiB"), "\(wide)")
     }
 
     @Test func severalFilesShowTheBatchAndBothETAs() throws {
         let event = try #require(HumanRenderer.decode(
             #"{"event":"progress",\#(time),\#(peer),"transfer":"t","direction":"send","path":"tree/b.bin","bytes":3145728,"total":10485760,"rate":1048576,"file":2,"files":3,"all_bytes":13631488,"all_total":31457280}"#))
-        let bar = ProgressBar.text(Fields(event), columns: 160)
+        let bar = ProgressBar.text(try #require(event.body as? Events.Progress), columns: 160)
         #expect(bar.hasPrefix("[2/3] tree/b.bin ["), "\(bar)")
         #expect(bar.contains(" 30% 3.0 MiB of 10.0 MiB, 1.0 MiB/s, ETA 0:07 · all 43% of 30.0 MiB, ETA 0:17"), "\(bar)")
         // Narrow: the bar goes before the facts do; never wider than the terminal.
-        let narrow = ProgressBar.text(Fields(event), columns: 90)
+        let narrow = ProgressBar.text(try #require(event.body as? Events.Progress), columns: 90)
         #expect(narrow.count <= 89 && !narrow.contains("[#"), "\(narrow)")
     }
 
@@ -166,17 +209,16 @@ import Testing
                 #expect(!shown.unicodeScalars.contains { !TerminalText.isShowable($0) }, "\(shown.debugDescription)")
             }
         }
-        let summary = renderer.render(HumanRenderer.decode(EventEncoder().line(
-            Events.Suppressed(of: "rejected", code: "not-a-nearby-peer", count: 19_873, seconds: 10))) ?? [:])
+        let summary = shown(Events.Suppressed(of: "rejected", code: "not-a-nearby-peer", count: 19_873, seconds: 10))
         #expect(summary.hasSuffix("… and 19,873 more rejected events (not-a-nearby-peer) in the last 10 s"), "\(summary)")
     }
 
-    @Test func doctorsLongLinesWrapToTheTerminalAndAreNeverCut() {
+    @Test func doctorsLongLinesWrapToTheTerminalAndAreNeverCut() throws {
         let hint = (1...60).map { "word\($0)" }.joined(separator: " ") + " 'nearby invite 10.99.0.1:4242'"
         let json = #"{"event":"check","time":"2026-11-21T10:00:00Z","check":"responders","status":"warn","detail":"nothing","hint":"\#(hint)"}"#
         var narrow = renderer
         narrow.columns = 60
-        let text = narrow.render(HumanRenderer.decode(json) ?? [:])
+        let text = narrow.render(try #require(HumanRenderer.decode(json)))
         let lines = text.split(separator: "\n")
         #expect(lines.count > 3, "\(text)")
         #expect(lines.allSatisfy { $0.count <= 59 }, "\(text)")
@@ -184,7 +226,7 @@ import Testing
         let rejoined = lines.dropFirst().map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
         #expect(rejoined == "hint: " + hint, "\(text)")
         // Without a terminal: one line for the detail, one for the hint, whole.
-        let piped = renderer.render(HumanRenderer.decode(json) ?? [:])
+        let piped = renderer.render(try #require(HumanRenderer.decode(json)))
         #expect(piped.hasSuffix("hint: " + hint) && piped.split(separator: "\n").count == 2, "\(piped)")
     }
 }

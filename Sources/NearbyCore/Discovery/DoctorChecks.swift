@@ -8,7 +8,7 @@ import Darwin
 
 /// One finding of `nearby doctor`: what was checked, how it went, and what a person can do about it.
 public struct DoctorCheck: Sendable, Equatable {
-    public enum Status: String, Sendable, Encodable { case ok, warn, fail }
+    public enum Status: String, Sendable, Codable { case ok, warn, fail }
 
     public var name: String
     public var status: Status

@@ -5,7 +5,7 @@ import Synchronization
 /// service whose names are near the one asked for, and peers of that name on other service types.
 public struct PeerSearchReport: Sendable, Equatable {
     /// A peer seen on another service type.
-    public struct Sighting: Sendable, Equatable, Encodable {
+    public struct Sighting: Sendable, Equatable, Codable {
         /// The DNS-SD type, `_chat._tcp`.
         public var service: String
         public var peer: PeerRef

@@ -2,7 +2,7 @@ import Foundation
 
 /// One kind of JSON-lines event. The envelope adds `event` and `time`; the body's own fields follow,
 /// in snake_case (keys of user data, such as discovery info, are kept as given). Every kind and field is documented in docs/events.md and docs/events.schema.json.
-public protocol EventBody: Encodable, Sendable {
+public protocol EventBody: Codable, Sendable {
     static var event: String { get }
 }
 
@@ -120,6 +120,11 @@ public enum Events {
             var container = encoder.container(keyedBy: Key.self)
             try container.encode(changed, forKey: .changed)
         }
+
+        public init(from decoder: any Decoder) throws {
+            seen = try PeerSeen(from: decoder)
+            changed = try decoder.container(keyedBy: Key.self).decode([String].self, forKey: .changed)
+        }
         enum Key: String, CodingKey { case changed }
     }
 
@@ -178,9 +183,13 @@ public enum Events {
 }
 
 /// A string map written with its keys sorted, so the same info prints the same line every time.
-public struct SortedInfo: Encodable, Sendable, Equatable {
+public struct SortedInfo: Codable, Sendable, Equatable {
     public var values: [String: String]
     public init(_ values: [String: String]) { self.values = values }
+
+    public init(from decoder: any Decoder) throws {
+        values = try decoder.singleValueContainer().decode([String: String].self)
+    }
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: AnyKey.self)
