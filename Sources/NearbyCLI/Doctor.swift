@@ -96,7 +96,7 @@ extension Nearby {
                 let dropping = ruleset.map(FirewallRules.dropping) ?? []
                 // The probe stays published to the end: PEER is asked whether it sees it.
                 let (selfCheck, selfProbe) = await Self.selfAdvertisement(identity: identity, firewall: dropping, within: limit)
-                defer { selfProbe?.advertiser.stop() }
+                defer { selfProbe?.advertiser.withdraw() }
                 record(selfCheck)
                 record(await Self.responders(
                     survey, selfID: identity.peerID, ownHost: selfProbe?.host,

@@ -58,7 +58,7 @@ public final class Advertiser: @unchecked Sendable {
         // Cancelled while waiting: withdraw whatever the daemon may still confirm.
         let result = await once.wait() ?? .failure(.cancelled("registering with the DNS-SD daemon"))
         if case let .failure(error) = result {
-            stop()
+            await stop()
             throw error
         }
     }
@@ -73,15 +73,23 @@ public final class Advertiser: @unchecked Sendable {
         lost?()
     }
 
-    /// Withdraws the registration. Returns once the daemon has been told.
-    public func stop() {
-        let stopping: DNSServiceOperation? = queue.sync {
+    /// Withdraws the registration. Returns once the daemon has been told (at most 2 s), without
+    /// blocking a thread while it waits.
+    public func stop() async {
+        await cancelled()?.released()
+    }
+
+    /// Withdraws the registration and returns at once; the daemon is told on the advertiser's
+    /// queue (or, if the process ends first, by the daemon itself when our connection closes).
+    public func withdraw() { _ = cancelled() }
+
+    private func cancelled() -> DNSServiceOperation? {
+        queue.sync {
             onLost = nil
             confirmed = false
             defer { operation = nil }
             operation?.cancel()
             return operation
         }
-        stopping?.waitUntilReleased()
     }
 }

@@ -18,8 +18,8 @@ struct ServiceRef: @unchecked Sendable {
 final class DNSServiceOperation: @unchecked Sendable {
     private let source: DispatchSourceRead
     private var cancelled = false
-    /// Left when the ref has been deallocated (the daemon has been told), for `waitUntilReleased`.
-    private let released = DispatchGroup()
+    /// Settled when the ref has been deallocated (the daemon has been told), for `released()`.
+    private let deallocated = OneShot<Void>()
 
     /// `retaining` is kept alive until the ref is deallocated: the callback box the C side points at.
     init(ref: ServiceRef, queue: DispatchQueue, retaining box: AnyObject, onFailure: @escaping @Sendable (Int32) -> Void) {
@@ -31,11 +31,10 @@ final class DNSServiceOperation: @unchecked Sendable {
                 onFailure(status)
             }
         }
-        released.enter()
-        source.setCancelHandler { [released] in
+        source.setCancelHandler { [deallocated] in
             DNSServiceRefDeallocate(ref.raw)
             withExtendedLifetime(box) {}
-            released.leave()
+            deallocated.settle(())
         }
         source.resume()
     }
@@ -46,9 +45,10 @@ final class DNSServiceOperation: @unchecked Sendable {
         source.cancel()
     }
 
-    /// Blocks until the cancel handler has run. Never call it on the operation's own queue.
-    func waitUntilReleased(timeout: DispatchTimeInterval = .seconds(2)) {
-        _ = released.wait(timeout: .now() + timeout)
+    /// Returns once the cancel handler has run (the daemon has been told), after `limit` at the
+    /// latest, or when the waiting task is cancelled. Blocks no thread.
+    func released(within limit: Duration = .seconds(2)) async {
+        _ = await deallocated.wait(until: .now + limit)
     }
 
     /// The error a running operation ends with: a zero status (Avahi's way of saying the daemon

@@ -131,7 +131,7 @@ public actor Node {
             }
             do {
                 try await advertiser.start(lost: advertisementLost)
-                if stopping { return advertiser.stop() }
+                if stopping { return await advertiser.stop() }
                 events.emit(advertisingEvent)
                 return
             } catch {
@@ -145,7 +145,7 @@ public actor Node {
     public func stop(reason: String = "the node stopped") async {
         guard !stopping else { return }
         stopping = true
-        advertiser?.stop()
+        await advertiser?.stop()
         await registrar?.stop()
         discovery.stop()
         invitations.endWaiters()

@@ -29,6 +29,8 @@ public final class DatagramHub: Sendable {
         var sockets: [Int32: any Channel] = [:]
         var tags: [ObjectIdentifier: UInt64] = [:]
         var sending: [ObjectIdentifier: Sending] = [:]
+        /// Sends waiting for a link's peer to set up datagrams (a session that has just begun).
+        var setupWaiters: [ObjectIdentifier: [OneShot<Void>]] = [:]
         var receiving: [UInt64: Receiving] = [:]
         var dropped = 0
         var lastReason = ""
@@ -68,21 +70,24 @@ public final class DatagramHub: Sendable {
         guard let checked = setup.checked, let remote = link.channel.remoteAddress?.ipAddress,
               let address = try? SocketAddress(ipAddress: remote, port: checked.port)
         else { return }
-        state.withLock { state in
-            guard let ours = state.tags[ObjectIdentifier(link)], var receiving = state.receiving[ours] else { return }
+        let waiters = state.withLock { state -> [OneShot<Void>] in
+            guard let ours = state.tags[ObjectIdentifier(link)], var receiving = state.receiving[ours] else { return [] }
             receiving.peerKey = checked.key
             state.receiving[ours] = receiving
             state.sending[ObjectIdentifier(link)] = Sending(key: receiving.ownKey, tag: checked.tag, address: address)
+            return state.setupWaiters.removeValue(forKey: ObjectIdentifier(link)) ?? []
         }
+        for waiter in waiters { waiter.settle(()) }
     }
 
     /// Forgets a session that ended. Its datagrams still in flight (sent just before the goodbye,
     /// which may be read first) are taken for `receiveGrace` more.
     func remove(_ link: Link) {
-        let tag = state.withLock { state in
+        let (tag, waiters) = state.withLock { state in
             state.sending[ObjectIdentifier(link)] = nil
-            return state.tags.removeValue(forKey: ObjectIdentifier(link))
+            return (state.tags.removeValue(forKey: ObjectIdentifier(link)), state.setupWaiters.removeValue(forKey: ObjectIdentifier(link)) ?? [])
         }
+        for waiter in waiters { waiter.abandon() }
         guard let tag else { return }
         MultiThreadedEventLoopGroup.singleton.next().scheduleTask(in: Self.receiveGrace) {
             self.state.withLock { _ = $0.receiving.removeValue(forKey: tag) }
@@ -124,11 +129,19 @@ public final class DatagramHub: Sendable {
     /// Seals `messages` for the link's peer and sends them, waiting up to `wait` for the peer's setup
     /// (a session that has just begun). Returns false when the peer never set up datagrams.
     func send(_ messages: [ByteBuffer], on link: Link, wait: Duration = .seconds(3)) async throws(NearbyError) -> Bool {
-        let deadline = ContinuousClock.now + wait
-        while state.withLock({ $0.sending[ObjectIdentifier(link)] == nil }) {
-            guard ContinuousClock.now < deadline, link.channel.isActive else { return false }
-            try? await Task.sleep(for: .milliseconds(10))
+        let id = ObjectIdentifier(link)
+        let setup = OneShot<Void>()
+        let waiting = state.withLock { state in
+            guard state.sending[id] == nil, link.channel.isActive else { return false }
+            state.setupWaiters[id, default: []].append(setup)
+            return true
         }
+        if waiting {
+            // Woken by the peer's setup, or by the link's end (`remove`); else given up at `wait`.
+            let ready = await setup.wait(until: .now + wait) != nil
+            if !ready { state.withLock { $0.setupWaiters[id]?.removeAll { $0 === setup } } }
+        }
+        guard state.withLock({ $0.sending[id] != nil }) else { return false }
         guard let local = link.channel.localAddress,
               let socket = state.withLock({ $0.sockets[local.protocol.rawValue] })
         else { return false }
