@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import NearbyCore
 
 #if canImport(Glibc)
 import Glibc
@@ -10,6 +11,8 @@ extension Nearby {
     /// ArgumentParser reads `nearby sned` as an unexpected argument and `nearby help nosuch` as
     /// plain `help` — and printing help wrapped by `HelpText`, so no example breaks mid-command.
     public static func start(_ arguments: [String] = Array(CommandLine.arguments.dropFirst())) async {
+        // Before anything can fail: every sentence of the core names options and commands our way.
+        Spelling.install(.commandLine)
         if let problem = SubcommandCheck.problem(in: arguments, known: subcommandNames) {
             exit(withError: ValidationError(problem))
         }

@@ -115,3 +115,30 @@ import Testing
         }
     }
 }
+
+/// The spelling the binary installs names options and commands that exist: every option is a flag
+/// some subcommand's help lists, every command is a subcommand with the flags it adds.
+@Suite struct SpellingTests {
+    private func help(_ subcommand: String) -> String {
+        guard let command = Nearby.configuration.subcommands.first(where: { $0._commandName == subcommand }) else { return "" }
+        return Nearby.helpMessage(for: command, columns: 1000)
+    }
+
+    @Test func everyOptionIsAFlagOfSomeCommand() {
+        let helps = Nearby.subcommandNames.map(help).joined(separator: "\n")
+        for option in Spelling.Option.allCases {
+            let flag = Spelling.commandLine.option(option)
+            #expect(flag.hasPrefix("--") && helps.contains(flag + " "), "\(option): \(flag)")
+        }
+    }
+
+    @Test func everyCommandIsASubcommandWithItsFlags() {
+        for command in Spelling.Command.allCases {
+            let words = Spelling.commandLine.command(command).split(separator: " ").map(String.init)
+            #expect(words.first == "nearby" && words.count >= 2, "\(command): \(words)")
+            let text = help(words.count > 1 ? words[1] : "")
+            #expect(!text.isEmpty, "\(command): no subcommand \(words)")
+            for flag in words.dropFirst(2) { #expect(text.contains(flag), "\(command): \(flag) is not an option of \(words[1])") }
+        }
+    }
+}

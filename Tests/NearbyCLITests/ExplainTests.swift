@@ -56,9 +56,11 @@ import Testing
             elsewhere: [.init(service: "_chat._tcp", peer: PeerRef(id: "1x2y3z4w5v6u7", name: "bob's pi"))])
         let message = NearbyError.peerNotFound("bob's pi", waitedSeconds: 30, seen: seen).errorDescription ?? ""
         #expect(message.contains("'Bob's Pi'"))
-        #expect(message.contains("is on _chat._tcp: add `--service chat`"))
-        #expect(message.contains(#"next: `nearby doctor 'bob'\''s pi'`"#))
+        // In the words of whatever spelling is installed (the binary's: `--service chat`, `nearby doctor`).
+        let doctor = Spelling.command(.doctor, #"'bob'\''s pi'"#)
+        #expect(message.contains("is on _chat._tcp: add `\(Spelling.option(.service, "chat"))`"))
+        #expect(message.contains("next: `\(doctor)`"))
         let event = Events.Failure(NearbyError.peerNotFound("bob's pi", waitedSeconds: 30, seen: seen))
-        #expect(event.near?.count == 1 && event.elsewhere?.count == 1 && event.hint == #"nearby doctor 'bob'\''s pi'"#)
+        #expect(event.near?.count == 1 && event.elsewhere?.count == 1 && event.hint == doctor)
     }
 }

@@ -120,7 +120,7 @@ import Testing
         #expect(far?.status == .warn && far?.name == "subnet")
         #expect(far?.detail.contains("10.98.0.2 is on none of this host's subnets (10.99.0.0/24 on nb0)") == true)
         #expect(far?.detail.contains("mDNS does not cross routers") == true)
-        #expect(far?.hint?.contains("'nearby invite 10.98.0.2:4000'") == true)
+        #expect(far?.hint?.contains("'\(Spelling.command(.invite, "10.98.0.2:4000"))'") == true)
         #expect(Subnets.check(host: "fe80::9%nb0", port: 4000, interfaces: [nb0])?.status == .ok)
         #expect(Subnets.check(host: "pi.local", port: 4000, interfaces: [nb0]) == nil)
         #expect(Subnets.notFoundHint([lo, nb0]).contains("(this host is on 10.99.0.0/24 on nb0), mDNS does not cross routers"))

@@ -142,7 +142,7 @@ import Testing
         let oneWay = try #require(DoctorCheck.peerSeesUs(.answered(.init(seen: false, waited: 3000)), peer: "Bob", instance: "d-1", address: "10.0.0.2:4000"))
         #expect(oneWay.status == .fail && oneWay.exitStatus == .failure)
         #expect(oneWay.detail.contains("Bob does not see this host: one-way multicast"))
-        #expect(oneWay.hint?.contains("UDP 5353") == true && oneWay.hint?.contains("nearby invite 10.0.0.2:4000") == true)
+        #expect(oneWay.hint?.contains("UDP 5353") == true && oneWay.hint?.contains(Spelling.command(.invite, "10.0.0.2:4000")) == true)
         let busy = try #require(DoctorCheck.peerSeesUs(.answered(.init(seen: false, waited: 0, reason: "busy")), peer: "Bob", instance: "d-1", address: "10.0.0.2:4000"))
         #expect(busy.status == .warn)
         #expect(DoctorCheck.peerSeesUs(.unsupported, peer: "Bob", instance: "d-1", address: "10.0.0.2:4000")?.status == .warn)

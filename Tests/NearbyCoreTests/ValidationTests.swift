@@ -34,7 +34,7 @@ import Testing
     }
 
     @Test func serviceOptionRefusesTheDNSSDFormWithTheShortOne() {
-        #expect(throws: NearbyError.invalidServiceType("_chat._tcp", rule: "that is the DNS-SD type; nearby takes the service name: use `--service chat`")) {
+        #expect(throws: NearbyError.invalidServiceType("_chat._tcp", rule: "that is the DNS-SD type; nearby takes the service name: use `\(Spelling.option(.service, "chat"))`")) {
             try ServiceType(option: "_chat._tcp")
         }
         #expect((try? ServiceType(option: "chat"))?.name == "chat")

@@ -74,13 +74,13 @@ public enum Subnets {
             "subnet", .warn,
             "\(host) is on none of this host's subnets (\(subnets.isEmpty ? "none" : subnets.joined(separator: ", "))): "
                 + "mDNS does not cross routers, so a peer there is never found by name, only by address",
-            hint: "name it by its address: 'nearby send \(address) TEXT', 'nearby invite \(address)'")
+            hint: "name it by its address: '\(Spelling.command(.send, address, "TEXT"))', '\(Spelling.command(.invite, address))'")
     }
 
     /// The words a `peer` check that found nothing adds: a peer behind a router is not found by name.
     public static func notFoundHint(_ interfaces: [NetworkInterface]) -> String {
         let subnets = ours(interfaces)
         let here = subnets.isEmpty ? "" : " (this host is on \(subnets.joined(separator: ", ")))"
-        return "if it is on another subnet\(here), mDNS does not cross routers: name it by address, 'nearby doctor HOST:PORT'"
+        return "if it is on another subnet\(here), mDNS does not cross routers: name it by address, '\(Spelling.command(.doctor, "HOST:PORT"))'"
     }
 }

@@ -19,13 +19,13 @@ extension DoctorCheck {
             return DoctorCheck(
                 "identity", .fail,
                 "pinned key changed: \(knownPeers) holds another key for \(peer) than the one \(name) presented; someone may be impersonating it, or it has a new identity",
-                hint: "compare 'nearby identity' on \(name)'s host; only if it really has a new identity (reinstalled, a new NEARBY_HOME), "
+                hint: "compare '\(Spelling.command(.identity))' on \(name)'s host; only if it really has a new identity (reinstalled, a new NEARBY_HOME), "
                     + "remove its pin: sed -i '/^\(peer) /d' \(knownPeers)",
                 exitStatus: .identityCheckFailed)
         case let .failed(why, status):
             let hint = switch status {
             case .identityCheckFailed:
-                "another node answers at this address, or something impersonates \(name): compare 'nearby identity' on \(name)'s host with the ID it advertises"
+                "another node answers at this address, or something impersonates \(name): compare '\(Spelling.command(.identity))' on \(name)'s host with the ID it advertises"
             case .ioError:
                 "fix or move the file named above: nearby refuses connections while known_peers cannot be read"
             default:
@@ -58,7 +58,7 @@ extension DoctorCheck {
             }
             if let reason = reply.reason {
                 return DoctorCheck("peer-sees-us", .warn, "\(name) could not look for this host: \(reason)",
-                                   hint: "run doctor again in a moment; 'nearby doctor' on \(name)'s host checks its daemon")
+                                   hint: "run doctor again in a moment; '\(Spelling.command(.doctor))' on \(name)'s host checks its daemon")
             }
             return DoctorCheck(
                 "peer-sees-us", .fail,
@@ -66,7 +66,7 @@ extension DoctorCheck {
                     + "client isolation, IGMP snooping); it looked for \(probe) for \(reply.waited) ms",
                 hint: "on \(name)'s host, look for rules dropping UDP 5353 from this host ('nft list ruleset', 'iptables -L -n'); "
                     + "on Wi-Fi, turn off client (AP) isolation; on a managed switch, check IGMP snooping; \(lookThere). "
-                    + "Meanwhile this host reaches \(name) by address, no multicast needed: 'nearby invite \(address)'",
+                    + "Meanwhile this host reaches \(name) by address, no multicast needed: '\(Spelling.command(.invite, address))'",
                 exitStatus: .failure)
         }
     }

@@ -26,8 +26,8 @@ public struct PeerSearchReport: Sendable, Equatable {
 
     /// The command to run next: a doctor run on the peer, with the service that was used.
     public func hint(for query: String) -> String {
-        let option = service == ServiceType.default.registrationType ? "" : " --service \(Self.shortName(service) ?? service)"
-        return "nearby doctor\(option) \(Self.shellQuoted(query))"
+        let option = service == ServiceType.default.registrationType ? [] : [Spelling.option(.service, Self.shortName(service) ?? service)]
+        return Spelling.command(.doctor, option + [Self.shellQuoted(query)])
     }
 
     /// The sentences after "peer X was not found": what was seen instead, then what to do.
@@ -40,7 +40,7 @@ public struct PeerSearchReport: Sendable, Equatable {
             parts.append("on \(service) there is " + near.map(Self.label).joined(separator: ", ") + " (names are matched exactly)")
         }
         for sighting in elsewhere {
-            let add = Self.shortName(sighting.service).map { ": add `--service \($0)`" } ?? ""
+            let add = Self.shortName(sighting.service).map { ": add `\(Spelling.option(.service, $0))`" } ?? ""
             parts.append("\(Self.label(sighting.peer)) is on \(sighting.service)\(add)")
         }
         parts.append("next: `\(hint(for: query))`")

@@ -40,7 +40,7 @@ public struct ServiceType: Hashable, Sendable, CustomStringConvertible {
         } catch {
             if let full = DNSSDType.parse(text), full.hasSuffix("._tcp"),
                let short = try? ServiceType(String(full.dropFirst().dropLast("._tcp".count))) {
-                throw .invalidServiceType(text, rule: "that is the DNS-SD type; nearby takes the service name: use `--service \(short.name)`")
+                throw .invalidServiceType(text, rule: "that is the DNS-SD type; nearby takes the service name: use `\(Spelling.option(.service, short.name))`")
             }
             throw error
         }

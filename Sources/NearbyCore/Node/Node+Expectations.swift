@@ -5,20 +5,23 @@ extension Node {
     func conflict(with expected: NodeExpectations) -> NearbyError? {
         let running = "a node is running for this identity on \(configuration.service.name)"
         if let name = expected.displayName, name != displayName {
+            let option = Spelling.option(.name)
             return .invalidArgument(
-                "--name '\(name)' applies to a node this command starts, but \(running) as '\(displayName)': "
-                    + "leave out --name, or stop that node and run the command again")
+                "\(option) '\(name)' applies to a node this command starts, but \(running) as '\(displayName)': "
+                    + "leave out \(option), or stop that node and run the command again")
         }
         if let encryption = expected.encryption, encryption != configuration.encryption {
             return .invalidArgument(
-                "--encryption \(encryption.rawValue) applies to a node this command starts, but \(running) with "
-                    + "--encryption \(configuration.encryption.rawValue): leave out --encryption, or restart that node with it")
+                "\(Spelling.option(.encryption, encryption.rawValue)) applies to a node this command starts, but \(running) with "
+                    + "\(Spelling.option(.encryption, configuration.encryption.rawValue)): leave out \(Spelling.option(.encryption)), "
+                    + "or restart that node with it")
         }
         if let directory = expected.saveDirectory, directory != configuration.saveDirectory {
-            let has = configuration.saveDirectory.map { "saves files to \($0)" } ?? "takes no files (it was started without --save-dir)"
+            let option = Spelling.option(.saveDirectory)
+            let has = configuration.saveDirectory.map { "saves files to \($0)" } ?? "takes no files (it was started without \(option))"
             return .invalidArgument(
-                "--save-dir \(directory) applies to a node this command starts, but \(running) that \(has): "
-                    + "leave out --save-dir, or restart that node with --save-dir \(directory)")
+                "\(option) \(directory) applies to a node this command starts, but \(running) that \(has): "
+                    + "leave out \(option), or restart that node with \(option) \(directory)")
         }
         return nil
     }

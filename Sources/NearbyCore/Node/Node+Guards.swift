@@ -3,7 +3,9 @@ import Foundation
 /// Where a node may put files: only where it was told (`--save-dir`, or this variable).
 public enum SaveDirectory {
     public static let environmentVariable = "NEARBY_SAVE_DIR"
-    public static let howToEnable = "start the node with --save-dir DIR (advertise, accept) or set \(environmentVariable)"
+    public static var howToEnable: String {
+        "start the node with \(Spelling.option(.saveDirectory, "DIR")) (advertise, accept) or set \(environmentVariable)"
+    }
 }
 
 /// What a stranger on the link meets after the handshake: files only with consent, pins only for
@@ -19,7 +21,7 @@ extension Node {
             resumable: false))
         link.channels.finish(channel)
         await link.send(Control.frame(.openReply, Control.OpenReply(
-            accept: false, offset: 0, reason: "the node takes no files (it was started without --save-dir)", code: .noSaveDir),
+            accept: false, offset: 0, reason: "the node takes no files (it was started without \(Spelling.option(.saveDirectory)))", code: .noSaveDir),
             channel: channel))
     }
 

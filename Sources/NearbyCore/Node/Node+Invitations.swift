@@ -37,23 +37,23 @@ extension Node {
         // is not shown as one waiting for `nearby accept`.
         let friend = configuration.acceptFrom.contains { Self.matches($0, peer) }
         let waiter = friend || configuration.autoAccept ? nil : invitations.takeWaiter(for: peer)
-        let answeredBy = friend ? configuration.acceptedBy ?? "--accept-from"
-            : configuration.autoAccept ? configuration.acceptedBy ?? "--auto-accept"
-            : waiter.map { _ in "nearby accept" }
+        let answeredBy = friend ? configuration.acceptedBy ?? Spelling.option(.acceptFrom)
+            : configuration.autoAccept ? configuration.acceptedBy ?? Spelling.option(.autoAccept)
+            : waiter.map { _ in Spelling.command(.accept) }
         events.emit(invitationEvent(invite, link: link, expires: expires, answeredBy: answeredBy))
 
         // `--accept-from` names a friend: pinned for good. `--auto-accept` lets in a stranger.
         if friend {
-            await answer(invite.invitation, accept: true, by: answeredBy ?? "--accept-from", sink: events)
+            await answer(invite.invitation, accept: true, by: answeredBy ?? Spelling.option(.acceptFrom), sink: events)
             return
         }
         if configuration.autoAccept {
             invitations.markAutoAccepted(link)
-            await answer(invite.invitation, accept: true, by: answeredBy ?? "--auto-accept", sink: events)
+            await answer(invite.invitation, accept: true, by: answeredBy ?? Spelling.option(.autoAccept), sink: events)
             return
         }
         if let waiter {
-            await answer(invite.invitation, accept: !waiter.decline, by: answeredBy ?? "nearby accept", sink: TeeSink(events, waiter.sink))
+            await answer(invite.invitation, accept: !waiter.decline, by: answeredBy ?? Spelling.command(.accept), sink: TeeSink(events, waiter.sink))
             if !waiter.decline, let link = sessions[peer.id] { waiter.sink.emit(connectedEvent(link)) }
             waiter.answered.settle(waiter.decline ? nil : peer)
             return
@@ -133,7 +133,7 @@ extension Node {
                 NearbyLog.logger.notice("\(matching.count - 1) more invitation(s) pending: \(matching.dropFirst().map { "\($0.id) from \($0.link.peer.name)" }.joined(separator: ", "))")
             }
             await answer(
-                oldest.id, accept: !decline, by: "nearby accept", sink: TeeSink(events, sink),
+                oldest.id, accept: !decline, by: Spelling.command(.accept), sink: TeeSink(events, sink),
                 othersPending: query == nil ? matching.count - 1 : 0)
             if !decline, let link = sessions[peer.id] { sink.emit(connectedEvent(link)) }
             return decline ? nil : peer

@@ -201,7 +201,7 @@ extension Node {
         let pending = streamWaits.pending.remove(at: index)
         let label = pending.stream.name.isEmpty ? "" : " named '\(pending.stream.name)'"
         await refuse(pending.stream.id, on: pending.link,
-            reason: "nobody is listening for streams\(label) (nearby stream --listen); waited \(listenerWait.components.seconds) s")
+            reason: "nobody is listening for streams\(label) (\(Spelling.command(.streamListen))); waited \(listenerWait.components.seconds) s")
     }
 
     nonisolated func streamFrame(_ frame: Frame, stream: StreamChannel) {

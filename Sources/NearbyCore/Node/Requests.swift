@@ -58,7 +58,7 @@ public enum Requests {
         case let .sendFiles(peer, files, timeout):
             try await node.sendFiles(files, to: peer, timeout: timeout, client: client)
         case let .sendLines(peers, all, timeout, unreliable):
-            guard let input = asker.input else { throw .invalidArgument("send --lines needs its input") }
+            guard let input = asker.input else { throw .invalidArgument("\(Spelling.command(.sendLines)) needs its input") }
             try await node.sendLines(from: input, to: peers, all: all, unreliable: unreliable, timeout: timeout, client: client)
         case let .listen(name, from, _):
             guard let input = asker.input, let output = asker.output else { throw .invalidArgument("a stream needs its input and output") }

@@ -34,9 +34,9 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
         case .ioError: "file or I/O error"
         case .identityCheckFailed: "identity or integrity check failed"
         case .nodeAlreadyRunning: "a node is already running"
-        case .dnsUnreachable: "--domain: the DNS server did not answer, or none was found"
-        case .dnsKeyRejected: "--domain: the DNS server rejected the TSIG key (BADKEY, BADSIG) or our clock (BADTIME)"
-        case .dnsZoneRefused: "--domain: the DNS server refused updates for the zone (NOTAUTH, REFUSED)"
+        case .dnsUnreachable: "\(Spelling.option(.domain)): the DNS server did not answer, or none was found"
+        case .dnsKeyRejected: "\(Spelling.option(.domain)): the DNS server rejected the TSIG key (BADKEY, BADSIG) or our clock (BADTIME)"
+        case .dnsZoneRefused: "\(Spelling.option(.domain)): the DNS server refused updates for the zone (NOTAUTH, REFUSED)"
         case .interrupted: "interrupted: SIGINT or SIGTERM cut the work short"
         case .usage: "usage error: invalid arguments or input"
         }
@@ -168,13 +168,13 @@ public enum NearbyError: Error, LocalizedError, Equatable, Sendable {
         case let .connectionFailed(reason):
             reason
         case let .encryptionMismatch(ours, theirs):
-            "encryption mismatch: we use --encryption \(ours), the peer \(theirs); 'required' and 'none' refuse each other (use 'optional' on one side)"
+            "encryption mismatch: we use \(Spelling.option(.encryption, ours)), the peer \(theirs); 'required' and 'none' refuse each other (use 'optional' on one side)"
         case let .identityMismatch(expected, got):
             "identity check failed: expected peer \(expected), but the key presented belongs to \(got)"
         case let .keyChanged(peer, knownPeers):
             "IDENTITY CHECK FAILED: \(peer) presented a different key than the one pinned in \(knownPeers); someone may be impersonating it. If the peer really has a new identity, remove its line from that file"
         case let .noNode(detail):
-            "no node is running (\(detail)); start one with 'nearby advertise' or 'nearby accept'"
+            "no node is running (\(detail)); start one with '\(Spelling.command(.advertise))' or '\(Spelling.command(.accept))'"
         case let .nodeAlreadyRunning(pid, socket):
             "a node is already running for this identity and service\(pid.map { " (pid \($0))" } ?? "") at \(socket)"
         case let .notConnected(peer):

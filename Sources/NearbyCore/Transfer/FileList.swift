@@ -72,7 +72,7 @@ public enum FileList {
         var info = stat()
         guard stat(path, &info) == 0 else { throw .ioFailure(path: given, reason: "cannot read its attributes") }
         guard info.st_mode & S_IFMT != S_IFREG else { return }
-        throw .ioFailure(path: given, reason: "\(kind(info.st_mode & S_IFMT)), not a regular file: send-file sends files and directories (for a pipe, use 'nearby stream')")
+        throw .ioFailure(path: given, reason: "\(kind(info.st_mode & S_IFMT)), not a regular file: send-file sends files and directories (for a pipe, use '\(Spelling.command(.stream))')")
     }
 
     /// What a file that is not a regular one is, in words.

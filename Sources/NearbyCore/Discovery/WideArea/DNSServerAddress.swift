@@ -13,7 +13,7 @@ public struct DNSServerAddress: Sendable, Equatable, CustomStringConvertible {
     }
 
     public static func parse(_ text: String) throws(NearbyError) -> DNSServerAddress {
-        let bad = NearbyError.invalidArgument("invalid --dns-server '\(text)': expected HOST or HOST:PORT ([IPv6]:PORT)")
+        let bad = NearbyError.invalidArgument("invalid \(Spelling.option(.dnsServer)) '\(text)': expected HOST or HOST:PORT ([IPv6]:PORT)")
         if text.hasPrefix("[") {
             guard let close = text.firstIndex(of: "]") else { throw bad }
             let host = String(text[text.index(after: text.startIndex)..<close])

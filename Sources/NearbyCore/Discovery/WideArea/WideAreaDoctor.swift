@@ -12,7 +12,7 @@ public struct WideAreaDoctor: Sendable {
         dns = WideAreaDNS(settings: settings)
     }
 
-    static let serverHint = "check --dns-server (or /etc/resolv.conf), that named runs, and that UDP and TCP port 53 are open on the way"
+    static var serverHint: String { "check \(Spelling.option(.dnsServer)) (or /etc/resolv.conf), that named runs, and that UDP and TCP port 53 are open on the way" }
     static let zoneHint = "check the domain's spelling, and that the server is primary for it with update-policy for this key (README, 'Beyond one link')"
     static let keyHint = "use the key file the server's named.conf includes (same name and secret); tsig-keygen makes one"
     static let clockHint = "set the clock right (NTP): TSIG refuses signatures more than 300 s off"
@@ -85,7 +85,7 @@ public struct WideAreaDoctor: Sendable {
             let srv = try await dns.lookup(ours, .srv, server: server)
             record(srv.isEmpty
                 ? DoctorCheck("our-records", .warn, "this identity is not registered in \(settings.domainText)",
-                              hint: "'nearby advertise --domain \(settings.domainText)' registers it")
+                              hint: "'\(Spelling.command(.advertise, Spelling.option(.domain, settings.domainText)))' registers it")
                 : DoctorCheck("our-records", .ok, "\(ours) is registered"))
         } catch {
             record(Self.check(for: error, name: "our-records"))
@@ -100,7 +100,7 @@ public struct WideAreaDoctor: Sendable {
             let matches = seen.values.filter { $0.matches(query) && $0.instance != selfID.rawValue }
             guard let peer = matches.first(where: { $0.instance == query }) ?? matches.first else {
                 record(DoctorCheck("peer", .fail, "\(query) is not registered in \(settings.domainText) (found: \(seen.keys.sorted().joined(separator: ", ").isEmpty ? "nobody" : seen.keys.sorted().joined(separator: ", ")))",
-                                   hint: "is it running 'nearby advertise --domain \(settings.domainText)'? A node killed without stopping is gone once its lease ends", exitStatus: .peerNotFound))
+                                   hint: "is it running '\(Spelling.command(.advertise, Spelling.option(.domain, settings.domainText)))'? A node killed without stopping is gone once its lease ends", exitStatus: .peerNotFound))
                 return nil
             }
             guard !peer.addresses.isEmpty else {

@@ -44,7 +44,7 @@ public enum WideAreaFailure: Equatable, Sendable {
         case let .unreachable(server, reason):
             "the DNS server \(server) did not answer (\(reason)); is it running and reachable?"
         case let .keyRejected(server, why):
-            "the DNS server \(server) rejected our TSIG key (\(why)); check that --dns-key is the key the zone's update-policy grants"
+            "the DNS server \(server) rejected our TSIG key (\(why)); check that \(Spelling.option(.dnsKey)) is the key the zone's update-policy grants"
         case let .clockSkew(server):
             "the DNS server \(server) says our clock is too far from its own for TSIG (BADTIME); set the clock right (NTP)"
         case let .zoneRefused(zone, server, rcode):
@@ -52,7 +52,7 @@ public enum WideAreaFailure: Equatable, Sendable {
         case let .keyFile(path, reason):
             "cannot use the TSIG key file \(path): \(reason)"
         case let .noServer(domain, reason):
-            "no DNS server found for \(domain) (\(reason)); give one with --dns-server HOST[:PORT]"
+            "no DNS server found for \(domain) (\(reason)); give one with \(Spelling.option(.dnsServer, "HOST[:PORT]"))"
         case let .failed(server, what):
             "the DNS server \(server) \(what)"
         }

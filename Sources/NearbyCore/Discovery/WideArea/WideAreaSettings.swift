@@ -34,12 +34,12 @@ public struct WideAreaSettings: Sendable {
     public init(domain: String, server: DNSServerAddress?, keyPath: String) throws(NearbyError) {
         let trimmed = domain.hasSuffix(".") ? String(domain.dropLast()) : domain
         guard !trimmed.isEmpty, trimmed.lowercased() != "local" else {
-            throw .invalidArgument("--domain '\(domain)': give a unicast DNS domain such as office.example.com (without --domain, nearby uses local.)")
+            throw .invalidArgument("\(Spelling.option(.domain)) '\(domain)': give a unicast DNS domain such as office.example.com (without \(Spelling.option(.domain)), nearby uses local.)")
         }
         do {
             self.domain = try DNSName(trimmed)
         } catch {
-            throw .invalidArgument("--domain '\(domain)' is not a valid domain name")
+            throw .invalidArgument("\(Spelling.option(.domain)) '\(domain)' is not a valid domain name")
         }
         domainText = self.domain.description
         self.server = server
