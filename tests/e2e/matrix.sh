@@ -1,13 +1,21 @@
 # The failure matrix (issue 24): each command that reaches a peer, run through a running node (on
 # host 2) and on its own (host 3), against each failure — a peer nobody advertises, a port that
-# refuses, an invitation declined. In every cell: the documented exit status, exactly one sentence
+# refuses, a port that drops every packet, an invitation declined. In every cell: the documented exit status, exactly one sentence
 # on stderr, a final `error` event with the code; and the two ways agree on all three.
 # Sourced by run.sh; uses the helpers of sessions.sh and outcomes.sh.
 # shellcheck shell=bash
 
 # mx_run HOST CELL ARGS...: `nearby ARGS` on HOST, stdin /dev/null; sets MX_STATUS, output in $OUT/CELL.*
+# A stream's events go to stderr (its stdout is the peer's bytes): they are split out into .jsonl.
 mx_run() {
     local host=$1 cell=$2; shift 2
+    if [[ $1 == stream ]]; then
+        lab_run "$host" "$NEARBY" "$@" </dev/null >"$OUT/$cell.out" 2>"$OUT/$cell.all"
+        MX_STATUS=$?
+        grep '^{' "$OUT/$cell.all" >"$OUT/$cell.jsonl"
+        grep -v '^{' "$OUT/$cell.all" >"$OUT/$cell.err"
+        return 0
+    fi
     lab_run "$host" "$NEARBY" "$@" </dev/null >"$OUT/$cell.jsonl" 2>"$OUT/$cell.err"
     MX_STATUS=$?
 }
@@ -44,6 +52,29 @@ test_matrix_not_found_and_refused() {
     mx_cell send-refused 5 connection-failed "$closed" -- send "${s[@]}" --timeout 3 "$closed" hi || return 1
     mx_cell send-file-refused 5 connection-failed "$closed" -- send-file "${s[@]}" --timeout 3 "$closed" "$file" || return 1
     mx_cell invite-refused 5 connection-failed "$closed" -- invite "${s[@]}" --timeout 3 "$closed" || return 1
+    mx_cell lines-refused 5 connection-failed "$closed" -- send --lines "${s[@]}" --timeout 3 "$closed" || return 1
+    mx_cell stream-not-found 2 peer-not-found "peer 'Zed' was not found" -- stream "${s[@]}" --timeout 1 Zed || return 1
+    mx_cell stream-refused 5 connection-failed "$closed" -- stream "${s[@]}" --timeout 3 "$closed" || return 1
+}
+
+# A peer found by name whose port drops every packet (nft, IPv4 and IPv6): each address gets the
+# connect timeout (NEARBY_CONNECT_TIMEOUT_MS, here 1 s, for h2's node and for h3), then exit 5
+# naming every address and what happened there — through a node and on its own alike.
+test_matrix_port_dropped() {
+    trap 'stop_started; unset NEARBY_CONNECT_TIMEOUT_MS; lab_run 1 nft delete table inet mxdrop 2>/dev/null; trap - RETURN' RETURN
+    local id1 file=$OUT/f.txt
+    echo hello >"$file"
+    export NEARBY_CONNECT_TIMEOUT_MS=1000
+    id1=$(id_of 1) || return 1
+    start_node 1 s-mx-drop --auto-accept || return 1
+    nft_on 1 mxdrop input "tcp dport $ADV_PORT drop" || return 1
+    start_node 2 s-mx-drop || return 1
+    local s=(--service s-mx-drop --timeout 10) dropped="did not answer within 1 s"
+    mx_cell send-dropped 5 connection-failed "$dropped" -- send "${s[@]}" "$id1" hi || return 1
+    mx_cell send-file-dropped 5 connection-failed "$dropped" -- send-file "${s[@]}" "$id1" "$file" || return 1
+    mx_cell invite-dropped 5 connection-failed "$dropped" -- invite "${s[@]}" "$id1" || return 1
+    mx_cell lines-dropped 5 connection-failed "$dropped" -- send --lines "${s[@]}" "$id1" || return 1
+    mx_cell stream-dropped 5 connection-failed "$dropped" -- stream "${s[@]}" "$id1" || return 1
 }
 
 # Host 1 declines: once the next invitation shows on its node, `nearby accept --decline` answers it.
@@ -72,6 +103,8 @@ test_matrix_declined() {
     mx_cell send-declined 3 declined "declined the invitation" -- send "${s[@]}" "$id1" hi || return 1
     mx_cell send-file-declined 3 declined "declined the invitation" -- send-file "${s[@]}" "$id1" "$file" || return 1
     mx_cell invite-declined 3 declined "declined the invitation" -- invite "${s[@]}" "$id1" || return 1
+    mx_cell lines-declined 3 declined "declined the invitation" -- send --lines "${s[@]}" "$id1" || return 1
+    mx_cell stream-declined 3 declined "declined the invitation" -- stream "${s[@]}" "$id1" || return 1
 }
 
 # --- mid-transfer: the peer killed, the sender cancelled, the receiver's disk full ----------------
