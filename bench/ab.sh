@@ -6,6 +6,9 @@
 # second until the receiving node has printed every one. Prints MB/s per round and the ratio B/A, so a noisy machine still gives a fair answer.
 # With PERF=DIR, each process also runs under `perf record -g` (files in DIR/<build>-<path>-*.data).
 #
+# A goes first in odd rounds, B in even ones. PATHS picks rows (node stream file lines), e.g.
+# PATHS=lines MSGS=200000 bench/ab.sh A B 1 6 for the messages alone.
+#
 #   bench/ab.sh NEARBY_A NEARBY_B [MiB] [ROUNDS]      (root; e.g. a copy of last week's build and .build/release/nearby)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -74,8 +77,9 @@ run() {
 
 printf '%-40s %8s %8s %8s\n' "$MIB MiB, h2 -> h1 (MB/s)" "A" "B" "B/A"
 for round in $(seq "$ROUNDS"); do
-    for path in node stream file lines; do
-        a=$(run A "$A" "$path") b=$(run B "$B" "$path")
+    for path in ${PATHS:-node stream file lines}; do
+        # Who goes first alternates, so a machine warming up or slowing down favours neither.
+        if (( round % 2 )); then a=$(run A "$A" "$path") b=$(run B "$B" "$path"); else b=$(run B "$B" "$path") a=$(run A "$A" "$path"); fi
         label="round $round: $(case $path in node) echo "stream through a running node";; stream) echo "one-shot stream";; file) echo "send-file";; lines) echo "send --lines (messages/s)";; esac)"
         printf '%-40s %8s %8s %8s\n' "$label" "$a" "$b" "$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.2f", b / a }')"
     done
