@@ -62,7 +62,7 @@ final class TerminalSink: EventSink {
     func emitLine(_ line: String) {
         let line = TerminalText.jsonLine(line)
         // Programs get the line as it is; only the few kinds the bar needs are decoded for them.
-        guard human || Self.barKinds.contains(where: { line.hasPrefix(#"{"event":""# + $0 + #"""#) }),
+        guard human || Self.barPrefixes.contains(where: line.hasPrefix),
               let event = HumanRenderer.decode(line)
         else { return writer.line(line, fd: fd) }
         show(event) { line }
@@ -71,6 +71,8 @@ final class TerminalSink: EventSink {
     private static let barKinds: Set<String> = [
         Events.Progress.event, Events.FileSent.event, Events.FileReceived.event, Events.FileFailed.event,
     ]
+    /// How a line of one of them starts (the envelope is always written first).
+    private static let barPrefixes = barKinds.map { #"{"event":""# + $0 + #"""# }
 
     private func show(_ event: DecodedEvent, line: () -> String) {
         // A client of a running node learns the service from the node's `waiting` event.
