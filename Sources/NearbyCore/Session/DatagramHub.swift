@@ -130,16 +130,16 @@ public final class DatagramHub: Sendable {
     /// (a session that has just begun). Returns false when the peer never set up datagrams.
     func send(_ messages: [ByteBuffer], on link: Link, wait: Duration = .seconds(3)) async throws(NearbyError) -> Bool {
         let id = ObjectIdentifier(link)
-        let setup = OneShot<Void>()
-        let waiting = state.withLock { state in
-            guard state.sending[id] == nil, link.channel.isActive else { return false }
+        // Not set up yet: wait, woken by the peer's setup or by the link's end (`remove`), else
+        // giving up at `wait`.
+        let setup = state.withLock { state -> OneShot<Void>? in
+            guard state.sending[id] == nil, link.channel.isActive else { return nil }
+            let setup = OneShot<Void>()
             state.setupWaiters[id, default: []].append(setup)
-            return true
+            return setup
         }
-        if waiting {
-            // Woken by the peer's setup, or by the link's end (`remove`); else given up at `wait`.
-            let ready = await setup.wait(until: .now + wait) != nil
-            if !ready { state.withLock { $0.setupWaiters[id]?.removeAll { $0 === setup } } }
+        if let setup, await setup.wait(until: .now + wait) == nil {
+            state.withLock { $0.setupWaiters[id]?.removeAll { $0 === setup } }
         }
         guard state.withLock({ $0.sending[id] != nil }) else { return false }
         guard let local = link.channel.localAddress,
