@@ -33,11 +33,11 @@ run() {
     local label=$1 nearby=$2 path=$3 t0 receiver node=
     lab_run 1 "$nearby" identity --rename ab-recv >/dev/null
     if [[ $path == lines ]]; then
-        lab_bg 1 "$WORK/msgs.jsonl" "$nearby" advertise --service ab --auto-accept >/dev/null
+        lab_bg 1 "$WORK/msgs.jsonl" $(perf_of "$label-lines-recv") "$nearby" advertise --service ab --auto-accept >/dev/null
         receiver=$LAB_PID
         lab_wait_line "$WORK/msgs.jsonl" 'select(.event=="advertising")' 20 >/dev/null; sleep 1
         t0=$(now)
-        lab_run 2 "$nearby" send --lines ab-recv --service ab <"$WORK/lines.txt" >/dev/null 2>&1
+        lab_run 2 $(perf_of "$label-lines-send") "$nearby" send --lines ab-recv --service ab <"$WORK/lines.txt" >/dev/null 2>&1
         local deadline=$(( $(now) + 120000000 ))
         until (( $(grep -c '"event":"message"' "$WORK/msgs.jsonl") >= MSGS )); do
             (( $(now) < deadline )) || { echo "ab: $label lost messages" >&2; exit 1; }

@@ -101,3 +101,40 @@ enum Hostile {
         #expect(SafePath.relative("x\u{9b}y\u{7f}/\u{feff}z") == "xy/z")
     }
 }
+
+/// The word-at-a-time scans answer as a byte-by-byte loop does, for every byte in every position.
+@Suite struct ByteScanTests {
+    private func naive(_ text: String) -> (printable: Bool, escape: Bool) {
+        (text.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7F }, text.utf8.contains { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C })
+    }
+
+    @Test func everyByteInEveryPositionOfAWord() {
+        let plain = Array("abcdefghijklmnopq".utf8)
+        for length in 0...17 {
+            for position in 0..<max(length, 1) {
+                for byte in [0x00, 0x01, 0x1F, 0x20, 0x21, 0x22, 0x23, 0x5B, 0x5C, 0x5D, 0x7E, 0x7F, 0x80, 0xC3, 0xFF] as [UInt8] {
+                    var bytes = Array(plain.prefix(length))
+                    if position < length { bytes[position] = byte }
+                    // Invalid UTF-8 is repaired by String; compare on what String holds.
+                    let text = String(decoding: bytes, as: UTF8.self)
+                    let expected = naive(text)
+                    #expect(ByteScan.isPrintableASCII(text) == expected.printable, "\(bytes)")
+                    #expect(ByteScan.needsJSONEscape(text) == expected.escape, "\(bytes)")
+                }
+            }
+        }
+    }
+
+    @Test func randomTexts() {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<5000 {
+            let bytes = (0..<Int.random(in: 0...40, using: &generator)).map { _ in
+                Bool.random(using: &generator) ? UInt8.random(in: 0x20...0x7E, using: &generator) : UInt8.random(in: 0...0xFF, using: &generator)
+            }
+            let text = String(decoding: bytes, as: UTF8.self)
+            let expected = naive(text)
+            #expect(ByteScan.isPrintableASCII(text) == expected.printable, "\(bytes)")
+            #expect(ByteScan.needsJSONEscape(text) == expected.escape, "\(bytes)")
+        }
+    }
+}

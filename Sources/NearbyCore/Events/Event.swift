@@ -261,8 +261,7 @@ public struct EventEncoder: Sendable {
 
     /// A JSON string, escaped as JSONEncoder escapes it (slashes left alone).
     static func quoted(_ string: String) -> String {
-        let utf8 = string.utf8
-        guard utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
+        guard ByteScan.needsJSONEscape(string) else {
             return "\"" + string + "\""
         }
         var out = "\""

@@ -22,7 +22,7 @@ public enum TerminalText {
     /// Whether all of `text` may reach a terminal as it is.
     public static func isShowable(_ text: String) -> Bool {
         // Printable ASCII is the common case: no scalar decoding for it.
-        if text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) { return true }
+        if ByteScan.isPrintableASCII(text) { return true }
         return text.unicodeScalars.allSatisfy(isShowable)
     }
 
