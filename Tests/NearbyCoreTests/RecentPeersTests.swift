@@ -81,4 +81,46 @@ import Testing
         store.recordOnce(peer("alice", name: "Alice"), service: .default, selfID: nil)
         #expect(store.load().isEmpty)
     }
+
+    @Test func rememberedAddressesByIDPrefixAndUniqueNameWithinTheirLifetime() throws {
+        let store = RecentPeers(path: temporaryPath())
+        let fresh = at(0)
+        try store.record([
+            .init(id: "1abc", name: "Alice", service: "nearby", lastSeen: fresh, addresses: ["10.0.0.1", "fe80::1%e0"], port: 4000),
+            .init(id: "2def", name: "Bob", service: "nearby", lastSeen: fresh, addresses: ["10.0.0.2"], port: 4001),
+            .init(id: "3ghi", name: "Bob", service: "nearby", lastSeen: fresh, addresses: ["10.0.0.3"], port: 4002),
+            .init(id: "4jkl", name: "Carol", service: "nearby", lastSeen: fresh),
+            .init(id: "5mno", name: "Dave", service: "chat", lastSeen: fresh, addresses: ["10.0.0.5"], port: 4005),
+        ])
+        let now = at(60)
+        #expect(store.remembered("1abc", service: "nearby", excluding: nil, now: now)?.port == 4000)
+        #expect(store.remembered("1a", service: "nearby", excluding: nil, now: now)?.id == "1abc")
+        #expect(store.remembered("Alice", service: "nearby", excluding: nil, now: now)?.addresses == ["10.0.0.1", "fe80::1%e0"])
+        // A name two remembered peers share: discovery decides (and refuses it as ambiguous).
+        #expect(store.remembered("Bob", service: "nearby", excluding: nil, now: now) == nil)
+        #expect(store.remembered("2def", service: "nearby", excluding: nil, now: now)?.port == 4001)
+        // Seen without addresses, on another service, ourselves, empty, or too long ago: nothing.
+        #expect(store.remembered("Carol", service: "nearby", excluding: nil, now: now) == nil)
+        #expect(store.remembered("Dave", service: "nearby", excluding: nil, now: now) == nil)
+        #expect(store.remembered("Alice", service: "nearby", excluding: "1abc", now: now) == nil)
+        #expect(store.remembered("", service: "nearby", excluding: nil, now: now) == nil)
+        #expect(store.remembered("Alice", service: "nearby", excluding: nil, now: at(RecentPeers.addressLifetime + 1)) == nil)
+    }
+
+    @Test func aSightingWithoutAddressesKeepsThemAndForgettingDropsThem() throws {
+        let store = RecentPeers(path: temporaryPath())
+        try store.record([.init(id: "1abc", name: "Alice", service: "nearby", lastSeen: at(0), addresses: ["10.0.0.1"], port: 4000)])
+        try store.record([.init(id: "1abc", name: "Alice", service: "nearby", lastSeen: at(5))])
+        #expect(store.remembered("Alice", service: "nearby", excluding: nil, now: at(10))?.port == 4000)
+        try store.forgetAddresses(id: "1abc", service: "nearby")
+        #expect(store.remembered("Alice", service: "nearby", excluding: nil, now: at(10)) == nil)
+        // The entry stays for completion.
+        #expect(store.candidates(service: "nearby") == ["Alice", "1abc"])
+    }
+
+    @Test func addressesAreOrderedAndBounded() {
+        let many = (1...20).map { "10.0.0.\($0)" }
+        #expect(RecentPeers.ordered(["fe80::1%e0", "2001:db8::1", "10.0.0.1", "10.0.0.1"]) == ["10.0.0.1", "2001:db8::1", "fe80::1%e0"])
+        #expect(RecentPeers.ordered(many).count == 8)
+    }
 }

@@ -157,6 +157,14 @@ extension Node {
 
     /// Invites a peer and waits for the answer. Already connected: returns at once.
     public func invite(_ query: String, context: String?, timeout: Double, client: (any EventSink)?) async throws(NearbyError) -> AuthenticatedPeer {
+        try await invite(query, context: context, timeout: timeout, deadline: .now + .seconds(timeout), client: client, remembering: true)
+    }
+
+    /// `remembering`: whether a remembered address may be tried before discovery answers (not again
+    /// once it failed).
+    private func invite(
+        _ query: String, context: String?, timeout: Double, deadline: ContinuousClock.Instant, client: (any EventSink)?, remembering: Bool
+    ) async throws(NearbyError) -> AuthenticatedPeer {
         let sink: any EventSink = client.map { TeeSink(events, $0) } ?? events
         if let context, context.utf8.count > Control.maxContextBytes {
             throw .invalidArgument("the invitation context is \(context.utf8.count) bytes; the maximum is \(Control.maxContextBytes)")
@@ -172,8 +180,13 @@ extension Node {
            let peer = await acceptPendingInvitation(from: theirs.link.peer.id, client: client) {
             return peer
         }
-        let deadline = ContinuousClock.now + .seconds(timeout)
-        var target = try await resolve(query, until: deadline, timeout: timeout, client: client ?? events)
+        let remembered = remembering ? rememberedTarget(query) : nil
+        var target: Target
+        if let remembered {
+            target = remembered
+        } else {
+            target = try await resolve(query, until: deadline, timeout: timeout, client: client ?? events)
+        }
         if target.expected == nil, let link = sessions.values.first(where: { $0.peer.address == target.address }) {
             client?.emit(connectedEvent(link))
             return link.peer
@@ -189,11 +202,30 @@ extension Node {
         let invitation = Invitations.Outgoing(id: Self.newInvitationID(), context: context, timeout: timeout)
         if let expected = target.expected { invitations.outgoing[expected] = invitation }
         let negotiated: Negotiated
-        do {
-            (negotiated, target) = try await connect(target, query: query, deadline: deadline, sink: sink)
-        } catch {
-            invitations.forget(invitation)
-            throw error
+        let tried = target.hosts
+        if let remembered {
+            switch await connectRemembered(remembered, query: query, deadline: deadline, sink: sink) {
+            case let .connected(won, at):
+                (negotiated, target) = (won, at)
+            case let .failed(failure):
+                invitations.forget(invitation)
+                if case .cancelled = failure { throw failure }
+                forgetRemembered(remembered)
+                // Discovery, browsing since the start, decides; where it finds the same addresses
+                // that just failed, they are not tried twice.
+                let found = try await resolve(query, until: deadline, timeout: timeout, client: client ?? events)
+                if found.expected == remembered.expected, found.port == remembered.port, Set(found.hosts).isSubset(of: Set(remembered.hosts)) {
+                    throw failure
+                }
+                return try await invite(query, context: context, timeout: timeout, deadline: deadline, client: client, remembering: false)
+            }
+        } else {
+            do {
+                (negotiated, target) = try await connect(target, query: query, deadline: deadline, sink: sink)
+            } catch {
+                invitations.forget(invitation)
+                throw error
+            }
         }
         if case let .refused(_, theirs, decision) = negotiated {
             invitations.forget(invitation)
@@ -212,12 +244,18 @@ extension Node {
         switch outcome {
         case let .connected(peer)?:
             if let client, let link = sessions[peer.id] { client.emit(connectedEvent(link)) }
+            rememberReached(peer, at: target, tried: tried)
             return peer
         case let .declined(reason)?:
             let who = invitation.link?.peer
             sink.emit(Events.Declined(invitation: invitation.id, peer: PeerRef(id: who?.id.rawValue ?? query, name: who?.name), reason: reason))
             throw .declined(peer: who?.id.rawValue ?? query, reason: reason)
         case let .failed(error)?:
+            // A remembered address where another identity answers: forget it, let discovery decide.
+            if let remembered, case .identityMismatch = error {
+                forgetRemembered(remembered)
+                return try await invite(query, context: context, timeout: timeout, deadline: deadline, client: client, remembering: false)
+            }
             throw error
         case nil:
             // Out of time, or cancelled: withdraw. Settle first, so closing the link does not report

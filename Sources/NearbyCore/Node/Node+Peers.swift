@@ -97,7 +97,7 @@ extension Node {
         return Target(host: host, port: port, expected: PeerID(peer.instance), name: peer.txt.displayName, alternates: Array(ordered.dropFirst()))
     }
 
-    private func startDiscovery() {
+    func startDiscovery() {
         guard let updates = discovery.start(configuration.service, wideArea: configuration.wideArea) else { return }
         spawn { [self] in
             for await update in updates { await discovered(update) }
@@ -164,7 +164,7 @@ extension Node {
     }
 
     /// The same peer at another port or other addresses, once discovery says so; nil by `deadline`.
-    private func fresher(than target: Target, until deadline: ContinuousClock.Instant) async -> Target? {
+    func fresher(than target: Target, until deadline: ContinuousClock.Instant) async -> Target? {
         guard let id = target.expected else { return nil }
         while ContinuousClock.now < deadline, !Task.isCancelled {
             if let peer = discovery.peers[id.rawValue], let now = try? self.target(for: peer), now.port != target.port || now.hosts != target.hosts {
@@ -178,7 +178,7 @@ extension Node {
         return nil
     }
 
-    private func connectOnce(
+    func connectOnce(
         _ target: Target, query: String, deadline: ContinuousClock.Instant, sink: any EventSink
     ) async throws(ConnectFailed) -> (Negotiated, Target) {
         var failures: [String] = []

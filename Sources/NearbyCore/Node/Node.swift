@@ -36,6 +36,8 @@ public actor Node {
     var streamWaits = StreamWaits()
     /// The partial files being written, over every link.
     nonisolated let partials = PartialFiles()
+    /// Where peers were reached lately (nil with `NEARBY_REMEMBER=0`): tried before discovery answers.
+    let recent: RecentPeers?
 
     /// Work for `run()` to own: connections, timers, the browser's updates.
     private nonisolated let jobs: AsyncStream<@Sendable () async -> Void>
@@ -51,6 +53,7 @@ public actor Node {
         self.configuration = configuration
         self.events = events
         self.knownPeers = KnownPeers(paths: paths, autoCap: configuration.autoPinCap)
+        self.recent = RecentPeers.remembersAddresses() ? RecentPeers(paths: paths) : nil
         (jobs, jobQueue) = AsyncStream.makeStream()
         self.datagrams = DatagramHub(events: events)
         do {

@@ -1,0 +1,94 @@
+import Foundation
+
+/// A peer this host reached or saw lately is tried at its remembered addresses at once, while
+/// discovery runs: a one-shot `nearby send Bob hi` then costs a connection, not a browse. The
+/// handshake still proves the identity (the expected peer ID travels with the target), so a stale or
+/// forged `recent-peers.json` can only fail — and a remembered address that answers with another
+/// identity, or not at all, is forgotten and discovery decides as if nothing had been remembered.
+extension Node {
+    /// The remembered target `query` names, or nil (not remembered, too old, ambiguous, HOST:PORT,
+    /// or discovery already knows two peers of that name).
+    func rememberedTarget(_ query: String) -> Target? {
+        guard let recent, Self.parseHostPort(query).map({ Self.isIPAddress($0.host) }) != true,
+              discovery.candidates(query, excluding: identity.peerID).count <= 1,
+              let entry = recent.remembered(query, service: configuration.service.name, excluding: identity.peerID.rawValue),
+              let port = entry.port, let addresses = entry.addresses, let first = addresses.first,
+              let id = PeerID(entry.id)
+        else { return nil }
+        return Target(host: first, port: port, expected: id, name: entry.name, alternates: Array(addresses.dropFirst()))
+    }
+
+    enum RememberedOutcome {
+        case connected(Negotiated, Target)
+        /// Every remembered address failed; the failure, for when discovery finds the same ones.
+        case failed(NearbyError)
+    }
+
+    /// Connects to `target`'s remembered addresses and, should discovery meanwhile show the peer
+    /// elsewhere (another address or port), there too: the first connection wins, the other try is
+    /// cancelled. When the remembered addresses fail, discovery's try is cancelled too — the caller
+    /// goes on with the ordinary lookup, which has been browsing all along.
+    func connectRemembered(
+        _ target: Target, query: String, deadline: ContinuousClock.Instant, sink: any EventSink
+    ) async -> RememberedOutcome {
+        startDiscovery()
+        enum Try: Sendable {
+            case remembered(Result<(Negotiated, Target), ConnectFailed>)
+            case discovered((Negotiated, Target)?)
+        }
+        return await withTaskGroup(of: Try.self) { group in
+            group.addTask {
+                do throws(ConnectFailed) {
+                    return .remembered(.success(try await self.connectOnce(target, query: query, deadline: deadline, sink: sink)))
+                } catch {
+                    return .remembered(.failure(error))
+                }
+            }
+            group.addTask {
+                guard let elsewhere = await self.fresher(than: target, until: deadline) else { return .discovered(nil) }
+                return .discovered(try? await self.connectOnce(elsewhere, query: query, deadline: deadline, sink: sink))
+            }
+            var outcome: RememberedOutcome?
+            while let next = await group.next() {
+                switch next {
+                case let .remembered(.success(won)), let .discovered(won?):
+                    if outcome == nil {
+                        outcome = .connected(won.0, won.1)
+                        group.cancelAll()
+                    } else {
+                        Self.closeUnused(won.0)
+                    }
+                case let .remembered(.failure(failure)):
+                    if outcome == nil {
+                        outcome = .failed(failure.error)
+                        group.cancelAll()
+                    }
+                case .discovered(nil):
+                    continue
+                }
+            }
+            return outcome ?? .failed(.cancelled("connecting to \(query)"))
+        }
+    }
+
+    /// The remembered addresses of `target` did not lead to it: they are not tried again.
+    func forgetRemembered(_ target: Target) {
+        guard let id = target.expected else { return }
+        try? recent?.forgetAddresses(id: id.rawValue, service: configuration.service.name)
+    }
+
+    /// A session we opened: where the peer answered, for the next command that names it.
+    func rememberReached(_ peer: AuthenticatedPeer, at target: Target, tried: [String]) {
+        guard let recent else { return }
+        let addresses = RecentPeers.ordered([target.host] + tried.filter { $0 != target.host })
+        // Where it answered goes first: it worked.
+        let first = [target.host] + addresses.filter { $0 != target.host }
+        try? recent.record([RecentPeers.Entry(
+            id: peer.id.rawValue, name: peer.name, service: configuration.service.name, lastSeen: Date(),
+            addresses: first, port: target.port)])
+    }
+
+    static func closeUnused(_ negotiated: Negotiated) {
+        if case let .frames(frames) = negotiated { frames.channel.channel.close(promise: nil) }
+    }
+}
