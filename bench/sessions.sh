@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sessions against raw TCP, in one run on the same lab link (two hosts, each with its own avahi):
-# invite -> connected (discovery included, and excluded with HOST:PORT), message round trip p50/p99
+# invite -> connected (discovery included, by name to a remembered address, and excluded with HOST:PORT), message round trip p50/p99
 # and echoed small-message throughput between two nodes (64-byte messages over TLS), next to a raw
 # TCP connect and a raw TCP ping-pong of the same size (4-byte length + 64 bytes, TCP_NODELAY).
 # nearby and raw TCP take turns, ROUNDS times; the medians are printed, with each round's values:
@@ -66,6 +66,7 @@ row() { # label key-nearby key-tcp unit
 }
 printf '%-44s %12s %12s %-9s %-9s  %s\n' "sessions, $N round trips, median of $ROUNDS" "nearby" "raw TCP" "" "" "(each round: nearby | raw TCP)"
 row "invite -> connected, discovery included" invite_connected_with_discovery_p50 "" "ms (p50)"
+row "invite -> connected, by name, remembered" invite_connected_remembered_p50 "" "ms (p50)"
 row "invite -> connected, HOST:PORT / TCP connect" invite_connected_direct_p50 tcp_connect_p50 "ms (p50)"
 row "message round trip p50" rtt_p50 rtt_p50 "ms"
 row "message round trip p99" rtt_p99 rtt_p99 "ms"

@@ -3,6 +3,8 @@
 //   nearby-bench echo --service S              node that accepts everyone and echoes every message
 //   nearby-bench ping --service S PEER N       invite latency (discovery included and excluded),
 //                                              message round trips, small-message throughput
+//   nearby-bench invites --service S ADDRESS N  N invitations (HOST:PORT) from one node, each left
+//                                              at once: invite -> connected p50/p90, for profiling
 //   nearby-bench tcp-echo PORT                 raw TCP echo of length-prefixed messages
 //   nearby-bench tcp-ping HOST PORT N          the same measurements over raw TCP
 import Foundation
@@ -46,8 +48,9 @@ final class MessageSink: EventSink {
     func emitLine(_ line: String) {}
 }
 
-func makeNode(service: String, advertise: Bool, autoAccept: Bool, sink: MessageSink) async throws -> Node {
-    let home = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-bench-\(UUID().uuidString)").path
+/// `home`: where the node keeps known peers and remembered addresses; a fresh directory by default.
+func makeNode(service: String, advertise: Bool, autoAccept: Bool, sink: MessageSink, home: String? = nil) async throws -> Node {
+    let home = home ?? FileManager.default.temporaryDirectory.appendingPathComponent("nearby-bench-\(UUID().uuidString)").path
     let paths = NearbyPaths(home: home)
     let environmentHome = ProcessInfo.processInfo.environment["NEARBY_HOME"].map(NearbyPaths.init(home:)) ?? paths
     let identity = try IdentityStore(paths: environmentHome).loadOrCreate(defaultName: advertise ? "bench-echo" : "bench-ping")
@@ -233,10 +236,13 @@ case "ping":
         fail("usage: ping --service S PEER N")
     }
     let service = arguments[3], peer = arguments[4]
-    // 1. Invitation latency, discovery included: a fresh node (cold browser) each time.
+    // 1. Invitation latency, discovery included: a fresh node (cold browser) each time, with no
+    // remembered address (NEARBY_REMEMBER=0 while the node is made).
     var withDiscovery: [Double] = []
     var direct: [Double] = []
+    var remembered: [Double] = []
     var address = ""
+    setenv("NEARBY_REMEMBER", "0", 1)
     for _ in 0..<5 {
         let sink = MessageSink()
         let node = try await makeNode(service: service, advertise: false, autoAccept: false, sink: sink)
@@ -255,7 +261,19 @@ case "ping":
         direct.append(ms(clock.now - start))
         await node.stop()
     }
+    unsetenv("NEARBY_REMEMBER")
+    // 3. By name, to a peer reached before: its remembered address is tried at once.
+    let memory = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-bench-\(UUID().uuidString)").path
+    for attempt in 0..<6 {
+        let sink = MessageSink()
+        let node = try await makeNode(service: service, advertise: false, autoAccept: false, sink: sink, home: memory)
+        let start = clock.now
+        _ = try await node.invite(peer, context: nil, timeout: 10, client: nil)
+        if attempt > 0 { remembered.append(ms(clock.now - start)) }  // the first one records the address
+        await node.stop()
+    }
     report("invite_connected_with_discovery_p50", percentile(withDiscovery, 0.5), "ms")
+    report("invite_connected_remembered_p50", percentile(remembered, 0.5), "ms")
     report("invite_connected_direct_p50", percentile(direct, 0.5), "ms")
 
     // 3. Round trips and throughput over one session.
@@ -265,6 +283,22 @@ case "ping":
     let node = try await makeNode(service: service, advertise: false, autoAccept: false, sink: sink)
     let connected = try await node.invite(address, context: nil, timeout: 10, client: nil)
     try await nearbyRoundTrips(node: node, target: [connected.id.rawValue], inbox: inbox, count: count)
+    await node.stop()
+
+case "invites":
+    guard arguments.count == 6, arguments[2] == "--service", let count = Int(arguments[5]) else {
+        fail("usage: invites --service S ADDRESS N")
+    }
+    let node = try await makeNode(service: arguments[3], advertise: false, autoAccept: false, sink: MessageSink())
+    var times: [Double] = []
+    for _ in 0..<count {
+        let start = clock.now
+        let peer = try await node.invite(arguments[4], context: nil, timeout: 10, client: nil)
+        times.append(ms(clock.now - start))
+        _ = try await node.disconnect(peer.id.rawValue, all: false, client: nil)
+    }
+    report("invite_connected_direct_p50", percentile(times, 0.5), "ms")
+    report("invite_connected_direct_p90", percentile(times, 0.9), "ms")
     await node.stop()
 
 case "tcp-echo":
