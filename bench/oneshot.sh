@@ -11,9 +11,9 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 NEARBY=$(readlink -f "${1:-$ROOT/.build/release/nearby}") ROUNDS=${2:-10}
 cd "$ROOT"
 source tests/lab/netlab.sh
-lab_up 2 >/dev/null
 WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
+trap 'rm -rf "$WORK"' EXIT   # set before lab_up, which chains its teardown onto it
+lab_up 2 >/dev/null
 now() { local t=${EPOCHREALTIME/[.,]/}; echo $((10#$t)); }
 lab_run 1 "$NEARBY" identity --rename bench-recv >/dev/null
 lab_bg 1 "$WORK/recv.jsonl" "$NEARBY" advertise --service bn --auto-accept >/dev/null
