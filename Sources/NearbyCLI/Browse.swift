@@ -103,7 +103,8 @@ extension Nearby {
                 let limit = timeout ?? (peer == nil || now ? nil : Self.defaultPeerTimeout)
                 let progress = BrowseProgress()
                 let outcome = await Self.untilStopped(
-                    timeout: limit, settled: settledWait(progress, context: context), interrupted: Outcome.interrupted, timedOut: .timedOut
+                    timeout: limit, settled: settledWait(progress, context: context), interrupted: Outcome.interrupted, timedOut: .timedOut,
+                    firstLook: { await browser.firstLook() }
                 ) {
                     await report(updates, service: service, selfID: selfID, progress: progress, context: context)
                 }
@@ -112,10 +113,12 @@ extension Nearby {
                 case .timedOut:
                     if let peer {
                         let waited = Double((ContinuousClock.now - progress.started) / .milliseconds(100)).rounded() / 10
-                        throw NearbyError.peerNotFound(peer, waitedSeconds: limit ?? waited)
+                        var seen = PeerSearchReport(service: service.registrationType)
+                        seen.domains = [browser.domain]
+                        throw NearbyError.peerNotFound(peer, waitedSeconds: limit ?? waited, seen: seen)
                     }
                     reportNothingFound(
-                        progress, service: service.registrationType,
+                        progress, service: service.registrationType, domains: [browser.domain],
                         doctorService: service == .default ? nil : service.name, context: context)
                 case let .failed(error): throw error
                 }

@@ -85,6 +85,7 @@ extension Node {
             .sorted { $0.instance < $1.instance }.map(\.ref)
         var seen = PeerSearchReport(service: configuration.service.registrationType, near: near, elsewhere: search?.finish() ?? [])
         seen.unresolvedHost = unresolvedHost
+        seen.domains = configuration.domains
         return .peerNotFound(query, waitedSeconds: waited, seen: seen)
     }
 

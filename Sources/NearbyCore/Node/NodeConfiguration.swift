@@ -31,6 +31,9 @@ public struct NodeConfiguration: Sendable {
     /// `--domain`: browse and advertise in this unicast DNS domain instead of `local.`.
     public var wideArea: WideAreaSettings?
 
+    /// Where this node browses and registers, as events and sentences name it.
+    public var domains: [String] { wideArea.map { [$0.domainText] } ?? ["local."] }
+
     /// The waits and caps a user (or a test) may change through the environment.
     public mutating func apply(environment: [String: String]) {
         if let wait = Self.seconds(environment["NEARBY_STREAM_WAIT"]) { unclaimedStreamWait = wait }
