@@ -39,7 +39,10 @@ struct NodeOptions: ParsableArguments {
         /// What a running node must already be to serve this command (`saveDirectory`: an explicit
         /// `--save-dir`).
         func expecting(saveDirectory: String? = nil) -> NodeExpectations {
-            session.expecting(name: name, saveDirectory: saveDirectory)
+            var expected = session.expecting(name: name, saveDirectory: saveDirectory)
+            // A running node must serve the --domain asked for; it never searches elsewhere instead.
+            expected.domains = configuration.wideArea.map { [$0.domainText] }
+            return expected
         }
     }
 
