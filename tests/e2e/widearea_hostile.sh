@@ -1,29 +1,21 @@
 # Wide-area DNS-SD against DNS servers that lie (widearea.sh's lab and helpers): a server that
 # floods (hostile_dns.py) and a resolver in front of BIND that forges and replays (forging_dns.py).
 
-# wah_peak PID FILE: the highest VmHWM (KiB) of PID, sampled until it is gone, into FILE (background).
-wah_peak() {
-    ( m=0; while [[ -e /proc/$1 ]]; do
-        h=$(awk '/^VmHWM/ { print $2 }' "/proc/$1/status" 2>/dev/null); (( ${h:-0} > m )) && m=$h; echo "$m" >"$2"; sleep 0.1
-    done ) &
-}
-
 # Endless TCP frames after TC, oversized UDP, wrong IDs: browse and advertise --domain end with
 # exit 11 (dns-unreachable) within their deadline, and never hold 100 MB.
 test_widearea_hostile_dns_server_is_bounded() {
     trap wa_stop_all RETURN
     wa_setup || return 1
-    local mode cmd status peak pid
+    [[ -x /usr/bin/time ]] || { fail "needs GNU time at /usr/bin/time for the peak RSS"; return 1; }
+    local mode cmd status peak
     for mode in tc-flood oversized-udp wrong-id; do
         lab_bg 1 "$OUT/hostile-$mode.jsonl" python3 "$ROOT/tests/e2e/hostile_dns.py" 127.0.0.1 5300 "$mode" >/dev/null; WA_PIDS+=("$LAB_PID")
         lab_wait_line "$OUT/hostile-$mode.jsonl" 'select(.listening)' 5 >/dev/null || { fail "hostile_dns.py did not start"; return 1; }
         for cmd in browse advertise; do
-            lab_bg 1 "$OUT/$cmd-$mode.jsonl" env NEARBY_DNS_TIMEOUT=4 "$NEARBY" "$cmd" --service wa --domain "$WA_ZONE" \
-                --dns-server 127.0.0.1:5300 >/dev/null; pid=$LAB_PID
-            wah_peak "$pid" "$OUT/$cmd-$mode.peak"
-            lab_wait_pid "$pid" 15; status=$?
-            wait $! 2>/dev/null
-            peak=$(( $(cat "$OUT/$cmd-$mode.peak" 2>/dev/null || echo 0) / 1024 ))
+            # GNU time's %M: the peak resident set in KiB, whenever it happened.
+            lab_run 1 env NEARBY_DNS_TIMEOUT=4 /usr/bin/time -f %M -o "$OUT/$cmd-$mode.rss" "$NEARBY" "$cmd" --service wa --domain "$WA_ZONE" \
+                --dns-server 127.0.0.1:5300 >"$OUT/$cmd-$mode.jsonl" 2>"$OUT/$cmd-$mode.jsonl.err"; status=$?
+            peak=$(( $(tail -1 "$OUT/$cmd-$mode.rss" 2>/dev/null || echo 0) / 1024 ))
             echo "    $cmd --domain against $mode: exit $status, peak RSS $peak MB"
             expect_eq "$status" 11 "$cmd against $mode (dns-unreachable)" || { cat "$OUT/$cmd-$mode.jsonl" "$OUT/$cmd-$mode.jsonl.err" >&2; return 1; }
             expect_json "$OUT/$cmd-$mode.jsonl" 'select(.event=="error" and .code=="dns-unreachable")' "$cmd's error event" || return 1
