@@ -41,7 +41,7 @@ struct NodeOptions: ParsableArguments {
         func expecting(saveDirectory: String? = nil) -> NodeExpectations {
             var expected = session.expecting(name: name, saveDirectory: saveDirectory)
             // A running node must serve the --domain asked for; it never searches elsewhere instead.
-            expected.domains = configuration.wideArea.map { [$0.domainText] }
+            expected.domains = configuration.wideAreas.isEmpty ? nil : configuration.wideAreas.map(\.domainText)
             return expected
         }
     }
@@ -50,7 +50,8 @@ struct NodeOptions: ParsableArguments {
         let service = try serviceOptions.resolve(context)
         let name = try naming.resolve()
         var configuration = NodeConfiguration(service: service)
-        configuration.wideArea = try serviceOptions.wideArea.resolve(context)
+        configuration.wideAreas = try serviceOptions.wideArea.resolveAll(context)
+        configuration.link = serviceOptions.wideArea.link
         configuration.encryption = session.mode
         configuration.displayName = name
         return Resolved(service: service, name: name, configuration: configuration, session: session)

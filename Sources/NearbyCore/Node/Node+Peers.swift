@@ -99,7 +99,7 @@ extension Node {
     }
 
     private func startDiscovery() {
-        guard let updates = discovery.start(configuration.service, wideArea: configuration.wideArea) else { return }
+        guard let updates = discovery.start(configuration.service, wideAreas: configuration.wideAreas, link: configuration.link) else { return }
         spawn { [self] in
             for await update in updates { await discovered(update) }
         }

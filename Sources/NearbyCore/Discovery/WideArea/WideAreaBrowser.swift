@@ -129,8 +129,10 @@ extension Browser: PeerBrowsing {
     public func firstLook() async -> Bool { true }
 }
 
-/// The browser for a service: unicast DNS in `wideArea`'s domain when given, else mDNS.
-public func makeBrowser(_ service: ServiceType, wideArea: WideAreaSettings?) -> any PeerBrowsing {
-    if let wideArea { return WideAreaBrowser(settings: wideArea, registrationType: service.registrationType) }
-    return Browser(service: service)
+/// The browser for a service: mDNS on the link (unless `link` is false and a domain is given) and
+/// unicast DNS in each domain, merged into one when there is more than one place.
+public func makeBrowser(_ service: ServiceType, wideAreas: [WideAreaSettings], link: Bool = true) -> any PeerBrowsing {
+    var sources: [any PeerBrowsing] = link || wideAreas.isEmpty ? [Browser(service: service)] : []
+    sources += wideAreas.map { WideAreaBrowser(settings: $0, registrationType: service.registrationType) }
+    return sources.count == 1 ? sources[0] : MergedBrowser(sources: sources)
 }
