@@ -42,6 +42,7 @@ struct NodeOptions: ParsableArguments {
             var expected = session.expecting(name: name, saveDirectory: saveDirectory)
             // A running node must serve the --domain asked for; it never searches elsewhere instead.
             expected.domains = configuration.wideAreas.isEmpty ? nil : configuration.wideAreas.map(\.domainText)
+            expected.offLink = configuration.link ? nil : true
             return expected
         }
     }

@@ -67,6 +67,9 @@ test_widearea_one_node_on_the_link_and_in_the_domain() {
     wa 2 send --service wa --domain "$WA_ZONE" --dns-server "$LAB_ROUTER_A" --timeout 10 "Both Places" "through the node" >"$OUT/send.jsonl" 2>"$OUT/send.err"; status=$?
     expect_eq "$status" 0 "send --domain through a node that serves it" || { cat "$OUT/send.jsonl" "$OUT/send.err" >&2; return 1; }
     lab_wait_line "$WA_ADV" 'select(.event=="message" and .text=="through the node")' 5 >/dev/null || fail "message not received" || return 1
+    # ... but not --no-link: that node is on the link too.
+    wa 2 send --service wa --domain "$WA_ZONE" --dns-server "$LAB_ROUTER_A" --no-link "Both Places" hi >"$OUT/nolink-send.jsonl" 2>/dev/null; status=$?
+    expect_eq "$status" 64 "send --no-link through a node on the link" || { cat "$OUT/nolink-send.jsonl" >&2; return 1; }
     # --no-link: registered in lab.test, absent from the link.
     wa_bg "$far" "$OUT/nolink.jsonl" advertise --service wa2 --domain "$WA_ZONE" --dns-server "$LAB_ROUTER_B" --no-link; WA_PIDS+=("$LAB_PID")
     lab_wait_line "$OUT/nolink.jsonl" 'select(.event=="advertising")' 15 >/dev/null || { fail "no --no-link node"; return 1; }

@@ -31,6 +31,12 @@ extension Node {
                     + configuration.domains.joined(separator: ", ")
                     + ": leave out \(Spelling.option(.domain)), or stop that node and start it again with \(option)")
         }
+        if expected.offLink == true, configuration.link {
+            let option = Spelling.option(.noLink)
+            return .invalidArgument(
+                "\(option) applies to a node that stays off the link, but \(running) on the link (local.) too: "
+                    + "leave out \(option), or stop that node and start it again with \(option)")
+        }
         return nil
     }
 }
