@@ -9,8 +9,8 @@ test_widearea_hostile_dns_server_is_bounded() {
     [[ -x /usr/bin/time ]] || { fail "needs GNU time at /usr/bin/time for the peak RSS"; return 1; }
     local mode cmd status peak
     for mode in tc-flood oversized-udp wrong-id; do
-        lab_bg 1 "$OUT/hostile-$mode.jsonl" python3 "$ROOT/tests/e2e/hostile_dns.py" 127.0.0.1 5300 "$mode" >/dev/null; WA_PIDS+=("$LAB_PID")
-        lab_wait_line "$OUT/hostile-$mode.jsonl" 'select(.listening)' 5 >/dev/null || { fail "hostile_dns.py did not start"; return 1; }
+        lab_bg 1 "$OUT/hostile-$mode.out" python3 "$ROOT/tests/e2e/hostile_dns.py" 127.0.0.1 5300 "$mode" >/dev/null; WA_PIDS+=("$LAB_PID")
+        lab_wait_line "$OUT/hostile-$mode.out" 'select(.listening)' 5 >/dev/null || { fail "hostile_dns.py did not start"; return 1; }
         for cmd in browse advertise; do
             # GNU time's %M: the peak resident set in KiB, whenever it happened.
             lab_run 1 env NEARBY_DNS_TIMEOUT=4 /usr/bin/time -f %M -o "$OUT/$cmd-$mode.rss" "$NEARBY" "$cmd" --service wa --domain "$WA_ZONE" \
@@ -38,10 +38,10 @@ test_widearea_forged_answers_and_replays_leave_the_zone_alone() {
     printf 'server %s\nzone %s\nupdate add %s 60 SRV 0 0 80 www.%s.\nupdate add %s 60 TXT "path=/"\nsend\n' \
         "$LAB_ROUTER_A" "$WA_ZONE" "$web" "$WA_ZONE" "$web" >"$OUT/web.txt"
     lab_run 1 nsupdate -k "$LAB_DIR/named/nearby.key" "$OUT/web.txt" || fail "nsupdate of $web failed" || return 1
-    rm -f "$OUT/updates.jsonl"
-    lab_bg 1 "$OUT/forger.jsonl" python3 "$ROOT/tests/e2e/forging_dns.py" serve 127.0.0.1 5301 "$LAB_ROUTER_A" \
-        "_wa._tcp.$WA_ZONE" "$OUT/updates.jsonl" "$idfar._wa._tcp.$WA_ZONE" "$web" >/dev/null; WA_PIDS+=("$LAB_PID")
-    lab_wait_line "$OUT/forger.jsonl" 'select(.listening)' 5 >/dev/null || { fail "forging_dns.py did not start"; return 1; }
+    rm -f "$OUT/updates.list"
+    lab_bg 1 "$OUT/forger.out" python3 "$ROOT/tests/e2e/forging_dns.py" serve 127.0.0.1 5301 "$LAB_ROUTER_A" \
+        "_wa._tcp.$WA_ZONE" "$OUT/updates.list" "$idfar._wa._tcp.$WA_ZONE" "$web" >/dev/null; WA_PIDS+=("$LAB_PID")
+    lab_wait_line "$OUT/forger.out" 'select(.listening)' 5 >/dev/null || { fail "forging_dns.py did not start"; return 1; }
     # The forgery works on a browser: it sees the forged TXT (and so no live peer).
     wa 1 browse --service wa --domain "$WA_ZONE" --dns-server 127.0.0.1:5301 --now >"$OUT/forged-browse.jsonl" 2>/dev/null
     expect_eq "$(count_json "$OUT/forged-browse.jsonl" "select(.event==\"found\" and .peer.id==\"$idfar\")")" 0 "the forged lease hides the live peer" || return 1
@@ -49,8 +49,8 @@ test_widearea_forged_answers_and_replays_leave_the_zone_alone() {
     wa_bg 1 "$OUT/adv-h1.jsonl" advertise --service wa --domain "$WA_ZONE" --dns-server 127.0.0.1:5301 --verbose; local pid1=$LAB_PID
     WA_PIDS+=("$pid1")
     lab_wait_line "$OUT/adv-h1.jsonl" 'select(.event=="advertising")' 15 >/dev/null || { fail "h1 did not advertise"; cat "$OUT/adv-h1.jsonl.err" >&2; return 1; }
-    lab_wait_line "$OUT/forger.jsonl" 'select(.rcode=="NXRRSET")' 10 >/dev/null || {
-        fail "no clean-up refused by the server"; cat "$OUT/forger.jsonl" "$OUT/adv-h1.jsonl.err" >&2; return 1; }
+    lab_wait_line "$OUT/forger.out" 'select(.rcode=="NXRRSET")' 10 >/dev/null || {
+        fail "no clean-up refused by the server"; cat "$OUT/forger.out" "$OUT/adv-h1.jsonl.err" >&2; return 1; }
     wa_zone_intact "$idfar" "$web" || return 1
     # Stop h1 (its delete is relayed too), let the live peer refresh, then replay everything.
     stop "$pid1" >/dev/null
@@ -60,8 +60,8 @@ test_widearea_forged_answers_and_replays_leave_the_zone_alone() {
         (( ${EPOCHREALTIME/[.,]/} < deadline )) || { fail "the live peer did not refresh"; return 1; }
         sleep 0.2
     done
-    lab_run 2 python3 "$ROOT/tests/e2e/forging_dns.py" replay "$OUT/updates.jsonl" "$LAB_ROUTER_A" >"$OUT/replay.json" || { fail "replay failed"; return 1; }
-    echo "    forged clean-up and replay: $(grep -c . "$OUT/updates.jsonl") updates relayed, replayed: $(jq -c .rcodes "$OUT/replay.json")"
+    lab_run 2 python3 "$ROOT/tests/e2e/forging_dns.py" replay "$OUT/updates.list" "$LAB_ROUTER_A" >"$OUT/replay.json" || { fail "replay failed"; return 1; }
+    echo "    forged clean-up and replay: $(grep -c . "$OUT/updates.list") updates relayed, replayed: $(jq -c .rcodes "$OUT/replay.json")"
     jq -e '.replayed >= 3 and all(.rcodes[]; . != "NOERROR")' "$OUT/replay.json" >/dev/null \
         || fail "a replayed update was applied: $(cat "$OUT/replay.json")" || return 1
     wa_zone_intact "$idfar" "$web" || return 1
