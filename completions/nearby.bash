@@ -186,9 +186,9 @@ _nearby() {
 
 _nearby_advertise() {
     repeating_flags=()
-    non_repeating_flags=(--auto-accept --verbose -v --json --human --version -h --help)
-    repeating_options=(--info --accept-from)
-    non_repeating_options=(--service --domain --dns-server --dns-key --name --port --encryption --save-dir)
+    non_repeating_flags=(--no-link --auto-accept --verbose -v --json --human --version -h --help)
+    repeating_options=(--domain --info --accept-from)
+    non_repeating_options=(--service --dns-server --dns-key --name --port --encryption --save-dir)
     __nearby_offer_flags_options 0
 
     # Offer option value completions
@@ -233,9 +233,9 @@ _nearby_advertise() {
 
 _nearby_browse() {
     repeating_flags=()
-    non_repeating_flags=(--types --now --domains --verbose -v --json --human --version -h --help)
-    repeating_options=()
-    non_repeating_options=(--service --domain --dns-server --dns-key --timeout --count --peer)
+    non_repeating_flags=(--no-link --types --now --domains --verbose -v --json --human --version -h --help)
+    repeating_options=(--domain)
+    non_repeating_options=(--service --dns-server --dns-key --timeout --count --peer)
     __nearby_offer_flags_options 0
 
     # Offer option value completions
@@ -269,9 +269,9 @@ _nearby_browse() {
 
 _nearby_invite() {
     repeating_flags=()
-    non_repeating_flags=(--verbose -v --json --human --version -h --help)
-    repeating_options=()
-    non_repeating_options=(--context --timeout --service --domain --dns-server --dns-key --name --encryption)
+    non_repeating_flags=(--no-link --verbose -v --json --human --version -h --help)
+    repeating_options=(--domain)
+    non_repeating_options=(--context --timeout --service --dns-server --dns-key --name --encryption)
     __nearby_offer_flags_options 1
 
     # Offer option value completions
@@ -316,9 +316,9 @@ _nearby_invite() {
 
 _nearby_accept() {
     repeating_flags=()
-    non_repeating_flags=(--decline --verbose -v --json --human --version -h --help)
-    repeating_options=()
-    non_repeating_options=(--from --service --domain --dns-server --dns-key --name --encryption --save-dir)
+    non_repeating_flags=(--decline --no-link --verbose -v --json --human --version -h --help)
+    repeating_options=(--domain)
+    non_repeating_options=(--from --service --dns-server --dns-key --name --encryption --save-dir)
     __nearby_offer_flags_options 1
 
     # Offer option value completions
@@ -365,9 +365,9 @@ _nearby_accept() {
 
 _nearby_send() {
     repeating_flags=()
-    non_repeating_flags=(--all --lines --unreliable --verbose -v --json --human --version -h --help)
-    repeating_options=()
-    non_repeating_options=(--timeout --service --domain --dns-server --dns-key --name --encryption)
+    non_repeating_flags=(--all --lines --unreliable --no-link --verbose -v --json --human --version -h --help)
+    repeating_options=(--domain)
+    non_repeating_options=(--timeout --service --dns-server --dns-key --name --encryption)
     __nearby_offer_flags_options 2
 
     # Offer option value completions
@@ -409,9 +409,9 @@ _nearby_send() {
 
 _nearby_send-file() {
     repeating_flags=()
-    non_repeating_flags=(--verbose -v --json --human --version -h --help)
-    repeating_options=()
-    non_repeating_options=(--timeout --service --domain --dns-server --dns-key --name --encryption)
+    non_repeating_flags=(--no-link --verbose -v --json --human --version -h --help)
+    repeating_options=(--domain)
+    non_repeating_options=(--timeout --service --dns-server --dns-key --name --encryption)
     __nearby_offer_flags_options -1
 
     # Offer option value completions
@@ -457,9 +457,9 @@ _nearby_send-file() {
 
 _nearby_stream() {
     repeating_flags=()
-    non_repeating_flags=(--listen --verbose -v --json --human --version -h --help)
-    repeating_options=()
-    non_repeating_options=(--stream --from --timeout --service --domain --dns-server --dns-key --name --encryption)
+    non_repeating_flags=(--listen --no-link --verbose -v --json --human --version -h --help)
+    repeating_options=(--domain)
+    non_repeating_options=(--stream --from --timeout --service --dns-server --dns-key --name --encryption)
     __nearby_offer_flags_options 1
 
     # Offer option value completions
@@ -508,9 +508,9 @@ _nearby_stream() {
 
 _nearby_disconnect() {
     repeating_flags=()
-    non_repeating_flags=(--all --verbose -v --json --human --version -h --help)
-    repeating_options=()
-    non_repeating_options=(--service --domain --dns-server --dns-key)
+    non_repeating_flags=(--all --no-link --verbose -v --json --human --version -h --help)
+    repeating_options=(--domain)
+    non_repeating_options=(--service --dns-server --dns-key)
     __nearby_offer_flags_options 1
 
     # Offer option value completions
@@ -557,9 +557,9 @@ _nearby_identity() {
 
 _nearby_doctor() {
     repeating_flags=()
-    non_repeating_flags=(--verbose -v --json --human --version -h --help)
-    repeating_options=()
-    non_repeating_options=(--service --domain --dns-server --dns-key --timeout --encryption)
+    non_repeating_flags=(--no-link --verbose -v --json --human --version -h --help)
+    repeating_options=(--domain)
+    non_repeating_options=(--service --dns-server --dns-key --timeout --encryption)
     __nearby_offer_flags_options 1
 
     # Offer option value completions

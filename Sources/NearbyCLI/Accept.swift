@@ -82,7 +82,7 @@ extension Nearby {
                         return stopReason(result, done: "files received")
                     }
                 ) { local in
-                    context.events.emit(await local.node.advertisingEvent)
+                    for event in await local.node.advertisingEvents { context.events.emit(event) }
                     let served = try await interruptible(request.activity) { try await local.serve(request) }
                     guard case let .peer(peer?) = served else { return Ended(end: .peerLeft, tally: ledger.tally) }
                     let end = await waitForEnd(local.node, peer: peer.id, ledger: ledger)

@@ -70,7 +70,8 @@ extension Nearby {
                 _ = try txt.encode()
 
                 var configuration = NodeConfiguration(service: service)
-                configuration.wideArea = try serviceOptions.wideArea.resolve(context)
+                configuration.wideAreas = try serviceOptions.wideArea.resolveAll(context)
+                configuration.link = serviceOptions.wideArea.link
                 configuration.advertise = true
                 configuration.displayName = name
                 configuration.info = discoveryInfo
@@ -81,7 +82,7 @@ extension Nearby {
                 configuration.saveDirectory = try receive.resolve(context.environment)
                 try await LocalNode.run(configuration, identity: identity, context: context, serve: true) { local in
                     let advertising = await local.node.advertisingEvent
-                    context.events.emit(advertising)
+                    for event in await local.node.advertisingEvents { context.events.emit(event) }
                     console.info("advertising \(service.registrationType) as \(identity.peerID) on port \(advertising.port); Ctrl-C to stop")
                     let signal = await TerminationSignal.next()
                     console.info("signal \(signal ?? 0): saying goodbye and withdrawing the advertisement")

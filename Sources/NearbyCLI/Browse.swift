@@ -23,8 +23,9 @@ extension Nearby {
                 'service' event per instance of it (state found, updated or lost; host, port, \
                 addresses, interface, the TXT record as key/value pairs).
 
-                Beyond the link: --domain browses a unicast DNS domain (wide-area DNS-SD), polling \
-                every TTL; the events are the same, with 'domain'. --domains prints a \
+                Beyond the link: --domain also browses a unicast DNS domain (wide-area DNS-SD), \
+                polling every TTL; the events are the same, with 'domain', and a peer seen on the \
+                link and in the domain is one peer. --domains prints a \
                 'browse-domain' event per domain the network offers (PTR records of \
                 b._dns-sd._udp and lb._dns-sd._udp under --domain, else under the resolver's \
                 search domains and this host's reverse zones) and exits.
@@ -95,15 +96,17 @@ extension Nearby {
             try await reporting(context, verbose: output.verbose) {
                 let service = try serviceOptions.resolve(context)
                 let selfID = try context.identity().peerID
-                let browser = makeBrowser(service, wideArea: try serviceOptions.wideArea.resolve(context))
+                let browser = makeBrowser(
+                    service, wideAreas: try serviceOptions.wideArea.resolveAll(context), link: serviceOptions.wideArea.link)
                 let updates = try browser.start()
                 defer { browser.stop() }
-                context.events.emit(Events.Browsing(service: service.name, domain: browser.domain))
+                for domain in browser.domains { context.events.emit(Events.Browsing(service: service.name, domain: domain)) }
 
                 let limit = timeout ?? (peer == nil || now ? nil : Self.defaultPeerTimeout)
                 let progress = BrowseProgress()
                 let outcome = await Self.untilStopped(
-                    timeout: limit, settled: settledWait(progress, context: context), interrupted: Outcome.interrupted, timedOut: .timedOut
+                    timeout: limit, settled: settledWait(progress, context: context), interrupted: Outcome.interrupted, timedOut: .timedOut,
+                    firstLook: { await browser.firstLook() }
                 ) {
                     await report(updates, service: service, selfID: selfID, progress: progress, context: context)
                 }
@@ -112,10 +115,12 @@ extension Nearby {
                 case .timedOut:
                     if let peer {
                         let waited = Double((ContinuousClock.now - progress.started) / .milliseconds(100)).rounded() / 10
-                        throw NearbyError.peerNotFound(peer, waitedSeconds: limit ?? waited)
+                        var seen = PeerSearchReport(service: service.registrationType)
+                        seen.domains = browser.domains
+                        throw NearbyError.peerNotFound(peer, waitedSeconds: limit ?? waited, seen: seen)
                     }
                     reportNothingFound(
-                        progress, service: service.registrationType,
+                        progress, service: service.registrationType, domains: browser.domains,
                         doctorService: service == .default ? nil : service.name, context: context)
                 case let .failed(error): throw error
                 }

@@ -6,11 +6,10 @@ extension Nearby.Browse {
     /// zones; then exits.
     func runDomains(_ context: CommandContext) async throws {
         try await reporting(context, verbose: output.verbose) {
-            var settings = try serviceOptions.wideArea.resolve(context)
-                ?? WideAreaSettings(domain: "invalid", server: nil, keyPath: "")
+            let given = try serviceOptions.wideArea.resolveAll(context)
+            var settings = try given.first ?? WideAreaSettings(domain: "invalid", server: nil, keyPath: "")
             settings.apply(environment: context.environment)
-            let candidates = serviceOptions.wideArea.domain != nil || context.environment["NEARBY_DOMAIN"].map({ !$0.isEmpty }) == true
-                ? [settings.domain] : WideAreaDNS.candidateDomains(resolvConf: settings.resolvConf)
+            let candidates = given.isEmpty ? WideAreaDNS.candidateDomains(resolvConf: settings.resolvConf) : given.map(\.domain)
             for found in try await WideAreaDNS(settings: settings).browseDomains(in: candidates) {
                 context.events.emit(Events.BrowseDomainSeen(domain: found.domain, isDefault: found.isDefault, from: found.from))
             }

@@ -61,9 +61,15 @@ extension Nearby.Browse {
     /// (`--now`'s quiet time) ends it (`timedOut`).
     static func untilStopped<Outcome: Sendable>(
         timeout: Double?, settled: (@Sendable () async -> Void)? = nil, interrupted: Outcome, timedOut: Outcome,
+        firstLook: @escaping @Sendable () async -> Bool = { true },
         _ work: @escaping @Sendable () async -> Outcome
     ) async -> Outcome {
-        await withTaskGroup(of: Outcome.self) { group in
+        // Time ends a browse only after its first look worked: a failed one ends `work` instead.
+        let afterFirstLook: @Sendable () async -> Void = {
+            if await firstLook() { return }
+            try? await Task.sleep(for: .seconds(86_400))
+        }
+        return await withTaskGroup(of: Outcome.self) { group in
             group.addTask { await work() }
             group.addTask {
                 _ = await TerminationSignal.next()
@@ -72,12 +78,14 @@ extension Nearby.Browse {
             if let timeout {
                 group.addTask {
                     try? await Task.sleep(for: .seconds(timeout))
+                    await afterFirstLook()
                     return timedOut
                 }
             }
             if let settled {
                 group.addTask {
                     await settled()
+                    await afterFirstLook()
                     return timedOut
                 }
             }

@@ -1,16 +1,24 @@
 import NearbyCore
 
 extension Nearby.Doctor {
-    /// `doctor --domain`: the unicast DNS checks instead of the mDNS ones, then with PEER the same
-    /// connect, encryption and identity checks.
+    /// `doctor --domain`: the unicast DNS checks of each domain instead of the mDNS ones, then with
+    /// PEER, found in any of the domains, the same connect, encryption and identity checks.
     func wideAreaChecks(
-        _ settings: WideAreaSettings, service: ServiceType, identity: Identity, context: CommandContext, record: (DoctorCheck) -> Void
+        _ domains: [WideAreaSettings], service: ServiceType, identity: Identity, context: CommandContext, record: (DoctorCheck) -> Void
     ) async {
-        let doctor = WideAreaDoctor(settings: settings)
-        await doctor.run(service: service, selfID: identity.peerID, record: record)
-        guard let peer, let found = await doctor.findPeer(peer, service: service, selfID: identity.peerID, record: record),
-              let port = found.port
-        else { return }
+        for settings in domains {
+            await WideAreaDoctor(settings: settings).run(service: service, selfID: identity.peerID, record: record)
+        }
+        guard let peer else { return }
+        // The peer in the first domain that has it; only when none does, every domain's reason.
+        var misses: [DoctorCheck] = []
+        var found: DiscoveredPeer?
+        for settings in domains where found == nil {
+            var checks: [DoctorCheck] = []
+            found = await WideAreaDoctor(settings: settings).findPeer(peer, service: service, selfID: identity.peerID) { checks.append($0) }
+            if found == nil { misses += checks } else { checks.forEach(record) }
+        }
+        guard let found, let port = found.port else { return misses.forEach(record) }
         let target = Target(
             addresses: found.addresses.isEmpty ? [found.host].compactMap { $0 } : found.addresses, port: port,
             expected: PeerID(found.instance), name: found.txt.displayName ?? found.instance)

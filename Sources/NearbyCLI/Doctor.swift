@@ -73,8 +73,9 @@ extension Nearby {
                     checks.append(check)
                     context.events.emit(Events.Check(check))
                 }
-                if let wideArea = try serviceOptions.wideArea.resolve(context) {
-                    return await wideAreaChecks(wideArea, service: service, identity: identity, context: context, record: record)
+                let wideAreas = try serviceOptions.wideArea.resolveAll(context)
+                if !wideAreas.isEmpty {
+                    return await wideAreaChecks(wideAreas, service: service, identity: identity, context: context, record: record)
                 }
                 let survey = Survey()
                 do throws(NearbyError) {

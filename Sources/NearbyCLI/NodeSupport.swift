@@ -39,7 +39,11 @@ struct NodeOptions: ParsableArguments {
         /// What a running node must already be to serve this command (`saveDirectory`: an explicit
         /// `--save-dir`).
         func expecting(saveDirectory: String? = nil) -> NodeExpectations {
-            session.expecting(name: name, saveDirectory: saveDirectory)
+            var expected = session.expecting(name: name, saveDirectory: saveDirectory)
+            // A running node must serve the --domain asked for; it never searches elsewhere instead.
+            expected.domains = configuration.wideAreas.isEmpty ? nil : configuration.wideAreas.map(\.domainText)
+            expected.offLink = configuration.link ? nil : true
+            return expected
         }
     }
 
@@ -47,7 +51,8 @@ struct NodeOptions: ParsableArguments {
         let service = try serviceOptions.resolve(context)
         let name = try naming.resolve()
         var configuration = NodeConfiguration(service: service)
-        configuration.wideArea = try serviceOptions.wideArea.resolve(context)
+        configuration.wideAreas = try serviceOptions.wideArea.resolveAll(context)
+        configuration.link = serviceOptions.wideArea.link
         configuration.encryption = session.mode
         configuration.displayName = name
         return Resolved(service: service, name: name, configuration: configuration, session: session)

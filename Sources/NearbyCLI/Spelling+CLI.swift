@@ -11,6 +11,7 @@ extension Spelling {
             case .saveDirectory: "--save-dir"
             case .service: "--service"
             case .domain: "--domain"
+            case .noLink: "--no-link"
             case .dnsServer: "--dns-server"
             case .dnsKey: "--dns-key"
             case .acceptFrom: "--accept-from"

@@ -119,7 +119,7 @@ extension Nearby {
                         configuration, identity: identity, context: context, serve: listen,
                         stopReason: { stopReason($0, done: "stream finished", failed: "stream failed") }
                     ) { local in
-                        if listen { events.emit(await local.node.advertisingEvent) }
+                        if listen { for event in await local.node.advertisingEvents { events.emit(event) } }
                         _ = try await interruptible(request.activity) {
                             try await local.serve(request, asker: .init(input: source, output: sink))
                         }

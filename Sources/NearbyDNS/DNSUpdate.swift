@@ -6,6 +6,13 @@ public struct DNSUpdate: Sendable, Equatable {
 
     public init(zone: DNSName) { self.zone = zone }
 
+    /// Requires the RRset of `record`'s name and type to hold exactly `record` (with the others given
+    /// the same way) when the server applies the update (RFC 2136 §2.4.2, value dependent: class
+    /// IN, TTL 0); otherwise the server answers NXRRSET and changes nothing.
+    public mutating func require(_ record: DNSRecord) {
+        prerequisites.append(DNSRecord(name: record.name, type: record.type, rrClass: .in, ttl: 0, data: record.data))
+    }
+
     /// Adds a record (RFC 2136 §2.5.1).
     public mutating func add(_ record: DNSRecord) { changes.append(record) }
 

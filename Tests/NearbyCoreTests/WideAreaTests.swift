@@ -109,3 +109,31 @@ import Testing
         #expect(WideAreaRegistrar.strings([5, 0x61]) == [Array("a".utf8)])  // a length past the end is cut, not trusted
     }
 }
+
+@Suite struct WideAreaCleanupTests {
+    let domain = (try? DNSName("lab.test")) ?? .root
+    var typeName: DNSName { (try? DNSName("_wa._tcp").appending(domain)) ?? .root }
+
+    func txt(_ name: DNSName, _ strings: [String]) -> DNSRecord {
+        DNSRecord(name: name, type: .txt, ttl: 5, data: .txt(strings.map { Array($0.utf8) }))
+    }
+
+    @Test func onlyInstancesDirectlyUnderTheTypeAndNotOurOwn() throws {
+        #expect(WideAreaCleanup.isCandidate(try typeName.prepending("abc"), typeName: typeName, own: "me"))
+        #expect(!WideAreaCleanup.isCandidate(try typeName.prepending("me"), typeName: typeName, own: "me"))
+        #expect(!WideAreaCleanup.isCandidate(try DNSName("web._http._tcp.lab.test"), typeName: typeName, own: "me"))
+        #expect(!WideAreaCleanup.isCandidate(try typeName.prepending("x").prepending("y"), typeName: typeName, own: "me"))
+    }
+
+    @Test func aRemovalRequiresTheTXTExactlyAsRead() throws {
+        let name = try typeName.prepending("dead")
+        let record = txt(name, ["_d=Dead", "_nb=2", "_lease=1000"])
+        let update = try #require(WideAreaCleanup.removal(of: name, typeName: typeName, domain: domain, txt: [record], cutoff: 2000))
+        #expect(update.prerequisites == [DNSRecord(name: name, type: .txt, rrClass: .in, ttl: 0, data: record.data)])
+        #expect(update.changes.contains(DNSRecord(name: typeName, type: .ptr, rrClass: .none, ttl: 0, data: .ptr(name))))
+        // A lease not yet long over, no protocol key (another implementation's), two TXT records: nothing.
+        #expect(WideAreaCleanup.removal(of: name, typeName: typeName, domain: domain, txt: [record], cutoff: 900) == nil)
+        #expect(WideAreaCleanup.removal(of: name, typeName: typeName, domain: domain, txt: [txt(name, ["_d=X", "_lease=1000"])], cutoff: 2000) == nil)
+        #expect(WideAreaCleanup.removal(of: name, typeName: typeName, domain: domain, txt: [record, txt(name, ["a=b"])], cutoff: 2000) == nil)
+    }
+}

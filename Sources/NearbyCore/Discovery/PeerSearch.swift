@@ -17,6 +17,8 @@ public struct PeerSearchReport: Sendable, Equatable {
     public var elsewhere: [Sighting] = []
     /// `db:5432` that named no peer, and `db` no host the system resolves.
     public var unresolvedHost: String?
+    /// Where the search looked (`local.`, `office.example.org.`); empty: `local.` alone.
+    public var domains: [String] = []
 
     public init(service: String, near: [PeerRef] = [], elsewhere: [Sighting] = []) {
         self.service = service
@@ -27,7 +29,19 @@ public struct PeerSearchReport: Sendable, Equatable {
     /// The command to run next: a doctor run on the peer, with the service that was used.
     public func hint(for query: String) -> String {
         let option = service == ServiceType.default.registrationType ? [] : [Spelling.option(.service, Self.shortName(service) ?? service)]
-        return Spelling.command(.doctor, option + [Self.shellQuoted(query)])
+        return Spelling.command(.doctor, option + Self.domainOptions(domains) + [Self.shellQuoted(query)])
+    }
+
+    /// ` (local., office.example.org.)` after the service when the search went beyond the link.
+    public var places: String { Self.places(domains) }
+
+    public static func places(_ domains: [String]) -> String {
+        domains.allSatisfy { $0 == "local." } ? "" : " (" + domains.joined(separator: ", ") + ")"
+    }
+
+    /// `--domain D` for every unicast domain searched, for a doctor that looks in the same places.
+    public static func domainOptions(_ domains: [String]) -> [String] {
+        domains.filter { $0 != "local." }.map { Spelling.option(.domain, shellQuoted($0.hasSuffix(".") ? String($0.dropLast()) : $0)) }
     }
 
     /// The sentences after "peer X was not found": what was seen instead, then what to do.

@@ -59,14 +59,23 @@ public struct NodeExpectations: Codable, Sendable, Equatable {
     public var encryption: EncryptionPreference?
     /// Absolute and standardized.
     public var saveDirectory: String?
+    /// `--domain`: unicast DNS domains the node must serve (`lab.test.`), as `domainText` spells them.
+    public var domains: [String]?
+    /// `--no-link`: the node must stay off the link (mDNS).
+    public var offLink: Bool?
 
-    public init(displayName: String? = nil, encryption: EncryptionPreference? = nil, saveDirectory: String? = nil) {
+    public init(
+        displayName: String? = nil, encryption: EncryptionPreference? = nil, saveDirectory: String? = nil, domains: [String]? = nil,
+        offLink: Bool? = nil
+    ) {
         self.displayName = displayName
         self.encryption = encryption
         self.saveDirectory = saveDirectory
+        self.domains = domains
+        self.offLink = offLink
     }
 
-    var isEmpty: Bool { displayName == nil && encryption == nil && saveDirectory == nil }
+    var isEmpty: Bool { displayName == nil && encryption == nil && saveDirectory == nil && domains == nil && offLink == nil }
 }
 
 /// What the node answers, one JSON line each: the events of the work as they happen, then its

@@ -14,10 +14,10 @@ struct DiscoveryCache {
     static let ambiguityWindow = Duration.milliseconds(300)
 
     /// Starts browsing if nobody has yet; returns the updates to feed back through `apply`.
-    mutating func start(_ service: ServiceType, wideArea: WideAreaSettings? = nil) -> AsyncStream<Browser.Update>? {
+    mutating func start(_ service: ServiceType, wideAreas: [WideAreaSettings] = [], link: Bool = true) -> AsyncStream<Browser.Update>? {
         guard browser == nil else { return nil }
         failure = nil
-        let browser = makeBrowser(service, wideArea: wideArea)
+        let browser = makeBrowser(service, wideAreas: wideAreas, link: link)
         self.browser = browser
         startedAt = .now
         do {

@@ -23,6 +23,20 @@ extension Node {
                 "\(option) \(directory) applies to a node this command starts, but \(running) that \(has): "
                     + "leave out \(option), or restart that node with \(option) \(directory)")
         }
+        if let domains = expected.domains,
+           let missing = domains.first(where: { asked in !configuration.domains.contains { $0.lowercased() == asked.lowercased() } }) {
+            let option = Spelling.option(.domain, missing.hasSuffix(".") ? String(missing.dropLast()) : missing)
+            return .invalidArgument(
+                "\(option) applies to a node that serves that domain, but \(running) in "
+                    + configuration.domains.joined(separator: ", ")
+                    + ": leave out \(Spelling.option(.domain)), or stop that node and start it again with \(option)")
+        }
+        if expected.offLink == true, configuration.link {
+            let option = Spelling.option(.noLink)
+            return .invalidArgument(
+                "\(option) applies to a node that stays off the link, but \(running) on the link (local.) too: "
+                    + "leave out \(option), or stop that node and start it again with \(option)")
+        }
         return nil
     }
 }

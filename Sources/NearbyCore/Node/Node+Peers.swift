@@ -85,6 +85,7 @@ extension Node {
             .sorted { $0.instance < $1.instance }.map(\.ref)
         var seen = PeerSearchReport(service: configuration.service.registrationType, near: near, elsewhere: search?.finish() ?? [])
         seen.unresolvedHost = unresolvedHost
+        seen.domains = configuration.domains
         return .peerNotFound(query, waitedSeconds: waited, seen: seen)
     }
 
@@ -98,7 +99,7 @@ extension Node {
     }
 
     func startDiscovery() {
-        guard let updates = discovery.start(configuration.service, wideArea: configuration.wideArea) else { return }
+        guard let updates = discovery.start(configuration.service, wideAreas: configuration.wideAreas, link: configuration.link) else { return }
         spawn { [self] in
             for await update in updates { await discovered(update) }
         }

@@ -18,8 +18,8 @@ public actor Node {
     let datagrams: DatagramHub
 
     private var advertiser: Advertiser?
-    /// `--domain`: the registration in a unicast DNS domain, instead of `advertiser`.
-    private var registrar: WideAreaRegistrar?
+    /// `--domain`: the registration in each unicast DNS domain, besides `advertiser` on the link.
+    private var registrars: [WideAreaRegistrar] = []
     private var listener: (any Channel)?
     public private(set) var port = 0
     var discovery = DiscoveryCache()
@@ -65,11 +65,17 @@ public actor Node {
 
     var displayName: String { configuration.displayName ?? identity.displayName }
 
-    /// The `advertising` event: who this node is, on which service and port, with what info.
-    public var advertisingEvent: Events.Advertising {
-        Events.Advertising(
-            peer: PeerRef(id: identity.peerID.rawValue, name: displayName), service: configuration.service.name,
-            domain: configuration.wideArea?.domainText ?? "local.", port: port, info: configuration.info)
+    /// The `advertising` event: who this node is, on which service and port, with what info — in
+    /// its first place (`local.` unless `--no-link`).
+    public var advertisingEvent: Events.Advertising { advertisingEvents[0] }
+
+    /// One `advertising` event per place the node is in: the link, then each domain.
+    public var advertisingEvents: [Events.Advertising] {
+        configuration.domains.map {
+            Events.Advertising(
+                peer: PeerRef(id: identity.peerID.rawValue, name: displayName), service: configuration.service.name,
+                domain: $0, port: port, info: configuration.info)
+        }
     }
     public var sessionCount: Int { sessions.count }
     public var connectedPeers: [AuthenticatedPeer] { sessions.values.map(\.peer).sorted { $0.id < $1.id } }
@@ -101,16 +107,23 @@ public actor Node {
         NearbyLog.logger.info("listening for sessions on port \(port) (encryption \(configuration.encryption.rawValue))")
         guard configuration.advertise else { return }
         let txt = TXTRecord(displayName: displayName, info: configuration.info, protocolVersion: TXTRecord.protocolVersion)
-        if let wideArea = configuration.wideArea {
-            let registrar = try WideAreaRegistrar(
-                settings: wideArea, service: configuration.service, instance: identity.peerID.rawValue, port: UInt16(port), txt: txt)
-            try await registrar.start()
-            self.registrar = registrar
-            return
+        // Each domain, then the link; a place that refuses undoes the others and fails the start.
+        do throws(NearbyError) {
+            for wideArea in configuration.wideAreas {
+                let registrar = try WideAreaRegistrar(
+                    settings: wideArea, service: configuration.service, instance: identity.peerID.rawValue, port: UInt16(port), txt: txt)
+                try await registrar.start()
+                registrars.append(registrar)
+            }
+            guard configuration.link || configuration.wideAreas.isEmpty else { return }
+            let advertiser = Advertiser(service: configuration.service, instance: identity.peerID.rawValue, port: UInt16(port), txt: txt)
+            try await advertiser.start(lost: advertisementLost)
+            self.advertiser = advertiser
+        } catch {
+            for registrar in registrars { await registrar.stop() }
+            registrars = []
+            throw error
         }
-        let advertiser = Advertiser(service: configuration.service, instance: identity.peerID.rawValue, port: UInt16(port), txt: txt)
-        try await advertiser.start(lost: advertisementLost)
-        self.advertiser = advertiser
     }
 
     /// The daemon went away under our advertisement (stopped, restarted): say so, and register
@@ -149,7 +162,7 @@ public actor Node {
         guard !stopping else { return }
         stopping = true
         await advertiser?.stop()
-        await registrar?.stop()
+        for registrar in registrars { await registrar.stop() }
         discovery.stop()
         invitations.endWaiters()
         endStreamListeners()

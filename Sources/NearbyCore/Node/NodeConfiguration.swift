@@ -28,8 +28,13 @@ public struct NodeConfiguration: Sendable {
     /// How many strangers `--auto-accept` pins before the least recently seen is forgotten
     /// (`NEARBY_AUTO_PIN_CAP`; docs/security.md).
     public var autoPinCap = KnownPeers.defaultAutoCap
-    /// `--domain`: browse and advertise in this unicast DNS domain instead of `local.`.
-    public var wideArea: WideAreaSettings?
+    /// `--domain`: the unicast DNS domains this node also browses and registers in.
+    public var wideAreas: [WideAreaSettings] = []
+    /// On the link (mDNS) too; false only with `--no-link` (and a domain).
+    public var link = true
+
+    /// Where this node browses and registers, as events and sentences name it.
+    public var domains: [String] { (link || wideAreas.isEmpty ? ["local."] : []) + wideAreas.map(\.domainText) }
 
     /// The waits and caps a user (or a test) may change through the environment.
     public mutating func apply(environment: [String: String]) {
@@ -37,7 +42,7 @@ public struct NodeConfiguration: Sendable {
         if let deadline = Self.seconds(environment["NEARBY_INVITE_DEADLINE"]) { invitationDeadline = deadline }
         if let wait = Self.seconds(environment["NEARBY_PROBE_WAIT"]) { probeWait = min(wait, .seconds(30)) }
         if let cap = environment["NEARBY_AUTO_PIN_CAP"].flatMap(Int.init), cap > 0 { autoPinCap = cap }
-        wideArea?.apply(environment: environment)
+        for index in wideAreas.indices { wideAreas[index].apply(environment: environment) }
     }
 
     static func seconds(_ text: String?) -> Duration? {

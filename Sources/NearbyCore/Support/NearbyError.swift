@@ -154,7 +154,7 @@ public enum NearbyError: Error, LocalizedError, Equatable, Sendable {
         case let .listenFailed(reason):
             "cannot listen for sessions: \(reason)"
         case let .peerNotFound(peer, seconds, seen?):
-            "peer '\(peer)' was not found on \(seen.service) within \(Self.format(seconds)) s; \(seen.sentences(for: peer))"
+            "peer '\(peer)' was not found on \(seen.service)\(seen.places) within \(Self.format(seconds)) s; \(seen.sentences(for: peer))"
         case let .peerNotFound(peer, seconds, nil):
             "peer '\(peer)' was not found within \(Self.format(seconds)) s"
         case let .peerAmbiguous(query, candidates):

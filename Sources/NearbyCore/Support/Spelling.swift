@@ -7,7 +7,7 @@ import Synchronization
 /// gets plain words ("the save directory option", "the doctor command").
 public struct Spelling: Sendable {
     public enum Option: Sendable, CaseIterable {
-        case name, encryption, saveDirectory, service, domain, dnsServer, dnsKey, acceptFrom, autoAccept
+        case name, encryption, saveDirectory, service, domain, noLink, dnsServer, dnsKey, acceptFrom, autoAccept
     }
 
     public enum Command: Sendable, CaseIterable {
@@ -31,6 +31,7 @@ public struct Spelling: Sendable {
             case .saveDirectory: "save directory"
             case .service: "service"
             case .domain: "domain"
+            case .noLink: "no-link"
             case .dnsServer: "DNS server"
             case .dnsKey: "DNS key"
             case .acceptFrom: "accept-from"

@@ -12,6 +12,11 @@ public struct DNSTransport: Sendable {
     /// The whole exchange, all tries together (`NEARBY_DNS_TIMEOUT` seconds, default 3).
     public let deadline: Duration
     public static let tries = 3
+    /// Messages on one TCP connection that answer nothing we asked before the exchange gives up.
+    public static let maxStrayMessages = 8
+    /// The UDP payload we announce (EDNS0, RFC 6891) and the most we read of one datagram: the
+    /// size DNS Flag Day 2020 settled on, below any path's MTU. Larger answers come over TCP.
+    public static let udpPayloadSize = 1232
 
     public init(server: DNSServerAddress, deadline: Duration = .seconds(3)) {
         self.server = server
@@ -38,12 +43,11 @@ public struct DNSTransport: Sendable {
             throw .wideArea(.unreachable(server: server.description, reason: "cannot resolve \(server.host)"))
         }
         do {
-            let reply = try await Self.within(deadline) {
-                try await udp(query, wire: wire, to: address, check: check)
-            }
-            guard reply.truncated else { return reply }
+            // One deadline for the whole exchange, UDP and TCP together.
             return try await Self.within(deadline) {
-                try await tcp(query, wire: wire, to: address, check: check)
+                let reply = try await udp(query, wire: wire, to: address, check: check)
+                guard reply.truncated else { return reply }
+                return try await tcp(query, wire: wire, to: address, check: check)
             }
         } catch is TimedOut {
             throw .wideArea(.unreachable(server: server.description, reason: "no answer within \(deadline)"))
@@ -73,6 +77,7 @@ public struct DNSTransport: Sendable {
         _ query: DNSMessage, wire: [UInt8], to address: SocketAddress, check: @escaping @Sendable (DNSMessage, [UInt8]) -> Bool
     ) async throws -> DNSMessage {
         let channel = try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: Self.udpPayloadSize))
             .bind(host: address.protocol == .inet6 ? "::" : "0.0.0.0", port: 0) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try NIOAsyncChannel<AddressedEnvelope<ByteBuffer>, AddressedEnvelope<ByteBuffer>>(wrappingChannelSynchronously: channel)
@@ -124,16 +129,17 @@ public struct DNSTransport: Sendable {
             framed.writeInteger(UInt16(wire.count))
             framed.writeBytes(wire)
             try await outbound.write(framed)
-            var received = ByteBuffer()
+            // One message at a time, at most 65,537 bytes held; what answers nothing is dropped.
+            var framer = DNSStreamFramer()
             for try await chunk in inbound {
-                var chunk = chunk
-                received.writeBuffer(&chunk)
-                while let length = received.getInteger(at: received.readerIndex, as: UInt16.self),
-                      received.readableBytes >= 2 + Int(length) {
-                    received.moveReaderIndex(forwardBy: 2)
-                    let bytes = received.readBytes(length: Int(length)) ?? []
+                var rest = ArraySlice(chunk.readableBytesView)
+                while let bytes = framer.next(from: &rest) {
                     if let reply = try? DNSMessage.decode(bytes), DNSReplyMatch.matches(reply, query), check(reply, bytes) {
                         return reply
+                    }
+                    guard framer.messages < Self.maxStrayMessages else {
+                        throw NearbyError.wideArea(.unreachable(
+                            server: server.description, reason: "over TCP it sent \(framer.messages) messages that answer nothing we asked"))
                     }
                 }
             }

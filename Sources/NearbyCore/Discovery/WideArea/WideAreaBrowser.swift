@@ -13,6 +13,8 @@ public final class WideAreaBrowser: PeerBrowsing, @unchecked Sendable {
     private let dns: WideAreaDNS
     private let lock = NSLock()
     private var task: Task<Void, Never>?
+    /// Settled once the first poll ended: true when it succeeded.
+    private let first = OneShot<Bool>()
 
     public init(settings: WideAreaSettings, registrationType: String) {
         self.settings = settings
@@ -28,25 +30,26 @@ public final class WideAreaBrowser: PeerBrowsing, @unchecked Sendable {
             throw .invalidArgument("\(registrationType).\(settings.domainText) is not a valid DNS name")
         }
         let (stream, continuation) = AsyncStream<Browser.Update>.makeStream()
-        let task = Task { [dns, settings, domain] in
+        let task = Task { [dns, settings, domain, first = self.first] in
             let started = ContinuousClock.now
             var table = WideAreaTable()
-            var first = true
             while !Task.isCancelled {
                 do throws(NearbyError) {
                     let seen = try await Self.poll(dns, typeName: typeName, domain: domain, started: started)
                     for update in table.apply(seen) { continuation.yield(update) }
+                    _ = first.settle(true)
                 } catch {
-                    if first || Task.isCancelled {
+                    if !first.isSettled || Task.isCancelled {
                         for update in table.removeAll() { continuation.yield(update) }
                         if !Task.isCancelled { continuation.yield(.failed(error)) }
+                        _ = first.settle(false)
                         break
                     }
                     NearbyLog.logger.warning("browsing \(domain) failed this time: \(error.localizedDescription)")
                 }
-                first = false
                 do { try await Task.sleep(for: settings.pollInterval) } catch { break }
             }
+            _ = first.settle(false)
             continuation.finish()
         }
         continuation.onTermination = { _ in task.cancel() }
@@ -57,6 +60,8 @@ public final class WideAreaBrowser: PeerBrowsing, @unchecked Sendable {
     public func stop() {
         lock.withLock { task }?.cancel()
     }
+
+    public func firstLook() async -> Bool { await first.wait() ?? false }
 
     /// At most this many instances are followed per poll: each costs four queries, and a hostile
     /// server could list thousands.
@@ -106,14 +111,28 @@ public final class WideAreaBrowser: PeerBrowsing, @unchecked Sendable {
 /// (`WideAreaBrowser`).
 public protocol PeerBrowsing: AnyObject, Sendable {
     var domain: String { get }
+    /// Every place it searches (`MergedBrowser`: the link and each domain).
+    var domains: [String] { get }
     func start() throws(NearbyError) -> AsyncStream<Browser.Update>
     func stop()
+    /// Returns once the browser has had its first look (a unicast domain: the first poll, whose
+    /// failure is a `.failed` update): true when it worked. A browse that ends by time waits for
+    /// it, so a dead server is never "nothing found".
+    func firstLook() async -> Bool
 }
 
-extension Browser: PeerBrowsing {}
+extension PeerBrowsing {
+    public var domains: [String] { [domain] }
+}
 
-/// The browser for a service: unicast DNS in `wideArea`'s domain when given, else mDNS.
-public func makeBrowser(_ service: ServiceType, wideArea: WideAreaSettings?) -> any PeerBrowsing {
-    if let wideArea { return WideAreaBrowser(settings: wideArea, registrationType: service.registrationType) }
-    return Browser(service: service)
+extension Browser: PeerBrowsing {
+    public func firstLook() async -> Bool { true }
+}
+
+/// The browser for a service: mDNS on the link (unless `link` is false and a domain is given) and
+/// unicast DNS in each domain, merged into one when there is more than one place.
+public func makeBrowser(_ service: ServiceType, wideAreas: [WideAreaSettings], link: Bool = true) -> any PeerBrowsing {
+    var sources: [any PeerBrowsing] = link || wideAreas.isEmpty ? [Browser(service: service)] : []
+    sources += wideAreas.map { WideAreaBrowser(settings: $0, registrationType: service.registrationType) }
+    return sources.count == 1 ? sources[0] : MergedBrowser(sources: sources)
 }

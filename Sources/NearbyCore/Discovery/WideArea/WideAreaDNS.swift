@@ -20,7 +20,9 @@ public struct WideAreaDNS: Sendable {
     /// The records of `type` at `name` in the answer (none for NXDOMAIN or no data).
     public func lookup(_ name: DNSName, _ type: DNSType, server: DNSServerAddress? = nil) async throws(NearbyError) -> [DNSRecord] {
         let server = if let server { server } else { try queryServer() }
-        let query = DNSMessage.query(id: DNSTransport.randomID(), name: name, type: type)
+        var query = DNSMessage.query(id: DNSTransport.randomID(), name: name, type: type)
+        // EDNS0: answers up to the size we read over UDP; larger ones come truncated, then over TCP.
+        query.additional = [DNSRecord(name: .root, type: .opt, rrClass: DNSClass(rawValue: UInt16(DNSTransport.udpPayloadSize)), ttl: 0, data: .empty)]
         let wire: [UInt8]
         do {
             wire = try query.encode()

@@ -17,6 +17,9 @@ public enum WideAreaFailure: Equatable, Sendable {
     case noServer(domain: String, reason: String)
     /// The server answered something else we cannot use.
     case failed(server: String, what: String)
+    /// An update's prerequisite did not hold (NXRRSET, YXRRSET): the records are no longer what we
+    /// read, so the server changed nothing.
+    case changed(server: String, rcode: String)
 
     public var code: String {
         switch self {
@@ -25,7 +28,7 @@ public enum WideAreaFailure: Equatable, Sendable {
         case .clockSkew: "dns-clock-skew"
         case .zoneRefused: "dns-zone-refused"
         case .keyFile: "dns-key-file"
-        case .failed: "dns-failed"
+        case .failed, .changed: "dns-failed"
         }
     }
 
@@ -35,7 +38,7 @@ public enum WideAreaFailure: Equatable, Sendable {
         case .keyRejected, .clockSkew: .dnsKeyRejected
         case .zoneRefused: .dnsZoneRefused
         case .keyFile: .ioError
-        case .failed: .failure
+        case .failed, .changed: .failure
         }
     }
 
@@ -55,6 +58,8 @@ public enum WideAreaFailure: Equatable, Sendable {
             "no DNS server found for \(domain) (\(reason)); give one with \(Spelling.option(.dnsServer, "HOST[:PORT]"))"
         case let .failed(server, what):
             "the DNS server \(server) \(what)"
+        case let .changed(server, rcode):
+            "the DNS server \(server) changed nothing (\(rcode)): the records are no longer as we read them"
         }
     }
 
@@ -68,6 +73,7 @@ public enum WideAreaFailure: Equatable, Sendable {
         }
         switch rcode {
         case .noError: return nil
+        case .nxRRSet, .yxRRSet: return .changed(server: server, rcode: rcode.description)
         case .notAuth, .refused, .notZone, .nxDomain: return .zoneRefused(zone: zone, server: server, rcode: rcode.description)
         default: return .failed(server: server, what: "answered the update with \(rcode)")
         }

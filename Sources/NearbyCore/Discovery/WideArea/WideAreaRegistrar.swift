@@ -17,6 +17,8 @@ public actor WideAreaRegistrar {
     private var server: DNSServerAddress?
     private var refresher: Task<Void, Never>?
     private var registered = false
+    /// The TXT strings our last successful update wrote: the prerequisite of the next one.
+    private var written: [[UInt8]]?
 
     /// Reads the key at once, so a bad key file fails before anything is sent.
     public init(settings: WideAreaSettings, service: ServiceType, instance: String, port: UInt16, txt: TXTRecord) throws(NearbyError) {
@@ -89,15 +91,52 @@ public actor WideAreaRegistrar {
         }
     }
 
+    /// Writes our records with a prerequisite the server checks, so that the signed update, if
+    /// someone keeps it and sends it again, changes nothing: our TXT exactly as we last wrote it
+    /// (a refresh), or else the zone's SOA exactly as read now (the first registration: its serial
+    /// changes with every update to the zone). A prerequisite that no longer holds (another node
+    /// updated the zone between our read and our update) is read again, a few times.
     private func register(_ server: DNSServerAddress) async throws(NearbyError) {
-        let expiry = WideAreaDNS.now() + UInt64(settings.leaseSeconds)
-        let update: DNSUpdate
-        do {
-            update = try records(expiry: expiry).register()
-        } catch {
-            throw .invalidArgument("cannot build DNS records for \(instance) in \(settings.domainText)")
+        var attempt = 0
+        while true {
+            attempt += 1
+            let expiry = WideAreaDNS.now() + UInt64(settings.leaseSeconds)
+            let mine = try records(expiry: expiry)
+            var update: DNSUpdate
+            do {
+                update = try mine.register()
+                let name = try mine.instanceName()
+                if let written {
+                    update.require(DNSRecord(name: name, type: .txt, ttl: 0, data: .txt(written)))
+                } else {
+                    guard let soa = try await dns.lookup(settings.domain, .soa, server: server).first else {
+                        throw NearbyError.wideArea(.zoneRefused(zone: settings.domainText, server: server.description, rcode: "no SOA"))
+                    }
+                    update.require(soa)
+                }
+            } catch let error as NearbyError {
+                throw error
+            } catch {
+                throw .invalidArgument("cannot build DNS records for \(instance) in \(settings.domainText)")
+            }
+            do {
+                try await dns.send(update, key: key, server: server)
+                written = mine.txt
+                return
+            } catch let error where Self.isChanged(error) && attempt < Self.attempts {
+                // Our TXT is not what we wrote (a replay of an older refresh, an operator), or the
+                // zone changed since we read its SOA: start from what the server has now.
+                NearbyLog.logger.info("the records in \(settings.domainText) changed under our update; reading them again")
+                written = nil
+            }
         }
-        try await dns.send(update, key: key, server: server)
+    }
+
+    static let attempts = 4
+
+    static func isChanged(_ error: NearbyError) -> Bool {
+        if case .wideArea(.changed) = error { return true }
+        return false
     }
 
     private func refresh() async {
@@ -109,14 +148,19 @@ public actor WideAreaRegistrar {
         }
     }
 
-    /// Deletes our records. Bounded by the DNS timeout; a failure is logged, and the lease ends them.
+    /// Deletes our records, only while they are what we wrote (so a replay of this update after we
+    /// registered again deletes nothing). Bounded by the DNS timeout; a failure is logged, and the
+    /// lease ends them.
     public func stop() async {
         refresher?.cancel()
         refresher = nil
         guard registered, let server else { return }
         registered = false
         do {
-            try await dns.send(try records(expiry: 0).deregister(), key: key, server: server)
+            let mine = try records(expiry: 0)
+            var update = try mine.deregister()
+            if let written { update.require(DNSRecord(name: try mine.instanceName(), type: .txt, ttl: 0, data: .txt(written))) }
+            try await dns.send(update, key: key, server: server)
             NearbyLog.logger.info("deleted \(instance) from \(settings.domainText)")
         } catch {
             NearbyLog.logger.warning("could not delete the registration in \(settings.domainText): \(error.localizedDescription); its lease ends it")
@@ -124,30 +168,25 @@ public actor WideAreaRegistrar {
     }
 
     /// Any registering node may clean up: instances of our type whose lease ended more than a
-    /// lease ago (their node died) are deleted, with the host records nearby made for them.
+    /// lease ago (their node died). What to delete is read from the server the update goes to, and
+    /// the update carries it as a prerequisite, so that only the server's own data can make it
+    /// delete anything (WideAreaCleanup).
     private func removeExpired(_ server: DNSServerAddress) async {
         guard let typeName = try? DNSName(serviceType).appending(settings.domain),
               let pointers = try? await dns.lookup(typeName, .ptr, server: server)
         else { return }
         let cutoff = WideAreaDNS.now() - min(WideAreaDNS.now(), UInt64(settings.leaseSeconds))
-        for case let .ptr(name) in pointers.map(\.data) where name.firstLabel != instance {
-            guard let txt = try? await dns.lookup(name, .txt, server: server).first,
-                  case let .txt(strings) = txt.data,
-                  let expiry = WideAreaLease.expiry(strings), expiry < cutoff
+        var tried = Set<DNSName>()
+        for case let .ptr(name) in pointers.prefix(WideAreaBrowser.maxInstances).map(\.data) {
+            guard tried.insert(name).inserted, WideAreaCleanup.isCandidate(name, typeName: typeName, own: instance),
+                  let txt = try? await dns.lookup(name, .txt, server: server),
+                  let update = WideAreaCleanup.removal(of: name, typeName: typeName, domain: settings.domain, txt: txt, cutoff: cutoff)
             else { continue }
-            var update = DNSUpdate(zone: settings.domain)
-            update.delete(DNSRecord(name: typeName, type: .ptr, ttl: 0, data: .ptr(name)))
-            update.deleteSet(name, .srv)
-            update.deleteSet(name, .txt)
-            if let label = name.firstLabel, let host = try? settings.domain.prepending("nearby-\(label)") {
-                update.deleteSet(host, .a)
-                update.deleteSet(host, .aaaa)
-            }
             do {
                 try await dns.send(update, key: key, server: server)
                 NearbyLog.logger.info("removed \(name), whose lease ended")
             } catch {
-                continue
+                NearbyLog.logger.info("did not remove \(name): \(error.localizedDescription)")
             }
         }
     }
