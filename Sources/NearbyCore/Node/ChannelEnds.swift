@@ -1,4 +1,5 @@
 import Crypto
+import Foundation
 import Synchronization
 
 /// What the receiver says about a file we send: answers, flow-control credit, the end.
@@ -61,9 +62,15 @@ final class IncomingFile: Sendable {
     let partial: String
     let size: UInt64
     let resume: Resume?
+    /// From a peer `--auto-accept` let in: its partial counts against the quota (`PartialFiles`).
+    let stranger: Bool
     let progress: Mutex<Progress>
 
-    init(transfer: String, channel: UInt32, peer: PeerRef, relative: String, directory: String, name: String, partial: String, size: UInt64, resume: Resume?) {
+    init(
+        transfer: String, channel: UInt32, peer: PeerRef, relative: String, directory: String, name: String, partial: String,
+        size: UInt64, resume: Resume?, stranger: Bool = false
+    ) {
+        self.stranger = stranger
         self.transfer = transfer
         self.channel = channel
         self.peer = peer
@@ -77,14 +84,21 @@ final class IncomingFile: Sendable {
     }
 
     var position: UInt64 { progress.withLock { $0.machine.position } }
-}
 
-/// The partial files being written, over every link: the same file arriving twice at once gets a
-/// partial file of its own rather than sharing one.
-final class PartialFiles: Sendable {
-    private let claimed = Mutex<Set<String>>([])
-
-    /// Claims `path`; false when another transfer holds it.
-    func claim(_ path: String) -> Bool { claimed.withLock { $0.insert(path).inserted } }
-    func release(_ path: String) { _ = claimed.withLock { $0.remove(path) } }
+    /// The hidden name of the partial file for `name` from the peer `peer`, with the sender's `key`
+    /// (and `alone` when the same file is already arriving on another channel): the name's first
+    /// 64 bytes for people, then a digest of all three, so that any legal name keeps its partial
+    /// under the file system's name limit (255 bytes) and a peer resumes only its own partials.
+    static func partialName(of name: String, key: String, from peer: String, alone: String = "") -> String {
+        var hasher = SHA256()
+        hasher.update(data: Data("\(peer)\u{0}\(name)\u{0}\(key)".utf8))
+        var shown = String.UnicodeScalarView()
+        var bytes = 0
+        for scalar in name.unicodeScalars {
+            bytes += String(scalar).utf8.count
+            if bytes > 64 { break }
+            shown.append(scalar)
+        }
+        return ".\(String(shown)).\(Hex.encode(hasher.finalize()).prefix(32))\(alone).nearby-part"
+    }
 }

@@ -30,19 +30,21 @@ extension Node {
         let directory = ([saveDirectory] + parts.dropLast()).joined(separator: "/")
         let name = parts.last ?? "unnamed"
         let fileKey = String(offer.key.filter { $0.isHexDigit }.prefix(32))
-        var partial = "\(directory)/.\(name).\(fileKey.isEmpty ? "x" : fileKey).nearby-part"
+        var partial = "\(directory)/" + IncomingFile.partialName(of: name, key: fileKey, from: link.peer.id.rawValue)
         // The same file arriving twice at once: the second gets a partial file of its own (and
         // starts from zero) rather than sharing the one being written.
         var resume: IncomingFile.Resume?
         if partials.claim(partial) {
             resume = Self.resumable(partial, upTo: offer.size)
         } else {
-            partial = "\(directory)/.\(name).\(fileKey.isEmpty ? "x" : fileKey)-\(frame.channel)-\(UInt32.random(in: 0...UInt32.max)).nearby-part"
+            partial = "\(directory)/" + IncomingFile.partialName(
+                of: name, key: fileKey, from: link.peer.id.rawValue, alone: "-\(frame.channel)-\(UInt32.random(in: 0...UInt32.max))")
             _ = partials.claim(partial)
         }
         let file = IncomingFile(
             transfer: String(fileKey.prefix(12)) + "-\(frame.channel)", channel: frame.channel, peer: link.peer.ref,
-            relative: relative, directory: directory, name: name, partial: partial, size: offer.size, resume: resume)
+            relative: relative, directory: directory, name: name, partial: partial, size: offer.size, resume: resume,
+            stranger: link.account.isStranger)
         guard link.channels.accept(frame.channel, .receiving(file)) else { return partials.release(partial) }
         await link.send(Control.frame(.openReply, Control.OpenReply(
             accept: true, offset: resume?.bytes ?? 0, prefixSHA256: resume.map { Transfer.hex($0.hasher.finalize()) }, reason: nil),
@@ -77,16 +79,29 @@ extension Node {
             violated(link, "a start that does not match the offer on channel \(frame.channel)")
             return
         }
+        // The descriptor is charged to the link before it is opened: over the budget, this channel
+        // is refused with the reason, never an EMFILE somewhere else in the process.
+        let charge: ResourceBudget.Charge
+        switch link.account.takeFile() {
+        case let .success(taken): charge = taken
+        case let .failure(refusal): return await fail(file, on: link, code: "busy", reason: "\(refusal)")
+        }
         do {
-            try FileManager.default.createDirectory(atPath: file.directory, withIntermediateDirectories: true)
+            if file.stranger, let root = configuration.saveDirectory {
+                try partials.makeDirectories(file.directory, below: root)
+            } else {
+                try FileManager.default.createDirectory(atPath: file.directory, withIntermediateDirectories: true)
+            }
         } catch {
-            await fail(file, on: link, code: "io-error", reason: "cannot create \(file.directory): \(error.localizedDescription)")
-            return
+            charge.release()
+            let why = (error as? NearbyError)?.errorDescription ?? error.localizedDescription
+            return await fail(file, on: link, code: "io-error", reason: "cannot create \(file.directory): \(why)")
         }
         let descriptor = open(file.partial, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard descriptor >= 0 else {
-            await fail(file, on: link, code: "io-error", reason: "cannot write in \(file.directory): \(Transfer.errorText(errno))")
-            return
+            let failure = errno
+            charge.release()
+            return await fail(file, on: link, code: "io-error", reason: "cannot write in \(file.directory): \(Transfer.errorText(failure))")
         }
         var hasher = SHA256()
         if resumed, let resume = file.resume {
@@ -94,12 +109,22 @@ extension Node {
         } else {
             _ = ftruncate(descriptor, 0)
         }
-        let writer = FileWriter(descriptor: descriptor, hasher: hasher)
+        let writer = FileWriter(descriptor: descriptor, hasher: hasher, charge: charge)
         let skipped = file.progress.withLock { progress in
             progress.writer = writer
             progress.started = .now
             progress.lastProgress = .now
             return progress.machine.skipped
+        }
+        if file.stranger {
+            // Counted against the quota on strangers' partials, which may take it back while written.
+            partials.begin(file.partial, owner: file.peer.id, bytes: resumed ? file.resume?.bytes ?? 0 : 0) { [self] in
+                spawn {
+                    // Only while it is still being written: a channel that ended may not be reset.
+                    guard file.progress.withLock({ $0.writer != nil }) else { return }
+                    await self.fail(file, on: link, code: "quota", reason: "the node's room for unfinished files from peers it does not know is full")
+                }
+            }
         }
         events.emit(Events.FileStarted(transfer: file.transfer, direction: "receive", peer: file.peer, path: file.relative, bytes: file.size, skipped: skipped))
     }
@@ -125,6 +150,7 @@ extension Node {
         }
         let failure = await writer.write(frame.payload, at: at)
         if failure != 0 { return await failed(file, on: link, writing: failure) }
+        if file.stranger { partials.grew(file.partial, by: count) }
         await link.consumed(count, on: frame.channel)
         let due = file.progress.withLock { progress -> (UInt64, UInt64, ContinuousClock.Instant)? in
             guard ContinuousClock.now - progress.lastProgress >= Transfer.progressInterval else { return nil }
@@ -146,10 +172,15 @@ extension Node {
         let (hasher, failure) = await writer.finish()
         if failure != 0 { return await failed(file, on: link, writing: failure) }
         let sha = Transfer.hex(hasher.finalize())
-        let complete = file.progress.withLock { progress in
-            (try? progress.machine.closable(announced: end.bytes)) != nil
+        let (complete, arrived) = file.progress.withLock { progress in
+            ((try? progress.machine.closable(announced: end.bytes)) != nil, progress.machine.position)
         }
-        guard complete, end.sha256 == sha else {
+        // A short file is told by its byte count: its hash may well be right for what came.
+        guard complete else {
+            let sent = RepeatLimiter<String>.grouped(Int(clamping: arrived)), size = RepeatLimiter<String>.grouped(Int(clamping: file.size))
+            return await fail(file, on: link, code: "integrity", reason: "the file arrived incomplete: the sender sent \(sent) of \(size) bytes")
+        }
+        guard end.sha256 == sha else {
             return await fail(file, on: link, code: "integrity", reason: "the file arrived damaged (SHA-256 \(sha) ≠ \(end.sha256.prefix(64)))")
         }
         // Every write is done: the descriptor is ours again. Private while incomplete; the usual
@@ -157,6 +188,7 @@ extension Node {
         _ = fchmod(writer.descriptor, Transfer.finishedMode)
         let synced = fsync(writer.descriptor) == 0
         close(writer.descriptor)
+        writer.charge?.release()
         let (skipped, started) = file.progress.withLock { progress in
             progress.writer = nil
             return (progress.machine.skipped, progress.started)
@@ -177,6 +209,7 @@ extension Node {
         }
         file.progress.withLock { progress in _ = try? progress.machine.close(announced: end.bytes) }
         link.channels.finish(file.channel)
+        partials.gone(file.partial, deleted: existing != nil)
         partials.release(file.partial)
         let seconds = Transfer.seconds(since: started)
         if file.size > 0 {
@@ -204,7 +237,7 @@ extension Node {
 
     /// The receiver gives up on a file (damaged, too long, disk full): nothing is kept, the sender
     /// hears why.
-    private nonisolated func fail(_ file: IncomingFile, on link: Link, code: String, reason: String) async {
+    nonisolated func fail(_ file: IncomingFile, on link: Link, code: String, reason: String) async {
         link.channels.finish(file.channel)
         abandon(file, code: code, reason: reason, keepPartial: false)
         await link.send(Control.frame(.reset, Control.Reset(reason: reason, code: TransferCode(code)), channel: file.channel))
@@ -222,7 +255,14 @@ extension Node {
         }
         guard let (writer, position) = ended else { return }
         writer?.close()
-        if writer != nil, !keepPartial || position == 0 { unlink(file.partial) }
+        if writer != nil {
+            if !keepPartial || position == 0 {
+                unlink(file.partial)
+                partials.gone(file.partial, deleted: true)
+            } else {
+                partials.idle(file.partial)
+            }
+        }
         partials.release(file.partial)
         events.emit(Events.FileFailed(
             transfer: file.transfer, direction: "receive", peer: file.peer, path: file.relative, code: code, reason: reason,

@@ -34,8 +34,8 @@ public actor Node {
     private(set) var stopping = false
     /// Incoming streams waiting for a listener, and listeners waiting for one.
     var streamWaits = StreamWaits()
-    /// The partial files being written, over every link.
-    nonisolated let partials = PartialFiles()
+    /// The partial files being written, over every link, and the quota on strangers' partials.
+    nonisolated let partials: PartialFiles
 
     /// Work for `run()` to own: connections, timers, the browser's updates.
     private nonisolated let jobs: AsyncStream<@Sendable () async -> Void>
@@ -53,6 +53,7 @@ public actor Node {
         self.knownPeers = KnownPeers(paths: paths, autoCap: configuration.autoPinCap)
         (jobs, jobQueue) = AsyncStream.makeStream()
         self.datagrams = DatagramHub(events: events)
+        partials = PartialFiles(limits: configuration.partialQuota)
         do {
             tls = try SessionTLS.contexts(for: identity)
         } catch {
@@ -96,6 +97,7 @@ public actor Node {
         self.listener = listener
         port = listener.localAddress?.port ?? 0
         NearbyLog.logger.info("listening for sessions on port \(port) (encryption \(configuration.encryption.rawValue))")
+        if configuration.saveDirectory != nil { spawn { [partials] in await partials.sweepUntilCancelled() } }
         guard configuration.advertise else { return }
         let txt = TXTRecord(displayName: displayName, info: configuration.info, protocolVersion: TXTRecord.protocolVersion)
         if let wideArea = configuration.wideArea {

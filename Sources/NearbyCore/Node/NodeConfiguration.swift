@@ -28,6 +28,9 @@ public struct NodeConfiguration: Sendable {
     /// How many strangers `--auto-accept` pins before the least recently seen is forgotten
     /// (`NEARBY_AUTO_PIN_CAP`; docs/security.md).
     public var autoPinCap = KnownPeers.defaultAutoCap
+    /// The disk quota on strangers' partial files (`NEARBY_PARTIAL_FILES`, `NEARBY_PARTIAL_BYTES`,
+    /// `NEARBY_PARTIAL_LIFETIME`; docs/security.md).
+    var partialQuota = PartialQuota.Limits()
     /// `--domain`: browse and advertise in this unicast DNS domain instead of `local.`.
     public var wideArea: WideAreaSettings?
 
@@ -37,6 +40,7 @@ public struct NodeConfiguration: Sendable {
         if let deadline = Self.seconds(environment["NEARBY_INVITE_DEADLINE"]) { invitationDeadline = deadline }
         if let wait = Self.seconds(environment["NEARBY_PROBE_WAIT"]) { probeWait = min(wait, .seconds(30)) }
         if let cap = environment["NEARBY_AUTO_PIN_CAP"].flatMap(Int.init), cap > 0 { autoPinCap = cap }
+        partialQuota = .from(environment: environment)
         wideArea?.apply(environment: environment)
     }
 
