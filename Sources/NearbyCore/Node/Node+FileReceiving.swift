@@ -35,7 +35,7 @@ extension Node {
         // starts from zero) rather than sharing the one being written.
         var resume: IncomingFile.Resume?
         if partials.claim(partial) {
-            resume = Self.resumable(partial, upTo: offer.size)
+            resume = Self.resumable(partial, upTo: offer.size, charging: link.account)
         } else {
             partial = "\(directory)/" + IncomingFile.partialName(
                 of: name, key: fileKey, from: link.peer.id.rawValue, alone: "-\(frame.channel)-\(UInt32.random(in: 0...UInt32.max))")
@@ -51,8 +51,11 @@ extension Node {
             channel: frame.channel))
     }
 
-    /// What an interrupted transfer of the same file left, offered for resuming.
-    private nonisolated static func resumable(_ partial: String, upTo size: UInt64) -> IncomingFile.Resume? {
+    /// What an interrupted transfer of the same file left, offered for resuming. Reading it takes a
+    /// descriptor for a moment, charged to the link: with none to spare, the file starts over.
+    private nonisolated static func resumable(_ partial: String, upTo size: UInt64, charging account: ResourceBudget.Account) -> IncomingFile.Resume? {
+        guard case let .success(charge) = account.takeFile() else { return nil }
+        defer { charge.release() }
         let existing = open(partial, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard existing >= 0 else { return nil }
         defer { close(existing) }
@@ -188,7 +191,9 @@ extension Node {
         _ = fchmod(writer.descriptor, Transfer.finishedMode)
         let synced = fsync(writer.descriptor) == 0
         close(writer.descriptor)
-        writer.charge?.release()
+        // The writer's place in the budget covers the look for a copy already there (one open at a
+        // time), and is given back after it.
+        defer { writer.charge?.release() }
         let (skipped, started) = file.progress.withLock { progress in
             progress.writer = nil
             return (progress.machine.skipped, progress.started)
