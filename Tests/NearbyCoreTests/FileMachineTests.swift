@@ -149,7 +149,8 @@ import Testing
             Issue.record("an offer was not an offer")
             return
         }
-        let file = IncomingFile(transfer: "t", channel: 2, peer: PeerRef(id: "p", name: "p"), relative: "a", directory: "/tmp", name: "a", partial: "/tmp/.a", size: 1, resume: nil)
+        let file = FileReceiver(transfer: "t", channel: 2, peer: PeerRef(id: "p", name: "p"), relative: "a", directory: "/tmp", name: "a", partial: "/tmp/.a", size: 1, resume: nil,
+            services: FileReceiver.Services(events: MemorySink(), partials: PartialFiles(), root: nil, spawn: { _ in }, violated: { _, _ in }))
         #expect(channels.accept(2, .receiving(file)))
         guard case .deliver(.receiving, _) = try channels.route(frame(.start, 2)) else {
             Issue.record("the start did not reach the file")

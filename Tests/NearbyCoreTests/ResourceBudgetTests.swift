@@ -122,12 +122,12 @@ extension Result {
 @Suite struct PartialNameTests {
     @Test func aLongNameKeepsItsPartialUnderTheNameLimit() {
         let long = String(repeating: "é", count: 120)  // 240 bytes: a legal name
-        let name = IncomingFile.partialName(of: long, key: String(repeating: "a", count: 32), from: "abc", alone: "-7-4294967295")
+        let name = FileReceiver.partialName(of: long, key: String(repeating: "a", count: 32), from: "abc", alone: "-7-4294967295")
         #expect(name.utf8.count <= 255)
         #expect(name.hasPrefix("." + String(repeating: "é", count: 32) + "."))
         #expect(name.hasSuffix("-7-4294967295.nearby-part"))
-        #expect(IncomingFile.partialName(of: "a.txt", key: "k", from: "p") == IncomingFile.partialName(of: "a.txt", key: "k", from: "p"))
-        #expect(IncomingFile.partialName(of: "a.txt", key: "k", from: "p") != IncomingFile.partialName(of: "a.txt", key: "k", from: "q"))
+        #expect(FileReceiver.partialName(of: "a.txt", key: "k", from: "p") == FileReceiver.partialName(of: "a.txt", key: "k", from: "p"))
+        #expect(FileReceiver.partialName(of: "a.txt", key: "k", from: "p") != FileReceiver.partialName(of: "a.txt", key: "k", from: "q"))
     }
 
     @Test func directoriesAStrangerMadeGoWithItsLastPartial() throws {

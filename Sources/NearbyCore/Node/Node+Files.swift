@@ -225,13 +225,7 @@ extension Node {
         case let .deliver(.sending(channel), frame):
             try Self.answer(frame, to: channel)
         case let .deliver(.receiving(file), frame):
-            switch frame.kind {
-            case .start: await fileStarts(frame, file, on: link)
-            case .data: await fileData(frame, file, on: link)
-            case .close: await fileEnds(frame, file, on: link)
-            case .reset: fileReset(frame, file)
-            default: throw .unexpected("\(frame.kind) on the peer's channel \(frame.channel)")
-            }
+            try await file.received(frame, on: link)
         }
     }
 
