@@ -230,16 +230,9 @@ extension FileReceiver {
         let (hasher, failure) = await writer.finish()
         if failure != 0 { return await failed(on: link, writing: failure) }
         let sha = Transfer.hex(hasher.finalize())
-        let (complete, arrived) = progress.withLock { progress in
-            ((try? progress.machine.closable(announced: end.bytes)) != nil, progress.machine.position)
-        }
-        // A short file is told by its byte count: its hash may well be right for what came.
-        guard complete else {
-            let sent = RepeatLimiter<String>.grouped(Int(clamping: arrived)), total = RepeatLimiter<String>.grouped(Int(clamping: size))
-            return await fail(on: link, code: "integrity", reason: "the file arrived incomplete: the sender sent \(sent) of \(total) bytes")
-        }
-        guard end.sha256 == sha else {
-            return await fail(on: link, code: "integrity", reason: "the file arrived damaged (SHA-256 \(sha) ≠ \(end.sha256.prefix(64)))")
+        switch progress.withLock({ $0.machine.ending(announced: end.bytes, theirs: end.sha256, ours: sha) }) {
+        case .place: break
+        case let .fail(reason): return await fail(on: link, code: "integrity", reason: reason)
         }
         // Every write is done: the descriptor is ours again. Private while incomplete; the usual
         // mode (0666 less the umask) once it is a real file.
