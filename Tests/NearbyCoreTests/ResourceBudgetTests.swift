@@ -130,6 +130,32 @@ extension Result {
         #expect(FileReceiver.partialName(of: "a.txt", key: "k", from: "p") != FileReceiver.partialName(of: "a.txt", key: "k", from: "q"))
     }
 
+    @Test func aStrangersPartialIsKnownByItsName() {
+        let theirs = FileReceiver.partialName(of: "a.b.txt", key: "k", from: "p", alone: "-3-99", stranger: true)
+        #expect(FileReceiver.isStrangersPartial(theirs))
+        #expect(!FileReceiver.isStrangersPartial(FileReceiver.partialName(of: "a.b.txt", key: "k", from: "p")))
+        #expect(!FileReceiver.isStrangersPartial(".s-x.nearby-part") && !FileReceiver.isStrangersPartial("report.pdf"))
+    }
+
+    @Test func strangersPartialsOfAnEarlierRunAreCountedAndExpire() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-adopt-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: root + "/sub", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let theirs = root + "/sub/" + FileReceiver.partialName(of: "x.bin", key: "k", from: "p", stranger: true)
+        let friends = root + "/" + FileReceiver.partialName(of: "y.bin", key: "k", from: "q")
+        for path in [theirs, friends] { _ = FileManager.default.createFile(atPath: path, contents: Data("12345".utf8)) }
+        let partials = PartialFiles(limits: .init(files: 10, bytes: 1 << 20, lifetime: 3600))
+        #expect(partials.adopt(below: root) == 1)
+        #expect(partials.counted.files == 1 && partials.counted.bytes == 5)
+        #expect(partials.sweep() == 0)
+        // An hour old already: the next sweep of a node whose lifetime is shorter deletes it.
+        let old = PartialFiles(limits: .init(files: 10, bytes: 1 << 20, lifetime: 0.5))
+        #expect(old.adopt(below: root) == 1)
+        usleep(1_100_000)
+        #expect(old.sweep() == 1)
+        #expect(!FileManager.default.fileExists(atPath: theirs) && FileManager.default.fileExists(atPath: friends))
+    }
+
     @Test func directoriesAStrangerMadeGoWithItsLastPartial() throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-prune-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: root + "/mine", withIntermediateDirectories: true)

@@ -32,7 +32,8 @@ extension Node {
         let directory = ([saveDirectory] + parts.dropLast()).joined(separator: "/")
         let name = parts.last ?? "unnamed"
         let fileKey = String(offer.key.filter { $0.isHexDigit }.prefix(32))
-        var partial = "\(directory)/" + FileReceiver.partialName(of: name, key: fileKey, from: link.peer.id.rawValue)
+        let stranger = link.account.isStranger
+        var partial = "\(directory)/" + FileReceiver.partialName(of: name, key: fileKey, from: link.peer.id.rawValue, stranger: stranger)
         // The same file arriving twice at once: the second gets a partial file of its own (and
         // starts from zero) rather than sharing the one being written.
         var resume: FileReceiver.Resume?
@@ -40,13 +41,14 @@ extension Node {
             resume = FileReceiver.resumable(partial, upTo: offer.size, charging: link.account)
         } else {
             partial = "\(directory)/" + FileReceiver.partialName(
-                of: name, key: fileKey, from: link.peer.id.rawValue, alone: "-\(frame.channel)-\(UInt32.random(in: 0...UInt32.max))")
+                of: name, key: fileKey, from: link.peer.id.rawValue, alone: "-\(frame.channel)-\(UInt32.random(in: 0...UInt32.max))",
+                stranger: stranger)
             _ = partials.claim(partial)
         }
         let file = FileReceiver(
             transfer: String(fileKey.prefix(12)) + "-\(frame.channel)", channel: frame.channel, peer: link.peer.ref,
             relative: relative, directory: directory, name: name, partial: partial, size: offer.size, resume: resume,
-            stranger: link.account.isStranger, services: receiving)
+            stranger: stranger, services: receiving)
         guard link.channels.accept(frame.channel, .receiving(file)) else { return partials.release(partial) }
         await link.send(Control.frame(.openReply, Control.OpenReply(
             accept: true, offset: resume?.bytes ?? 0, prefixSHA256: resume.map { Transfer.hex($0.hasher.finalize()) }, reason: nil),

@@ -97,7 +97,7 @@ public actor Node {
         self.listener = listener
         port = listener.localAddress?.port ?? 0
         NearbyLog.logger.info("listening for sessions on port \(port) (encryption \(configuration.encryption.rawValue))")
-        if configuration.saveDirectory != nil { spawn { [partials] in await partials.sweepUntilCancelled() } }
+        if let root = configuration.saveDirectory { spawn { [partials] in await partials.sweepUntilCancelled(adopting: root) } }
         guard configuration.advertise else { return }
         let txt = TXTRecord(displayName: displayName, info: configuration.info, protocolVersion: TXTRecord.protocolVersion)
         if let wideArea = configuration.wideArea {

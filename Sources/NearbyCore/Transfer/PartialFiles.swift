@@ -112,9 +112,41 @@ final class PartialFiles: Sendable {
         return victims.count
     }
 
+    /// Counts the strangers' partials an earlier run left below `root` (their names say so:
+    /// `FileReceiver.isStrangersPartial`), looking at no more than `most` entries, so that they
+    /// expire and count as this run's do; their owner is unknown (""). Returns how many.
+    @discardableResult
+    func adopt(below root: String, most: Int = 100_000) -> Int {
+        guard let walker = FileManager.default.enumerator(atPath: root) else { return 0 }
+        var found: [(path: String, bytes: UInt64, touched: Double)] = []
+        var seen = 0
+        while seen < most, let relative = walker.nextObject() as? String {
+            seen += 1
+            guard FileReceiver.isStrangersPartial((relative as NSString).lastPathComponent) else { continue }
+            let path = root + "/" + relative
+            var info = stat()
+            guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { continue }
+            #if canImport(Darwin)
+            let modified = Double(info.st_mtimespec.tv_sec)
+            #else
+            let modified = Double(info.st_mtim.tv_sec)
+            #endif
+            found.append((path, UInt64(max(0, info.st_size)), modified))
+        }
+        var victims: [(String, (@Sendable () -> Void)?)] = []
+        state.withLock { state in
+            for partial in found where !state.claimed.contains(partial.path) {
+                victims += take(state.quota.adopt(partial.path, owner: "", bytes: partial.bytes, touched: partial.touched), from: &state)
+            }
+        }
+        delete(victims, why: "the quota for unfinished files from peers this node does not know is full")
+        return found.count
+    }
+
     /// Sweeps until cancelled, often enough that a partial lives at most a quarter of its lifetime
     /// (at most a minute) past it.
-    func sweepUntilCancelled() async {
+    func sweepUntilCancelled(adopting root: String? = nil) async {
+        if let root { adopt(below: root) }
         let interval = Duration.milliseconds(Int64(max(50, min(60_000, limits.lifetime * 250))))
         while !Task.isCancelled {
             do {

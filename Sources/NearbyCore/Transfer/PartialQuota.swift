@@ -63,6 +63,16 @@ struct PartialQuota: Sendable {
         return evictions(sparing: path)
     }
 
+    /// A partial an earlier run of the node left (`touched`: its last write): counted, idle, so that
+    /// it expires. Returns the partials to delete so that the quota holds.
+    mutating func adopt(_ path: String, owner: String, bytes: UInt64, touched: Double) -> [String] {
+        guard entries[path] == nil else { return [] }
+        arrivals += 1
+        total += bytes
+        entries[path] = Entry(owner: owner, bytes: bytes, touched: touched, active: false, order: arrivals)
+        return evictions(sparing: path)
+    }
+
     /// `count` more bytes were written to `path`; the partials to delete to stay within the quota.
     mutating func grew(_ path: String, by count: UInt64, now: Double) -> [String] {
         guard var entry = entries[path] else { return [] }
