@@ -156,6 +156,25 @@ extension Result {
         #expect(!FileManager.default.fileExists(atPath: theirs) && FileManager.default.fileExists(atPath: friends))
     }
 
+    @Test func aPartialClaimedForAResumeIsNotDeletedUnderIt() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-claim-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let partials = PartialFiles(limits: .init(files: 1, bytes: 1 << 20, lifetime: 3600))
+        let (a, b) = (root + "/a", root + "/b")
+        for path in [a, b] { _ = FileManager.default.createFile(atPath: path, contents: Data("1".utf8)) }
+        partials.begin(a, owner: "s", bytes: 1) {}
+        partials.idle(a)
+        #expect(partials.claim(a))  // an offer to resume it
+        partials.begin(b, owner: "t", bytes: 1) {}
+        #expect(FileManager.default.fileExists(atPath: a))
+        partials.release(a)
+        partials.idle(b)
+        partials.begin(a, owner: "s", bytes: 1) {}
+        // Not claimed now: the quota takes the other one.
+        #expect(!FileManager.default.fileExists(atPath: b) && partials.counted.files == 1)
+    }
+
     @Test func directoriesAStrangerMadeGoWithItsLastPartial() throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-prune-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: root + "/mine", withIntermediateDirectories: true)

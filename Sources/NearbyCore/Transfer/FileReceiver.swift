@@ -167,14 +167,25 @@ extension FileReceiver {
             let why = (error as? NearbyError)?.errorDescription ?? error.localizedDescription
             return await fail(on: link, code: "io-error", reason: "cannot create \(directory): \(why)")
         }
-        let descriptor = open(partial, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        // A resume continues the very partial the offer hashed, never a new one: should it have gone
+        // since (the quota, its lifetime), the hash carried on would vouch for bytes not there.
+        let descriptor = open(partial, O_RDWR | O_CLOEXEC | O_NOFOLLOW | (resumed ? 0 : O_CREAT), 0o600)
         guard descriptor >= 0 else {
             let failure = errno
             charge.release()
+            if resumed, failure == ENOENT {
+                return await fail(on: link, code: "quota", reason: "the unfinished file to resume was deleted meanwhile; send it again")
+            }
             return await fail(on: link, code: "io-error", reason: "cannot write in \(directory): \(Transfer.errorText(failure))")
         }
         var hasher = SHA256()
         if resumed, let resume = resume {
+            var info = stat()
+            guard fstat(descriptor, &info) == 0, UInt64(max(0, info.st_size)) >= resume.bytes else {
+                Transfer.closeDescriptor(descriptor)
+                charge.release()
+                return await fail(on: link, code: "quota", reason: "the unfinished file to resume was cut meanwhile; send it again")
+            }
             hasher = resume.hasher
         } else {
             _ = ftruncate(descriptor, 0)

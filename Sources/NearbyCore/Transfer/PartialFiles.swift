@@ -158,8 +158,13 @@ final class PartialFiles: Sendable {
         }
     }
 
+    /// The victims to delete, with the stops of the transfers writing them. One that an offer has
+    /// claimed to resume (idle, not started yet) is spared: counted again when its transfer starts.
     private func take(_ victims: [String], from state: inout State) -> [(String, (@Sendable () -> Void)?)] {
-        victims.map { path in (path, state.stops.removeValue(forKey: path)) }
+        victims.compactMap { path in
+            let stop = state.stops.removeValue(forKey: path)
+            return stop == nil && state.claimed.contains(path) ? nil : (path, stop)
+        }
     }
 
     /// Deletes partials the quota gave up, stopping the transfers that were writing them.
