@@ -29,6 +29,22 @@ import Testing
         try file.close(announced: 10)
     }
 
+    @Test func theSendersCloseIsAnsweredByTheMachine() throws {
+        var file = FileReceiveMachine(size: 1000)
+        #expect(file.ending(announced: 1000, theirs: "a", ours: "a") == .fail(reason: "the file ended before it started"))
+        _ = try file.start(at: 0)
+        _ = try file.data(400)
+        // Short, with the right hash of what came: the byte count is the cause.
+        #expect(file.ending(announced: 1000, theirs: "a5e6", ours: "a5e6")
+            == .fail(reason: "the file arrived incomplete: the sender sent 400 of 1,000 bytes"))
+        _ = try file.data(600)
+        #expect(file.ending(announced: 900, theirs: "a", ours: "a") == .fail(reason: "the sender's close announced 900 of 1,000 bytes"))
+        #expect(file.ending(announced: 1000, theirs: "b", ours: "a") == .fail(reason: "the file arrived damaged (SHA-256 a ≠ b)"))
+        #expect(file.ending(announced: 1000, theirs: "a", ours: "a") == .place)
+        try file.close(announced: 1000)
+        #expect(file.ending(announced: 1000, theirs: "a", ours: "a") == .fail(reason: "the file had ended already"))
+    }
+
     @Test func illegalStepsAreSaidInWords() {
         #expect("\(FileReceiveMachine.Illegal.dataBeforeStart)" == "data before start")
         #expect("\(FileReceiveMachine.Illegal.startMismatch(offset: 5))" == "a start at 5, which was not offered")
@@ -149,7 +165,8 @@ import Testing
             Issue.record("an offer was not an offer")
             return
         }
-        let file = IncomingFile(transfer: "t", channel: 2, peer: PeerRef(id: "p", name: "p"), relative: "a", directory: "/tmp", name: "a", partial: "/tmp/.a", size: 1, resume: nil)
+        let file = FileReceiver(transfer: "t", channel: 2, peer: PeerRef(id: "p", name: "p"), relative: "a", directory: "/tmp", name: "a", partial: "/tmp/.a", size: 1, resume: nil,
+            services: FileReceiver.Services(events: MemorySink(), partials: PartialFiles(), root: nil, spawn: { _ in }, violated: { _, _ in }))
         #expect(channels.accept(2, .receiving(file)))
         guard case .deliver(.receiving, _) = try channels.route(frame(.start, 2)) else {
             Issue.record("the start did not reach the file")

@@ -269,23 +269,6 @@ import Testing
     }
 }
 
-@Suite struct ConnectionBudgetTests {
-    @Test func keepsAQuarterOfTheDescriptorsAndAtLeast64() {
-        #expect(ConnectionBudget.limit(descriptors: 1024) == 768)
-        #expect(ConnectionBudget.limit(descriptors: 100) == 36)
-        #expect(ConnectionBudget.limit(descriptors: 1 << 20) == ConnectionBudget.ceiling)
-    }
-
-    @Test func takesUpToItsLimit() {
-        let budget = ConnectionBudget(limit: 2)
-        #expect(budget.take() && budget.take())
-        #expect(!budget.take())
-        budget.give()
-        #expect(budget.take())
-        #expect(budget.inUse == 2)
-    }
-}
-
 /// Two real nodes in this process, over loopback TCP and TLS: no daemon needed, since HOST:PORT
 /// skips discovery.
 @Suite(.serialized) struct NodeLoopbackTests {

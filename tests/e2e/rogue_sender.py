@@ -6,10 +6,12 @@ lie. Needs the `cryptography` package.
 
     rogue_sender.py HOST PORT SPEC
 
-SPEC is a JSON list of files: {"path": CLAIMED, "size": N, "mode": "ok" | "bad-sha" | "oversize"}.
+SPEC is a JSON list of files: {"path": CLAIMED, "size": N, "mode": "ok" | "bad-sha" | "oversize" | "short"}.
   ok        announce N bytes, send N random bytes, close with their true SHA-256
   bad-sha   the same, but close with a wrong SHA-256
   oversize  announce N bytes, send N, then 100 more
+  short     announce N bytes, send only "sent" of them (a key of the item), close with the SHA-256
+            of what was sent, as if that were the file
 Prints one JSON line per file: {"channel", "path", "mode", "size", "sha256" (of the N bytes sent),
 "reply" (the openReply), "end" ({"frame": "close"|"reset", …the body})}. Exits 0 when every file got
 an answer, 1 (with a reason on stderr) when the node broke the protocol or went silent.
@@ -317,7 +319,10 @@ def main():
             continue
         if result["reply"].get("accept"):
             peer.send(START, {"offset": 0}, channel)
-            for at in range(0, size, 64 << 10):
+            if mode == "short":
+                data = data[:int(item["sent"])]
+                sha = hashlib.sha256(data).hexdigest()
+            for at in range(0, len(data), 64 << 10):
                 peer.send(DATA, data[at:at + (64 << 10)], channel)
             if mode == "oversize":
                 peer.send(DATA, os.urandom(100), channel)

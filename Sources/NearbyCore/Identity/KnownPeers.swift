@@ -94,6 +94,9 @@ public final class KnownPeers: Sendable {
         }
     }
 
+    /// Whether `id` is pinned in `known_peers` (a peer you chose), not only among the strangers.
+    public func chosen(_ id: PeerID) -> Bool { state.withLock { $0.pins[id.rawValue] != nil } }
+
     /// Backwards-compatible check-and-pin, for callers that pin on first contact.
     public func check(id: PeerID, key: Data, name: String) throws(NearbyError) -> Verdict {
         try pin(id: id, key: key, name: name)

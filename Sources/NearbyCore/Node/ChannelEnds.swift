@@ -1,4 +1,5 @@
 import Crypto
+import Foundation
 import Synchronization
 
 /// What the receiver says about a file we send: answers, flow-control credit, the end.
@@ -27,64 +28,4 @@ final class OutgoingChannel: Sendable {
         continuation.yield(.lost(reason))
         credit.close()
     }
-}
-
-/// A file arriving: written to a hidden partial file beside its destination, hashed as it comes,
-/// put in place under a name that overwrites nothing once the sender's SHA-256 matches. Its frames
-/// come one after another from its link's task; where it is in the protocol is `machine`.
-final class IncomingFile: Sendable {
-    /// What an interrupted transfer of the same file left on disk: its length and hash so far.
-    /// Immutable once made (the hasher is a value, copied on use).
-    final class Resume: @unchecked Sendable {
-        let bytes: UInt64
-        let hasher: SHA256
-        init(bytes: UInt64, hasher: SHA256) {
-            self.bytes = bytes
-            self.hasher = hasher
-        }
-    }
-
-    struct Progress: Sendable {
-        var machine: FileReceiveMachine
-        /// Set once the sender starts: writes and hashes what arrives, off the event loop.
-        var writer: FileWriter?
-        var started = ContinuousClock.now
-        var lastProgress = ContinuousClock.now
-    }
-
-    let transfer: String
-    let channel: UInt32
-    let peer: PeerRef
-    let relative: String
-    let directory: String
-    let name: String
-    let partial: String
-    let size: UInt64
-    let resume: Resume?
-    let progress: Mutex<Progress>
-
-    init(transfer: String, channel: UInt32, peer: PeerRef, relative: String, directory: String, name: String, partial: String, size: UInt64, resume: Resume?) {
-        self.transfer = transfer
-        self.channel = channel
-        self.peer = peer
-        self.relative = relative
-        self.directory = directory
-        self.name = name
-        self.partial = partial
-        self.size = size
-        self.resume = resume
-        progress = Mutex(Progress(machine: FileReceiveMachine(size: size, resumable: resume?.bytes ?? 0)))
-    }
-
-    var position: UInt64 { progress.withLock { $0.machine.position } }
-}
-
-/// The partial files being written, over every link: the same file arriving twice at once gets a
-/// partial file of its own rather than sharing one.
-final class PartialFiles: Sendable {
-    private let claimed = Mutex<Set<String>>([])
-
-    /// Claims `path`; false when another transfer holds it.
-    func claim(_ path: String) -> Bool { claimed.withLock { $0.insert(path).inserted } }
-    func release(_ path: String) { _ = claimed.withLock { $0.remove(path) } }
 }

@@ -18,6 +18,8 @@ public final class Link: Sendable, Hashable {
     let session: Mutex<SessionStateMachine>
     /// Files and streams on channels above 0.
     let channels: LinkChannels
+    /// What the link holds of the process's `ResourceBudget` (the files its peer made us open).
+    let account: ResourceBudget.Account
     /// Completed when the node has forgotten the link (`Node.detach`): what a leaving node waits for.
     private let detachedPromise: EventLoopPromise<Void>
     private let lastHeard = Mutex(ContinuousClock.now)
@@ -25,7 +27,7 @@ public final class Link: Sendable, Hashable {
 
     init(
         peer: AuthenticatedPeer, isClient: Bool, outbound: NIOAsyncChannelOutboundWriter<Frame>, channel: any Channel,
-        shortcut: MessageShortcut, admission: HandshakeGate.Ticket? = nil
+        shortcut: MessageShortcut, admission: HandshakeGate.Ticket? = nil, budget: ResourceBudget = .shared
     ) {
         self.peer = peer
         self.admission = admission
@@ -36,6 +38,7 @@ public final class Link: Sendable, Hashable {
         self.shortcut = shortcut
         session = Mutex(SessionStateMachine(inbound: !isClient))
         channels = LinkChannels(isClient: isClient)
+        account = budget.account()
     }
 
     /// Takes one step of the session protocol.

@@ -10,7 +10,7 @@ final class LinkChannels: Sendable {
     /// What runs on one channel.
     enum End: Sendable {
         case sending(OutgoingChannel)
-        case receiving(IncomingFile)
+        case receiving(FileReceiver)
         case stream(StreamChannel)
     }
 

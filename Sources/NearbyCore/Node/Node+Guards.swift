@@ -33,7 +33,10 @@ extension Node {
         let stranger = invitations.takeAutoAccepted(link)
         do {
             switch try knownPeers.pin(id: link.peer.id, key: link.peer.key, name: link.peer.name, stranger: stranger) {
-            case .known, .new: return true
+            case .known, .new:
+                // A peer you chose that `--auto-accept` let in again is still one you chose.
+                if stranger, !knownPeers.chosen(link.peer.id) { link.account.markStranger() }
+                return true
             case .changed: error = .keyChanged(peer: link.peer.id.rawValue, knownPeers: knownPeers.file(pinning: link.peer.id))
             }
         } catch let failure {

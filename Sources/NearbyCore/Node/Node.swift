@@ -34,8 +34,8 @@ public actor Node {
     private(set) var stopping = false
     /// Incoming streams waiting for a listener, and listeners waiting for one.
     var streamWaits = StreamWaits()
-    /// The partial files being written, over every link.
-    nonisolated let partials = PartialFiles()
+    /// The partial files being written, over every link, and the quota on strangers' partials.
+    nonisolated let partials: PartialFiles
     /// Where peers were reached lately (nil with `NEARBY_REMEMBER=0`): tried before discovery answers.
     let recent: RecentPeers?
 
@@ -56,6 +56,7 @@ public actor Node {
         self.recent = RecentPeers.remembersAddresses() ? RecentPeers(paths: paths) : nil
         (jobs, jobQueue) = AsyncStream.makeStream()
         self.datagrams = DatagramHub(events: events)
+        partials = PartialFiles(limits: configuration.partialQuota)
         do {
             tls = try SessionTLS.contexts(for: identity)
         } catch {
@@ -105,6 +106,7 @@ public actor Node {
         self.listener = listener
         port = listener.localAddress?.port ?? 0
         NearbyLog.logger.info("listening for sessions on port \(port) (encryption \(configuration.encryption.rawValue))")
+        if let root = configuration.saveDirectory { spawn { [partials] in await partials.sweepUntilCancelled(adopting: root) } }
         guard configuration.advertise else { return }
         let txt = TXTRecord(displayName: displayName, info: configuration.info, protocolVersion: TXTRecord.protocolVersion)
         // Each domain, then the link; a place that refuses undoes the others and fails the start.

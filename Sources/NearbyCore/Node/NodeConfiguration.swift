@@ -35,6 +35,9 @@ public struct NodeConfiguration: Sendable {
 
     /// Where this node browses and registers, as events and sentences name it.
     public var domains: [String] { (link || wideAreas.isEmpty ? ["local."] : []) + wideAreas.map(\.domainText) }
+    /// The disk quota on strangers' partial files (`NEARBY_PARTIAL_FILES`, `NEARBY_PARTIAL_BYTES`,
+    /// `NEARBY_PARTIAL_LIFETIME`; docs/security.md).
+    var partialQuota = PartialQuota.Limits()
 
     /// The waits and caps a user (or a test) may change through the environment.
     public mutating func apply(environment: [String: String]) {
@@ -43,6 +46,7 @@ public struct NodeConfiguration: Sendable {
         if let wait = Self.seconds(environment["NEARBY_PROBE_WAIT"]) { probeWait = min(wait, .seconds(30)) }
         if let cap = environment["NEARBY_AUTO_PIN_CAP"].flatMap(Int.init), cap > 0 { autoPinCap = cap }
         for index in wideAreas.indices { wideAreas[index].apply(environment: environment) }
+        partialQuota = .from(environment: environment)
     }
 
     static func seconds(_ text: String?) -> Duration? {

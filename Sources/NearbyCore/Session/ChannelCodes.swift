@@ -46,12 +46,17 @@ public enum TransferCode: Codable, Hashable, Sendable, CustomStringConvertible {
     case noSaveDir
     case streamRefused
     case streamReset
+    /// The receiver's budget of descriptors (ResourceBudget) had no room for one more open file.
+    case busy
+    /// The receiver's quota on strangers' unfinished files took this one back.
+    case quota
     case other(String)
 
     private static let names: [(TransferCode, String)] = [
         (.cancelled, "cancelled"), (.connectionLost, "connection-lost"), (.connectionFailed, "connection-failed"),
         (.ioError, "io-error"), (.integrity, "integrity"), (.protocolBroken, "protocol"), (.refused, "refused"),
         (.noSaveDir, "no-save-dir"), (.streamRefused, "stream-refused"), (.streamReset, "stream-reset"),
+        (.busy, "busy"), (.quota, "quota"),
     ]
 
     public init(_ name: String) {

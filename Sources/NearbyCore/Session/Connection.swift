@@ -225,7 +225,7 @@ public enum Connections {
     /// the `gate`'s caps on links that are not sessions, is closed at once.
     public static func listen(
         port: Int, preference: EncryptionPreference, tls: NIOSSLContext, gate: HandshakeGate = HandshakeGate(),
-        budget: ConnectionBudget = .shared, handle: @escaping @Sendable (Negotiated) -> Void
+        budget: ResourceBudget = .shared, handle: @escaping @Sendable (Negotiated) -> Void
     ) async throws(NearbyError) -> any Channel {
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -234,11 +234,11 @@ public enum Connections {
             .childChannelOption(.recvAllocator, value: receiveBuffer)
             .childChannelInitializer { channel in
                 let from = channel.remoteAddress.map(PreambleHandler.describe) ?? "?"
-                guard budget.take() else {
-                    NearbyLog.logger.debug("closing a connection from \(from): \(budget.limit) connections are open, the most this process keeps")
+                guard budget.takeConnection() else {
+                    NearbyLog.logger.debug("closing a connection from \(from): \(budget.limits.descriptors) connections and files are open, the most this process keeps")
                     return channel.eventLoop.makeFailedFuture(ChannelError.inappropriateOperationForState)
                 }
-                channel.closeFuture.whenComplete { _ in budget.give() }
+                channel.closeFuture.whenComplete { _ in budget.giveConnection() }
                 guard let ticket = gate.admit(HandshakeGate.key(channel.remoteAddress)) else {
                     NearbyLog.logger.debug("closing a connection over the caps on links that are not sessions from \(from)")
                     return channel.eventLoop.makeFailedFuture(ChannelError.inappropriateOperationForState)
@@ -271,10 +271,10 @@ public enum Connections {
 
     public static func connect(
         host: String, port: Int, preference: EncryptionPreference, tls: NIOSSLContext, timeout: TimeAmount = connectTimeout,
-        budget: ConnectionBudget = .shared
+        budget: ResourceBudget = .shared
     ) async throws -> Negotiated {
-        guard budget.take() else {
-            throw NearbyError.connectionFailed("cannot connect to \(host):\(port): \(budget.limit) connections are open, the most this process keeps")
+        guard budget.takeConnection() else {
+            throw NearbyError.connectionFailed("cannot connect to \(host):\(port): \(budget.limits.descriptors) connections and files are open, the most this process keeps")
         }
         let negotiated = Mutex<EventLoopFuture<Negotiated>?>(nil)
         let channel: any Channel
@@ -290,11 +290,11 @@ public enum Connections {
                 }
                 .connect(host: host, port: port).value { $0.close(promise: nil) }
         } catch {
-            budget.give()
+            budget.giveConnection()
             throw error
         }
         // Given back once, by the connection that won (Happy Eyeballs may have tried several).
-        channel.closeFuture.whenComplete { _ in budget.give() }
+        channel.closeFuture.whenComplete { _ in budget.giveConnection() }
         guard let future = negotiated.withLock({ $0 }) else {
             channel.close(promise: nil)
             throw NearbyError.connectionFailed("the connection to \(host):\(port) was not set up")

@@ -71,6 +71,34 @@ public struct FileReceiveMachine: Sendable, Equatable {
         }
     }
 
+    /// What the receiver does about the sender's close.
+    public enum Ending: Sendable, Equatable {
+        /// Every announced byte arrived and the hashes agree: put the file in place (then `close`).
+        case place
+        /// The file failed (code `integrity`): nothing is kept; the sentence goes to both sides.
+        case fail(reason: String)
+    }
+
+    /// The sender closed announcing `bytes` and its SHA-256 `theirs`; `ours` is the hash of what
+    /// arrived. A short file is told by its byte count (its hash may well be right for what came),
+    /// a damaged one by the two hashes.
+    public func ending(announced bytes: UInt64, theirs: String, ours: String) -> Ending {
+        func grouped(_ value: UInt64) -> String { RepeatLimiter<String>.grouped(Int(clamping: value)) }
+        switch state {
+        case .offered: return .fail(reason: "the file ended before it started")
+        case .closed, .reset: return .fail(reason: "the file had ended already")
+        case let .receiving(position, _):
+            if position != size {
+                return .fail(reason: "the file arrived incomplete: the sender sent \(grouped(position)) of \(grouped(size)) bytes")
+            }
+            if bytes != size {
+                return .fail(reason: "the sender's close announced \(grouped(bytes)) of \(grouped(size)) bytes")
+            }
+            guard theirs == ours else { return .fail(reason: "the file arrived damaged (SHA-256 \(ours) ≠ \(theirs.prefix(64)))") }
+            return .place
+        }
+    }
+
     /// The file is complete and in place.
     public mutating func close(announced bytes: UInt64) throws(Illegal) {
         try closable(announced: bytes)

@@ -28,6 +28,8 @@ final class FileWriter: Sendable {
     /// Bytes queued and not yet written may not exceed this.
     static let ahead = 8 << 20
     let descriptor: Int32
+    /// The descriptor's place in the `ResourceBudget`: given back once it is closed.
+    let charge: ResourceBudget.Charge?
     private let queue = DispatchQueue(label: "nearby.file.in")
     /// Hashes what `queue` wrote, in the order written.
     private let hashQueue = DispatchQueue(label: "nearby.file.hash")
@@ -40,8 +42,9 @@ final class FileWriter: Sendable {
     }
     private let hashing: Hashing
 
-    init(descriptor: Int32, hasher: SHA256) {
+    init(descriptor: Int32, hasher: SHA256, charge: ResourceBudget.Charge? = nil) {
         self.descriptor = descriptor
+        self.charge = charge
         hashing = Hashing(hasher)
     }
 
@@ -97,6 +100,7 @@ final class FileWriter: Sendable {
         queue.async { [self] in
             Transfer.closeDescriptor(descriptor)
             state.withLock { $0.closed = true }
+            charge?.release()
         }
     }
 }

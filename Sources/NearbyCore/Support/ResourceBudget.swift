@@ -1,0 +1,191 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import Synchronization
+
+/// Everything a peer can make this process hold, counted against one budget: each resource is
+/// charged by its owner (a connection, a link's incoming file) when it takes it and given back when
+/// that owner ends, so no path around one bound reopens the hole another closed.
+///
+/// Descriptors: TCP connections (in and out, sessions included) and the files peers make the node
+/// open share one limit, well below `RLIMIT_NOFILE`. Running out is not an error one can handle
+/// everywhere: libdispatch's worker monitor opens `/proc/TID/stat` every second and aborts the
+/// process (SIGILL) when that open fails, and `known_peers`, the control socket and short reads
+/// (a resume's hash) need descriptors of their own. So a quarter of the limit (at least 64) is never
+/// handed out. Within the budget, files held open for strangers (peers `--auto-accept` let in) have
+/// a smaller share, and one stranger's link a share of that, so strangers never crowd out the
+/// connections and files of the peers you chose.
+///
+/// Memory (bytes buffered for a peer: frame decoder, TLS, message reassembly, queued events, per
+/// link and per node) is the other account issue 31 names: its limits belong in `Limits` and its
+/// per-link count in `Account`, beside the descriptors (see the `MARK: Memory` places).
+public final class ResourceBudget: Sendable {
+    public struct Limits: Sendable, Equatable {
+        /// Connections and open files together.
+        public var descriptors: Int
+        /// Files open for strangers at once, all of them together.
+        public var strangerFiles: Int
+        /// Files open at once for one stranger's link.
+        public var strangerFilesPerLink: Int
+        // MARK: Memory — buffered bytes per link and per node go here (issue 31, the other half).
+
+        public init(descriptors: Int, strangerFiles: Int? = nil, strangerFilesPerLink: Int = 16) {
+            self.descriptors = max(1, descriptors)
+            self.strangerFiles = max(0, min(strangerFiles ?? descriptors / 4, self.descriptors))
+            self.strangerFilesPerLink = max(0, strangerFilesPerLink)
+        }
+
+        /// The limits for a process allowed `descriptors` open files, with the environment's
+        /// overrides (`NEARBY_STRANGER_FILES`, `NEARBY_STRANGER_FILES_PER_PEER`).
+        static func forProcess(descriptors: Int, environment: [String: String]) -> Limits {
+            let budget = ResourceBudget.limit(descriptors: descriptors)
+            func count(_ name: String) -> Int? { environment[name].flatMap(Int.init).flatMap { $0 >= 0 ? $0 : nil } }
+            return Limits(
+                descriptors: budget, strangerFiles: count("NEARBY_STRANGER_FILES"),
+                strangerFilesPerLink: count("NEARBY_STRANGER_FILES_PER_PEER") ?? 16)
+        }
+    }
+
+    /// Why an open was refused: a sentence for the peer and the event.
+    public enum Refusal: Error, Equatable, Sendable, CustomStringConvertible {
+        case descriptors(limit: Int)
+        case strangerFiles(limit: Int)
+        case strangerFilesPerLink(limit: Int)
+
+        public var description: String {
+            switch self {
+            case let .descriptors(limit):
+                "the node holds as many connections and open files as it allows (\(limit)); try again later"
+            case let .strangerFiles(limit):
+                "the node holds as many files open for peers it does not know as it allows (\(limit)); try again later"
+            case let .strangerFilesPerLink(limit):
+                "this session already has \(limit) files open, the most a peer the node does not know may; send fewer at once"
+            }
+        }
+    }
+
+    /// The process's budget, from `RLIMIT_NOFILE` and the environment when the process starts.
+    public static let shared = ResourceBudget(
+        limits: .forProcess(descriptors: descriptorLimit(), environment: ProcessInfo.processInfo.environment))
+    /// Never more descriptors than this, whatever the limit: each connection costs memory too.
+    public static let ceiling = 4096
+
+    public let limits: Limits
+    private struct Counts {
+        var descriptors = 0
+        var strangerFiles = 0
+    }
+    private let counts = Mutex(Counts())
+
+    public init(limits: Limits) { self.limits = limits }
+
+    /// The descriptor budget for a process allowed `descriptors` open files: a quarter (at least
+    /// 64) kept back.
+    static func limit(descriptors: Int) -> Int {
+        let reserve = max(64, descriptors / 4)
+        return min(ceiling, max(8, descriptors - reserve))
+    }
+
+    /// The soft `RLIMIT_NOFILE` (1024 when it cannot be read, or is unlimited).
+    static func descriptorLimit() -> Int {
+        var limits = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limits) == 0 else { return 1024 }
+        // RLIM_INFINITY is the largest value: clamped, it is more than the ceiling needs.
+        return Int(clamping: limits.rlim_cur)
+    }
+
+    // MARK: Connections
+
+    /// Takes a descriptor for one connection; false when the budget is spent.
+    public func takeConnection() -> Bool {
+        counts.withLock { counts in
+            guard counts.descriptors < limits.descriptors else { return false }
+            counts.descriptors += 1
+            return true
+        }
+    }
+
+    public func giveConnection() { counts.withLock { $0.descriptors -= 1 } }
+
+    /// Descriptors charged now (connections and files).
+    public var descriptorsInUse: Int { counts.withLock { $0.descriptors } }
+    public var strangerFilesInUse: Int { counts.withLock { $0.strangerFiles } }
+
+    // MARK: Accounts
+
+    /// What one link holds: the owner its files are charged to.
+    public func account() -> Account { Account(budget: self) }
+
+    /// One link's share of the budget. Whether its peer is a stranger is known once the session
+    /// starts (`markStranger`); files opened after that are counted as a stranger's.
+    public final class Account: Sendable {
+        let budget: ResourceBudget
+        private struct State {
+            var stranger = false
+            var files = 0
+            // MARK: Memory — the link's buffered bytes go here (issue 31, the other half).
+        }
+        private let state = Mutex(State())
+
+        init(budget: ResourceBudget) { self.budget = budget }
+
+        public func markStranger() { state.withLock { $0.stranger = true } }
+        public var isStranger: Bool { state.withLock { $0.stranger } }
+        /// Files this link holds open now.
+        public var files: Int { state.withLock { $0.files } }
+
+        /// Charges one open file to this link: the charge to give back when the file is closed,
+        /// or why it may not be opened.
+        public func takeFile() -> Result<Charge, Refusal> {
+            state.withLock { (state: inout State) -> Result<Charge, Refusal> in
+                let limits = budget.limits
+                if state.stranger, state.files >= limits.strangerFilesPerLink {
+                    return .failure(.strangerFilesPerLink(limit: limits.strangerFilesPerLink))
+                }
+                let taken = budget.counts.withLock { (counts: inout Counts) -> Result<Void, Refusal> in
+                    guard counts.descriptors < limits.descriptors else { return .failure(.descriptors(limit: limits.descriptors)) }
+                    if state.stranger {
+                        guard counts.strangerFiles < limits.strangerFiles else { return .failure(.strangerFiles(limit: limits.strangerFiles)) }
+                        counts.strangerFiles += 1
+                    }
+                    counts.descriptors += 1
+                    return .success(())
+                }
+                if case let .failure(refusal) = taken { return .failure(refusal) }
+                state.files += 1
+                return .success(Charge(account: self, stranger: state.stranger))
+            }
+        }
+
+        fileprivate func give(stranger: Bool) {
+            state.withLock { $0.files -= 1 }
+            budget.counts.withLock { counts in
+                counts.descriptors -= 1
+                if stranger { counts.strangerFiles -= 1 }
+            }
+        }
+    }
+
+    /// One descriptor charged to an account; given back once, however many times `release` is
+    /// called (an owner may end by more than one path).
+    public final class Charge: Sendable {
+        private let account: Account
+        private let stranger: Bool
+        private let released = Atomic(false)
+
+        fileprivate init(account: Account, stranger: Bool) {
+            self.account = account
+            self.stranger = stranger
+        }
+
+        public func release() {
+            guard !released.exchange(true, ordering: .relaxed) else { return }
+            account.give(stranger: stranger)
+        }
+    }
+}

@@ -1,0 +1,347 @@
+import Crypto
+import Foundation
+import NIOCore
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A file arriving on one channel: written to a hidden partial file beside its destination, hashed
+/// as it comes, put in place under a name that overwrites nothing once the sender's SHA-256
+/// matches. The link's channel table owns it (`LinkChannels`); its frames come one after another
+/// from the link's task (`received`), and it charges what it holds to the link's account (its
+/// descriptor) and to the node's `PartialFiles` (a stranger's partial). Where it is in the protocol
+/// is `machine` (`FileReceiveMachine`).
+final class FileReceiver: Sendable {
+    /// What an interrupted transfer of the same file left on disk: its length and hash so far.
+    /// Immutable once made (the hasher is a value, copied on use).
+    final class Resume: @unchecked Sendable {
+        let bytes: UInt64
+        let hasher: SHA256
+        init(bytes: UInt64, hasher: SHA256) {
+            self.bytes = bytes
+            self.hasher = hasher
+        }
+    }
+
+    struct Progress: Sendable {
+        var machine: FileReceiveMachine
+        /// Set once the sender starts: writes and hashes what arrives, off the event loop.
+        var writer: FileWriter?
+        var started = ContinuousClock.now
+        var lastProgress = ContinuousClock.now
+    }
+
+    let transfer: String
+    let channel: UInt32
+    let peer: PeerRef
+    let relative: String
+    let directory: String
+    let name: String
+    let partial: String
+    let size: UInt64
+    let resume: Resume?
+    /// From a peer `--auto-accept` let in: its partial counts against the quota (`PartialFiles`).
+    let stranger: Bool
+    let progress: Mutex<Progress>
+    let services: Services
+
+    /// What a receiver needs of the node that spans links.
+    struct Services: Sendable {
+        let events: any EventSink
+        let partials: PartialFiles
+        /// The save directory (the directories a stranger's path makes are counted below it).
+        let root: String?
+        /// Runs work as a child of the node (the quota stopping a transfer).
+        let spawn: @Sendable (@escaping @Sendable () async -> Void) -> Void
+        /// The peer broke the protocol: an event says so and the link is cut.
+        let violated: @Sendable (Link, String) -> Void
+    }
+
+    init(
+        transfer: String, channel: UInt32, peer: PeerRef, relative: String, directory: String, name: String, partial: String,
+        size: UInt64, resume: Resume?, stranger: Bool = false, services: Services
+    ) {
+        self.services = services
+        self.stranger = stranger
+        self.transfer = transfer
+        self.channel = channel
+        self.peer = peer
+        self.relative = relative
+        self.directory = directory
+        self.name = name
+        self.partial = partial
+        self.size = size
+        self.resume = resume
+        progress = Mutex(Progress(machine: FileReceiveMachine(size: size, resumable: resume?.bytes ?? 0)))
+    }
+
+    var position: UInt64 { progress.withLock { $0.machine.position } }
+
+    /// The hidden name of the partial file for `name` from the peer `peer`, with the sender's `key`
+    /// (and `alone` when the same file is already arriving on another channel): the name's first
+    /// 64 bytes for people, then a digest of all three, so that any legal name keeps its partial
+    /// under the file system's name limit (255 bytes) and a peer resumes only its own partials. A
+    /// stranger's digest starts with `s-`, so that a node finds them again after a restart
+    /// (`PartialFiles.adopt`).
+    static func partialName(of name: String, key: String, from peer: String, alone: String = "", stranger: Bool = false) -> String {
+        var hasher = SHA256()
+        hasher.update(data: Data("\(peer)\u{0}\(name)\u{0}\(key)".utf8))
+        var shown = String.UnicodeScalarView()
+        var bytes = 0
+        for scalar in name.unicodeScalars {
+            bytes += String(scalar).utf8.count
+            if bytes > 64 { break }
+            shown.append(scalar)
+        }
+        return ".\(String(shown)).\(stranger ? "s-" : "")\(Hex.encode(hasher.finalize()).prefix(32))\(alone).nearby-part"
+    }
+
+    /// Whether `name` is the partial file of a stranger (`partialName` with `stranger`).
+    static func isStrangersPartial(_ name: String) -> Bool {
+        let suffix = ".nearby-part"
+        guard name.hasPrefix("."), name.hasSuffix(suffix) else { return false }
+        let stem = name.dropLast(suffix.count)
+        guard let dot = stem.lastIndex(of: ".") else { return false }
+        let digest = stem[stem.index(after: dot)...]
+        return digest.hasPrefix("s-") && digest.dropFirst(2).prefix(32).allSatisfy(\.isHexDigit) && digest.count >= 34
+    }
+}
+
+/// Driving the file: the sender's start, data and close, a reset, the link lost.
+extension FileReceiver {
+    /// A frame of the peer on this channel, from the link's task.
+    func received(_ frame: Frame, on link: Link) async throws(ProtocolViolation) {
+        switch frame.kind {
+        case .start: await start(frame, on: link)
+        case .data: await data(frame, on: link)
+        case .close: await end(frame, on: link)
+        case .reset: peerReset(frame)
+        default: throw .unexpected("\(frame.kind) on the peer's channel \(frame.channel)")
+        }
+    }
+
+    /// What an interrupted transfer of the same file left, offered for resuming. Reading it takes a
+    /// descriptor for a moment, charged to the link: with none to spare, the file starts over.
+    static func resumable(_ partial: String, upTo size: UInt64, charging account: ResourceBudget.Account) -> Resume? {
+        guard case let .success(charge) = account.takeFile() else { return nil }
+        defer { charge.release() }
+        let existing = open(partial, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard existing >= 0 else { return nil }
+        defer { close(existing) }
+        var stats = stat()
+        let bytes = fstat(existing, &stats) == 0 ? UInt64(max(0, stats.st_size)) : 0
+        var prefix = SHA256()
+        guard bytes > 0, bytes <= size, Transfer.hash(existing, count: bytes, into: &prefix) else { return nil }
+        return Resume(bytes: bytes, hasher: prefix)
+    }
+
+    func start(_ frame: Frame, on link: Link) async {
+        let resumed = (try? Control.decode(Control.Start.self, from: frame)).flatMap { start in
+            try? progress.withLock { (progress: inout Progress) throws(FileReceiveMachine.Illegal) -> Bool in
+                try progress.machine.start(at: start.offset)
+            }
+        }
+        guard let resumed else {
+            services.violated(link, "a start that does not match the offer on channel \(frame.channel)")
+            return
+        }
+        // The descriptor is charged to the link before it is opened: over the budget, this channel
+        // is refused with the reason, never an EMFILE somewhere else in the process.
+        let charge: ResourceBudget.Charge
+        switch link.account.takeFile() {
+        case let .success(taken): charge = taken
+        case let .failure(refusal): return await fail(on: link, code: "busy", reason: "\(refusal)")
+        }
+        do {
+            if stranger, let root = services.root {
+                try services.partials.makeDirectories(directory, below: root)
+            } else {
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            }
+        } catch {
+            charge.release()
+            let why = (error as? NearbyError)?.errorDescription ?? error.localizedDescription
+            return await fail(on: link, code: "io-error", reason: "cannot create \(directory): \(why)")
+        }
+        // A resume continues the very partial the offer hashed, never a new one: should it have gone
+        // since (the quota, its lifetime), the hash carried on would vouch for bytes not there.
+        let descriptor = open(partial, O_RDWR | O_CLOEXEC | O_NOFOLLOW | (resumed ? 0 : O_CREAT), 0o600)
+        guard descriptor >= 0 else {
+            let failure = errno
+            charge.release()
+            if resumed, failure == ENOENT {
+                return await fail(on: link, code: "quota", reason: "the unfinished file to resume was deleted meanwhile; send it again")
+            }
+            return await fail(on: link, code: "io-error", reason: "cannot write in \(directory): \(Transfer.errorText(failure))")
+        }
+        var hasher = SHA256()
+        if resumed, let resume = resume {
+            var info = stat()
+            guard fstat(descriptor, &info) == 0, UInt64(max(0, info.st_size)) >= resume.bytes else {
+                Transfer.closeDescriptor(descriptor)
+                charge.release()
+                return await fail(on: link, code: "quota", reason: "the unfinished file to resume was cut meanwhile; send it again")
+            }
+            hasher = resume.hasher
+        } else {
+            _ = ftruncate(descriptor, 0)
+        }
+        let writer = FileWriter(descriptor: descriptor, hasher: hasher, charge: charge)
+        let skipped = progress.withLock { progress in
+            progress.writer = writer
+            progress.started = .now
+            progress.lastProgress = .now
+            return progress.machine.skipped
+        }
+        if stranger {
+            // Counted against the quota on strangers' partials, which may take it back while written.
+            services.partials.begin(partial, owner: peer.id, bytes: resumed ? resume?.bytes ?? 0 : 0) { [self] in
+                services.spawn { [self] in
+                    // Only while it is still being written: a channel that ended may not be reset.
+                    guard progress.withLock({ $0.writer != nil }) else { return }
+                    await self.fail(on: link, code: "quota", reason: "the node's room for unfinished files from peers it does not know is full")
+                }
+            }
+        }
+        services.events.emit(Events.FileStarted(transfer: transfer, direction: "receive", peer: peer, path: relative, bytes: size, skipped: skipped))
+    }
+
+    func data(_ frame: Frame, on link: Link) async {
+        let count = frame.payload.readableBytes
+        let step = progress.withLock { progress -> Result<(FileWriter, UInt64), FileReceiveMachine.Illegal> in
+            do throws(FileReceiveMachine.Illegal) {
+                let at = try progress.machine.data(count)
+                guard let writer = progress.writer else { return .failure(.dataBeforeStart) }
+                return .success((writer, at))
+            } catch {
+                return .failure(error)
+            }
+        }
+        let writer: FileWriter, at: UInt64
+        switch step {
+        case let .success(next): (writer, at) = next
+        case .failure(.pastEnd):
+            return await fail(on: link, code: "protocol", reason: "the sender sent more than the \(size) bytes it announced")
+        case let .failure(illegal):
+            return services.violated(link, "\(illegal) on channel \(frame.channel)")
+        }
+        let failure = await writer.write(frame.payload, at: at)
+        if failure != 0 { return await failed(on: link, writing: failure) }
+        if stranger { services.partials.grew(partial, by: count) }
+        await link.consumed(count, on: frame.channel)
+        let due = progress.withLock { progress -> (UInt64, UInt64, ContinuousClock.Instant)? in
+            guard ContinuousClock.now - progress.lastProgress >= Transfer.progressInterval else { return nil }
+            progress.lastProgress = .now
+            return (progress.machine.position, progress.machine.skipped, progress.started)
+        }
+        if let (position, skipped, started) = due {
+            services.events.emit(Events.Progress(
+                transfer: transfer, direction: "receive", peer: peer, path: relative, bytes: position,
+                total: size, rate: Transfer.rate(position - skipped, Transfer.seconds(since: started))))
+        }
+    }
+
+    func end(_ frame: Frame, on link: Link) async {
+        guard let end = try? Control.decode(Control.Close.self, from: frame) else { return }
+        guard let writer = progress.withLock({ $0.writer }) else {
+            return await fail(on: link, code: "integrity", reason: "the file ended before it started")
+        }
+        let (hasher, failure) = await writer.finish()
+        if failure != 0 { return await failed(on: link, writing: failure) }
+        let sha = Transfer.hex(hasher.finalize())
+        switch progress.withLock({ $0.machine.ending(announced: end.bytes, theirs: end.sha256, ours: sha) }) {
+        case .place: break
+        case let .fail(reason): return await fail(on: link, code: "integrity", reason: reason)
+        }
+        // Every write is done: the descriptor is ours again. Private while incomplete; the usual
+        // mode (0666 less the umask) once it is a real file.
+        _ = fchmod(writer.descriptor, Transfer.finishedMode)
+        let synced = fsync(writer.descriptor) == 0
+        close(writer.descriptor)
+        // The writer's place in the budget covers the look for a copy already there (one open at a
+        // time), and is given back after it.
+        defer { writer.charge?.release() }
+        let (skipped, started) = progress.withLock { progress in
+            progress.writer = nil
+            return (progress.machine.skipped, progress.started)
+        }
+        var placed: String
+        // The same file sent again, its complete copy already there: no second copy.
+        let existing = await AlreadyThere.copy(of: sha, size: size, in: directory, as: name)
+        do {
+            guard synced else { throw NearbyError.ioFailure(path: partial, reason: "fsync failed") }
+            if let existing {
+                unlink(partial)
+                placed = existing
+            } else {
+                placed = try SafePath.placeWithoutOverwriting(partial, in: directory, as: name)
+            }
+        } catch {
+            return await fail(on: link, code: "io-error", reason: (error as? NearbyError)?.errorDescription ?? "cannot place the file")
+        }
+        progress.withLock { progress in _ = try? progress.machine.close(announced: end.bytes) }
+        link.channels.finish(channel)
+        services.partials.gone(partial, deleted: existing != nil)
+        services.partials.release(partial)
+        let seconds = Transfer.seconds(since: started)
+        if size > 0 {
+            services.events.emit(Events.Progress(
+                transfer: transfer, direction: "receive", peer: peer, path: relative, bytes: size,
+                total: size, rate: Transfer.rate(size - skipped, seconds)))
+        }
+        services.events.emit(Events.FileReceived(
+            transfer: transfer, peer: peer, path: placed, bytes: size, skipped: skipped, sha256: sha, seconds: seconds,
+            alreadyThere: existing != nil ? true : nil))
+        await link.send(Control.frame(.close, Control.Close(sha256: sha, bytes: size, alreadyThere: existing != nil ? true : nil), channel: frame.channel))
+    }
+
+    /// The sender stopped (a `reset`, which already ended the channel): what arrived stays for a resume.
+    func peerReset(_ frame: Frame) {
+        let reset = (try? Control.decode(Control.Reset.self, from: frame)) ?? Control.Reset(reason: "reset", code: .cancelled)
+        abandon(code: reset.code.description, reason: "the sender stopped: \(String(reset.reason.prefix(Control.maxReasonBytes)))", keepPartial: true)
+    }
+
+    /// A write failed (the disk is full, an I/O error).
+    private func failed(on link: Link, writing failure: Int32) async {
+        let reason = failure == ENOSPC ? "the disk is full" : Transfer.errorText(failure)
+        await fail(on: link, code: "io-error", reason: "cannot write \(relative): \(reason)")
+    }
+
+    /// The receiver gives up on a file (damaged, too long, disk full): nothing is kept, the sender
+    /// hears why.
+    func fail(on link: Link, code: String, reason: String) async {
+        link.channels.finish(channel)
+        abandon(code: code, reason: reason, keepPartial: false)
+        await link.send(Control.frame(.reset, Control.Reset(reason: reason, code: TransferCode(code)), channel: channel))
+    }
+
+    /// Gives up on an incoming file: nothing under its final name; the partial file kept for a resume
+    /// when the interruption was not the data's fault and something arrived. Once: a file that has
+    /// ended already is left alone.
+    func abandon(code: String, reason: String, keepPartial: Bool) {
+        let ended = progress.withLock { progress -> (writer: FileWriter?, position: UInt64)? in
+            let position = progress.machine.position
+            guard progress.machine.reset() else { return nil }
+            defer { progress.writer = nil }
+            return (progress.writer, position)
+        }
+        guard let (writer, position) = ended else { return }
+        writer?.close()
+        if writer != nil {
+            if !keepPartial || position == 0 {
+                unlink(partial)
+                services.partials.gone(partial, deleted: true)
+            } else {
+                services.partials.idle(partial)
+            }
+        }
+        services.partials.release(partial)
+        services.events.emit(Events.FileFailed(
+            transfer: transfer, direction: "receive", peer: peer, path: relative, code: code, reason: reason,
+            resumable: keepPartial && position > 0))
+    }
+}
