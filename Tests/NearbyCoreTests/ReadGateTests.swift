@@ -58,6 +58,21 @@ import Testing
         _ = try channel.finish()
     }
 
+    /// A header cut between two reads: the frame still takes its share before the next read.
+    @Test func aHeaderSplitAcrossReadsStillTakesItsShare() throws {
+        let budget = MemoryBudget(limit: 1 << 20)
+        let (channel, _) = try channel(FrameSplitter(frames: budget))
+        let whole = header(.message, length: 300_000)
+        try channel.writeInbound(whole.getSlice(at: 0, length: 4) ?? ByteBuffer())
+        #expect(budget.used == 0)
+        var rest = whole.getSlice(at: 4, length: 5) ?? ByteBuffer()
+        rest.writeBytes([UInt8](repeating: 3, count: 500))
+        try channel.writeInbound(rest)
+        #expect(budget.used == 300_000 + Frame.headerSize)
+        _ = try channel.finish()
+        #expect(budget.used == 0)
+    }
+
     @Test func smallFramesNeedNoShare() throws {
         let budget = MemoryBudget(limit: 1)
         let (channel, counter) = try channel(FrameSplitter(frames: budget))

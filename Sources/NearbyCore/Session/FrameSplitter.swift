@@ -103,10 +103,9 @@ final class FrameSplitter: ChannelDuplexHandler, RemovableChannelHandler {
         }
         try split(&input, context: context)
         // A copy: a few bytes held must not keep the whole read buffer alive.
-        if input.readableBytes > 0 {
-            held.writeBuffer(&input)
-            gate.holding(held, context)
-        }
+        if input.readableBytes > 0 { held.writeBuffer(&input) }
+        // The frame held now (begun in this read, or its header only just completed) takes its share.
+        if held.readableBytes > 0 { gate.holding(held, context) }
     }
 
     /// Passes up every frame (or part of a data frame) at the front of `buffer`.
