@@ -112,14 +112,16 @@ public final class MemoryBudget: Sendable {
     /// 4 × 256 KiB at a time with room for TLS's buffer of as much, or `NEARBY_BULK_READ_BUDGET_BYTES`.
     public static let bulkReads = MemoryBudget(limit: setting("NEARBY_BULK_READ_BUDGET_BYTES", 16 << 20))
 
-    /// Blocks over 512 KiB (a message, its event line, TLS's buffer of a bulk read) are mapped on
-    /// their own and given back to the system when freed. glibc's default raises that threshold to
-    /// the size of any such block freed (up to 32 MiB), after which they come from the heap and its
-    /// holes: RSS that never came down after a flood of 1 MiB messages or TLS connections. Setting
-    /// it fixes it (`mallopt(3)`); 512 KiB leaves the 256 KiB read buffers, which are reused, alone.
+    /// Blocks over 1 MiB (a 1 MiB message, its event line, the buffer that gathered it) are mapped
+    /// on their own and given back to the system when freed. glibc's default raises that threshold
+    /// to the size of any such block freed (up to 32 MiB), after which they come from the heap and
+    /// its holes: RSS that stayed up after a flood of 1 MiB messages. Setting it fixes it
+    /// (`mallopt(3)`); 1 MiB leaves the buffers of a bulk transfer (256 KiB reads, pooled copies),
+    /// which are reused, on the heap. `NEARBY_MMAP_THRESHOLD_BYTES` sets another (0: glibc's own).
     public static func returnBigBlocks() {
         #if os(Linux)
-        _ = mallopt(M_MMAP_THRESHOLD, 512 << 10)
+        let threshold = setting("NEARBY_MMAP_THRESHOLD_BYTES", 1 << 20)
+        if threshold > 0 { _ = mallopt(M_MMAP_THRESHOLD, Int32(clamping: threshold)) }
         #endif
     }
 
