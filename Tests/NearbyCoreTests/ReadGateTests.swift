@@ -108,8 +108,10 @@ import Testing
         let (session, sessionReads) = try channel(FrameSplitter(phase: SessionPhase(inSession: true), output: output))
         session.read()
         #expect(sessionReads.reads == 0, "a link in session waits for the output")
+        #expect(output.waiting == 1)
         _ = try before.finish()
         _ = try session.finish()
+        #expect(output.waiting == 0, "a link that closed leaves no waiter behind")
     }
 
     @Test func readsAreSmallBeforeTheSessionAndInBulkOnlyWithRoom() throws {

@@ -189,6 +189,14 @@ def mode_control(args):
         sock.connect(args.socket)
         sock.setblocking(False)
         conns.append(sock)
+    # What the node says at once (to the clients over its cap), before it could be lost in a reset.
+    answers = {sock: b"" for sock in conns}
+    time.sleep(0.5)
+    for sock in conns:
+        try:
+            answers[sock] += sock.recv(65536)[:4096]
+        except (BlockingIOError, OSError):
+            pass
     # Round robin, as far as each connection takes it.
     want = args.mib * MIB
     left = {sock: want for sock in conns}
@@ -215,7 +223,6 @@ def mode_control(args):
             time.sleep(0.02)
     print(json.dumps({"progress": True, "opened": len(conns)}), flush=True)
     deadline = time.monotonic() + args.hold
-    answers = {sock: b"" for sock in conns}
     while time.monotonic() < deadline:
         for sock in conns:
             if sock in closed:

@@ -46,8 +46,9 @@ public final class OutputQueue: Sendable {
         var queued = 0
         var writerAwake = false
         var threadStarted = false
-        /// Called once `queued` is at most half of the limit.
-        var waiters: [@Sendable () -> Void] = []
+        /// Called once `queued` is at most half of the limit, by the number `whenRoom` gave.
+        var waiters: [UInt64: @Sendable () -> Void] = [:]
+        var nextWaiter: UInt64 = 0
         var drops = OutputDrops()
         var written: UInt64 = 0
     }
@@ -93,15 +94,28 @@ public final class OutputQueue: Sendable {
     /// Bytes waiting now.
     public var queued: Int { state.withLock { $0.queued } }
 
-    /// Calls `resume` (on any thread) once at most half the limit waits; at once when it already is.
-    public func whenRoom(_ resume: @escaping @Sendable () -> Void) {
-        let now = state.withLock { state -> Bool in
-            guard state.queued > limits.bytes / 2 else { return true }
-            state.waiters.append(resume)
-            return false
+    /// Calls `resume` (on any thread) once at most half the limit waits; at once when it already is
+    /// (then nil). Else returns a number for `forget`: a link that closes meanwhile leaves nothing
+    /// behind, however long the reader takes.
+    @discardableResult
+    public func whenRoom(_ resume: @escaping @Sendable () -> Void) -> UInt64? {
+        let waiter = state.withLock { state -> UInt64? in
+            guard state.queued > limits.bytes / 2 else { return nil }
+            state.nextWaiter += 1
+            state.waiters[state.nextWaiter] = resume
+            return state.nextWaiter
         }
-        if now { resume() }
+        if waiter == nil { resume() }
+        return waiter
     }
+
+    /// The waiter `whenRoom` numbered is no longer interested.
+    public func forget(_ waiter: UInt64) {
+        state.withLock { _ = $0.waiters.removeValue(forKey: waiter) }
+    }
+
+    /// Waiters now (for tests).
+    var waiting: Int { state.withLock { $0.waiters.count } }
 
     /// Waits until everything queued is written, or until the reader took nothing for `stall`.
     public func drain(stall: Duration = .seconds(5)) {
@@ -170,7 +184,7 @@ public final class OutputQueue: Sendable {
 
     private func written(_ bytes: Int) {
         let render = notice.withLock { $0 }
-        let waiters = state.withLock { state -> [@Sendable () -> Void] in
+        let waiters = state.withLock { state -> [UInt64: @Sendable () -> Void] in
             state.queued -= bytes
             state.written += UInt64(bytes)
             // Room again: first say what was dropped, in the order of the lines that follow.
@@ -181,10 +195,11 @@ public final class OutputQueue: Sendable {
                     state.queued += text.utf8.count
                 }
             }
-            guard state.queued <= limits.bytes / 2 else { return [] }
-            return Swift.exchange(&state.waiters, with: [])
+            guard state.queued <= limits.bytes / 2 else { return [:] }
+            return Swift.exchange(&state.waiters, with: [:])
         }
-        for resume in waiters { resume() }
+        // In the order they came.
+        for key in waiters.keys.sorted() { waiters[key]?() }
     }
 
     private static let live = Mutex<[OutputQueue]>([])

@@ -61,13 +61,26 @@ public enum ControlServer {
         }
     }
 
-    /// A client over `maxClients`: an error and a status, without reading a byte of its request.
+    /// A client over `maxClients`: an error and a status. Its request is not read, only let through
+    /// (64 KiB, 2 s at most) before the connection closes: closing on bytes not read would reset
+    /// it, and the client would lose the answer.
     private static func refuse(_ connection: ControlConnection) async {
         let error = NearbyError.connectionFailed(
             "the node serves \(maxClients) clients at once, the most it does: try again when one of them is done")
-        try? await connection.channel.executeThenClose { _, outbound in
+        try? await connection.channel.executeThenClose { inbound, outbound in
             try await outbound.write(ByteBuffer(string: ControlReply.event(EventEncoder().line(Events.Failure(error))).line + "\n"))
             try await outbound.write(ByteBuffer(string: ControlReply.status(error.exitStatus.rawValue).line + "\n"))
+            outbound.finish()
+            _ = await firstResult(within: .seconds(2)) { () -> Bool? in
+                var seen = 0
+                do {
+                    for try await chunk in inbound {
+                        seen += chunk.readableBytes
+                        if seen > 64 << 10 { break }
+                    }
+                } catch {}
+                return true
+            }
         }
     }
 

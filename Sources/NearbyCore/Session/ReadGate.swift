@@ -54,7 +54,8 @@ final class ReadGate {
 
     /// A read asked for and not yet passed on.
     private var heldRead = false
-    /// Waiting for the output to have room (a wake-up is on its way).
+    /// Waiting for the output to have room (a wake-up is on its way): the queue's number for it.
+    private var outputWaiter: UInt64?
     private var waitingForOutput = false
     /// The share of `frames` the frame held now took (or waits for).
     private var frameShare: MemoryBudget.Share?
@@ -86,10 +87,11 @@ final class ReadGate {
             if !waitingForOutput {
                 waitingForOutput = true
                 let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-                output.whenRoom { [eventLoop = context.eventLoop] in
+                outputWaiter = output.whenRoom { [eventLoop = context.eventLoop] in
                     eventLoop.execute {
                         let (gate, context) = bound.value
                         gate.waitingForOutput = false
+                        gate.outputWaiter = nil
                         gate.retry(context)
                     }
                 }
@@ -143,6 +145,8 @@ final class ReadGate {
     /// The connection ended: every share goes back.
     func end() {
         ended = true
+        if let outputWaiter { output?.forget(outputWaiter) }
+        outputWaiter = nil
         frameDone()
         if let bulkShare { bulk?.give(bulkShare) }
         bulkShare = nil
