@@ -4,6 +4,8 @@
 // it is part of the system and libSystem provides the symbols.
 #if defined(__linux__)
 #include <avahi-compat-libdns_sd/dns_sd.h>
+// mallopt(3), for MemoryBudget.returnBigBlocks (glibc's <malloc.h> is not in Swift's Glibc module).
+#include <malloc.h>
 #else
 #include <dns_sd.h>
 #endif

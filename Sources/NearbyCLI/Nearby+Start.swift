@@ -13,6 +13,7 @@ extension Nearby {
     public static func start(_ arguments: [String] = Array(CommandLine.arguments.dropFirst())) async {
         // Before anything can fail: every sentence of the core names options and commands our way.
         Spelling.install(.commandLine)
+        MemoryBudget.returnBigBlocks()
         if let problem = SubcommandCheck.problem(in: arguments, known: subcommandNames) {
             exit(withError: ValidationError(problem))
         }

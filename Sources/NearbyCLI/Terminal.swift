@@ -37,11 +37,19 @@ public final class TerminalWriter: Sendable {
         batched = TickBuffer(write: write)
     }
 
-    /// This process's own stdout and stderr.
+    /// This process's own stdout and stderr. What goes to stdout leaves through `OutputQueue.standard`
+    /// (its own thread: a reader that does not keep up never holds up the network); stderr too when
+    /// stdout is a terminal, so the bar keeps its place between lines, else at once.
     public static let live = TerminalWriter(
         stdoutIsTerminal: isatty(STDOUT_FILENO) == 1, stderrIsTerminal: isatty(STDERR_FILENO) == 1,
         environment: ProcessInfo.processInfo.environment, columns: terminalColumns(),
-        write: { fd, text in writeWhole(fd, text) })
+        write: { [shared = isatty(STDOUT_FILENO) == 1] fd, text in
+            if fd == STDOUT_FILENO || shared {
+                OutputQueue.standard.append(text, fd: fd)
+            } else {
+                writeWhole(fd, text)
+            }
+        })
 
     /// https://no-color.org: set and not empty means no colour; a dumb terminal knows no escapes.
     static func escapesAllowed(_ environment: [String: String]) -> Bool {

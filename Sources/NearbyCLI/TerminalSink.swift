@@ -49,6 +49,11 @@ final class TerminalSink: EventSink {
         self.fd = fd
         human = style == .human
         renderer = HumanRenderer(color: writer.colors(fd), columns: isatty(fd) == 1 ? writer.columns : nil)
+        // Lines the process's output queue had to drop are counted in a line of the same kind.
+        if human, writer === TerminalWriter.live {
+            let renderer = renderer
+            OutputQueue.standard.renderNotices { renderer.render(DecodedEvent($0, at: Date())) + "\n" }
+        }
     }
 
     func emit(_ body: some EventBody) {

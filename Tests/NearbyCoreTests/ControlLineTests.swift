@@ -62,7 +62,7 @@ import Testing
         var reader = LineReader()
         let chunk = ByteBuffer(repeating: UInt8(ascii: "a"), count: 1 << 20)
         var failure: NearbyError?
-        for _ in 0...(LineReader.limit >> 20) {
+        for _ in 0...(LineReader.answerLimit >> 20) {
             do throws(NearbyError) {
                 _ = try reader.append(chunk)
             } catch {
@@ -70,11 +70,26 @@ import Testing
                 break
             }
         }
-        #expect(failure?.errorDescription?.contains("over the control socket's limit of 8 MiB") == true)
+        #expect(failure?.errorDescription?.contains("over its limit of 8388608 bytes") == true)
         var whole = LineReader()
-        var big = ByteBuffer(repeating: UInt8(ascii: "a"), count: LineReader.limit + 1)
+        var big = ByteBuffer(repeating: UInt8(ascii: "a"), count: LineReader.answerLimit + 1)
         big.writeString("\n")
         #expect(throws: NearbyError.self) { try whole.append(big) }
+    }
+
+    /// A request carries at most a 1 MiB message (as base64) and the request around it: a client
+    /// that sends more is cut there, not at 8 MiB.
+    @Test func aRequestLineIsBoundedByTheLargestRequest() throws {
+        let largest = ControlRequest.send(peers: ["p"], all: false, timeout: 30, payload: Data(repeating: 0xFF, count: Frame.maxPayload))
+        let bytes = try ControlClient.requestLine(largest)
+        #expect(bytes.readableBytes < LineReader.requestLimit)
+        #expect(LineReader.requestLimit < 3 << 19)
+        var fits = LineReader(limit: LineReader.requestLimit)
+        #expect(try fits.append(bytes) != nil)
+        var over = LineReader(limit: LineReader.requestLimit)
+        #expect(throws: NearbyError.self) {
+            try over.append(ByteBuffer(repeating: UInt8(ascii: "a"), count: LineReader.requestLimit + 1))
+        }
     }
 }
 

@@ -15,12 +15,13 @@ public protocol EventSink: Sendable {
 }
 
 /// Writes each event as one line on a file descriptor (stdout by default). Lines never interleave;
-/// lines emitted on an event loop in one tick leave in one `write(2)` (`TickBuffer`), so a pipe's
-/// reader sees every line as soon as the tick that made it ends.
+/// lines emitted on an event loop in one tick go together (`TickBuffer`) to `OutputQueue.standard`,
+/// whose thread writes them, so a pipe's reader sees every line as soon as the tick that made it
+/// ends, and a reader that does not read holds up no event loop.
 public final class LineSink: EventSink {
     private let fd: Int32
     private let encoder = EventEncoder()
-    private let output = TickBuffer { fd, text in writeFully(fd, Array(text.utf8)) }
+    private let output = TickBuffer { fd, text in OutputQueue.standard.append(text, fd: fd) }
 
     public init(fileDescriptor: Int32 = STDOUT_FILENO) { fd = fileDescriptor }
 

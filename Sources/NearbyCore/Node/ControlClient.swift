@@ -37,8 +37,12 @@ public enum ControlClient {
         return nil
     }
 
+    /// Slashes unescaped: a 1 MiB message is then at most 1.4 MB of base64, within the node's
+    /// `LineReader.requestLimit` (escaped, base64's slashes could double it).
     static func requestLine(_ request: ControlRequest) throws -> ByteBuffer {
-        ByteBuffer(bytes: try JSONEncoder().encode(request) + Data("\n".utf8))
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .withoutEscapingSlashes
+        return ByteBuffer(bytes: try encoder.encode(request) + Data("\n".utf8))
     }
 
     /// Sends a request to the running node and passes its event lines to `output` as they come.

@@ -163,15 +163,21 @@ public struct PassedInput: Codable, Sendable, Equatable {
     }
 }
 
-/// Splits the first lines off a byte stream, bounded: a control request or answer line is at most
-/// 8 MiB (a 1 MiB message is about 1.4 MB of JSON). A line may come in any number of reads, of any
-/// size; each byte is looked at once (where the search for the newline stopped is remembered). What
-/// follows the line (`rest`) is left untouched, for the raw bytes of a stream.
+/// Splits the first lines off a byte stream, bounded: a request line at most `requestLimit` (what
+/// the largest request carries: a 1 MiB message as base64, and the request around it), an answer
+/// line at most 8 MiB (a 1 MiB message of text, escaped). A line may come in any number of reads,
+/// of any size; each byte is looked at once (where the search for the newline stopped is
+/// remembered). What follows the line (`rest`) is left untouched, for the raw bytes of a stream.
 struct LineReader {
-    static let limit = 8 << 20
+    static let answerLimit = 8 << 20
+    /// 1 MiB as base64 (1,398,104 bytes) and 64 KiB for the rest of the request: 1,463,640 bytes.
+    static let requestLimit = (Frame.maxPayload + 2) / 3 * 4 + (64 << 10)
+    let limit: Int
     private var pending = ByteBuffer()
     /// How many bytes after `pending.readerIndex` are known to hold no newline.
     private var searched = 0
+
+    init(limit: Int = LineReader.answerLimit) { self.limit = limit }
 
     /// The line `chunk` completes, or nil when it needs more; throws once a line is over `limit`.
     mutating func append(_ chunk: ByteBuffer) throws(NearbyError) -> String? {
@@ -185,15 +191,11 @@ struct LineReader {
         let view = pending.readableBytesView
         guard let newline = view[(view.startIndex + searched)...].firstIndex(of: UInt8(ascii: "\n")) else {
             searched = view.count
-            guard pending.readableBytes <= Self.limit else {
-                throw .invalidArgument("the request line is over the control socket's limit of \(Self.limit >> 20) MiB")
-            }
+            guard pending.readableBytes <= limit else { throw tooLong }
             return nil
         }
         let length = newline - view.startIndex
-        guard length <= Self.limit else {
-            throw .invalidArgument("the request line is over the control socket's limit of \(Self.limit >> 20) MiB")
-        }
+        guard length <= limit else { throw tooLong }
         searched = 0
         let text = pending.readString(length: length) ?? ""
         pending.moveReaderIndex(forwardBy: 1)
@@ -201,6 +203,10 @@ struct LineReader {
     }
 
     var rest: ByteBuffer { pending }
+
+    private var tooLong: NearbyError {
+        .invalidArgument("a line on the control socket is over its limit of \(limit) bytes")
+    }
 }
 
 /// Event lines for one control client, written in order as the work happens.

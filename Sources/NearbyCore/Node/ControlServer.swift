@@ -12,7 +12,11 @@ import Darwin
 /// The node's control socket: one request per connection, served while the client stays. A client
 /// that goes away (Ctrl-C, killed) takes its request with it: the work it waited for is cancelled,
 /// so an interrupted `nearby accept` leaves no waiter behind to swallow the next invitation.
+/// At most `maxClients` are served at once, each request line at most `LineReader.requestLimit`.
 public enum ControlServer {
+    /// Clients served at once: 16, or `NEARBY_CONTROL_CLIENTS` (for tests). One more is told so and closed.
+    static let maxClients = ProcessInfo.processInfo.environment["NEARBY_CONTROL_CLIENTS"].flatMap(Int.init).map { max($0, 1) } ?? 16
+
     /// Serves requests until the calling task is cancelled.
     public static func run(node: Node, address: NodeAddress, active: ActiveRequests, ready: @Sendable () -> Void = {}) async throws(NearbyError) {
         let server: NIOAsyncChannel<ControlConnection, Never>
@@ -43,6 +47,10 @@ public enum ControlServer {
         _ = try? await server.executeThenClose { clients in
             try await withThrowingDiscardingTaskGroup { group in
                 for try await client in clients {
+                    guard active.count < maxClients else {
+                        group.addTask { await refuse(client) }
+                        continue
+                    }
                     active.begin()
                     group.addTask {
                         await serve(client, node: node)
@@ -53,11 +61,34 @@ public enum ControlServer {
         }
     }
 
+    /// A client over `maxClients`: an error and a status. Its request is not read, only let through
+    /// (64 KiB, 2 s at most) before the connection closes: closing on bytes not read would reset
+    /// it, and the client would lose the answer.
+    private static func refuse(_ connection: ControlConnection) async {
+        let error = NearbyError.connectionFailed(
+            "the node serves \(maxClients) clients at once, the most it does: try again when one of them is done")
+        try? await connection.channel.executeThenClose { inbound, outbound in
+            try await outbound.write(ByteBuffer(string: ControlReply.event(EventEncoder().line(Events.Failure(error))).line + "\n"))
+            try await outbound.write(ByteBuffer(string: ControlReply.status(error.exitStatus.rawValue).line + "\n"))
+            outbound.finish()
+            _ = await firstResult(within: .seconds(2)) { () -> Bool? in
+                var seen = 0
+                do {
+                    for try await chunk in inbound {
+                        seen += chunk.readableBytes
+                        if seen > 64 << 10 { break }
+                    }
+                } catch {}
+                return true
+            }
+        }
+    }
+
     private static func serve(_ connection: ControlConnection, node: Node) async {
         let client = connection.channel
         try? await client.executeThenClose { inbound, outbound in
             var iterator = inbound.makeAsyncIterator()
-            var reader = LineReader()
+            var reader = LineReader(limit: LineReader.requestLimit)
             // The request line, in as many reads as it takes; over the limit, a status saying so.
             var line: Result<String, NearbyError>?
             while line == nil {

@@ -130,7 +130,8 @@ enum Keepalive {
         while !Task.isCancelled {
             try? await Task.sleep(for: interval)
             if Task.isCancelled { return }
-            switch SessionStateMachine.keepalive(silence: link.silence) {
+            // Silence while we hold the link's reads (its output waits) is ours, not the peer's.
+            switch SessionStateMachine.keepalive(silence: link.shortcut.pacing.silence(link.silence)) {
             case let .send(frame): await link.send(frame)
             case let .close(reason): link.close(because: reason); return
             default: return

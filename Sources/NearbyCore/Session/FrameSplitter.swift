@@ -14,10 +14,16 @@ import NIOCore
 /// A hostile peer gains nothing: a header is checked (its type's size bound, the type, the channel,
 /// and whether the type may come before a session) before anything is held, a data frame is never
 /// held at all, and what is held between reads is at most one frame that is not data: 16 KiB before
-/// a session (`Frame.maxControlPayload`), a 1 MiB message only in one (`Frame.Kind.maxPayload`).
-final class FrameSplitter: ChannelInboundHandler, RemovableChannelHandler {
+/// a session (`Frame.maxControlPayload`), a 1 MiB message only in one (`Frame.Kind.maxPayload`),
+/// and only once the node's `MemoryBudget.frames` gave it room.
+///
+/// It also paces the connection's reads (`ReadGate`): small before the session, held while a frame
+/// waits for room or while the process's output is full.
+final class FrameSplitter: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = Frame
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
 
     /// The start of a frame an earlier read ended in the middle of (a header, or a frame that is not data).
     private var held = ByteBuffer()
@@ -34,11 +40,31 @@ final class FrameSplitter: ChannelInboundHandler, RemovableChannelHandler {
     /// On the side that opened the connection (and invited), the peer's answer begins the session;
     /// the other side's node begins it itself, before it sends its accepting answer.
     private let beginsOnAnswer: Bool
+    private let gate: ReadGate
 
-    /// `phase` shared with the node; the default (for tests) is a session already begun.
-    init(phase: SessionPhase = SessionPhase(inSession: true), client: Bool = false) {
+    /// `phase` shared with the node; the default (for tests) is a session already begun. Reads are
+    /// paced by `output` and the budgets when given (`ReadGate`), and `pacing` tells the link's
+    /// keepalive when they are held.
+    init(
+        phase: SessionPhase = SessionPhase(inSession: true), client: Bool = false, pacing: ReadPacing = ReadPacing(),
+        output: OutputQueue? = nil, frames: MemoryBudget? = nil, bulk: MemoryBudget? = nil
+    ) {
         self.phase = phase
         beginsOnAnswer = client
+        gate = ReadGate(phase: phase, pacing: pacing, output: output, frames: frames, bulk: bulk)
+    }
+
+    func read(context: ChannelHandlerContext) {
+        gate.read(context)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        gate.end()
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        gate.end()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -71,10 +97,15 @@ final class FrameSplitter: ChannelInboundHandler, RemovableChannelHandler {
             }
             try split(&held, context: context)
         }
-        if held.readableBytes == 0, held.capacity > 0 { held = ByteBuffer() }
+        if held.readableBytes == 0, held.capacity > 0 {
+            held = ByteBuffer()
+            gate.frameDone()
+        }
         try split(&input, context: context)
         // A copy: a few bytes held must not keep the whole read buffer alive.
         if input.readableBytes > 0 { held.writeBuffer(&input) }
+        // The frame held now (begun in this read, or its header only just completed) takes its share.
+        if held.readableBytes > 0 { gate.holding(held, context) }
     }
 
     /// Passes up every frame (or part of a data frame) at the front of `buffer`.
@@ -92,11 +123,15 @@ final class FrameSplitter: ChannelInboundHandler, RemovableChannelHandler {
                 throw .unexpected("\(header.kind) frame before the session was accepted")
             }
             if var frame = try FrameDecoder.parse(&buffer) {
-                if frame.kind == .data { frame.payload = Self.copy(frame.payload) }
+                if frame.kind == .data {
+                    gate.carriesData(context)
+                    frame.payload = Self.copy(frame.payload)
+                }
                 // A refused or misplaced answer is the state machine's to refuse (it closes).
                 if frame.kind == .answer, beginsOnAnswer { phase.begin() }
                 context.fireChannelRead(Self.wrapInboundOut(frame))
             } else if header.kind == .data {
+                gate.carriesData(context)
                 buffer.moveReaderIndex(forwardBy: Frame.headerSize)
                 dataLeft = header.length
                 dataChannel = header.channel

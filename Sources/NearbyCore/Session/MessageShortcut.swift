@@ -21,6 +21,8 @@ final class MessageShortcut: Sendable {
     private let state = Mutex(State())
     /// Whether the connection's session began (the `FrameSplitter` refuses in-session frames before).
     let phase = SessionPhase()
+    /// Whether the `FrameSplitter` holds the connection's reads now (the keepalive asks).
+    let pacing = ReadPacing()
 
     init() {}
 

@@ -1,0 +1,131 @@
+import Foundation
+import Synchronization
+
+#if os(Linux)
+import CDNSSD
+#endif
+
+/// Bytes a node holds for its peers, against one limit per node: a link takes its share before it
+/// holds the bytes and gives it back when it no longer does (or when it closes). A link that
+/// cannot take its share now waits, first come first served, with its reads held — TCP's flow
+/// control stops its peer meanwhile. A share is taken whole, before the bytes come, so the links
+/// that got theirs can always finish, and the ones that wait hold nothing: no deadlock, whatever
+/// the peers do.
+///
+/// Two budgets use it (docs/security.md, "Memory and output"): `frames`, for a frame held whole
+/// while it arrives (a message of up to 1 MiB), and `bulkReads`, for the big read buffers a link
+/// carrying a file or a stream reads with (the others read with small ones).
+public final class MemoryBudget: Sendable {
+    /// A share asked for: granted now, or later (`onGrant`), or given up before.
+    public final class Share: Sendable {
+        public let bytes: Int
+        fileprivate let state = Mutex<Phase>(.waiting)
+        fileprivate let onGrant: @Sendable () -> Void
+
+        fileprivate enum Phase { case waiting, granted, released }
+
+        fileprivate init(bytes: Int, onGrant: @escaping @Sendable () -> Void) {
+            self.bytes = bytes
+            self.onGrant = onGrant
+        }
+
+        public var isGranted: Bool { state.withLock { $0 == .granted } }
+    }
+
+    private struct State {
+        var used = 0
+        var waiting: [Share] = []
+    }
+
+    public let limit: Int
+    private let state = Mutex(State())
+
+    public init(limit: Int) { self.limit = max(limit, 1) }
+
+    /// Bytes granted now.
+    public var used: Int { state.withLock { $0.used } }
+    /// Shares waiting now.
+    public var waiting: Int { state.withLock { $0.waiting.count } }
+
+    /// Takes `bytes` now if they fit, else nil (no waiting).
+    public func tryTake(_ bytes: Int) -> Share? {
+        let share = Share(bytes: bytes, onGrant: {})
+        return state.withLock { state -> Share? in
+            // Nobody jumps the queue: with shares waiting, a new one waits too (here: refused).
+            guard state.waiting.isEmpty, state.used + bytes <= limit else { return nil }
+            state.used += bytes
+            share.state.withLock { $0 = .granted }
+            return share
+        }
+    }
+
+    /// Asks for `bytes`: granted at once (the share says so), or once enough is given back, in the
+    /// order asked, and then `onGrant` is called (on the thread that gave back). A share larger than
+    /// the whole limit is granted when nothing else is held.
+    public func take(_ bytes: Int, onGrant: @escaping @Sendable () -> Void) -> Share {
+        let share = Share(bytes: bytes, onGrant: onGrant)
+        state.withLock { state in
+            if state.waiting.isEmpty, fits(bytes, state.used) {
+                state.used += bytes
+                share.state.withLock { $0 = .granted }
+            } else {
+                state.waiting.append(share)
+            }
+        }
+        return share
+    }
+
+    /// Gives back a share (granted or still waiting); a share given back twice counts once.
+    public func give(_ share: Share) {
+        let granted = state.withLock { state -> [Share] in
+            let was = share.state.withLock { phase -> Share.Phase in
+                defer { phase = .released }
+                return phase
+            }
+            switch was {
+            case .released: return []
+            case .waiting:
+                state.waiting.removeAll { $0 === share }
+            case .granted:
+                state.used -= share.bytes
+            }
+            var granted: [Share] = []
+            while let next = state.waiting.first, fits(next.bytes, state.used) {
+                state.waiting.removeFirst()
+                state.used += next.bytes
+                next.state.withLock { $0 = .granted }
+                granted.append(next)
+            }
+            return granted
+        }
+        for share in granted { share.onGrant() }
+    }
+
+    private func fits(_ bytes: Int, _ used: Int) -> Bool { used + bytes <= limit || used == 0 }
+
+    /// Frames held whole while they arrive, over every link: 4 MiB (four 1 MiB messages at once),
+    /// or `NEARBY_FRAME_BUDGET_BYTES`. Each becomes a line of output: the more at once, the more
+    /// the output queue takes past its limit when it fills.
+    public static let frames = MemoryBudget(limit: setting("NEARBY_FRAME_BUDGET_BYTES", 4 << 20))
+
+    /// The big read buffers of links carrying files or streams: 16 MiB, that is 8 links reading
+    /// 4 × 256 KiB at a time with room for TLS's buffer of as much, or `NEARBY_BULK_READ_BUDGET_BYTES`.
+    public static let bulkReads = MemoryBudget(limit: setting("NEARBY_BULK_READ_BUDGET_BYTES", 16 << 20))
+
+    /// Blocks over 1 MiB (a 1 MiB message, its event line, the buffer that gathered it) are mapped
+    /// on their own and given back to the system when freed. glibc's default raises that threshold
+    /// to the size of any such block freed (up to 32 MiB), after which they come from the heap and
+    /// its holes: RSS that stayed up after a flood of 1 MiB messages. Setting it fixes it
+    /// (`mallopt(3)`); 1 MiB leaves the buffers of a bulk transfer (256 KiB reads, pooled copies),
+    /// which are reused, on the heap. `NEARBY_MMAP_THRESHOLD_BYTES` sets another (0: glibc's own).
+    public static func returnBigBlocks() {
+        #if os(Linux)
+        let threshold = setting("NEARBY_MMAP_THRESHOLD_BYTES", 1 << 20)
+        if threshold > 0 { _ = mallopt(M_MMAP_THRESHOLD, Int32(clamping: threshold)) }
+        #endif
+    }
+
+    static func setting(_ name: String, _ standard: Int) -> Int {
+        ProcessInfo.processInfo.environment[name].flatMap(Int.init).map { max($0, 0) } ?? standard
+    }
+}
