@@ -58,7 +58,6 @@ extension Nearby {
 
         func validate() throws {
             guard timeout > 0, timeout.isFinite, timeout <= 600 else { throw ValidationError("--timeout must be between 0 and 600 seconds") }
-            if let peer, peer.isEmpty { throw ValidationError("PEER must not be empty") }
         }
 
 
@@ -66,6 +65,7 @@ extension Nearby {
             let context = output.configure(CommandContext.current)
             var checks: [DoctorCheck] = []
             try await reporting(context, verbose: output.verbose) {
+                try PeerQuery.check([peer])
                 let service = try serviceOptions.resolve(context)
                 let identity = try context.identity()
                 let limit = Duration.milliseconds(Int64(timeout * 1000))

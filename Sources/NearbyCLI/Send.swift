@@ -81,6 +81,7 @@ extension Nearby {
                 // The lines of stdin, read as they come (the running node's, or our own node's input).
                 let input = DescriptorSource(fd: STDIN_FILENO, chunk: 64 << 10)
                 if lines {
+                    try PeerQuery.check(request.namedPeers)
                     let identity = try context.identity()
                     let address = NodeAddress(paths: context.paths, environment: context.environment, peerID: identity.peerID, service: node.service)
                     let replies = NodeReplies(context.events)

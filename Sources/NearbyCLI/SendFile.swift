@@ -46,6 +46,7 @@ extension Nearby {
             let context = output.configure(CommandContext.current)
             try await reporting(context, verbose: output.verbose) {
                 let node = try self.node.resolve(context)
+                try PeerQuery.check([peer])
                 // Missing or unreadable files are refused before anything touches the network.
                 // What a directory holds that is not a file is said, not dropped in silence.
                 let files = try FileList.collect(paths) { context.events.emit(Events.Skipped($0)) }

@@ -24,6 +24,11 @@ public struct PeerSearchReport: Sendable, Equatable {
         self.elsewhere = elsewhere
     }
 
+    /// The peers among `peers` whose names are near `query` without matching it.
+    public static func near(_ query: String, among peers: some Sequence<DiscoveredPeer>, excluding me: String) -> [PeerRef] {
+        peers.filter { $0.isNear(query) && $0.instance != me }.sorted { $0.instance < $1.instance }.map(\.ref)
+    }
+
     /// The command to run next: a doctor run on the peer, with the service that was used.
     public func hint(for query: String) -> String {
         let option = service == ServiceType.default.registrationType ? [] : [Spelling.option(.service, Self.shortName(service) ?? service)]

@@ -61,6 +61,8 @@ public enum NearbyError: Error, LocalizedError, Equatable, Sendable {
     case notANearbyPeer(String)
     case declined(peer: String, reason: String)
     case invitationTimedOut(peer: String, seconds: Double)
+    /// `accept --timeout`: no invitation (from `from`, when given) came in time.
+    case noInvitation(from: String?, seconds: Double)
     case connectionFailed(String)
     case encryptionMismatch(ours: String, theirs: String)
     case identityMismatch(expected: String, got: String)
@@ -92,6 +94,7 @@ public enum NearbyError: Error, LocalizedError, Equatable, Sendable {
         case .notANearbyPeer: "not-a-nearby-peer"
         case .declined: "declined"
         case .invitationTimedOut: "invitation-timeout"
+        case .noInvitation: "no-invitation"
         case .connectionFailed: "connection-failed"
         case .encryptionMismatch: "encryption-mismatch"
         case .identityMismatch: "identity-mismatch"
@@ -119,7 +122,7 @@ public enum NearbyError: Error, LocalizedError, Equatable, Sendable {
         case .peerAmbiguous: .peerNotFound
         case .notANearbyPeer, .connectionFailed, .encryptionMismatch, .notConnected: .connectionFailed
         case .declined: .declined
-        case .invitationTimedOut: .timedOut
+        case .invitationTimedOut, .noInvitation: .timedOut
         case .identityMismatch, .keyChanged: .identityCheckFailed
         case .noNode: .noNode
         case .nodeAlreadyRunning: .nodeAlreadyRunning
@@ -165,6 +168,8 @@ public enum NearbyError: Error, LocalizedError, Equatable, Sendable {
             "\(peer) declined the invitation (\(reason))"
         case let .invitationTimedOut(peer, seconds):
             "\(peer) did not answer the invitation within \(Self.format(seconds)) s"
+        case let .noInvitation(from, seconds):
+            "no invitation\(from.map { " from \($0)" } ?? "") came within \(Self.format(seconds)) s"
         case let .connectionFailed(reason):
             reason
         case let .encryptionMismatch(ours, theirs):
