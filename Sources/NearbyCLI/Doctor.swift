@@ -80,8 +80,7 @@ extension Nearby {
                 do throws(NearbyError) {
                     try survey.start()
                 } catch {
-                    record(DoctorCheck("daemon", .fail, "the DNS-SD daemon does not answer: \(error.errorDescription ?? "\(error)") (is avahi-daemon running?)",
-                                       hint: DoctorCheck.daemonHint, exitStatus: .daemonUnavailable))
+                    record(DoctorCheck.daemonFailed(error))
                     return
                 }
                 defer { survey.stop() }

@@ -29,6 +29,13 @@ enum OutputStyle: String, EnumerableFlag, Sendable {
         default: return terminal ? .human : .json
         }
     }
+
+    /// A $NEARBY_OUTPUT that names no style, said rather than ignored in silence.
+    static func unknownEnvironmentValue(_ environment: [String: String]) -> String? {
+        guard let value = environment["NEARBY_OUTPUT"], !value.isEmpty,
+              !["json", "human", "text"].contains(value.lowercased()) else { return nil }
+        return value
+    }
 }
 
 /// The event sink of a live command: every event (encoded here, or a line relayed from a running

@@ -68,7 +68,8 @@ final class DNSServiceOperation: @unchecked Sendable {
         case Int32(kDNSServiceErr_NoError): return
         // -65537 is what Avahi's compat layer returns when it cannot reach avahi-daemon (or D-Bus);
         // -65563 is Apple's "service not running".
-        case Int32(kDNSServiceErr_Unknown), -65563: throw .daemonUnavailable(code: status)
+        // -65553 (Refused) is Avahi's access denied: D-Bus policy does not let this user talk to it.
+        case Int32(kDNSServiceErr_Unknown), -65563, Int32(kDNSServiceErr_Refused): throw .daemonUnavailable(code: status)
         default: throw .discoveryFailed(operation: operation, code: status)
         }
     }

@@ -235,6 +235,9 @@ extension Node {
         let reason = link.closeReason ?? "connection lost"
         for end in link.channels.drop() {
             switch end {
+            case let .receiving(file) where reason.hasPrefix("we left"):
+                // Our own leaving (Ctrl-C here, `disconnect`): nothing vanished.
+                abandon(file, code: "cancelled", reason: "cancelled here (\(reason))", keepPartial: true)
             case let .receiving(file):
                 abandon(file, code: "connection-lost", reason: "the peer vanished mid-transfer (\(reason))", keepPartial: true)
             case let .sending(channel):

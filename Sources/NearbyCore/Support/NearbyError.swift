@@ -77,6 +77,9 @@ public enum NearbyError: Error, LocalizedError, Equatable, Sendable {
     case cancelled(String)
     case wideArea(WideAreaFailure)
 
+    /// kDNSServiceErr_Refused: what Avahi's compat layer says when D-Bus denies us the daemon.
+    public static let accessRefused: Int32 = -65553
+
     public var code: String {
         switch self {
         case .invalidServiceType: "invalid-service-type"
@@ -148,6 +151,8 @@ public enum NearbyError: Error, LocalizedError, Equatable, Sendable {
             "the identity file \(path) is corrupt (\(reason)); fix or move it away — nearby will not silently replace an identity"
         case let .identityIO(path, reason):
             "cannot use the identity file \(path): \(reason)"
+        case let .daemonUnavailable(code) where code == Self.accessRefused:
+            "avahi-daemon refused this user access (error \(code)): its D-Bus policy (/etc/dbus-1/system.d/avahi-dbus.conf) does not allow it; check with `avahi-browse -at`, run as a user the policy allows, or allow this one"
         case let .daemonUnavailable(code):
             "cannot reach the DNS-SD daemon (error \(code)): is avahi-daemon running?"
         case let .discoveryFailed(operation, code):
