@@ -8,7 +8,9 @@ import Darwin
 
 /// One finding of `nearby doctor`: what was checked, how it went, and what a person can do about it.
 public struct DoctorCheck: Sendable, Equatable {
-    public enum Status: String, Sendable, Codable { case ok, warn, fail }
+    /// `skip`: not judged, because another check already explained what it would find (the detail
+    /// says which); it counts as neither a warning nor a failure.
+    public enum Status: String, Sendable, Codable { case ok, warn, fail, skip }
 
     public var name: String
     public var status: Status

@@ -62,7 +62,8 @@ public struct PeerSearchReport: Sendable, Equatable {
         return try? ServiceType(String(type.dropFirst().dropLast("._tcp".count))).name
     }
 
-    static func shellQuoted(_ text: String) -> String {
+    /// `text` as one shell word: as it is when plain, else single-quoted with `'\''` for each `'`.
+    public static func shellQuoted(_ text: String) -> String {
         let plain = text.unicodeScalars.allSatisfy { $0.isASCII && (plainCharacters.contains($0)) }
         return plain && !text.isEmpty ? text : "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
     }

@@ -19,16 +19,21 @@ public struct RecentPeers: Sendable {
         public var name: String?
         public var service: String
         public var lastSeen: Date
+        /// Where it answered then (doctor tries it when the peer is no longer advertised).
+        public var port: Int?
+        public var addresses: [String]?
 
-        public init(id: String, name: String?, service: String, lastSeen: Date) {
+        public init(id: String, name: String?, service: String, lastSeen: Date, port: Int? = nil, addresses: [String]? = nil) {
             self.id = id
             self.name = name
             self.service = service
             self.lastSeen = lastSeen
+            self.port = port
+            self.addresses = addresses
         }
 
         enum CodingKeys: String, CodingKey {
-            case id, name, service
+            case id, name, service, port, addresses
             case lastSeen = "last_seen"
         }
     }
@@ -91,7 +96,9 @@ public struct RecentPeers: Sendable {
         guard peer.instance != selfID?.rawValue,
             Self.recorded.insert(path + "\n" + Self.key(service: service.name, id: peer.instance))
         else { return }
-        try? record([Entry(id: peer.instance, name: peer.txt.displayName, service: service.name, lastSeen: now)])
+        try? record([Entry(
+            id: peer.instance, name: peer.txt.displayName, service: service.name, lastSeen: now, port: peer.port,
+            addresses: Array(peer.addresses.prefix(4)))])
     }
 
     /// What completion offers for a PEER on `service` (every service when nil): IDs and display
