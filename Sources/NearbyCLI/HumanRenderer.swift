@@ -156,7 +156,8 @@ struct HumanRenderer: Sendable {
             let who = sent ? "\(bold(e.peer)) has the same \(Format.size(bytes))" : "the same \(Format.size(bytes)) as \(bold(e.peer)) sent"
             return paint("already there", .green) + ": \(path) — \(who) (sha256 \(Text.short(e.sha256, 12))), no second copy"
         }
-        return paint(sent ? "sent" : "received", .green) + " \(path) \(sent ? "to" : "from") "
+        let renamed = e.savedAs.map { " (saved there as \(paint(Text.clean($0), .bold)))" } ?? ""
+        return paint(sent ? "sent" : "received", .green) + " \(path)\(renamed) \(sent ? "to" : "from") "
             + "\(bold(e.peer)): \(Format.size(bytes)) in \(Format.seconds(e.seconds))\(rate)\(resumed), sha256 \(Text.short(e.sha256, 12))"
     }
 

@@ -130,3 +130,40 @@ test_peer_timeout_bounds_the_whole_command() {
     (( ms < 4000 )) || fail "accept --timeout 2 took $ms ms" || return 1
     ex_says "$OUT/accept.err" "no invitation came within 2 s" "the sentence" || return 1
 }
+
+# Row 10: right after `disconnect --all`, `send` through the same node makes a new session (or
+# fails with the real cause): never `connected` then `not-connected` in the same breath. The session
+# is made either way round: by h1's node, and by Bob's (h1 accepting).
+test_peer_send_right_after_disconnect_all_reconnects() {
+    trap stop_started RETURN
+    local status round bob id1
+    id1=$(id_of 1) || return 1
+    start_node 2 s-pq-again --name "Bob's Pi" --auto-accept || return 1; bob=$ADV
+    start_node 1 s-pq-again --auto-accept || return 1
+    for round in 1 2 3 4; do
+        if (( round % 2 == 0 )); then
+            nb 2 send --service s-pq-again "$id1" "from bob $round" >"$OUT/bob$round.jsonl" 2>&1 || { fail "h2 sends to h1, round $round"; show "$OUT/bob$round.jsonl"; return 1; }
+        fi
+        nb 1 send --service s-pq-again "Bob's Pi" "hi $round" >"$OUT/send$round.jsonl" 2>"$OUT/send$round.err"; status=$?
+        expect_eq "$status" 0 "send, round $round" || { show "$OUT/send$round.jsonl"; return 1; }
+        nb 1 disconnect --all --service s-pq-again >"$OUT/disc$round.jsonl" 2>&1; status=$?
+        expect_eq "$status" 0 "disconnect --all, round $round" || { show "$OUT/disc$round.jsonl"; return 1; }
+    done
+    await "$bob" 'select(.event=="message" and .text=="hi 4")' 5 "the last message on h2" >/dev/null || return 1
+}
+
+# Row 14: two files with the same base name: the sender's `file-sent` events tell them apart —
+# where each came from (`source`), and the name the receiver saved the second under (`saved_as`).
+test_peer_same_base_names_are_told_apart() {
+    trap stop_started RETURN
+    local id1 status save=$OUT/save
+    id1=$(id_of 1) || return 1
+    mkdir -p "$save" "$OUT/dA" "$OUT/dB"
+    printf 'from A\n' >"$OUT/dA/x.txt"; printf 'from B\n' >"$OUT/dB/x.txt"
+    start_node 1 s-pq-twins --auto-accept --save-dir "$save" || return 1
+    nb 2 send-file --service s-pq-twins "$id1" "$OUT/dA/x.txt" "$OUT/dB/x.txt" >"$OUT/send.jsonl" 2>"$OUT/send.err"; status=$?
+    expect_eq "$status" 0 "send-file dA/x.txt dB/x.txt" || { show "$OUT/send.jsonl"; return 1; }
+    expect_json "$OUT/send.jsonl" "select(.event==\"file-sent\" and .source==\"$OUT/dA/x.txt\" and .saved_as==null)" "dA/x.txt sent as x.txt" || return 1
+    expect_json "$OUT/send.jsonl" "select(.event==\"file-sent\" and .source==\"$OUT/dB/x.txt\" and .saved_as==\"x (1).txt\")" "dB/x.txt saved as 'x (1).txt'" || return 1
+    expect_eq "$(cat "$save/x (1).txt")" "from B" "what 'x (1).txt' holds" || return 1
+}

@@ -187,7 +187,10 @@ extension Node {
         events.emit(Events.FileReceived(
             transfer: file.transfer, peer: file.peer, path: placed, bytes: file.size, skipped: skipped, sha256: sha, seconds: seconds,
             alreadyThere: existing != nil ? true : nil))
-        await link.send(Control.frame(.close, Control.Close(sha256: sha, bytes: file.size, alreadyThere: existing != nil ? true : nil), channel: frame.channel))
+        let savedAs = placed.split(separator: "/").last.map(String.init)
+        await link.send(Control.frame(
+            .close, Control.Close(sha256: sha, bytes: file.size, alreadyThere: existing != nil ? true : nil, savedAs: savedAs == file.name ? nil : savedAs),
+            channel: frame.channel))
     }
 
     /// The sender stopped (a `reset`, which already ended the channel): what arrived stays for a resume.

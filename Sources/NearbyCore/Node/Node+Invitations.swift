@@ -167,8 +167,9 @@ extension Node {
         if let context, context.utf8.count > Control.maxContextBytes {
             throw .invalidArgument("the invitation context is \(context.utf8.count) bytes; the maximum is \(Control.maxContextBytes)")
         }
-        // A peer we are in a session with needs no discovery and no invitation.
-        let current = sessions.values.filter { Self.matches(query, $0.peer) }
+        // A peer we are in a session with needs no discovery and no invitation — unless that
+        // session is closing (`disconnect` returned before it was gone): then a new one is made.
+        let current = sessions.values.filter { Self.matches(query, $0.peer) && $0.closeReason == nil }
         if current.count == 1, let link = current.first {
             client?.emit(connectedEvent(link))
             return link.peer
@@ -189,8 +190,12 @@ extension Node {
             return peer
         }
         if let expected = target.expected, let link = sessions[expected] {
-            client?.emit(connectedEvent(link))
-            return link.peer
+            if link.closeReason == nil {
+                client?.emit(connectedEvent(link))
+                return link.peer
+            }
+            // Closing: let it go first, so the peer does not take our invitation for a duplicate.
+            await Link.untilDetached([link], by: min(deadline, .now + .seconds(2)))
         }
         let invitation = Invitations.Outgoing(id: Self.newInvitationID(), context: context, timeout: timeout)
         if let expected = target.expected { invitations.outgoing[expected] = invitation }
