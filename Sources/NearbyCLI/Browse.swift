@@ -99,9 +99,9 @@ extension Nearby {
                 let browser = makeBrowser(service, wideArea: try serviceOptions.wideArea.resolve(context))
                 let updates = try browser.start()
                 defer { browser.stop() }
-                context.events.emit(Events.Browsing(service: service.name, domain: browser.domain))
-
                 let limit = timeout ?? (peer == nil || now ? nil : Self.defaultPeerTimeout)
+                context.events.emit(Events.Browsing(service: service.name, domain: browser.domain, stopsAfter: limit, now: now))
+
                 let progress = BrowseProgress()
                 if let asked {
                     return try await runPeer(asked, updates, service: service, selfID: selfID, limit: limit ?? Self.defaultPeerTimeout, progress: progress, context: context)
