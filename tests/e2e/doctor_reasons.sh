@@ -82,7 +82,7 @@ test_doctor_reasons_the_peers_daemon_not_ours() {
 # Row 9: a D-Bus policy that refuses this user avahi: one sentence and exit 7 from browse, advertise
 # and doctor alike, no raw error number as the whole story.
 test_doctor_reasons_access_refused_by_dbus_policy() {
-    local hd conf sentence cmd status
+    local hd conf
     hd=$(_lab_hostdir 3); conf=$hd/dbus.conf
     cp "$conf" "$OUT/dbus.conf.orig"
     trap 'cp "$OUT/dbus.conf.orig" "'"$conf"'"; dr_reload_dbus 3; trap - RETURN' RETURN
@@ -94,15 +94,28 @@ test_doctor_reasons_access_refused_by_dbus_policy() {
     done
     sed -i "s#</busconfig>#  <policy user=\"root\">$deny</policy>\n</busconfig>#" "$conf"
     dr_reload_dbus 3 || return 1
+    dr_nine_says_refused "some calls denied" || return 1
+    # A policy that denies every call to the daemon: Avahi's library says -65537, as when it is not
+    # running; the bus says it is there.
+    cp "$OUT/dbus.conf.orig" "$conf"
+    sed -i "s#</busconfig>#  <policy user=\"root\"><deny send_destination=\"org.freedesktop.Avahi\"/></policy>\n</busconfig>#" "$conf"
+    dr_reload_dbus 3 || return 1
+    dr_nine_says_refused "every call denied" || return 1
+}
+
+# dr_nine_says_refused WHAT: browse, advertise and doctor on h3 say access is refused, exit 7.
+dr_nine_says_refused() {
+    local what=$1 hd cmd status
+    hd=$(_lab_hostdir 3)
     for cmd in "browse --timeout 2" "advertise" "doctor --timeout 2"; do
         # shellcheck disable=SC2086
         timeout 10 "$(command -v ip)" netns exec "${LAB_PREFIX}h3" env "DBUS_SYSTEM_BUS_ADDRESS=unix:path=$hd/dbus.sock" \
             "NEARBY_HOME=$hd/home" "XDG_RUNTIME_DIR=$hd/run" "$NEARBY" $cmd --service dr-nine >"$OUT/nine.jsonl" 2>"$OUT/nine.err"; status=$?
-        expect_eq "$status" 7 "nearby $cmd under a policy refusing avahi" || { show "$OUT/nine.jsonl"; return 1; }
+        expect_eq "$status" 7 "nearby $cmd under a policy refusing avahi ($what)" || { show "$OUT/nine.jsonl"; return 1; }
         # The error's sentence on stderr (doctor: its daemon check's detail).
         cat "$OUT/nine.err" "$OUT/nine.jsonl" >"$OUT/nine.all"
-        ex_says "$OUT/nine.all" "avahi-daemon refused this user access (error -65553): its D-Bus policy" "nearby $cmd: the sentence" || return 1
-        ! grep -q "is avahi-daemon running" "$OUT/nine.all" || fail "nearby $cmd asks whether avahi-daemon runs" || return 1
+        ex_says "$OUT/nine.all" "avahi-daemon refused this user access (error -65553): its D-Bus policy" "nearby $cmd ($what): the sentence" || return 1
+        ! grep -q "is avahi-daemon running" "$OUT/nine.all" || fail "nearby $cmd ($what) asks whether avahi-daemon runs" || return 1
     done
 }
 
