@@ -7,8 +7,11 @@ import Glibc
 import Darwin
 #endif
 
-/// The peers `nearby browse` saw lately, kept in `$NEARBY_HOME/recent-peers.json` so that shell
-/// completion can offer their names and IDs without touching the network or the identity.
+/// The peers this host saw (`nearby browse`) or reached (a session it opened) lately, kept in
+/// `$NEARBY_HOME/recent-peers.json`: shell completion offers their names and IDs without touching
+/// the network or the identity, and a command naming one of them connects to its remembered
+/// addresses at once while discovery runs (`remembered`); the handshake still proves the identity,
+/// so a stale or forged entry can only fail, never impersonate.
 ///
 /// It is a cache: losing it costs nothing. A missing, unreadable or corrupt file reads as empty, and
 /// writes replace the file atomically (temporary file + `rename(2)`), so a reader never sees half of one.
@@ -19,21 +22,22 @@ public struct RecentPeers: Sendable {
         public var name: String?
         public var service: String
         public var lastSeen: Date
-        /// Where it answered then (doctor tries it when the peer is no longer advertised).
-        public var port: Int?
+        /// Where the peer answered or was advertised, the address that worked first; with `port`,
+        /// what a command tries before discovery has answered. Absent in entries of older versions.
         public var addresses: [String]?
+        public var port: Int?
 
-        public init(id: String, name: String?, service: String, lastSeen: Date, port: Int? = nil, addresses: [String]? = nil) {
+        public init(id: String, name: String?, service: String, lastSeen: Date, addresses: [String]? = nil, port: Int? = nil) {
             self.id = id
             self.name = name
             self.service = service
             self.lastSeen = lastSeen
-            self.port = port
             self.addresses = addresses
+            self.port = port
         }
 
         enum CodingKeys: String, CodingKey {
-            case id, name, service, port, addresses
+            case id, name, service, addresses, port
             case lastSeen = "last_seen"
         }
     }
@@ -48,6 +52,15 @@ public struct RecentPeers: Sendable {
     public static let capacity = 100
     /// A larger file is not ours (or not sane): completion must stay fast, so it reads as empty.
     static let maxFileBytes = 1 << 20
+    /// How long remembered addresses are tried first: a day after the peer was last seen or reached.
+    public static let addressLifetime: TimeInterval = 24 * 3600
+    /// At most this many remembered addresses per peer (an entry is data from the network).
+    static let maxAddresses = 8
+
+    /// Whether addresses are remembered and tried: yes unless `NEARBY_REMEMBER=0`.
+    public static func remembersAddresses(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> Bool {
+        environment["NEARBY_REMEMBER"] != "0"
+    }
 
     public let path: String
     let capacity: Int
@@ -81,9 +94,13 @@ public struct RecentPeers: Sendable {
     /// the file atomically. Two writers racing lose at most each other's newest entries.
     public func record(_ entries: [Entry]) throws {
         var merged: [String: Entry] = [:]
-        for entry in load() + entries {
+        for var entry in load() + entries {
             let key = Self.key(service: entry.service, id: entry.id)
-            if let existing = merged[key], existing.lastSeen > entry.lastSeen { continue }
+            if let existing = merged[key] {
+                if existing.lastSeen > entry.lastSeen { continue }
+                // A sighting without addresses keeps those an earlier one remembered.
+                if entry.addresses == nil, entry.port == nil { (entry.addresses, entry.port) = (existing.addresses, existing.port) }
+            }
             merged[key] = entry
         }
         let newest = merged.values.sorted(by: Self.newestFirst)
@@ -96,9 +113,43 @@ public struct RecentPeers: Sendable {
         guard peer.instance != selfID?.rawValue,
             Self.recorded.insert(path + "\n" + Self.key(service: service.name, id: peer.instance))
         else { return }
+        let remember = Self.remembersAddresses() && peer.port != nil && !peer.addresses.isEmpty
         try? record([Entry(
-            id: peer.instance, name: peer.txt.displayName, service: service.name, lastSeen: now, port: peer.port,
-            addresses: Array(peer.addresses.prefix(4)))])
+            id: peer.instance, name: peer.txt.displayName, service: service.name, lastSeen: now,
+            addresses: remember ? Self.ordered(peer.addresses) : nil, port: remember ? peer.port : nil)])
+    }
+
+    /// The entry `query` names on `service` — its exact ID, else the only entry whose ID begins with
+    /// it or whose name it is — when that entry has addresses seen within `addressLifetime`. A name
+    /// two remembered peers share names neither: discovery decides, with its ambiguity rule.
+    public func remembered(_ query: String, service: String, excluding me: String?, now: Date = Date()) -> Entry? {
+        guard !query.isEmpty else { return nil }
+        let entries = load().filter { $0.service == service && $0.id != me }
+        let named = entries.first { $0.id == query }.map { [$0] }
+            ?? entries.filter { $0.id.hasPrefix(query) || $0.name == query }
+        guard named.count == 1, let entry = named.first, let addresses = entry.addresses, !addresses.isEmpty,
+              let port = entry.port, (1...65535).contains(port),
+              now.timeIntervalSince(entry.lastSeen) < Self.addressLifetime
+        else { return nil }
+        return entry
+    }
+
+    /// Forgets where a peer was (it answered with another identity, or not at all); the entry stays
+    /// for completion.
+    public func forgetAddresses(id: String, service: String) throws {
+        var entries = load()
+        guard let index = entries.firstIndex(where: { $0.id == id && $0.service == service }), entries[index].addresses != nil else { return }
+        (entries[index].addresses, entries[index].port) = (nil, nil)
+        try write(File(version: Self.fileVersion, peers: entries))
+    }
+
+    /// IPv4 first, then IPv6, link-local last, at most `maxAddresses`, each once.
+    public static func ordered(_ addresses: [String]) -> [String] {
+        var seen = Set<String>()
+        let unique = addresses.filter { seen.insert($0).inserted }
+        let sorted = unique.filter { !$0.contains(":") } + unique.filter { $0.contains(":") && !$0.lowercased().hasPrefix("fe80") }
+            + unique.filter { $0.lowercased().hasPrefix("fe80") }
+        return Array(sorted.prefix(maxAddresses))
     }
 
     /// What completion offers for a PEER on `service` (every service when nil): IDs and display
