@@ -8,7 +8,8 @@ extension Nearby {
             commandName: "send-file",
             abstract: "Send files and directories to a peer.",
             discussion: """
-                Directories go recursively, their relative paths kept; what they hold that is \
+                Directories go recursively, their relative paths kept, empty directories made \
+                on the receiving side too (after the files, with no event); what they hold that is \
                 not a file (a FIFO, a device, a socket, a symbolic link) is not sent, each with a \
                 'skipped' event saying why. Prints 'file-started', \
                 'progress' (at most 10 a second per file) and 'file-sent' with the SHA-256 the \

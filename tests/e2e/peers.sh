@@ -167,3 +167,21 @@ test_peer_same_base_names_are_told_apart() {
     expect_json "$OUT/send.jsonl" "select(.event==\"file-sent\" and .source==\"$OUT/dB/x.txt\" and .saved_as==\"x (1).txt\")" "dB/x.txt saved as 'x (1).txt'" || return 1
     expect_eq "$(cat "$save/x (1).txt")" "from B" "what 'x (1).txt' holds" || return 1
 }
+
+# Row 12: an empty directory given on its own is made on the receiving side; a node that takes no
+# files refuses it as it refuses a file.
+test_peer_empty_directory_is_recreated() {
+    trap stop_started RETURN
+    local id1 status save=$OUT/save
+    id1=$(id_of 1) || return 1
+    mkdir -p "$save" "$OUT/nothing here"
+    start_node 1 s-pq-emptydir --auto-accept --save-dir "$save" || return 1
+    nb 2 send-file --service s-pq-emptydir "$id1" "$OUT/nothing here" >"$OUT/send.jsonl" 2>"$OUT/send.err"; status=$?
+    expect_eq "$status" 0 "send-file of an empty directory" || { show "$OUT/send.jsonl"; return 1; }
+    [[ -d "$save/nothing here" ]] || fail "no '$save/nothing here' on h1: $(ls -A "$save")" || return 1
+    local id3
+    id3=$(id_of 3) || return 1
+    start_node 3 s-pq-emptydir --auto-accept || return 1
+    nb 2 send-file --service s-pq-emptydir "$id3" "$OUT/nothing here" >"$OUT/refused.jsonl" 2>"$OUT/refused.err"; status=$?
+    expect_error "$OUT/refused.jsonl" 5 "$status" no-save-dir "an empty directory to a node that takes no files" || return 1
+}

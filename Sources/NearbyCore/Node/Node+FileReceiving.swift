@@ -17,7 +17,7 @@ extension Node {
             violated(link, "a malformed open on channel \(frame.channel)")
             return
         }
-        guard offer.kind == .file else {
+        guard offer.kind == .file || offer.kind == .directory else {
             await refuse(frame.channel, on: link, reason: "this node takes no \(offer.kind) channels")
             return
         }
@@ -27,6 +27,7 @@ extension Node {
             await refuseUnconsented(offer, relative: relative, on: link, channel: frame.channel)
             return
         }
+        if offer.kind == .directory { return await directoryOffered(parts, in: saveDirectory, channel: frame.channel, on: link) }
         let directory = ([saveDirectory] + parts.dropLast()).joined(separator: "/")
         let name = parts.last ?? "unnamed"
         let fileKey = String(offer.key.filter { $0.isHexDigit }.prefix(32))
