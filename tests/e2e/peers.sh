@@ -119,6 +119,7 @@ test_peer_timeout_bounds_the_whole_command() {
         t0=$(now_ms)
         nb 2 send --service s-pq-drop --timeout 5 Dropped hi >"$OUT/$where.jsonl" 2>"$OUT/$where.err"; status=$?
         ms=$(( $(now_ms) - t0 ))
+        printf '    send --timeout 5 to a dropped port (%s): exit %s after %d ms\n' "$where" "$status" "$ms"
         expect_error "$OUT/$where.jsonl" 5 "$status" connection-failed "send to a dropped port ($where)" || return 1
         (( ms < 6500 )) || fail "send --timeout 5 ($where) took $ms ms" || { show "$OUT/$where.jsonl"; return 1; }
         ex_says "$OUT/$where.err" "cannot connect to 'Dropped'" "the peer as typed ($where)" || return 1
@@ -126,6 +127,7 @@ test_peer_timeout_bounds_the_whole_command() {
     t0=$(now_ms)
     nb 3 accept --service s-pq-drop --timeout 2 >"$OUT/accept.jsonl" 2>"$OUT/accept.err"; status=$?
     ms=$(( $(now_ms) - t0 ))
+    printf '    accept --timeout 2: exit %s after %d ms\n' "$status" "$ms"
     expect_error "$OUT/accept.jsonl" 4 "$status" no-invitation "accept --timeout 2, nobody invites" || return 1
     (( ms < 4000 )) || fail "accept --timeout 2 took $ms ms" || return 1
     ex_says "$OUT/accept.err" "no invitation came within 2 s" "the sentence" || return 1
