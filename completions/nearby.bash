@@ -318,13 +318,16 @@ _nearby_accept() {
     repeating_flags=()
     non_repeating_flags=(--decline --no-link --verbose -v --json --human --version -h --help)
     repeating_options=(--domain)
-    non_repeating_options=(--from --service --dns-server --dns-key --name --encryption --save-dir)
+    non_repeating_options=(--from --timeout --service --dns-server --dns-key --name --encryption --save-dir)
     __nearby_offer_flags_options 1
 
     # Offer option value completions
     case "${prev}" in
     '--from')
         __nearby_add_completions -W "$(__nearby_custom_complete ---completion accept -- --from "${COMP_CWORD}" "$(__nearby_cursor_index_in_current_word)")"
+        return
+        ;;
+    '--timeout')
         return
         ;;
     '--service')

@@ -33,13 +33,15 @@ extension Nearby {
                 has been coming for 2 s, it leaves the session and ends (a peer that runs a node \
                 stays in session otherwise). It exits non-zero when a file did not arrive whole \
                 (its code's status), 130 when Ctrl-C cut one short. --save-dir, --name and \
-                --encryption are for the node it starts: with a node running they must match it.
+                --encryption are for the node it starts: with a node running they must match it. \
+                --timeout bounds the wait for an invitation: none in time is exit 4 ('no-invitation').
 
                 Examples:
                   nearby accept
                   nearby accept --save-dir ~/Downloads
                   nearby accept --from "Alice's laptop"
                   nearby accept k2j4x9a0b1 --decline
+                  nearby accept --timeout 60 || echo "nobody invited us"
                 """)
 
         @Argument(help: "The invitation ID or the inviting peer (default: the next invitation).", completion: .peers)
@@ -51,8 +53,15 @@ extension Nearby {
         @Option(help: ArgumentHelp("Only invitations from this peer (ID, prefix or name).", valueName: "peer"), completion: .peers)
         var from: String?
 
+        @Option(help: ArgumentHelp("Seconds to wait for an invitation (default: no limit); then exit 4.", valueName: "seconds"))
+        var timeout: Double?
+
         @OptionGroup var node: NodeOptions
         @OptionGroup var receive: ReceiveOptions
+
+        func validate() throws {
+            if let timeout, !(timeout > 0 && timeout.isFinite) { throw ValidationError("--timeout must be a positive number of seconds") }
+        }
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
@@ -65,7 +74,7 @@ extension Nearby {
                 // a node this command would start).
                 let asked = receive.saveDir == nil ? nil : try receive.resolve([:])
                 let expected = node.expecting(saveDirectory: asked)
-                let request = ControlRequest.accept(query: query, decline: decline)
+                let request = ControlRequest.accept(query: query, decline: decline, timeout: timeout)
                 if try await context.viaRunningNode(request, service: node.service, expecting: expected) != nil { return }
                 var configuration = node.configuration
                 configuration.advertise = true

@@ -11,7 +11,8 @@ extension Nearby {
                 when its discovery info or addresses change, and 'lost' when it goes away. Each peer \
                 is reported once, however many interfaces and IP families see it. Runs until \
                 interrupted, --timeout or --count; with --peer, until that peer is found (exit 0) or \
-                the time is up (exit 2). --now lists what is there now: it exits once no new answer \
+                the time is up (exit 2, with the near names seen, as send says them); a name two \
+                peers share is refused as send refuses it (exit 2, both listed). --now lists what is there now: it exits once no new answer \
                 came for 1 s (after at least 2 s). A browse that ends by time having found nothing \
                 says so on stderr ('nothing found on _nearby._tcp in 5 s — try `nearby doctor`') and \
                 as a 'nothing-found' event.
@@ -51,7 +52,7 @@ extension Nearby {
 
         @Option(
             help: ArgumentHelp(
-                "Wait for this peer (ID, ID prefix or display name) and exit 0 when found; exit 2 if it is not found in time (default 10 s).",
+                "Wait for this peer (ID, ID prefix or display name) and exit 0 when found; exit 2 if it is not found in time (default 10 s) or names several peers.",
                 valueName: "peer"),
             completion: .peers)
         var peer: String?
@@ -72,7 +73,6 @@ extension Nearby {
         func validate() throws {
             if let timeout, !(timeout > 0 && timeout.isFinite) { throw ValidationError("--timeout must be a positive number of seconds") }
             if let count, count < 1 { throw ValidationError("--count must be at least 1") }
-            if let peer, peer.isEmpty { throw ValidationError("--peer must not be empty") }
             if types, serviceOptions.service != nil { throw ValidationError("--types lists every service type; it takes no --service") }
             if domains, types || peer != nil || serviceOptions.service != nil {
                 throw ValidationError("--domains lists browse domains; it does not go with --types, --peer or --service")
@@ -94,16 +94,24 @@ extension Nearby {
             if domains { return try await runDomains(context) }
             if types || rawType != nil { return try await runRaw(context) }
             try await reporting(context, verbose: output.verbose) {
+                let asked = try peer.map(PeerQuery.init)
                 let service = try serviceOptions.resolve(context)
                 let selfID = try context.identity().peerID
                 let browser = makeBrowser(
                     service, wideAreas: try serviceOptions.wideArea.resolveAll(context), link: serviceOptions.wideArea.link)
                 let updates = try browser.start()
                 defer { browser.stop() }
-                for domain in browser.domains { context.events.emit(Events.Browsing(service: service.name, domain: domain)) }
-
                 let limit = timeout ?? (peer == nil || now ? nil : Self.defaultPeerTimeout)
+                for domain in browser.domains {
+                    context.events.emit(Events.Browsing(service: service.name, domain: domain, stopsAfter: limit, now: now))
+                }
+
                 let progress = BrowseProgress()
+                if let asked {
+                    return try await runPeer(
+                        asked, updates, service: service, selfID: selfID, domains: browser.domains, limit: limit ?? Self.defaultPeerTimeout,
+                        progress: progress, context: context)
+                }
                 let outcome = await Self.untilStopped(
                     timeout: limit, settled: settledWait(progress, context: context), interrupted: Outcome.interrupted, timedOut: .timedOut,
                     firstLook: { await browser.firstLook() }
@@ -113,12 +121,6 @@ extension Nearby {
                 switch outcome {
                 case .done, .interrupted: return
                 case .timedOut:
-                    if let peer {
-                        let waited = Double((ContinuousClock.now - progress.started) / .milliseconds(100)).rounded() / 10
-                        var seen = PeerSearchReport(service: service.registrationType)
-                        seen.domains = browser.domains
-                        throw NearbyError.peerNotFound(peer, waitedSeconds: limit ?? waited, seen: seen)
-                    }
                     reportNothingFound(
                         progress, service: service.registrationType, domains: browser.domains,
                         doctorService: service == .default ? nil : service.name, context: context)
@@ -127,7 +129,7 @@ extension Nearby {
             }
         }
 
-        /// Prints updates until the stream ends or --count / --peer is satisfied.
+        /// Prints updates until the stream ends or --count is satisfied.
         private func report(
             _ updates: AsyncStream<Browser.Update>, service: ServiceType, selfID: PeerID, progress: BrowseProgress,
             context: CommandContext
@@ -137,18 +139,15 @@ extension Nearby {
                 progress.heard()
                 switch update {
                 case let .found(discovered):
-                    guard peer.map(discovered.matches) ?? true else { continue }
                     context.events.emit(Events.PeerSeen(discovered, service: service, selfID: selfID))
                     RecentPeers(paths: context.paths).recordOnce(discovered, service: service, selfID: selfID)
                     if discovered.instance != selfID.rawValue { progress.found() }
                     found += 1
-                    if peer != nil || found == count { return .done }
+                    if found == count { return .done }
                 case let .updated(discovered, changed):
-                    guard peer.map(discovered.matches) ?? true else { continue }
                     context.events.emit(Events.PeerUpdated(
                         changed: changed, seen: Events.PeerSeen(discovered, service: service, selfID: selfID)))
                 case let .lost(discovered):
-                    guard peer.map(discovered.matches) ?? true else { continue }
                     context.events.emit(Events.Lost(discovered, service: service))
                 case let .failed(error):
                     return .failed(error)

@@ -26,7 +26,7 @@ extension Nearby.Browse {
                 let updates = try browser.start()
                 defer { browser.stop() }
                 looked = "the link (no DNS-SD service types)"
-                context.events.emit(Events.Browsing(service: DNSSDType.metaQuery, domain: "local."))
+                context.events.emit(Events.Browsing(service: DNSSDType.metaQuery, domain: "local.", stopsAfter: timeout, now: now))
                 outcome = await Self.untilStopped(timeout: timeout, settled: settled, interrupted: .interrupted, timedOut: .timedOut) {
                     await Self.reportTypes(updates, count: count, progress: progress, context: context)
                 }
@@ -35,7 +35,7 @@ extension Nearby.Browse {
                 let updates = try browser.start()
                 defer { browser.stop() }
                 looked = type
-                context.events.emit(Events.Browsing(service: type, domain: browser.domain))
+                context.events.emit(Events.Browsing(service: type, domain: browser.domain, stopsAfter: timeout, now: now))
                 outcome = await Self.untilStopped(timeout: timeout, settled: settled, interrupted: .interrupted, timedOut: .timedOut) {
                     await Self.reportServices(updates, type: type, count: count, progress: progress, context: context)
                 }

@@ -12,6 +12,8 @@ extension Nearby.Doctor {
     struct PeerCheck: Sendable {
         var check: DoctorCheck
         var found: DiscoveredPeer?
+        /// Not advertised, but a node answers at the peer's last-known address: checked there.
+        var lastKnown: Target? = nil
     }
 
     /// What the connection checks are run against: a peer found by name, or `HOST:PORT` as given.
@@ -31,10 +33,13 @@ extension Nearby.Doctor {
     }
 
     /// Browses the service type until PEER shows up; when it does not, says what did.
+    /// `firewall`: this host's rules that drop mDNS — the first cause named when the peer is not
+    /// seen, ahead of whatever the daemon's cache still holds.
     static func findPeer(
         _ query: String, service: ServiceType, selfID: PeerID, paths: NearbyPaths, environment: [String: String], survey: Survey,
-        notFoundHints: [String], within limit: Duration
+        notFoundHints: [String], firewall: [String] = [], within limit: Duration
     ) async -> PeerCheck {
+        let quoted = PeerSearchReport.shellQuoted(query)
         let browser = Browser(service: service)
         let updates: AsyncStream<Browser.Update>
         do throws(NearbyError) {
@@ -62,6 +67,15 @@ extension Nearby.Doctor {
             }
             return PeerCheck(check: DoctorCheck("peer", .ok, detail), found: peer)
         }
+        // This host drops mDNS: the peer may well be there, unseen. Say the rule first; what the
+        // daemon's cache still lists elsewhere is no evidence either way.
+        if let rule = firewall.first {
+            return PeerCheck(check: DoctorCheck(
+                "peer", .fail,
+                "'\(query)' not seen on \(service.registrationType) in \(limit): this host's firewall drops mDNS ('\(rule)'), "
+                    + "so peers' announcements do not reach this host",
+                hint: DoctorCheck.multicastHint(firewall: firewall, otherwise: ""), exitStatus: .peerNotFound), found: nil)
+        }
         // The same peer on another service type (responders browsed them all meanwhile).
         let elsewhere = survey.all.filter { $0.type != service.registrationType && $0.peer.instance != selfID.rawValue && $0.peer.matches(query) }
         if let other = elsewhere.first {
@@ -71,7 +85,7 @@ extension Nearby.Doctor {
                 "peer", .fail,
                 "'\(query)' not found on \(service.registrationType) in \(limit), but \(other.peer.txt.displayName ?? other.peer.instance) "
                     + "(\(other.peer.instance)) is on \(types): add --service \(name)",
-                hint: "nearby doctor '\(query)' --service \(name) (every command that names it needs --service \(name))",
+                hint: "nearby doctor \(quoted) --service \(name) (every command that names it needs --service \(name))",
                 exitStatus: .peerNotFound), found: nil)
         }
         let seen = others.names.withLock { $0 }
@@ -80,12 +94,18 @@ extension Nearby.Doctor {
         let recent = RecentPeers(paths: paths).load().first { $0.service == service.name && ($0.id.hasPrefix(query) || $0.name == query) }
         if let recent {
             detail += "; seen before as \(recent.name ?? "?") (\(recent.id)), last on \(ISO8601DateFormatter().string(from: recent.lastSeen))"
+            // Not advertised now, but its node may still run there: its own checks say why.
+            if let last = await lastKnown(recent) {
+                return PeerCheck(check: DoctorCheck(
+                    "peer", .fail, detail + "; not advertised now, but a node answers at its last-known address \(last.address(last.addresses[0]))",
+                    hint: "the checks below ask that node why it is not advertised", exitStatus: .peerNotFound), found: nil, lastKnown: last)
+            }
         }
         var hint = "on the peer: is 'nearby advertise --service \(service.name)' running? Compare 'nearby browse --types' there and here"
         let offered = await WideAreaDNS.offeredDomains(environment: environment)
         if let domain = offered.first {
             detail += "; this network offers the DNS-SD domain\(offered.count > 1 ? "s" : "") \(offered.joined(separator: ", "))"
-            hint += ". If the peer is on another subnet, look there: 'nearby doctor --domain \(domain) \(query)'"
+            hint += ". If the peer is on another subnet, look there: 'nearby doctor --domain \(domain) \(quoted)'"
         }
         return PeerCheck(check: DoctorCheck(
             "peer", .fail, detail,
@@ -93,11 +113,21 @@ extension Nearby.Doctor {
             exitStatus: .peerNotFound), found: nil)
     }
 
+    /// The first of a recent peer's addresses that takes a TCP connection at its port (2 s each).
+    static func lastKnown(_ recent: RecentPeers.Entry) async -> Target? {
+        guard let port = recent.port, let addresses = recent.addresses else { return nil }
+        let ordered = addresses.filter { !$0.contains(":") } + addresses.filter { $0.contains(":") }
+        for address in ordered.prefix(2) where await Connections.reachable(host: address, port: port, timeout: .seconds(2)) == nil {
+            return Target(addresses: [address], port: port, expected: PeerID(recent.id), name: recent.name ?? recent.id)
+        }
+        return nil
+    }
+
     /// A TCP connection to each address, then on the first that answered one connection for the
     /// preamble, the handshake and the probe (never an invitation).
     static func connectChecks(
         _ target: Target, identity: Identity, preference: EncryptionPreference, knownPeers: KnownPeers,
-        probe: String?, replyWithin: Duration, record: (DoctorCheck) -> Void
+        probe: String?, replyWithin: Duration, explained: String? = nil, record: (DoctorCheck) -> Void
     ) async {
         let port = target.port
         var working: [String] = []
@@ -136,6 +166,8 @@ extension Nearby.Doctor {
         var name = target.name
         if case let .proved(peer, _) = examined.identity { name = peer.name }
         if let check = DoctorCheck.identity(examined.identity, peer: name, advertised: target.expected != nil) { record(check) }
-        if let check = DoctorCheck.peerSeesUs(examined.visibility, peer: name, instance: probe, address: target.address(reachable)) { record(check) }
+        if let check = DoctorCheck.peerSeesUs(
+            examined.visibility, peer: name, instance: probe, address: target.address(reachable), explained: explained
+        ) { record(check) }
     }
 }

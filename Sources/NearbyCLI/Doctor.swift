@@ -58,7 +58,6 @@ extension Nearby {
 
         func validate() throws {
             guard timeout > 0, timeout.isFinite, timeout <= 600 else { throw ValidationError("--timeout must be between 0 and 600 seconds") }
-            if let peer, peer.isEmpty { throw ValidationError("PEER must not be empty") }
         }
 
 
@@ -66,6 +65,7 @@ extension Nearby {
             let context = output.configure(CommandContext.current)
             var checks: [DoctorCheck] = []
             try await reporting(context, verbose: output.verbose) {
+                try PeerQuery.check([peer])
                 let service = try serviceOptions.resolve(context)
                 let identity = try context.identity()
                 let limit = Duration.milliseconds(Int64(timeout * 1000))
@@ -81,8 +81,7 @@ extension Nearby {
                 do throws(NearbyError) {
                     try survey.start()
                 } catch {
-                    record(DoctorCheck("daemon", .fail, "the DNS-SD daemon does not answer: \(error.errorDescription ?? "\(error)") (is avahi-daemon running?)",
-                                       hint: DoctorCheck.daemonHint, exitStatus: .daemonUnavailable))
+                    record(DoctorCheck.daemonFailed(error))
                     return
                 }
                 defer { survey.stop() }
@@ -104,16 +103,27 @@ extension Nearby {
                     hint: DoctorCheck.multicastHint(firewall: dropping, otherwise: DoctorCheck.multicastHint), within: limit))
                 guard let peer else { return }
                 let target: Target
+                // What another check found that keeps the peer from seeing this host.
+                var explained: String?
                 if let direct = Node.parseHostPort(peer) {
                     // An address: nothing to look up by name; whether mDNS can reach it at all.
-                    if let subnet = Subnets.check(host: direct.host, port: direct.port, interfaces: interfaces) { record(subnet) }
+                    if let subnet = Subnets.check(host: direct.host, port: direct.port, interfaces: interfaces) {
+                        record(subnet)
+                        if subnet.status == .warn { explained = "the subnet check found \(direct.host) on another subnet, and mDNS does not cross routers" }
+                    }
                     target = Target(addresses: [direct.host], port: direct.port, expected: nil, name: peer)
                 } else {
                     let peerCheck = await Self.findPeer(
                         peer, service: service, selfID: identity.peerID, paths: context.paths, environment: context.environment, survey: survey,
                         notFoundHints: [DoctorCheck.multicastHint(firewall: dropping, otherwise: ""), Subnets.notFoundHint(interfaces)],
-                        within: limit)
+                        firewall: dropping, within: limit)
                     record(peerCheck.check)
+                    if let last = peerCheck.lastKnown {
+                        await Self.connectChecks(
+                            last, identity: identity, preference: session.mode, knownPeers: KnownPeers(paths: context.paths),
+                            probe: selfProbe?.name, replyWithin: max(limit, .seconds(3)) + .seconds(2), record: record)
+                        return
+                    }
                     guard let found = peerCheck.found, let port = found.port else { return }
                     // IPv4 first, link-local IPv6 last: the address a hint names is the one to type.
                     let ordered = found.addresses.filter { !$0.contains(":") } + found.addresses.filter { $0.contains(":") && !$0.hasPrefix("fe80") }
@@ -124,7 +134,7 @@ extension Nearby {
                 }
                 await Self.connectChecks(
                     target, identity: identity, preference: session.mode, knownPeers: KnownPeers(paths: context.paths),
-                    probe: selfProbe?.name, replyWithin: max(limit, .seconds(3)) + .seconds(2), record: record)
+                    probe: selfProbe?.name, replyWithin: max(limit, .seconds(3)) + .seconds(2), explained: explained, record: record)
             }
             context.events.emit(Events.Summary(checks))
             let status = DoctorCheck.exitStatus(of: checks)

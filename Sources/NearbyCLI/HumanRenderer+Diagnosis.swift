@@ -16,6 +16,7 @@ extension HumanRenderer {
             case .ok: paint("ok  ", .green)
             case .warn: paint("WARN", .yellow)
             case .fail: paint("FAIL", .red)
+            case .skip: paint("skip", .dim)
             }
             // Never cut: the end of a detail or hint is often the part to act on. On a terminal,
             // wrapped between words under the detail (the time and the mark take 14 columns).

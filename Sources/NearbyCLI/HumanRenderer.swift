@@ -42,7 +42,8 @@ struct HumanRenderer: Sendable {
         case let e as Events.Browsing:
             // A nearby service name is shown as its DNS-SD type; `browse --types` and
             // `browse --service _http._tcp` print the type itself.
-            return "browsing for \(e.service.hasPrefix("_") ? Text.clean(e.service) : "_\(Text.clean(e.service))._tcp") in \(Text.clean(e.domain)) — Ctrl-C to stop"
+            let ends = e.now == true ? "listing what answers now" : e.stopsAfter.map { "for \($0 == $0.rounded() && $0 < 1e9 ? String(Int($0)) : String($0)) s (Ctrl-C stops sooner)" } ?? "Ctrl-C to stop"
+            return "browsing for \(e.service.hasPrefix("_") ? Text.clean(e.service) : "_\(Text.clean(e.service))._tcp") in \(Text.clean(e.domain)) — \(ends)"
         case let e as Events.PeerSeen: return found(e, changed: nil)
         case let e as Events.PeerUpdated: return found(e.seen, changed: e.changed)
         case let e as Events.Looking: return "still looking for '\(Text.clean(e.peer))' on \(Text.clean(e.service))…"
@@ -156,7 +157,8 @@ struct HumanRenderer: Sendable {
             let who = sent ? "\(bold(e.peer)) has the same \(Format.size(bytes))" : "the same \(Format.size(bytes)) as \(bold(e.peer)) sent"
             return paint("already there", .green) + ": \(path) — \(who) (sha256 \(Text.short(e.sha256, 12))), no second copy"
         }
-        return paint(sent ? "sent" : "received", .green) + " \(path) \(sent ? "to" : "from") "
+        let renamed = e.savedAs.map { " (saved there as \(paint(Text.clean($0), .bold)))" } ?? ""
+        return paint(sent ? "sent" : "received", .green) + " \(path)\(renamed) \(sent ? "to" : "from") "
             + "\(bold(e.peer)): \(Format.size(bytes)) in \(Format.seconds(e.seconds))\(rate)\(resumed), sha256 \(Text.short(e.sha256, 12))"
     }
 

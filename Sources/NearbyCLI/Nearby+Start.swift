@@ -14,6 +14,7 @@ extension Nearby {
         // Before anything can fail: every sentence of the core names options and commands our way.
         Spelling.install(.commandLine)
         MemoryBudget.returnBigBlocks()
+        let arguments = SubcommandCheck.hoistingOutputFlags(arguments, known: subcommandNames)
         if let problem = SubcommandCheck.problem(in: arguments, known: subcommandNames) {
             exit(withError: ValidationError(problem))
         }
@@ -48,6 +49,17 @@ extension Nearby {
 
 /// The first word of a command line checked against the subcommands, with a suggestion for a typo.
 enum SubcommandCheck {
+    /// `nearby --json identity`: the output flags every subcommand takes, written before the
+    /// subcommand, moved after it (ArgumentParser reads them only there).
+    static func hoistingOutputFlags(_ arguments: [String], known: [String]) -> [String] {
+        let flags: Set<String> = ["--json", "--human", "--verbose", "-v"]
+        let leading = arguments.prefix { flags.contains($0) }
+        guard !leading.isEmpty, let command = arguments.dropFirst(leading.count).first, known.contains(command), command != "help" else {
+            return arguments
+        }
+        return [command] + leading + arguments.dropFirst(leading.count + 1)
+    }
+
     static func problem(in arguments: [String], known: [String]) -> String? {
         guard let first = arguments.first, !first.hasPrefix("-") else { return nil }
         guard known.contains(first) else { return unknown(first, known: known) }

@@ -188,6 +188,7 @@ extension CommandContext {
     func viaRunningNode(
         _ request: ControlRequest, service: ServiceType, expecting: NodeExpectations = NodeExpectations()
     ) async throws -> Int32? {
+        try PeerQuery.check(request.namedPeers)
         let request = request.expecting(expecting)
         let identity = try identity()
         let address = NodeAddress(paths: paths, environment: environment, peerID: identity.peerID, service: service)

@@ -35,6 +35,9 @@ struct OutputOptions: ParsableArguments {
     func configure(_ context: CommandContext, fd: Int32 = 1) -> CommandContext {
         guard let terminal = context.terminal else { return context }
         let chosen = OutputStyle.resolve(style, environment: context.environment, terminal: terminal.isTerminal(fd))
+        if style == nil, let unknown = OutputStyle.unknownEnvironmentValue(context.environment) {
+            terminal.line("nearby: NEARBY_OUTPUT=\(unknown) is neither json nor human: ignored", fd: 2)
+        }
         NearbyLog.route { terminal.log($0) }
         var configured = context
         configured.events = TerminalSink(writer: terminal, fd: fd, style: chosen)

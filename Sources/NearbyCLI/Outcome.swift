@@ -48,7 +48,7 @@ extension ControlRequest {
     var activity: String {
         switch self {
         case let .invite(peer, _, _): "inviting \(peer)"
-        case .accept(_, true): "waiting for an invitation to decline"
+        case .accept(_, true, _): "waiting for an invitation to decline"
         case .accept: "waiting for an invitation"
         case let .send(peers, all, _, _), let .sendDatagram(peers, all, _, _), let .sendLines(peers, all, _, _):
             "sending to \(all ? "every peer" : peers.joined(separator: ", "))"

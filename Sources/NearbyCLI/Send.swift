@@ -13,7 +13,9 @@ extension Nearby {
         static let configuration = CommandConfiguration(
             abstract: "Send a message to a peer (or --all).",
             discussion: """
-                Reliable and in order. TEXT, or stdin when there is no TEXT; at most 1 MiB. The \
+                Reliable and in order. TEXT, or stdin when there is no TEXT; at most 1 MiB. Stdin is \
+                sent byte for byte, its trailing newline included (`echo hi` sends "hi\\n"; TEXT or \
+                --lines leave it out). The \
                 receiver prints a 'message' event: UTF-8 as "text", anything else as base64 "data". \
                 A peer not connected yet is invited first. With a node running, the node sends; \
                 without one, a one-shot node finds the peer, invites it, sends, and leaves.
@@ -81,6 +83,7 @@ extension Nearby {
                 // The lines of stdin, read as they come (the running node's, or our own node's input).
                 let input = DescriptorSource(fd: STDIN_FILENO, chunk: 64 << 10)
                 if lines {
+                    try PeerQuery.check(request.namedPeers)
                     let identity = try context.identity()
                     let address = NodeAddress(paths: context.paths, environment: context.environment, peerID: identity.peerID, service: node.service)
                     let replies = NodeReplies(context.events)

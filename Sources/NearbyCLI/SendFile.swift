@@ -8,7 +8,8 @@ extension Nearby {
             commandName: "send-file",
             abstract: "Send files and directories to a peer.",
             discussion: """
-                Directories go recursively, their relative paths kept; what they hold that is \
+                Directories go recursively, their relative paths kept, empty directories made \
+                on the receiving side too (after the files, with no event); what they hold that is \
                 not a file (a FIFO, a device, a socket, a symbolic link) is not sent, each with a \
                 'skipped' event saying why. Prints 'file-started', \
                 'progress' (at most 10 a second per file) and 'file-sent' with the SHA-256 the \
@@ -46,6 +47,7 @@ extension Nearby {
             let context = output.configure(CommandContext.current)
             try await reporting(context, verbose: output.verbose) {
                 let node = try self.node.resolve(context)
+                try PeerQuery.check([peer])
                 // Missing or unreadable files are refused before anything touches the network.
                 // What a directory holds that is not a file is said, not dropped in silence.
                 let files = try FileList.collect(paths) { context.events.emit(Events.Skipped($0)) }

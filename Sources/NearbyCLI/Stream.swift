@@ -84,6 +84,7 @@ extension Nearby {
                     let request: ControlRequest = listen
                         ? .listen(name: name, from: from, input: input)
                         : .stream(peer: peer ?? "", name: name ?? "", timeout: timeout, input: input)
+                    try PeerQuery.check(request.namedPeers)
                     let identity = try context.identity()
                     let address = NodeAddress(paths: context.paths, environment: context.environment, peerID: identity.peerID, service: node.service)
                     let events = context.events

@@ -29,6 +29,13 @@ enum OutputStyle: String, EnumerableFlag, Sendable {
         default: return terminal ? .human : .json
         }
     }
+
+    /// A $NEARBY_OUTPUT that names no style, said rather than ignored in silence.
+    static func unknownEnvironmentValue(_ environment: [String: String]) -> String? {
+        guard let value = environment["NEARBY_OUTPUT"], !value.isEmpty,
+              !["json", "human", "text"].contains(value.lowercased()) else { return nil }
+        return value
+    }
 }
 
 /// The event sink of a live command: every event (encoded here, or a line relayed from a running
@@ -115,7 +122,9 @@ enum ProgressBar {
         let bytes = Double(e.bytes), total = Double(e.total), rate = e.rate
         let fraction = total > 0 ? min(max(bytes / total, 0), 1) : 1
         var facts = String(format: " %3.0f%% %@ of %@, %@/s", fraction * 100, Format.size(bytes), Format.size(total), Format.size(rate))
-        if let eta = eta(remaining: total - bytes, rate: rate) { facts += ", ETA " + eta }
+        // No ETA (done, or not moving yet): its room kept, so the bar and what follows keep their
+        // place when a file reaches 100 %.
+        facts += eta(remaining: total - bytes, rate: rate).map { ", ETA " + $0 } ?? String(repeating: " ", count: Self.etaRoom)
         var prefix = ""
         if let files = e.files {
             prefix = "[\(e.file ?? 0)/\(files)] "
@@ -134,6 +143,9 @@ enum ProgressBar {
         let name = path.count > room ? "…" + path.suffix(room - 1) : path
         return String((prefix + name + bar + facts).prefix(columns - 1))
     }
+
+    /// `, ETA 0:07`: what an ETA of under ten minutes takes.
+    static let etaRoom = 10
 
     /// When `remaining` bytes at `rate` bytes a second will be done, as m:ss or h:mm:ss; nil when
     /// done, not moving, or further than 100 hours.

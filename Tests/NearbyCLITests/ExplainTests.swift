@@ -15,6 +15,19 @@ import Testing
         #expect(SubcommandCheck.problem(in: [], known: known) == nil)
     }
 
+    /// `nearby --json identity` is `nearby identity --json`; NEARBY_OUTPUT=xml is said, not ignored.
+    @Test func outputFlagsBeforeTheSubcommandAreTaken() {
+        let known = Nearby.subcommandNames
+        #expect(SubcommandCheck.hoistingOutputFlags(["--json", "identity"], known: known) == ["identity", "--json"])
+        #expect(SubcommandCheck.hoistingOutputFlags(["-v", "--human", "send", "bob", "hi"], known: known) == ["send", "-v", "--human", "bob", "hi"])
+        #expect(SubcommandCheck.hoistingOutputFlags(["--json"], known: known) == ["--json"])
+        #expect(SubcommandCheck.hoistingOutputFlags(["--version"], known: known) == ["--version"])
+        #expect(SubcommandCheck.hoistingOutputFlags(["--json", "sned"], known: known) == ["--json", "sned"])
+        #expect(OutputStyle.unknownEnvironmentValue(["NEARBY_OUTPUT": "xml"]) == "xml")
+        #expect(OutputStyle.unknownEnvironmentValue(["NEARBY_OUTPUT": "Human"]) == nil)
+        #expect(OutputStyle.unknownEnvironmentValue([:]) == nil)
+    }
+
     @Test func noSubcommandIsAUsageError() async {
         let command = Nearby()
         await #expect(throws: ValidationError.self) { try await command.run() }

@@ -156,6 +156,16 @@ import Testing
         #expect(colored.contains("\u{1b}[1;36m307 961\u{1b}[0m"))
     }
 
+    /// A browse that ends by itself says when; only an endless one says "Ctrl-C to stop".
+    @Test func browsingSaysHowItEnds() {
+        let endless = line("browsing", #""service":"nearby","domain":"local.""#)
+        #expect(endless.hasSuffix("browsing for _nearby._tcp in local. — Ctrl-C to stop"), "\(endless)")
+        let timed = line("browsing", #""service":"nearby","domain":"local.","stops_after":3"#)
+        #expect(timed.hasSuffix("— for 3 s (Ctrl-C stops sooner)"), "\(timed)")
+        let now = line("browsing", #""service":"nearby","domain":"local.","now":true"#)
+        #expect(now.hasSuffix("— listing what answers now"), "\(now)")
+    }
+
     @Test func theBarFitsTheTerminal() throws {
         let event = try #require(HumanRenderer.decode(
             #"{"event":"progress",\#(time),\#(peer),"transfer":"t","direction":"send","path":"\#(String(repeating: "d/", count: 60))photo.jpg","bytes":512,"total":1024,"rate":2048}"#))
@@ -175,6 +185,15 @@ import Testing
         // Narrow: the bar goes before the facts do; never wider than the terminal.
         let narrow = ProgressBar.text(try #require(event.body as? Events.Progress), columns: 90)
         #expect(narrow.count <= 89 && !narrow.contains("[#"), "\(narrow)")
+        // The file at 100 %: no ETA of its own, and the bar and the batch's part keep their place.
+        func at(_ bytes: Int) throws -> String {
+            let event = try #require(HumanRenderer.decode(
+                #"{"event":"progress",\#(time),\#(peer),"transfer":"t","direction":"send","path":"tree/b.bin","bytes":\#(bytes),"total":5242880,"rate":1048576,"file":2,"files":3,"all_bytes":\#(bytes + 1048576),"all_total":31457280}"#))
+            return ProgressBar.text(try #require(event.body as? Events.Progress), columns: 160)
+        }
+        let (midway, full) = (try at(3145728), try at(5242880))
+        #expect(full.count == midway.count, "\(midway)\n\(full)")
+        #expect(full.range(of: " · all")?.lowerBound.utf16Offset(in: full) == midway.range(of: " · all")?.lowerBound.utf16Offset(in: midway), "\(midway)\n\(full)")
     }
 
     @Test func etaIsMinutesAndSecondsOrNothing() {

@@ -88,14 +88,18 @@ import Testing
         try write(Array("1".utf8), to: source + "/tree/one.txt")
         try write([], to: source + "/tree/a/empty")
         try write(Array("deep".utf8), to: source + "/tree/a/b/deep.txt")
+        try FileManager.default.createDirectory(atPath: source + "/tree/void/inner", withIntermediateDirectories: true)
         let files = try FileList.collect([source + "/tree"])
-        #expect(files.map(\.relative) == ["tree/a/b/deep.txt", "tree/a/empty", "tree/one.txt"])
+        #expect(files.map(\.relative) == ["tree/a/b/deep.txt", "tree/a/empty", "tree/one.txt", "tree/void/inner"])
+        #expect(files.map { $0.directory == true } == [false, false, false, true])
         let (bob, _) = try await node("bob", save: save)
         let (alice, _) = try await node("alice")
         let port = await bob.port
         try await alice.sendFiles(files, to: "127.0.0.1:\(port)", timeout: 5, client: nil)
         #expect(try String(contentsOfFile: save + "/tree/a/b/deep.txt", encoding: .utf8) == "deep")
         #expect(try Data(contentsOf: URL(fileURLWithPath: save + "/tree/a/empty")).isEmpty)
+        var isDirectory: ObjCBool = false
+        #expect(FileManager.default.fileExists(atPath: save + "/tree/void/inner", isDirectory: &isDirectory) && isDirectory.boolValue)
         #expect(throws: NearbyError.self) { try FileList.collect([source + "/missing"]) }
         await alice.stop()
         await bob.stop()

@@ -149,6 +149,15 @@ import Testing
         #expect(DoctorCheck.peerSeesUs(.noAnswer("silence"), peer: "Bob", instance: "d-1", address: "10.0.0.2:4000")?.status == .warn)
         #expect(DoctorCheck.peerSeesUs(.noProbe, peer: "Bob", instance: nil, address: "10.0.0.2:4000")?.status == .warn)
         #expect(DoctorCheck.peerSeesUs(.notAsked, peer: "Bob", instance: nil, address: "10.0.0.2:4000") == nil)
+        // Another subnet explains it: skip, not a one-way multicast failure.
+        let routed = try #require(DoctorCheck.peerSeesUs(
+            .answered(.init(seen: false, waited: 3000)), peer: "Bob", instance: "d-1", address: "10.99.1.1:4000", explained: "another subnet"))
+        #expect(routed.status == .skip && routed.exitStatus == .success && routed.detail.contains("another subnet"))
+        // The peer's own daemon is down: its words ("this host's") are about itself.
+        let down = try #require(DoctorCheck.peerSeesUs(
+            .answered(.init(seen: false, waited: 0, reason: DoctorProbe.daemonDown)), peer: "Bob's Pi", instance: "d-1", address: "10.0.0.2:4000"))
+        #expect(down.status == .fail && down.exitStatus != .success)
+        #expect(down.detail == "Bob's Pi answers at 10.0.0.2:4000 but is not advertised: its DNS-SD daemon does not answer", "\(down.detail)")
     }
 
     @Test func probesBrowsingAtOnceAreCapped() {

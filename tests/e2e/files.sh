@@ -141,6 +141,8 @@ test_file_directory_tree_and_a_loose_file() {
     files_random "$src/tree/docs/NOTES" 50
     files_random "$src/tree/x.tar.gz" 20000
     files_random "$src/loose file.dat" 50000
+    # Empty directories are part of the tree as sent (issue 33, row 12).
+    mkdir -p "$src/tree/empty/deeper empty" "$src/tree/a/also-empty"
     expect_eq "$(find "$src/tree" -type f | wc -l)" 20 "files in the tree (test setup)" || return 1
     start_node 1 s-f-tree --auto-accept --save-dir "$dir" || return 1; adv=$ADV
 
@@ -154,7 +156,7 @@ test_file_directory_tree_and_a_loose_file() {
     expect_eq "$got" "$expected" "file-received paths (one per file, relative paths kept under 'tree/')" || return 1
     expect_eq "$(jq -r 'select(.event=="file-sent") | .path' "$OUT/send.jsonl" | LC_ALL=C sort)" \
         "$( (cd "$src" && find tree -type f && echo "loose file.dat") | LC_ALL=C sort)" "file-sent paths (relative)" || return 1
-    diff -r "$src/tree" "$dir/tree" >&2 || { fail "the received tree differs from the sent one (diff -r above)"; return 1; }
+    diff -r "$src/tree" "$dir/tree" >&2 || { fail "the received tree differs from the sent one (diff -r above; empty directories too)"; return 1; }
     cmp "$src/loose file.dat" "$dir/loose file.dat" || { fail "the loose file differs"; return 1; }
     expect_eq "$(find "$dir" -maxdepth 1 -mindepth 1 -printf '%f\n' | LC_ALL=C sort | tr '\n' '|')" "loose file.dat|tree|" "top level of the save dir" || return 1
     # Every file-received carries the SHA-256 of what is on disk.

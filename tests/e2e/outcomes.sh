@@ -168,6 +168,10 @@ test_outcome_accept_fails_when_a_file_does_not_arrive() {
     kill -INT "$acceptor"
     exits "$acceptor" 10 130 "accept after SIGINT mid-transfer" || { show "$OUT/acc2.jsonl"; return 1; }
     oc_sentence "$OUT/acc2.jsonl.err" "cancelled" || return 1
+    # Our own Ctrl-C is "cancelled here", not the peer vanishing (issue 33, row 11).
+    expect_json "$OUT/acc2.jsonl" 'select(.event=="file-failed" and .code=="cancelled" and (.reason|startswith("cancelled here")))' \
+        "the file failed as cancelled here" || return 1
+    ! grep -q "vanished" "$OUT/acc2.jsonl" "$OUT/acc2.jsonl.err" || fail "our own Ctrl-C reported as the peer vanishing" || return 1
     lab_wait_pid "$sender" 15 >/dev/null; status=$?
     [[ $status != 0 && $status != 124 ]] || fail "the sender after accept was interrupted: status $status" || return 1
 }

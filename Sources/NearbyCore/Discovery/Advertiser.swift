@@ -43,7 +43,7 @@ public final class Advertiser: @unchecked Sendable {
                     if confirmed {
                         daemonWentAway()
                     } else if status != Int32(kDNSServiceErr_NoError) {
-                        once.settle(.failure(.discoveryFailed(operation: "register", code: status)))
+                        once.settle(.failure(DNSServiceOperation.failure(status, "register")))
                     } else if let name, name != instance {
                         once.settle(.failure(.nameConflict(requested: instance, got: name)))
                     } else {

@@ -55,7 +55,8 @@ final class DNSServiceOperation: @unchecked Sendable {
     /// went away) counts as the daemon being unavailable.
     static func failure(_ status: Int32, _ operation: String) -> NearbyError {
         do {
-            try check(status == 0 ? Int32(kDNSServiceErr_Unknown) : status, operation)
+            // Mid-operation the daemon went away (it may be back already): not asked of the bus.
+            try check(status == 0 ? Int32(kDNSServiceErr_Unknown) : status, operation, askingTheBus: false)
             return .daemonUnavailable(code: status)
         } catch {
             return error
@@ -63,12 +64,15 @@ final class DNSServiceOperation: @unchecked Sendable {
     }
 
     /// Turns the status of a DNSService* call into our error, naming the operation.
-    static func check(_ status: DNSServiceErrorType, _ operation: String) throws(NearbyError) {
+    static func check(_ status: DNSServiceErrorType, _ operation: String, askingTheBus: Bool = true) throws(NearbyError) {
         switch status {
         case Int32(kDNSServiceErr_NoError): return
         // -65537 is what Avahi's compat layer returns when it cannot reach avahi-daemon (or D-Bus);
         // -65563 is Apple's "service not running".
-        case Int32(kDNSServiceErr_Unknown), -65563: throw .daemonUnavailable(code: status)
+        // -65553 (Refused) is Avahi's access denied: D-Bus policy does not let this user talk to it.
+        // -65537 also when the policy denies every call: the bus tells which (DaemonAccess).
+        case Int32(kDNSServiceErr_Unknown), -65563, Int32(kDNSServiceErr_Refused):
+            throw askingTheBus ? DaemonAccess.unavailable(status) : .daemonUnavailable(code: status)
         default: throw .discoveryFailed(operation: operation, code: status)
         }
     }

@@ -37,7 +37,11 @@ extension DoctorCheck {
 
     /// `peer-sees-us`: whether the peer sees this host's `_nearby-doctor._tcp` probe. nil when it
     /// was not asked because no handshake ran. `address` is the peer's `HOST:PORT` that answered.
-    public static func peerSeesUs(_ visibility: PeerExamination.Visibility, peer name: String, instance: String?, address: String) -> DoctorCheck? {
+    /// `explained`: what another check already found that keeps the peer from seeing this host
+    /// (another subnet): a peer that does not see it is then `skip`, not a one-way multicast `fail`.
+    public static func peerSeesUs(
+        _ visibility: PeerExamination.Visibility, peer name: String, instance: String?, address: String, explained: String? = nil
+    ) -> DoctorCheck? {
         let probe = "\(instance ?? "?") (\(DoctorProbe.registrationType))"
         let lookThere = "on \(name)'s host, 'avahi-browse -rt \(DoctorProbe.registrationType)' while doctor runs here should list \(instance ?? "the probe")"
         switch visibility {
@@ -56,9 +60,20 @@ extension DoctorCheck {
                 let at = reply.addresses.isEmpty ? "" : " at \(reply.addresses.joined(separator: " "))"
                 return DoctorCheck("peer-sees-us", .ok, "\(name) sees this host's announcements: it found \(probe)\(at) in \(reply.waited) ms")
             }
+            if reply.reason == DoctorProbe.daemonDown {
+                // The peer speaks of its own daemon ("this host's" from where it stands).
+                return DoctorCheck(
+                    "peer-sees-us", .fail, "\(name) answers at \(address) but is not advertised: its DNS-SD daemon does not answer",
+                    hint: "on \(name)'s host: start avahi-daemon ('sudo systemctl start avahi-daemon', or 'avahi-daemon -D'), "
+                        + "then '\(Spelling.command(.doctor))' there; meanwhile this host reaches it by address: '\(Spelling.command(.invite, address))'",
+                    exitStatus: .failure)
+            }
             if let reason = reply.reason {
                 return DoctorCheck("peer-sees-us", .warn, "\(name) could not look for this host: \(reason)",
                                    hint: "run doctor again in a moment; '\(Spelling.command(.doctor))' on \(name)'s host checks its daemon")
+            }
+            if let explained {
+                return DoctorCheck("peer-sees-us", .skip, "\(name) does not see this host's announcements, as expected: \(explained)")
             }
             return DoctorCheck(
                 "peer-sees-us", .fail,

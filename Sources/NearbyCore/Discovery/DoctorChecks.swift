@@ -8,7 +8,9 @@ import Darwin
 
 /// One finding of `nearby doctor`: what was checked, how it went, and what a person can do about it.
 public struct DoctorCheck: Sendable, Equatable {
-    public enum Status: String, Sendable, Codable { case ok, warn, fail }
+    /// `skip`: not judged, because another check already explained what it would find (the detail
+    /// says which); it counts as neither a warning nor a failure.
+    public enum Status: String, Sendable, Codable { case ok, warn, fail, skip }
 
     public var name: String
     public var status: Status
@@ -32,6 +34,17 @@ public struct DoctorCheck: Sendable, Equatable {
 
     public static let daemonHint =
         "start it: 'sudo systemctl start avahi-daemon' (or 'avahi-daemon -D'); it needs D-Bus: 'systemctl status dbus'"
+    /// The daemon check when this host's DNS-SD daemon cannot be used: the error's one sentence
+    /// (not running, or access refused), with the hint for that cause and the error's exit status.
+    public static func daemonFailed(_ error: NearbyError) -> DoctorCheck {
+        let refused = error == .daemonUnavailable(code: NearbyError.accessRefused)
+        return DoctorCheck(
+            "daemon", .fail, error.errorDescription ?? "\(error)",
+            hint: refused ? accessHint : daemonHint, exitStatus: error.exitStatus)
+    }
+
+    public static let accessHint =
+        "avahi-daemon runs but refuses this user: see the <policy> entries of /etc/dbus-1/system.d/avahi-dbus.conf"
     public static let multicastHint =
         "multicast looks blocked or you are alone on this link: a firewall dropping UDP 5353, Wi-Fi client isolation, or IGMP snooping"
 

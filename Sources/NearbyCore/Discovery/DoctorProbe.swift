@@ -8,6 +8,8 @@ public enum DoctorProbe {
     /// The MPC-style service name of doctor's self-advertisement probe: `_nearby-doctor._tcp`.
     public static let service = "nearby-doctor"
     public static let registrationType = "_\(service)._tcp"
+    /// The reason a node gives when its own daemon cannot browse (the words of every version).
+    public static let daemonDown = "this host's DNS-SD daemon does not answer"
 
     /// At most this many probes browse at once in one process; more are answered "busy" at once,
     /// so a peer that opens many links cannot make the node open many daemon queries.
@@ -22,7 +24,7 @@ public enum DoctorProbe {
         do throws(NearbyError) {
             updates = try browser.start()
         } catch {
-            return Control.ProbeReply(seen: false, waited: 0, reason: "this host's DNS-SD daemon does not answer")
+            return Control.ProbeReply(seen: false, waited: 0, reason: Self.daemonDown)
         }
         defer { browser.stop() }
         let found = await firstResult(within: limit) { () -> [String]? in

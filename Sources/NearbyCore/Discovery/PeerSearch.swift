@@ -26,6 +26,11 @@ public struct PeerSearchReport: Sendable, Equatable {
         self.elsewhere = elsewhere
     }
 
+    /// The peers among `peers` whose names are near `query` without matching it.
+    public static func near(_ query: String, among peers: some Sequence<DiscoveredPeer>, excluding me: String) -> [PeerRef] {
+        peers.filter { $0.isNear(query) && $0.instance != me }.sorted { $0.instance < $1.instance }.map(\.ref)
+    }
+
     /// The command to run next: a doctor run on the peer, with the service that was used.
     public func hint(for query: String) -> String {
         let option = service == ServiceType.default.registrationType ? [] : [Spelling.option(.service, Self.shortName(service) ?? service)]
@@ -71,7 +76,8 @@ public struct PeerSearchReport: Sendable, Equatable {
         return try? ServiceType(String(type.dropFirst().dropLast("._tcp".count))).name
     }
 
-    static func shellQuoted(_ text: String) -> String {
+    /// `text` as one shell word: as it is when plain, else single-quoted with `'\''` for each `'`.
+    public static func shellQuoted(_ text: String) -> String {
         let plain = text.unicodeScalars.allSatisfy { $0.isASCII && (plainCharacters.contains($0)) }
         return plain && !text.isEmpty ? text : "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
     }

@@ -54,10 +54,21 @@ public enum Events {
         public static let event = "browsing"
         public var service: String
         public var domain: String
+        /// When browsing ends by itself: after this many seconds (`--timeout`, `--peer`'s default)…
+        public var stopsAfter: Double? = nil
+        /// …or, with `--now`, once the answers stop coming. Omitted otherwise (Ctrl-C ends it).
+        public var now: Bool? = nil
 
-        public init(service: String, domain: String) {
+        enum CodingKeys: String, CodingKey {
+            case service, domain, now
+            case stopsAfter = "stops_after"
+        }
+
+        public init(service: String, domain: String, stopsAfter: Double? = nil, now: Bool = false) {
             self.service = service
             self.domain = domain
+            self.stopsAfter = stopsAfter
+            self.now = now ? true : nil
         }
     }
 

@@ -29,9 +29,9 @@ extension Events.Lost {
 }
 
 extension DiscoveredPeer {
-    /// Whether `query` names this peer: its full ID, a prefix of it, or its display name.
+    /// Whether `query` names this peer: its full ID, a prefix of it, or its display name (`PeerQuery`'s rule).
     public func matches(_ query: String) -> Bool {
-        !query.isEmpty && (instance.hasPrefix(query) || txt.displayName == query)
+        PeerQuery.matches(query, id: instance, name: txt.displayName)
     }
 }
 

@@ -181,9 +181,14 @@ extension Events {
         public var seconds: Double
         /// The receiver had it already (same name and content) and kept that copy; omitted otherwise.
         public var alreadyThere: Bool? = nil
+        /// Sent only: the file on this host (absolute), so files of the same name are told apart.
+        public var source: String? = nil
+        /// Sent only: the name the receiver saved it under, when not its own (`x (1).txt`).
+        public var savedAs: String? = nil
         enum CodingKeys: String, CodingKey {
-            case transfer, peer, path, bytes, skipped, sha256, seconds
+            case transfer, peer, path, bytes, skipped, sha256, seconds, source
             case alreadyThere = "already_there"
+            case savedAs = "saved_as"
         }
     }
 

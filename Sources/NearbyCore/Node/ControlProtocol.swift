@@ -11,7 +11,8 @@ import Darwin
 public enum ControlRequest: Codable, Sendable, Equatable {
     case invite(peer: String, context: String?, timeout: Double)
     /// `query`: an invitation ID or a peer; nil takes the oldest pending invitation, or the next.
-    case accept(query: String?, decline: Bool)
+    /// `timeout`: seconds to wait for an invitation when none is pending (nil: no limit).
+    case accept(query: String?, decline: Bool, timeout: Double? = nil)
     case send(peers: [String], all: Bool, timeout: Double, payload: Data)
     case disconnect(peer: String?, all: Bool)
     /// Files to send: absolute paths, already checked by the client.

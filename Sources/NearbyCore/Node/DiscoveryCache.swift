@@ -11,7 +11,7 @@ struct DiscoveryCache {
     /// the first query (mDNS responders wait 20-120 ms before answering a shared query) has had
     /// time to be seen.
     private(set) var startedAt = ContinuousClock.now
-    static let ambiguityWindow = Duration.milliseconds(300)
+    static let ambiguityWindow = PeerQuery.ambiguityWindow
 
     /// Starts browsing if nobody has yet; returns the updates to feed back through `apply`.
     mutating func start(_ service: ServiceType, wideAreas: [WideAreaSettings] = [], link: Bool = true) -> AsyncStream<Browser.Update>? {

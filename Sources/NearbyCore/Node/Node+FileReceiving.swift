@@ -19,7 +19,7 @@ extension Node {
             violated(link, "a malformed open on channel \(frame.channel)")
             return
         }
-        guard offer.kind == .file else {
+        guard offer.kind == .file || offer.kind == .directory else {
             await refuse(frame.channel, on: link, reason: "this node takes no \(offer.kind) channels")
             return
         }
@@ -29,6 +29,7 @@ extension Node {
             await refuseUnconsented(offer, relative: relative, on: link, channel: frame.channel)
             return
         }
+        if offer.kind == .directory { return await directoryOffered(parts, in: saveDirectory, channel: frame.channel, on: link) }
         let directory = ([saveDirectory] + parts.dropLast()).joined(separator: "/")
         let name = parts.last ?? "unnamed"
         let fileKey = String(offer.key.filter { $0.isHexDigit }.prefix(32))
@@ -74,6 +75,9 @@ extension Node {
         let reason = link.closeReason ?? "connection lost"
         for end in link.channels.drop() {
             switch end {
+            case let .receiving(file) where reason.hasPrefix("we left"):
+                // Our own leaving (Ctrl-C here, `disconnect`): nothing vanished.
+                file.abandon(code: "cancelled", reason: "cancelled here (\(reason))", keepPartial: true)
             case let .receiving(file):
                 file.abandon(code: "connection-lost", reason: "the peer vanished mid-transfer (\(reason))", keepPartial: true)
             case let .sending(channel):

@@ -64,6 +64,9 @@ extension Node {
     ) async throws(NearbyError) {
         let sink: any EventSink = client.map { TeeSink(events, $0) } ?? events
         let peer = try await invite(query, context: nil, timeout: timeout, client: client)
+        // The files, then the empty directories of the trees (which carry no data and no events).
+        let directories = files.filter { $0.directory == true }
+        let files = files.filter { $0.directory != true }
         let total = files.reduce(UInt64(0)) { $0 + $1.size }
         var before: UInt64 = 0
         for (index, file) in files.enumerated() {
@@ -77,6 +80,15 @@ extension Node {
             }
             defer { link.channels.finish(channel.id) }
             try await FileSender.send(file, over: channel, link: link, sender: identity.peerID, sink: sink, batch: batch)
+        }
+        for directory in directories {
+            guard let link = sessions[peer.id] else { throw .connectionFailed("the session with \(peer.id) ended") }
+            let channel = try link.openChannel { id in
+                let channel = OutgoingChannel(id: id)
+                return (.sending(channel), channel)
+            }
+            defer { link.channels.finish(channel.id) }
+            try await Self.make(directory, over: channel, link: link, sink: sink)
         }
     }
 

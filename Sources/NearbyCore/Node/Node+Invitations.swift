@@ -124,7 +124,9 @@ extension Node {
     /// Answers an invitation (by ID, by peer, or the oldest pending), or waits for the next one that
     /// matches. Returns the peer now in session, or nil when we declined. Cancelling the calling task
     /// (Ctrl-C, the client went away) stops the wait and leaves no waiter behind.
-    public func accept(_ query: String?, decline: Bool, client: (any EventSink)?) async throws(NearbyError) -> AuthenticatedPeer? {
+    public func accept(
+        _ query: String?, decline: Bool, timeout: Double? = nil, client: (any EventSink)?
+    ) async throws(NearbyError) -> AuthenticatedPeer? {
         let sink: any EventSink = client ?? NullSink()
         let matching = invitations.pending(matching: query) { self.namesAPeer($0) }
         if let oldest = matching.first {
@@ -144,10 +146,14 @@ extension Node {
             reason: "waiting for an invitation\(query.map { " from \($0)" } ?? "") on \(service) (Ctrl-C to stop)"))
         let waiter = Invitations.AcceptWaiter(query: query, decline: decline, sink: sink)
         invitations.wait(waiter)
-        let answered = await waiter.answered.wait()
+        let deadline = timeout.map { ContinuousClock.now + .seconds($0) }
+        let answered = if let deadline { await waiter.answered.wait(until: deadline) } else { await waiter.answered.wait() }
         invitations.removeWaiter(waiter.id)
         guard let answered else {
             if stopping { throw .connectionFailed("the node stopped") }
+            if let timeout, let deadline, !Task.isCancelled, ContinuousClock.now >= deadline {
+                throw .noInvitation(from: query, seconds: timeout)
+            }
             throw .cancelled("waiting for an invitation")
         }
         return answered
@@ -169,8 +175,9 @@ extension Node {
         if let context, context.utf8.count > Control.maxContextBytes {
             throw .invalidArgument("the invitation context is \(context.utf8.count) bytes; the maximum is \(Control.maxContextBytes)")
         }
-        // A peer we are in a session with needs no discovery and no invitation.
-        let current = sessions.values.filter { Self.matches(query, $0.peer) }
+        // A peer we are in a session with needs no discovery and no invitation — unless that
+        // session is closing (`disconnect` returned before it was gone): then a new one is made.
+        let current = sessions.values.filter { Self.matches(query, $0.peer) && $0.closeReason == nil }
         if current.count == 1, let link = current.first {
             client?.emit(connectedEvent(link))
             return link.peer
@@ -196,8 +203,12 @@ extension Node {
             return peer
         }
         if let expected = target.expected, let link = sessions[expected] {
-            client?.emit(connectedEvent(link))
-            return link.peer
+            if link.closeReason == nil {
+                client?.emit(connectedEvent(link))
+                return link.peer
+            }
+            // Closing: let it go first, so the peer does not take our invitation for a duplicate.
+            await Link.untilDetached([link], by: min(deadline, .now + .seconds(2)))
         }
         let invitation = Invitations.Outgoing(id: Self.newInvitationID(), context: context, timeout: timeout)
         if let expected = target.expected { invitations.outgoing[expected] = invitation }
@@ -249,7 +260,8 @@ extension Node {
         case let .declined(reason)?:
             let who = invitation.link?.peer
             sink.emit(Events.Declined(invitation: invitation.id, peer: PeerRef(id: who?.id.rawValue ?? query, name: who?.name), reason: reason))
-            throw .declined(peer: who?.id.rawValue ?? query, reason: reason)
+            // The ID is in the event; the sentence says the peer as the user named it.
+            throw .declined(peer: query, reason: reason)
         case let .failed(error)?:
             // A remembered address where another identity answers: forget it, let discovery decide.
             if let remembered, case .identityMismatch = error {
@@ -263,7 +275,7 @@ extension Node {
             let cancelled = Task.isCancelled
             let error: NearbyError = cancelled
                 ? .cancelled("inviting \(query)")
-                : .invitationTimedOut(peer: invitation.link?.peer.id.rawValue ?? query, seconds: timeout)
+                : .invitationTimedOut(peer: query, seconds: timeout)
             invitation.outcome.settle(.failed(error))
             if let link = invitation.link {
                 await leave(link, because: cancelled ? "invitation withdrawn" : "invitation timed out", telling: cancelled ? "invitation withdrawn" : "invitation timed out")
@@ -280,12 +292,12 @@ extension Node {
         if all {
             targets = Array(sessions.values)
         } else if let query {
-            let matching = sessions.values.filter { Self.matches(query, $0.peer) }
-            guard !matching.isEmpty else { throw .notConnected(query) }
-            guard matching.count == 1 else {
-                throw .peerAmbiguous(query, candidates: matching.map { "\($0.peer.id) (\($0.peer.name))" }.sorted())
+            let asked = try PeerQuery(query)
+            switch asked.choose(Array(sessions.values), id: \.peer.id.rawValue, name: \.peer.name) {
+            case .none: throw .notConnected(query)
+            case let .one(link): targets = [link]
+            case let .ambiguous(links): throw asked.ambiguity(links, id: \.peer.id.rawValue, name: \.peer.name)
             }
-            targets = matching
         } else {
             targets = []
         }
@@ -301,7 +313,7 @@ extension Node {
     }
 
     static func matches(_ query: String, _ peer: AuthenticatedPeer) -> Bool {
-        !query.isEmpty && (peer.id.rawValue.hasPrefix(query) || peer.name == query)
+        PeerQuery.matches(query, id: peer.id.rawValue, name: peer.name)
     }
 
     static func newInvitationID() -> String {

@@ -14,7 +14,7 @@ extension Node {
         }
         for query in queries {
             let peer = try await invite(query, context: nil, timeout: timeout, client: client)
-            guard let link = sessions[peer.id] else { throw .notConnected(peer.id.rawValue) }
+            guard let link = sessions[peer.id] else { throw .notConnected(query) }
             targets.append(link)
         }
         return targets
@@ -105,7 +105,7 @@ extension Node {
             reached.append(link)
         }
         guard !reached.isEmpty else {
-            throw .notConnected(targets.map { "\($0.peer.id)" }.joined(separator: ", "))
+            throw .notConnected(targets.map { PeerSearchReport.label($0.peer.ref) }.joined(separator: ", "))
         }
         sink.emit(Events.Sent(
             peers: reached.map(\.peer.ref), bytes: messages.reduce(0) { $0 + $1.readableBytes }, reliable: !unreliable,

@@ -25,6 +25,7 @@ extension Node {
     func resolve(
         _ query: String, until deadline: ContinuousClock.Instant, timeout: Double, client: (any EventSink)? = nil
     ) async throws(NearbyError) -> Target {
+        let asked = try PeerQuery(query)
         let direct = Self.parseHostPort(query)
         if let direct, Self.isIPAddress(direct.host) { return Target(host: direct.host, port: direct.port) }
         startDiscovery()
@@ -37,14 +38,14 @@ extension Node {
         while true {
             if let failure = discovery.failure { throw failure }
             let candidates = discovery.candidates(query, excluding: identity.peerID)
-            if let exact = candidates.first(where: { $0.instance == query }) { return try target(for: exact) }
-            if candidates.count > 1 {
-                throw .peerAmbiguous(query, candidates: candidates.map { "\($0.instance) (\($0.txt.displayName ?? "?"))" }.sorted())
-            }
             // A name another peer shares may show up a moment later: choose only once browsing has
             // run long enough for every peer to answer.
             let settled = ContinuousClock.now >= discovery.startedAt + DiscoveryCache.ambiguityWindow
-            if let only = candidates.first, settled { return try target(for: only) }
+            switch asked.choose(candidates) {
+            case let .one(peer) where settled || peer.instance == query: return try target(for: peer)
+            case let .ambiguous(peers): throw asked.ambiguity(peers)
+            case .one, .none: break
+            }
             if let direct, candidates.isEmpty, settled {
                 if await Self.resolvesHost(direct.host) { return Target(host: direct.host, port: direct.port) }
                 let waited = Double((ContinuousClock.now - started) / .milliseconds(100)).rounded() / 10
@@ -81,8 +82,7 @@ extension Node {
     private func notFound(
         _ query: String, waited: Double, search: ElsewhereSearch?, unresolvedHost: String? = nil
     ) -> NearbyError {
-        let near = discovery.peers.values.filter { $0.isNear(query) && $0.instance != identity.peerID.rawValue }
-            .sorted { $0.instance < $1.instance }.map(\.ref)
+        let near = PeerSearchReport.near(query, among: discovery.peers.values, excluding: identity.peerID.rawValue)
         var seen = PeerSearchReport(service: configuration.service.registrationType, near: near, elsewhere: search?.finish() ?? [])
         seen.unresolvedHost = unresolvedHost
         seen.domains = configuration.domains
@@ -138,7 +138,8 @@ extension Node {
 
 extension Node {
     /// Connects to the first of the target's addresses that answers, IPv4 then IPv6, each within
-    /// the connect timeout (and the invitation's deadline). When none does, the error names the
+    /// the connect timeout and what is left of the command's one deadline (`--timeout`, shared with
+    /// the lookup before and the answer after): an address not reached by then is not tried. When none does, the error names the
     /// peer as the user typed it and says, for each address tried, what happened there.
     func connect(
         _ target: Target, query: String, deadline: ContinuousClock.Instant, sink: any EventSink
@@ -186,9 +187,11 @@ extension Node {
         var refused = true
         for host in target.hosts {
             let address = Target.address(host, target.port)
-            sink.emit(Events.Connecting(peer: target.expected.map { PeerRef(id: $0.rawValue, name: target.name) }, address: address))
             let left = deadline - .now
-            let timeout = failures.isEmpty ? Connections.connectTimeout : min(Connections.connectTimeout, .nanoseconds(max(left.nanoseconds, 1_000_000_000)))
+            // The first address gets a moment even when the lookup took nearly all the time.
+            guard failures.isEmpty || left > .zero else { break }
+            sink.emit(Events.Connecting(peer: target.expected.map { PeerRef(id: $0.rawValue, name: target.name) }, address: address))
+            let timeout = min(Connections.connectTimeout, .nanoseconds(max(left.nanoseconds, 200_000_000)))
             do {
                 var used = target
                 used.host = host

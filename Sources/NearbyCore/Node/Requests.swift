@@ -43,12 +43,13 @@ public enum Requests {
     }
 
     public static func serve(_ request: ControlRequest, node: Node, asker: Asker) async throws(NearbyError) -> Served {
+        try PeerQuery.check(request.namedPeers)
         let client = asker.events
         switch request {
         case let .invite(peer, context, timeout):
             return .peer(try await node.invite(peer, context: context, timeout: timeout, client: client))
-        case let .accept(query, decline):
-            return .peer(try await node.accept(query, decline: decline, client: client))
+        case let .accept(query, decline, timeout):
+            return .peer(try await node.accept(query, decline: decline, timeout: timeout, client: client))
         case let .send(peers, all, timeout, payload):
             try await node.sendMessage(Array(payload), to: peers, all: all, unreliable: false, timeout: timeout, client: client)
         case let .sendDatagram(peers, all, timeout, payload):
@@ -73,5 +74,20 @@ public enum Requests {
             return try await serve(inner, node: node, asker: asker)
         }
         return .done
+    }
+}
+
+extension ControlRequest {
+    /// Every PEER the request names, for `PeerQuery.check`: an empty one is refused before any work,
+    /// by a running node as by the command itself.
+    public var namedPeers: [String?] {
+        switch self {
+        case let .invite(peer, _, _), let .sendFiles(peer, _, _), let .stream(peer, _, _, _): [peer]
+        case let .accept(query, _, _): [query]
+        case let .disconnect(peer, _): [peer]
+        case let .listen(_, from, _): [from]
+        case let .send(peers, _, _, _), let .sendLines(peers, _, _, _), let .sendDatagram(peers, _, _, _): peers
+        case let .expecting(_, request): request.namedPeers
+        }
     }
 }

@@ -3,6 +3,8 @@
 public enum ChannelKind: Codable, Equatable, Sendable, CustomStringConvertible {
     case file
     case stream
+    /// An empty directory of a sent tree: made on the receiving side, no data.
+    case directory
     case other(String)
 
     public init(from decoder: any Decoder) throws {
@@ -10,6 +12,7 @@ public enum ChannelKind: Codable, Equatable, Sendable, CustomStringConvertible {
         self = switch name {
         case "file": .file
         case "stream": .stream
+        case "directory": .directory
         default: .other(String(name.prefix(32)))
         }
     }
@@ -23,6 +26,7 @@ public enum ChannelKind: Codable, Equatable, Sendable, CustomStringConvertible {
         switch self {
         case .file: "file"
         case .stream: "stream"
+        case .directory: "directory"
         case let .other(name): name
         }
     }

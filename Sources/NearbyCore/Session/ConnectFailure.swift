@@ -41,7 +41,7 @@ enum ConnectFailure {
     }
 
     private static func reason(_ error: any Error, timeout: TimeAmount) -> String {
-        let seconds = Double(timeout.nanoseconds) / 1e9
+        let seconds = (Double(timeout.nanoseconds) / 1e8).rounded() / 10
         let wait = seconds == seconds.rounded() ? "\(Int(seconds)) s" : "\(seconds) s"
         switch error {
         case ChannelError.connectTimeout:

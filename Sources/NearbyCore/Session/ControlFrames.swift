@@ -76,6 +76,17 @@ public enum Control {
         /// The receiver's confirming close only: it had this file already (same name and SHA-256)
         /// and kept that copy instead of making another.
         public var alreadyThere: Bool? = nil
+        /// The receiver's confirming close only: the name it saved the file under, when not the one
+        /// offered (`x (1).txt` beside another `x.txt`). A peer's words: bounded and checked by the
+        /// sender (`Close.savedName`).
+        public var savedAs: String? = nil
+
+        /// `savedAs` when it is a plain file name of sane length that differs from `offered`'s.
+        public func savedName(offered: String) -> String? {
+            guard let savedAs, !savedAs.isEmpty, savedAs.utf8.count <= 255, !savedAs.contains("/"),
+                  savedAs != offered.split(separator: "/").last.map(String.init) else { return nil }
+            return savedAs
+        }
     }
 
     public struct Reset: Codable, Equatable, Sendable {

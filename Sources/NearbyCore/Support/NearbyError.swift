@@ -61,6 +61,8 @@ public enum NearbyError: Error, LocalizedError, Equatable, Sendable {
     case notANearbyPeer(String)
     case declined(peer: String, reason: String)
     case invitationTimedOut(peer: String, seconds: Double)
+    /// `accept --timeout`: no invitation (from `from`, when given) came in time.
+    case noInvitation(from: String?, seconds: Double)
     case connectionFailed(String)
     case encryptionMismatch(ours: String, theirs: String)
     case identityMismatch(expected: String, got: String)
@@ -74,6 +76,9 @@ public enum NearbyError: Error, LocalizedError, Equatable, Sendable {
     case transferFailed(path: String, code: String, reason: String)
     case cancelled(String)
     case wideArea(WideAreaFailure)
+
+    /// kDNSServiceErr_Refused: what Avahi's compat layer says when D-Bus denies us the daemon.
+    public static let accessRefused: Int32 = -65553
 
     public var code: String {
         switch self {
@@ -92,6 +97,7 @@ public enum NearbyError: Error, LocalizedError, Equatable, Sendable {
         case .notANearbyPeer: "not-a-nearby-peer"
         case .declined: "declined"
         case .invitationTimedOut: "invitation-timeout"
+        case .noInvitation: "no-invitation"
         case .connectionFailed: "connection-failed"
         case .encryptionMismatch: "encryption-mismatch"
         case .identityMismatch: "identity-mismatch"
@@ -119,7 +125,7 @@ public enum NearbyError: Error, LocalizedError, Equatable, Sendable {
         case .peerAmbiguous: .peerNotFound
         case .notANearbyPeer, .connectionFailed, .encryptionMismatch, .notConnected: .connectionFailed
         case .declined: .declined
-        case .invitationTimedOut: .timedOut
+        case .invitationTimedOut, .noInvitation: .timedOut
         case .identityMismatch, .keyChanged: .identityCheckFailed
         case .noNode: .noNode
         case .nodeAlreadyRunning: .nodeAlreadyRunning
@@ -145,6 +151,8 @@ public enum NearbyError: Error, LocalizedError, Equatable, Sendable {
             "the identity file \(path) is corrupt (\(reason)); fix or move it away — nearby will not silently replace an identity"
         case let .identityIO(path, reason):
             "cannot use the identity file \(path): \(reason)"
+        case let .daemonUnavailable(code) where code == Self.accessRefused:
+            "avahi-daemon refused this user access (error \(code)): its D-Bus policy (/etc/dbus-1/system.d/avahi-dbus.conf) does not allow it; check with `avahi-browse -at`, run as a user the policy allows, or allow this one"
         case let .daemonUnavailable(code):
             "cannot reach the DNS-SD daemon (error \(code)): is avahi-daemon running?"
         case let .discoveryFailed(operation, code):
@@ -165,6 +173,8 @@ public enum NearbyError: Error, LocalizedError, Equatable, Sendable {
             "\(peer) declined the invitation (\(reason))"
         case let .invitationTimedOut(peer, seconds):
             "\(peer) did not answer the invitation within \(Self.format(seconds)) s"
+        case let .noInvitation(from, seconds):
+            "no invitation\(from.map { " from \($0)" } ?? "") came within \(Self.format(seconds)) s"
         case let .connectionFailed(reason):
             reason
         case let .encryptionMismatch(ours, theirs):

@@ -16,6 +16,8 @@ public struct OutgoingFile: Sendable, Equatable, Codable {
     public var relative: String
     public var size: UInt64
     public var modified: Double
+    /// An empty directory of a sent tree (`photos/empty`): recreated on the receiving side.
+    public var directory: Bool? = nil
 }
 
 public enum FileList {
@@ -48,6 +50,7 @@ public enum FileList {
             guard let walker = manager.enumerator(atPath: path) else { throw .ioFailure(path: given, reason: "cannot list") }
             var inside: [String] = []
             while let entry = walker.nextObject() as? String { inside.append(entry) }
+            if inside.isEmpty { files.append(Self.emptyDirectory(path, relative: name)) }
             for entry in inside.sorted() {
                 let full = path + "/" + entry
                 var info = stat()
@@ -57,7 +60,11 @@ public enum FileList {
                 }
                 switch info.st_mode & S_IFMT {
                 case S_IFREG: files.append(try describe(full, relative: name + "/" + entry))
-                case S_IFDIR: continue  // its entries follow
+                case S_IFDIR:
+                    // Its entries follow; an empty one is sent as itself, so the tree arrives as sent.
+                    if (try? manager.contentsOfDirectory(atPath: full))?.isEmpty == true {
+                        files.append(Self.emptyDirectory(full, relative: name + "/" + entry))
+                    }
                 case S_IFLNK: skipped(Skipped(path: name + "/" + entry, reason: "a symbolic link: links inside a directory are not followed"))
                 case let mode: skipped(Skipped(path: name + "/" + entry, reason: "\(kind(mode)), not a regular file"))
                 }
@@ -84,6 +91,10 @@ public enum FileList {
         case S_IFSOCK: "a socket"
         default: "something else"
         }
+    }
+
+    static func emptyDirectory(_ path: String, relative: String) -> OutgoingFile {
+        OutgoingFile(source: path, relative: relative, size: 0, modified: 0, directory: true)
     }
 
     static func describe(_ path: String, relative: String) throws(NearbyError) -> OutgoingFile {

@@ -296,7 +296,12 @@ extension FileReceiver {
         services.events.emit(Events.FileReceived(
             transfer: transfer, peer: peer, path: placed, bytes: size, skipped: skipped, sha256: sha, seconds: seconds,
             alreadyThere: existing != nil ? true : nil))
-        await link.send(Control.frame(.close, Control.Close(sha256: sha, bytes: size, alreadyThere: existing != nil ? true : nil), channel: frame.channel))
+        // The name it was saved under, when not its own (`x (1).txt`): the sender's events tell two
+        // files of one name apart.
+        let savedAs = placed.split(separator: "/").last.map(String.init)
+        await link.send(Control.frame(
+            .close, Control.Close(sha256: sha, bytes: size, alreadyThere: existing != nil ? true : nil, savedAs: savedAs == name ? nil : savedAs),
+            channel: frame.channel))
     }
 
     /// The sender stopped (a `reset`, which already ended the channel): what arrived stays for a resume.

@@ -124,9 +124,14 @@ enum FileSender {
                 var delivered = false
                 try step { delivered = try $0.confirmed(sha256: confirmed.sha256) }
                 guard delivered else { throw failed("integrity", "the receiver's SHA-256 differs") }
-                sink.emit(Events.FileSent(
+                var sent = Events.FileSent(
                     transfer: transfer, peer: peer, path: file.relative, bytes: file.size, skipped: offset, sha256: sha,
-                    seconds: Transfer.seconds(since: started), alreadyThere: confirmed.alreadyThere == true ? true : nil))
+                    seconds: Transfer.seconds(since: started), alreadyThere: confirmed.alreadyThere == true ? true : nil)
+                // Two files of one name (dA/x.txt, dB/x.txt) told apart: where each came from, and
+                // the name the receiver gave the one it could not save under its own.
+                sent.source = file.source
+                sent.savedAs = confirmed.savedName(offered: file.relative)
+                sink.emit(sent)
                 return
             case let .reset(reset)?: throw failed(reset.code.description, "the receiver refused the file: \(reset.reason)")
             case let .lost(reason)?: throw failed("connection-lost", reason)

@@ -1,0 +1,107 @@
+import Foundation
+import NearbyCore
+import Testing
+
+/// The docs a script is written against stay true to the code: every error code the code can emit
+/// is in docs/events.md's tables, every exit status in docs/exit-codes.md, and every reason a
+/// connection is closed with (the `disconnected` event's `reason`, and what `withdrawn: …` and a
+/// cut file repeat) in events.md's list of close reasons. Read from the sources, so a new code or
+/// reason fails here until it is documented.
+@Suite struct DocsDriftTests {
+    private static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardizedFileURL
+
+    private static func read(_ path: String) throws -> String {
+        try String(contentsOf: root.appendingPathComponent(path), encoding: .utf8)
+    }
+
+    /// Every Swift source of the given targets, as one string per file.
+    private static func sources(_ targets: [String] = ["NearbyCore", "NearbyCLI"]) throws -> [(path: String, text: String)] {
+        var found: [(String, String)] = []
+        for target in targets {
+            let base = root.appendingPathComponent("Sources/\(target)")
+            guard let walker = FileManager.default.enumerator(atPath: base.path) else { continue }
+            for case let relative as String in walker where relative.hasSuffix(".swift") {
+                found.append(("\(target)/\(relative)", try String(contentsOf: base.appendingPathComponent(relative), encoding: .utf8)))
+            }
+        }
+        return found
+    }
+
+    /// The error codes: NearbyError's and WideAreaFailure's `code` switches, and the codes a failed
+    /// transfer or stream is given (`code: "…"`).
+    static func emittedCodes() throws -> Set<String> {
+        var codes = Set<String>()
+        for file in ["Sources/NearbyCore/Support/NearbyError.swift", "Sources/NearbyCore/Discovery/WideArea/WideAreaFailure.swift"] {
+            let text = try read(file)
+            guard let start = text.range(of: "public var code: String {") else { continue }
+            let rest = text[start.upperBound...]
+            let body = rest.range(of: "\n    }\n").map { rest[..<$0.lowerBound] } ?? rest
+            for match in body.matches(of: /case [^:\n]+: "([a-z][a-z-]+)"/) { codes.insert(String(match.output.1)) }
+        }
+        for (_, text) in try sources() {
+            for match in text.matches(of: /code: "([a-z][a-z-]+)"/) { codes.insert(String(match.output.1)) }
+        }
+        return codes
+    }
+
+    /// The literal part of every close reason: `close(because:)`, `finish(because:)`,
+    /// `leave(_, because:)`, the state machine's `.close(reason:)` and `closing:`, and the
+    /// "connection lost (…)" forms — up to the first interpolation.
+    static func closeReasons() throws -> Set<String> {
+        var reasons = Set<String>()
+        for (_, text) in try sources(["NearbyCore"]) {
+            let forms = text.matches(of: /(?:because|closing|close\(reason): (?:[a-z]+ \? )?"([^"]+)"(?: : "([^"]+)")?/)
+            for match in forms {
+                for part in [match.output.1, match.output.2].compactMap({ $0 }) { reasons.insert(Self.literal(part)) }
+            }
+            for match in text.matches(of: /"(connection lost \([^"\\]*)/) { reasons.insert(Self.literal(String(match.output.1))) }
+        }
+        reasons.remove("")
+        return reasons
+    }
+
+    /// `we left: \(reason)` → `we left:`; a reason that is only an interpolation gives "".
+    static func literal(_ text: some StringProtocol) -> String {
+        let head = text.range(of: "\\(").map { text[..<$0.lowerBound] } ?? text[...]
+        return head.trimmingCharacters(in: .whitespaces)
+    }
+
+    @Test func everyErrorCodeIsInEventsMD() throws {
+        let codes = try Self.emittedCodes()
+        #expect(codes.count > 30, "\(codes.sorted())")
+        let events = try Self.read("docs/events.md")
+        let missing = codes.filter { !events.contains("| `\($0)` |") }.sorted()
+        #expect(missing.isEmpty, "error codes the code emits that docs/events.md's error table does not list: \(missing)")
+    }
+
+    @Test func everyExitStatusIsInExitCodesMD() throws {
+        let table = try Self.read("docs/exit-codes.md")
+        let missing = ExitStatus.allCases.filter { !table.contains("| \($0.rawValue) |") }.map(\.rawValue)
+        #expect(missing.isEmpty, "exit statuses not in docs/exit-codes.md's table: \(missing)")
+    }
+
+    @Test func everyCloseReasonIsInEventsMD() throws {
+        let reasons = try Self.closeReasons()
+        #expect(reasons.contains("the connection failed while sending") && reasons.contains("we left:"), "\(reasons.sorted())")
+        let events = try Self.read("docs/events.md")
+        guard let start = events.range(of: "### Close reasons") else {
+            Issue.record("docs/events.md has no '### Close reasons' section")
+            return
+        }
+        let section = events[start.upperBound...]
+        let text = section.range(of: "\n#").map { section[..<$0.lowerBound] } ?? section
+        let missing = reasons.filter { !text.contains("`\($0)") }.sorted()
+        #expect(missing.isEmpty, "close reasons the code uses that docs/events.md's 'Close reasons' does not list: \(missing)")
+    }
+
+    /// The README's "wait, then send" recipe stops when `browse` fails: bash, with pipefail.
+    @Test func theReadmeRecipeSetsPipefail() throws {
+        let readme = try Self.read("README.md")
+        guard let start = readme.range(of: "A script that waits for a peer, then sends it a message") else {
+            Issue.record("the recipe is gone from the README")
+            return
+        }
+        let block = readme[start.upperBound...].prefix(600)
+        #expect(block.contains("set -euo pipefail") && block.contains("#!/bin/bash"), "\(block)")
+    }
+}
