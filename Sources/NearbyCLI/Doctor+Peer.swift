@@ -7,6 +7,8 @@ extension Nearby.Doctor {
     /// What a browse found besides the peer asked for.
     final class Collected: Sendable {
         let names = Mutex<[String]>([])
+        /// Peers PEER names, by instance: the ambiguity rule needs every one seen in its window.
+        let matching = Mutex<[String: DiscoveredPeer]>([:])
     }
 
     struct PeerCheck: Sendable {
@@ -50,6 +52,7 @@ extension Nearby.Doctor {
         }
         defer { browser.stop() }
         let others = Collected()
+        let started = ContinuousClock.now
         let found = await firstResult(within: limit) { () -> DiscoveredPeer? in
             for await update in updates {
                 guard case let .found(peer) = update, peer.instance != selfID.rawValue else { continue }
@@ -57,6 +60,26 @@ extension Nearby.Doctor {
                 others.names.withLock { $0.append("\(peer.txt.displayName ?? "?") (\(peer.instance))") }
             }
             return nil
+        }
+        // The rule every command follows (`PeerQuery.choose`): a name or prefix names a peer only
+        // once browsing has run long enough for another of that name to answer.
+        if let first = found, first.instance != query, let asked = try? PeerQuery(query) {
+            others.matching.withLock { $0[first.instance] = first }
+            _ = await firstResult(until: started + PeerQuery.ambiguityWindow) { () -> DiscoveredPeer? in
+                for await update in updates {
+                    guard case let .found(peer) = update, peer.instance != selfID.rawValue, peer.matches(query) else { continue }
+                    others.matching.withLock { $0[peer.instance] = peer }
+                }
+                return nil
+            }
+            if case let .ambiguous(peers) = asked.choose(others.matching.withLock { Array($0.values) }) {
+                let error = asked.ambiguity(peers)
+                return PeerCheck(check: DoctorCheck(
+                    "peer", .fail, error.errorDescription ?? "'\(query)' names several peers",
+                    hint: "name one of them by its ID: " + peers.map(\.instance).sorted()
+                        .map { PeerSearchReport(service: service.registrationType).hint(for: $0) }.joined(separator: " or "),
+                    exitStatus: error.exitStatus), found: nil)
+            }
         }
         if let peer = found {
             let detail = "\(peer.txt.displayName ?? "?") (\(peer.instance)) on \(service.registrationType): host \(peer.host ?? "?"), "

@@ -1,18 +1,39 @@
 import NearbyCore
 
 extension Nearby.Doctor {
-    /// `doctor --domain`: the unicast DNS checks of each domain instead of the mDNS ones, then with
-    /// PEER, found in any of the domains, the same connect, encryption and identity checks.
+    /// `doctor --domain`: as a node is on the link and in its domains, the link's daemon check
+    /// (not with `--no-link`) and the unicast DNS checks of each domain; then PEER, looked for on the
+    /// link and in each domain, with the same connect, encryption and identity checks where found.
     func wideAreaChecks(
         _ domains: [WideAreaSettings], service: ServiceType, identity: Identity, context: CommandContext, record: (DoctorCheck) -> Void
     ) async {
+        var survey: Survey?
+        if serviceOptions.wideArea.link {
+            let onLink = Survey()
+            do throws(NearbyError) {
+                try onLink.start()
+                survey = onLink
+                record(DoctorCheck("daemon", .ok, "avahi-daemon answers DNS-SD requests"))
+            } catch {
+                record(DoctorCheck.daemonFailed(error))
+            }
+        }
+        defer { survey?.stop() }
         for settings in domains {
             await WideAreaDoctor(settings: settings).run(service: service, selfID: identity.peerID, record: record)
         }
         guard let peer else { return }
-        // The peer in the first domain that has it; only when none does, every domain's reason.
+        // The peer in the first place that has it (the link first); only when none does, every
+        // place's reason.
         var misses: [DoctorCheck] = []
         var found: DiscoveredPeer?
+        if let survey {
+            let onLink = await Self.findPeer(
+                peer, service: service, selfID: identity.peerID, paths: context.paths, environment: context.environment, survey: survey,
+                notFoundHints: [], within: .milliseconds(Int64(timeout * 1000)))
+            found = onLink.found
+            if found == nil { misses.append(onLink.check) } else { record(onLink.check) }
+        }
         for settings in domains where found == nil {
             var checks: [DoctorCheck] = []
             found = await WideAreaDoctor(settings: settings).findPeer(peer, service: service, selfID: identity.peerID) { checks.append($0) }

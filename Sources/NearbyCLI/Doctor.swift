@@ -28,11 +28,12 @@ extension Nearby {
                   peer-sees-us        the peer is asked whether it sees this host's probe (one-way \
                 multicast: we see it, it does not see us).
                 When the firewall check finds a rule, the other multicast checks' hints name it. \
-                With --domain (wide-area DNS-SD) instead of the link checks: dns-server (it \
-                answers), zone (it exists), key (a probe record registered and deleted with the TSIG \
-                key), clock (TSIG BADTIME), our-records (this identity is registered); with PEER: \
-                peer (PTR → SRV → A/AAAA), connect, encryption, identity. Exit 11 server \
-                unreachable, 13 zone refused, 12 key or clock rejected, 8 key file unusable.
+                With --domain (wide-area DNS-SD): daemon (not with --no-link), then for each domain \
+                dns-server (it answers), zone (it exists), key (a probe record registered and deleted \
+                with the TSIG key), clock (TSIG BADTIME), our-records (this identity is registered); \
+                with PEER: peer, looked for on the link (not with --no-link) and in each domain \
+                (PTR → SRV → A/AAAA), then connect, encryption, identity where it was found. Exit 11 \
+                server unreachable, 13 zone refused, 12 key or clock rejected, 8 key file unusable.
                 Nothing invites the peer: it starts no session, pins nothing and shows no invitation.
                 Exit 0 when nothing failed, else the status of the first failure: 7 daemon, 2 peer \
                 not found, 5 cannot connect or encryption mismatch, 9 identity, 1 otherwise \

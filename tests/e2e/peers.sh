@@ -57,6 +57,13 @@ test_peer_browse_follows_the_rule_send_does() {
             and (.hint|startswith("nearby doctor --service s-pq-twin ")))' "$which: near names, other types and the hint" || return 1
         ex_says "$OUT/near-$which.err" 'add `--service s-pq-other`' "$which: the option to add" || return 1
     done
+    # doctor follows the same rule: a name two peers share is no peer to examine.
+    nb 2 doctor --service s-pq-twin --timeout 5 "Bob's Pi" >"$OUT/doctor.jsonl" 2>"$OUT/doctor.err"; status=$?
+    expect_eq "$status" 2 "doctor on a name two peers share" || { show "$OUT/doctor.jsonl"; return 1; }
+    expect_json "$OUT/doctor.jsonl" "select(.event==\"check\" and .check==\"peer\" and .status==\"fail\"
+        and (.detail|contains(\"$id4\")) and (.detail|contains(\"$id5\")) and (.hint|contains(\"nearby doctor --service s-pq-twin $id4\")))" \
+        "doctor: the peer check lists both, and how to name one" || return 1
+    [[ $(count_json "$OUT/doctor.jsonl" 'select(.event=="check" and .check=="connect")') == 0 ]] || fail "doctor connected to one of two same-named peers" || return 1
     # A prefix of the ID names one of them: found, exit 0.
     nb 2 browse --service s-pq-twin --peer "${id4:0:6}" --timeout 5 >"$OUT/prefix.jsonl" 2>"$OUT/prefix.err"; status=$?
     expect_eq "$status" 0 "browse --peer ID-prefix" || { show "$OUT/prefix.jsonl"; return 1; }

@@ -79,3 +79,23 @@ test_widearea_one_node_on_the_link_and_in_the_domain() {
     (( $(lab_run 1 avahi-browse -ptr _wa._tcp 2>/dev/null | grep -c "^=.*;$id1;") > 0 )) || fail "avahi-browse does not list h1's own node" || return 1
     expect_eq "$(lab_run "$far" avahi-browse -ptr _wa2._tcp 2>/dev/null | grep -c '^=')" 0 "--no-link node resolved by avahi on its own host" || return 1
 }
+
+# doctor --domain looks for PEER where a node lives: on the link and in each domain. A peer only on
+# the link is found there (it used to be "not found" in the domain alone); --no-link leaves the link.
+test_widearea_doctor_looks_on_the_link_too() {
+    trap wa_stop_all RETURN
+    wa_setup || return 1
+    local id1 status
+    id1=$(id_of 1) || return 1
+    wa_bg 1 "$OUT/linkonly.jsonl" advertise --service wa3; WA_PIDS+=("$LAB_PID")
+    lab_wait_line "$OUT/linkonly.jsonl" 'select(.event=="advertising")' 15 >/dev/null || { fail "no node on h1"; return 1; }
+    wa 2 doctor --service wa3 --domain "$WA_ZONE" --dns-server "$LAB_ROUTER_A" --timeout 5 "$id1" >"$OUT/doctor.jsonl" 2>"$OUT/doctor.err"; status=$?
+    expect_json "$OUT/doctor.jsonl" 'select(.event=="check" and .check=="daemon" and .status=="ok")' "doctor --domain checks the link's daemon" || return 1
+    expect_json "$OUT/doctor.jsonl" "select(.event==\"check\" and .check==\"peer\" and .status==\"ok\" and (.detail|contains(\"$id1\")))" \
+        "doctor --domain finds a peer on the link" || return 1
+    expect_json "$OUT/doctor.jsonl" 'select(.event=="check" and .check=="identity" and .status=="ok")' "its identity checked" || return 1
+    expect_eq "$status" 0 "doctor --domain for a peer on the link" || { cat "$OUT/doctor.jsonl" >&2; return 1; }
+    wa 2 doctor --service wa3 --domain "$WA_ZONE" --dns-server "$LAB_ROUTER_A" --no-link --timeout 3 "$id1" >"$OUT/nolink.jsonl" 2>/dev/null; status=$?
+    expect_eq "$status" 2 "doctor --domain --no-link for a peer only on the link" || { cat "$OUT/nolink.jsonl" >&2; return 1; }
+    [[ $(count_json "$OUT/nolink.jsonl" 'select(.event=="check" and .check=="daemon")') == 0 ]] || fail "--no-link ran the daemon check" || return 1
+}

@@ -220,13 +220,16 @@ extension Node {
                 (negotiated, target) = (won, at)
             case let .failed(failure):
                 invitations.forget(invitation)
-                if case .cancelled = failure { throw failure }
+                if case .cancelled = failure.error { throw failure.error }
                 forgetRemembered(remembered)
-                // Discovery, browsing since the start, decides; where it finds the same addresses
-                // that just failed, they are not tried twice.
-                let found = try await resolve(query, until: deadline, timeout: timeout, client: client ?? events)
-                if found.expected == remembered.expected, found.port == remembered.port, Set(found.hosts).isSubset(of: Set(remembered.hosts)) {
-                    throw failure
+                // Discovery, browsing since the start, decides. Addresses that did not answer are not
+                // waited on twice; refused ones are tried again, since the ordinary path then waits
+                // for discovery to show a restarted peer's new port.
+                if !failure.refusedEverywhere {
+                    let found = try await resolve(query, until: deadline, timeout: timeout, client: client ?? events)
+                    if found.expected == remembered.expected, found.port == remembered.port, Set(found.hosts).isSubset(of: Set(remembered.hosts)) {
+                        throw failure.error
+                    }
                 }
                 return try await invite(query, context: context, timeout: timeout, deadline: deadline, client: client, remembering: false)
             }

@@ -21,7 +21,7 @@ extension Node {
     enum RememberedOutcome {
         case connected(Negotiated, Target)
         /// Every remembered address failed; the failure, for when discovery finds the same ones.
-        case failed(NearbyError)
+        case failed(ConnectFailed)
     }
 
     /// Connects to `target`'s remembered addresses and, should discovery meanwhile show the peer
@@ -60,14 +60,14 @@ extension Node {
                     }
                 case let .remembered(.failure(failure)):
                     if outcome == nil {
-                        outcome = .failed(failure.error)
+                        outcome = .failed(failure)
                         group.cancelAll()
                     }
                 case .discovered(nil):
                     continue
                 }
             }
-            return outcome ?? .failed(.cancelled("connecting to \(query)"))
+            return outcome ?? .failed(ConnectFailed(error: .cancelled("connecting to \(query)"), refusedEverywhere: false))
         }
     }
 
@@ -80,12 +80,12 @@ extension Node {
     /// A session we opened: where the peer answered, for the next command that names it.
     func rememberReached(_ peer: AuthenticatedPeer, at target: Target, tried: [String]) {
         guard let recent else { return }
-        let addresses = RecentPeers.ordered([target.host] + tried.filter { $0 != target.host })
-        // Where it answered goes first: it worked.
-        let first = [target.host] + addresses.filter { $0 != target.host }
+        // In the order every connection tries them (IPv4, IPv6, link-local), so a remembered try
+        // and discovery's say the same addresses in the same order.
+        let addresses = RecentPeers.ordered([target.host] + tried)
         try? recent.record([RecentPeers.Entry(
             id: peer.id.rawValue, name: peer.name, service: configuration.service.name, lastSeen: Date(),
-            addresses: first, port: target.port)])
+            addresses: addresses, port: target.port)])
     }
 
     static func closeUnused(_ negotiated: Negotiated) {
