@@ -133,13 +133,16 @@ enum ProgressBar {
             facts += String(format: " · all %.0f%% of %@", allFraction * 100, Format.size(allTotal))
             if let eta = eta(remaining: allTotal - all, rate: rate) { facts += ", ETA " + eta }
         }
-        // The bar takes what room is left after the facts and a short name, up to 30 columns.
-        let width = min(30, columns - 1 - prefix.count - facts.count - 3 - 12)
+        // The bar takes what room is left after the facts and the name (up to 24 columns of it; on
+        // a narrow terminal 12, a longer one gives way), up to 30 columns.
+        let path = Text.clean(e.path, limit: 4096)
+        let free = columns - 1 - prefix.count - facts.count - 3
+        let roomy = free - min(max(path.count, 12), 24)
+        let width = min(30, roomy >= 5 ? roomy : free - 12)
         let bar = width >= 5
             ? " [" + String(repeating: "#", count: Int(fraction * Double(width))) + String(repeating: "-", count: width - Int(fraction * Double(width))) + "]"
             : ""
         let room = max(columns - 1 - prefix.count - bar.count - facts.count, 8)
-        let path = Text.clean(e.path, limit: 4096)
         let name = path.count > room ? "…" + path.suffix(room - 1) : path
         return String((prefix + name + bar + facts).prefix(columns - 1))
     }
