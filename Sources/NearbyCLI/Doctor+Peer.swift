@@ -115,21 +115,21 @@ extension Nearby.Doctor {
         var detail = "'\(query)' not found on \(service.registrationType) in \(limit)"
         detail += seen.isEmpty ? "; no other peer found on it either" : "; found instead: \(seen.prefix(10).joined(separator: ", "))"
         let recent = RecentPeers(paths: paths).load().first { $0.service == service.name && ($0.id.hasPrefix(query) || $0.name == query) }
+        // A unicast DNS-SD domain this network offers: where a peer on another subnet is found.
+        let offered = await WideAreaDNS.offeredDomains(environment: environment)
+        let offeredDetail = offered.isEmpty ? "" : "; this network offers the DNS-SD domain\(offered.count > 1 ? "s" : "") \(offered.joined(separator: ", "))"
+        let offeredHint = offered.first.map { ". If the peer is on another subnet, look there: 'nearby doctor --domain \($0) \(quoted)'" } ?? ""
         if let recent {
             detail += "; seen before as \(recent.name ?? "?") (\(recent.id)), last on \(ISO8601DateFormatter().string(from: recent.lastSeen))"
             // Not advertised now, but its node may still run there: its own checks say why.
             if let last = await lastKnown(recent) {
                 return PeerCheck(check: DoctorCheck(
-                    "peer", .fail, detail + "; not advertised now, but a node answers at its last-known address \(last.address(last.addresses[0]))",
-                    hint: "the checks below ask that node why it is not advertised", exitStatus: .peerNotFound), found: nil, lastKnown: last)
+                    "peer", .fail, detail + "; not advertised now, but a node answers at its last-known address \(last.address(last.addresses[0]))" + offeredDetail,
+                    hint: "the checks below ask that node why it is not advertised" + offeredHint, exitStatus: .peerNotFound), found: nil, lastKnown: last)
             }
         }
-        var hint = "on the peer: is 'nearby advertise --service \(service.name)' running? Compare 'nearby browse --types' there and here"
-        let offered = await WideAreaDNS.offeredDomains(environment: environment)
-        if let domain = offered.first {
-            detail += "; this network offers the DNS-SD domain\(offered.count > 1 ? "s" : "") \(offered.joined(separator: ", "))"
-            hint += ". If the peer is on another subnet, look there: 'nearby doctor --domain \(domain) \(quoted)'"
-        }
+        detail += offeredDetail
+        let hint = "on the peer: is 'nearby advertise --service \(service.name)' running? Compare 'nearby browse --types' there and here" + offeredHint
         return PeerCheck(check: DoctorCheck(
             "peer", .fail, detail,
             hint: ([hint] + notFoundHints.filter { !$0.isEmpty }).joined(separator: "; "),

@@ -120,9 +120,14 @@ extension Nearby {
                         firewall: dropping, within: limit)
                     record(peerCheck.check)
                     if let last = peerCheck.lastKnown {
+                        // Its last-known address on another subnet explains why mDNS does not carry it.
+                        if let host = last.addresses.first, let subnet = Subnets.check(host: host, port: last.port, interfaces: interfaces) {
+                            record(subnet)
+                            if subnet.status == .warn { explained = "the subnet check found \(host) on another subnet, and mDNS does not cross routers" }
+                        }
                         await Self.connectChecks(
                             last, identity: identity, preference: session.mode, knownPeers: KnownPeers(paths: context.paths),
-                            probe: selfProbe?.name, replyWithin: max(limit, .seconds(3)) + .seconds(2), record: record)
+                            probe: selfProbe?.name, replyWithin: max(limit, .seconds(3)) + .seconds(2), explained: explained, record: record)
                         return
                     }
                     guard let found = peerCheck.found, let port = found.port else { return }
