@@ -233,7 +233,7 @@ _nearby_advertise() {
 
 _nearby_browse() {
     repeating_flags=()
-    non_repeating_flags=(--types --now --domains --verbose -v --json --human --version -h --help)
+    non_repeating_flags=(--types --now --domains --localsend --verbose -v --json --human --version -h --help)
     repeating_options=()
     non_repeating_options=(--service --domain --dns-server --dns-key --timeout --count --peer)
     __nearby_offer_flags_options 0
@@ -365,9 +365,9 @@ _nearby_accept() {
 
 _nearby_send() {
     repeating_flags=()
-    non_repeating_flags=(--all --lines --unreliable --verbose -v --json --human --version -h --help)
+    non_repeating_flags=(--all --lines --unreliable --localsend --verbose -v --json --human --version -h --help)
     repeating_options=()
-    non_repeating_options=(--timeout --service --domain --dns-server --dns-key --name --encryption)
+    non_repeating_options=(--timeout --service --domain --dns-server --dns-key --name --encryption --pin)
     __nearby_offer_flags_options 2
 
     # Offer option value completions
@@ -396,6 +396,9 @@ _nearby_send() {
         __nearby_add_completions -W 'required'$'\n''optional'$'\n''none'
         return
         ;;
+    '--pin')
+        return
+        ;;
     esac
 
     # Offer positional completions
@@ -409,9 +412,9 @@ _nearby_send() {
 
 _nearby_send-file() {
     repeating_flags=()
-    non_repeating_flags=(--verbose -v --json --human --version -h --help)
+    non_repeating_flags=(--localsend --verbose -v --json --human --version -h --help)
     repeating_options=()
-    non_repeating_options=(--timeout --service --domain --dns-server --dns-key --name --encryption)
+    non_repeating_options=(--timeout --service --domain --dns-server --dns-key --name --encryption --pin)
     __nearby_offer_flags_options -1
 
     # Offer option value completions
@@ -438,6 +441,9 @@ _nearby_send-file() {
         ;;
     '--encryption')
         __nearby_add_completions -W 'required'$'\n''optional'$'\n''none'
+        return
+        ;;
+    '--pin')
         return
         ;;
     esac

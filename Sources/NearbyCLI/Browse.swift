@@ -64,6 +64,8 @@ extension Nearby {
         @Flag(help: "List the browse domains the network offers (unicast DNS, RFC 6763 §11), under --domain or the resolver's search domains.")
         var domains = false
 
+        @OptionGroup var localSend: LocalSendOptions
+
         @OptionGroup var output: OutputOptions
 
         static let defaultPeerTimeout = 10.0
@@ -90,6 +92,11 @@ extension Nearby {
 
         func run() async throws {
             let context = output.configure(CommandContext.current)
+            if localSend.enabled(context) {
+                return try await reporting(context, verbose: output.verbose) {
+                    try await LocalSendCommands.browse(context, timeout: timeout, count: count, peer: peer)
+                }
+            }
             if domains { return try await runDomains(context) }
             if types || rawType != nil { return try await runRaw(context) }
             try await reporting(context, verbose: output.verbose) {

@@ -130,6 +130,7 @@ struct HumanRenderer: Sendable {
         case .mpc: "an MPC app"
         case .nearby: "nearby"
         case .other: "not an MPC service (no display name in its TXT record)"
+        case .localsend: "LocalSend"
         }
         let me = e.isSelf ? " (this peer)" : ""
         return "\(what) \(bold(e.peer)) (\(Text.id(e.peer))), \(kind)"
