@@ -86,7 +86,15 @@ let package = Package(
             ]
         ),
         .testTarget(name: "NearbyDNSTests", dependencies: ["NearbyDNS"]),
-        .testTarget(name: "NearbyLocalSendTests", dependencies: ["NearbyLocalSend", "NearbyCore"]),
+        .testTarget(
+            name: "NearbyLocalSendTests",
+            dependencies: [
+                "NearbyLocalSend", "NearbyCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         .testTarget(name: "NearbyCLITests", dependencies: ["NearbyCLI", "NearbyCore"]),
     ],
     swiftLanguageModes: [.v6]

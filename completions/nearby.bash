@@ -186,9 +186,9 @@ _nearby() {
 
 _nearby_advertise() {
     repeating_flags=()
-    non_repeating_flags=(--auto-accept --verbose -v --json --human --version -h --help)
+    non_repeating_flags=(--auto-accept --localsend --verbose -v --json --human --version -h --help)
     repeating_options=(--info --accept-from)
-    non_repeating_options=(--service --domain --dns-server --dns-key --name --port --encryption --save-dir)
+    non_repeating_options=(--service --domain --dns-server --dns-key --name --port --encryption --save-dir --pin)
     __nearby_offer_flags_options 0
 
     # Offer option value completions
@@ -226,6 +226,9 @@ _nearby_advertise() {
         ;;
     '--save-dir')
         __nearby_add_completions -d
+        return
+        ;;
+    '--pin')
         return
         ;;
     esac
@@ -316,9 +319,9 @@ _nearby_invite() {
 
 _nearby_accept() {
     repeating_flags=()
-    non_repeating_flags=(--decline --verbose -v --json --human --version -h --help)
+    non_repeating_flags=(--decline --localsend --verbose -v --json --human --version -h --help)
     repeating_options=()
-    non_repeating_options=(--from --service --domain --dns-server --dns-key --name --encryption --save-dir)
+    non_repeating_options=(--from --service --domain --dns-server --dns-key --name --encryption --save-dir --pin)
     __nearby_offer_flags_options 1
 
     # Offer option value completions
@@ -350,6 +353,9 @@ _nearby_accept() {
         ;;
     '--save-dir')
         __nearby_add_completions -d
+        return
+        ;;
+    '--pin')
         return
         ;;
     esac

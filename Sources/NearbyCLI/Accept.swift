@@ -1,5 +1,6 @@
 import ArgumentParser
 import NearbyCore
+import NearbyLocalSend
 
 extension Nearby {
     struct Accept: AsyncParsableCommand {
@@ -53,11 +54,21 @@ extension Nearby {
 
         @OptionGroup var node: NodeOptions
         @OptionGroup var receive: ReceiveOptions
+        @OptionGroup var localSend: LocalSendOptions
+        @OptionGroup var localSendPIN: LocalSendPIN
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
             let context = output.configure(CommandContext.current)
             try await reporting(context, verbose: output.verbose) {
+                if localSend.enabled(context) {
+                    var policy = LocalSendPolicy(saveDirectory: try receive.resolve(context.environment), pin: localSendPIN.pin)
+                    policy.acceptFirst = !decline
+                    policy.declineFirst = decline
+                    policy.acceptFrom = (invitation ?? from).map { [$0] } ?? []
+                    return try await LocalSendCommands.serve(
+                        context, policy: policy, name: try node.naming.resolve(), port: nil, untilFirstTransfer: true)
+                }
                 let node = try self.node.resolve(context)
                 let query = invitation ?? from
                 let decline = self.decline

@@ -16,9 +16,12 @@ struct LocalSendOptions: ParsableArguments {
     }
 }
 
-/// `--pin` for LocalSend: the PIN a receiving device asks for (send, send-file).
+/// `--pin` for LocalSend: the PIN a receiving device asks for (send, send-file), or the one a
+/// sender must give us (advertise, accept).
 struct LocalSendPIN: ParsableArguments {
-    @Option(help: ArgumentHelp("With --localsend: the PIN the receiving device asks for.", valueName: "pin"))
+    @Option(help: ArgumentHelp(
+        "With --localsend: the PIN (sending: the one the receiving device asks for; receiving: the one senders must give).",
+        valueName: "pin"))
     var pin: String?
 }
 
@@ -97,6 +100,24 @@ enum LocalSendCommands {
             context.events.emit(Events.NothingFound(service: "localsend", seconds: limit ?? 0, hint: hint))
             Console(verbose: true).info("nothing found on LocalSend in \(limit ?? 0) s — \(hint)")
         }
+    }
+
+    /// `advertise --localsend` (until Ctrl-C) and `accept --localsend` (until its first transfer
+    /// ends: a file that did not arrive whole fails the command, as nearby's `accept`).
+    static func serve(_ context: CommandContext, policy: LocalSendPolicy, name: String?, port: Int?, untilFirstTransfer: Bool) async throws {
+        let node = LocalSendReceivingNode(
+            identity: try identity(context), alias: try alias(context, name: name), policy: policy,
+            known: LocalSendKnownDevices(paths: context.paths), events: context.events)
+        let what = untilFirstTransfer ? (policy.declineFirst ? "waiting for a LocalSend transfer to decline" : "waiting for a LocalSend transfer") : "serving LocalSend"
+        let outcome: NearbyError?
+        do {
+            outcome = try await interruptible(what) {
+                try await node.run(port: port ?? LocalSendDefaults.port, untilFirstTransfer: untilFirstTransfer)
+            }
+        } catch let error as NearbyError where error.code == "cancelled" && !untilFirstTransfer {
+            return
+        }
+        if let outcome { throw outcome }
     }
 
     /// Finds PEER (or takes its address) for a send.

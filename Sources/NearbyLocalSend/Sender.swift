@@ -179,11 +179,20 @@ public struct LocalSendSender: Sendable {
             pin == nil
                 ? .declined(peer: who, reason: "it asks for a PIN: send again with --pin PIN")
                 : .declined(peer: who, reason: "the PIN given with --pin is wrong")
-        case 403: .declined(peer: who, reason: "rejected")
+        case 403: .declined(peer: who, reason: saying(response) ?? "rejected")
         case 409: .connectionFailed("\(who) is busy with another transfer (409); try again when it is done")
         case 429: .connectionFailed("\(who) refused: too many requests (429); wait a moment")
         default: .connectionFailed("\(who) answered HTTP \(response.status)")
         }
+    }
+
+    /// The `message` of a refusal's JSON body, bounded and made safe; nil when there is none.
+    static func saying(_ response: LocalSendHTTP.Response) -> String? {
+        struct Said: Decodable { var message: String }
+        guard response.body.count <= 4096, JSONShape.depth(of: response.body, limit: 2) != nil,
+              let said = try? JSONDecoder().decode(Said.self, from: Data(response.body)), !said.message.isEmpty
+        else { return nil }
+        return TerminalText.escaped(said.message, limit: 200)
     }
 
     static func nearbyError(_ failure: LocalSendHTTP.Failure, target: LocalSendTarget, waited: Duration? = nil) -> NearbyError {

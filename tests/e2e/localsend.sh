@@ -26,6 +26,10 @@ ls_receive() {
 
 ls_alias() { printf 'localsend-cli@%s' "$(hostname)"; }
 
+# localsend-cli (requests) would verify the receiver's certificate against a CA bundle named in the
+# environment, whatever it says itself: run it without one.
+ls_cli() { local host=$1; shift; lab_run "$host" env -u REQUESTS_CA_BUNDLE -u CURL_CA_BUNDLE "$LS_VENV/bin/localsend-cli" "$@"; }
+
 test_localsend_browse_finds_and_is_found() {
     ls_setup || return 1
     ls_receive 2 "$OUT/recv" --json || return 1
@@ -124,4 +128,107 @@ test_localsend_hostile_announcer() {
     expect_json "$OUT/browse.jsonl" 'select(.event=="found" and (.peer.name|contains("owned")) and (.peer.name|length) <= 100)' \
         "the escaping alias, bounded" || return 1
     ! grep -q '"deep"' "$OUT/browse.jsonl" || { fail "the 3000-deep announcement was decoded"; return 1; }
+}
+
+# nearby_ls_node K FILE ARGS...: `nearby advertise|accept --localsend ARGS` on host K; waits for 'advertising'.
+nearby_ls_node() {
+    local host=$1 file=$2; shift 2
+    lab_bg "$host" "$file" "$NEARBY" "$@" --localsend >/dev/null
+    NODE_PID=$LAB_PID
+    lab_wait_line "$file" 'select(.event=="advertising" and .service=="localsend")' 15 >/dev/null || {
+        fail "no advertising event from h$host"; cat "$file" "$file.err" >&2; return 1; }
+}
+
+test_localsend_receive_from_localsend_cli() {
+    ls_setup || return 1
+    mkdir -p "$OUT/in"
+    nearby_ls_node 1 "$OUT/accept.jsonl" accept --save-dir "$OUT/in" || return 1
+    head -c 2000000 /dev/urandom >"$OUT/video.mp4"
+    ls_cli 2 send 10.99.0.1 "$OUT/video.mp4" --json >"$OUT/send.jsonl" 2>"$OUT/send.err"
+    expect_eq "$?" 0 "localsend-cli send" || { cat "$OUT/send.jsonl" "$OUT/send.err" >&2; return 1; }
+    lab_wait_pid "$NODE_PID" 10
+    expect_eq "$?" 0 "accept --localsend after one transfer" || { cat "$OUT/accept.jsonl.err" >&2; return 1; }
+    cmp -s "$OUT/video.mp4" "$OUT/in/video.mp4" || { fail "video.mp4 differs"; return 1; }
+    expect_json "$OUT/accept.jsonl" 'select(.event=="invitation" and .kind=="localsend" and (.peer.name|startswith("localsend-cli@")))' "invitation" || return 1
+    expect_json "$OUT/accept.jsonl" 'select(.event=="file-received" and .bytes==2000000 and (.path|endswith("/in/video.mp4")))' "file-received" || return 1
+    [[ -z $(find "$OUT/in" -name '*.nearby-part') ]] || { fail "a partial file was left"; return 1; }
+    # The same name again: name (1).ext, nothing overwritten.
+    nearby_ls_node 1 "$OUT/accept2.jsonl" accept --save-dir "$OUT/in" || return 1
+    ls_cli 2 send 10.99.0.1 "$OUT/video.mp4" --json >/dev/null 2>&1
+    lab_wait_pid "$NODE_PID" 10 >/dev/null
+    cmp -s "$OUT/video.mp4" "$OUT/in/video (1).mp4" || { fail "no 'video (1).mp4'"; ls "$OUT/in" >&2; return 1; }
+}
+
+test_localsend_receive_consent_and_pin() {
+    ls_setup || return 1
+    printf 'hello' >"$OUT/a.bin"
+    # No --save-dir: refused, on both sides.
+    nearby_ls_node 1 "$OUT/nodir.jsonl" advertise --auto-accept || return 1
+    lab_run 2 "$NEARBY" send-file --localsend 10.99.0.1 "$OUT/a.bin" >"$OUT/nodir-send.jsonl" 2>"$OUT/nodir-send.err"
+    expect_eq "$?" 3 "a file to a node without --save-dir" || return 1
+    grep -q "save-dir" "$OUT/nodir-send.err" || { fail "the sender was not told why: $(cat "$OUT/nodir-send.err")"; return 1; }
+    expect_json "$OUT/nodir.jsonl" 'select(.event=="declined" and (.reason|contains("--save-dir")))' "declined" || return 1
+    stop "$NODE_PID" >/dev/null
+    # Without --auto-accept / --accept-from an advertising node declines.
+    mkdir -p "$OUT/in"
+    nearby_ls_node 1 "$OUT/nopolicy.jsonl" advertise --save-dir "$OUT/in" --pin 2468 || return 1
+    lab_run 2 "$NEARBY" send-file --localsend 10.99.0.1 "$OUT/a.bin" --pin 2468 >/dev/null 2>&1
+    expect_eq "$?" 3 "no policy" || return 1
+    stop "$NODE_PID" >/dev/null
+    # --accept-from by alias, and --pin: wrong, then right; nearby to nearby over LocalSend.
+    nearby_ls_node 1 "$OUT/pin.jsonl" advertise --save-dir "$OUT/in" --pin 2468 --accept-from "Bob Box" || return 1
+    lab_run 2 "$NEARBY" send-file --localsend 10.99.0.1 "$OUT/a.bin" --name "Bob Box" --pin 1 >/dev/null 2>"$OUT/wrong.err"
+    expect_eq "$?" 3 "a wrong PIN" || return 1
+    lab_run 2 "$NEARBY" send-file --localsend 10.99.0.1 "$OUT/a.bin" --name "Bob Box" --pin 2468 >"$OUT/right.jsonl" 2>"$OUT/right.err"
+    expect_eq "$?" 0 "the right PIN" || { cat "$OUT/right.err" >&2; return 1; }
+    cmp -s "$OUT/a.bin" "$OUT/in/a.bin" || { fail "a.bin did not arrive"; return 1; }
+    # A text, shown as a message.
+    lab_run 2 "$NEARBY" send --localsend 10.99.0.1 "hi there" --name "Bob Box" --pin 2468 >/dev/null 2>&1 || { fail "send text"; return 1; }
+    lab_wait_line "$OUT/pin.jsonl" 'select(.event=="message" and .text=="hi there")' 5 >/dev/null || { fail "no message event"; return 1; }
+    stop "$NODE_PID"
+    expect_eq "$?" 0 "advertise --localsend on SIGINT" || return 1
+}
+
+test_localsend_receive_bounds() {
+    ls_setup || return 1
+    mkdir -p "$OUT/in"
+    nearby_ls_node 1 "$OUT/node.jsonl" advertise --save-dir "$OUT/in" --auto-accept || return 1
+    local rogue="python3 $ROOT/tests/e2e/rogue_localsend_sender.py 10.99.0.1 53317" c
+    for c in cut big-json deep-json many-files huge-header overrun bad-token; do
+        # shellcheck disable=SC2086
+        lab_run 2 $rogue "$c" >>"$OUT/rogue.jsonl" 2>>"$OUT/rogue.err"
+    done
+    expect_json "$OUT/rogue.jsonl" 'select(.case=="big-json" and .status==413)' "a 300 KB body: 413" || { cat "$OUT/rogue.jsonl" >&2; return 1; }
+    expect_json "$OUT/rogue.jsonl" 'select(.case=="deep-json" and .status==400)' "5,000 deep: 400" || return 1
+    expect_json "$OUT/rogue.jsonl" 'select(.case=="many-files" and .status==400)' "1,500 files: 400" || return 1
+    expect_json "$OUT/rogue.jsonl" 'select(.case=="huge-header" and (.status==431 or .status==400 or .status=="closed"))' "a 40 KB header refused" || return 1
+    expect_json "$OUT/rogue.jsonl" 'select(.case=="overrun" and (.status==400 or .status=="closed"))' "more than announced" || return 1
+    expect_json "$OUT/rogue.jsonl" 'select(.case=="bad-token" and .status==403)' "a wrong token: 403" || return 1
+    # The cut upload: a file-failed, nothing under its final name, no partial file left.
+    lab_wait_line "$OUT/node.jsonl" 'select(.event=="file-failed" and .path=="victim.bin")' 35 >/dev/null || { fail "no file-failed for the cut upload"; return 1; }
+    [[ ! -e $OUT/in/victim.bin && ! -e $OUT/in/over.bin && ! -e $OUT/in/token.bin ]] || { fail "a broken upload left a file"; ls -la "$OUT/in" >&2; return 1; }
+    [[ -z $(find "$OUT/in" -name '*.nearby-part') ]] || { fail "a partial file was left"; return 1; }
+    # Still serving.
+    printf 'ok' >"$OUT/after.bin"
+    lab_run 3 "$NEARBY" send-file --localsend 10.99.0.1 "$OUT/after.bin" >/dev/null 2>"$OUT/after.err" || { fail "the node stopped serving"; cat "$OUT/after.err" >&2; return 1; }
+    stop "$NODE_PID" >/dev/null
+}
+
+test_localsend_ctrl_c_mid_upload() {
+    ls_setup || return 1
+    mkdir -p "$OUT/in"
+    nearby_ls_node 1 "$OUT/accept.jsonl" accept --save-dir "$OUT/in" || return 1
+    truncate -s 2G "$OUT/big.iso"
+    lab_bg 2 "$OUT/send.jsonl" "$NEARBY" send-file --localsend 10.99.0.1 "$OUT/big.iso" >/dev/null
+    local sender=$LAB_PID
+    lab_wait_line "$OUT/send.jsonl" 'select(.event=="progress")' 60 >/dev/null || { fail "no progress"; cat "$OUT/send.jsonl.err" >&2; return 1; }
+    kill -INT "$sender"
+    lab_wait_pid "$sender" 10
+    expect_eq "$?" 130 "the sender, interrupted" || return 1
+    expect_json "$OUT/send.jsonl" 'select(.event=="error" and .code=="cancelled")' "the sender's error event" || return 1
+    lab_wait_pid "$NODE_PID" 10
+    local rc=$?
+    expect_eq "$rc" 5 "accept --localsend after a cancelled transfer" || return 1
+    expect_json "$OUT/accept.jsonl" 'select(.event=="file-failed" and .path=="big.iso")' "file-failed on the receiver" || return 1
+    [[ -z $(ls -A "$OUT/in") ]] || { fail "something was left in the save directory"; ls -la "$OUT/in" >&2; return 1; }
 }

@@ -32,8 +32,9 @@ extension Events.Accepted {
 }
 
 extension Events.Invitation {
+    /// A LocalSend sender's request: no verification code (LocalSend has none), `kind` localsend.
     public static func make(invitation: String, peer: PeerRef, context: String?, expires: String, answeredBy: String?) -> Self {
-        Self(invitation: invitation, peer: peer, context: context, verificationCode: "", encrypted: true, expires: expires, answeredBy: answeredBy)
+        Self(invitation: invitation, peer: peer, context: context, verificationCode: "", encrypted: true, expires: expires, answeredBy: answeredBy, kind: "localsend")
     }
 }
 
