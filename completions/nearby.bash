@@ -569,7 +569,7 @@ _nearby_identity() {
 
 _nearby_doctor() {
     repeating_flags=()
-    non_repeating_flags=(--verbose -v --json --human --version -h --help)
+    non_repeating_flags=(--localsend --verbose -v --json --human --version -h --help)
     repeating_options=()
     non_repeating_options=(--service --domain --dns-server --dns-key --timeout --encryption)
     __nearby_offer_flags_options 1

@@ -41,7 +41,7 @@ function __nearby_parse_tokens -S
         case 'identity'
             __nearby_parse_subcommand 0 'rename=' 'v/verbose' 'json' 'human' 'version' 'h/help'
         case 'doctor'
-            __nearby_parse_subcommand 1 'service=' 'domain=' 'dns-server=' 'dns-key=' 'timeout=' 'encryption=' 'v/verbose' 'json' 'human' 'version' 'h/help'
+            __nearby_parse_subcommand 1 'service=' 'domain=' 'dns-server=' 'dns-key=' 'timeout=' 'encryption=' 'localsend' 'v/verbose' 'json' 'human' 'version' 'h/help'
         case 'help'
             __nearby_parse_subcommand -r 1 'version'
         end
@@ -249,6 +249,7 @@ complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options 
 complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby doctor" dns-key' -l 'dns-key' -d 'The TSIG key file for --domain, as tsig-keygen writes it (HMAC-SHA256, mode 0600).' -rF
 complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby doctor" timeout' -l 'timeout' -d 'Seconds each discovery check may wait (default 5).' -rfka ''
 complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby doctor" encryption' -l 'encryption' -d 'Session encryption: required (the default), optional or none (MPC\'s rules: required and none refuse each other).' -rfka 'required optional none'
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby doctor" localsend' -l 'localsend' -d 'Talk to LocalSend devices (protocol v2) instead of nearby peers (default: $NEARBY_LOCALSEND=1).'
 complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby doctor" v verbose' -l 'verbose' -s 'v' -d 'Explain what happens on stderr (quiet by default).'
 complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby doctor" json' -l 'json' -d 'Print events as JSON lines, even on a terminal (the default when output is not a terminal).'
 complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby doctor" human' -l 'human' -d 'Print events as lines for people, even into a pipe (the default on a terminal).'

@@ -120,6 +120,23 @@ enum LocalSendCommands {
         if let outcome { throw outcome }
     }
 
+    /// `doctor --localsend [PEER]`: the checks as `check` events, then the `summary`; the exit
+    /// status of the first failure.
+    static func doctor(_ context: CommandContext, peer: String?, timeout: Double, verbose: Bool) async throws {
+        let checks = LockedValue<[DoctorCheck]>([])
+        try await reporting(context, verbose: verbose) {
+            let discovery = try discovery(context, name: nil)
+            let doctor = LocalSendDoctor(discovery: discovery, http: try client(discovery.identity))
+            await doctor.run(peer: peer, within: .milliseconds(Int(timeout * 1000))) { check in
+                checks.set(checks.get() + [check])
+                context.events.emit(Events.Check(check))
+            }
+        }
+        context.events.emit(Events.Summary(checks.get()))
+        let status = DoctorCheck.exitStatus(of: checks.get())
+        if status != .success { throw ExitCode(status.rawValue) }
+    }
+
     /// Finds PEER (or takes its address) for a send.
     static func target(_ peer: String, discovery: LocalSendDiscovery, timeout: Double) async throws(NearbyError) -> LocalSendTarget {
         if let address = LocalSendTarget.address(peer) { return LocalSendTarget(host: address.host, port: address.port) }

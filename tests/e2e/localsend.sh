@@ -73,6 +73,7 @@ test_localsend_send_file_byte_exact() {
     lab_wait_line "$OUT/lscli-h2.jsonl" 'select(.event=="text" and .text=="hello from nearby")' 5 >/dev/null || {
         fail "localsend-cli did not show the text"; return 1; }
     kill -INT "$LS_PID" 2>/dev/null
+    return 0
 }
 
 test_localsend_pin_and_decline() {
@@ -96,6 +97,7 @@ test_localsend_pin_and_decline() {
     expect_json "$OUT/declined.jsonl" 'select(.event=="error" and .code=="declined" and .exit_status==3)' "error event" || return 1
     [[ ! -e $OUT/recv3/a.txt ]] || { fail "a declined file arrived"; return 1; }
     kill -INT "$LS_PID" 2>/dev/null
+    return 0
 }
 
 test_localsend_fingerprint_must_match() {
@@ -231,4 +233,28 @@ test_localsend_ctrl_c_mid_upload() {
     expect_eq "$rc" 5 "accept --localsend after a cancelled transfer" || return 1
     expect_json "$OUT/accept.jsonl" 'select(.event=="file-failed" and .path=="big.iso")' "file-failed on the receiver" || return 1
     [[ -z $(ls -A "$OUT/in") ]] || { fail "something was left in the save directory"; ls -la "$OUT/in" >&2; return 1; }
+}
+
+test_localsend_doctor() {
+    ls_setup || return 1
+    ls_receive 2 "$OUT/recv" --json || return 1
+    local first=$LS_PID
+    lab_run 1 "$NEARBY" doctor --localsend "$(ls_alias)" --timeout 10 >"$OUT/doctor.jsonl" 2>"$OUT/doctor.err"
+    local rc=$?
+    expect_eq "$rc" 0 "doctor --localsend PEER" || { cat "$OUT/doctor.jsonl" "$OUT/doctor.err" >&2; return 1; }
+    expect_json "$OUT/doctor.jsonl" 'select(.event=="check" and .check=="multicast-group" and .status=="ok" and (.detail|contains("nb0")))' "group joined on nb0" || return 1
+    expect_json "$OUT/doctor.jsonl" 'select(.event=="check" and .check=="info" and .status=="ok")' "info answers" || return 1
+    expect_json "$OUT/doctor.jsonl" 'select(.event=="check" and .check=="certificate" and .status=="ok")' "certificate matches" || return 1
+    # An announcement whose fingerprint is not the certificate's: exit 9, said.
+    lab_bg 3 "$OUT/rogue.out" python3 "$ROOT/tests/e2e/rogue_localsend.py" impostor Impostor "$(printf '%064d' 7)" 53317 >/dev/null
+    local rogue=$LAB_PID
+    ls_receive 3 "$OUT/recv3" --json || return 1
+    local second=$LS_PID
+    lab_run 1 "$NEARBY" doctor --localsend Impostor --timeout 10 >"$OUT/impostor.jsonl" 2>"$OUT/impostor.err"
+    rc=$?
+    kill "$rogue" "$second" 2>/dev/null
+    expect_eq "$rc" 9 "doctor --localsend on an impostor" || { cat "$OUT/impostor.jsonl" >&2; return 1; }
+    expect_json "$OUT/impostor.jsonl" 'select(.event=="check" and .check=="certificate" and .status=="fail")' "certificate fails" || return 1
+    kill -INT "$first" 2>/dev/null
+    return 0
 }
