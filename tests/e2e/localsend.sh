@@ -6,22 +6,33 @@
 
 LS_VENV=${NEARBY_VENV:-/opt/nearby-venv}
 
+# Each test calls ls_setup first and ends with ls_teardown (a RETURN trap): the routes go, and so
+# does every localsend-cli it started.
 ls_setup() {
     [[ -x $LS_VENV/bin/localsend-cli ]] || { fail "localsend-cli is not installed in $LS_VENV (scripts/install-deps)"; return 1; }
+    LS_PIDS=()
     local k
     for k in 1 2 3; do
         ip -n "$(lab_ns "$k")" route replace 224.0.0.0/4 dev "$LAB_IFACE" || return 1
     done
 }
 
+ls_teardown() {
+    local k pid
+    for pid in "${LS_PIDS[@]}"; do kill -INT "$pid" 2>/dev/null; done
+    for k in 1 2 3; do ip -n "$(lab_ns "$k")" route del 224.0.0.0/4 dev "$LAB_IFACE" 2>/dev/null; done
+    return 0
+}
+
 # ls_receive K DIR [ARGS...]: localsend-cli receiving on host K into DIR; sets LS_PID, waits for 'ready'.
 ls_receive() {
     local host=$1 dir=$2; shift 2
     mkdir -p "$dir"
-    lab_bg "$host" "$OUT/lscli-h$host.jsonl" "$LS_VENV/bin/localsend-cli" receive --output "$dir" "$@" >/dev/null
+    lab_bg "$host" "$OUT/lscli-h$host.out" "$LS_VENV/bin/localsend-cli" receive --output "$dir" "$@" >/dev/null
     LS_PID=$LAB_PID
-    lab_wait_line "$OUT/lscli-h$host.jsonl" 'select(.event=="ready")' 15 >/dev/null || {
-        fail "localsend-cli did not start on h$host"; cat "$OUT/lscli-h$host.jsonl.err" >&2; return 1; }
+    LS_PIDS+=("$LS_PID")
+    lab_wait_line "$OUT/lscli-h$host.out" 'select(.event=="ready")' 15 >/dev/null || {
+        fail "localsend-cli did not start on h$host"; cat "$OUT/lscli-h$host.out.err" >&2; return 1; }
 }
 
 ls_alias() { printf 'localsend-cli@%s' "$(hostname)"; }
@@ -32,6 +43,7 @@ ls_cli() { local host=$1; shift; lab_run "$host" env -u REQUESTS_CA_BUNDLE -u CU
 
 test_localsend_browse_finds_and_is_found() {
     ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
     ls_receive 2 "$OUT/recv" --json || return 1
     # Found by its announcement: kind localsend, its alias as the name, host, port and type in info.
     lab_run 1 "$NEARBY" browse --localsend --count 1 --timeout 20 >"$OUT/browse.jsonl" 2>"$OUT/browse.err"
@@ -46,14 +58,15 @@ test_localsend_browse_finds_and_is_found() {
     lab_bg 1 "$OUT/browse2.jsonl" "$NEARBY" browse --localsend --timeout 30 >/dev/null
     local pid=$LAB_PID
     lab_wait_line "$OUT/browse2.jsonl" 'select(.event=="browsing")' 10 >/dev/null || return 1
-    lab_run 2 "$LS_VENV/bin/localsend-cli" scan --json --timeout 4 >"$OUT/scan.jsonl" 2>"$OUT/scan.err"
+    lab_run 2 "$LS_VENV/bin/localsend-cli" scan --json --timeout 4 >"$OUT/scan.out" 2>"$OUT/scan.err"
     stop "$pid" >/dev/null
-    expect_json "$OUT/scan.jsonl" 'select(.alias=="Alice Box" and .ip=="10.99.0.1")' "localsend-cli scan sees nearby" || {
-        cat "$OUT/scan.jsonl" "$OUT/scan.err" >&2; return 1; }
+    expect_json "$OUT/scan.out" 'select(.alias=="Alice Box" and .ip=="10.99.0.1")' "localsend-cli scan sees nearby" || {
+        cat "$OUT/scan.out" "$OUT/scan.err" >&2; return 1; }
 }
 
 test_localsend_send_file_byte_exact() {
     ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
     ls_receive 2 "$OUT/recv" --json || return 1
     head -c 3000000 /dev/urandom >"$OUT/photo.jpg"
     printf 'second\n' >"$OUT/notes.txt"
@@ -70,7 +83,7 @@ test_localsend_send_file_byte_exact() {
     lab_run 1 "$NEARBY" send --localsend 10.99.0.2 "hello from nearby" >"$OUT/text.jsonl" 2>"$OUT/text.err" || {
         fail "send --localsend failed"; cat "$OUT/text.err" >&2; return 1; }
     expect_json "$OUT/text.jsonl" 'select(.event=="sent" and .bytes==17)' "sent" || return 1
-    lab_wait_line "$OUT/lscli-h2.jsonl" 'select(.event=="text" and .text=="hello from nearby")' 5 >/dev/null || {
+    lab_wait_line "$OUT/lscli-h2.out" 'select(.event=="text" and .text=="hello from nearby")' 5 >/dev/null || {
         fail "localsend-cli did not show the text"; return 1; }
     kill -INT "$LS_PID" 2>/dev/null
     return 0
@@ -78,6 +91,7 @@ test_localsend_send_file_byte_exact() {
 
 test_localsend_pin_and_decline() {
     ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
     ls_receive 2 "$OUT/recv" --json --pin 4711 || return 1
     printf 'x' >"$OUT/a.txt"
     lab_run 1 "$NEARBY" send-file --localsend 10.99.0.2 "$OUT/a.txt" >"$OUT/nopin.jsonl" 2>"$OUT/nopin.err"
@@ -102,6 +116,7 @@ test_localsend_pin_and_decline() {
 
 test_localsend_fingerprint_must_match() {
     ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
     ls_receive 3 "$OUT/recv" --json || return 1
     # An announcement naming h3's address with a fingerprint that is not its certificate's.
     lab_bg 3 "$OUT/rogue.out" python3 "$ROOT/tests/e2e/rogue_localsend.py" impostor Impostor "$(printf '%064d' 7)" 53317 >/dev/null
@@ -117,6 +132,7 @@ test_localsend_fingerprint_must_match() {
 
 test_localsend_hostile_announcer() {
     ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
     lab_bg 1 "$OUT/browse.jsonl" "$NEARBY" browse --localsend --timeout 8 >/dev/null
     local pid=$LAB_PID
     lab_wait_line "$OUT/browse.jsonl" 'select(.event=="browsing")' 10 >/dev/null || return 1
@@ -143,11 +159,12 @@ nearby_ls_node() {
 
 test_localsend_receive_from_localsend_cli() {
     ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
     mkdir -p "$OUT/in"
     nearby_ls_node 1 "$OUT/accept.jsonl" accept --save-dir "$OUT/in" || return 1
     head -c 2000000 /dev/urandom >"$OUT/video.mp4"
-    ls_cli 2 send 10.99.0.1 "$OUT/video.mp4" --json >"$OUT/send.jsonl" 2>"$OUT/send.err"
-    expect_eq "$?" 0 "localsend-cli send" || { cat "$OUT/send.jsonl" "$OUT/send.err" >&2; return 1; }
+    ls_cli 2 send 10.99.0.1 "$OUT/video.mp4" --json >"$OUT/lssend.out" 2>"$OUT/lssend.err"
+    expect_eq "$?" 0 "localsend-cli send" || { cat "$OUT/lssend.out" "$OUT/lssend.err" >&2; return 1; }
     lab_wait_pid "$NODE_PID" 10
     expect_eq "$?" 0 "accept --localsend after one transfer" || { cat "$OUT/accept.jsonl.err" >&2; return 1; }
     cmp -s "$OUT/video.mp4" "$OUT/in/video.mp4" || { fail "video.mp4 differs"; return 1; }
@@ -163,6 +180,7 @@ test_localsend_receive_from_localsend_cli() {
 
 test_localsend_receive_consent_and_pin() {
     ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
     printf 'hello' >"$OUT/a.bin"
     # No --save-dir: refused, on both sides.
     nearby_ls_node 1 "$OUT/nodir.jsonl" advertise --auto-accept || return 1
@@ -193,19 +211,20 @@ test_localsend_receive_consent_and_pin() {
 
 test_localsend_receive_bounds() {
     ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
     mkdir -p "$OUT/in"
     nearby_ls_node 1 "$OUT/node.jsonl" advertise --save-dir "$OUT/in" --auto-accept || return 1
     local rogue="python3 $ROOT/tests/e2e/rogue_localsend_sender.py 10.99.0.1 53317" c
     for c in cut big-json deep-json many-files huge-header overrun bad-token; do
         # shellcheck disable=SC2086
-        lab_run 2 $rogue "$c" >>"$OUT/rogue.jsonl" 2>>"$OUT/rogue.err"
+        lab_run 2 $rogue "$c" >>"$OUT/rogue.out" 2>>"$OUT/rogue.err"
     done
-    expect_json "$OUT/rogue.jsonl" 'select(.case=="big-json" and .status==413)' "a 300 KB body: 413" || { cat "$OUT/rogue.jsonl" >&2; return 1; }
-    expect_json "$OUT/rogue.jsonl" 'select(.case=="deep-json" and .status==400)' "5,000 deep: 400" || return 1
-    expect_json "$OUT/rogue.jsonl" 'select(.case=="many-files" and .status==400)' "1,500 files: 400" || return 1
-    expect_json "$OUT/rogue.jsonl" 'select(.case=="huge-header" and (.status==431 or .status==400 or .status=="closed"))' "a 40 KB header refused" || return 1
-    expect_json "$OUT/rogue.jsonl" 'select(.case=="overrun" and (.status==400 or .status=="closed"))' "more than announced" || return 1
-    expect_json "$OUT/rogue.jsonl" 'select(.case=="bad-token" and .status==403)' "a wrong token: 403" || return 1
+    expect_json "$OUT/rogue.out" 'select(.case=="big-json" and .status==413)' "a 300 KB body: 413" || { cat "$OUT/rogue.out" >&2; return 1; }
+    expect_json "$OUT/rogue.out" 'select(.case=="deep-json" and .status==400)' "5,000 deep: 400" || return 1
+    expect_json "$OUT/rogue.out" 'select(.case=="many-files" and .status==400)' "1,500 files: 400" || return 1
+    expect_json "$OUT/rogue.out" 'select(.case=="huge-header" and (.status==431 or .status==400 or .status=="closed"))' "a 40 KB header refused" || return 1
+    expect_json "$OUT/rogue.out" 'select(.case=="overrun" and (.status==400 or .status=="closed"))' "more than announced" || return 1
+    expect_json "$OUT/rogue.out" 'select(.case=="bad-token" and .status==403)' "a wrong token: 403" || return 1
     # The cut upload: a file-failed, nothing under its final name, no partial file left.
     lab_wait_line "$OUT/node.jsonl" 'select(.event=="file-failed" and .path=="victim.bin")' 35 >/dev/null || { fail "no file-failed for the cut upload"; return 1; }
     [[ ! -e $OUT/in/victim.bin && ! -e $OUT/in/over.bin && ! -e $OUT/in/token.bin ]] || { fail "a broken upload left a file"; ls -la "$OUT/in" >&2; return 1; }
@@ -218,6 +237,7 @@ test_localsend_receive_bounds() {
 
 test_localsend_ctrl_c_mid_upload() {
     ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
     mkdir -p "$OUT/in"
     nearby_ls_node 1 "$OUT/accept.jsonl" accept --save-dir "$OUT/in" || return 1
     truncate -s 2G "$OUT/big.iso"
@@ -237,6 +257,7 @@ test_localsend_ctrl_c_mid_upload() {
 
 test_localsend_doctor() {
     ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
     ls_receive 2 "$OUT/recv" --json || return 1
     local first=$LS_PID
     lab_run 1 "$NEARBY" doctor --localsend "$(ls_alias)" --timeout 10 >"$OUT/doctor.jsonl" 2>"$OUT/doctor.err"
