@@ -236,7 +236,7 @@ _nearby_advertise() {
 
 _nearby_browse() {
     repeating_flags=()
-    non_repeating_flags=(--types --now --domains --localsend --verbose -v --json --human --version -h --help)
+    non_repeating_flags=(--types --now --domains --localsend --scan --verbose -v --json --human --version -h --help)
     repeating_options=()
     non_repeating_options=(--service --domain --dns-server --dns-key --timeout --count --peer)
     __nearby_offer_flags_options 0

@@ -66,6 +66,9 @@ extension Nearby {
 
         @OptionGroup var localSend: LocalSendOptions
 
+        @Flag(help: "With --localsend: also ask every address of the local /24 over HTTPS (LocalSend's fallback when multicast is blocked).")
+        var scan = false
+
         @OptionGroup var output: OutputOptions
 
         static let defaultPeerTimeout = 10.0
@@ -92,9 +95,10 @@ extension Nearby {
 
         func run() async throws {
             let context = output.configure(CommandContext.current)
-            if localSend.enabled(context) {
+            if localSend.enabled(context) || scan {
                 return try await reporting(context, verbose: output.verbose) {
-                    try await LocalSendCommands.browse(context, timeout: timeout, count: count, peer: peer)
+                    guard localSend.enabled(context) else { throw NearbyError.invalidArgument("--scan sweeps the /24 for LocalSend devices: it goes with --localsend") }
+                    try await LocalSendCommands.browse(context, timeout: timeout, count: count, peer: peer, scan: scan)
                 }
             }
             if domains { return try await runDomains(context) }

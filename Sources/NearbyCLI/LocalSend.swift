@@ -7,7 +7,7 @@ import NearbyLocalSend
 /// nearby's own protocol. Every command that takes it branches into `LocalSendCommands` at once.
 struct LocalSendOptions: ParsableArguments {
     @Flag(help: ArgumentHelp(
-        "Talk to LocalSend devices (protocol v2) instead of nearby peers (default: $NEARBY_LOCALSEND=1).",
+        "Talk to LocalSend devices (protocol v2) instead of nearby peers (or set NEARBY_LOCALSEND=1).",
         discussion: "Discovery by multicast on 224.0.0.167:53317, transfers over HTTPS; see 'LocalSend' in the README."))
     var localsend = false
 
@@ -57,7 +57,7 @@ enum LocalSendCommands {
     }
 
     /// `browse --localsend`: found / updated / lost until --timeout, --count or --peer is met, or Ctrl-C.
-    static func browse(_ context: CommandContext, timeout: Double?, count: Int?, peer: String?) async throws {
+    static func browse(_ context: CommandContext, timeout: Double?, count: Int?, peer: String?, scan: Bool) async throws {
         let discovery = try discovery(context, name: nil)
         let link = try await MulticastLink.open()
         defer { link.close() }
@@ -69,7 +69,7 @@ enum LocalSendCommands {
         _ = try? await interruptible("browsing") {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
-                    await discovery.run(link) { sighting in
+                    await discovery.run(link, scan: scan) { sighting in
                         switch sighting {
                         case let .found(device):
                             guard peer.map(device.matches) ?? true else { return true }

@@ -37,8 +37,9 @@ public struct LocalSendDiscovery: Sendable {
         case tick
     }
 
-    /// Runs until `report` returns false, the task is cancelled, or the socket closes.
-    public func run(_ link: MulticastLink, report: @escaping @Sendable (Sighting) -> Bool) async {
+    /// Runs until `report` returns false, the task is cancelled, or the socket closes. With `scan`,
+    /// also sweeps the local /24 once (`scan(_:)`), for devices whose multicast does not reach us.
+    public func run(_ link: MulticastLink, scan: Bool = false, report: @escaping @Sendable (Sighting) -> Bool) async {
         let (inputs, feed) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .bufferingNewest(MulticastLink.queued))
         var announcement = me
         announcement.announce = true
@@ -51,6 +52,15 @@ public struct LocalSendDiscovery: Sendable {
             group.addTask {
                 for await datagram in link.datagrams { feed.yield(.datagram(datagram)) }
                 feed.finish()
+            }
+            if scan {
+                group.addTask {
+                    // Again every two announcements, so a device only the sweep reaches is not lost.
+                    while !Task.isCancelled {
+                        await self.scan(link) { feed.yield(.registered($0)) }
+                        try? await Task.sleep(for: announceEvery * 2)
+                    }
+                }
             }
             group.addTask {
                 while !Task.isCancelled {

@@ -279,3 +279,18 @@ test_localsend_doctor() {
     kill -INT "$first" 2>/dev/null
     return 0
 }
+
+test_localsend_scan_finds_a_silent_device() {
+    ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
+    # h2 cannot send multicast (no route for it): only the /24 sweep finds it.
+    ip -n "$(lab_ns 2)" route del 224.0.0.0/4 dev "$LAB_IFACE"
+    ls_receive 2 "$OUT/recv" --json || return 1
+    lab_run 1 "$NEARBY" browse --localsend --timeout 4 >"$OUT/plain.jsonl" 2>/dev/null
+    expect_eq "$(count_json "$OUT/plain.jsonl" 'select(.event=="found")')" 0 "found without --scan" || return 1
+    lab_run 1 "$NEARBY" browse --localsend --scan --count 1 --timeout 30 >"$OUT/scan.jsonl" 2>"$OUT/scan.err"
+    expect_eq "$?" 0 "browse --localsend --scan" || return 1
+    expect_json "$OUT/scan.jsonl" "select(.event==\"found\" and .host==\"10.99.0.2\" and .peer.name==\"$(ls_alias)\" and (.info.fingerprint|length)==64)" "found by the sweep" || return 1
+    lab_run 1 "$NEARBY" browse --scan --timeout 1 >/dev/null 2>&1
+    expect_eq "$?" 64 "--scan without --localsend" || return 1
+}
