@@ -22,6 +22,11 @@ public struct LocalSendSender: Sendable {
         self.events = events
     }
 
+    /// Files uploaded at once. One: the protocol allows parallel uploads, but a receiver cannot
+    /// say whether it serves them in parallel, and one that does not (localsend-cli serves one
+    /// connection at a time) would leave the second upload unread past its idle deadline.
+    static let parallelUploads = 1
+
     /// What `prepare-upload` offers for one file.
     struct Offer: Sendable {
         var id: String
@@ -42,14 +47,25 @@ public struct LocalSendSender: Sendable {
             throw .declined(peer: Self.name(target), reason: "it took none of the files (204: nothing to transfer)")
         }
         let refused = offers.filter { answer.files[$0.id] == nil }
+        let accepted = offers.compactMap { offer in answer.files[offer.id].map { (offer, $0) } }
         do {
-            for offer in offers {
-                guard let token = answer.files[offer.id] else { continue }
-                try await upload(offer, token: token, session: answer.sessionId, to: target)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                // Up to `parallelUploads` at once.
+                var next = accepted.makeIterator()
+                for _ in 0..<Self.parallelUploads {
+                    guard let (offer, token) = next.next() else { break }
+                    group.addTask { try await upload(offer, token: token, session: answer.sessionId, to: target) }
+                }
+                while try await group.next() != nil {
+                    guard let (offer, token) = next.next() else { continue }
+                    group.addTask { try await upload(offer, token: token, session: answer.sessionId, to: target) }
+                }
             }
         } catch {
-            if case .cancelled = error { await cancel(answer.sessionId, at: target) }
-            throw error
+            // Whatever stopped it, the device's session ends too (it would wait for the rest).
+            await cancel(answer.sessionId, at: target)
+            if Task.isCancelled { throw .cancelled("sending to \(Self.name(target))") }
+            throw (error as? NearbyError) ?? .connectionFailed("\(error)")
         }
         if !refused.isEmpty {
             throw .declined(peer: Self.name(target), reason: "it took \(offers.count - refused.count) of \(offers.count) files, not \(refused.map(\.file.relative).joined(separator: ", "))")

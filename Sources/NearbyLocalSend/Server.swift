@@ -20,7 +20,10 @@ public struct LocalSendServer: Sendable {
     public static let maxURIBytes = 4096
     public static let idle: Duration = .seconds(30)
 
-    let channel: NIOAsyncChannel<NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, Never>
+    /// Connections come out as plain channels, not reading (autoRead off), and are wrapped in an
+    /// `NIOAsyncChannel` only by the task that serves them: one still queued when the server stops
+    /// is simply closed, where an unused `NIOAsyncChannel` would trap on deinit.
+    let channel: NIOAsyncChannel<any Channel, Never>
     /// The port we listen on: 53317 unless it was taken.
     public let port: Int
     /// 53317 was taken, so `port` is another one.
@@ -45,11 +48,12 @@ public struct LocalSendServer: Sendable {
             limits.maxHeaderFieldCount = 64
             return limits
         }()
-        func attempt(_ port: Int) async throws -> NIOAsyncChannel<NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, Never> {
+        func attempt(_ port: Int) async throws -> NIOAsyncChannel<any Channel, Never> {
             try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .serverChannelOption(.backlog, value: 64)
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
                 .childChannelOption(.maxMessagesPerRead, value: 4)
+                .childChannelOption(.autoRead, value: false)
                 .bind(host: "0.0.0.0", port: port) { channel in
                     channel.eventLoop.makeCompletedFuture {
                         let sync = channel.pipeline.syncOperations
@@ -58,7 +62,7 @@ public struct LocalSendServer: Sendable {
                             position: .last, withPipeliningAssistance: true, withServerUpgrade: nil, withErrorHandling: true,
                             withOutboundHeaderValidation: true, withEncoderConfiguration: .init(),
                             withDecoderLimitConfiguration: limits)
-                        return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(wrappingChannelSynchronously: channel)
+                        return channel
                     }
                 }
         }
@@ -88,12 +92,21 @@ public struct LocalSendServer: Sendable {
                         return true
                     }
                     guard admitted else {
-                        try? await connection.channel.close()
+                        connection.close(promise: nil)
                         continue
                     }
                     group.addTask {
                         defer { open.withLock { $0 -= 1 } }
-                        await Self.serve(connection, receiver: receiver)
+                        // Wrapped, then reading: nothing arrives before the wrapper is there to take it.
+                        guard let wrapped = try? await connection.eventLoop.submit({
+                            let wrapped = try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(wrappingChannelSynchronously: connection)
+                            try connection.syncOptions?.setOption(.autoRead, value: true)
+                            return wrapped
+                        }).get() else {
+                            connection.close(promise: nil)
+                            return
+                        }
+                        await Self.serve(wrapped, receiver: receiver)
                     }
                 }
             }
