@@ -139,7 +139,9 @@ enum LocalSendCommands {
 
     /// Finds PEER (or takes its address) for a send.
     static func target(_ peer: String, discovery: LocalSendDiscovery, timeout: Double) async throws(NearbyError) -> LocalSendTarget {
-        if let address = LocalSendTarget.address(peer) { return LocalSendTarget(host: address.host, port: address.port) }
+        if let address = LocalSendTarget.address(peer) {
+            return await LocalSendTarget.asking(host: address.host, port: address.port, http: try client(discovery.identity))
+        }
         let link = try await MulticastLink.open()
         defer { link.close() }
         return LocalSendTarget(try await discovery.find(peer, link: link, timeout: .milliseconds(Int(timeout * 1000))))

@@ -27,6 +27,23 @@ public struct LocalSendTarget: Sendable {
         ref = PeerRef(id: "\(host):\(port)", name: nil)
     }
 
+    /// An address given by hand, asked who it is (`GET /info`): its alias, and the fingerprint of
+    /// the certificate it shows, which every later request of the transfer must show again. When
+    /// it does not answer, the address as it is (the transfer's own requests will say why).
+    public static func asking(host: String, port: Int, http: LocalSendHTTP) async -> LocalSendTarget {
+        var target = LocalSendTarget(host: host, port: port)
+        guard let response = try? await http.request(
+            host: host, port: port, https: true, method: .GET, path: LocalSendDefaults.apiPrefix + "/info", body: .none,
+            expectedFingerprint: nil, timeout: .seconds(5)),
+            response.status == 200, let fingerprint = response.fingerprint
+        else { return target }
+        target.fingerprint = fingerprint
+        let alias = DeviceMessage.decode(response.body, limit: LocalSendLimits.jsonBodyBytes, needsFingerprint: false)
+            .map { LocalSendDevice.shown($0.alias, limit: LocalSendLimits.aliasCharacters) }
+        target.ref = PeerRef(id: LocalSendDevice.peerID(fingerprint: fingerprint), name: alias)
+        return target
+    }
+
     /// `HOST:PORT`, `[V6]:PORT` or a bare IPv4 address; nil for anything else (a name or ID).
     public static func address(_ peer: String) -> (host: String, port: Int)? {
         if peer.hasPrefix("["), let close = peer.firstIndex(of: "]") {

@@ -135,3 +135,37 @@ import Testing
         #expect(later)
     }
 }
+
+@Suite struct SenderOutcomeTests {
+    private let target = LocalSendTarget(host: "10.0.0.2", port: 53317)
+
+    private func response(_ status: Int, _ body: String = "") -> LocalSendHTTP.Response {
+        LocalSendHTTP.Response(status: status, body: Array(body.utf8), fingerprint: nil)
+    }
+
+    @Test func refusalsBecomeNearbysOutcomes() {
+        let noPIN = LocalSendSender.refusal(response(401), target: target, pin: nil)
+        #expect(noPIN.exitStatus == .declined && (noPIN.errorDescription ?? "").contains("--pin"))
+        let wrong = LocalSendSender.refusal(response(401), target: target, pin: "1")
+        #expect(wrong.exitStatus == .declined && (wrong.errorDescription ?? "").contains("wrong"))
+        let said = LocalSendSender.refusal(response(403, #"{"message":"no \u001b[2J thanks"}"#), target: target, pin: nil)
+        #expect(said.exitStatus == .declined && (said.errorDescription ?? "").contains("no \\u{1b}[2J thanks"))
+        #expect(LocalSendSender.refusal(response(409), target: target, pin: nil).exitStatus == .connectionFailed)
+        #expect(LocalSendSender.refusal(response(429), target: target, pin: nil).exitStatus == .connectionFailed)
+        let mismatch = LocalSendSender.nearbyError(.fingerprintMismatch(expected: "a", got: "b"), target: target)
+        #expect(mismatch.exitStatus == .identityCheckFailed)
+        let late = LocalSendSender.nearbyError(.timedOut("no answer"), target: target, waited: .seconds(30))
+        #expect(late.exitStatus == .timedOut)
+    }
+
+    @Test func theOfferCarriesEachFilesHash() throws {
+        let body = LocalSendSender.prepareBody(
+            info: DeviceMessage(alias: "me", fingerprint: "f"), offers: [("f1", "a b.jpg", 3, "ab", "image/jpeg", nil)])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any])
+        let files = try #require(object["files"] as? [String: [String: Any]])
+        #expect(files["f1"]?["sha256"] as? String == "ab")
+        #expect(files["f1"]?["fileName"] as? String == "a b.jpg")
+        #expect(LocalSendSender.uploadPath(session: "s 1", file: "f1", token: "t&x").hasSuffix("sessionId=s%201&fileId=f1&token=t%26x"))
+        #expect(LocalSendSender.mediaType("notes.txt") == "application/octet-stream")
+    }
+}

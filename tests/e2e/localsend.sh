@@ -82,7 +82,7 @@ test_localsend_send_file_byte_exact() {
     # By address, and a text the way LocalSend apps send one.
     lab_run 1 "$NEARBY" send --localsend 10.99.0.2 "hello from nearby" >"$OUT/text.jsonl" 2>"$OUT/text.err" || {
         fail "send --localsend failed"; cat "$OUT/text.err" >&2; return 1; }
-    expect_json "$OUT/text.jsonl" 'select(.event=="sent" and .bytes==17)' "sent" || return 1
+    expect_json "$OUT/text.jsonl" "select(.event==\"sent\" and .bytes==17 and .peers[0].name==\"$(ls_alias)\")" "sent, to the alias /info gave" || return 1
     lab_wait_line "$OUT/lscli-h2.out" 'select(.event=="text" and .text=="hello from nearby")' 5 >/dev/null || {
         fail "localsend-cli did not show the text"; return 1; }
     kill -INT "$LS_PID" 2>/dev/null
