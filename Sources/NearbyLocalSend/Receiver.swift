@@ -127,24 +127,33 @@ public actor LocalSendReceiver {
         let context = "LocalSend: \(count) file\(count == 1 ? "" : "s"), \(total) bytes"
         let expires = EventEncoder.timestamp(Date())
         let text = Self.text(offer)
-        func decline(_ reason: String, status: Int = 403) -> LocalSendAnswer {
+        /// Declined; `ending` is how a node-less `accept` ends for it (nil: it keeps waiting).
+        func decline(_ reason: String, ending: NearbyError?? = .none) -> LocalSendAnswer {
             events.emit(Events.Invitation.make(invitation: invitation, peer: peer, context: context, expires: expires, answeredBy: "policy"))
             events.emit(Events.Declined.make(invitation: invitation, peer: peer, reason: reason))
-            if policy.acceptFirst || policy.declineFirst { finish(policy.declineFirst ? nil : .declined(peer: peer.name ?? peer.id, reason: reason)) }
-            return .status(status, reason)
+            if case let .some(outcome) = ending, policy.acceptFirst || policy.declineFirst { finish(outcome) }
+            return .status(403, reason)
+        }
+        let name = peer.name ?? peer.id
+        // A node-less accept waits for the sender it names (--from); others are declined, and it waits on.
+        let wanted = policy.acceptFrom.isEmpty || policy.acceptFrom.contains(where: device.matches)
+        if policy.acceptFirst || policy.declineFirst {
+            if !wanted { return decline("not accepted: this node waits for a transfer from \(policy.acceptFrom.joined(separator: ", "))") }
+            if answered { return decline("not accepted: this node has answered its one transfer") }
+        }
+        if policy.declineFirst {
+            answered = true
+            return decline("declined by nearby accept --decline", ending: .some(nil))
         }
         if policy.saveDirectory == nil, text == nil {
-            return decline("this node takes no files (no --save-dir)")
+            return decline("this node takes no files (no --save-dir)", ending: .transferFailed(
+                path: "the transfer from \(name)", code: "no-save-dir", reason: "refused: this node takes no files (no --save-dir)"))
         }
         if let change = known.check(alias: device.alias, fingerprint: device.fingerprint) {
             Console(verbose: true).error(change)
-            return decline(change)
+            return decline(change, ending: .keyChanged(peer: "LocalSend sender '\(name)'", knownPeers: known.path))
         }
-        if policy.declineFirst, !answered {
-            answered = true
-            return decline("declined by nearby accept --decline")
-        }
-        let allowed = policy.autoAccept || policy.acceptFrom.contains(where: device.matches) || (policy.acceptFirst && !answered && policy.acceptFrom.isEmpty)
+        let allowed = policy.autoAccept || (policy.acceptFirst && wanted) || policy.acceptFrom.contains(where: device.matches)
         guard allowed else {
             return decline("not accepted: take LocalSend transfers with --auto-accept or --accept-from")
         }

@@ -294,3 +294,26 @@ test_localsend_scan_finds_a_silent_device() {
     lab_run 1 "$NEARBY" browse --scan --timeout 1 >/dev/null 2>&1
     expect_eq "$?" 64 "--scan without --localsend" || return 1
 }
+
+test_localsend_accept_from_waits_for_its_sender() {
+    ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
+    mkdir -p "$OUT/in"
+    printf 'one' >"$OUT/one.bin"
+    nearby_ls_node 1 "$OUT/accept.jsonl" accept --from "Bob Box" --save-dir "$OUT/in" || return 1
+    # Someone else first: declined, and accept waits on.
+    lab_run 3 "$NEARBY" send-file --localsend 10.99.0.1 "$OUT/one.bin" --name "Mallory" >/dev/null 2>&1
+    expect_eq "$?" 3 "a sender --from does not name" || return 1
+    lab_run 2 "$NEARBY" send-file --localsend 10.99.0.1 "$OUT/one.bin" --name "Bob Box" >/dev/null 2>"$OUT/bob.err"
+    expect_eq "$?" 0 "the sender --from names" || { cat "$OUT/bob.err" >&2; return 1; }
+    lab_wait_pid "$NODE_PID" 10
+    expect_eq "$?" 0 "accept --localsend --from" || return 1
+    cmp -s "$OUT/one.bin" "$OUT/in/one.bin" || { fail "one.bin did not arrive"; return 1; }
+    # Bob again, with another fingerprint (another LocalSend identity): refused loudly, exit 9.
+    nearby_ls_node 1 "$OUT/accept2.jsonl" accept --save-dir "$OUT/in" || return 1
+    lab_run 3 env NEARBY_HOME="$LAB_DIR/h3/home2" "$NEARBY" send-file --localsend 10.99.0.1 "$OUT/one.bin" --name "Bob Box" >/dev/null 2>&1
+    expect_eq "$?" 3 "an alias with another fingerprint, for the sender" || return 1
+    lab_wait_pid "$NODE_PID" 10
+    expect_eq "$?" 9 "accept --localsend, for the receiver" || return 1
+    grep -q "LOCALSEND FINGERPRINT CHANGED" "$OUT/accept2.jsonl.err" || { fail "not said loudly"; cat "$OUT/accept2.jsonl.err" >&2; return 1; }
+}
