@@ -317,3 +317,29 @@ test_localsend_accept_from_waits_for_its_sender() {
     expect_eq "$?" 9 "accept --localsend, for the receiver" || return 1
     grep -q "LOCALSEND FINGERPRINT CHANGED" "$OUT/accept2.jsonl.err" || { fail "not said loudly"; cat "$OUT/accept2.jsonl.err" >&2; return 1; }
 }
+
+test_localsend_port_taken_moves_and_is_announced() {
+    ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
+    mkdir -p "$OUT/in1" "$OUT/in2"
+    nearby_ls_node 1 "$OUT/first.jsonl" advertise --save-dir "$OUT/in1" --auto-accept || return 1
+    local first=$NODE_PID
+    # A second receiver on the same host, another identity: 53317 is taken, so another port, said.
+    lab_bg 1 "$OUT/second.jsonl" env NEARBY_HOME="$LAB_DIR/h1/home-second" "$NEARBY" advertise --localsend --name Second \
+        --save-dir "$OUT/in2" --auto-accept >/dev/null
+    local second=$LAB_PID
+    local line
+    line=$(lab_wait_line "$OUT/second.jsonl" 'select(.event=="advertising")' 15) || { fail "no advertising"; cat "$OUT/second.jsonl.err" >&2; return 1; }
+    local port
+    port=$(jq -r .port <<<"$line")
+    [[ $port != 53317 && $port -gt 0 ]] || { fail "the second receiver is on port $port"; return 1; }
+    grep -q "53317 is taken" "$OUT/second.jsonl.err" || { fail "the move was not said"; return 1; }
+    # Found by its alias at the announced port, and it receives there.
+    printf 'moved' >"$OUT/m.bin"
+    lab_run 2 "$NEARBY" send-file --localsend Second "$OUT/m.bin" --timeout 20 >"$OUT/send.jsonl" 2>"$OUT/send.err"
+    expect_eq "$?" 0 "send to the receiver on the other port" || { cat "$OUT/send.err" >&2; return 1; }
+    cmp -s "$OUT/m.bin" "$OUT/in2/m.bin" || { fail "m.bin did not arrive at the second receiver"; return 1; }
+    stop "$second" >/dev/null
+    stop "$first" >/dev/null
+    return 0
+}
