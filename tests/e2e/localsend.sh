@@ -343,3 +343,18 @@ test_localsend_port_taken_moves_and_is_announced() {
     stop "$first" >/dev/null
     return 0
 }
+
+test_localsend_device_that_goes_away_is_lost() {
+    ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
+    ls_receive 2 "$OUT/recv" --json || return 1
+    lab_bg 1 "$OUT/browse.jsonl" "$NEARBY" browse --localsend --timeout 90 >/dev/null
+    local browse=$LAB_PID
+    lab_wait_line "$OUT/browse.jsonl" 'select(.event=="found" and .kind=="localsend")' 20 >/dev/null || { fail "not found"; return 1; }
+    kill -INT "$LS_PID"
+    # LocalSend has no goodbye: lost once it has not answered for 35 s.
+    lab_wait_line "$OUT/browse.jsonl" "select(.event==\"lost\" and .peer.name==\"$(ls_alias)\" and .service==\"localsend\")" 50 >/dev/null || {
+        fail "no lost event"; stop "$browse" >/dev/null; return 1; }
+    stop "$browse"
+    expect_eq "$?" 0 "browse --localsend on SIGINT" || return 1
+}
