@@ -41,6 +41,11 @@ extension Nearby {
                   nearby accept --save-dir ~/Downloads
                   nearby accept --from "Alice's laptop"
                   nearby accept k2j4x9a0b1 --decline
+
+                With --localsend: answers the LocalSend transfer a running 'advertise --localsend' \
+                holds for a person (or the next one), else serves LocalSend itself until its first \
+                transfer (from --from only) ends.
+                  nearby accept --localsend --save-dir ~/Downloads
                 """)
 
         @Argument(help: "The invitation ID or the inviting peer (default: the next invitation).", completion: .peers)

@@ -105,6 +105,17 @@ enum LocalSendCommands {
     /// `advertise --localsend` (until Ctrl-C) and `accept --localsend` (until its first transfer
     /// ends: a file that did not arrive whole fails the command, as nearby's `accept`).
     static func serve(_ context: CommandContext, policy: LocalSendPolicy, name: String?, port: Int?, untilFirstTransfer: Bool) async throws {
+        let peerID = try context.identity().peerID
+        let control = LocalSendControl.address(paths: context.paths, environment: context.environment, peerID: peerID)
+        if untilFirstTransfer, let line = try await interruptible("waiting for a LocalSend transfer", {
+            try await LocalSendControl.ask(control, query: policy.acceptFrom.first, accept: !policy.declineFirst)
+        }) {
+            // A running `advertise --localsend` answered: its event is this command's outcome.
+            let replies = NodeReplies(context.events)
+            replies.print(line)
+            try replies.outcome(line.contains(#""event":"error""#) ? (DecodedEvent(line: line, kinds: [Events.Failure.self])?.body as? Events.Failure)?.exitStatus ?? 1 : 0)
+            return
+        }
         let node = LocalSendReceivingNode(
             identity: try identity(context), alias: try alias(context, name: name), policy: policy,
             known: LocalSendKnownDevices(paths: context.paths), events: context.events)
@@ -112,7 +123,7 @@ enum LocalSendCommands {
         let outcome: NearbyError?
         do {
             outcome = try await interruptible(what) {
-                try await node.run(port: port ?? LocalSendDefaults.port, untilFirstTransfer: untilFirstTransfer)
+                try await node.run(port: port ?? LocalSendDefaults.port, untilFirstTransfer: untilFirstTransfer, control: untilFirstTransfer ? nil : control)
             }
         } catch let error as NearbyError where error.code == "cancelled" && !untilFirstTransfer {
             return

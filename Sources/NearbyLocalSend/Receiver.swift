@@ -52,6 +52,12 @@ public actor LocalSendReceiver {
     let events: any EventSink
     let known: LocalSendKnownDevices
     private var session: Session?
+    /// Transfers waiting for `nearby accept`, oldest first, and `nearby accept` commands waiting for a transfer.
+    var asking: [(asked: Asked, continuation: CheckedContinuation<Decision, Never>)] = []
+    /// (Behind a lock, not the actor: a client's socket closing ends its wait from NIO's thread.)
+    nonisolated let answerers = Locked(Answerers())
+    /// Waits ended before their waiter began (a deadline), so it ends at once.
+    var settledEarly: Set<String> = []
     private var answered = false
     public nonisolated let ended: AsyncStream<NearbyError?>
     private let endedFeed: AsyncStream<NearbyError?>.Continuation
@@ -79,7 +85,7 @@ public actor LocalSendReceiver {
                 guard let bytes = try await body.whole(limit: LocalSendLimits.jsonBodyBytes) else {
                     return .status(413, "the request is larger than \(LocalSendLimits.jsonBodyBytes) bytes", keepAlive: false)
                 }
-                return prepare(bytes, request: request)
+                return await prepare(bytes, request: request)
             case (.POST, prefix + "/upload"):
                 return await upload(request, body: body)
             case (.POST, prefix + "/cancel"):
@@ -106,7 +112,7 @@ public actor LocalSendReceiver {
         var files: [String: File]
     }
 
-    func prepare(_ bytes: [UInt8], request: LocalSendRequest) -> LocalSendAnswer {
+    func prepare(_ bytes: [UInt8], request: LocalSendRequest) async -> LocalSendAnswer {
         guard JSONShape.depth(of: bytes, limit: LocalSendLimits.jsonDepth) != nil,
               let offer = try? JSONDecoder().decode(Prepare.self, from: Data(bytes)), !offer.files.isEmpty
         else { return .status(400, "not a prepare-upload body") }
@@ -154,13 +160,23 @@ public actor LocalSendReceiver {
             return decline(change, ending: .keyChanged(peer: "LocalSend sender '\(name)'", knownPeers: known.path))
         }
         let allowed = policy.autoAccept || (policy.acceptFirst && wanted) || policy.acceptFrom.contains(where: device.matches)
-        guard allowed else {
-            return decline("not accepted: take LocalSend transfers with --auto-accept or --accept-from")
+        var by = policy.autoAccept ? "--auto-accept" : policy.acceptFirst ? "nearby accept" : "--accept-from"
+        if allowed {
+            events.emit(Events.Invitation.make(invitation: invitation, peer: peer, context: context, expires: expires, answeredBy: "policy"))
+        } else {
+            // Neither policy takes it: a person answers with `nearby accept [--decline]` (Receiver+Asking).
+            switch await ask(Asked(id: invitation, device: device, context: context)) {
+            case .accepted: by = "nearby accept"
+            case .declined: return .status(403, "Rejected")
+            case .expired: return .status(403, "not answered in time")
+            case .full: return .status(429, "too many transfers wait for an answer")
+            }
+            if let current = session, !current.finished { return .status(409, "Blocked by another session") }
         }
         answered = true
-        events.emit(Events.Invitation.make(invitation: invitation, peer: peer, context: context, expires: expires, answeredBy: "policy"))
-        let by = policy.autoAccept ? "--auto-accept" : policy.acceptFirst ? "nearby accept" : "--accept-from"
-        events.emit(Events.Accepted.make(invitation: invitation, peer: peer, by: by))
+        if by != "nearby accept" || allowed {
+            events.emit(Events.Accepted.make(invitation: invitation, peer: peer, by: by))
+        }
         known.remember(alias: device.alias, fingerprint: device.fingerprint)
         if let text {
             events.emit(Events.Message.make(text: text, from: peer))

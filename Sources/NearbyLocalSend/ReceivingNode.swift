@@ -21,7 +21,11 @@ public struct LocalSendReceivingNode: Sendable {
 
     /// Serves until cancelled, or until the first transfer ends when `untilFirstTransfer`; returns
     /// how that transfer went (nil: whole, or nothing to report).
-    public func run(port: Int = LocalSendDefaults.port, untilFirstTransfer: Bool) async throws(NearbyError) -> NearbyError? {
+    /// `control`: where `nearby accept --localsend` from another shell reaches this node (advertise
+    /// only); it also holds the lock that keeps a second one of this identity from starting.
+    public func run(port: Int = LocalSendDefaults.port, untilFirstTransfer: Bool, control: NodeAddress? = nil) async throws(NearbyError) -> NearbyError? {
+        let lock = try control.map { address throws(NearbyError) in try NodeLock(address) }
+        defer { lock?.release() }
         let server = try await LocalSendServer.bind(identity: identity, port: port)
         if server.moved {
             NearbyLog.logger.warning("TCP port \(port) is taken (another LocalSend app on this machine?): serving LocalSend on port \(server.port) instead, and announcing that port")
@@ -47,6 +51,16 @@ public struct LocalSendReceivingNode: Sendable {
             group.addTask {
                 await discovery.run(link) { _ in true }
                 return nil
+            }
+            if let control {
+                group.addTask {
+                    do throws(NearbyError) {
+                        try await LocalSendControl.serve(control, receiver: receiver)
+                    } catch {
+                        NearbyLog.logger.warning("nearby accept cannot reach this node: \(error.errorDescription ?? "\(error)")")
+                    }
+                    return nil
+                }
             }
             if untilFirstTransfer {
                 group.addTask {

@@ -110,4 +110,32 @@ import Testing
         #expect(laterSink.lines.contains { $0.contains("FINGERPRINT CHANGED") })
         _ = sink
     }
+
+    @Test func aPersonAnswersThroughAccept() async throws {
+        let (receiver, sink) = receiver(LocalSendPolicy(saveDirectory: temporary(), pin: nil), home: temporary())
+        let offer = body([prepareBody(files: [("f1", "a.jpg", 3, nil)])])
+        async let decided = receiver.handle(prepare, body: offer)
+        // The invitation waits for an answer (polled, at most 5 s).
+        let deadline = ContinuousClock.now + .seconds(5)
+        while !sink.lines.contains(where: { $0.contains(#""event":"invitation""#) }), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(!sink.lines.contains { $0.contains("answered_by") })
+        guard case let .line(line) = await receiver.answer(query: "Pixel 8", accept: true, token: 1) else {
+            Issue.record("no answer line")
+            return
+        }
+        #expect(line.contains(#""event":"accepted""#) && line.contains("nearby accept"))
+        #expect(await decided.status == 200)
+    }
+
+    @Test func anAcceptThatLeftAnswersNothing() async {
+        let (receiver, _) = receiver(LocalSendPolicy(saveDirectory: temporary(), pin: nil), home: temporary())
+        receiver.forget(7)
+        guard case let .failure(error) = await receiver.answer(query: nil, accept: true, token: 7) else {
+            Issue.record("a forgotten client still answered")
+            return
+        }
+        #expect(error.code == "cancelled")
+    }
 }

@@ -35,6 +35,16 @@ ls_receive() {
         fail "localsend-cli did not start on h$host"; cat "$OUT/lscli-h$host.out.err" >&2; return 1; }
 }
 
+# ls_wait_connected K PID: until PID on host K holds a Unix socket connection (accept --localsend
+# asking a running node), at most 10 s.
+ls_wait_connected() {
+    local deadline=$((SECONDS + 10))
+    until ip netns exec "$(lab_ns "$1")" ss -xp 2>/dev/null | grep -q "pid=$2,"; do
+        ((SECONDS < deadline)) || return 1
+        sleep 0.1
+    done
+}
+
 ls_alias() { printf 'localsend-cli@%s' "$(hostname)"; }
 
 # localsend-cli (requests) would verify the receiver's certificate against a CA bundle named in the
@@ -189,11 +199,36 @@ test_localsend_receive_consent_and_pin() {
     grep -q "save-dir" "$OUT/nodir-send.err" || { fail "the sender was not told why: $(cat "$OUT/nodir-send.err")"; return 1; }
     expect_json "$OUT/nodir.jsonl" 'select(.event=="declined" and (.reason|contains("--save-dir")))' "declined" || return 1
     stop "$NODE_PID" >/dev/null
-    # Without --auto-accept / --accept-from an advertising node declines.
+    # Without --auto-accept / --accept-from a person answers, with nearby accept from another shell.
     mkdir -p "$OUT/in"
     nearby_ls_node 1 "$OUT/nopolicy.jsonl" advertise --save-dir "$OUT/in" --pin 2468 || return 1
-    lab_run 2 "$NEARBY" send-file --localsend 10.99.0.1 "$OUT/a.bin" --pin 2468 >/dev/null 2>&1
-    expect_eq "$?" 3 "no policy" || return 1
+    printf 'asked' >"$OUT/asked.bin"
+    lab_bg 2 "$OUT/asked-send.jsonl" "$NEARBY" send-file --localsend 10.99.0.1 "$OUT/asked.bin" --pin 2468 >/dev/null
+    local asked=$LAB_PID
+    lab_wait_line "$OUT/nopolicy.jsonl" 'select(.event=="invitation" and .kind=="localsend" and (has("answered_by")|not))' 15 >/dev/null || {
+        fail "no invitation waiting for an answer"; return 1; }
+    lab_run 1 "$NEARBY" accept --localsend --decline >"$OUT/decline.jsonl" 2>"$OUT/decline.err"
+    expect_eq "$?" 0 "accept --localsend --decline through the node" || { cat "$OUT/decline.err" >&2; return 1; }
+    expect_json "$OUT/decline.jsonl" 'select(.event=="declined")' "the declined event, for the accept command" || return 1
+    lab_wait_pid "$asked" 10
+    expect_eq "$?" 3 "the sender, declined by a person" || return 1
+    # Waiting for the next one, then accepting it.
+    lab_bg 1 "$OUT/accepting.jsonl" "$NEARBY" accept --localsend >/dev/null
+    local accepting=$LAB_PID
+    lab_run 2 "$NEARBY" send-file --localsend 10.99.0.1 "$OUT/asked.bin" --pin 2468 >/dev/null 2>"$OUT/asked2.err"
+    expect_eq "$?" 0 "the sender, accepted by a waiting nearby accept" || { cat "$OUT/asked2.err" >&2; return 1; }
+    lab_wait_pid "$accepting" 10
+    expect_eq "$?" 0 "accept --localsend through the node" || return 1
+    expect_json "$OUT/accepting.jsonl" 'select(.event=="accepted" and .by=="nearby accept")' "the accepted event" || return 1
+    cmp -s "$OUT/asked.bin" "$OUT/in/asked.bin" || { fail "asked.bin did not arrive"; return 1; }
+    # A waiting accept that is interrupted answers nothing later.
+    lab_bg 1 "$OUT/gone.jsonl" "$NEARBY" accept --localsend >/dev/null
+    local gone=$LAB_PID
+    ls_wait_connected 1 "$gone" || { fail "accept did not reach the node"; return 1; }
+    kill -INT "$gone"; lab_wait_pid "$gone" 10 >/dev/null
+    lab_bg 2 "$OUT/late.jsonl" "$NEARBY" send-file --localsend 10.99.0.1 "$OUT/asked.bin" --pin 2468 --timeout 3 >/dev/null
+    lab_wait_pid "$LAB_PID" 20
+    expect_eq "$?" 4 "a transfer nobody answers" || return 1
     stop "$NODE_PID" >/dev/null
     # --accept-from by alias, and --pin: wrong, then right; nearby to nearby over LocalSend.
     nearby_ls_node 1 "$OUT/pin.jsonl" advertise --save-dir "$OUT/in" --pin 2468 --accept-from "Bob Box" || return 1
