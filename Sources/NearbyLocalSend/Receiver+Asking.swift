@@ -15,6 +15,15 @@ extension LocalSendReceiver {
         var context: String
     }
 
+    /// A transfer waiting for its answer: registered before its invitation is printed, so an
+    /// answer can never come before it is there to take it; `decided` holds an answer that came
+    /// before its waiter began to wait.
+    struct Waiting: Sendable {
+        var asked: Asked
+        var continuation: CheckedContinuation<Decision, Never>?
+        var decided: Decision?
+    }
+
     enum Decision: Sendable {
         case accepted, declined, expired, full
     }
@@ -34,6 +43,7 @@ extension LocalSendReceiver {
             answerer.continuation.resume(returning: decide(asked, accept: answerer.accept))
             return answerer.accept ? .accepted : .declined
         }
+        asking.append(Waiting(asked: asked))
         events.emit(Events.Invitation.make(invitation: asked.id, peer: asked.device.ref, context: asked.context, expires: expires, answeredBy: nil))
         // The answer, or the deadline (or the sender gone: this task cancelled), whichever comes first.
         let decision = await withTaskGroup(of: Decision?.self) { group in
@@ -60,11 +70,13 @@ extension LocalSendReceiver {
     /// The answer of `nearby accept [QUERY] [--decline]`: the waiting transfer QUERY names (its
     /// invitation ID, or the sender's alias or ID prefix), else the oldest; none waiting: the next.
     public func answer(query: String?, accept: Bool, token: Int) async -> Answered {
-        let index = asking.firstIndex { entry in query.map { entry.asked.id == $0 || entry.asked.device.matches($0) } ?? true }
+        let index = asking.firstIndex { entry in
+            entry.decided == nil && (query.map { entry.asked.id == $0 || entry.asked.device.matches($0) } ?? true)
+        }
         if let index {
-            let (asked, continuation) = asking.remove(at: index)
+            let asked = asking[index].asked
             let line = decide(asked, accept: accept)
-            continuation.resume(returning: accept ? .accepted : .declined)
+            settle(asked.id, accept ? .accepted : .declined)
             return line
         }
         return await withCheckedContinuation { continuation in
@@ -92,18 +104,26 @@ extension LocalSendReceiver {
     }
 
     private func waitForAnswer(_ asked: Asked) async -> Decision {
-        if settledEarly.remove(asked.id) != nil { return .expired }
-        return await withCheckedContinuation { asking.append((asked, $0)) }
+        guard let index = asking.firstIndex(where: { $0.asked.id == asked.id }) else { return .expired }
+        if let decided = asking[index].decided {
+            asking.remove(at: index)
+            return decided
+        }
+        return await withCheckedContinuation { continuation in
+            asking[index].continuation = continuation
+        }
     }
 
-    /// Ends the wait of `id` (its waiter may not have started: then it ends as soon as it does).
+    /// Ends the wait of `id` with `decision` (kept for its waiter when it has not begun to wait);
+    /// the first decision counts.
     private func settle(_ id: String, _ decision: Decision) {
-        guard let index = asking.firstIndex(where: { $0.asked.id == id }) else {
-            if settledEarly.count >= 256 { settledEarly.removeAll() }
-            settledEarly.insert(id)
-            return
+        guard let index = asking.firstIndex(where: { $0.asked.id == id }), asking[index].decided == nil else { return }
+        if let continuation = asking[index].continuation {
+            asking.remove(at: index)
+            continuation.resume(returning: decision)
+        } else {
+            asking[index].decided = decision
         }
-        asking.remove(at: index).continuation.resume(returning: decision)
     }
 
     /// The client of `token` is gone (Ctrl-C): it no longer waits for the next transfer.

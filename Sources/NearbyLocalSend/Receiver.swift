@@ -53,11 +53,9 @@ public actor LocalSendReceiver {
     let known: LocalSendKnownDevices
     private var session: Session?
     /// Transfers waiting for `nearby accept`, oldest first, and `nearby accept` commands waiting for a transfer.
-    var asking: [(asked: Asked, continuation: CheckedContinuation<Decision, Never>)] = []
+    var asking: [Waiting] = []
     /// (Behind a lock, not the actor: a client's socket closing ends its wait from NIO's thread.)
     nonisolated let answerers = Locked(Answerers())
-    /// Waits ended before their waiter began (a deadline), so it ends at once.
-    var settledEarly: Set<String> = []
     private var answered = false
     public nonisolated let ended: AsyncStream<NearbyError?>
     private let endedFeed: AsyncStream<NearbyError?>.Continuation
