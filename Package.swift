@@ -31,7 +31,22 @@ let package = Package(
             name: "NearbyCLI",
             dependencies: [
                 "NearbyCore",
+                "NearbyLocalSend",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        // LocalSend (protocol v2): a second protocol beside nearby's own, sharing only the core's
+        // events, errors and file handling. HTTP over NIOHTTP1 (already in swift-nio), TLS by NIOSSL.
+        .target(
+            name: "NearbyLocalSend",
+            dependencies: [
+                "NearbyCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         // The DNS message codec for wide-area DNS-SD (--domain): pure, no sockets.
@@ -71,6 +86,15 @@ let package = Package(
             ]
         ),
         .testTarget(name: "NearbyDNSTests", dependencies: ["NearbyDNS"]),
+        .testTarget(
+            name: "NearbyLocalSendTests",
+            dependencies: [
+                "NearbyLocalSend", "NearbyCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         .testTarget(name: "NearbyCLITests", dependencies: ["NearbyCLI", "NearbyCore"]),
     ],
     swiftLanguageModes: [.v6]

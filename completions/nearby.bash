@@ -186,9 +186,9 @@ _nearby() {
 
 _nearby_advertise() {
     repeating_flags=()
-    non_repeating_flags=(--no-link --auto-accept --verbose -v --json --human --version -h --help)
+    non_repeating_flags=(--no-link --auto-accept --localsend --verbose -v --json --human --version -h --help)
     repeating_options=(--domain --info --accept-from)
-    non_repeating_options=(--service --dns-server --dns-key --name --port --encryption --save-dir)
+    non_repeating_options=(--service --dns-server --dns-key --name --port --encryption --save-dir --pin)
     __nearby_offer_flags_options 0
 
     # Offer option value completions
@@ -228,12 +228,15 @@ _nearby_advertise() {
         __nearby_add_completions -d
         return
         ;;
+    '--pin')
+        return
+        ;;
     esac
 }
 
 _nearby_browse() {
     repeating_flags=()
-    non_repeating_flags=(--no-link --types --now --domains --verbose -v --json --human --version -h --help)
+    non_repeating_flags=(--no-link --types --now --domains --localsend --scan --verbose -v --json --human --version -h --help)
     repeating_options=(--domain)
     non_repeating_options=(--service --dns-server --dns-key --timeout --count --peer)
     __nearby_offer_flags_options 0
@@ -316,9 +319,9 @@ _nearby_invite() {
 
 _nearby_accept() {
     repeating_flags=()
-    non_repeating_flags=(--decline --no-link --verbose -v --json --human --version -h --help)
+    non_repeating_flags=(--decline --no-link --localsend --verbose -v --json --human --version -h --help)
     repeating_options=(--domain)
-    non_repeating_options=(--from --timeout --service --dns-server --dns-key --name --encryption --save-dir)
+    non_repeating_options=(--from --timeout --service --dns-server --dns-key --name --encryption --save-dir --pin)
     __nearby_offer_flags_options 1
 
     # Offer option value completions
@@ -355,6 +358,9 @@ _nearby_accept() {
         __nearby_add_completions -d
         return
         ;;
+    '--pin')
+        return
+        ;;
     esac
 
     # Offer positional completions
@@ -368,9 +374,9 @@ _nearby_accept() {
 
 _nearby_send() {
     repeating_flags=()
-    non_repeating_flags=(--all --lines --unreliable --no-link --verbose -v --json --human --version -h --help)
+    non_repeating_flags=(--all --lines --unreliable --no-link --localsend --verbose -v --json --human --version -h --help)
     repeating_options=(--domain)
-    non_repeating_options=(--timeout --service --dns-server --dns-key --name --encryption)
+    non_repeating_options=(--timeout --service --dns-server --dns-key --name --encryption --pin)
     __nearby_offer_flags_options 2
 
     # Offer option value completions
@@ -399,6 +405,9 @@ _nearby_send() {
         __nearby_add_completions -W 'required'$'\n''optional'$'\n''none'
         return
         ;;
+    '--pin')
+        return
+        ;;
     esac
 
     # Offer positional completions
@@ -412,9 +421,9 @@ _nearby_send() {
 
 _nearby_send-file() {
     repeating_flags=()
-    non_repeating_flags=(--no-link --verbose -v --json --human --version -h --help)
+    non_repeating_flags=(--no-link --localsend --verbose -v --json --human --version -h --help)
     repeating_options=(--domain)
-    non_repeating_options=(--timeout --service --dns-server --dns-key --name --encryption)
+    non_repeating_options=(--timeout --service --dns-server --dns-key --name --encryption --pin)
     __nearby_offer_flags_options -1
 
     # Offer option value completions
@@ -441,6 +450,9 @@ _nearby_send-file() {
         ;;
     '--encryption')
         __nearby_add_completions -W 'required'$'\n''optional'$'\n''none'
+        return
+        ;;
+    '--pin')
         return
         ;;
     esac
@@ -560,7 +572,7 @@ _nearby_identity() {
 
 _nearby_doctor() {
     repeating_flags=()
-    non_repeating_flags=(--no-link --verbose -v --json --human --version -h --help)
+    non_repeating_flags=(--no-link --localsend --verbose -v --json --human --version -h --help)
     repeating_options=(--domain)
     non_repeating_options=(--service --dns-server --dns-key --timeout --encryption)
     __nearby_offer_flags_options 1

@@ -1,5 +1,6 @@
 import ArgumentParser
 import NearbyCore
+import NearbyLocalSend
 
 extension Nearby {
     struct Accept: AsyncParsableCommand {
@@ -42,6 +43,11 @@ extension Nearby {
                   nearby accept --from "Alice's laptop"
                   nearby accept k2j4x9a0b1 --decline
                   nearby accept --timeout 60 || echo "nobody invited us"
+
+                With --localsend: answers the LocalSend transfer a running 'advertise --localsend' \
+                holds for a person (or the next one), else serves LocalSend itself until its first \
+                transfer (from --from only) ends.
+                  nearby accept --localsend --save-dir ~/Downloads
                 """)
 
         @Argument(help: "The invitation ID or the inviting peer (default: the next invitation).", completion: .peers)
@@ -58,15 +64,27 @@ extension Nearby {
 
         @OptionGroup var node: NodeOptions
         @OptionGroup var receive: ReceiveOptions
+        @OptionGroup var localSend: LocalSendOptions
+        @OptionGroup var localSendPIN: LocalSendPIN
+        @OptionGroup var output: OutputOptions
 
         func validate() throws {
             if let timeout, !(timeout > 0 && timeout.isFinite) { throw ValidationError("--timeout must be a positive number of seconds") }
         }
-        @OptionGroup var output: OutputOptions
 
         func run() async throws {
             let context = output.configure(CommandContext.current)
             try await reporting(context, verbose: output.verbose) {
+                if localSend.enabled(context) {
+                    // Refused, not ignored: a LocalSend transfer is waited for until it comes or Ctrl-C.
+                    if timeout != nil { throw NearbyError.invalidArgument("--timeout is not taken with --localsend yet: accept --localsend waits until a transfer comes, or Ctrl-C") }
+                    var policy = LocalSendPolicy(saveDirectory: try receive.resolve(context.environment), pin: localSendPIN.pin)
+                    policy.acceptFirst = !decline
+                    policy.declineFirst = decline
+                    policy.acceptFrom = (invitation ?? from).map { [$0] } ?? []
+                    return try await LocalSendCommands.serve(
+                        context, policy: policy, name: try node.naming.resolve(), port: nil, untilFirstTransfer: true)
+                }
                 let node = try self.node.resolve(context)
                 let query = invitation ?? from
                 let decline = self.decline

@@ -1,5 +1,6 @@
 import ArgumentParser
 import NearbyCore
+import NearbyLocalSend
 
 extension Nearby {
     struct Advertise: AsyncParsableCommand {
@@ -48,6 +49,8 @@ extension Nearby {
 
         @OptionGroup var session: SessionOptions
         @OptionGroup var receive: ReceiveOptions
+        @OptionGroup var localSend: LocalSendOptions
+        @OptionGroup var localSendPIN: LocalSendPIN
 
         @OptionGroup var output: OutputOptions
 
@@ -59,6 +62,13 @@ extension Nearby {
             let context = output.configure(CommandContext.current)
             let console = Console(verbose: output.verbose)
             try await reporting(context, verbose: output.verbose) {
+                if localSend.enabled(context) {
+                    var policy = LocalSendPolicy(saveDirectory: try receive.resolve(context.environment), pin: localSendPIN.pin)
+                    policy.autoAccept = autoAccept
+                    policy.acceptFrom = acceptFrom
+                    return try await LocalSendCommands.serve(
+                        context, policy: policy, name: try naming.resolve(), port: port, untilFirstTransfer: false)
+                }
                 // Every refusal happens here, before anything touches the disk or the network.
                 let service = try serviceOptions.resolve(context)
                 let name = try naming.resolve()

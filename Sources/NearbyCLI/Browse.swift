@@ -66,6 +66,11 @@ extension Nearby {
         @Flag(help: "List the browse domains the network offers (unicast DNS, RFC 6763 §11), under --domain or the resolver's search domains.")
         var domains = false
 
+        @OptionGroup var localSend: LocalSendOptions
+
+        @Flag(help: "With --localsend: also ask every address of the local /24 over HTTPS (LocalSend's fallback when multicast is blocked).")
+        var scan = false
+
         @OptionGroup var output: OutputOptions
 
         static let defaultPeerTimeout = 10.0
@@ -91,6 +96,12 @@ extension Nearby {
 
         func run() async throws {
             let context = output.configure(CommandContext.current)
+            if localSend.enabled(context) || scan {
+                return try await reporting(context, verbose: output.verbose) {
+                    guard localSend.enabled(context) else { throw NearbyError.invalidArgument("--scan sweeps the /24 for LocalSend devices: it goes with --localsend") }
+                    try await LocalSendCommands.browse(context, timeout: timeout, count: count, peer: peer, scan: scan)
+                }
+            }
             if domains { return try await runDomains(context) }
             if types || rawType != nil { return try await runRaw(context) }
             try await reporting(context, verbose: output.verbose) {

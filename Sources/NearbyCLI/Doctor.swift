@@ -34,6 +34,10 @@ extension Nearby {
                 with PEER: peer, looked for on the link (not with --no-link) and in each domain \
                 (PTR → SRV → A/AAAA), then connect, encryption, identity where it was found. Exit 11 \
                 server unreachable, 13 zone refused, 12 key or clock rejected, 8 key file unusable.
+                With --localsend (LocalSend devices): multicast-group (224.0.0.167 joined, on \
+                which interfaces), port (TCP 53317 free or taken), devices (which answer our \
+                announcement); with PEER also peer, info (its /api/localsend/v2/info answers) and \
+                certificate (it hashes to the fingerprint the device announced; exit 9 if not).
                 Nothing invites the peer: it starts no session, pins nothing and shows no invitation.
                 Exit 0 when nothing failed, else the status of the first failure: 7 daemon, 2 peer \
                 not found, 5 cannot connect or encryption mismatch, 9 identity, 1 otherwise \
@@ -55,6 +59,7 @@ extension Nearby {
         var timeout: Double = 5
 
         @OptionGroup var session: SessionOptions
+        @OptionGroup var localSend: LocalSendOptions
         @OptionGroup var output: OutputOptions
 
         func validate() throws {
@@ -64,6 +69,7 @@ extension Nearby {
 
         func run() async throws {
             let context = output.configure(CommandContext.current)
+            if localSend.enabled(context) { return try await LocalSendCommands.doctor(context, peer: peer, timeout: timeout, verbose: output.verbose) }
             var checks: [DoctorCheck] = []
             try await reporting(context, verbose: output.verbose) {
                 try PeerQuery.check([peer])

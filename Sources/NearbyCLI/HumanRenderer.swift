@@ -106,7 +106,8 @@ struct HumanRenderer: Sendable {
         let context = e.context.map { ": \"" + Text.clean($0, limit: 300) + "\"" } ?? ""
         let target = Self.shellWord(e.peer.name) ?? Text.id(e.peer)
         let serviceOption = service.flatMap { $0 == "nearby" ? nil : " --service " + (Self.shellWord($0) ?? $0) } ?? ""
-        let code = "verification code " + paint(Text.clean(e.verificationCode), .boldCyan)
+        // LocalSend has no verification code: say so rather than show an empty one.
+        let code = e.kind == "localsend" ? "LocalSend (no verification code)" : "verification code " + paint(Text.clean(e.verificationCode), .boldCyan)
         let from = paint("invitation", .boldYellow) + " from \(bold(e.peer)) (\(Text.id(e.peer)))\(context)"
         if let by = e.answeredBy {
             // Answered in the same moment (this command accepts, or a policy does): nothing to do.
@@ -131,6 +132,7 @@ struct HumanRenderer: Sendable {
         case .mpc: "an MPC app"
         case .nearby: "nearby"
         case .other: "not an MPC service (no display name in its TXT record)"
+        case .localsend: "LocalSend"
         }
         let me = e.isSelf ? " (this peer)" : ""
         return "\(what) \(bold(e.peer)) (\(Text.id(e.peer))), \(kind)"

@@ -54,6 +54,8 @@ extension Nearby {
         @OptionGroup var wait: InviteTimeout
 
         @OptionGroup var node: NodeOptions
+        @OptionGroup var localSend: LocalSendOptions
+        @OptionGroup var localSendPIN: LocalSendPIN
         @OptionGroup var output: OutputOptions
 
         func validate() throws {
@@ -65,6 +67,14 @@ extension Nearby {
         func run() async throws {
             let context = output.configure(CommandContext.current)
             try await reporting(context, verbose: output.verbose) {
+                if localSend.enabled(context) {
+                    guard let peer, !all, !lines, !unreliable else {
+                        throw NearbyError.invalidArgument("--localsend sends one text to one device: it does not go with --all, --lines or --unreliable")
+                    }
+                    let message = try text ?? String(decoding: readStandardInput(limit: Frame.maxPayload), as: UTF8.self)
+                    return try await LocalSendCommands.sendText(
+                        context, peer: peer, text: message, pin: localSendPIN.pin, timeout: wait.timeout, name: try node.naming.resolve())
+                }
                 let node = try self.node.resolve(context)
                 // With --all the one positional argument is the text.
                 let target = all ? nil : peer

@@ -37,6 +37,8 @@ extension Nearby {
         @OptionGroup var wait: InviteTimeout
 
         @OptionGroup var node: NodeOptions
+        @OptionGroup var localSend: LocalSendOptions
+        @OptionGroup var localSendPIN: LocalSendPIN
         @OptionGroup var output: OutputOptions
 
         func validate() throws {
@@ -46,6 +48,10 @@ extension Nearby {
         func run() async throws {
             let context = output.configure(CommandContext.current)
             try await reporting(context, verbose: output.verbose) {
+                if localSend.enabled(context) {
+                    return try await LocalSendCommands.sendFiles(
+                        context, peer: peer, paths: paths, pin: localSendPIN.pin, timeout: wait.timeout, name: try node.naming.resolve())
+                }
                 let node = try self.node.resolve(context)
                 try PeerQuery.check([peer])
                 // Missing or unreadable files are refused before anything touches the network.

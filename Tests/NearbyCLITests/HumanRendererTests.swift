@@ -138,6 +138,11 @@ import Testing
         invitation.answeredBy = "nearby accept"
         let answered = shown(invitation)
         #expect(!answered.contains("\n") && answered.hasSuffix("— answered by nearby accept"), "\(answered)")
+        // A LocalSend sender's: no code to compare, and it says so.
+        invitation.kind = "localsend"
+        invitation.verificationCode = ""
+        let localSend = shown(invitation)
+        #expect(localSend.contains("LocalSend (no verification code)") && !localSend.contains("verification code  "), "\(localSend)")
     }
 
     @Test func nothingFromThePeerReachesTheTerminalRaw() throws {

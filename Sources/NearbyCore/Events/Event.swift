@@ -225,6 +225,8 @@ public enum PeerKind: String, Codable, Sendable {
     /// Not MPC at all: no display name (`_d`) in its TXT record, such as a web server found with
     /// `--service http`.
     case other
+    /// A LocalSend device (`--localsend`), found by its multicast announcement.
+    case localsend
 }
 
 /// Formats events as single JSON lines: `{"event":…,"time":…,<body fields, keys sorted>}`. The

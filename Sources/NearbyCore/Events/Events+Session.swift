@@ -13,8 +13,10 @@ extension Events {
         /// Who answers it at once (the `by` of the `accepted` that follows, or `nearby accept` for a
         /// waiting `--decline`); nil when it waits for an answer.
         public var answeredBy: String? = nil
+        /// `localsend` for a LocalSend sender's transfer (`--localsend`); omitted for nearby peers.
+        public var kind: String? = nil
         enum CodingKeys: String, CodingKey {
-            case invitation, peer, context, encrypted, expires
+            case invitation, peer, context, encrypted, expires, kind
             case verificationCode = "verification_code"
             case answeredBy = "answered_by"
         }

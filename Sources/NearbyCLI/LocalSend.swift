@@ -1,0 +1,179 @@
+import ArgumentParser
+import Foundation
+import NearbyCore
+import NearbyLocalSend
+
+/// `--localsend` (or NEARBY_LOCALSEND=1): the command talks LocalSend (protocol v2) instead of
+/// nearby's own protocol. Every command that takes it branches into `LocalSendCommands` at once.
+struct LocalSendOptions: ParsableArguments {
+    @Flag(help: ArgumentHelp(
+        "Talk to LocalSend devices (protocol v2) instead of nearby peers (or set NEARBY_LOCALSEND=1).",
+        discussion: "Discovery by multicast on 224.0.0.167:53317, transfers over HTTPS; see 'LocalSend' in the README."))
+    var localsend = false
+
+    func enabled(_ context: CommandContext) -> Bool {
+        localsend || context.environment["NEARBY_LOCALSEND"] == "1"
+    }
+}
+
+/// `--pin` for LocalSend: the PIN a receiving device asks for (send, send-file), or the one a
+/// sender must give us (advertise, accept).
+struct LocalSendPIN: ParsableArguments {
+    @Option(help: ArgumentHelp(
+        "With --localsend: the PIN (sending: the one the receiving device asks for; receiving: the one senders must give).",
+        valueName: "pin"))
+    var pin: String?
+}
+
+/// The LocalSend side of each command: the same events, errors and exit codes as nearby's own.
+enum LocalSendCommands {
+    static func identity(_ context: CommandContext) throws(NearbyError) -> LocalSendIdentity {
+        try LocalSendIdentityStore(paths: context.paths).loadOrCreate()
+    }
+
+    /// Our alias: --name, else the nearby identity's display name.
+    static func alias(_ context: CommandContext, name: String?) throws(NearbyError) -> String {
+        if let name { return name }
+        return try context.identity().displayName
+    }
+
+    static func client(_ identity: LocalSendIdentity) throws(NearbyError) -> LocalSendHTTP {
+        do { return try LocalSendHTTP(identity: identity) } catch {
+            throw .identityIO(path: "localsend.json", reason: "its certificate cannot be used for TLS: \(error)")
+        }
+    }
+
+    static func discovery(_ context: CommandContext, name: String?) throws(NearbyError) -> LocalSendDiscovery {
+        let identity = try identity(context)
+        return LocalSendDiscovery(
+            identity: identity, alias: try alias(context, name: name), port: LocalSendDefaults.port, http: try client(identity))
+    }
+
+    static func seen(_ device: LocalSendDevice, started: ContinuousClock.Instant) -> Events.PeerSeen {
+        Events.PeerSeen(
+            peer: device.ref, service: "localsend", kind: .localsend, protocolVersion: device.version, info: device.info,
+            host: device.host, port: device.port, addresses: [device.host], interface: device.interface, isSelf: false,
+            elapsedMs: Int((ContinuousClock.now - started) / .milliseconds(1)))
+    }
+
+    /// `browse --localsend`: found / updated / lost until --timeout, --count or --peer is met, or Ctrl-C.
+    static func browse(_ context: CommandContext, timeout: Double?, count: Int?, peer: String?, scan: Bool) async throws {
+        let discovery = try discovery(context, name: nil)
+        let link = try await MulticastLink.open()
+        defer { link.close() }
+        context.events.emit(Events.Browsing(service: "localsend", domain: "local."))
+        let started = ContinuousClock.now
+        let limit = timeout ?? (peer == nil ? nil : Nearby.Browse.defaultPeerTimeout)
+        let matched = LockedValue(false)
+        let found = LockedValue(0)
+        _ = try? await interruptible("browsing") {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    await discovery.run(link, scan: scan) { sighting in
+                        switch sighting {
+                        case let .found(device):
+                            guard peer.map(device.matches) ?? true else { return true }
+                            context.events.emit(seen(device, started: started))
+                            found.set(found.get() + 1)
+                            if peer != nil { matched.set(true) }
+                            return peer == nil && found.get() != count
+                        case let .updated(device, changed):
+                            guard peer.map(device.matches) ?? true else { return true }
+                            context.events.emit(Events.PeerUpdated(changed: changed, seen: seen(device, started: started)))
+                        case let .lost(device):
+                            guard peer.map(device.matches) ?? true else { return true }
+                            context.events.emit(Events.Lost(peer: device.ref, service: "localsend", elapsedMs: Int((ContinuousClock.now - started) / .milliseconds(1))))
+                        case let .full(device):
+                            Console(verbose: true).info("more than \(LocalSendLimits.devices) LocalSend devices answer; ignoring the rest (the latest: \(device.host))")
+                        }
+                        return true
+                    }
+                }
+                if let limit { group.addTask { try? await Task.sleep(for: .milliseconds(Int(limit * 1000))) } }
+                _ = await group.next()
+                group.cancelAll()
+            }
+        }
+        if let peer, !matched.get() { throw NearbyError.peerNotFound(peer, waitedSeconds: limit ?? 0) }
+        if found.get() == 0, timeout != nil {
+            let hint = "is a LocalSend app open on the same network, and does this host route 224.0.0.0/4 (multicast) on that link? try `nearby doctor --localsend`"
+            context.events.emit(Events.NothingFound(service: "localsend", seconds: limit ?? 0, hint: hint))
+            Console(verbose: true).info("nothing found on LocalSend in \(limit ?? 0) s — \(hint)")
+        }
+    }
+
+    /// `advertise --localsend` (until Ctrl-C) and `accept --localsend` (until its first transfer
+    /// ends: a file that did not arrive whole fails the command, as nearby's `accept`).
+    static func serve(_ context: CommandContext, policy: LocalSendPolicy, name: String?, port: Int?, untilFirstTransfer: Bool) async throws {
+        let peerID = try context.identity().peerID
+        let control = LocalSendControl.address(paths: context.paths, environment: context.environment, peerID: peerID)
+        if untilFirstTransfer, let line = try await interruptible("waiting for a LocalSend transfer", {
+            try await LocalSendControl.ask(control, query: policy.acceptFrom.first, accept: !policy.declineFirst)
+        }) {
+            // A running `advertise --localsend` answered: its event is this command's outcome.
+            let replies = NodeReplies(context.events)
+            replies.print(line)
+            try replies.outcome(line.contains(#""event":"error""#) ? (DecodedEvent(line: line, kinds: [Events.Failure.self])?.body as? Events.Failure)?.exitStatus ?? 1 : 0)
+            return
+        }
+        let node = LocalSendReceivingNode(
+            identity: try identity(context), alias: try alias(context, name: name), policy: policy,
+            known: LocalSendKnownDevices(paths: context.paths), events: context.events)
+        let what = untilFirstTransfer ? (policy.declineFirst ? "waiting for a LocalSend transfer to decline" : "waiting for a LocalSend transfer") : "serving LocalSend"
+        let outcome: NearbyError?
+        do {
+            outcome = try await interruptible(what) {
+                try await node.run(port: port ?? LocalSendDefaults.port, untilFirstTransfer: untilFirstTransfer, control: untilFirstTransfer ? nil : control)
+            }
+        } catch let error as NearbyError where error.code == "cancelled" && !untilFirstTransfer {
+            return
+        }
+        if let outcome { throw outcome }
+    }
+
+    /// `doctor --localsend [PEER]`: the checks as `check` events, then the `summary`; the exit
+    /// status of the first failure.
+    static func doctor(_ context: CommandContext, peer: String?, timeout: Double, verbose: Bool) async throws {
+        let checks = LockedValue<[DoctorCheck]>([])
+        try await reporting(context, verbose: verbose) {
+            let discovery = try discovery(context, name: nil)
+            let doctor = LocalSendDoctor(discovery: discovery, http: try client(discovery.identity))
+            await doctor.run(peer: peer, within: .milliseconds(Int(timeout * 1000))) { check in
+                checks.set(checks.get() + [check])
+                context.events.emit(Events.Check(check))
+            }
+        }
+        context.events.emit(Events.Summary(checks.get()))
+        let status = DoctorCheck.exitStatus(of: checks.get())
+        if status != .success { throw ExitCode(status.rawValue) }
+    }
+
+    /// Finds PEER (or takes its address) for a send.
+    static func target(_ peer: String, discovery: LocalSendDiscovery, timeout: Double) async throws(NearbyError) -> LocalSendTarget {
+        if let address = LocalSendTarget.address(peer) {
+            return await LocalSendTarget.asking(host: address.host, port: address.port, http: try client(discovery.identity))
+        }
+        let link = try await MulticastLink.open()
+        defer { link.close() }
+        return LocalSendTarget(try await discovery.find(peer, link: link, timeout: .milliseconds(Int(timeout * 1000))))
+    }
+
+    static func sendFiles(_ context: CommandContext, peer: String, paths: [String], pin: String?, timeout: Double, name: String?) async throws {
+        let files = try FileList.collect(paths) { context.events.emit(Events.Skipped($0)) }
+        let discovery = try discovery(context, name: name)
+        let sender = LocalSendSender(http: try client(discovery.identity), me: discovery.me, events: context.events)
+        try await interruptible("sending to \(peer)") {
+            let target = try await target(peer, discovery: discovery, timeout: timeout)
+            try await sender.sendFiles(files, to: target, pin: pin, timeout: .milliseconds(Int(timeout * 1000)))
+        }
+    }
+
+    static func sendText(_ context: CommandContext, peer: String, text: String, pin: String?, timeout: Double, name: String?) async throws {
+        let discovery = try discovery(context, name: name)
+        let sender = LocalSendSender(http: try client(discovery.identity), me: discovery.me, events: context.events)
+        try await interruptible("sending to \(peer)") {
+            let target = try await target(peer, discovery: discovery, timeout: timeout)
+            try await sender.sendText(text, to: target, pin: pin, timeout: .milliseconds(Int(timeout * 1000)))
+        }
+    }
+}

@@ -1,0 +1,119 @@
+import Crypto
+import Foundation
+import NearbyCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One file a LocalSend sender uploads, landing as nearby's files do: a private partial file
+/// beside the final name, never more bytes than announced, the SHA-256 checked when the sender gave
+/// one, then a rename that overwrites nothing (`name (1).ext`). However it fails, nothing is left
+/// under the final name and the partial file is removed.
+struct IncomingUpload: Sendable {
+    struct Failure: Sendable, Equatable {
+        var error: NearbyError
+        var answer: LocalSendAnswer
+    }
+
+    let directory: String
+    let name: String
+    let partialTag: String
+    let size: UInt64
+    let sha256: String?
+    let peer: PeerRef
+    let events: any EventSink
+
+    var transfer: String { "ls-" + partialTag }
+
+    /// Nil when the file arrived whole; else why not, with the answer for the sender.
+    func receive(_ body: BodyReader) async -> Failure? {
+        let partial = "\(directory)/.\(name).\(partialTag).nearby-part"
+        let fd = open(partial, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else {
+            return fail(.ioFailure(path: partial, reason: String(cString: strerror(errno))), status: 500, keepAlive: false)
+        }
+        events.emit(Events.FileStarted.make(transfer: transfer, direction: "receive", peer: peer, path: name, bytes: size))
+        var closed = false
+        defer {
+            if !closed { close(fd) }
+        }
+        var hasher = SHA256()
+        var received: UInt64 = 0
+        let started = ContinuousClock.now
+        var lastProgress = started
+        do {
+            while var chunk = try await body.chunk() {
+                let count = UInt64(chunk.readableBytes)
+                guard received + count <= size else {
+                    unlink(partial)
+                    return fail(.transferFailed(path: name, code: "too-large", reason: "the sender sent more than the \(size) bytes it announced"), status: 400, keepAlive: false)
+                }
+                let error = chunk.withUnsafeReadableBytes { bytes -> Int32 in
+                    hasher.update(bufferPointer: bytes)
+                    var done = 0
+                    while done < bytes.count {
+                        let written = pwrite(fd, bytes.baseAddress.map { $0 + done }, bytes.count - done, off_t(received) + off_t(done))
+                        if written < 0 {
+                            if errno == EINTR { continue }
+                            return errno
+                        }
+                        done += written
+                    }
+                    return 0
+                }
+                chunk.moveReaderIndex(forwardBy: chunk.readableBytes)
+                guard error == 0 else {
+                    unlink(partial)
+                    return fail(.ioFailure(path: partial, reason: String(cString: strerror(error))), status: 500, keepAlive: false)
+                }
+                received += count
+                let now = ContinuousClock.now
+                if now - lastProgress >= .milliseconds(100) || received == size {
+                    lastProgress = now
+                    let seconds = max(0.001, Double((now - started) / .milliseconds(1)) / 1000)
+                    events.emit(Events.Progress(
+                        transfer: transfer, direction: "receive", peer: peer, path: name, bytes: received, total: size,
+                        rate: (Double(received) / seconds).rounded()))
+                }
+            }
+        } catch {
+            unlink(partial)
+            return fail(.connectionFailed("\(peer.name ?? peer.id) stopped sending \(name) after \(received) of \(size) bytes"), status: 400, keepAlive: false)
+        }
+        guard received == size else {
+            unlink(partial)
+            return fail(.transferFailed(path: name, code: "incomplete", reason: "\(received) of the \(size) bytes announced arrived"), status: 400, keepAlive: false)
+        }
+        let digest = Hex.encode(hasher.finalize())
+        if let sha256, sha256 != digest {
+            unlink(partial)
+            return fail(.transferFailed(path: name, code: "integrity", reason: "its SHA-256 is not the one the sender announced"), status: 400, keepAlive: true)
+        }
+        guard fsync(fd) == 0 else {
+            unlink(partial)
+            return fail(.ioFailure(path: partial, reason: "fsync failed"), status: 500, keepAlive: false)
+        }
+        close(fd)
+        closed = true
+        let placed: String
+        do {
+            placed = try SafePath.placeWithoutOverwriting(partial, in: directory, as: name)
+        } catch {
+            unlink(partial)
+            return fail(error, status: 500, keepAlive: false)
+        }
+        events.emit(Events.FileReceived.make(
+            transfer: transfer, peer: peer, path: placed, bytes: size, sha256: digest,
+            seconds: Double((ContinuousClock.now - started) / .milliseconds(1)) / 1000))
+        return nil
+    }
+
+    private func fail(_ error: NearbyError, status: Int, keepAlive: Bool) -> Failure {
+        let reason = error.errorDescription ?? error.code
+        events.emit(Events.FileFailed.make(transfer: transfer, direction: "receive", peer: peer, path: name, code: error.code, reason: reason))
+        return Failure(error: error, answer: .status(status, reason, keepAlive: keepAlive))
+    }
+}

@@ -1,0 +1,130 @@
+import Crypto
+import Foundation
+import NearbyCore
+import NIOSSL
+import X509
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What this machine shows LocalSend devices: a self-signed certificate whose SHA-256 (of its DER
+/// bytes, lowercase hex) is the fingerprint LocalSend announces. Its own key, not the nearby
+/// identity's: LocalSend's weaker model never gets to sign with the key nearby sessions trust.
+public struct LocalSendIdentity: Sendable {
+    public let certificatePEM: String
+    public let privateKeyPEM: String
+    public let fingerprint: String
+    public let created: Date
+
+    /// The certificate as DER bytes, for TLS.
+    public var certificateDER: [UInt8] { Self.der(ofPEM: certificatePEM) ?? [] }
+
+    static func der(ofPEM pem: String) -> [UInt8]? {
+        try? NIOSSLCertificate(bytes: Array(pem.utf8), format: .pem).toDERBytes()
+    }
+
+    /// SHA-256 of a certificate's DER bytes, lowercase hex: LocalSend's fingerprint.
+    public static func fingerprint(ofDER der: some DataProtocol) -> String {
+        Hex.encode(SHA256.hash(data: der))
+    }
+
+    /// A new key and certificate (ten years, as LocalSend's own).
+    static func make(now: Date = Date()) throws -> LocalSendIdentity {
+        let key = P256.Signing.PrivateKey()
+        let name = try DistinguishedName { CommonName("nearby LocalSend") }
+        let certificate = try Certificate(
+            version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: Certificate.PublicKey(key.publicKey),
+            notValidBefore: now.addingTimeInterval(-86400), notValidAfter: now.addingTimeInterval(86400 * 3650),
+            issuer: name, subject: name, signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: Certificate.Extensions {}, issuerPrivateKey: Certificate.PrivateKey(key))
+        let document = try certificate.serializeAsPEM()
+        let der = document.derBytes
+        let pem = document.pemString
+        return LocalSendIdentity(
+            certificatePEM: pem, privateKeyPEM: key.pemRepresentation, fingerprint: fingerprint(ofDER: der), created: now)
+    }
+}
+
+/// Keeps the LocalSend identity in `$NEARBY_HOME/localsend.json` (mode 0600), beside nearby's own
+/// identity: made once, atomically (a private temporary file `link(2)`ed to the final name, so two
+/// first runs agree on one), then reused, so devices remember this machine by the same fingerprint.
+public struct LocalSendIdentityStore: Sendable {
+    public let path: String
+    static let fileVersion = 1
+
+    public init(paths: NearbyPaths) { path = paths.home + "/localsend.json" }
+
+    struct File: Codable {
+        var version: Int
+        var certificate: String
+        var privateKey: String
+        var fingerprint: String
+        var created: Date
+    }
+
+    public func load() throws(NearbyError) -> LocalSendIdentity? {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch let error as CocoaError where error.code == .fileReadNoSuchFile {
+            return nil
+        } catch {
+            throw .identityIO(path: path, reason: error.localizedDescription)
+        }
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        guard let file = try? decoder.decode(File.self, from: data), file.version == Self.fileVersion else {
+            throw .identityCorrupt(path: path, reason: "not a LocalSend identity of version \(Self.fileVersion)")
+        }
+        guard let der = LocalSendIdentity.der(ofPEM: file.certificate),
+              (try? P256.Signing.PrivateKey(pemRepresentation: file.privateKey)) != nil
+        else { throw .identityCorrupt(path: path, reason: "its certificate or key cannot be read") }
+        // The fingerprint is recomputed, never taken from the file: an edited file cannot claim another.
+        let fingerprint = LocalSendIdentity.fingerprint(ofDER: der)
+        guard fingerprint == file.fingerprint.lowercased() else {
+            throw .identityCorrupt(path: path, reason: "its fingerprint does not match its certificate")
+        }
+        return LocalSendIdentity(
+            certificatePEM: file.certificate, privateKeyPEM: file.privateKey, fingerprint: fingerprint, created: file.created)
+    }
+
+    public func loadOrCreate() throws(NearbyError) -> LocalSendIdentity {
+        if let identity = try load() { return identity }
+        let made: LocalSendIdentity
+        do { made = try LocalSendIdentity.make() } catch {
+            throw .identityIO(path: path, reason: "cannot make a certificate: \(error)")
+        }
+        let directory = (path as NSString).deletingLastPathComponent
+        do {
+            try FileManager.default.createDirectory(
+                atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw .identityIO(path: path, reason: "cannot create \(directory): \(error.localizedDescription)")
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        encoder.dateEncodingStrategy = .iso8601
+        let file = File(
+            version: Self.fileVersion, certificate: made.certificatePEM, privateKey: made.privateKeyPEM,
+            fingerprint: made.fingerprint, created: made.created)
+        guard let data = try? encoder.encode(file) else { throw .identityIO(path: path, reason: "cannot encode") }
+        let temporary = "\(path).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw .identityIO(path: temporary, reason: String(cString: strerror(errno))) }
+        defer { _ = unlink(temporary) }
+        let bytes = Array(data) + [UInt8(ascii: "\n")]
+        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        let synced = fsync(fd) == 0
+        close(fd)
+        guard written == bytes.count, synced else { throw .identityIO(path: temporary, reason: "cannot write it whole") }
+        if link(temporary, path) != 0, errno != EEXIST {
+            throw .identityIO(path: path, reason: String(cString: strerror(errno)))
+        }
+        // Whoever won a race of first runs, the file on disk is the identity.
+        guard let stored = try load() else { throw .identityIO(path: path, reason: "it vanished right after creation") }
+        return stored
+    }
+}

@@ -1,0 +1,280 @@
+import Foundation
+import NIOHTTP1
+import NearbyCore
+
+/// Who may send us what: nearby's consent rules, for LocalSend senders.
+public struct LocalSendPolicy: Sendable {
+    /// Nil: every file offer is refused (`--save-dir` not given).
+    public var saveDirectory: String?
+    public var pin: String?
+    public var autoAccept = false
+    /// Aliases or ID prefixes whose transfers are accepted.
+    public var acceptFrom: [String] = []
+    /// `accept --localsend`: the first transfer (from `acceptFrom` when given) is accepted, then the command ends.
+    public var acceptFirst = false
+    /// `accept --localsend --decline`: the first transfer is declined.
+    public var declineFirst = false
+    /// Files one request may offer.
+    public var maxFiles = 1000
+
+    public init(saveDirectory: String?, pin: String?) {
+        self.saveDirectory = saveDirectory
+        self.pin = pin
+    }
+}
+
+/// The routes' decisions (protocol v2 sections 4 and 6.1), one session at a time: a sender's
+/// `prepare-upload` becomes an `invitation`, answered by the policy; its files land as nearby's do
+/// (`IncomingUpload`); `cancel` ends it. `ended` tells a node-less `accept` how its transfer went.
+public actor LocalSendReceiver {
+    struct Offered: Sendable {
+        var id: String
+        var token: String
+        var name: String
+        var size: UInt64
+        var sha256: String?
+        var state: State
+        enum State: Sendable { case waiting, receiving, done, failed }
+    }
+
+    struct Session: Sendable {
+        var id: String
+        var host: String
+        var peer: PeerRef
+        var files: [String: Offered]
+        var failure: NearbyError?
+        var lastActivity = ContinuousClock.now
+        var finished: Bool { files.values.allSatisfy { $0.state == .done || $0.state == .failed } }
+    }
+
+    let me: DeviceMessage
+    let policy: LocalSendPolicy
+    let events: any EventSink
+    let known: LocalSendKnownDevices
+    private var session: Session?
+    /// Transfers waiting for `nearby accept`, oldest first, and `nearby accept` commands waiting for a transfer.
+    var asking: [Waiting] = []
+    /// (Behind a lock, not the actor: a client's socket closing ends its wait from NIO's thread.)
+    nonisolated let answerers = Locked(Answerers())
+    private var answered = false
+    public nonisolated let ended: AsyncStream<NearbyError?>
+    private let endedFeed: AsyncStream<NearbyError?>.Continuation
+
+    public init(me: DeviceMessage, policy: LocalSendPolicy, events: any EventSink, known: LocalSendKnownDevices) {
+        var me = me
+        me.announce = nil
+        self.me = me
+        self.policy = policy
+        self.events = events
+        self.known = known
+        (ended, endedFeed) = AsyncStream.makeStream(of: NearbyError?.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    public func handle(_ request: LocalSendRequest, body: BodyReader) async -> LocalSendAnswer {
+        let prefix = LocalSendDefaults.apiPrefix
+        do {
+            switch (request.method, request.path) {
+            case (.GET, prefix + "/info"):
+                return LocalSendAnswer(status: 200, body: me.encoded())
+            case (.POST, prefix + "/register"):
+                guard try await body.whole(limit: LocalSendLimits.datagramBytes) != nil else { return .status(413, keepAlive: false) }
+                return LocalSendAnswer(status: 200, body: me.encoded())
+            case (.POST, prefix + "/prepare-upload"):
+                guard let bytes = try await body.whole(limit: LocalSendLimits.jsonBodyBytes) else {
+                    return .status(413, "the request is larger than \(LocalSendLimits.jsonBodyBytes) bytes", keepAlive: false)
+                }
+                return await prepare(bytes, request: request)
+            case (.POST, prefix + "/upload"):
+                return await upload(request, body: body)
+            case (.POST, prefix + "/cancel"):
+                _ = try await body.whole(limit: 1024)
+                return cancel(request)
+            default:
+                return .status(404, keepAlive: false)
+            }
+        } catch {
+            return .status(400, "the request ended early", keepAlive: false)
+        }
+    }
+
+    struct Prepare: Decodable {
+        struct File: Decodable {
+            var id: String
+            var fileName: String
+            var size: UInt64
+            var fileType: String?
+            var sha256: String?
+            var preview: String?
+        }
+        var info: DeviceMessage
+        var files: [String: File]
+    }
+
+    func prepare(_ bytes: [UInt8], request: LocalSendRequest) async -> LocalSendAnswer {
+        guard JSONShape.depth(of: bytes, limit: LocalSendLimits.jsonDepth) != nil,
+              let offer = try? JSONDecoder().decode(Prepare.self, from: Data(bytes)), !offer.files.isEmpty
+        else { return .status(400, "not a prepare-upload body") }
+        guard offer.files.count <= policy.maxFiles else { return .status(400, "more than \(policy.maxFiles) files in one request") }
+        let device = LocalSendDevice(offer.info, host: request.host, interface: nil)
+        let peer = device.ref
+        if let pin = policy.pin, request.query["pin"] != pin {
+            return .status(401, request.query["pin"] == nil ? "PIN required" : "Invalid PIN")
+        }
+        if let current = session, !current.finished {
+            // A sender that accepted and then went quiet does not block this node for ever.
+            guard ContinuousClock.now - current.lastActivity > Self.sessionIdle else { return .status(409, "Blocked by another session") }
+            expire(current, reason: "the sender sent nothing for \(Int(Self.sessionIdle / .seconds(1))) s")
+        }
+        let invitation = "ls-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
+        let count = offer.files.count
+        let total = offer.files.values.reduce(UInt64(0)) { $0 &+ $1.size }
+        let context = "LocalSend: \(count) file\(count == 1 ? "" : "s"), \(total) bytes"
+        let expires = EventEncoder.timestamp(Date())
+        let text = Self.text(offer)
+        /// Declined; `ending` is how a node-less `accept` ends for it (nil: it keeps waiting).
+        func decline(_ reason: String, ending: NearbyError?? = .none) -> LocalSendAnswer {
+            events.emit(Events.Invitation.make(invitation: invitation, peer: peer, context: context, expires: expires, answeredBy: "policy"))
+            events.emit(Events.Declined.make(invitation: invitation, peer: peer, reason: reason))
+            if case let .some(outcome) = ending, policy.acceptFirst || policy.declineFirst { finish(outcome) }
+            return .status(403, reason)
+        }
+        let name = peer.name ?? peer.id
+        // A node-less accept waits for the sender it names (--from); others are declined, and it waits on.
+        let wanted = policy.acceptFrom.isEmpty || policy.acceptFrom.contains(where: device.matches)
+        if policy.acceptFirst || policy.declineFirst {
+            if !wanted { return decline("not accepted: this node waits for a transfer from \(policy.acceptFrom.joined(separator: ", "))") }
+            if answered { return decline("not accepted: this node has answered its one transfer") }
+        }
+        if policy.declineFirst {
+            answered = true
+            return decline("declined by nearby accept --decline", ending: .some(nil))
+        }
+        if policy.saveDirectory == nil, text == nil {
+            return decline("this node takes no files (no --save-dir)", ending: .transferFailed(
+                path: "the transfer from \(name)", code: "no-save-dir", reason: "refused: this node takes no files (no --save-dir)"))
+        }
+        if let change = known.check(alias: device.alias, fingerprint: device.fingerprint) {
+            Console(verbose: true).error(change)
+            return decline(change, ending: .keyChanged(peer: "LocalSend sender '\(name)'", knownPeers: known.path))
+        }
+        let allowed = policy.autoAccept || (policy.acceptFirst && wanted) || policy.acceptFrom.contains(where: device.matches)
+        var by = policy.autoAccept ? "--auto-accept" : policy.acceptFirst ? "nearby accept" : "--accept-from"
+        if allowed {
+            events.emit(Events.Invitation.make(invitation: invitation, peer: peer, context: context, expires: expires, answeredBy: "policy"))
+        } else {
+            // Neither policy takes it: a person answers with `nearby accept [--decline]` (Receiver+Asking).
+            switch await ask(Asked(id: invitation, device: device, context: context)) {
+            case .accepted: by = "nearby accept"
+            case .declined: return .status(403, "Rejected")
+            case .expired: return .status(403, "not answered in time")
+            case .full: return .status(429, "too many transfers wait for an answer")
+            }
+            if let current = session, !current.finished { return .status(409, "Blocked by another session") }
+        }
+        answered = true
+        if by != "nearby accept" || allowed {
+            events.emit(Events.Accepted.make(invitation: invitation, peer: peer, by: by))
+        }
+        known.remember(alias: device.alias, fingerprint: device.fingerprint)
+        if let text {
+            events.emit(Events.Message.make(text: text, from: peer))
+            if policy.acceptFirst { finish(nil) }
+            return .status(204)
+        }
+        var files: [String: Offered] = [:]
+        for (key, file) in offer.files {
+            let name = SafePath.components(of: file.fileName).last ?? "unnamed"
+            files[key] = Offered(
+                id: key, token: String(UInt64.random(in: 0...UInt64.max), radix: 36), name: name, size: file.size,
+                sha256: file.sha256.flatMap { $0.count == 64 ? $0.lowercased() : nil }, state: .waiting)
+        }
+        let id = String(UInt64.random(in: 0...UInt64.max), radix: 36)
+        session = Session(id: id, host: request.host, peer: peer, files: files)
+        let tokens = files.mapValues(\.token)
+        let answer = (try? JSONEncoder().encode(["sessionId": AnyCodableString.string(id), "files": .map(tokens)])).map(Array.init) ?? []
+        return LocalSendAnswer(status: 200, body: answer)
+    }
+
+    /// A LocalSend text: one `text/*` file whose preview is the text.
+    static func text(_ offer: Prepare) -> String? {
+        guard offer.files.count == 1, let file = offer.files.values.first, file.fileType?.hasPrefix("text/") == true,
+              let preview = file.preview, preview.utf8.count == file.size else { return nil }
+        return preview
+    }
+
+    func upload(_ request: LocalSendRequest, body: BodyReader) async -> LocalSendAnswer {
+        guard let id = request.query["sessionId"], let fileID = request.query["fileId"], let token = request.query["token"] else {
+            return .status(400, "Missing parameters", keepAlive: false)
+        }
+        guard var current = session, current.id == id, current.host == request.host,
+              let file = current.files[fileID], file.token == token, file.state == .waiting,
+              let directory = policy.saveDirectory
+        else { return .status(403, "Invalid token or IP address", keepAlive: false) }
+        if let length = request.contentLength, length != Int(clamping: file.size) {
+            session?.files[fileID]?.state = .failed
+            let reason = "Content-Length \(length) is not the size announced (\(file.size))"
+            events.emit(Events.FileFailed.make(
+                transfer: "ls-\(id.prefix(8))-\(fileID)", direction: "receive", peer: current.peer, path: file.name,
+                code: "too-large", reason: reason))
+            if session?.finished == true, policy.acceptFirst { finish(.transferFailed(path: file.name, code: "too-large", reason: reason)) }
+            return .status(400, reason, keepAlive: false)
+        }
+        current.files[fileID]?.state = .receiving
+        current.lastActivity = .now
+        session = current
+        let incoming = IncomingUpload(
+            directory: directory, name: file.name, partialTag: String(id.prefix(8)) + "-" + String(fileID.prefix(16).filter { $0.isLetter || $0.isNumber }),
+            size: file.size, sha256: file.sha256, peer: current.peer, events: events)
+        let outcome = await incoming.receive(body)
+        guard session?.id == id else { return .status(409, "cancelled") }
+        session?.files[fileID]?.state = outcome == nil ? .done : .failed
+        session?.lastActivity = .now
+        if let outcome, session?.failure == nil { session?.failure = outcome.error }
+        if session?.finished == true, policy.acceptFirst { finish(session?.failure) }
+        return outcome?.answer ?? .status(200)
+    }
+
+    func cancel(_ request: LocalSendRequest) -> LocalSendAnswer {
+        guard let current = session, request.query["sessionId"] == current.id, current.host == request.host else {
+            return .status(403, "no such session")
+        }
+        session = nil
+        let pending = current.files.values.filter { $0.state == .waiting || $0.state == .receiving }
+        for file in pending where file.state == .waiting {
+            events.emit(Events.FileFailed.make(
+                transfer: "ls-\(current.id.prefix(8))-\(file.id)", direction: "receive", peer: current.peer, path: file.name,
+                code: "cancelled", reason: "the sender cancelled"))
+        }
+        if policy.acceptFirst { finish(pending.isEmpty ? current.failure : .connectionFailed("\(current.peer.name ?? current.peer.id) cancelled the transfer before every file arrived")) }
+        return .status(200)
+    }
+
+    /// How long an accepted session may wait for its next upload before another sender may take its place.
+    static let sessionIdle: Duration = .seconds(30)
+
+    private func expire(_ current: Session, reason: String) {
+        session = nil
+        for file in current.files.values where file.state == .waiting {
+            events.emit(Events.FileFailed.make(
+                transfer: "ls-\(current.id.prefix(8))-\(file.id)", direction: "receive", peer: current.peer, path: file.name,
+                code: "timeout", reason: reason))
+        }
+    }
+
+    private func finish(_ failure: NearbyError?) {
+        endedFeed.yield(failure)
+    }
+}
+
+/// `{"sessionId": "…", "files": {"id": "token"}}` without a dictionary of Any.
+enum AnyCodableString: Encodable {
+    case string(String)
+    case map([String: String])
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case let .string(value): try container.encode(value)
+        case let .map(value): try container.encode(value)
+        }
+    }
+}

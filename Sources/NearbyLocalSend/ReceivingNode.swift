@@ -1,0 +1,82 @@
+import NearbyCore
+
+/// A LocalSend receiver's whole life: the HTTPS API on 53317 (another port when that is taken,
+/// announced and said), discovery announcing that port and answering others, and the policy's
+/// decisions. `advertise --localsend` runs it until interrupted; `accept --localsend` until its
+/// first transfer ends (`untilFirstTransfer`).
+public struct LocalSendReceivingNode: Sendable {
+    public let identity: LocalSendIdentity
+    public let alias: String
+    public let policy: LocalSendPolicy
+    public let known: LocalSendKnownDevices
+    public let events: any EventSink
+
+    public init(identity: LocalSendIdentity, alias: String, policy: LocalSendPolicy, known: LocalSendKnownDevices, events: any EventSink) {
+        self.identity = identity
+        self.alias = alias
+        self.policy = policy
+        self.known = known
+        self.events = events
+    }
+
+    /// Serves until cancelled, or until the first transfer ends when `untilFirstTransfer`; returns
+    /// how that transfer went (nil: whole, or nothing to report).
+    /// `control`: where `nearby accept --localsend` from another shell reaches this node (advertise
+    /// only); it also holds the lock that keeps a second one of this identity from starting.
+    public func run(port: Int = LocalSendDefaults.port, untilFirstTransfer: Bool, control: NodeAddress? = nil) async throws(NearbyError) -> NearbyError? {
+        let lock = try control.map { address throws(NearbyError) in try NodeLock(address) }
+        defer { lock?.release() }
+        let server = try await LocalSendServer.bind(identity: identity, port: port)
+        if server.moved {
+            NearbyLog.logger.warning("TCP port \(port) is taken (another LocalSend app on this machine?): serving LocalSend on port \(server.port) instead, and announcing that port")
+        }
+        let link = try await MulticastLink.open()
+        defer { link.close() }
+        let http: LocalSendHTTP
+        do { http = try LocalSendHTTP(identity: identity) } catch {
+            throw .identityIO(path: known.path, reason: "the LocalSend certificate cannot be used for TLS: \(error)")
+        }
+        let discovery = LocalSendDiscovery(identity: identity, alias: alias, port: server.port, http: http)
+        let receiver = LocalSendReceiver(me: discovery.me, policy: policy, events: events, known: known)
+        var info = ["fingerprint": identity.fingerprint, "protocol": "https"]
+        if let pin = policy.pin, !pin.isEmpty { info["pin"] = "required" }
+        events.emit(Events.Advertising(
+            peer: PeerRef(id: LocalSendDevice.peerID(fingerprint: identity.fingerprint), name: alias),
+            service: "localsend", domain: "local.", port: server.port, info: info))
+        return await withTaskGroup(of: NearbyError??.self) { group in
+            group.addTask {
+                await server.run(receiver)
+                return .some(nil)
+            }
+            group.addTask {
+                await discovery.run(link) { _ in true }
+                return nil
+            }
+            if let control {
+                group.addTask {
+                    do throws(NearbyError) {
+                        try await LocalSendControl.serve(control, receiver: receiver)
+                    } catch {
+                        NearbyLog.logger.warning("nearby accept cannot reach this node: \(error.errorDescription ?? "\(error)")")
+                    }
+                    return nil
+                }
+            }
+            if untilFirstTransfer {
+                group.addTask {
+                    for await outcome in receiver.ended { return .some(outcome) }
+                    return nil
+                }
+            }
+            var result: NearbyError?
+            while let next = await group.next() {
+                if case let .some(outcome) = next, untilFirstTransfer {
+                    result = outcome
+                    break
+                }
+            }
+            group.cancelAll()
+            return result
+        }
+    }
+}

@@ -1,0 +1,265 @@
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+import NearbyCore
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// LocalSend's upload API, served over HTTPS with our certificate (NIOHTTP1 behind NIOSSL): the
+/// routes of protocol v2 sections 3.2, 4 and 6.1. Every request is bounded before it is read: the
+/// header (NIOHTTP1's decoder limits), the URI, a JSON body, connections at once, and an idle
+/// deadline per connection; what the routes decide is `LocalSendReceiver`'s.
+public struct LocalSendServer: Sendable {
+    public static let maxConnections = 32
+    public static let maxURIBytes = 4096
+    public static let idle: Duration = .seconds(30)
+
+    /// Connections come out as plain channels, not reading (autoRead off), and are wrapped in an
+    /// `NIOAsyncChannel` only by the task that serves them: one still queued when the server stops
+    /// is simply closed, where an unused `NIOAsyncChannel` would trap on deinit.
+    let channel: NIOAsyncChannel<any Channel, Never>
+    /// The port we listen on: 53317 unless it was taken.
+    public let port: Int
+    /// 53317 was taken, so `port` is another one.
+    public let moved: Bool
+
+    /// Listens on `port` (LocalSend's own by default), else on any free port.
+    public static func bind(identity: LocalSendIdentity, port: Int = LocalSendDefaults.port) async throws(NearbyError) -> LocalSendServer {
+        let tls: NIOSSLContext
+        do {
+            let certificate = try NIOSSLCertificate(bytes: Array(identity.certificatePEM.utf8), format: .pem)
+            let key = try NIOSSLPrivateKey(bytes: Array(identity.privateKeyPEM.utf8), format: .pem)
+            var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: [.certificate(certificate)], privateKey: .privateKey(key))
+            configuration.minimumTLSVersion = .tlsv12
+            tls = try NIOSSLContext(configuration: configuration)
+        } catch {
+            throw .identityIO(path: "localsend.json", reason: "its certificate cannot serve TLS: \(error)")
+        }
+        let limits = {
+            var limits = NIOHTTPDecoderLimitConfiguration()
+            limits.maxHeaderFieldSize = 8 * 1024
+            limits.maxHeaderListSize = 16 * 1024
+            limits.maxHeaderFieldCount = 64
+            return limits
+        }()
+        func attempt(_ port: Int) async throws -> NIOAsyncChannel<any Channel, Never> {
+            try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .serverChannelOption(.backlog, value: 64)
+                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                .childChannelOption(.maxMessagesPerRead, value: 4)
+                .childChannelOption(.autoRead, value: false)
+                .bind(host: "0.0.0.0", port: port) { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        let sync = channel.pipeline.syncOperations
+                        try sync.addHandler(NIOSSLServerHandler(context: tls))
+                        try sync.configureHTTPServerPipeline(
+                            position: .last, withPipeliningAssistance: true, withServerUpgrade: nil, withErrorHandling: true,
+                            withOutboundHeaderValidation: true, withEncoderConfiguration: .init(),
+                            withDecoderLimitConfiguration: limits)
+                        return channel
+                    }
+                }
+        }
+        do {
+            return LocalSendServer(channel: try await attempt(port), port: port, moved: false)
+        } catch let error as IOError where error.errnoCode == EADDRINUSE && port != 0 {
+            do {
+                let other = try await attempt(0)
+                return LocalSendServer(channel: other, port: other.channel.localAddress?.port ?? 0, moved: true)
+            } catch {
+                throw .listenFailed("TCP \(port) is taken and no other port could be had: \(error)")
+            }
+        } catch {
+            throw .listenFailed("cannot listen on TCP \(port) for LocalSend: \(error)")
+        }
+    }
+
+    /// Serves until cancelled, each connection in its own child task, at most `maxConnections`.
+    public func run(_ receiver: LocalSendReceiver) async {
+        let open = Locked(0)
+        try? await channel.executeThenClose { connections in
+            try await withThrowingDiscardingTaskGroup { group in
+                for try await connection in connections {
+                    let admitted = open.withLock { count -> Bool in
+                        guard count < Self.maxConnections else { return false }
+                        count += 1
+                        return true
+                    }
+                    guard admitted else {
+                        connection.close(promise: nil)
+                        continue
+                    }
+                    group.addTask {
+                        defer { open.withLock { $0 -= 1 } }
+                        // Wrapped, then reading: nothing arrives before the wrapper is there to take it.
+                        guard let wrapped = try? await connection.eventLoop.submit({
+                            let wrapped = try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(wrappingChannelSynchronously: connection)
+                            try connection.syncOptions?.setOption(.autoRead, value: true)
+                            return wrapped
+                        }).get() else {
+                            connection.close(promise: nil)
+                            return
+                        }
+                        await Self.serve(wrapped, receiver: receiver)
+                    }
+                }
+            }
+        }
+    }
+
+    /// One connection: requests one after another, each answered before the next is read; the
+    /// connection is closed when it stays idle for `idle`.
+    static func serve(_ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, receiver: LocalSendReceiver) async {
+        let host = connection.channel.remoteAddress?.ipAddress ?? "?"
+        let watchdog = Watchdog()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                watchdog.arm(idle)
+                await watchdog.expired()
+                connection.channel.close(promise: nil)
+            }
+            try? await connection.executeThenClose { inbound, outbound in
+                let parts = PartSource(inbound.makeAsyncIterator())
+                while let part = try await parts.next() {
+                    watchdog.arm(idle)
+                    guard case let .head(head) = part else { continue }
+                    let request = LocalSendRequest(head: head, host: host)
+                    let answer: LocalSendAnswer
+                    if head.uri.utf8.count > maxURIBytes {
+                        answer = .status(414)
+                    } else {
+                        answer = await receiver.handle(request, body: BodyReader(next: {
+                            let part = try await parts.next()
+                            watchdog.arm(idle)
+                            return part
+                        }))
+                    }
+                    try await write(answer, to: outbound, keepAlive: head.isKeepAlive && answer.keepAlive)
+                    if !(head.isKeepAlive && answer.keepAlive) { break }
+                }
+            }
+            group.cancelAll()
+        }
+    }
+
+    static func write(_ answer: LocalSendAnswer, to outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>, keepAlive: Bool) async throws {
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Length", value: String(answer.body.count))
+        if !answer.body.isEmpty { headers.add(name: "Content-Type", value: "application/json") }
+        headers.add(name: "Connection", value: keepAlive ? "keep-alive" : "close")
+        try await outbound.write(.head(HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: answer.status), headers: headers)))
+        if !answer.body.isEmpty { try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: answer.body)))) }
+        try await outbound.write(.end(nil))
+    }
+}
+
+/// A request as the routes see it: method, path, query and who sent it.
+public struct LocalSendRequest: Sendable {
+    public var method: HTTPMethod
+    public var path: String
+    public var query: [String: String]
+    public var host: String
+    public var contentLength: Int?
+
+    init(head: HTTPRequestHead, host: String) {
+        method = head.method
+        let pieces = head.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+        path = pieces.first.map(String.init) ?? ""
+        var query: [String: String] = [:]
+        if pieces.count == 2 {
+            for pair in pieces[1].split(separator: "&").prefix(16) {
+                let kv = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                let key = String(kv[0]).removingPercentEncoding ?? String(kv[0])
+                query[key] = kv.count == 2 ? (String(kv[1]).removingPercentEncoding ?? String(kv[1])) : ""
+            }
+        }
+        self.query = query
+        self.host = host
+        contentLength = head.headers.first(name: "Content-Length").flatMap { Int($0) }
+    }
+
+    public init(method: HTTPMethod, path: String, query: [String: String] = [:], host: String = "10.0.0.9", contentLength: Int? = nil) {
+        self.method = method
+        self.path = path
+        self.query = query
+        self.host = host
+        self.contentLength = contentLength
+    }
+}
+
+/// An answer: a status and a JSON body (empty for none).
+public struct LocalSendAnswer: Sendable, Equatable {
+    public var status: Int
+    public var body: [UInt8]
+    /// False when the request's body was not read to its end: the connection cannot be reused.
+    public var keepAlive = true
+
+    public static func status(_ code: Int, _ message: String? = nil, keepAlive: Bool = true) -> LocalSendAnswer {
+        let body = message.map { Array(#"{"message":"#.utf8) + Array(EventEncoderQuote.quoted($0).utf8) + Array("}".utf8) } ?? []
+        return LocalSendAnswer(status: code, body: body, keepAlive: keepAlive)
+    }
+}
+
+enum EventEncoderQuote {
+    static func quoted(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case _ where scalar.value < 0x20: out += " "
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}
+
+/// The body of the request being answered, part by part; a route reads it whole (bounded) or streams it.
+public struct BodyReader: Sendable {
+    let next: @Sendable () async throws -> HTTPServerRequestPart?
+
+    public init(next: @escaping @Sendable () async throws -> HTTPServerRequestPart?) { self.next = next }
+
+    /// The next chunk, or nil at the end of the body.
+    public func chunk() async throws -> ByteBuffer? {
+        while let part = try await next() {
+            switch part {
+            case let .body(buffer): return buffer
+            case .end: return nil
+            case .head: throw LocalSendHTTP.Failure.protocolError("a second request head inside a body")
+            }
+        }
+        throw LocalSendHTTP.Failure.protocolError("the connection closed inside a body")
+    }
+
+    /// The whole body, or nil when it is longer than `limit` (what was read is dropped).
+    public func whole(limit: Int) async throws -> [UInt8]? {
+        var bytes: [UInt8] = []
+        while var buffer = try await chunk() {
+            guard bytes.count + buffer.readableBytes <= limit else { return nil }
+            bytes += buffer.readBytes(length: buffer.readableBytes) ?? []
+        }
+        return bytes
+    }
+}
+
+/// The request parts of one connection, read by one task at a time (the connection's loop, and the
+/// route it hands the body to while it waits).
+final class PartSource: @unchecked Sendable {
+    private var iterator: NIOAsyncChannelInboundStream<HTTPServerRequestPart>.AsyncIterator
+    init(_ iterator: NIOAsyncChannelInboundStream<HTTPServerRequestPart>.AsyncIterator) { self.iterator = iterator }
+    /// The iterator is copied out and back (its state lives in NIO's shared producer), so no access
+    /// to the stored property spans the suspension.
+    func next() async throws -> HTTPServerRequestPart? {
+        var current = iterator
+        defer { iterator = current }
+        return try await current.next()
+    }
+}

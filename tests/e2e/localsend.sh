@@ -1,0 +1,395 @@
+# shellcheck shell=bash
+# LocalSend (--localsend) against an independent implementation: localsend-cli from PyPI, in the
+# venv scripts/install-deps makes (NEARBY_VENV, default /opt/nearby-venv). LocalSend programs send
+# to the multicast group by the routing table, so each host gets a route for 224.0.0.0/4 on its
+# link (harmless to the other tests: Avahi names its interface itself).
+
+LS_VENV=${NEARBY_VENV:-/opt/nearby-venv}
+
+# Each test calls ls_setup first and ends with ls_teardown (a RETURN trap): the routes go, and so
+# does every localsend-cli it started.
+ls_setup() {
+    [[ -x $LS_VENV/bin/localsend-cli ]] || { fail "localsend-cli is not installed in $LS_VENV (scripts/install-deps)"; return 1; }
+    LS_PIDS=()
+    local k
+    for k in 1 2 3; do
+        ip -n "$(lab_ns "$k")" route replace 224.0.0.0/4 dev "$LAB_IFACE" || return 1
+    done
+}
+
+ls_teardown() {
+    local k pid
+    for pid in "${LS_PIDS[@]}"; do kill -INT "$pid" 2>/dev/null; done
+    for k in 1 2 3; do ip -n "$(lab_ns "$k")" route del 224.0.0.0/4 dev "$LAB_IFACE" 2>/dev/null; done
+    return 0
+}
+
+# ls_receive K DIR [ARGS...]: localsend-cli receiving on host K into DIR; sets LS_PID, waits for 'ready'.
+ls_receive() {
+    local host=$1 dir=$2; shift 2
+    mkdir -p "$dir"
+    lab_bg "$host" "$OUT/lscli-h$host.out" "$LS_VENV/bin/localsend-cli" receive --output "$dir" "$@" >/dev/null
+    LS_PID=$LAB_PID
+    LS_PIDS+=("$LS_PID")
+    lab_wait_line "$OUT/lscli-h$host.out" 'select(.event=="ready")' 15 >/dev/null || {
+        fail "localsend-cli did not start on h$host"; cat "$OUT/lscli-h$host.out.err" >&2; return 1; }
+}
+
+# ls_wait_connected K PID: until PID on host K holds a Unix socket connection (accept --localsend
+# asking a running node), at most 10 s.
+ls_wait_connected() {
+    local deadline=$((SECONDS + 10))
+    until ip netns exec "$(lab_ns "$1")" ss -xp 2>/dev/null | grep -q "pid=$2,"; do
+        ((SECONDS < deadline)) || return 1
+        sleep 0.1
+    done
+}
+
+ls_alias() { printf 'localsend-cli@%s' "$(hostname)"; }
+
+# localsend-cli (requests) would verify the receiver's certificate against a CA bundle named in the
+# environment, whatever it says itself: run it without one.
+ls_cli() { local host=$1; shift; lab_run "$host" env -u REQUESTS_CA_BUNDLE -u CURL_CA_BUNDLE "$LS_VENV/bin/localsend-cli" "$@"; }
+
+test_localsend_browse_finds_and_is_found() {
+    ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
+    ls_receive 2 "$OUT/recv" --json || return 1
+    # Found by its announcement: kind localsend, its alias as the name, host, port and type in info.
+    lab_run 1 "$NEARBY" browse --localsend --count 1 --timeout 20 >"$OUT/browse.jsonl" 2>"$OUT/browse.err"
+    local rc=$?
+    kill -INT "$LS_PID" 2>/dev/null
+    expect_eq "$rc" 0 "browse --localsend exit status" || return 1
+    expect_json "$OUT/browse.jsonl" \
+        "select(.event==\"found\" and .kind==\"localsend\" and .peer.name==\"$(ls_alias)\" and .host==\"10.99.0.2\"
+         and .port==53317 and .info.device_type==\"headless\" and (.info.fingerprint|length)==64 and (.peer.id|length)==13)" \
+        "a found event for localsend-cli" || return 1
+    # And the other way: localsend-cli scan (its announcement) hears nearby's answer.
+    lab_bg 1 "$OUT/browse2.jsonl" "$NEARBY" browse --localsend --timeout 30 >/dev/null
+    local pid=$LAB_PID
+    lab_wait_line "$OUT/browse2.jsonl" 'select(.event=="browsing")' 10 >/dev/null || return 1
+    lab_run 2 "$LS_VENV/bin/localsend-cli" scan --json --timeout 4 >"$OUT/scan.out" 2>"$OUT/scan.err"
+    stop "$pid" >/dev/null
+    expect_json "$OUT/scan.out" 'select(.alias=="Alice Box" and .ip=="10.99.0.1")' "localsend-cli scan sees nearby" || {
+        cat "$OUT/scan.out" "$OUT/scan.err" >&2; return 1; }
+}
+
+test_localsend_send_file_byte_exact() {
+    ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
+    ls_receive 2 "$OUT/recv" --json || return 1
+    head -c 3000000 /dev/urandom >"$OUT/photo.jpg"
+    printf 'second\n' >"$OUT/notes.txt"
+    # By alias, through discovery: both files arrive byte-exact, each with file-sent.
+    lab_run 1 "$NEARBY" send-file --localsend "$(ls_alias)" "$OUT/photo.jpg" "$OUT/notes.txt" --timeout 20 \
+        >"$OUT/send.jsonl" 2>"$OUT/send.err"
+    local rc=$?
+    expect_eq "$rc" 0 "send-file --localsend exit status" || { cat "$OUT/send.err" >&2; return 1; }
+    expect_eq "$(count_json "$OUT/send.jsonl" 'select(.event=="file-sent")')" 2 "file-sent events" || return 1
+    expect_json "$OUT/send.jsonl" 'select(.event=="progress" and .path=="photo.jpg")' "progress" || return 1
+    cmp -s "$OUT/photo.jpg" "$OUT/recv/photo.jpg" || { fail "photo.jpg differs"; return 1; }
+    cmp -s "$OUT/notes.txt" "$OUT/recv/notes.txt" || { fail "notes.txt differs"; return 1; }
+    # By address, and a text the way LocalSend apps send one.
+    lab_run 1 "$NEARBY" send --localsend 10.99.0.2 "hello from nearby" >"$OUT/text.jsonl" 2>"$OUT/text.err" || {
+        fail "send --localsend failed"; cat "$OUT/text.err" >&2; return 1; }
+    expect_json "$OUT/text.jsonl" "select(.event==\"sent\" and .bytes==17 and .peers[0].name==\"$(ls_alias)\")" "sent, to the alias /info gave" || return 1
+    lab_wait_line "$OUT/lscli-h2.out" 'select(.event=="text" and .text=="hello from nearby")' 5 >/dev/null || {
+        fail "localsend-cli did not show the text"; return 1; }
+    kill -INT "$LS_PID" 2>/dev/null
+    return 0
+}
+
+test_localsend_pin_and_decline() {
+    ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
+    ls_receive 2 "$OUT/recv" --json --pin 4711 || return 1
+    printf 'x' >"$OUT/a.txt"
+    lab_run 1 "$NEARBY" send-file --localsend 10.99.0.2 "$OUT/a.txt" >"$OUT/nopin.jsonl" 2>"$OUT/nopin.err"
+    expect_eq "$?" 3 "without --pin" || return 1
+    grep -q -- "--pin" "$OUT/nopin.err" || { fail "no sentence about --pin: $(cat "$OUT/nopin.err")"; return 1; }
+    lab_run 1 "$NEARBY" send-file --localsend 10.99.0.2 "$OUT/a.txt" --pin 1234 >"$OUT/wrong.jsonl" 2>"$OUT/wrong.err"
+    expect_eq "$?" 3 "a wrong --pin" || return 1
+    grep -q "wrong" "$OUT/wrong.err" || { fail "no sentence about a wrong PIN: $(cat "$OUT/wrong.err")"; return 1; }
+    lab_run 1 "$NEARBY" send-file --localsend 10.99.0.2 "$OUT/a.txt" --pin 4711 >"$OUT/right.jsonl" 2>"$OUT/right.err"
+    expect_eq "$?" 0 "the right --pin" || { cat "$OUT/right.err" >&2; return 1; }
+    cmp -s "$OUT/a.txt" "$OUT/recv/a.txt" || { fail "a.txt did not arrive"; return 1; }
+    kill -INT "$LS_PID" 2>/dev/null; lab_wait_pid "$LS_PID" 5 >/dev/null
+    # A receiver that asks a person, who says no (stdin is empty): declined, exit 3.
+    ls_receive 3 "$OUT/recv3" --interactive-json || return 1
+    lab_run 1 "$NEARBY" send-file --localsend 10.99.0.3 "$OUT/a.txt" >"$OUT/declined.jsonl" 2>"$OUT/declined.err"
+    expect_eq "$?" 3 "declined" || return 1
+    expect_json "$OUT/declined.jsonl" 'select(.event=="error" and .code=="declined" and .exit_status==3)' "error event" || return 1
+    [[ ! -e $OUT/recv3/a.txt ]] || { fail "a declined file arrived"; return 1; }
+    kill -INT "$LS_PID" 2>/dev/null
+    return 0
+}
+
+test_localsend_fingerprint_must_match() {
+    ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
+    ls_receive 3 "$OUT/recv" --json || return 1
+    # An announcement naming h3's address with a fingerprint that is not its certificate's.
+    lab_bg 3 "$OUT/rogue.out" python3 "$ROOT/tests/e2e/rogue_localsend.py" impostor Impostor "$(printf '%064d' 7)" 53317 >/dev/null
+    local rogue=$LAB_PID
+    printf 'secret' >"$OUT/s.txt"
+    lab_run 1 "$NEARBY" send-file --localsend Impostor "$OUT/s.txt" --timeout 10 >"$OUT/send.jsonl" 2>"$OUT/send.err"
+    local rc=$?
+    kill "$rogue" "$LS_PID" 2>/dev/null
+    expect_eq "$rc" 9 "send to a device whose certificate is not its fingerprint" || { cat "$OUT/send.err" >&2; return 1; }
+    expect_json "$OUT/send.jsonl" 'select(.event=="error" and .code=="identity-mismatch")' "identity-mismatch" || return 1
+    [[ ! -e $OUT/recv/s.txt ]] || { fail "the file went to the impostor"; return 1; }
+}
+
+test_localsend_hostile_announcer() {
+    ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
+    lab_bg 1 "$OUT/browse.jsonl" "$NEARBY" browse --localsend --timeout 8 >/dev/null
+    local pid=$LAB_PID
+    lab_wait_line "$OUT/browse.jsonl" 'select(.event=="browsing")' 10 >/dev/null || return 1
+    lab_run 2 python3 "$ROOT/tests/e2e/rogue_localsend.py" flood 10000
+    lab_wait_pid "$pid" 20
+    expect_eq "$?" 0 "browse under a flood" || { cat "$OUT/browse.jsonl.err" >&2; return 1; }
+    local found
+    found=$(count_json "$OUT/browse.jsonl" 'select(.event=="found")')
+    (( found > 0 && found <= 256 )) || { fail "found $found devices: expected 1..256"; return 1; }
+    ! grep -q $'\x1b' "$OUT/browse.jsonl" "$OUT/browse.jsonl.err" || { fail "a raw escape reached the output"; return 1; }
+    expect_json "$OUT/browse.jsonl" 'select(.event=="found" and (.peer.name|contains("owned")) and (.peer.name|length) <= 100)' \
+        "the escaping alias, bounded" || return 1
+    ! grep -q '"deep"' "$OUT/browse.jsonl" || { fail "the 3000-deep announcement was decoded"; return 1; }
+}
+
+# nearby_ls_node K FILE ARGS...: `nearby advertise|accept --localsend ARGS` on host K; waits for 'advertising'.
+nearby_ls_node() {
+    local host=$1 file=$2; shift 2
+    lab_bg "$host" "$file" "$NEARBY" "$@" --localsend >/dev/null
+    NODE_PID=$LAB_PID
+    lab_wait_line "$file" 'select(.event=="advertising" and .service=="localsend")' 15 >/dev/null || {
+        fail "no advertising event from h$host"; cat "$file" "$file.err" >&2; return 1; }
+}
+
+test_localsend_receive_from_localsend_cli() {
+    ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
+    mkdir -p "$OUT/in"
+    nearby_ls_node 1 "$OUT/accept.jsonl" accept --save-dir "$OUT/in" || return 1
+    head -c 2000000 /dev/urandom >"$OUT/video.mp4"
+    ls_cli 2 send 10.99.0.1 "$OUT/video.mp4" --json >"$OUT/lssend.out" 2>"$OUT/lssend.err"
+    expect_eq "$?" 0 "localsend-cli send" || { cat "$OUT/lssend.out" "$OUT/lssend.err" >&2; return 1; }
+    lab_wait_pid "$NODE_PID" 10
+    expect_eq "$?" 0 "accept --localsend after one transfer" || { cat "$OUT/accept.jsonl.err" >&2; return 1; }
+    cmp -s "$OUT/video.mp4" "$OUT/in/video.mp4" || { fail "video.mp4 differs"; return 1; }
+    expect_json "$OUT/accept.jsonl" 'select(.event=="invitation" and .kind=="localsend" and (.peer.name|startswith("localsend-cli@")))' "invitation" || return 1
+    expect_json "$OUT/accept.jsonl" 'select(.event=="file-received" and .bytes==2000000 and (.path|endswith("/in/video.mp4")))' "file-received" || return 1
+    [[ -z $(find "$OUT/in" -name '*.nearby-part') ]] || { fail "a partial file was left"; return 1; }
+    # The same name again: name (1).ext, nothing overwritten.
+    nearby_ls_node 1 "$OUT/accept2.jsonl" accept --save-dir "$OUT/in" || return 1
+    ls_cli 2 send 10.99.0.1 "$OUT/video.mp4" --json >/dev/null 2>&1
+    lab_wait_pid "$NODE_PID" 10 >/dev/null
+    cmp -s "$OUT/video.mp4" "$OUT/in/video (1).mp4" || { fail "no 'video (1).mp4'"; ls "$OUT/in" >&2; return 1; }
+}
+
+test_localsend_receive_consent_and_pin() {
+    ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
+    printf 'hello' >"$OUT/a.bin"
+    # No --save-dir: refused, on both sides.
+    nearby_ls_node 1 "$OUT/nodir.jsonl" advertise --auto-accept || return 1
+    lab_run 2 "$NEARBY" send-file --localsend 10.99.0.1 "$OUT/a.bin" >"$OUT/nodir-send.jsonl" 2>"$OUT/nodir-send.err"
+    expect_eq "$?" 3 "a file to a node without --save-dir" || return 1
+    grep -q "save-dir" "$OUT/nodir-send.err" || { fail "the sender was not told why: $(cat "$OUT/nodir-send.err")"; return 1; }
+    expect_json "$OUT/nodir.jsonl" 'select(.event=="declined" and (.reason|contains("--save-dir")))' "declined" || return 1
+    stop "$NODE_PID" >/dev/null
+    # Without --auto-accept / --accept-from a person answers, with nearby accept from another shell.
+    mkdir -p "$OUT/in"
+    nearby_ls_node 1 "$OUT/nopolicy.jsonl" advertise --save-dir "$OUT/in" --pin 2468 || return 1
+    printf 'asked' >"$OUT/asked.bin"
+    lab_bg 2 "$OUT/asked-send.jsonl" "$NEARBY" send-file --localsend 10.99.0.1 "$OUT/asked.bin" --pin 2468 >/dev/null
+    local asked=$LAB_PID
+    lab_wait_line "$OUT/nopolicy.jsonl" 'select(.event=="invitation" and .kind=="localsend" and (has("answered_by")|not))' 15 >/dev/null || {
+        fail "no invitation waiting for an answer"; return 1; }
+    lab_run 1 "$NEARBY" accept --localsend --decline >"$OUT/decline.jsonl" 2>"$OUT/decline.err"
+    expect_eq "$?" 0 "accept --localsend --decline through the node" || { cat "$OUT/decline.err" >&2; return 1; }
+    expect_json "$OUT/decline.jsonl" 'select(.event=="declined")' "the declined event, for the accept command" || return 1
+    lab_wait_pid "$asked" 10
+    expect_eq "$?" 3 "the sender, declined by a person" || return 1
+    # Waiting for the next one, then accepting it.
+    lab_bg 1 "$OUT/accepting.jsonl" "$NEARBY" accept --localsend >/dev/null
+    local accepting=$LAB_PID
+    lab_run 2 "$NEARBY" send-file --localsend 10.99.0.1 "$OUT/asked.bin" --pin 2468 >/dev/null 2>"$OUT/asked2.err"
+    expect_eq "$?" 0 "the sender, accepted by a waiting nearby accept" || { cat "$OUT/asked2.err" >&2; return 1; }
+    lab_wait_pid "$accepting" 10
+    expect_eq "$?" 0 "accept --localsend through the node" || return 1
+    expect_json "$OUT/accepting.jsonl" 'select(.event=="accepted" and .by=="nearby accept")' "the accepted event" || return 1
+    cmp -s "$OUT/asked.bin" "$OUT/in/asked.bin" || { fail "asked.bin did not arrive"; return 1; }
+    # A waiting accept that is interrupted answers nothing later.
+    lab_bg 1 "$OUT/gone.jsonl" "$NEARBY" accept --localsend >/dev/null
+    local gone=$LAB_PID
+    ls_wait_connected 1 "$gone" || { fail "accept did not reach the node"; return 1; }
+    kill -INT "$gone"; lab_wait_pid "$gone" 10 >/dev/null
+    lab_bg 2 "$OUT/late.jsonl" "$NEARBY" send-file --localsend 10.99.0.1 "$OUT/asked.bin" --pin 2468 --timeout 3 >/dev/null
+    lab_wait_pid "$LAB_PID" 20
+    expect_eq "$?" 4 "a transfer nobody answers" || return 1
+    stop "$NODE_PID" >/dev/null
+    # --accept-from by alias, and --pin: wrong, then right; nearby to nearby over LocalSend.
+    nearby_ls_node 1 "$OUT/pin.jsonl" advertise --save-dir "$OUT/in" --pin 2468 --accept-from "Bob Box" || return 1
+    lab_run 2 "$NEARBY" send-file --localsend 10.99.0.1 "$OUT/a.bin" --name "Bob Box" --pin 1 >/dev/null 2>"$OUT/wrong.err"
+    expect_eq "$?" 3 "a wrong PIN" || return 1
+    lab_run 2 "$NEARBY" send-file --localsend 10.99.0.1 "$OUT/a.bin" --name "Bob Box" --pin 2468 >"$OUT/right.jsonl" 2>"$OUT/right.err"
+    expect_eq "$?" 0 "the right PIN" || { cat "$OUT/right.err" >&2; return 1; }
+    cmp -s "$OUT/a.bin" "$OUT/in/a.bin" || { fail "a.bin did not arrive"; return 1; }
+    # A text, shown as a message.
+    lab_run 2 "$NEARBY" send --localsend 10.99.0.1 "hi there" --name "Bob Box" --pin 2468 >/dev/null 2>&1 || { fail "send text"; return 1; }
+    lab_wait_line "$OUT/pin.jsonl" 'select(.event=="message" and .text=="hi there")' 5 >/dev/null || { fail "no message event"; return 1; }
+    stop "$NODE_PID"
+    expect_eq "$?" 0 "advertise --localsend on SIGINT" || return 1
+}
+
+test_localsend_receive_bounds() {
+    ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
+    mkdir -p "$OUT/in"
+    nearby_ls_node 1 "$OUT/node.jsonl" advertise --save-dir "$OUT/in" --auto-accept || return 1
+    local rogue="python3 $ROOT/tests/e2e/rogue_localsend_sender.py 10.99.0.1 53317" c
+    for c in cut big-json deep-json many-files huge-header overrun bad-token; do
+        # shellcheck disable=SC2086
+        lab_run 2 $rogue "$c" >>"$OUT/rogue.out" 2>>"$OUT/rogue.err"
+    done
+    expect_json "$OUT/rogue.out" 'select(.case=="big-json" and .status==413)' "a 300 KB body: 413" || { cat "$OUT/rogue.out" >&2; return 1; }
+    expect_json "$OUT/rogue.out" 'select(.case=="deep-json" and .status==400)' "5,000 deep: 400" || return 1
+    expect_json "$OUT/rogue.out" 'select(.case=="many-files" and .status==400)' "1,500 files: 400" || return 1
+    expect_json "$OUT/rogue.out" 'select(.case=="huge-header" and (.status==431 or .status==400 or .status=="closed"))' "a 40 KB header refused" || return 1
+    expect_json "$OUT/rogue.out" 'select(.case=="overrun" and (.status==400 or .status=="closed"))' "more than announced" || return 1
+    expect_json "$OUT/rogue.out" 'select(.case=="bad-token" and .status==403)' "a wrong token: 403" || return 1
+    # The cut upload: a file-failed, nothing under its final name, no partial file left.
+    lab_wait_line "$OUT/node.jsonl" 'select(.event=="file-failed" and .path=="victim.bin")' 35 >/dev/null || { fail "no file-failed for the cut upload"; return 1; }
+    [[ ! -e $OUT/in/victim.bin && ! -e $OUT/in/over.bin && ! -e $OUT/in/token.bin ]] || { fail "a broken upload left a file"; ls -la "$OUT/in" >&2; return 1; }
+    [[ -z $(find "$OUT/in" -name '*.nearby-part') ]] || { fail "a partial file was left"; return 1; }
+    # Still serving.
+    printf 'ok' >"$OUT/after.bin"
+    lab_run 3 "$NEARBY" send-file --localsend 10.99.0.1 "$OUT/after.bin" >/dev/null 2>"$OUT/after.err" || { fail "the node stopped serving"; cat "$OUT/after.err" >&2; return 1; }
+    stop "$NODE_PID" >/dev/null
+}
+
+test_localsend_ctrl_c_mid_upload() {
+    ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
+    mkdir -p "$OUT/in"
+    nearby_ls_node 1 "$OUT/accept.jsonl" accept --save-dir "$OUT/in" || return 1
+    truncate -s 2G "$OUT/big.iso"
+    lab_bg 2 "$OUT/send.jsonl" "$NEARBY" send-file --localsend 10.99.0.1 "$OUT/big.iso" >/dev/null
+    local sender=$LAB_PID
+    lab_wait_line "$OUT/send.jsonl" 'select(.event=="progress")' 60 >/dev/null || { fail "no progress"; cat "$OUT/send.jsonl.err" >&2; return 1; }
+    kill -INT "$sender"
+    lab_wait_pid "$sender" 10
+    expect_eq "$?" 130 "the sender, interrupted" || return 1
+    expect_json "$OUT/send.jsonl" 'select(.event=="error" and .code=="cancelled")' "the sender's error event" || return 1
+    lab_wait_pid "$NODE_PID" 10
+    local rc=$?
+    expect_eq "$rc" 5 "accept --localsend after a cancelled transfer" || return 1
+    expect_json "$OUT/accept.jsonl" 'select(.event=="file-failed" and .path=="big.iso")' "file-failed on the receiver" || return 1
+    [[ -z $(ls -A "$OUT/in") ]] || { fail "something was left in the save directory"; ls -la "$OUT/in" >&2; return 1; }
+}
+
+test_localsend_doctor() {
+    ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
+    ls_receive 2 "$OUT/recv" --json || return 1
+    local first=$LS_PID
+    lab_run 1 "$NEARBY" doctor --localsend "$(ls_alias)" --timeout 10 >"$OUT/doctor.jsonl" 2>"$OUT/doctor.err"
+    local rc=$?
+    expect_eq "$rc" 0 "doctor --localsend PEER" || { cat "$OUT/doctor.jsonl" "$OUT/doctor.err" >&2; return 1; }
+    expect_json "$OUT/doctor.jsonl" 'select(.event=="check" and .check=="multicast-group" and .status=="ok" and (.detail|contains("nb0")))' "group joined on nb0" || return 1
+    expect_json "$OUT/doctor.jsonl" 'select(.event=="check" and .check=="info" and .status=="ok")' "info answers" || return 1
+    expect_json "$OUT/doctor.jsonl" 'select(.event=="check" and .check=="certificate" and .status=="ok")' "certificate matches" || return 1
+    # An announcement whose fingerprint is not the certificate's: exit 9, said.
+    lab_bg 3 "$OUT/rogue.out" python3 "$ROOT/tests/e2e/rogue_localsend.py" impostor Impostor "$(printf '%064d' 7)" 53317 >/dev/null
+    local rogue=$LAB_PID
+    ls_receive 3 "$OUT/recv3" --json || return 1
+    local second=$LS_PID
+    lab_run 1 "$NEARBY" doctor --localsend Impostor --timeout 10 >"$OUT/impostor.jsonl" 2>"$OUT/impostor.err"
+    rc=$?
+    kill "$rogue" "$second" 2>/dev/null
+    expect_eq "$rc" 9 "doctor --localsend on an impostor" || { cat "$OUT/impostor.jsonl" >&2; return 1; }
+    expect_json "$OUT/impostor.jsonl" 'select(.event=="check" and .check=="certificate" and .status=="fail")' "certificate fails" || return 1
+    kill -INT "$first" 2>/dev/null
+    return 0
+}
+
+test_localsend_scan_finds_a_silent_device() {
+    ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
+    # h2 cannot send multicast (no route for it): only the /24 sweep finds it.
+    ip -n "$(lab_ns 2)" route del 224.0.0.0/4 dev "$LAB_IFACE"
+    ls_receive 2 "$OUT/recv" --json || return 1
+    lab_run 1 "$NEARBY" browse --localsend --timeout 4 >"$OUT/plain.jsonl" 2>/dev/null
+    expect_eq "$(count_json "$OUT/plain.jsonl" 'select(.event=="found")')" 0 "found without --scan" || return 1
+    lab_run 1 "$NEARBY" browse --localsend --scan --count 1 --timeout 30 >"$OUT/scan.jsonl" 2>"$OUT/scan.err"
+    expect_eq "$?" 0 "browse --localsend --scan" || return 1
+    expect_json "$OUT/scan.jsonl" "select(.event==\"found\" and .host==\"10.99.0.2\" and .peer.name==\"$(ls_alias)\" and (.info.fingerprint|length)==64)" "found by the sweep" || return 1
+    lab_run 1 "$NEARBY" browse --scan --timeout 1 >/dev/null 2>&1
+    expect_eq "$?" 64 "--scan without --localsend" || return 1
+}
+
+test_localsend_accept_from_waits_for_its_sender() {
+    ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
+    mkdir -p "$OUT/in"
+    printf 'one' >"$OUT/one.bin"
+    nearby_ls_node 1 "$OUT/accept.jsonl" accept --from "Bob Box" --save-dir "$OUT/in" || return 1
+    # Someone else first: declined, and accept waits on.
+    lab_run 3 "$NEARBY" send-file --localsend 10.99.0.1 "$OUT/one.bin" --name "Mallory" >/dev/null 2>&1
+    expect_eq "$?" 3 "a sender --from does not name" || return 1
+    lab_run 2 "$NEARBY" send-file --localsend 10.99.0.1 "$OUT/one.bin" --name "Bob Box" >/dev/null 2>"$OUT/bob.err"
+    expect_eq "$?" 0 "the sender --from names" || { cat "$OUT/bob.err" >&2; return 1; }
+    lab_wait_pid "$NODE_PID" 10
+    expect_eq "$?" 0 "accept --localsend --from" || return 1
+    cmp -s "$OUT/one.bin" "$OUT/in/one.bin" || { fail "one.bin did not arrive"; return 1; }
+    # Bob again, with another fingerprint (another LocalSend identity): refused loudly, exit 9.
+    nearby_ls_node 1 "$OUT/accept2.jsonl" accept --save-dir "$OUT/in" || return 1
+    lab_run 3 env NEARBY_HOME="$LAB_DIR/h3/home2" "$NEARBY" send-file --localsend 10.99.0.1 "$OUT/one.bin" --name "Bob Box" >/dev/null 2>&1
+    expect_eq "$?" 3 "an alias with another fingerprint, for the sender" || return 1
+    lab_wait_pid "$NODE_PID" 10
+    expect_eq "$?" 9 "accept --localsend, for the receiver" || return 1
+    grep -q "LOCALSEND FINGERPRINT CHANGED" "$OUT/accept2.jsonl.err" || { fail "not said loudly"; cat "$OUT/accept2.jsonl.err" >&2; return 1; }
+}
+
+test_localsend_port_taken_moves_and_is_announced() {
+    ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
+    mkdir -p "$OUT/in1" "$OUT/in2"
+    nearby_ls_node 1 "$OUT/first.jsonl" advertise --save-dir "$OUT/in1" --auto-accept || return 1
+    local first=$NODE_PID
+    # A second receiver on the same host, another identity: 53317 is taken, so another port, said.
+    lab_bg 1 "$OUT/second.jsonl" env NEARBY_HOME="$LAB_DIR/h1/home-second" "$NEARBY" advertise --localsend --name Second \
+        --save-dir "$OUT/in2" --auto-accept >/dev/null
+    local second=$LAB_PID
+    local line
+    line=$(lab_wait_line "$OUT/second.jsonl" 'select(.event=="advertising")' 15) || { fail "no advertising"; cat "$OUT/second.jsonl.err" >&2; return 1; }
+    local port
+    port=$(jq -r .port <<<"$line")
+    [[ $port != 53317 && $port -gt 0 ]] || { fail "the second receiver is on port $port"; return 1; }
+    grep -q "53317 is taken" "$OUT/second.jsonl.err" || { fail "the move was not said"; return 1; }
+    # Found by its alias at the announced port, and it receives there.
+    printf 'moved' >"$OUT/m.bin"
+    lab_run 2 "$NEARBY" send-file --localsend Second "$OUT/m.bin" --timeout 20 >"$OUT/send.jsonl" 2>"$OUT/send.err"
+    expect_eq "$?" 0 "send to the receiver on the other port" || { cat "$OUT/send.err" >&2; return 1; }
+    cmp -s "$OUT/m.bin" "$OUT/in2/m.bin" || { fail "m.bin did not arrive at the second receiver"; return 1; }
+    stop "$second" >/dev/null
+    stop "$first" >/dev/null
+    return 0
+}
+
+test_localsend_device_that_goes_away_is_lost() {
+    ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
+    ls_receive 2 "$OUT/recv" --json || return 1
+    lab_bg 1 "$OUT/browse.jsonl" "$NEARBY" browse --localsend --timeout 90 >/dev/null
+    local browse=$LAB_PID
+    lab_wait_line "$OUT/browse.jsonl" 'select(.event=="found" and .kind=="localsend")' 20 >/dev/null || { fail "not found"; return 1; }
+    kill -INT "$LS_PID"
+    # LocalSend has no goodbye: lost once it has not answered for 35 s.
+    lab_wait_line "$OUT/browse.jsonl" "select(.event==\"lost\" and .peer.name==\"$(ls_alias)\" and .service==\"localsend\")" 50 >/dev/null || {
+        fail "no lost event"; stop "$browse" >/dev/null; return 1; }
+    stop "$browse"
+    expect_eq "$?" 0 "browse --localsend on SIGINT" || return 1
+}

@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""A hostile LocalSend sender for tests/e2e/localsend.sh: each case breaks one rule of a
+receiving `nearby advertise --localsend` and prints one JSON line with the status it got.
+
+  rogue_localsend_sender.py HOST PORT CASE
+    cut          prepare-upload (accepted), then an upload that stops half way and closes
+    big-json     a prepare-upload body of 300 KB
+    deep-json    a prepare-upload body nested 5,000 deep
+    many-files   a prepare-upload offering 1,500 files (in less than 256 KB)
+    huge-header  a request with a 40 KB header
+    overrun      an upload of more bytes than announced
+    bad-token    an upload with a wrong token (then the session is cancelled)
+"""
+import json
+import socket
+import ssl
+import sys
+
+HOST, PORT, CASE = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+API = "/api/localsend/v2"
+INFO = {"alias": "Rogue", "version": "2.1", "deviceModel": "rogue", "deviceType": "desktop",
+        "fingerprint": "f" * 64, "port": 53317, "protocol": "https", "download": False}
+
+
+def connect():
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx.wrap_socket(socket.create_connection((HOST, PORT), timeout=10))
+
+
+def request(path, body=b"", extra_headers="", cut_after=None, length=None):
+    s = connect()
+    head = (f"POST {path} HTTP/1.1\r\nHost: {HOST}\r\nContent-Length: {len(body) if length is None else length}\r\n"
+            f"Connection: close\r\n{extra_headers}\r\n").encode()
+    try:
+        s.sendall(head)
+        if cut_after is not None:
+            s.sendall(body[:cut_after])
+            s.close()
+            return None, b""
+        s.sendall(body)
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    except (ConnectionError, ssl.SSLError, socket.timeout, OSError):
+        return "closed", b""
+    finally:
+        s.close()
+    if not data:
+        return "closed", b""
+    status = int(data.split(b" ", 2)[1])
+    return status, data.split(b"\r\n\r\n", 1)[-1]
+
+
+def prepare(files):
+    status, body = request(API + "/prepare-upload", json.dumps({"info": INFO, "files": files}).encode())
+    return status, (json.loads(body) if status == 200 else None)
+
+
+def one_file(name="victim.bin", size=1000000):
+    return {"f1": {"id": "f1", "fileName": name, "size": size, "fileType": "application/octet-stream"}}
+
+
+if CASE == "cut":
+    status, answer = prepare(one_file())
+    request(f"{API}/upload?sessionId={answer['sessionId']}&fileId=f1&token={answer['files']['f1']}",
+            b"x" * 1000000, cut_after=500000)
+    result = "cut"
+elif CASE == "big-json":
+    result, _ = request(API + "/prepare-upload", b'{"info":' + json.dumps(INFO).encode() + b',"pad":"' + b"p" * 300000 + b'"}')
+elif CASE == "deep-json":
+    result, _ = request(API + "/prepare-upload", b'{"info":' + json.dumps(INFO).encode() + b',"files":' + b"[" * 5000 + b"]" * 5000 + b"}")
+elif CASE == "many-files":
+    files = {f"f{i}": {"id": f"f{i}", "fileName": f"n{i}", "size": 1, "fileType": "x"} for i in range(1500)}
+    result, _ = prepare(files)
+elif CASE == "huge-header":
+    result, _ = request(API + "/info", extra_headers="X-Pad: " + "h" * 40000 + "\r\n")
+elif CASE == "overrun":
+    status, answer = prepare(one_file("over.bin", 10))
+    result, _ = request(f"{API}/upload?sessionId={answer['sessionId']}&fileId=f1&token={answer['files']['f1']}", b"y" * 20)
+elif CASE == "bad-token":
+    status, answer = prepare(one_file("token.bin", 10))
+    result, _ = request(f"{API}/upload?sessionId={answer['sessionId']}&fileId=f1&token=nope", b"z" * 10)
+    request(f"{API}/cancel?sessionId={answer['sessionId']}")  # frees the node for the next sender
+print(json.dumps({"case": CASE, "status": result}), flush=True)
