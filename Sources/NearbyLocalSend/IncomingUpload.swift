@@ -53,16 +53,7 @@ struct IncomingUpload: Sendable {
                 }
                 let error = chunk.withUnsafeReadableBytes { bytes -> Int32 in
                     hasher.update(bufferPointer: bytes)
-                    var done = 0
-                    while done < bytes.count {
-                        let written = pwrite(fd, bytes.baseAddress.map { $0 + done }, bytes.count - done, off_t(received) + off_t(done))
-                        if written < 0 {
-                            if errno == EINTR { continue }
-                            return errno
-                        }
-                        done += written
-                    }
-                    return 0
+                    return Transfer.pwriteAll(fd, bytes, at: UInt64(received))
                 }
                 chunk.moveReaderIndex(forwardBy: chunk.readableBytes)
                 guard error == 0 else {

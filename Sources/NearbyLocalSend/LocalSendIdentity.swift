@@ -66,14 +66,7 @@ public struct LocalSendIdentityStore: Sendable {
     }
 
     public func load() throws(NearbyError) -> LocalSendIdentity? {
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch let error as CocoaError where error.code == .fileReadNoSuchFile {
-            return nil
-        } catch {
-            throw .identityIO(path: path, reason: error.localizedDescription)
-        }
+        guard let data = try IdentityStore.read(path) else { return nil }
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
         guard let file = try? decoder.decode(File.self, from: data), file.version == Self.fileVersion else {

@@ -43,15 +43,20 @@ public struct IdentityStore: Sendable {
 
     /// The existing identity, or nil when there is none yet.
     public func load() throws(NearbyError) -> Identity? {
-        let data: Data
+        guard let data = try Self.read(path) else { return nil }
+        return try decode(data)
+    }
+
+    /// An identity file's bytes, nil when there is none yet; any other failure is `identityIO`.
+    /// (The LocalSend identity beside it is read the same way.)
+    public static func read(_ path: String) throws(NearbyError) -> Data? {
         do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
+            return try Data(contentsOf: URL(fileURLWithPath: path))
         } catch let error as CocoaError where error.code == .fileReadNoSuchFile {
             return nil
         } catch {
             throw .identityIO(path: path, reason: String(describing: error.localizedDescription))
         }
-        return try decode(data)
     }
 
     public func loadOrCreate(defaultName: @autoclosure () -> String) throws(NearbyError) -> Identity {

@@ -91,8 +91,9 @@ extension Node {
 }
 
 extension Transfer {
-    /// `pwrite(2)` until everything is written, retrying on EINTR. Returns 0, or the errno that stopped it.
-    static func pwriteAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: UInt64) -> Int32 {
+    /// `pwrite(2)` until everything is written, retrying on EINTR. Returns 0, or the errno that
+    /// stopped it. Public for the other protocols' receivers (LocalSend), which write files the same way.
+    public static func pwriteAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: UInt64) -> Int32 {
         var written = 0
         while written < bytes.count {
             let n = pwrite(fd, bytes.baseAddress.map { $0 + written }, bytes.count - written, off_t(offset) + off_t(written))

@@ -8,7 +8,7 @@ import Glibc
 import Darwin
 #endif
 
-enum Transfer {
+public enum Transfer {
     static let chunk = 256 << 10
     /// How far a sender may run ahead of what the receiver has written: memory stays bounded (one
     /// window per channel).
