@@ -28,9 +28,30 @@ struct IncomingUpload: Sendable {
 
     var transfer: String { "ls-" + partialTag }
 
+    /// The partial file's name: the file's own, or for a long one its first 64 bytes and a digest of
+    /// the rest, so a legal name of up to 255 bytes never makes a partial name over the limit.
+    static func partialName(of name: String, tag: String) -> String {
+        guard name.utf8.count > 160 else { return ".\(name).\(tag).nearby-part" }
+        var head = ""
+        for character in name where head.utf8.count + String(character).utf8.count <= 64 { head.append(character) }
+        let digest = SHA256.hash(data: Data(name.utf8)).prefix(8).map { String(format: "%02x", $0) }.joined()
+        return ".\(head)-\(digest).\(tag).nearby-part"
+    }
+
     /// Nil when the file arrived whole; else why not, with the answer for the sender.
-    func receive(_ body: BodyReader) async -> Failure? {
-        let partial = "\(directory)/.\(name).\(partialTag).nearby-part"
+    func receive(_ body: BodyReader, budget: ResourceBudget = .shared) async -> Failure? {
+        // A LocalSend sender is charged as any stranger is: its open file counts against the node's
+        // descriptor budget and the strangers' share of it, refused (busy) rather than EMFILE.
+        let account = budget.account()
+        account.markStranger()
+        let charge: ResourceBudget.Charge
+        switch account.takeFile() {
+        case let .success(taken): charge = taken
+        case let .failure(refusal):
+            return fail(.transferFailed(path: name, code: "busy", reason: "no room for one more open file: \(refusal)"), status: 429, keepAlive: false)
+        }
+        defer { charge.release() }
+        let partial = "\(directory)/" + Self.partialName(of: name, tag: partialTag)
         let fd = open(partial, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else {
             return fail(.ioFailure(path: partial, reason: String(cString: strerror(errno))), status: 500, keepAlive: false)

@@ -393,3 +393,31 @@ test_localsend_device_that_goes_away_is_lost() {
     stop "$browse"
     expect_eq "$?" 0 "browse --localsend on SIGINT" || return 1
 }
+
+# A LocalSend sender is charged as any stranger is (issue 31's budget): with no room for strangers'
+# open files the upload is refused `busy` (429), nothing is left in the save directory, and the
+# node goes on; a legal 240-byte name arrives (its partial's name stays under the limit).
+test_localsend_senders_are_charged_as_strangers() {
+    ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
+    mkdir -p "$OUT/in" "$OUT/long"
+    lab_bg 1 "$OUT/full.jsonl" env NEARBY_STRANGER_FILES=0 "$NEARBY" advertise --localsend --auto-accept --save-dir "$OUT/in" >/dev/null
+    local node=$LAB_PID
+    LS_PIDS+=("$node")
+    lab_wait_line "$OUT/full.jsonl" 'select(.event=="advertising" and .service=="localsend")' 15 >/dev/null || { fail "no LocalSend node"; return 1; }
+    head -c 100000 /dev/urandom >"$OUT/a.bin"
+    ls_cli 2 send 10.99.0.1 "$OUT/a.bin" --json >"$OUT/busy.out" 2>&1
+    lab_wait_line "$OUT/full.jsonl" 'select(.event=="file-failed" and .code=="busy")' 10 >/dev/null || { fail "no busy refusal"; cat "$OUT/full.jsonl" >&2; return 1; }
+    [[ -z $(ls -A "$OUT/in") ]] || { fail "the refused upload left $(ls -A "$OUT/in")"; return 1; }
+    kill -0 "$node" 2>/dev/null || { fail "the node died"; return 1; }
+    stop "$node" >/dev/null
+    local name
+    name=$(printf 'n%.0s' $(seq 236)).bin
+    head -c 5000 /dev/urandom >"$OUT/long/$name"
+    lab_bg 1 "$OUT/long.jsonl" "$NEARBY" advertise --localsend --auto-accept --save-dir "$OUT/in" >/dev/null
+    node=$LAB_PID; LS_PIDS+=("$node")
+    lab_wait_line "$OUT/long.jsonl" 'select(.event=="advertising" and .service=="localsend")' 15 >/dev/null || { fail "no LocalSend node"; return 1; }
+    lab_run 2 "$NEARBY" send-file --localsend 10.99.0.1 "$OUT/long/$name" >"$OUT/long-send.jsonl" 2>"$OUT/long-send.err"
+    expect_eq "$?" 0 "send-file --localsend of a 240-byte name" || { cat "$OUT/long-send.err" "$OUT/long.jsonl" >&2; return 1; }
+    cmp -s "$OUT/long/$name" "$OUT/in/$name" || { fail "the 240-byte name did not arrive whole"; ls "$OUT/in" >&2; return 1; }
+}
