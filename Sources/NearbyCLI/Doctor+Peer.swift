@@ -7,8 +7,8 @@ extension Nearby.Doctor {
     /// What a browse found besides the peer asked for.
     final class Collected: Sendable {
         let names = Mutex<[String]>([])
-        /// Peers PEER names, by instance: the ambiguity rule needs every one seen in its window.
-        let matching = Mutex<[String: DiscoveredPeer]>([:])
+        /// Peers PEER names: the ambiguity rule needs every one seen in its window.
+        let matching = SeenPeers()
     }
 
     struct PeerCheck: Sendable {
@@ -42,6 +42,7 @@ extension Nearby.Doctor {
         notFoundHints: [String], firewall: [String] = [], within limit: Duration
     ) async -> PeerCheck {
         let quoted = PeerSearchReport.shellQuoted(query)
+        let asked = try? PeerQuery(query)
         let browser = Browser(service: service)
         let updates: AsyncStream<Browser.Update>
         do throws(NearbyError) {
@@ -63,16 +64,16 @@ extension Nearby.Doctor {
         }
         // The rule every command follows (`PeerQuery.choose`): a name or prefix names a peer only
         // once browsing has run long enough for another of that name to answer.
-        if let first = found, first.instance != query, let asked = try? PeerQuery(query) {
-            others.matching.withLock { $0[first.instance] = first }
+        if let first = found, first.instance != query, let asked {
+            others.matching.set(first, for: first.instance)
             _ = await firstResult(until: started + PeerQuery.ambiguityWindow) { () -> DiscoveredPeer? in
                 for await update in updates {
                     guard case let .found(peer) = update, peer.instance != selfID.rawValue, peer.matches(query) else { continue }
-                    others.matching.withLock { $0[peer.instance] = peer }
+                    others.matching.set(peer, for: peer.instance)
                 }
                 return nil
             }
-            if case let .ambiguous(peers) = asked.choose(others.matching.withLock { Array($0.values) }) {
+            if case let .ambiguous(peers) = asked.choose(others.matching.all) {
                 let error = asked.ambiguity(peers)
                 return PeerCheck(check: DoctorCheck(
                     "peer", .fail, error.errorDescription ?? "'\(query)' names several peers",
@@ -114,7 +115,7 @@ extension Nearby.Doctor {
         let seen = others.names.withLock { $0 }
         var detail = "'\(query)' not found on \(service.registrationType) in \(limit)"
         detail += seen.isEmpty ? "; no other peer found on it either" : "; found instead: \(seen.prefix(10).joined(separator: ", "))"
-        let recent = RecentPeers(paths: paths).load().first { $0.service == service.name && ($0.id.hasPrefix(query) || $0.name == query) }
+        let recent = RecentPeers(paths: paths).load().first { $0.service == service.name && asked?.matches(id: $0.id, name: $0.name) == true }
         // A unicast DNS-SD domain this network offers: where a peer on another subnet is found.
         let offered = await WideAreaDNS.offeredDomains(environment: environment)
         let offeredDetail = offered.isEmpty ? "" : "; this network offers the DNS-SD domain\(offered.count > 1 ? "s" : "") \(offered.joined(separator: ", "))"
@@ -139,8 +140,7 @@ extension Nearby.Doctor {
     /// The first of a recent peer's addresses that takes a TCP connection at its port (2 s each).
     static func lastKnown(_ recent: RecentPeers.Entry) async -> Target? {
         guard let port = recent.port, let addresses = recent.addresses else { return nil }
-        let ordered = addresses.filter { !$0.contains(":") } + addresses.filter { $0.contains(":") }
-        for address in ordered.prefix(2) where await Connections.reachable(host: address, port: port, timeout: .seconds(2)) == nil {
+        for address in PeerAddresses.connectionOrder(addresses).prefix(2) where await Connections.reachable(host: address, port: port, timeout: .seconds(2)) == nil {
             return Target(addresses: [address], port: port, expected: PeerID(recent.id), name: recent.name ?? recent.id)
         }
         return nil

@@ -7,17 +7,7 @@ extension Nearby.Doctor {
     func wideAreaChecks(
         _ domains: [WideAreaSettings], service: ServiceType, identity: Identity, context: CommandContext, record: (DoctorCheck) -> Void
     ) async {
-        var survey: Survey?
-        if serviceOptions.wideArea.link {
-            let onLink = Survey()
-            do throws(NearbyError) {
-                try onLink.start()
-                survey = onLink
-                record(DoctorCheck("daemon", .ok, "avahi-daemon answers DNS-SD requests"))
-            } catch {
-                record(DoctorCheck.daemonFailed(error))
-            }
-        }
+        let survey = serviceOptions.wideArea.link ? Self.daemonCheck(record: record) : nil
         defer { survey?.stop() }
         for settings in domains {
             await WideAreaDoctor(settings: settings).run(service: service, selfID: identity.peerID, record: record)
@@ -50,5 +40,21 @@ extension Nearby.Doctor {
             // Whether the peer sees our mDNS probe means nothing across a router.
             if check.name != "peer-sees-us" { record(check) }
         }
+    }
+}
+
+extension Nearby.Doctor {
+    /// The `daemon` check: a survey of the link started (the caller stops it), or nil and the
+    /// failure recorded.
+    static func daemonCheck(record: (DoctorCheck) -> Void) -> Survey? {
+        let survey = Survey()
+        do throws(NearbyError) {
+            try survey.start()
+        } catch {
+            record(DoctorCheck.daemonFailed(error))
+            return nil
+        }
+        record(DoctorCheck("daemon", .ok, "avahi-daemon answers DNS-SD requests"))
+        return survey
     }
 }

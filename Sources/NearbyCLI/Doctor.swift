@@ -84,15 +84,8 @@ extension Nearby {
                 if !wideAreas.isEmpty {
                     return await wideAreaChecks(wideAreas, service: service, identity: identity, context: context, record: record)
                 }
-                let survey = Survey()
-                do throws(NearbyError) {
-                    try survey.start()
-                } catch {
-                    record(DoctorCheck.daemonFailed(error))
-                    return
-                }
+                guard let survey = Self.daemonCheck(record: record) else { return }
                 defer { survey.stop() }
-                record(DoctorCheck("daemon", .ok, "avahi-daemon answers DNS-SD requests"))
 
                 let config = try? String(contentsOfFile: "/etc/avahi/avahi-daemon.conf", encoding: .utf8)
                 let interfaces = NetworkInterface.list()
@@ -138,8 +131,7 @@ extension Nearby {
                     }
                     guard let found = peerCheck.found, let port = found.port else { return }
                     // IPv4 first, link-local IPv6 last: the address a hint names is the one to type.
-                    let ordered = found.addresses.filter { !$0.contains(":") } + found.addresses.filter { $0.contains(":") && !$0.hasPrefix("fe80") }
-                        + found.addresses.filter { $0.hasPrefix("fe80") }
+                    let ordered = PeerAddresses.connectionOrder(found.addresses)
                     target = Target(
                         addresses: ordered.isEmpty ? [found.host].compactMap { $0 } : ordered, port: port,
                         expected: PeerID(found.instance), name: found.txt.displayName ?? found.instance)

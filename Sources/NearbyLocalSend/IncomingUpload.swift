@@ -28,16 +28,6 @@ struct IncomingUpload: Sendable {
 
     var transfer: String { "ls-" + partialTag }
 
-    /// The partial file's name: the file's own, or for a long one its first 64 bytes and a digest of
-    /// the rest, so a legal name of up to 255 bytes never makes a partial name over the limit.
-    static func partialName(of name: String, tag: String) -> String {
-        guard name.utf8.count > 160 else { return ".\(name).\(tag).nearby-part" }
-        var head = ""
-        for character in name where head.utf8.count + String(character).utf8.count <= 64 { head.append(character) }
-        let digest = SHA256.hash(data: Data(name.utf8)).prefix(8).map { String(format: "%02x", $0) }.joined()
-        return ".\(head)-\(digest).\(tag).nearby-part"
-    }
-
     /// Nil when the file arrived whole; else why not, with the answer for the sender.
     func receive(_ body: BodyReader, budget: ResourceBudget = .shared) async -> Failure? {
         // A LocalSend sender is charged as any stranger is: its open file counts against the node's
@@ -51,10 +41,16 @@ struct IncomingUpload: Sendable {
             return fail(.transferFailed(path: name, code: "busy", reason: "no room for one more open file: \(refusal)"), status: 429, keepAlive: false)
         }
         defer { charge.release() }
-        let partial = "\(directory)/" + Self.partialName(of: name, tag: partialTag)
+        // Named as nearby's partial files are: any legal name keeps it under the name limit.
+        let partial = "\(directory)/" + Transfer.partialName(of: name, key: partialTag, from: "localsend")
         let fd = open(partial, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else {
-            return fail(.ioFailure(path: partial, reason: String(cString: strerror(errno))), status: 500, keepAlive: false)
+            return fail(.ioFailure(path: partial, reason: Transfer.errorText(errno)), status: 500, keepAlive: false)
+        }
+        /// Gives up: the partial file goes, the sender hears why.
+        func drop(_ error: NearbyError, status: Int, keepAlive: Bool = false) -> Failure {
+            unlink(partial)
+            return fail(error, status: status, keepAlive: keepAlive)
         }
         events.emit(Events.FileStarted.make(transfer: transfer, direction: "receive", peer: peer, path: name, bytes: size))
         var closed = false
@@ -69,57 +65,43 @@ struct IncomingUpload: Sendable {
             while var chunk = try await body.chunk() {
                 let count = UInt64(chunk.readableBytes)
                 guard received + count <= size else {
-                    unlink(partial)
-                    return fail(.transferFailed(path: name, code: "too-large", reason: "the sender sent more than the \(size) bytes it announced"), status: 400, keepAlive: false)
+                    return drop(.transferFailed(path: name, code: "too-large", reason: "the sender sent more than the \(size) bytes it announced"), status: 400)
                 }
                 let error = chunk.withUnsafeReadableBytes { bytes -> Int32 in
                     hasher.update(bufferPointer: bytes)
                     return Transfer.pwriteAll(fd, bytes, at: UInt64(received))
                 }
                 chunk.moveReaderIndex(forwardBy: chunk.readableBytes)
-                guard error == 0 else {
-                    unlink(partial)
-                    return fail(.ioFailure(path: partial, reason: String(cString: strerror(error))), status: 500, keepAlive: false)
-                }
+                guard error == 0 else { return drop(.ioFailure(path: partial, reason: Transfer.errorText(error)), status: 500) }
                 received += count
-                let now = ContinuousClock.now
-                if now - lastProgress >= .milliseconds(100) || received == size {
-                    lastProgress = now
-                    let seconds = max(0.001, Double((now - started) / .milliseconds(1)) / 1000)
+                if ContinuousClock.now - lastProgress >= Transfer.progressInterval || received == size {
+                    lastProgress = .now
                     events.emit(Events.Progress(
                         transfer: transfer, direction: "receive", peer: peer, path: name, bytes: received, total: size,
-                        rate: (Double(received) / seconds).rounded()))
+                        rate: Transfer.rate(received, Transfer.seconds(since: started))))
                 }
             }
         } catch {
-            unlink(partial)
-            return fail(.connectionFailed("\(peer.name ?? peer.id) stopped sending \(name) after \(received) of \(size) bytes"), status: 400, keepAlive: false)
+            return drop(.connectionFailed("\(peer.name ?? peer.id) stopped sending \(name) after \(received) of \(size) bytes"), status: 400)
         }
         guard received == size else {
-            unlink(partial)
-            return fail(.transferFailed(path: name, code: "incomplete", reason: "\(received) of the \(size) bytes announced arrived"), status: 400, keepAlive: false)
+            return drop(.transferFailed(path: name, code: "incomplete", reason: "\(received) of the \(size) bytes announced arrived"), status: 400)
         }
         let digest = Hex.encode(hasher.finalize())
         if let sha256, sha256 != digest {
-            unlink(partial)
-            return fail(.transferFailed(path: name, code: "integrity", reason: "its SHA-256 is not the one the sender announced"), status: 400, keepAlive: true)
+            return drop(.transferFailed(path: name, code: "integrity", reason: "its SHA-256 is not the one the sender announced"), status: 400, keepAlive: true)
         }
-        guard fsync(fd) == 0 else {
-            unlink(partial)
-            return fail(.ioFailure(path: partial, reason: "fsync failed"), status: 500, keepAlive: false)
-        }
+        guard fsync(fd) == 0 else { return drop(.ioFailure(path: partial, reason: "fsync failed"), status: 500) }
         close(fd)
         closed = true
         let placed: String
         do {
             placed = try SafePath.placeWithoutOverwriting(partial, in: directory, as: name)
         } catch {
-            unlink(partial)
-            return fail(error, status: 500, keepAlive: false)
+            return drop(error, status: 500)
         }
         events.emit(Events.FileReceived.make(
-            transfer: transfer, peer: peer, path: placed, bytes: size, sha256: digest,
-            seconds: Double((ContinuousClock.now - started) / .milliseconds(1)) / 1000))
+            transfer: transfer, peer: peer, path: placed, bytes: size, sha256: digest, seconds: Transfer.seconds(since: started)))
         return nil
     }
 

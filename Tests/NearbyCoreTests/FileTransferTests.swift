@@ -60,7 +60,7 @@ import Testing
         try write(content, to: source + "/big.bin")
         let files = try FileList.collect([source + "/big.bin"])
         let key = Transfer.key(sender: alice.identity.peerID, file: files[0])
-        let partial = "\(save)/" + FileReceiver.partialName(of: "big.bin", key: key, from: alice.identity.peerID.rawValue, stranger: true)
+        let partial = "\(save)/" + Transfer.partialName(of: "big.bin", key: key, from: alice.identity.peerID.rawValue, stranger: true)
 
         // What an interrupted transfer left: the right first 700 000 bytes.
         try write(Array(content.prefix(700_000)), to: partial)

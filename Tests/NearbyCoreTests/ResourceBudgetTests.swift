@@ -122,18 +122,18 @@ extension Result {
 @Suite struct PartialNameTests {
     @Test func aLongNameKeepsItsPartialUnderTheNameLimit() {
         let long = String(repeating: "é", count: 120)  // 240 bytes: a legal name
-        let name = FileReceiver.partialName(of: long, key: String(repeating: "a", count: 32), from: "abc", alone: "-7-4294967295")
+        let name = Transfer.partialName(of: long, key: String(repeating: "a", count: 32), from: "abc", alone: "-7-4294967295")
         #expect(name.utf8.count <= 255)
         #expect(name.hasPrefix("." + String(repeating: "é", count: 32) + "."))
         #expect(name.hasSuffix("-7-4294967295.nearby-part"))
-        #expect(FileReceiver.partialName(of: "a.txt", key: "k", from: "p") == FileReceiver.partialName(of: "a.txt", key: "k", from: "p"))
-        #expect(FileReceiver.partialName(of: "a.txt", key: "k", from: "p") != FileReceiver.partialName(of: "a.txt", key: "k", from: "q"))
+        #expect(Transfer.partialName(of: "a.txt", key: "k", from: "p") == Transfer.partialName(of: "a.txt", key: "k", from: "p"))
+        #expect(Transfer.partialName(of: "a.txt", key: "k", from: "p") != Transfer.partialName(of: "a.txt", key: "k", from: "q"))
     }
 
     @Test func aStrangersPartialIsKnownByItsName() {
-        let theirs = FileReceiver.partialName(of: "a.b.txt", key: "k", from: "p", alone: "-3-99", stranger: true)
+        let theirs = Transfer.partialName(of: "a.b.txt", key: "k", from: "p", alone: "-3-99", stranger: true)
         #expect(FileReceiver.isStrangersPartial(theirs))
-        #expect(!FileReceiver.isStrangersPartial(FileReceiver.partialName(of: "a.b.txt", key: "k", from: "p")))
+        #expect(!FileReceiver.isStrangersPartial(Transfer.partialName(of: "a.b.txt", key: "k", from: "p")))
         #expect(!FileReceiver.isStrangersPartial(".s-x.nearby-part") && !FileReceiver.isStrangersPartial("report.pdf"))
     }
 
@@ -141,8 +141,8 @@ extension Result {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-adopt-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: root + "/sub", withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: root) }
-        let theirs = root + "/sub/" + FileReceiver.partialName(of: "x.bin", key: "k", from: "p", stranger: true)
-        let friends = root + "/" + FileReceiver.partialName(of: "y.bin", key: "k", from: "q")
+        let theirs = root + "/sub/" + Transfer.partialName(of: "x.bin", key: "k", from: "p", stranger: true)
+        let friends = root + "/" + Transfer.partialName(of: "y.bin", key: "k", from: "q")
         for path in [theirs, friends] { _ = FileManager.default.createFile(atPath: path, contents: Data("12345".utf8)) }
         let partials = PartialFiles(limits: .init(files: 10, bytes: 1 << 20, lifetime: 3600))
         #expect(partials.adopt(below: root) == 1)

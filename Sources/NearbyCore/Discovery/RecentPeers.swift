@@ -126,7 +126,7 @@ public struct RecentPeers: Sendable {
         guard !query.isEmpty else { return nil }
         let entries = load().filter { $0.service == service && $0.id != me }
         let named = entries.first { $0.id == query }.map { [$0] }
-            ?? entries.filter { $0.id.hasPrefix(query) || $0.name == query }
+            ?? entries.filter { PeerQuery.matches(query, id: $0.id, name: $0.name) }
         guard named.count == 1, let entry = named.first, let addresses = entry.addresses, !addresses.isEmpty,
               let port = entry.port, (1...65535).contains(port),
               now.timeIntervalSince(entry.lastSeen) < Self.addressLifetime
@@ -143,13 +143,10 @@ public struct RecentPeers: Sendable {
         try write(File(version: Self.fileVersion, peers: entries))
     }
 
-    /// IPv4 first, then IPv6, link-local last, at most `maxAddresses`, each once.
+    /// In `PeerAddresses.connectionOrder`, each once, at most `maxAddresses`.
     public static func ordered(_ addresses: [String]) -> [String] {
         var seen = Set<String>()
-        let unique = addresses.filter { seen.insert($0).inserted }
-        let sorted = unique.filter { !$0.contains(":") } + unique.filter { $0.contains(":") && !$0.lowercased().hasPrefix("fe80") }
-            + unique.filter { $0.lowercased().hasPrefix("fe80") }
-        return Array(sorted.prefix(maxAddresses))
+        return Array(PeerAddresses.connectionOrder(addresses.filter { seen.insert($0).inserted }).prefix(maxAddresses))
     }
 
     /// What completion offers for a PEER on `service` (every service when nil): IDs and display
@@ -222,5 +219,14 @@ private final class RecordedKeys: @unchecked Sendable {
     /// True when `key` was not there before.
     func insert(_ key: String) -> Bool {
         lock.withLock { keys.insert(key).inserted }
+    }
+}
+
+/// The order in which a peer's addresses are tried, by every connection and every check: IPv4
+/// first, then IPv6, link-local last (it needs its interface, and works only on that link).
+public enum PeerAddresses {
+    public static func connectionOrder(_ addresses: [String]) -> [String] {
+        let linkLocal = { (address: String) in address.lowercased().hasPrefix("fe80") }
+        return addresses.filter { !$0.contains(":") } + addresses.filter { $0.contains(":") && !linkLocal($0) } + addresses.filter(linkLocal)
     }
 }

@@ -34,14 +34,14 @@ extension Node {
         let name = parts.last ?? "unnamed"
         let fileKey = String(offer.key.filter { $0.isHexDigit }.prefix(32))
         let stranger = link.account.isStranger
-        var partial = "\(directory)/" + FileReceiver.partialName(of: name, key: fileKey, from: link.peer.id.rawValue, stranger: stranger)
+        var partial = "\(directory)/" + Transfer.partialName(of: name, key: fileKey, from: link.peer.id.rawValue, stranger: stranger)
         // The same file arriving twice at once: the second gets a partial file of its own (and
         // starts from zero) rather than sharing the one being written.
         var resume: FileReceiver.Resume?
         if partials.claim(partial) {
             resume = FileReceiver.resumable(partial, upTo: offer.size, charging: link.account)
         } else {
-            partial = "\(directory)/" + FileReceiver.partialName(
+            partial = "\(directory)/" + Transfer.partialName(
                 of: name, key: fileKey, from: link.peer.id.rawValue, alone: "-\(frame.channel)-\(UInt32.random(in: 0...UInt32.max))",
                 stranger: stranger)
             _ = partials.claim(partial)
@@ -91,6 +91,25 @@ extension Node {
 }
 
 extension Transfer {
+    /// The hidden name of the partial file for `name` from the peer `peer`, with the sender's `key`
+    /// (and `alone` when the same file is already arriving on another channel): the name's first
+    /// 64 bytes for people, then a digest of all three, so that any legal name keeps its partial
+    /// under the file system's name limit (255 bytes) and a peer resumes only its own partials. A
+    /// stranger's digest starts with `s-`, so that a node finds them again after a restart
+    /// (`PartialFiles.adopt`). LocalSend's uploads are named the same way.
+    public static func partialName(of name: String, key: String, from peer: String, alone: String = "", stranger: Bool = false) -> String {
+        var hasher = SHA256()
+        hasher.update(data: Data("\(peer)\u{0}\(name)\u{0}\(key)".utf8))
+        var shown = String.UnicodeScalarView()
+        var bytes = 0
+        for scalar in name.unicodeScalars {
+            bytes += String(scalar).utf8.count
+            if bytes > 64 { break }
+            shown.append(scalar)
+        }
+        return ".\(String(shown)).\(stranger ? "s-" : "")\(Hex.encode(hasher.finalize()).prefix(32))\(alone).nearby-part"
+    }
+
     /// `pwrite(2)` until everything is written, retrying on EINTR. Returns 0, or the errno that
     /// stopped it. Public for the other protocols' receivers (LocalSend), which write files the same way.
     public static func pwriteAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: UInt64) -> Int32 {

@@ -13,7 +13,7 @@ public enum Transfer {
     /// How far a sender may run ahead of what the receiver has written: memory stays bounded (one
     /// window per channel).
     static let window = ChannelMux.defaultWindow
-    static let progressInterval = Duration.milliseconds(100)
+    public static let progressInterval = Duration.milliseconds(100)
     /// 0666 less this process's umask (read once: setting it back at once is the only way to read it).
     static let finishedMode: mode_t = {
         let mask = umask(0o022)
@@ -44,15 +44,15 @@ public enum Transfer {
         return true
     }
 
-    static func errorText(_ code: Int32) -> String { String(cString: strerror(code)) }
+    public static func errorText(_ code: Int32) -> String { String(cString: strerror(code)) }
 
     /// Seconds since `start`, to the millisecond.
-    static func seconds(since start: ContinuousClock.Instant) -> Double {
+    public static func seconds(since start: ContinuousClock.Instant) -> Double {
         ((ContinuousClock.now - start) / .milliseconds(1)).rounded() / 1000
     }
 
     /// Bytes per second, whole.
-    static func rate(_ bytes: UInt64, _ seconds: Double) -> Double { seconds > 0 ? (Double(bytes) / seconds).rounded() : 0 }
+    public static func rate(_ bytes: UInt64, _ seconds: Double) -> Double { seconds > 0 ? (Double(bytes) / seconds).rounded() : 0 }
 }
 
 extension Node {

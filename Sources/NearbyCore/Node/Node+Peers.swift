@@ -92,8 +92,7 @@ extension Node {
     private func target(for peer: DiscoveredPeer) throws(NearbyError) -> Target {
         guard peer.kind == .nearby else { throw .notANearbyPeer("\(peer.instance) (\(peer.txt.displayName ?? "?"))") }
         guard let port = peer.port else { throw .connectionFailed("\(peer.instance) has no port") }
-        let ordered = peer.addresses.filter { !$0.contains(":") } + peer.addresses.filter { $0.contains(":") && !$0.hasPrefix("fe80") }
-            + peer.addresses.filter { $0.hasPrefix("fe80") }
+        let ordered = PeerAddresses.connectionOrder(peer.addresses)
         guard let host = ordered.first ?? peer.host else { throw .connectionFailed("\(peer.instance) has no address") }
         return Target(host: host, port: port, expected: PeerID(peer.instance), name: peer.txt.displayName, alternates: Array(ordered.dropFirst()))
     }

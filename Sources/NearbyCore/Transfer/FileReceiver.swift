@@ -81,25 +81,6 @@ final class FileReceiver: Sendable {
 
     var position: UInt64 { progress.withLock { $0.machine.position } }
 
-    /// The hidden name of the partial file for `name` from the peer `peer`, with the sender's `key`
-    /// (and `alone` when the same file is already arriving on another channel): the name's first
-    /// 64 bytes for people, then a digest of all three, so that any legal name keeps its partial
-    /// under the file system's name limit (255 bytes) and a peer resumes only its own partials. A
-    /// stranger's digest starts with `s-`, so that a node finds them again after a restart
-    /// (`PartialFiles.adopt`).
-    static func partialName(of name: String, key: String, from peer: String, alone: String = "", stranger: Bool = false) -> String {
-        var hasher = SHA256()
-        hasher.update(data: Data("\(peer)\u{0}\(name)\u{0}\(key)".utf8))
-        var shown = String.UnicodeScalarView()
-        var bytes = 0
-        for scalar in name.unicodeScalars {
-            bytes += String(scalar).utf8.count
-            if bytes > 64 { break }
-            shown.append(scalar)
-        }
-        return ".\(String(shown)).\(stranger ? "s-" : "")\(Hex.encode(hasher.finalize()).prefix(32))\(alone).nearby-part"
-    }
-
     /// Whether `name` is the partial file of a stranger (`partialName` with `stranger`).
     static func isStrangersPartial(_ name: String) -> Bool {
         let suffix = ".nearby-part"
