@@ -76,14 +76,12 @@ extension Nearby {
             let context = output.configure(CommandContext.current)
             try await reporting(context, verbose: output.verbose) {
                 if localSend.enabled(context) {
-                    // Refused, not ignored: a LocalSend transfer is waited for until it comes or Ctrl-C.
-                    if timeout != nil { throw NearbyError.invalidArgument("--timeout is not taken with --localsend yet: accept --localsend waits until a transfer comes, or Ctrl-C") }
                     var policy = LocalSendPolicy(saveDirectory: try receive.resolve(context.environment), pin: localSendPIN.pin)
                     policy.acceptFirst = !decline
                     policy.declineFirst = decline
                     policy.acceptFrom = (invitation ?? from).map { [$0] } ?? []
                     return try await LocalSendCommands.serve(
-                        context, policy: policy, name: try node.naming.resolve(), port: nil, untilFirstTransfer: true)
+                        context, policy: policy, name: try node.naming.resolve(), port: nil, untilFirstTransfer: true, timeout: timeout)
                 }
                 let node = try self.node.resolve(context)
                 let query = invitation ?? from

@@ -103,12 +103,17 @@ enum LocalSendCommands {
     }
 
     /// `advertise --localsend` (until Ctrl-C) and `accept --localsend` (until its first transfer
-    /// ends: a file that did not arrive whole fails the command, as nearby's `accept`).
-    static func serve(_ context: CommandContext, policy: LocalSendPolicy, name: String?, port: Int?, untilFirstTransfer: Bool) async throws {
+    /// ends: a file that did not arrive whole fails the command, as nearby's `accept`). `timeout`
+    /// bounds accept's wait for a transfer, as nearby's `accept --timeout` (exit 4, `no-invitation`).
+    static func serve(_ context: CommandContext, policy: LocalSendPolicy, name: String?, port: Int?, untilFirstTransfer: Bool, timeout: Double? = nil) async throws {
         let peerID = try context.identity().peerID
         let control = LocalSendControl.address(paths: context.paths, environment: context.environment, peerID: peerID)
+        let noInvitation = NearbyError.noInvitation(from: policy.acceptFrom.first, seconds: timeout ?? 0)
+        let wait = timeout.map { Duration.milliseconds(Int($0 * 1000)) }
         if untilFirstTransfer, let line = try await interruptible("waiting for a LocalSend transfer", {
-            try await LocalSendControl.ask(control, query: policy.acceptFrom.first, accept: !policy.declineFirst)
+            try await withDeadline(wait, else: noInvitation) {
+                try await LocalSendControl.ask(control, query: policy.acceptFrom.first, accept: !policy.declineFirst)
+            }
         }) {
             // A running `advertise --localsend` answered: its event is this command's outcome.
             let replies = NodeReplies(context.events)
@@ -123,12 +128,29 @@ enum LocalSendCommands {
         let outcome: NearbyError?
         do {
             outcome = try await interruptible(what) {
-                try await node.run(port: port ?? LocalSendDefaults.port, untilFirstTransfer: untilFirstTransfer, control: untilFirstTransfer ? nil : control)
+                try await node.run(
+                    port: port ?? LocalSendDefaults.port, untilFirstTransfer: untilFirstTransfer, control: untilFirstTransfer ? nil : control,
+                    firstTransferWithin: wait.map { ($0, noInvitation) })
             }
         } catch let error as NearbyError where error.code == "cancelled" && !untilFirstTransfer {
             return
         }
         if let outcome { throw outcome }
+    }
+
+    /// `work`, or `failure` when `limit` passes first (no limit: `work` alone).
+    static func withDeadline<T: Sendable>(_ limit: Duration?, else failure: NearbyError, _ work: @escaping @Sendable () async throws -> T) async throws -> T {
+        guard let limit else { return try await work() }
+        return try await withThrowingTaskGroup(of: T.self) { group in
+            group.addTask { try await work() }
+            group.addTask {
+                try await Task.sleep(for: limit)
+                throw failure
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next() else { throw failure }
+            return first
+        }
     }
 
     /// `doctor --localsend [PEER]`: the checks as `check` events, then the `summary`; the exit

@@ -37,6 +37,11 @@ public struct LocalSendServer: Sendable {
             let key = try NIOSSLPrivateKey(bytes: Array(identity.privateKeyPEM.utf8), format: .pem)
             var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: [.certificate(certificate)], privateKey: .privateKey(key))
             configuration.minimumTLSVersion = .tlsv12
+            // A sender's certificate is asked for, not required: the official apps show theirs (and
+            // then must be the fingerprint they announce, LocalSendRequest.clientFingerprint); others
+            // (localsend-cli) show none. Any self-signed one is taken: its fingerprint is the identity.
+            configuration.certificateVerification = .optionalVerification
+            configuration.trustRoots = .certificates([])
             tls = try NIOSSLContext(configuration: configuration)
         } catch {
             throw .identityIO(path: "localsend.json", reason: "its certificate cannot serve TLS: \(error)")
@@ -57,9 +62,13 @@ public struct LocalSendServer: Sendable {
                 .bind(host: "0.0.0.0", port: port) { channel in
                     channel.eventLoop.makeCompletedFuture {
                         let sync = channel.pipeline.syncOperations
-                        try sync.addHandler(NIOSSLServerHandler(context: tls))
+                        try sync.addHandler(NIOSSLServerHandler(context: tls) { _, verified in verified.succeed(.certificateVerified) })
                         try sync.configureHTTPServerPipeline(
-                            position: .last, withPipeliningAssistance: true, withServerUpgrade: nil, withErrorHandling: true,
+                            // No pipelining assistance: it stops reading while an answer is pending, and a
+                            // sender that leaves while its request waits for `nearby accept` must be noticed
+                            // (its EOF read). Requests are still answered one after another (`serve`), and
+                            // what a pipelining client sends ahead waits in NIOAsyncChannel's bounded buffer.
+                            position: .last, withPipeliningAssistance: false, withServerUpgrade: nil, withErrorHandling: true,
                             withOutboundHeaderValidation: true, withEncoderConfiguration: .init(),
                             withDecoderLimitConfiguration: limits)
                         return channel
@@ -117,6 +126,8 @@ public struct LocalSendServer: Sendable {
     /// connection is closed when it stays idle for `idle`.
     static func serve(_ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, receiver: LocalSendReceiver) async {
         let host = connection.channel.remoteAddress?.ipAddress ?? "?"
+        // The certificate the sender showed, if any (the handshake is over once a request arrives).
+        let shown = Locked<String??>(nil)
         let watchdog = Watchdog()
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
@@ -129,22 +140,50 @@ public struct LocalSendServer: Sendable {
                 while let part = try await parts.next() {
                     watchdog.arm(idle)
                     guard case let .head(head) = part else { continue }
-                    let request = LocalSendRequest(head: head, host: host)
+                    var request = LocalSendRequest(head: head, host: host)
+                    if shown.withLock({ $0 }) == nil {
+                        let certificate = try? await connection.channel.nioSSL_peerCertificate().get()
+                        let fingerprint = certificate.flatMap { try? $0.toDERBytes() }.map { LocalSendIdentity.fingerprint(ofDER: $0) }
+                        shown.withLock { $0 = .some(fingerprint) }
+                    }
+                    request.clientFingerprint = shown.withLock { $0 } ?? nil
                     let answer: LocalSendAnswer
                     if head.uri.utf8.count > maxURIBytes {
                         answer = .status(414)
                     } else {
-                        answer = await receiver.handle(request, body: BodyReader(next: {
+                        let body = BodyReader(next: {
                             let part = try await parts.next()
                             watchdog.arm(idle)
                             return part
-                        }))
+                        }, hold: { span in watchdog.arm(span) })
+                        // The sender gone while we answer (it waits for `nearby accept`): the
+                        // route is cancelled at once, which withdraws its invitation.
+                        let asked = request
+                        guard let answered = await unlessClosed(connection.channel, { await receiver.handle(asked, body: body) }) else { break }
+                        answer = answered
                     }
                     try await write(answer, to: outbound, keepAlive: head.isKeepAlive && answer.keepAlive)
                     if !(head.isKeepAlive && answer.keepAlive) { break }
                 }
             }
             group.cancelAll()
+        }
+    }
+
+    /// `work`'s result, or nil (and `work` cancelled) when the connection closes first.
+    static func unlessClosed<T: Sendable>(_ channel: any Channel, _ work: @escaping @Sendable () async -> T) async -> T? {
+        await withTaskGroup(of: T?.self) { group in
+            group.addTask { await work() }
+            group.addTask {
+                // Cancelled (the work came first), the wait ends at once.
+                let closed = Signal()
+                channel.closeFuture.whenComplete { _ in closed.fire() }
+                await withTaskCancellationHandler { await closed.wait() } onCancel: { closed.fire() }
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
         }
     }
 
@@ -166,6 +205,8 @@ public struct LocalSendRequest: Sendable {
     public var query: [String: String]
     public var host: String
     public var contentLength: Int?
+    /// The fingerprint of the TLS certificate the sender showed (lowercase hex), nil when it showed none.
+    public var clientFingerprint: String?
 
     init(head: HTTPRequestHead, host: String) {
         method = head.method
@@ -184,7 +225,11 @@ public struct LocalSendRequest: Sendable {
         contentLength = head.headers.first(name: "Content-Length").flatMap { Int($0) }
     }
 
-    public init(method: HTTPMethod, path: String, query: [String: String] = [:], host: String = "10.0.0.9", contentLength: Int? = nil) {
+    public init(
+        method: HTTPMethod, path: String, query: [String: String] = [:], host: String = "10.0.0.9", contentLength: Int? = nil,
+        clientFingerprint: String? = nil
+    ) {
+        self.clientFingerprint = clientFingerprint
         self.method = method
         self.path = path
         self.query = query
@@ -224,8 +269,14 @@ enum EventEncoderQuote {
 /// The body of the request being answered, part by part; a route reads it whole (bounded) or streams it.
 public struct BodyReader: Sendable {
     let next: @Sendable () async throws -> HTTPServerRequestPart?
+    /// Gives the connection `span` before its idle deadline (a request whose body was read, waiting
+    /// for our answer: `nearby accept` may take longer than the idle deadline).
+    let hold: @Sendable (Duration) -> Void
 
-    public init(next: @escaping @Sendable () async throws -> HTTPServerRequestPart?) { self.next = next }
+    public init(next: @escaping @Sendable () async throws -> HTTPServerRequestPart?, hold: @escaping @Sendable (Duration) -> Void = { _ in }) {
+        self.next = next
+        self.hold = hold
+    }
 
     /// The next chunk, or nil at the end of the body.
     public func chunk() async throws -> ByteBuffer? {
@@ -261,5 +312,31 @@ final class PartSource: @unchecked Sendable {
         var current = iterator
         defer { iterator = current }
         return try await current.next()
+    }
+}
+
+/// Fires once; `wait` returns when it has fired (at once when it already has).
+final class Signal: Sendable {
+    private let state = Mutex<(fired: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+
+    func fire() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard !state.fired else { return nil }
+            state.fired = true
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    func wait() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { state -> Bool in
+                if state.fired { return true }
+                state.waiter = continuation
+                return false
+            }
+            if now { continuation.resume() }
+        }
     }
 }
