@@ -46,8 +46,8 @@ extension Nearby {
 
                 With --localsend: answers the LocalSend transfer a running 'advertise --localsend' \
                 holds for a person (or the next one), else serves LocalSend itself until its first \
-                transfer (from --from only) ends.
-                  nearby accept --localsend --save-dir ~/Downloads
+                transfer (from --from only) ends; --timeout bounds the wait for that transfer as above.
+                  nearby accept --localsend --save-dir ~/Downloads --timeout 120
                 """)
 
         @Argument(help: "The invitation ID or the inviting peer (default: the next invitation).", completion: .peers)

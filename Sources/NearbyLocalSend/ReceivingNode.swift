@@ -68,7 +68,10 @@ public struct LocalSendReceivingNode: Sendable {
             }
             if untilFirstTransfer {
                 group.addTask {
-                    for await outcome in receiver.ended { return .some(outcome) }
+                    for await outcome in receiver.ended {
+                        await server.settled()
+                        return .some(outcome)
+                    }
                     return nil
                 }
             }

@@ -28,6 +28,17 @@ public struct LocalSendServer: Sendable {
     public let port: Int
     /// 53317 was taken, so `port` is another one.
     public let moved: Bool
+    /// Requests being answered now: `accept --localsend` ends once the answer that ended its
+    /// transfer has gone out (`settled`).
+    let answering = Locked(0)
+
+    /// Waits (at most `limit`) until no request is being answered.
+    public func settled(within limit: Duration = .seconds(2)) async {
+        let deadline = ContinuousClock.now + limit
+        while answering.withLock({ $0 }) > 0, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+    }
 
     /// Listens on `port` (LocalSend's own by default), else on any free port.
     public static func bind(identity: LocalSendIdentity, port: Int = LocalSendDefaults.port) async throws(NearbyError) -> LocalSendServer {
@@ -115,7 +126,7 @@ public struct LocalSendServer: Sendable {
                             connection.close(promise: nil)
                             return
                         }
-                        await Self.serve(wrapped, receiver: receiver)
+                        await Self.serve(wrapped, receiver: receiver, answering: answering)
                     }
                 }
             }
@@ -124,7 +135,7 @@ public struct LocalSendServer: Sendable {
 
     /// One connection: requests one after another, each answered before the next is read; the
     /// connection is closed when it stays idle for `idle`.
-    static func serve(_ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, receiver: LocalSendReceiver) async {
+    static func serve(_ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, receiver: LocalSendReceiver, answering: Locked<Int>) async {
         let host = connection.channel.remoteAddress?.ipAddress ?? "?"
         // The certificate the sender showed, if any (the handshake is over once a request arrives).
         let shown = Locked<String??>(nil)
@@ -133,13 +144,22 @@ public struct LocalSendServer: Sendable {
             group.addTask {
                 watchdog.arm(idle)
                 await watchdog.expired()
-                connection.channel.close(promise: nil)
+                guard Task.isCancelled else {
+                    connection.channel.close(promise: nil)
+                    return
+                }
+                // The server stopping (accept's transfer is over): the answer being written still
+                // goes out; a connection that does not end by itself is closed 2 s later.
+                let channel = connection.channel
+                channel.eventLoop.scheduleTask(in: .seconds(2)) { channel.close(promise: nil) }
             }
             try? await connection.executeThenClose { inbound, outbound in
                 let parts = PartSource(inbound.makeAsyncIterator())
                 while let part = try await parts.next() {
                     watchdog.arm(idle)
                     guard case let .head(head) = part else { continue }
+                    answering.withLock { $0 += 1 }
+                    defer { answering.withLock { $0 -= 1 } }
                     var request = LocalSendRequest(head: head, host: host)
                     if shown.withLock({ $0 }) == nil {
                         let certificate = try? await connection.channel.nioSSL_peerCertificate().get()
@@ -156,11 +176,15 @@ public struct LocalSendServer: Sendable {
                             watchdog.arm(idle)
                             return part
                         }, hold: { span in watchdog.arm(span) })
-                        // The sender gone while we answer (it waits for `nearby accept`): the
-                        // route is cancelled at once, which withdraws its invitation.
+                        // The sender gone while its offer waits for `nearby accept`: the route is
+                        // cancelled at once, which withdraws its invitation.
                         let asked = request
-                        guard let answered = await unlessClosed(connection.channel, { await receiver.handle(asked, body: body) }) else { break }
-                        answer = answered
+                        if asked.path == LocalSendDefaults.apiPrefix + "/prepare-upload" {
+                            guard let answered = await unlessClosed(connection.channel, { await receiver.handle(asked, body: body) }) else { break }
+                            answer = answered
+                        } else {
+                            answer = await receiver.handle(asked, body: body)
+                        }
                     }
                     try await write(answer, to: outbound, keepAlive: head.isKeepAlive && answer.keepAlive)
                     if !(head.isKeepAlive && answer.keepAlive) { break }
@@ -170,20 +194,30 @@ public struct LocalSendServer: Sendable {
         }
     }
 
-    /// `work`'s result, or nil (and `work` cancelled) when the connection closes first.
-    static func unlessClosed<T: Sendable>(_ channel: any Channel, _ work: @escaping @Sendable () async -> T) async -> T? {
-        await withTaskGroup(of: T?.self) { group in
-            group.addTask { await work() }
+    /// `work`'s result, or nil (and `work` cancelled) when the connection closes first. This task
+    /// cancelled (the server stopping), `work` still ends and its result is still given.
+    static func unlessClosed(_ channel: any Channel, _ work: @escaping @Sendable () async -> LocalSendAnswer) async -> LocalSendAnswer? {
+        await withTaskGroup(of: AnswerOrClose.self) { group in
+            group.addTask { .done(await work()) }
             group.addTask {
-                // Cancelled (the work came first), the wait ends at once.
                 let closed = Signal()
                 channel.closeFuture.whenComplete { _ in closed.fire() }
                 await withTaskCancellationHandler { await closed.wait() } onCancel: { closed.fire() }
-                return nil
+                return Task.isCancelled ? .stopped : .closed
             }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
+            while let next = await group.next() {
+                switch next {
+                case let .done(value):
+                    group.cancelAll()
+                    return value
+                case .closed:
+                    group.cancelAll()
+                    return nil
+                case .stopped:
+                    continue
+                }
+            }
+            return nil
         }
     }
 
@@ -313,6 +347,14 @@ final class PartSource: @unchecked Sendable {
         defer { iterator = current }
         return try await current.next()
     }
+}
+
+/// What ends `LocalSendServer.unlessClosed`'s wait.
+enum AnswerOrClose: Sendable {
+    case done(LocalSendAnswer)
+    case closed
+    /// The wait for the close was cancelled: nothing to say.
+    case stopped
 }
 
 /// Fires once; `wait` returns when it has fired (at once when it already has).
