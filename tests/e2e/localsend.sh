@@ -508,3 +508,31 @@ test_localsend_answers_as_the_official_app() {
     expect_eq "$?" 0 "the right PIN from another address" || { cat "$OUT/other.err" >&2; return 1; }
     stop "$NODE_PID" >/dev/null
 }
+
+# send-file --localsend uploads two files at once, as the official app does: a receiver that takes
+# them at once (nearby) starts the second before the first is there; one that serves a connection
+# at a time (localsend-cli) gets them all, byte-exact, the second waiting for the first.
+test_localsend_send_file_uploads_two_at_once() {
+    ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
+    mkdir -p "$OUT/in" "$OUT/files"
+    head -c 40000000 /dev/urandom >"$OUT/files/one.bin"
+    head -c 40000000 /dev/urandom >"$OUT/files/two.bin"
+    printf 'three' >"$OUT/files/three.txt"
+    nearby_ls_node 1 "$OUT/node.jsonl" advertise --save-dir "$OUT/in" --auto-accept || return 1
+    lab_run 2 "$NEARBY" send-file --localsend 10.99.0.1 "$OUT/files/one.bin" "$OUT/files/two.bin" "$OUT/files/three.txt" \
+        >"$OUT/send.jsonl" 2>"$OUT/send.err"
+    expect_eq "$?" 0 "send-file --localsend of three files to nearby" || { cat "$OUT/send.err" >&2; return 1; }
+    local f
+    for f in one.bin two.bin three.txt; do cmp -s "$OUT/files/$f" "$OUT/in/$f" || { fail "$f differs"; return 1; }; done
+    # On the receiver: the second upload started before the first ended.
+    jq -se '[.[] | select(.event=="file-started" or .event=="file-received") | .event] | .[0:2] == ["file-started","file-started"]' \
+        "$OUT/node.jsonl" >/dev/null || { fail "the uploads went one after the other"; grep -E 'file-(started|received)' "$OUT/node.jsonl" >&2; return 1; }
+    stop "$NODE_PID" >/dev/null
+    ls_receive 3 "$OUT/recv" --json || return 1
+    lab_run 2 "$NEARBY" send-file --localsend 10.99.0.3 "$OUT/files/one.bin" "$OUT/files/two.bin" "$OUT/files/three.txt" \
+        >"$OUT/cli.jsonl" 2>"$OUT/cli.err"
+    expect_eq "$?" 0 "send-file --localsend of three files to localsend-cli" || { cat "$OUT/cli.err" >&2; return 1; }
+    for f in one.bin two.bin three.txt; do cmp -s "$OUT/files/$f" "$OUT/recv/$f" || { fail "$f differs at localsend-cli"; return 1; }; done
+    expect_eq "$(count_json "$OUT/cli.jsonl" 'select(.event=="file-sent")')" 3 "file-sent events" || return 1
+}
