@@ -115,6 +115,13 @@ public struct LocalSendSender: Sendable {
                 host: target.host, port: target.port, https: target.https, method: .POST, path: path, body: .json(body),
                 expectedFingerprint: target.fingerprint, timeout: timeout)
         } catch {
+            if Task.isCancelled {
+                // Ctrl-C while the device decides: its pending request goes too (the official app
+                // takes a `cancel` without a session ID from the address that asked).
+                await http.fireAndWait(
+                    host: target.host, port: target.port, https: target.https, path: LocalSendDefaults.apiPrefix + "/cancel",
+                    expectedFingerprint: target.fingerprint, timeout: .seconds(2))
+            }
             throw Self.nearbyError(error, target: target, waited: timeout)
         }
         var target = target

@@ -459,6 +459,22 @@ test_localsend_withdrawn_invitations_and_accept_timeout() {
     lab_wait_line "$OUT/node.jsonl" "select(.event==\"declined\" and .invitation==$(jq .invitation <<<"$line") and (.reason|startswith(\"withdrawn\")))" 10 >/dev/null || {
         fail "the invitation was not withdrawn when its sender left"; cat "$OUT/node.jsonl" >&2; return 1; }
     ((SECONDS - started < 10)) || { fail "withdrawn after $((SECONDS - started)) s"; return 1; }
+    # A /cancel without a session ID from the address that asked withdraws it too (as the official app's).
+    lab_run 2 python3 "$ROOT/tests/e2e/rogue_localsend_sender.py" 10.99.0.1 53317 cancel-pending >"$OUT/cancel.out" 2>"$OUT/cancel.err"
+    expect_json "$OUT/cancel.out" 'select(.case=="cancel-pending" and .status==403)' "the cancelled prepare-upload: 403" || {
+        cat "$OUT/cancel.out" "$OUT/cancel.err" >&2; return 1; }
+    expect_json "$OUT/node.jsonl" 'select(.event=="declined" and .reason=="withdrawn: the sender cancelled")' "withdrawn by /cancel" || return 1
+    # nearby's own sender, interrupted while the node asks: exit 130, and the invitation is withdrawn.
+    printf 'w' >"$OUT/w.bin"
+    lab_bg 2 "$OUT/ctrlc.jsonl" "$NEARBY" send-file --localsend 10.99.0.1 "$OUT/w.bin" >/dev/null
+    local sender=$LAB_PID
+    line=$(lab_wait_line "$OUT/node.jsonl" 'select(.event=="invitation" and (.context|contains("1 file, 1 bytes")) and (has("answered_by")|not))' 15) || {
+        fail "no invitation for the interrupted sender"; return 1; }
+    kill -INT "$sender"
+    lab_wait_pid "$sender" 10
+    expect_eq "$?" 130 "the sender, interrupted while asked" || return 1
+    lab_wait_line "$OUT/node.jsonl" "select(.event==\"declined\" and .invitation==$(jq .invitation <<<"$line") and (.reason|startswith(\"withdrawn\")))" 10 >/dev/null || {
+        fail "the interrupted sender's invitation was not withdrawn"; return 1; }
     # accept --timeout through the running node, then with none: exit 4, no-invitation.
     lab_run 1 "$NEARBY" accept --localsend --timeout 1 >"$OUT/via.jsonl" 2>"$OUT/via.err"
     expect_eq "$?" 4 "accept --localsend --timeout 1 through the node" || { cat "$OUT/via.err" >&2; return 1; }

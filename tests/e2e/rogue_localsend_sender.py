@@ -17,6 +17,8 @@ receiving `nearby advertise --localsend` and prints one JSON line with the statu
     cancel-none  a cancel naming no session this node has
     bad-sha      a file whose bytes do not match its SHA-256, then again with the right bytes
     cert CERT KEY  a prepare-upload over TLS with this client certificate, announcing another fingerprint
+    cancel-pending a prepare-upload that waits for its answer, and /cancel without a session ID
+                   from the same address (every 100 ms until the prepare-upload is answered, 10 s at most)
 """
 import json
 import socket
@@ -151,4 +153,15 @@ elif CASE == "bad-sha":
 elif CASE == "cert":
     CLIENT_CERT = (sys.argv[4], sys.argv[5])
     result, _ = prepare(one_file("cert.bin", 10))
+elif CASE == "cancel-pending":
+    import threading
+    import time
+    answered = []
+    asking = threading.Thread(target=lambda: answered.append(prepare(one_file("pending.bin", 10))[0]))
+    asking.start()
+    deadline = time.monotonic() + 10
+    while asking.is_alive() and time.monotonic() < deadline:
+        request(f"{API}/cancel")
+        asking.join(0.1)
+    result = answered[0] if answered else "unanswered"
 print(json.dumps({"case": CASE, "status": result}), flush=True)
