@@ -45,8 +45,19 @@ enum LocalSendCommands {
 
     static func discovery(_ context: CommandContext, name: String?) throws(NearbyError) -> LocalSendDiscovery {
         let identity = try identity(context)
-        return LocalSendDiscovery(
-            identity: identity, alias: try alias(context, name: name), port: LocalSendDefaults.port, http: try client(identity))
+        return LocalSendDiscovery(identity: identity, alias: try alias(context, name: name), port: LocalSendDefaults.port, http: try client(identity))
+    }
+
+    /// Where devices answer our announcements while we look for them (official apps answer only
+    /// with `POST /register` to the port we announce): 53317, another port when it is taken (then
+    /// announced), none when no port can be had (devices are then heard only when they announce).
+    static func registrations(_ identity: LocalSendIdentity) async -> LocalSendServer? {
+        do {
+            return try await LocalSendServer.bind(identity: identity)
+        } catch {
+            NearbyLog.logger.info("LocalSend: no TCP port for devices' answers (\(error.errorDescription ?? "\(error)")): hearing only their announcements")
+            return nil
+        }
     }
 
     static func seen(_ device: LocalSendDevice, started: ContinuousClock.Instant) -> Events.PeerSeen {
@@ -58,9 +69,11 @@ enum LocalSendCommands {
 
     /// `browse --localsend`: found / updated / lost until --timeout, --count or --peer is met, or Ctrl-C.
     static func browse(_ context: CommandContext, timeout: Double?, count: Int?, peer: String?, scan: Bool) async throws {
-        let discovery = try discovery(context, name: nil)
+        let plain = try discovery(context, name: nil)
         let link = try await MulticastLink.open()
         defer { link.close() }
+        let registrations = await registrations(plain.identity)
+        let discovery = registrations.map { plain.announcing(port: $0.port) } ?? plain
         context.events.emit(Events.Browsing(service: "localsend", domain: "local."))
         let started = ContinuousClock.now
         let limit = timeout ?? (peer == nil ? nil : Nearby.Browse.defaultPeerTimeout)
@@ -69,7 +82,7 @@ enum LocalSendCommands {
         _ = try? await interruptible("browsing") {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
-                    await discovery.run(link, scan: scan) { sighting in
+                    await discovery.run(link, scan: scan, registrations: registrations) { sighting in
                         switch sighting {
                         case let .found(device):
                             guard peer.map(device.matches) ?? true else { return true }
@@ -177,7 +190,9 @@ enum LocalSendCommands {
         }
         let link = try await MulticastLink.open()
         defer { link.close() }
-        return LocalSendTarget(try await discovery.find(peer, link: link, timeout: .milliseconds(Int(timeout * 1000))))
+        let registrations = await registrations(discovery.identity)
+        let looking = registrations.map { discovery.announcing(port: $0.port) } ?? discovery
+        return LocalSendTarget(try await looking.find(peer, link: link, registrations: registrations, timeout: .milliseconds(Int(timeout * 1000))))
     }
 
     static func sendFiles(_ context: CommandContext, peer: String, paths: [String], pin: String?, timeout: Double, name: String?) async throws {

@@ -101,7 +101,7 @@ public struct LocalSendServer: Sendable {
     }
 
     /// Serves until cancelled, each connection in its own child task, at most `maxConnections`.
-    public func run(_ receiver: LocalSendReceiver) async {
+    public func run(_ receiver: some LocalSendRoutes) async {
         let open = Locked(0)
         try? await channel.executeThenClose { connections in
             try await withThrowingDiscardingTaskGroup { group in
@@ -135,7 +135,7 @@ public struct LocalSendServer: Sendable {
 
     /// One connection: requests one after another, each answered before the next is read; the
     /// connection is closed when it stays idle for `idle`.
-    static func serve(_ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, receiver: LocalSendReceiver, answering: Locked<Int>) async {
+    static func serve(_ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, receiver: some LocalSendRoutes, answering: Locked<Int>) async {
         let host = connection.channel.remoteAddress?.ipAddress ?? "?"
         // The certificate the sender showed, if any (the handshake is over once a request arrives).
         let shown = Locked<String??>(nil)

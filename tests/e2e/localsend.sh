@@ -552,3 +552,24 @@ test_localsend_send_file_uploads_two_at_once() {
     for f in one.bin two.bin three.txt; do cmp -s "$OUT/files/$f" "$OUT/recv/$f" || { fail "$f differs at localsend-cli"; return 1; }; done
     expect_eq "$(count_json "$OUT/cli.jsonl" 'select(.event=="file-sent")')" 3 "file-sent events" || return 1
 }
+
+# An official app since 1.18 answers an announcement only with POST /register to the port it names
+# (never over UDP) and does not announce itself while it waits: browse and send-file serve that
+# route while they look, and find it by its alias.
+test_localsend_found_by_its_register_answer() {
+    ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$OUT/key.pem" -out "$OUT/cert.pem" \
+        -days 2 -subj /CN=phone >/dev/null 2>&1 || { fail "openssl"; return 1; }
+    lab_bg 2 "$OUT/phone.out" python3 "$ROOT/tests/e2e/rogue_localsend.py" official "Pixel 8" "$OUT/cert.pem" "$OUT/key.pem" >/dev/null
+    LS_PIDS+=("$LAB_PID")
+    lab_run 1 "$NEARBY" browse --localsend --count 1 --timeout 15 >"$OUT/browse.jsonl" 2>"$OUT/browse.err"
+    expect_eq "$?" 0 "browse --localsend" || { cat "$OUT/browse.err" "$OUT/phone.out" >&2; return 1; }
+    expect_json "$OUT/browse.jsonl" 'select(.event=="found" and .peer.name=="Pixel 8" and .host=="10.99.0.2" and .port==53317 and .info.device_type=="mobile")' \
+        "the phone, found by its register" || { cat "$OUT/browse.jsonl" "$OUT/phone.out" >&2; return 1; }
+    expect_json "$OUT/phone.out" 'select(.register=="10.99.0.1" and .status==200)' "its register answered 200" || { cat "$OUT/phone.out" >&2; return 1; }
+    # send-file finds it the same way (this stand-in serves no uploads: found, then not reachable, exit 5 — not 2).
+    printf 'x' >"$OUT/x.bin"
+    lab_run 1 "$NEARBY" send-file --localsend "Pixel 8" "$OUT/x.bin" --timeout 10 >/dev/null 2>"$OUT/send.err"
+    expect_eq "$?" 5 "send-file --localsend 'Pixel 8' to the stand-in" || { cat "$OUT/send.err" >&2; return 1; }
+}
