@@ -210,7 +210,10 @@ public struct LocalSendSender: Sendable {
                 : .declined(peer: who, reason: "the PIN given with --pin is wrong")
         case 403: .declined(peer: who, reason: saying(response) ?? "rejected")
         case 409: .connectionFailed("\(who) is busy with another transfer (409); try again when it is done")
-        case 429: .connectionFailed("\(who) refused: too many requests (429); wait a moment")
+        case 429:
+            pin == nil
+                ? .connectionFailed("\(who) refused: too many requests (429); wait a moment")
+                : .connectionFailed("\(who) refused: too many wrong PINs from this address (429); wait a minute, then send with the right --pin")
         default: .connectionFailed("\(who) answered HTTP \(response.status)")
         }
     }

@@ -519,7 +519,7 @@ test_localsend_answers_as_the_official_app() {
     done
     lab_run 2 "$NEARBY" send-file --localsend 10.99.0.1 "$OUT/p.bin" --pin 1357 >/dev/null 2>"$OUT/locked.err"
     expect_eq "$?" 5 "the right PIN after three wrong ones" || return 1
-    grep -q "429" "$OUT/locked.err" || { fail "not said: $(cat "$OUT/locked.err")"; return 1; }
+    grep -q "too many wrong PINs" "$OUT/locked.err" || { fail "not said: $(cat "$OUT/locked.err")"; return 1; }
     lab_run 3 "$NEARBY" send-file --localsend 10.99.0.1 "$OUT/p.bin" --pin 1357 >/dev/null 2>"$OUT/other.err"
     expect_eq "$?" 0 "the right PIN from another address" || { cat "$OUT/other.err" >&2; return 1; }
     stop "$NODE_PID" >/dev/null
