@@ -187,6 +187,7 @@ public struct LocalSendServer: Sendable {
                         }
                     }
                     try await write(answer, to: outbound, keepAlive: head.isKeepAlive && answer.keepAlive)
+                    watchdog.arm(idle)
                     if !(head.isKeepAlive && answer.keepAlive) { break }
                 }
             }
