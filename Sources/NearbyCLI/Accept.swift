@@ -46,8 +46,8 @@ extension Nearby {
 
                 With --localsend: answers the LocalSend transfer a running 'advertise --localsend' \
                 holds for a person (or the next one), else serves LocalSend itself until its first \
-                transfer (from --from only) ends.
-                  nearby accept --localsend --save-dir ~/Downloads
+                transfer (from --from only) ends; --timeout bounds the wait for that transfer as above.
+                  nearby accept --localsend --save-dir ~/Downloads --timeout 120
                 """)
 
         @Argument(help: "The invitation ID or the inviting peer (default: the next invitation).", completion: .peers)
@@ -76,14 +76,12 @@ extension Nearby {
             let context = output.configure(CommandContext.current)
             try await reporting(context, verbose: output.verbose) {
                 if localSend.enabled(context) {
-                    // Refused, not ignored: a LocalSend transfer is waited for until it comes or Ctrl-C.
-                    if timeout != nil { throw NearbyError.invalidArgument("--timeout is not taken with --localsend yet: accept --localsend waits until a transfer comes, or Ctrl-C") }
                     var policy = LocalSendPolicy(saveDirectory: try receive.resolve(context.environment), pin: localSendPIN.pin)
                     policy.acceptFirst = !decline
                     policy.declineFirst = decline
                     policy.acceptFrom = (invitation ?? from).map { [$0] } ?? []
                     return try await LocalSendCommands.serve(
-                        context, policy: policy, name: try node.naming.resolve(), port: nil, untilFirstTransfer: true)
+                        context, policy: policy, name: try node.naming.resolve(), port: nil, untilFirstTransfer: true, timeout: timeout)
                 }
                 let node = try self.node.resolve(context)
                 let query = invitation ?? from

@@ -45,8 +45,19 @@ enum LocalSendCommands {
 
     static func discovery(_ context: CommandContext, name: String?) throws(NearbyError) -> LocalSendDiscovery {
         let identity = try identity(context)
-        return LocalSendDiscovery(
-            identity: identity, alias: try alias(context, name: name), port: LocalSendDefaults.port, http: try client(identity))
+        return LocalSendDiscovery(identity: identity, alias: try alias(context, name: name), port: LocalSendDefaults.port, http: try client(identity))
+    }
+
+    /// Where devices answer our announcements while we look for them (official apps answer only
+    /// with `POST /register` to the port we announce): 53317, another port when it is taken (then
+    /// announced), none when no port can be had (devices are then heard only when they announce).
+    static func registrations(_ identity: LocalSendIdentity) async -> LocalSendServer? {
+        do {
+            return try await LocalSendServer.bind(identity: identity)
+        } catch {
+            NearbyLog.logger.info("LocalSend: no TCP port for devices' answers (\(error.errorDescription ?? "\(error)")): hearing only their announcements")
+            return nil
+        }
     }
 
     static func seen(_ device: LocalSendDevice, started: ContinuousClock.Instant) -> Events.PeerSeen {
@@ -58,9 +69,11 @@ enum LocalSendCommands {
 
     /// `browse --localsend`: found / updated / lost until --timeout, --count or --peer is met, or Ctrl-C.
     static func browse(_ context: CommandContext, timeout: Double?, count: Int?, peer: String?, scan: Bool) async throws {
-        let discovery = try discovery(context, name: nil)
+        let plain = try discovery(context, name: nil)
         let link = try await MulticastLink.open()
         defer { link.close() }
+        let registrations = await registrations(plain.identity)
+        let discovery = registrations.map { plain.announcing(port: $0.port) } ?? plain
         context.events.emit(Events.Browsing(service: "localsend", domain: "local."))
         let started = ContinuousClock.now
         let limit = timeout ?? (peer == nil ? nil : Nearby.Browse.defaultPeerTimeout)
@@ -69,7 +82,7 @@ enum LocalSendCommands {
         _ = try? await interruptible("browsing") {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
-                    await discovery.run(link, scan: scan) { sighting in
+                    await discovery.run(link, scan: scan, registrations: registrations) { sighting in
                         switch sighting {
                         case let .found(device):
                             guard peer.map(device.matches) ?? true else { return true }
@@ -103,12 +116,17 @@ enum LocalSendCommands {
     }
 
     /// `advertise --localsend` (until Ctrl-C) and `accept --localsend` (until its first transfer
-    /// ends: a file that did not arrive whole fails the command, as nearby's `accept`).
-    static func serve(_ context: CommandContext, policy: LocalSendPolicy, name: String?, port: Int?, untilFirstTransfer: Bool) async throws {
+    /// ends: a file that did not arrive whole fails the command, as nearby's `accept`). `timeout`
+    /// bounds accept's wait for a transfer, as nearby's `accept --timeout` (exit 4, `no-invitation`).
+    static func serve(_ context: CommandContext, policy: LocalSendPolicy, name: String?, port: Int?, untilFirstTransfer: Bool, timeout: Double? = nil) async throws {
         let peerID = try context.identity().peerID
         let control = LocalSendControl.address(paths: context.paths, environment: context.environment, peerID: peerID)
+        let noInvitation = NearbyError.noInvitation(from: policy.acceptFrom.first, seconds: timeout ?? 0)
+        let wait = timeout.map { Duration.milliseconds(Int($0 * 1000)) }
         if untilFirstTransfer, let line = try await interruptible("waiting for a LocalSend transfer", {
-            try await LocalSendControl.ask(control, query: policy.acceptFrom.first, accept: !policy.declineFirst)
+            try await withDeadline(wait, else: noInvitation) {
+                try await LocalSendControl.ask(control, query: policy.acceptFrom.first, accept: !policy.declineFirst)
+            }
         }) {
             // A running `advertise --localsend` answered: its event is this command's outcome.
             let replies = NodeReplies(context.events)
@@ -123,12 +141,29 @@ enum LocalSendCommands {
         let outcome: NearbyError?
         do {
             outcome = try await interruptible(what) {
-                try await node.run(port: port ?? LocalSendDefaults.port, untilFirstTransfer: untilFirstTransfer, control: untilFirstTransfer ? nil : control)
+                try await node.run(
+                    port: port ?? LocalSendDefaults.port, untilFirstTransfer: untilFirstTransfer, control: untilFirstTransfer ? nil : control,
+                    firstTransferWithin: wait.map { ($0, noInvitation) })
             }
         } catch let error as NearbyError where error.code == "cancelled" && !untilFirstTransfer {
             return
         }
         if let outcome { throw outcome }
+    }
+
+    /// `work`, or `failure` when `limit` passes first (no limit: `work` alone).
+    static func withDeadline<T: Sendable>(_ limit: Duration?, else failure: NearbyError, _ work: @escaping @Sendable () async throws -> T) async throws -> T {
+        guard let limit else { return try await work() }
+        return try await withThrowingTaskGroup(of: T.self) { group in
+            group.addTask { try await work() }
+            group.addTask {
+                try await Task.sleep(for: limit)
+                throw failure
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next() else { throw failure }
+            return first
+        }
     }
 
     /// `doctor --localsend [PEER]`: the checks as `check` events, then the `summary`; the exit
@@ -155,7 +190,9 @@ enum LocalSendCommands {
         }
         let link = try await MulticastLink.open()
         defer { link.close() }
-        return LocalSendTarget(try await discovery.find(peer, link: link, timeout: .milliseconds(Int(timeout * 1000))))
+        let registrations = await registrations(discovery.identity)
+        let looking = registrations.map { discovery.announcing(port: $0.port) } ?? discovery
+        return LocalSendTarget(try await looking.find(peer, link: link, registrations: registrations, timeout: .milliseconds(Int(timeout * 1000))))
     }
 
     static func sendFiles(_ context: CommandContext, peer: String, paths: [String], pin: String?, timeout: Double, name: String?) async throws {

@@ -17,7 +17,7 @@ public struct LocalSendDiscovery: Sendable {
 
     public let identity: LocalSendIdentity
     /// What we say about ourselves (`announce` is set per message).
-    public let me: DeviceMessage
+    public private(set) var me: DeviceMessage
     let http: LocalSendHTTP?
     public var announceEvery: Duration = .seconds(10)
     /// Registers sent at once at most; more announcements meanwhile get the UDP answer.
@@ -31,6 +31,13 @@ public struct LocalSendDiscovery: Sendable {
         self.http = http
     }
 
+    /// The same, announcing `port` (where its `registrations` server listens).
+    public func announcing(port: Int) -> LocalSendDiscovery {
+        var copy = self
+        copy.me.port = port
+        return copy
+    }
+
     private enum Input: Sendable {
         case datagram(MulticastLink.Datagram)
         case registered(LocalSendDevice)
@@ -39,7 +46,12 @@ public struct LocalSendDiscovery: Sendable {
 
     /// Runs until `report` returns false, the task is cancelled, or the socket closes. With `scan`,
     /// also sweeps the local /24 once (`scan(_:)`), for devices whose multicast does not reach us.
-    public func run(_ link: MulticastLink, scan: Bool = false, report: @escaping @Sendable (Sighting) -> Bool) async {
+    /// `registrations`: a server on the port `me` announces, where devices answer our announcement
+    /// with `POST /register` (`RegisterRoutes`; the official apps answer no other way).
+    public func run(
+        _ link: MulticastLink, scan: Bool = false, registrations: LocalSendServer? = nil,
+        report: @escaping @Sendable (Sighting) -> Bool
+    ) async {
         let (inputs, feed) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .bufferingNewest(MulticastLink.queued))
         var announcement = me
         announcement.announce = true
@@ -52,6 +64,12 @@ public struct LocalSendDiscovery: Sendable {
             group.addTask {
                 for await datagram in link.datagrams { feed.yield(.datagram(datagram)) }
                 feed.finish()
+            }
+            if let registrations {
+                var info = me
+                info.announce = nil
+                let routes = RegisterRoutes(me: info) { feed.yield(.registered($0)) }
+                group.addTask { await registrations.run(routes) }
             }
             if scan {
                 group.addTask {
@@ -79,6 +97,8 @@ public struct LocalSendDiscovery: Sendable {
                     for device in table.expire(at: now) where !report(.lost(device)) { break loop }
                     continue
                 case let .registered(device):
+                    // Our own node on this host answers our announcement too.
+                    guard device.fingerprint.lowercased() != identity.fingerprint else { continue }
                     heard = device
                 case let .datagram(datagram):
                     guard let message = DeviceMessage.decode(datagram.bytes, limit: LocalSendLimits.datagramBytes) else { continue }
@@ -113,6 +133,8 @@ public struct LocalSendDiscovery: Sendable {
                 }
                 if !report(sighting) { break }
             }
+            // The answer to a register that was just heard still goes out.
+            await registrations?.settled()
             group.cancelAll()
         }
     }

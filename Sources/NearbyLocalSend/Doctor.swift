@@ -36,13 +36,16 @@ public struct LocalSendDoctor: Sendable {
             record(DoctorCheck("multicast-group", .ok, "joined \(LocalSendDefaults.multicastGroup):\(LocalSendDefaults.port) on \(joined)"))
         }
         record(await Self.portCheck())
+        // Official apps answer our announcement only with POST /register to the port we announce.
+        let registrations = try? await LocalSendServer.bind(identity: discovery.identity)
+        let discovery = registrations.map { self.discovery.announcing(port: $0.port) } ?? self.discovery
 
         // Every device that answers our announcement within the limit (PEER: until it answers).
         let heard = Locked<[LocalSendDevice]>([])
         let wanted = peer.flatMap { LocalSendTarget.address($0) == nil ? $0 : nil }
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
-                await discovery.run(link) { sighting in
+                await discovery.run(link, registrations: registrations) { sighting in
                     guard case let .found(device) = sighting else { return true }
                     heard.withLock { if $0.count < LocalSendLimits.devices { $0.append(device) } }
                     return wanted.map { !device.matches($0) } ?? true

@@ -3,6 +3,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import NIOSSL
+import NIOTLS
 import NearbyCore
 import Synchronization
 
@@ -54,11 +55,15 @@ public struct LocalSendHTTP: Sendable {
 
     /// Sends one request and reads the answer. `timeout` bounds connecting and waiting for the
     /// answer; while a file goes out, `idle` bounds each wait for the device to take more bytes.
+    /// `progress`: the deadline of several requests sent at once (a session's uploads), pushed back
+    /// by each one's bytes: a request the device has not taken up yet (a receiver that serves one
+    /// connection at a time) waits for its TLS handshake as long as a sibling makes progress.
     public func request(
         host: String, port: Int, https: Bool, method: HTTPMethod, path: String, body: Body,
-        expectedFingerprint: String?, timeout: Duration, idle: Duration = .seconds(30)
+        expectedFingerprint: String?, timeout: Duration, idle: Duration = .seconds(30), progress: Watchdog? = nil
     ) async throws(Failure) -> Response {
         let seen = Locked<String?>(nil)
+        let handshake = Locked<EventLoopFuture<Void>?>(nil)
         let expected = expectedFingerprint?.lowercased()
         let tls = self.tls
         let channel: NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>
@@ -79,6 +84,9 @@ public struct LocalSendHTTP: Sendable {
                                 promise.succeed(expected == nil || expected == got ? .certificateVerified : .failed)
                             }
                             try sync.addHandler(handler)
+                            let gate = HandshakeGate(promise: channel.eventLoop.makePromise())
+                            handshake.withLock { $0 = gate.promise.futureResult }
+                            try sync.addHandler(gate)
                         }
                         try sync.addHTTPClientHandlers()
                         return try NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>(wrappingChannelSynchronously: channel)
@@ -87,11 +95,18 @@ public struct LocalSendHTTP: Sendable {
         } catch {
             throw .unreachable("cannot connect to \(host):\(port): \(Self.describe(error))")
         }
-        let watchdog = Watchdog()
+        let watchdog = progress ?? Watchdog()
+        let handshakeDone = handshake.withLock { $0 }
         do {
             return try await withThrowingTaskGroup(of: Response?.self) { group in
                 group.addTask {
                     try await channel.executeThenClose { inbound, outbound in
+                        // Nothing is written before the handshake is over: NIOSSL would hold every
+                        // byte written meanwhile (a whole file) for a receiver that is not serving us yet.
+                        if let handshakeDone {
+                            if progress == nil { watchdog.arm(timeout) }
+                            try await handshakeDone.get()
+                        }
                         var headers = HTTPHeaders()
                         headers.add(name: "Host", value: "\(host):\(port)")
                         headers.add(name: "Connection", value: "close")
@@ -195,7 +210,7 @@ public struct LocalSendHTTP: Sendable {
 
 /// A deadline that can be pushed back: `expired()` returns once `arm`'s last span passed without
 /// another `arm` (an idle timeout), or when the task is cancelled.
-final class Watchdog: Sendable {
+public final class Watchdog: Sendable {
     private let state = Mutex<(deadline: ContinuousClock.Instant?, span: Duration?)>((nil, nil))
 
     func arm(_ span: Duration) { state.withLock { $0 = (.now + span, span) } }
@@ -251,6 +266,27 @@ extension LocalSendHTTP {
         _ = try? await answered.futureResult.get()
         timer.cancel()
         if let channel = try? await connected.get() { try? await channel.close() }
+    }
+
+    /// Succeeds `promise` when the TLS handshake is over; fails it when the connection ends first.
+    final class HandshakeGate: ChannelInboundHandler, Sendable {
+        typealias InboundIn = NIOAny
+        let promise: EventLoopPromise<Void>
+        init(promise: EventLoopPromise<Void>) { self.promise = promise }
+
+        func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+            if case .handshakeCompleted = event as? TLSUserEvent { promise.succeed(()) }
+            context.fireUserInboundEventTriggered(event)
+        }
+
+        func channelInactive(context: ChannelHandlerContext) {
+            promise.fail(ChannelError.eof)
+            context.fireChannelInactive()
+        }
+
+        func handlerRemoved(context: ChannelHandlerContext) {
+            promise.fail(ChannelError.ioOnClosedChannel)
+        }
     }
 
     /// Succeeds `promise` when the answer's head arrives; fails it when the connection closes first.

@@ -89,8 +89,11 @@ struct IncomingUpload: Sendable {
         }
         let digest = Hex.encode(hasher.finalize())
         if let sha256, sha256 != digest {
-            return drop(.transferFailed(path: name, code: "integrity", reason: "its SHA-256 is not the one the sender announced"), status: 400, keepAlive: true)
+            // 422, as the official app answers it: the sender may send the file again.
+            return drop(.transferFailed(path: name, code: "integrity", reason: "its SHA-256 is not the one the sender announced"), status: 422, keepAlive: true)
         }
+        // Placed with the mode nearby's own files get (0666 less the umask), not the partial's 0600.
+        _ = fchmod(fd, Transfer.finishedMode)
         guard fsync(fd) == 0 else { return drop(.ioFailure(path: partial, reason: "fsync failed"), status: 500) }
         close(fd)
         closed = true

@@ -66,11 +66,11 @@ public struct LocalSendTarget: Sendable {
 extension LocalSendDiscovery {
     /// Looks for the device `query` names (ID, ID prefix or alias) until `timeout`. Two devices
     /// with that alias are refused with both listed.
-    public func find(_ query: String, link: MulticastLink, timeout: Duration) async throws(NearbyError) -> LocalSendDevice {
+    public func find(_ query: String, link: MulticastLink, registrations: LocalSendServer? = nil, timeout: Duration) async throws(NearbyError) -> LocalSendDevice {
         let state = Locked<(found: LocalSendDevice?, seen: [LocalSendDevice])>((nil, []))
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
-                await run(link) { sighting in
+                await run(link, registrations: registrations) { sighting in
                     guard case let .found(device) = sighting else { return true }
                     return state.withLock { state in
                         if state.seen.count < LocalSendLimits.devices { state.seen.append(device) }

@@ -26,6 +26,8 @@ extension LocalSendReceiver {
 
     enum Decision: Sendable {
         case accepted, declined, expired, full
+        /// The sender closed its connection while it waited (its request's task was cancelled).
+        case withdrawn
     }
 
     /// What an answer did, for the client that gave it: the event line, or why nothing was answered.
@@ -60,6 +62,14 @@ extension LocalSendReceiver {
                 settle(asked.id, .expired)
             }
             return Decision.expired
+        }
+        if decision == .expired, Task.isCancelled {
+            // As nearby's own invitations are withdrawn when their connection goes.
+            events.emit(Events.Declined.make(invitation: asked.id, peer: asked.device.ref, reason: "withdrawn: the sender closed the connection"))
+            return .withdrawn
+        }
+        if decision == .withdrawn {
+            events.emit(Events.Declined.make(invitation: asked.id, peer: asked.device.ref, reason: "withdrawn: the sender cancelled"))
         }
         if decision == .expired {
             events.emit(Events.Declined.make(invitation: asked.id, peer: asked.device.ref, reason: "expired: not answered in time"))
@@ -111,6 +121,13 @@ extension LocalSendReceiver {
         }
         return await withCheckedContinuation { continuation in
             asking[index].continuation = continuation
+        }
+    }
+
+    /// The sender at `host` cancelled before it was answered (`cancel` without a session ID).
+    func withdraw(from host: String) {
+        for entry in asking where entry.decided == nil && entry.asked.device.host == host {
+            settle(entry.asked.id, .withdrawn)
         }
     }
 

@@ -34,6 +34,8 @@ public actor LocalSendReceiver {
         var size: UInt64
         var sha256: String?
         var state: State
+        /// Uploads begun (a SHA-256 mismatch may be retried, `maxAttempts` in all).
+        var attempts = 0
         enum State: Sendable { case waiting, receiving, done, failed }
     }
 
@@ -57,6 +59,10 @@ public actor LocalSendReceiver {
     /// (Behind a lock, not the actor: a client's socket closing ends its wait from NIO's thread.)
     nonisolated let answerers = Locked(Answerers())
     private var answered = false
+    /// Wrong PINs by sender address, since the first (`checkPIN`).
+    private var wrongPINs: [String: (count: Int, since: ContinuousClock.Instant)] = [:]
+    /// A transfer was answered (accepted or declined) by the policy or a person.
+    var hasAnswered: Bool { answered }
     public nonisolated let ended: AsyncStream<NearbyError?>
     private let endedFeed: AsyncStream<NearbyError?>.Continuation
 
@@ -74,15 +80,23 @@ public actor LocalSendReceiver {
         let prefix = LocalSendDefaults.apiPrefix
         do {
             switch (request.method, request.path) {
-            case (.GET, prefix + "/info"):
+            case (.GET, prefix + "/info"), (.GET, "/api/localsend/v1/info"):
+                // v1's route too: official apps up to 1.17 probe an unknown device there.
                 return LocalSendAnswer(status: 200, body: me.encoded())
             case (.POST, prefix + "/register"):
                 guard try await body.whole(limit: LocalSendLimits.datagramBytes) != nil else { return .status(413, keepAlive: false) }
                 return LocalSendAnswer(status: 200, body: me.encoded())
             case (.POST, prefix + "/prepare-upload"):
+                // The PIN before the body, as the official app checks it: a wrong one costs nothing more.
+                if let refused = checkPIN(request) {
+                    _ = try await body.whole(limit: LocalSendLimits.jsonBodyBytes)
+                    return refused
+                }
                 guard let bytes = try await body.whole(limit: LocalSendLimits.jsonBodyBytes) else {
                     return .status(413, "the request is larger than \(LocalSendLimits.jsonBodyBytes) bytes", keepAlive: false)
                 }
+                // Read whole: the sender now waits for our answer, perhaps a person's.
+                body.hold(Self.askFor + .seconds(5))
                 return await prepare(bytes, request: request)
             case (.POST, prefix + "/upload"):
                 return await upload(request, body: body)
@@ -117,9 +131,6 @@ public actor LocalSendReceiver {
         guard offer.files.count <= policy.maxFiles else { return .status(400, "more than \(policy.maxFiles) files in one request") }
         let device = LocalSendDevice(offer.info, host: request.host, interface: nil)
         let peer = device.ref
-        if let pin = policy.pin, request.query["pin"] != pin {
-            return .status(401, request.query["pin"] == nil ? "PIN required" : "Invalid PIN")
-        }
         if let current = session, !current.finished {
             // A sender that accepted and then went quiet does not block this node for ever.
             guard ContinuousClock.now - current.lastActivity > Self.sessionIdle else { return .status(409, "Blocked by another session") }
@@ -139,6 +150,10 @@ public actor LocalSendReceiver {
             return .status(403, reason)
         }
         let name = peer.name ?? peer.id
+        if let shown = request.clientFingerprint, shown != device.fingerprint.lowercased() {
+            // A sender that showed a certificate (the official apps do) must be the fingerprint it announced.
+            return decline("refused: its TLS certificate is not the fingerprint it announced")
+        }
         // A node-less accept waits for the sender it names (--from); others are declined, and it waits on.
         let wanted = policy.acceptFrom.isEmpty || policy.acceptFrom.contains(where: device.matches)
         if policy.acceptFirst || policy.declineFirst {
@@ -167,6 +182,7 @@ public actor LocalSendReceiver {
             case .accepted: by = "nearby accept"
             case .declined: return .status(403, "Rejected")
             case .expired: return .status(403, "not answered in time")
+            case .withdrawn: return .status(403, "withdrawn")
             case .full: return .status(429, "too many transfers wait for an answer")
             }
             if let current = session, !current.finished { return .status(409, "Blocked by another session") }
@@ -227,6 +243,13 @@ public actor LocalSendReceiver {
             size: file.size, sha256: file.sha256, peer: current.peer, events: events)
         let outcome = await incoming.receive(body)
         guard session?.id == id else { return .status(409, "cancelled") }
+        session?.files[fileID]?.attempts += 1
+        if let outcome, outcome.error.code == "integrity", (session?.files[fileID]?.attempts ?? Self.maxAttempts) < Self.maxAttempts {
+            // As the official app: the sender may upload it again with the same token.
+            session?.files[fileID]?.state = .waiting
+            session?.lastActivity = .now
+            return outcome.answer
+        }
         session?.files[fileID]?.state = outcome == nil ? .done : .failed
         session?.lastActivity = .now
         if let outcome, session?.failure == nil { session?.failure = outcome.error }
@@ -234,9 +257,12 @@ public actor LocalSendReceiver {
         return outcome?.answer ?? .status(200)
     }
 
+    /// `cancel` is answered 200 whatever it names (as the official app): a session of this sender
+    /// ends; without a session ID, the transfer it offered that still waits for an answer is withdrawn.
     func cancel(_ request: LocalSendRequest) -> LocalSendAnswer {
         guard let current = session, request.query["sessionId"] == current.id, current.host == request.host else {
-            return .status(403, "no such session")
+            if request.query["sessionId"] == nil { withdraw(from: request.host) }
+            return .status(200)
         }
         session = nil
         let pending = current.files.values.filter { $0.state == .waiting || $0.state == .receiving }
@@ -248,6 +274,32 @@ public actor LocalSendReceiver {
         if policy.acceptFirst { finish(pending.isEmpty ? current.failure : .connectionFailed("\(current.peer.name ?? current.peer.id) cancelled the transfer before every file arrived")) }
         return .status(200)
     }
+
+    /// Wrong PINs from one address before it is refused (429) for `pinLockout`, as the official app's 3.
+    static let maxPINAttempts = 3
+    static let pinLockout: Duration = .seconds(60)
+
+    /// Nil when the request may go on; else the answer: 401 (none or wrong) or 429 (too many wrong).
+    func checkPIN(_ request: LocalSendRequest) -> LocalSendAnswer? {
+        guard let pin = policy.pin else { return nil }
+        let now = ContinuousClock.now
+        if let entry = wrongPINs[request.host], now - entry.since > Self.pinLockout { wrongPINs[request.host] = nil }
+        if let entry = wrongPINs[request.host], entry.count >= Self.maxPINAttempts { return .status(429, "Too many requests") }
+        guard let given = request.query["pin"] else { return .status(401, "PIN required") }
+        if given == pin {
+            wrongPINs[request.host] = nil
+            return nil
+        }
+        // Bounded: the oldest address is forgotten first.
+        if wrongPINs[request.host] == nil, wrongPINs.count >= 256, let oldest = wrongPINs.min(by: { $0.value.since < $1.value.since }) {
+            wrongPINs[oldest.key] = nil
+        }
+        wrongPINs[request.host, default: (0, now)].count += 1
+        return .status(401, "Invalid PIN")
+    }
+
+    /// Uploads of one file, the first and the retries after a SHA-256 mismatch (the official app's 3).
+    static let maxAttempts = 3
 
     /// How long an accepted session may wait for its next upload before another sender may take its place.
     static let sessionIdle: Duration = .seconds(30)

@@ -23,7 +23,11 @@ public struct LocalSendReceivingNode: Sendable {
     /// how that transfer went (nil: whole, or nothing to report).
     /// `control`: where `nearby accept --localsend` from another shell reaches this node (advertise
     /// only); it also holds the lock that keeps a second one of this identity from starting.
-    public func run(port: Int = LocalSendDefaults.port, untilFirstTransfer: Bool, control: NodeAddress? = nil) async throws(NearbyError) -> NearbyError? {
+    /// `firstTransferWithin`: no transfer answered in that time ends it with that error (`accept --timeout`).
+    public func run(
+        port: Int = LocalSendDefaults.port, untilFirstTransfer: Bool, control: NodeAddress? = nil,
+        firstTransferWithin: (Duration, NearbyError)? = nil
+    ) async throws(NearbyError) -> NearbyError? {
         let lock = try control.map { address throws(NearbyError) in try NodeLock(address) }
         defer { lock?.release() }
         let server = try await LocalSendServer.bind(identity: identity, port: port)
@@ -64,8 +68,17 @@ public struct LocalSendReceivingNode: Sendable {
             }
             if untilFirstTransfer {
                 group.addTask {
-                    for await outcome in receiver.ended { return .some(outcome) }
+                    for await outcome in receiver.ended {
+                        await server.settled()
+                        return .some(outcome)
+                    }
                     return nil
+                }
+            }
+            if untilFirstTransfer, let (limit, failure) = firstTransferWithin {
+                group.addTask {
+                    do { try await Task.sleep(for: limit) } catch { return nil }
+                    return await receiver.hasAnswered ? nil : .some(failure)
                 }
             }
             var result: NearbyError?

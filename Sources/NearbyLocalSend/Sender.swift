@@ -22,10 +22,14 @@ public struct LocalSendSender: Sendable {
         self.events = events
     }
 
-    /// Files uploaded at once. One: the protocol allows parallel uploads, but a receiver cannot
-    /// say whether it serves them in parallel, and one that does not (localsend-cli serves one
-    /// connection at a time) would leave the second upload unread past its idle deadline.
-    static let parallelUploads = 1
+    /// Files uploaded at once: two, as the official app's sender does (the protocol lets `upload`
+    /// be called in parallel). A receiver that serves one connection at a time (localsend-cli) takes
+    /// the second when the first is done: until then it waits for its TLS handshake, with nothing
+    /// written, as long as the first makes progress (`LocalSendHTTP.request`'s `progress`).
+    static let parallelUploads = 2
+
+    /// How long the device may take no bytes of any upload of the session.
+    static let uploadIdle: Duration = .seconds(30)
 
     /// What `prepare-upload` offers for one file.
     struct Offer: Sendable {
@@ -34,7 +38,7 @@ public struct LocalSendSender: Sendable {
         var sha256: String
     }
 
-    /// The files, offered, accepted and uploaded one after the other. `timeout` bounds the wait
+    /// The files, offered, accepted and uploaded (`parallelUploads` at once). `timeout` bounds the wait
     /// for the device's answer (a person decides on the other side).
     public func sendFiles(_ files: [OutgoingFile], to target: LocalSendTarget, pin: String?, timeout: Duration) async throws(NearbyError) {
         var offers: [Offer] = []
@@ -48,17 +52,19 @@ public struct LocalSendSender: Sendable {
         }
         let refused = offers.filter { answer.files[$0.id] == nil }
         let accepted = offers.compactMap { offer in answer.files[offer.id].map { (offer, $0) } }
+        let progress = Watchdog()
+        progress.arm(Self.uploadIdle)
         do {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 // Up to `parallelUploads` at once.
                 var next = accepted.makeIterator()
                 for _ in 0..<Self.parallelUploads {
                     guard let (offer, token) = next.next() else { break }
-                    group.addTask { try await upload(offer, token: token, session: answer.sessionId, to: target) }
+                    group.addTask { try await upload(offer, token: token, session: answer.sessionId, to: target, progress: progress) }
                 }
                 while try await group.next() != nil {
                     guard let (offer, token) = next.next() else { continue }
-                    group.addTask { try await upload(offer, token: token, session: answer.sessionId, to: target) }
+                    group.addTask { try await upload(offer, token: token, session: answer.sessionId, to: target, progress: progress) }
                 }
             }
         } catch {
@@ -109,6 +115,13 @@ public struct LocalSendSender: Sendable {
                 host: target.host, port: target.port, https: target.https, method: .POST, path: path, body: .json(body),
                 expectedFingerprint: target.fingerprint, timeout: timeout)
         } catch {
+            if Task.isCancelled {
+                // Ctrl-C while the device decides: its pending request goes too (the official app
+                // takes a `cancel` without a session ID from the address that asked).
+                await http.fireAndWait(
+                    host: target.host, port: target.port, https: target.https, path: LocalSendDefaults.apiPrefix + "/cancel",
+                    expectedFingerprint: target.fingerprint, timeout: .seconds(2))
+            }
             throw Self.nearbyError(error, target: target, waited: timeout)
         }
         var target = target
@@ -128,7 +141,7 @@ public struct LocalSendSender: Sendable {
         }
     }
 
-    func upload(_ offer: Offer, token: String, session: String, to target: LocalSendTarget) async throws(NearbyError) {
+    func upload(_ offer: Offer, token: String, session: String, to target: LocalSendTarget, progress: Watchdog? = nil) async throws(NearbyError) {
         let transfer = "ls-" + offer.id + "-" + String(session.prefix(8).filter { $0.isLetter || $0.isNumber })
         let file = offer.file
         events.emit(Events.FileStarted.make(transfer: transfer, direction: "send", peer: target.ref, path: file.relative, bytes: file.size))
@@ -147,7 +160,7 @@ public struct LocalSendSender: Sendable {
                         transfer: transfer, direction: "send", peer: target.ref, path: file.relative, bytes: bytes,
                         total: file.size, rate: (Double(bytes) / seconds).rounded()))
                 }),
-                expectedFingerprint: target.fingerprint, timeout: .seconds(30))
+                expectedFingerprint: target.fingerprint, timeout: .seconds(30), idle: Self.uploadIdle, progress: progress)
         } catch {
             let failure = Task.isCancelled ? NearbyError.cancelled("sending \(file.relative) to \(Self.name(target))") : Self.nearbyError(error, target: target)
             events.emit(Events.FileFailed.make(
@@ -197,7 +210,10 @@ public struct LocalSendSender: Sendable {
                 : .declined(peer: who, reason: "the PIN given with --pin is wrong")
         case 403: .declined(peer: who, reason: saying(response) ?? "rejected")
         case 409: .connectionFailed("\(who) is busy with another transfer (409); try again when it is done")
-        case 429: .connectionFailed("\(who) refused: too many requests (429); wait a moment")
+        case 429:
+            pin == nil
+                ? .connectionFailed("\(who) refused: too many requests (429); wait a moment")
+                : .connectionFailed("\(who) refused: too many wrong PINs from this address (429); wait a minute, then send with the right --pin")
         default: .connectionFailed("\(who) answered HTTP \(response.status)")
         }
     }

@@ -28,6 +28,17 @@ public struct LocalSendServer: Sendable {
     public let port: Int
     /// 53317 was taken, so `port` is another one.
     public let moved: Bool
+    /// Requests being answered now: `accept --localsend` ends once the answer that ended its
+    /// transfer has gone out (`settled`).
+    let answering = Locked(0)
+
+    /// Waits (at most `limit`) until no request is being answered.
+    public func settled(within limit: Duration = .seconds(2)) async {
+        let deadline = ContinuousClock.now + limit
+        while answering.withLock({ $0 }) > 0, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+    }
 
     /// Listens on `port` (LocalSend's own by default), else on any free port.
     public static func bind(identity: LocalSendIdentity, port: Int = LocalSendDefaults.port) async throws(NearbyError) -> LocalSendServer {
@@ -37,6 +48,11 @@ public struct LocalSendServer: Sendable {
             let key = try NIOSSLPrivateKey(bytes: Array(identity.privateKeyPEM.utf8), format: .pem)
             var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: [.certificate(certificate)], privateKey: .privateKey(key))
             configuration.minimumTLSVersion = .tlsv12
+            // A sender's certificate is asked for, not required: the official apps show theirs (and
+            // then must be the fingerprint they announce, LocalSendRequest.clientFingerprint); others
+            // (localsend-cli) show none. Any self-signed one is taken: its fingerprint is the identity.
+            configuration.certificateVerification = .optionalVerification
+            configuration.trustRoots = .certificates([])
             tls = try NIOSSLContext(configuration: configuration)
         } catch {
             throw .identityIO(path: "localsend.json", reason: "its certificate cannot serve TLS: \(error)")
@@ -57,9 +73,13 @@ public struct LocalSendServer: Sendable {
                 .bind(host: "0.0.0.0", port: port) { channel in
                     channel.eventLoop.makeCompletedFuture {
                         let sync = channel.pipeline.syncOperations
-                        try sync.addHandler(NIOSSLServerHandler(context: tls))
+                        try sync.addHandler(NIOSSLServerHandler(context: tls) { _, verified in verified.succeed(.certificateVerified) })
                         try sync.configureHTTPServerPipeline(
-                            position: .last, withPipeliningAssistance: true, withServerUpgrade: nil, withErrorHandling: true,
+                            // No pipelining assistance: it stops reading while an answer is pending, and a
+                            // sender that leaves while its request waits for `nearby accept` must be noticed
+                            // (its EOF read). Requests are still answered one after another (`serve`), and
+                            // what a pipelining client sends ahead waits in NIOAsyncChannel's bounded buffer.
+                            position: .last, withPipeliningAssistance: false, withServerUpgrade: nil, withErrorHandling: true,
                             withOutboundHeaderValidation: true, withEncoderConfiguration: .init(),
                             withDecoderLimitConfiguration: limits)
                         return channel
@@ -81,7 +101,7 @@ public struct LocalSendServer: Sendable {
     }
 
     /// Serves until cancelled, each connection in its own child task, at most `maxConnections`.
-    public func run(_ receiver: LocalSendReceiver) async {
+    public func run(_ receiver: some LocalSendRoutes) async {
         let open = Locked(0)
         try? await channel.executeThenClose { connections in
             try await withThrowingDiscardingTaskGroup { group in
@@ -106,7 +126,7 @@ public struct LocalSendServer: Sendable {
                             connection.close(promise: nil)
                             return
                         }
-                        await Self.serve(wrapped, receiver: receiver)
+                        await Self.serve(wrapped, receiver: receiver, answering: answering)
                     }
                 }
             }
@@ -115,36 +135,90 @@ public struct LocalSendServer: Sendable {
 
     /// One connection: requests one after another, each answered before the next is read; the
     /// connection is closed when it stays idle for `idle`.
-    static func serve(_ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, receiver: LocalSendReceiver) async {
+    static func serve(_ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, receiver: some LocalSendRoutes, answering: Locked<Int>) async {
         let host = connection.channel.remoteAddress?.ipAddress ?? "?"
+        // The certificate the sender showed, if any (the handshake is over once a request arrives).
+        let shown = Locked<String??>(nil)
         let watchdog = Watchdog()
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 watchdog.arm(idle)
                 await watchdog.expired()
-                connection.channel.close(promise: nil)
+                guard Task.isCancelled else {
+                    connection.channel.close(promise: nil)
+                    return
+                }
+                // The server stopping (accept's transfer is over): the answer being written still
+                // goes out; a connection that does not end by itself is closed 2 s later.
+                let channel = connection.channel
+                channel.eventLoop.scheduleTask(in: .seconds(2)) { channel.close(promise: nil) }
             }
             try? await connection.executeThenClose { inbound, outbound in
                 let parts = PartSource(inbound.makeAsyncIterator())
                 while let part = try await parts.next() {
                     watchdog.arm(idle)
                     guard case let .head(head) = part else { continue }
-                    let request = LocalSendRequest(head: head, host: host)
+                    answering.withLock { $0 += 1 }
+                    defer { answering.withLock { $0 -= 1 } }
+                    var request = LocalSendRequest(head: head, host: host)
+                    if shown.withLock({ $0 }) == nil {
+                        let certificate = try? await connection.channel.nioSSL_peerCertificate().get()
+                        let fingerprint = certificate.flatMap { try? $0.toDERBytes() }.map { LocalSendIdentity.fingerprint(ofDER: $0) }
+                        shown.withLock { $0 = .some(fingerprint) }
+                    }
+                    request.clientFingerprint = shown.withLock { $0 } ?? nil
                     let answer: LocalSendAnswer
                     if head.uri.utf8.count > maxURIBytes {
                         answer = .status(414)
                     } else {
-                        answer = await receiver.handle(request, body: BodyReader(next: {
+                        let body = BodyReader(next: {
                             let part = try await parts.next()
                             watchdog.arm(idle)
                             return part
-                        }))
+                        }, hold: { span in watchdog.arm(span) })
+                        // The sender gone while its offer waits for `nearby accept`: the route is
+                        // cancelled at once, which withdraws its invitation.
+                        let asked = request
+                        if asked.path == LocalSendDefaults.apiPrefix + "/prepare-upload" {
+                            guard let answered = await unlessClosed(connection.channel, { await receiver.handle(asked, body: body) }) else { break }
+                            answer = answered
+                        } else {
+                            answer = await receiver.handle(asked, body: body)
+                        }
                     }
                     try await write(answer, to: outbound, keepAlive: head.isKeepAlive && answer.keepAlive)
+                    watchdog.arm(idle)
                     if !(head.isKeepAlive && answer.keepAlive) { break }
                 }
             }
             group.cancelAll()
+        }
+    }
+
+    /// `work`'s result, or nil (and `work` cancelled) when the connection closes first. This task
+    /// cancelled (the server stopping), `work` still ends and its result is still given.
+    static func unlessClosed(_ channel: any Channel, _ work: @escaping @Sendable () async -> LocalSendAnswer) async -> LocalSendAnswer? {
+        await withTaskGroup(of: AnswerOrClose.self) { group in
+            group.addTask { .done(await work()) }
+            group.addTask {
+                let closed = Signal()
+                channel.closeFuture.whenComplete { _ in closed.fire() }
+                await withTaskCancellationHandler { await closed.wait() } onCancel: { closed.fire() }
+                return Task.isCancelled ? .stopped : .closed
+            }
+            while let next = await group.next() {
+                switch next {
+                case let .done(value):
+                    group.cancelAll()
+                    return value
+                case .closed:
+                    group.cancelAll()
+                    return nil
+                case .stopped:
+                    continue
+                }
+            }
+            return nil
         }
     }
 
@@ -166,6 +240,8 @@ public struct LocalSendRequest: Sendable {
     public var query: [String: String]
     public var host: String
     public var contentLength: Int?
+    /// The fingerprint of the TLS certificate the sender showed (lowercase hex), nil when it showed none.
+    public var clientFingerprint: String?
 
     init(head: HTTPRequestHead, host: String) {
         method = head.method
@@ -184,7 +260,11 @@ public struct LocalSendRequest: Sendable {
         contentLength = head.headers.first(name: "Content-Length").flatMap { Int($0) }
     }
 
-    public init(method: HTTPMethod, path: String, query: [String: String] = [:], host: String = "10.0.0.9", contentLength: Int? = nil) {
+    public init(
+        method: HTTPMethod, path: String, query: [String: String] = [:], host: String = "10.0.0.9", contentLength: Int? = nil,
+        clientFingerprint: String? = nil
+    ) {
+        self.clientFingerprint = clientFingerprint
         self.method = method
         self.path = path
         self.query = query
@@ -224,8 +304,14 @@ enum EventEncoderQuote {
 /// The body of the request being answered, part by part; a route reads it whole (bounded) or streams it.
 public struct BodyReader: Sendable {
     let next: @Sendable () async throws -> HTTPServerRequestPart?
+    /// Gives the connection `span` before its idle deadline (a request whose body was read, waiting
+    /// for our answer: `nearby accept` may take longer than the idle deadline).
+    let hold: @Sendable (Duration) -> Void
 
-    public init(next: @escaping @Sendable () async throws -> HTTPServerRequestPart?) { self.next = next }
+    public init(next: @escaping @Sendable () async throws -> HTTPServerRequestPart?, hold: @escaping @Sendable (Duration) -> Void = { _ in }) {
+        self.next = next
+        self.hold = hold
+    }
 
     /// The next chunk, or nil at the end of the body.
     public func chunk() async throws -> ByteBuffer? {
@@ -261,5 +347,39 @@ final class PartSource: @unchecked Sendable {
         var current = iterator
         defer { iterator = current }
         return try await current.next()
+    }
+}
+
+/// What ends `LocalSendServer.unlessClosed`'s wait.
+enum AnswerOrClose: Sendable {
+    case done(LocalSendAnswer)
+    case closed
+    /// The wait for the close was cancelled: nothing to say.
+    case stopped
+}
+
+/// Fires once; `wait` returns when it has fired (at once when it already has).
+final class Signal: Sendable {
+    private let state = Mutex<(fired: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+
+    func fire() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard !state.fired else { return nil }
+            state.fired = true
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    func wait() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { state -> Bool in
+                if state.fired { return true }
+                state.waiter = continuation
+                return false
+            }
+            if now { continuation.resume() }
+        }
     }
 }

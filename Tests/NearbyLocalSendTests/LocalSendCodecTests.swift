@@ -152,6 +152,8 @@ import Testing
         #expect(said.exitStatus == .declined && (said.errorDescription ?? "").contains("no \\u{1b}[2J thanks"))
         #expect(LocalSendSender.refusal(response(409), target: target, pin: nil).exitStatus == .connectionFailed)
         #expect(LocalSendSender.refusal(response(429), target: target, pin: nil).exitStatus == .connectionFailed)
+        let lockedOut = LocalSendSender.refusal(response(429), target: target, pin: "1357")
+        #expect(lockedOut.exitStatus == .connectionFailed && (lockedOut.errorDescription ?? "").contains("wrong PINs"))
         let mismatch = LocalSendSender.nearbyError(.fingerprintMismatch(expected: "a", got: "b"), target: target)
         #expect(mismatch.exitStatus == .identityCheckFailed)
         let late = LocalSendSender.nearbyError(.timedOut("no answer"), target: target, waited: .seconds(30))

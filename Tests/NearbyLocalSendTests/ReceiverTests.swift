@@ -93,8 +93,46 @@ import Testing
         let upload = LocalSendRequest(
             method: .POST, path: "/api/localsend/v2/upload",
             query: ["sessionId": tokens.sessionId, "fileId": "f1", "token": tokens.files["f1"] ?? ""])
-        #expect(await receiver.handle(upload, body: body([Array("xyz".utf8)])).status == 400)
+        // 422, as the official app: the sender may try again with the same token, 3 times in all.
+        #expect(await receiver.handle(upload, body: body([Array("xyz".utf8)])).status == 422)
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory).isEmpty)
+        #expect(await receiver.handle(upload, body: body([Array("xyz".utf8)])).status == 422)
+        #expect(await receiver.handle(upload, body: body([Array("xyz".utf8)])).status == 422)
+        #expect(await receiver.handle(upload, body: body([Array("xyz".utf8)])).status == 403)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory).isEmpty)
+    }
+
+    @Test func threeWrongPINsAreRefusedAWhile() async {
+        var policy = LocalSendPolicy(saveDirectory: temporary(), pin: "1234")
+        policy.autoAccept = true
+        let (receiver, _) = receiver(policy, home: temporary())
+        var wrong = prepare
+        wrong.query = ["pin": "9"]
+        for _ in 0..<3 { #expect(await receiver.handle(wrong, body: body([prepareBody(files: [("f1", "a.jpg", 3, nil)])])).status == 401) }
+        var right = prepare
+        right.query = ["pin": "1234"]
+        #expect(await receiver.handle(right, body: body([prepareBody(files: [("f1", "a.jpg", 3, nil)])])).status == 429)
+        right.host = "10.0.0.10"
+        #expect(await receiver.handle(right, body: body([prepareBody(files: [("f1", "a.jpg", 3, nil)])])).status == 200)
+    }
+
+    @Test func routesAnswerAsTheOfficialAppDoes() async {
+        let (receiver, _) = receiver(LocalSendPolicy(saveDirectory: temporary(), pin: nil), home: temporary())
+        #expect(await receiver.handle(LocalSendRequest(method: .GET, path: "/api/localsend/v1/info"), body: body([])).status == 200)
+        let cancel = LocalSendRequest(method: .POST, path: "/api/localsend/v2/cancel", query: ["sessionId": "nope"])
+        #expect(await receiver.handle(cancel, body: body([])).status == 200)
+    }
+
+    @Test func aCertificateThatIsNotTheAnnouncedFingerprintIsRefused() async {
+        var policy = LocalSendPolicy(saveDirectory: temporary(), pin: nil)
+        policy.autoAccept = true
+        let (receiver, sink) = receiver(policy, home: temporary())
+        var shown = prepare
+        shown.clientFingerprint = String(repeating: "c", count: 64)
+        #expect(await receiver.handle(shown, body: body([prepareBody(files: [("f1", "a.jpg", 3, nil)])])).status == 403)
+        #expect(sink.lines.contains { $0.contains("certificate") && $0.contains(#""event":"declined""#) })
+        shown.clientFingerprint = String(repeating: "a", count: 64)
+        #expect(await receiver.handle(shown, body: body([prepareBody(files: [("f1", "a.jpg", 3, nil)])])).status == 200)
     }
 
     @Test func aChangedFingerprintForAKnownAliasIsRefused() async {

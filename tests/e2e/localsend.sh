@@ -421,3 +421,155 @@ test_localsend_senders_are_charged_as_strangers() {
     expect_eq "$?" 0 "send-file --localsend of a 240-byte name" || { cat "$OUT/long-send.err" "$OUT/long.jsonl" >&2; return 1; }
     cmp -s "$OUT/long/$name" "$OUT/in/$name" || { fail "the 240-byte name did not arrive whole"; ls "$OUT/in" >&2; return 1; }
 }
+
+# Several uploads of one session at once (the official app sends two at a time): none waits for
+# another, each is charged as a stranger's open file; files are placed with the mode nearby's own
+# files get (0666 less the umask), not the partial's 0600.
+test_localsend_receives_uploads_at_once_and_places_them_as_nearby_does() {
+    ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
+    mkdir -p "$OUT/in"
+    nearby_ls_node 1 "$OUT/node.jsonl" advertise --save-dir "$OUT/in" --auto-accept || return 1
+    lab_run 2 python3 "$ROOT/tests/e2e/rogue_localsend_sender.py" 10.99.0.1 53317 parallel >"$OUT/rogue.out" 2>"$OUT/rogue.err"
+    expect_json "$OUT/rogue.out" 'select(.case=="parallel" and .status==[200,200,200])' \
+        "the 2nd and 3rd uploads answered while the 1st was half sent, then the 1st" || { cat "$OUT/rogue.out" "$OUT/rogue.err" >&2; return 1; }
+    local i
+    for i in 1 2 3; do
+        [[ $(stat -c %s "$OUT/in/par$i.bin" 2>/dev/null) == 2000000 ]] || { fail "par$i.bin did not arrive whole"; ls -la "$OUT/in" >&2; return 1; }
+        [[ -z $(tr -d "\\00$i" <"$OUT/in/par$i.bin" | head -c 1) ]] || { fail "par$i.bin has foreign bytes"; return 1; }
+    done
+    expect_eq "$(stat -c %a "$OUT/in/par1.bin")" "$(printf '%o' $((0666 & ~$(umask))))" "the mode of a received file" || return 1
+    stop "$NODE_PID" >/dev/null
+}
+
+# A sender that leaves while its transfer waits for `nearby accept` withdraws the invitation at
+# once (as nearby's own do); `accept --localsend --timeout` ends as `accept --timeout` does.
+test_localsend_withdrawn_invitations_and_accept_timeout() {
+    ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
+    mkdir -p "$OUT/in"
+    nearby_ls_node 1 "$OUT/node.jsonl" advertise --save-dir "$OUT/in" || return 1
+    lab_bg 2 "$OUT/rogue.out" python3 "$ROOT/tests/e2e/rogue_localsend_sender.py" 10.99.0.1 53317 wait >/dev/null
+    local rogue=$LAB_PID
+    local line
+    line=$(lab_wait_line "$OUT/node.jsonl" 'select(.event=="invitation" and .kind=="localsend" and (has("answered_by")|not))' 15) || {
+        fail "no invitation waiting for an answer"; return 1; }
+    kill -KILL "$rogue"
+    local started=$SECONDS
+    lab_wait_line "$OUT/node.jsonl" "select(.event==\"declined\" and .invitation==$(jq .invitation <<<"$line") and (.reason|startswith(\"withdrawn\")))" 10 >/dev/null || {
+        fail "the invitation was not withdrawn when its sender left"; cat "$OUT/node.jsonl" >&2; return 1; }
+    ((SECONDS - started < 10)) || { fail "withdrawn after $((SECONDS - started)) s"; return 1; }
+    # A /cancel without a session ID from the address that asked withdraws it too (as the official app's).
+    lab_run 2 python3 "$ROOT/tests/e2e/rogue_localsend_sender.py" 10.99.0.1 53317 cancel-pending >"$OUT/cancel.out" 2>"$OUT/cancel.err"
+    expect_json "$OUT/cancel.out" 'select(.case=="cancel-pending" and .status==403)' "the cancelled prepare-upload: 403" || {
+        cat "$OUT/cancel.out" "$OUT/cancel.err" >&2; return 1; }
+    expect_json "$OUT/node.jsonl" 'select(.event=="declined" and .reason=="withdrawn: the sender cancelled")' "withdrawn by /cancel" || return 1
+    # nearby's own sender, interrupted while the node asks: exit 130, and the invitation is withdrawn.
+    printf 'w' >"$OUT/w.bin"
+    lab_bg 2 "$OUT/ctrlc.jsonl" "$NEARBY" send-file --localsend 10.99.0.1 "$OUT/w.bin" >/dev/null
+    local sender=$LAB_PID
+    line=$(lab_wait_line "$OUT/node.jsonl" 'select(.event=="invitation" and (.context|contains("1 file, 1 bytes")) and (has("answered_by")|not))' 15) || {
+        fail "no invitation for the interrupted sender"; return 1; }
+    kill -INT "$sender"
+    lab_wait_pid "$sender" 10
+    expect_eq "$?" 130 "the sender, interrupted while asked" || return 1
+    lab_wait_line "$OUT/node.jsonl" "select(.event==\"declined\" and .invitation==$(jq .invitation <<<"$line") and (.reason|startswith(\"withdrawn\")))" 10 >/dev/null || {
+        fail "the interrupted sender's invitation was not withdrawn"; return 1; }
+    # accept --timeout through the running node, then with none: exit 4, no-invitation.
+    lab_run 1 "$NEARBY" accept --localsend --timeout 1 >"$OUT/via.jsonl" 2>"$OUT/via.err"
+    expect_eq "$?" 4 "accept --localsend --timeout 1 through the node" || { cat "$OUT/via.err" >&2; return 1; }
+    expect_json "$OUT/via.jsonl" 'select(.event=="error" and .code=="no-invitation")' "no-invitation" || return 1
+    stop "$NODE_PID" >/dev/null
+    lab_run 1 "$NEARBY" accept --localsend --save-dir "$OUT/in" --timeout 1 >"$OUT/alone.jsonl" 2>"$OUT/alone.err"
+    expect_eq "$?" 4 "accept --localsend --timeout 1 with no node" || { cat "$OUT/alone.err" >&2; return 1; }
+    expect_json "$OUT/alone.jsonl" 'select(.event=="error" and .code=="no-invitation")' "no-invitation" || return 1
+}
+
+# The official app's answers (protocol v2.1 and its server code): v1's info route, cancel 200,
+# 422 on a SHA-256 mismatch and a retry that lands, a client certificate that must be the
+# fingerprint announced, and three wrong PINs then 429.
+test_localsend_answers_as_the_official_app() {
+    ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
+    mkdir -p "$OUT/in"
+    nearby_ls_node 1 "$OUT/node.jsonl" advertise --save-dir "$OUT/in" --auto-accept || return 1
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$OUT/key.pem" -out "$OUT/cert.pem" \
+        -days 2 -subj /CN=rogue >/dev/null 2>&1 || { fail "openssl"; return 1; }
+    local rogue="python3 $ROOT/tests/e2e/rogue_localsend_sender.py 10.99.0.1 53317" c
+    for c in v1-info cancel-none bad-sha; do
+        # shellcheck disable=SC2086
+        lab_run 2 $rogue "$c" >>"$OUT/rogue.out" 2>>"$OUT/rogue.err"
+    done
+    # shellcheck disable=SC2086
+    lab_run 2 $rogue cert "$OUT/cert.pem" "$OUT/key.pem" >>"$OUT/rogue.out" 2>>"$OUT/rogue.err"
+    expect_json "$OUT/rogue.out" 'select(.case=="v1-info" and .status[0]==200 and (.status[1]|length)>0)' "v1/info" || { cat "$OUT/rogue.out" "$OUT/rogue.err" >&2; return 1; }
+    expect_json "$OUT/rogue.out" 'select(.case=="cancel-none" and .status==200)' "cancel of no session: 200" || return 1
+    expect_json "$OUT/rogue.out" 'select(.case=="bad-sha" and .status==[422,200])' "422, then the retry lands" || return 1
+    cmp -s <(head -c 1000 /dev/zero | tr '\0' g) "$OUT/in/sha.bin" || { fail "sha.bin is not the retried bytes"; return 1; }
+    expect_json "$OUT/rogue.out" 'select(.case=="cert" and .status==403)' "a certificate that is not the fingerprint: 403" || return 1
+    expect_json "$OUT/node.jsonl" 'select(.event=="declined" and (.reason|contains("certificate")))' "declined, saying why" || return 1
+    [[ ! -e $OUT/in/cert.bin ]] || { fail "cert.bin arrived"; return 1; }
+    stop "$NODE_PID" >/dev/null
+    nearby_ls_node 1 "$OUT/pin.jsonl" advertise --save-dir "$OUT/in" --auto-accept --pin 1357 || return 1
+    printf 'p' >"$OUT/p.bin"
+    local n
+    for n in 1 2 3; do
+        lab_run 2 "$NEARBY" send-file --localsend 10.99.0.1 "$OUT/p.bin" --pin 1 >/dev/null 2>&1
+        expect_eq "$?" 3 "wrong PIN $n" || return 1
+    done
+    lab_run 2 "$NEARBY" send-file --localsend 10.99.0.1 "$OUT/p.bin" --pin 1357 >/dev/null 2>"$OUT/locked.err"
+    expect_eq "$?" 5 "the right PIN after three wrong ones" || return 1
+    grep -q "too many wrong PINs" "$OUT/locked.err" || { fail "not said: $(cat "$OUT/locked.err")"; return 1; }
+    lab_run 3 "$NEARBY" send-file --localsend 10.99.0.1 "$OUT/p.bin" --pin 1357 >/dev/null 2>"$OUT/other.err"
+    expect_eq "$?" 0 "the right PIN from another address" || { cat "$OUT/other.err" >&2; return 1; }
+    stop "$NODE_PID" >/dev/null
+}
+
+# send-file --localsend uploads two files at once, as the official app does: a receiver that takes
+# them at once (nearby) starts the second before the first is there; one that serves a connection
+# at a time (localsend-cli) gets them all, byte-exact, the second waiting for the first.
+test_localsend_send_file_uploads_two_at_once() {
+    ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
+    mkdir -p "$OUT/in" "$OUT/files"
+    head -c 40000000 /dev/urandom >"$OUT/files/one.bin"
+    head -c 40000000 /dev/urandom >"$OUT/files/two.bin"
+    printf 'three' >"$OUT/files/three.txt"
+    nearby_ls_node 1 "$OUT/node.jsonl" advertise --save-dir "$OUT/in" --auto-accept || return 1
+    lab_run 2 "$NEARBY" send-file --localsend 10.99.0.1 "$OUT/files/one.bin" "$OUT/files/two.bin" "$OUT/files/three.txt" \
+        >"$OUT/send.jsonl" 2>"$OUT/send.err"
+    expect_eq "$?" 0 "send-file --localsend of three files to nearby" || { cat "$OUT/send.err" >&2; return 1; }
+    local f
+    for f in one.bin two.bin three.txt; do cmp -s "$OUT/files/$f" "$OUT/in/$f" || { fail "$f differs"; return 1; }; done
+    # On the receiver: the second upload started before the first ended.
+    jq -se '[.[] | select(.event=="file-started" or .event=="file-received") | .event] | .[0:2] == ["file-started","file-started"]' \
+        "$OUT/node.jsonl" >/dev/null || { fail "the uploads went one after the other"; grep -E 'file-(started|received)' "$OUT/node.jsonl" >&2; return 1; }
+    stop "$NODE_PID" >/dev/null
+    ls_receive 3 "$OUT/recv" --json || return 1
+    lab_run 2 "$NEARBY" send-file --localsend 10.99.0.3 "$OUT/files/one.bin" "$OUT/files/two.bin" "$OUT/files/three.txt" \
+        >"$OUT/cli.jsonl" 2>"$OUT/cli.err"
+    expect_eq "$?" 0 "send-file --localsend of three files to localsend-cli" || { cat "$OUT/cli.err" >&2; return 1; }
+    for f in one.bin two.bin three.txt; do cmp -s "$OUT/files/$f" "$OUT/recv/$f" || { fail "$f differs at localsend-cli"; return 1; }; done
+    expect_eq "$(count_json "$OUT/cli.jsonl" 'select(.event=="file-sent")')" 3 "file-sent events" || return 1
+}
+
+# An official app since 1.18 answers an announcement only with POST /register to the port it names
+# (never over UDP) and does not announce itself while it waits: browse and send-file serve that
+# route while they look, and find it by its alias.
+test_localsend_found_by_its_register_answer() {
+    ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$OUT/key.pem" -out "$OUT/cert.pem" \
+        -days 2 -subj /CN=phone >/dev/null 2>&1 || { fail "openssl"; return 1; }
+    lab_bg 2 "$OUT/phone.out" python3 "$ROOT/tests/e2e/rogue_localsend.py" official "Pixel 8" "$OUT/cert.pem" "$OUT/key.pem" >/dev/null
+    LS_PIDS+=("$LAB_PID")
+    lab_run 1 "$NEARBY" browse --localsend --count 1 --timeout 15 >"$OUT/browse.jsonl" 2>"$OUT/browse.err"
+    expect_eq "$?" 0 "browse --localsend" || { cat "$OUT/browse.err" "$OUT/phone.out" >&2; return 1; }
+    expect_json "$OUT/browse.jsonl" 'select(.event=="found" and .peer.name=="Pixel 8" and .host=="10.99.0.2" and .port==53317 and .info.device_type=="mobile")' \
+        "the phone, found by its register" || { cat "$OUT/browse.jsonl" "$OUT/phone.out" >&2; return 1; }
+    expect_json "$OUT/phone.out" 'select(.register=="10.99.0.1" and .status==200)' "its register answered 200" || { cat "$OUT/phone.out" >&2; return 1; }
+    # send-file finds it the same way (this stand-in serves no uploads: found, then not reachable, exit 5 — not 2).
+    printf 'x' >"$OUT/x.bin"
+    lab_run 1 "$NEARBY" send-file --localsend "Pixel 8" "$OUT/x.bin" --timeout 10 >/dev/null 2>"$OUT/send.err"
+    expect_eq "$?" 5 "send-file --localsend 'Pixel 8' to the stand-in" || { cat "$OUT/send.err" >&2; return 1; }
+}

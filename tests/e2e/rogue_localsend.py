@@ -7,6 +7,12 @@
   rogue_localsend.py impostor ALIAS FINGERPRINT PORT
                                       announces ALIAS with a fingerprint that is not its certificate's,
                                       every second for 20 s
+  rogue_localsend.py official ALIAS CERT KEY
+                                      behaves as the official app's discovery does since 1.18: never
+                                      announces, never answers over UDP; answers every announcement
+                                      only with POST /register (its client certificate shown, the
+                                      announcer's certificate pinned to the fingerprint announced) to
+                                      the port announced; prints one JSON line per register; 30 s
 """
 import json
 import socket
@@ -53,8 +59,55 @@ def impostor(alias, fingerprint, port):
         time.sleep(1)
 
 
+def official(alias, cert, key):
+    import hashlib
+    import ssl
+    import struct
+    der = ssl.PEM_cert_to_DER_cert(open(cert).read())
+    fingerprint = hashlib.sha256(der).hexdigest().upper()  # the official app's case
+    info = {"alias": alias, "version": "2.2", "deviceModel": "Pixel", "deviceType": "mobile",
+            "fingerprint": fingerprint, "port": 53317, "protocol": "https", "download": False}
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_UDP)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("", PORT))
+    s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, struct.pack("4s4s", socket.inet_aton(GROUP), socket.inet_aton("0.0.0.0")))
+    s.settimeout(1)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    ctx.load_cert_chain(cert, key)
+    end = time.time() + 30
+    while time.time() < end:
+        try:
+            data, (host, _) = s.recvfrom(65536)
+            message = json.loads(data)
+        except (socket.timeout, ValueError):
+            continue
+        if message.get("fingerprint", "").upper() == fingerprint:
+            continue
+        status = None
+        try:
+            body = json.dumps(info).encode()
+            with ctx.wrap_socket(socket.create_connection((host, int(message["port"])), timeout=3)) as c:
+                shown = hashlib.sha256(c.getpeercert(binary_form=True)).hexdigest()
+                if shown != message["fingerprint"].lower():
+                    status = "pin-mismatch"
+                else:
+                    c.sendall((f"POST /api/localsend/v2/register HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+                               f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode() + body)
+                    answer = b""
+                    while chunk := c.recv(65536):
+                        answer += chunk
+                    status = int(answer.split(b" ", 2)[1])
+        except (OSError, ValueError, KeyError, IndexError) as error:
+            status = f"failed: {error}"
+        print(json.dumps({"register": host, "status": status}), flush=True)
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "flood":
         flood(int(sys.argv[2]))
+    elif sys.argv[1] == "official":
+        official(sys.argv[2], sys.argv[3], sys.argv[4])
     else:
         impostor(sys.argv[2], sys.argv[3], sys.argv[4])
