@@ -68,7 +68,13 @@ run() {
         lab_wait_line "$WORK/node.jsonl" 'select(.event=="advertising")' 20 >/dev/null
     fi
     t0=$(now)
-    lab_run 2 $(perf_of "$label-$path-send") "$nearby" stream ab-recv --service ab <"$WORK/data.bin" >/dev/null 2>/dev/null
+    if [[ $path == node ]]; then
+        # Through the node, stdin is a pipe (as from `tar c |`): the node reads it itself when the
+        # client can hand it over (SCM_RIGHTS), else the client copies it over the control socket.
+        cat "$WORK/data.bin" | lab_run 2 $(perf_of "$label-$path-send") "$nearby" stream ab-recv --service ab >/dev/null 2>/dev/null
+    else
+        lab_run 2 $(perf_of "$label-$path-send") "$nearby" stream ab-recv --service ab <"$WORK/data.bin" >/dev/null 2>/dev/null
+    fi
     lab_wait_pid "$receiver" 60 >/dev/null || true
     rate "$t0"
     [[ -z $node ]] || { kill -INT "$node"; lab_wait_pid "$node" 20 >/dev/null || true; }

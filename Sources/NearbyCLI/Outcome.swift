@@ -54,7 +54,7 @@ extension ControlRequest {
             "sending to \(all ? "every peer" : peers.joined(separator: ", "))"
         case let .sendFiles(peer, files, _): "sending \(files.count == 1 ? files[0].relative : "\(files.count) files") to \(peer)"
         case let .disconnect(peer, all): "disconnecting from \(all ? "every peer" : peer ?? "")"
-        case let .stream(peer, _, _, _): "the stream with \(peer)"
+        case let .stream(peer, _, _, _, _): "the stream with \(peer)"
         case .listen: "listening for a stream"
         case let .expecting(_, request): request.activity
         }

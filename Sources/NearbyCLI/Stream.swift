@@ -28,8 +28,9 @@ extension Nearby {
                 files. A listener whose stdin is a terminal sends nothing: its side ends at \
                 once, so 'nearby stream --listen | tar xz' ends with the opener's bytes (to type \
                 to the peer, pipe it: cat | nearby stream --listen). Through a running \
-                node, a stdin that is a file ('< disk.img', Linux) is read by the node itself, \
-                not copied to it. A stream cut before both sides ended it (the peer killed, the \
+                node, stdin and stdout are handed to the node, which reads and writes them itself \
+                rather than copying every byte over its control socket (not a terminal; \
+                NEARBY_PASS_FDS=0 turns this off). A stream cut before both sides ended it (the peer killed, the \
                 session lost, a reset) exits 5 on both sides, with or without a running node: \
                 stream-closed then gives why, never 'done'.
 
@@ -81,18 +82,24 @@ extension Nearby {
                     let (listen, name, from, timeout) = (self.listen, self.streamName, self.from, wait.timeout)
                     // A running node may read stdin itself when it is a regular file (ControlRequest).
                     let input = PassedInput.standardInput()
-                    let request: ControlRequest = listen
-                        ? .listen(name: name, from: from, input: input)
-                        : .stream(peer: peer ?? "", name: name ?? "", timeout: timeout, input: input)
-                    try PeerQuery.check(request.namedPeers)
+                    try PeerQuery.check([peer, from])
                     let identity = try context.identity()
                     let address = NodeAddress(paths: context.paths, environment: context.environment, peerID: identity.peerID, service: node.service)
+                    // Better still, the node takes our stdin and stdout themselves (SCM_RIGHTS).
+                    let passing = PassOffer.standard(
+                        socket: address.socket, environment: context.environment, keepInput: source is NoBytes)
+                    let request: ControlRequest = listen
+                        ? .listen(name: name, from: from, input: input, pass: passing?.offer)
+                        : .stream(peer: peer ?? "", name: name ?? "", timeout: timeout, input: input, pass: passing?.offer)
                     let events = context.events
                     // Through a running node the client sees the setup events; it reports the end itself.
                     let counted = CountedStream(source: source, sink: sink)
                     let replies = NodeReplies(events)
                     let viaNode = try await interruptible(request.activity) {
-                        try await ControlClient.stream(request.expecting(node.expecting()), address: address, source: counted, sink: counted) {
+                        try await ControlClient.stream(
+                            request.expecting(node.expecting()), address: address, source: counted, sink: counted,
+                            passing: passing?.descriptors ?? []
+                        ) {
                             replies.print($0)
                         }
                     }
@@ -100,11 +107,11 @@ extension Nearby {
                     case let .ran(info, outcome)?:
                         // Cut: the same stream-closed, error and exit status as without a node.
                         if let failure = outcome.error {
-                            counted.reportClosed(info, reason: failure.errorDescription ?? "failed", to: events)
+                            counted.reportClosed(info, outcome, reason: failure.errorDescription ?? "failed", to: events)
                             throw failure
                         }
-                        if info.readsInput == true, let input { counted.nodeRead(input) }
-                        return counted.reportClosed(info, reason: "done", to: events)
+                        if info.readsInput == true, outcome.sent == nil, let input { counted.nodeRead(input) }
+                        return counted.reportClosed(info, outcome, reason: "done", to: events)
                     case let .failed(status)?: return try replies.outcome(status)
                     case nil: break
                     }
@@ -166,9 +173,11 @@ final class CountedStream: ByteSource, ByteSink {
         lseek(STDIN_FILENO, off_t(end), SEEK_SET)
     }
 
-    /// `stream-closed` for the stream the node opened for us, with what this process counted.
-    func reportClosed(_ info: StreamInfo, reason: String, to events: any EventSink) {
-        let (sent, received) = counts.withLock { ($0.sent, $0.received) }
+    /// `stream-closed` for the stream the node opened for us, with what this process counted, or
+    /// the node for the descriptors it read and wrote itself.
+    func reportClosed(_ info: StreamInfo, _ outcome: StreamOutcome, reason: String, to events: any EventSink) {
+        let (ownSent, ownReceived) = counts.withLock { ($0.sent, $0.received) }
+        let (sent, received) = (outcome.sent ?? ownSent, outcome.received ?? ownReceived)
         events.emit(Events.StreamClosed(
             stream: info.stream, peer: info.peer, name: info.name, sent: sent, received: received, reason: reason))
     }

@@ -2,6 +2,10 @@ import Foundation
 import Testing
 @testable import NearbyCore
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 @Suite struct RecentPeersTests {
     private func temporaryPath() -> String {
         FileManager.default.temporaryDirectory
@@ -116,6 +120,28 @@ import Testing
         #expect(store.remembered("Alice", service: "nearby", excluding: nil, now: at(10)) == nil)
         // The entry stays for completion.
         #expect(store.candidates(service: "nearby") == ["Alice", "1abc"])
+    }
+
+    @Test func sayingAgainWhatTheFileSaysWithinAMinuteWritesNothing() throws {
+        let store = RecentPeers(path: temporaryPath())
+        let entry = RecentPeers.Entry(id: "1abc", name: "Alice", service: "nearby", lastSeen: at(0), addresses: ["10.0.0.1"], port: 4000)
+        try store.record([entry])
+        var first = stat()
+        #expect(stat(store.path, &first) == 0)
+        var again = entry
+        again.lastSeen = at(30)
+        try store.record([again])
+        var second = stat()
+        #expect(stat(store.path, &second) == 0)
+        #expect(second.st_ino == first.st_ino, "the file was replaced")
+        #expect(store.load().first?.lastSeen == at(0))
+        // Another port, or a minute later, is written.
+        again.port = 4001
+        try store.record([again])
+        #expect(store.load().first?.port == 4001)
+        again.lastSeen = at(100)
+        try store.record([again])
+        #expect(store.load().first?.lastSeen == at(100))
     }
 
     @Test func addressesAreOrderedAndBounded() {

@@ -173,6 +173,36 @@ test_stream_client_killed_through_its_node_is_cut_for_the_peer() {
     expect_json "$adv2" 'select(.event=="stream-closed" and .reason=="the stream cancelled")' "h2's node: the stream cancelled by its client leaving" || return 1
 }
 
+# A client killed mid-stream whose node reads its stdin and writes its stdout itself (passed pipes):
+# the node ends the stream (cut, for the peer too) and closes both descriptors: it holds no more
+# than before the stream.
+test_stream_client_killed_while_its_node_holds_its_pipes_leaks_nothing() {
+    trap st_done RETURN
+    local id1 adv2 node2 fds opener listener
+    id1=$(id_of 1) || return 1
+    start_node 1 s-so-pkill --auto-accept || return 1
+    start_node 2 s-so-pkill --verbose || return 1; adv2=$ADV; node2=$(st_nearby_pid "$ADV_PID") || return 1
+    # The session first: what it holds is no stream's.
+    nb 2 send "$id1" hello --service s-so-pkill >"$OUT/send.jsonl" 2>&1 || { fail "the first send"; show "$OUT/send.jsonl"; return 1; }
+    sleep 0.5
+    fds=$(find "/proc/$node2/fd" -mindepth 1 -maxdepth 1 | wc -l)
+    ST_OUT=/dev/null st_nb 1 listen 'head -c 5G /dev/zero' stream --listen --service s-so-pkill || return 1; listener=$PID
+    sleep 0.5
+    spawn 2 "$OUT/open.sh.log" env N="$NEARBY" O="$OUT" ID="$id1" bash -c \
+        'head -c 5G /dev/zero | "$N" stream "$ID" --service s-so-pkill 2>"$O/open.events" | cat >/dev/null' || return 1
+    opener=$PID
+    await "$adv2" 'select(.event=="stream-opened")' 15 "stream-opened on h2's node" >/dev/null || return 1
+    grep -q "passed its stdin and stdout" "$adv2.err" || { fail "h2's node was not passed the client's pipes"; show "$adv2"; return 1; }
+    sleep 0.5
+    kill -KILL "$(st_nearby_pid "$opener")" || { fail "no opener process"; return 1; }
+    await "$adv2" 'select(.event=="stream-closed" and .reason!="done")' 10 "h2's node ends the stream of the killed client" >/dev/null || return 1
+    exits "$listener" 15 5 "the listener (its peer's client was killed)" || { show "$OUT/listen.events"; return 1; }
+    local i
+    for ((i = 0; i < 50; i++)); do (( $(find "/proc/$node2/fd" -mindepth 1 -maxdepth 1 | wc -l) <= fds )) && break; sleep 0.1; done
+    expect_eq "$(find "/proc/$node2/fd" -mindepth 1 -maxdepth 1 | wc -l)" "$fds" "descriptors of h2's node after the killed client's stream" || { ls -l "/proc/$node2/fd" >&2; return 1; }
+    still_running "$node2" "h2's node" || return 1
+}
+
 # --- 3. a listener whose stdin is a terminal -------------------------------------------------------
 
 # `nearby stream --listen | tar xz` typed at a terminal: the listener's stdin is the terminal, which

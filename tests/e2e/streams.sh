@@ -239,6 +239,57 @@ test_stream_through_a_node_reads_a_file_itself() {
     still_running "$pid2" "h2's node" || return 1
 }
 
+# st_fds PID: how many descriptors PID has open.
+st_fds() { find "/proc/$1/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l; }
+
+# st_fds_back PID COUNT WHAT: PID's descriptors come back to COUNT within 5 s.
+st_fds_back() {
+    local i
+    for ((i = 0; i < 50; i++)); do (( $(st_fds "$1") <= $2 )) && return 0; sleep 0.1; done
+    fail "$3: $(st_fds "$1") descriptors open, $2 before"; ls -l "/proc/$1/fd" >&2; return 1
+}
+
+# st_passing K NAME ENV FEED ARGS...: `nearby ARGS` on host K with ENV (NAME=VALUE, or : for none),
+# its stdin a pipe from FEED's file, its stdout a pipe into $OUT/NAME.out: pipes both ways, which a
+# node reads and writes itself when they are passed to it.
+st_passing() {
+    local host=$1 name=$2 env=$3 feed=$4; shift 4
+    spawn "$host" "$OUT/$name.sh.log" env O="$OUT" F="$feed" E="$OUT/$name.events" S="$OUT/$name.out" X="$env" \
+        bash -c '[[ $X == : ]] || export "$X"; cat "$F" | "$0" "$@" 2>"$E" | cat >"$S"; echo "${PIPESTATUS[1]}" >"$S.status"' "$NEARBY" "$@"
+}
+
+# A stream through running nodes whose clients' stdin and stdout are pipes: each node is handed the
+# pipes (SCM_RIGHTS) and reads and writes them itself, byte-exact both ways, and holds none of them
+# after; the clients still print their own events with the right counts. With NEARBY_PASS_FDS=0 the
+# bytes go over the control socket as before, just as exactly.
+test_stream_through_a_node_passes_its_stdin_and_stdout() {
+    trap st_done RETURN
+    local id1 adv1 adv2 node1 node2 fds1=0 fds2=0 listener opener a=6000000 b=3000000 env mode
+    id1=$(id_of 1) || return 1
+    head -c $a /dev/urandom >"$OUT/A.bin" && head -c $b /dev/urandom >"$OUT/B.bin" || return 1
+    start_node 1 s-st-pass --auto-accept --verbose || return 1; adv1=$ADV; node1=$(st_nearby_pid "$ADV_PID") || return 1
+    start_node 2 s-st-pass --verbose || return 1; adv2=$ADV; node2=$(st_nearby_pid "$ADV_PID") || return 1
+    # The session and the nodes' threads outlive a stream: what they hold is counted after the first.
+    for env in NEARBY_PASS_FDS=0 :; do
+        mode=${env/:/passed}
+        st_passing 1 "listen-$mode" "$env" "$OUT/A.bin" stream --listen --stream p --service s-st-pass || return 1; listener=$PID
+        sleep 0.5
+        st_passing 2 "open-$mode" "$env" "$OUT/B.bin" stream "$id1" --stream p --service s-st-pass || return 1; opener=$PID
+        exits "$opener" 30 0 "the opener's shell ($mode)" || { show "$OUT/open-$mode.events" "$adv2"; return 1; }
+        exits "$listener" 10 0 "the listener's shell ($mode)" || { show "$OUT/listen-$mode.events" "$adv1"; return 1; }
+        expect_eq "$(cat "$OUT/open-$mode.out.status")$(cat "$OUT/listen-$mode.out.status")" 00 "the clients' exit statuses ($mode)" || return 1
+        st_same "$OUT/listen-$mode.out" "$OUT/B.bin" "the listener's stdout ($mode)" || return 1
+        st_same "$OUT/open-$mode.out" "$OUT/A.bin" "the opener's stdout ($mode)" || return 1
+        st_json "$OUT/listen-$mode.events" "select(.event==\"stream-closed\" and .sent==$a and .received==$b and .reason==\"done\")" "the listener's stream-closed ($mode)" || return 1
+        st_json "$OUT/open-$mode.events" "select(.event==\"stream-closed\" and .sent==$b and .received==$a and .reason==\"done\")" "the opener's stream-closed ($mode)" || return 1
+        [[ $mode == passed ]] || { sleep 0.5; fds1=$(st_fds "$node1") fds2=$(st_fds "$node2"); continue; }
+        st_fds_back "$node1" "$fds1" "h1's node after the stream ($mode)" || return 1
+        st_fds_back "$node2" "$fds2" "h2's node after the stream ($mode)" || return 1
+    done
+    expect_eq "$(grep -c "passed its stdin and stdout" "$adv1.err")$(grep -c "passed its stdin and stdout" "$adv2.err")" 11 \
+        "streams whose descriptors each node took (one of two: the other had NEARBY_PASS_FDS=0)" || { show "$adv1" "$adv2"; return 1; }
+}
+
 # A client interrupted (Ctrl-C) while its node reads its file, the peer having stopped reading: the
 # client ends at once (130), and the node stops reading, resets the stream and goes on.
 test_stream_client_interrupted_while_its_node_reads_its_file() {

@@ -92,9 +92,24 @@ public struct RecentPeers: Sendable {
 
     /// Adds or refreshes entries (one per service and ID), keeps the newest `capacity`, and replaces
     /// the file atomically. Two writers racing lose at most each other's newest entries.
+    /// An entry that says again, within this time, what the file already says (same name,
+    /// addresses and port) is not written: a peer reached again and again (a script's commands, one
+    /// after another) costs no file to create and rename each time — the write was a tenth of a
+    /// session's CPU time. A day's `addressLifetime` does not notice a minute.
+    static let refreshInterval: TimeInterval = 60
+
     public func record(_ entries: [Entry]) throws {
+        let loaded = load()
+        let current = Dictionary(loaded.map { (Self.key(service: $0.service, id: $0.id), $0) }, uniquingKeysWith: { first, _ in first })
+        let news = entries.contains { entry in
+            guard let known = current[Self.key(service: entry.service, id: entry.id)] else { return true }
+            let age = entry.lastSeen.timeIntervalSince(known.lastSeen)
+            return known.name != entry.name || (entry.addresses ?? known.addresses) != known.addresses
+                || (entry.port ?? known.port) != known.port || age >= Self.refreshInterval
+        }
+        guard news else { return }
         var merged: [String: Entry] = [:]
-        for var entry in load() + entries {
+        for var entry in loaded + entries {
             let key = Self.key(service: entry.service, id: entry.id)
             if let existing = merged[key] {
                 if existing.lastSeen > entry.lastSeen { continue }

@@ -2,6 +2,12 @@ import Foundation
 import NIOCore
 import NIOPosix
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// A command's side of the control socket.
 public enum ControlClient {
     static func connect(_ address: NodeAddress) async -> NIOAsyncChannel<ByteBuffer, ByteBuffer>? {
@@ -29,7 +35,7 @@ public enum ControlClient {
                 switch try ControlReply.decode(text) {
                 case let .event(line): output(line)
                 case let .status(status): return status
-                case .streamReady: throw NearbyError.connectionFailed("the node opened a stream nobody asked for")
+                case .streamReady, .passDescriptors: throw NearbyError.connectionFailed("the node opened a stream nobody asked for")
                 }
                 next = try reader.line()
             }
@@ -68,6 +74,18 @@ public enum ControlClient {
         }
     }
 
+    /// Sends `descriptors` to the node that asked for them; when they cannot go, the byte goes
+    /// alone, and the node carries the stream over the connection as before.
+    static func pass(_ descriptors: [Int32], on channel: any Channel) async {
+        guard let socket = await DescriptorPassing.duplicateSocket(of: channel) else { return }
+        defer { close(socket) }
+        do {
+            try DescriptorPassing.send(descriptors, on: socket)
+        } catch .system {
+            try? DescriptorPassing.send([], on: socket)
+        } catch {}
+    }
+
     /// How a stream through the running node went.
     public enum StreamResult: Sendable {
         /// It ran: what it was, and how it ended (done, or cut: the same failure as without a node).
@@ -78,9 +96,10 @@ public enum ControlClient {
 
     /// A stream through the running node: its setup events go to `output`, then `source` goes to
     /// the peer and the peer's bytes to `sink` (`StreamWire` records) until the node sends the
-    /// stream's outcome. Nil when no node is running.
+    /// stream's outcome. Nil when no node is running. `passing`: the descriptors the request's
+    /// `PassOffer` names, sent when the node asks for them (ControlPassing.swift).
     public static func stream(
-        _ request: ControlRequest, address: NodeAddress, source: any ByteSource, sink: any ByteSink,
+        _ request: ControlRequest, address: NodeAddress, source: any ByteSource, sink: any ByteSink, passing: [Int32] = [],
         output: @escaping @Sendable (String) -> Void
     ) async throws(NearbyError) -> StreamResult? {
         guard let channel = await connect(address) else { return nil }
@@ -97,6 +116,7 @@ public enum ControlClient {
                         switch try ControlReply.decode(text) {
                         case let .event(line): output(line)
                         case let .status(status): return .failed(status)
+                        case .passDescriptors: await pass(passing, on: channel.channel)
                         case let .streamReady(info):
                             opened = info
                             break setup

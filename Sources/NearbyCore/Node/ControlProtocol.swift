@@ -18,9 +18,10 @@ public enum ControlRequest: Codable, Sendable, Equatable {
     /// Files to send: absolute paths, already checked by the client.
     case sendFiles(peer: String, files: [OutgoingFile], timeout: Double)
     /// After the setup replies, the connection carries the stream's raw bytes both ways (only the
-    /// peer's, when the node reads `input` itself).
-    case stream(peer: String, name: String, timeout: Double, input: PassedInput? = nil)
-    case listen(name: String?, from: String?, input: PassedInput? = nil)
+    /// peer's, when the node reads `input` itself). `pass`: the client can hand the node its
+    /// stdin and stdout (`PassOffer`); a node that does not know the field ignores it.
+    case stream(peer: String, name: String, timeout: Double, input: PassedInput? = nil, pass: PassOffer? = nil)
+    case listen(name: String?, from: String?, input: PassedInput? = nil, pass: PassOffer? = nil)
     /// `send --lines`: after the request line the connection carries stdin's bytes (Node+Lines.swift).
     case sendLines(peers: [String], all: Bool, timeout: Double, unreliable: Bool)
     /// `send --unreliable`: one datagram.
@@ -37,8 +38,17 @@ public enum ControlRequest: Codable, Sendable, Equatable {
     /// The client's stdin, when the node may read it itself.
     var passedInput: PassedInput? {
         switch self {
-        case let .stream(_, _, _, input), let .listen(_, _, input): input
+        case let .stream(_, _, _, input, _), let .listen(_, _, input, _): input
         case let .expecting(_, request): request.passedInput
+        default: nil
+        }
+    }
+
+    /// The descriptors the client offers to pass.
+    var passOffer: PassOffer? {
+        switch self {
+        case let .stream(_, _, _, _, pass), let .listen(_, _, _, pass): pass
+        case let .expecting(_, request): request.passOffer
         default: nil
         }
     }
@@ -89,8 +99,15 @@ public enum ControlReply: Sendable, Equatable {
     case event(String)
     case streamReady(StreamInfo)
     case status(Int32)
+    /// The node takes the descriptors the client offered (`PassOffer`): the client sends them now,
+    /// with one byte (`DescriptorPassing`), and nothing else before.
+    case passDescriptors
 
     private struct Status: Codable { var status: Int32 }
+    private struct Pass: Codable {
+        var passDescriptors: Bool
+        enum CodingKeys: String, CodingKey { case passDescriptors = "pass_descriptors" }
+    }
     private struct Ready: Codable {
         var streamReady: StreamInfo
         enum CodingKeys: String, CodingKey { case streamReady = "stream_ready" }
@@ -101,9 +118,11 @@ public enum ControlReply: Sendable, Equatable {
     private struct Probe: Decodable {
         var status: Int32?
         var streamReady: StreamInfo?
+        var passDescriptors: Bool?
         enum CodingKeys: String, CodingKey {
             case status
             case streamReady = "stream_ready"
+            case passDescriptors = "pass_descriptors"
         }
     }
 
@@ -113,6 +132,7 @@ public enum ControlReply: Sendable, Equatable {
         case let .event(line): return line
         case let .status(status): encoded = try? JSONEncoder().encode(Status(status: status))
         case let .streamReady(info): encoded = try? JSONEncoder().encode(Ready(streamReady: info))
+        case .passDescriptors: encoded = try? JSONEncoder().encode(Pass(passDescriptors: true))
         }
         return String(decoding: encoded ?? Data(#"{"status":1}"#.utf8), as: UTF8.self)
     }
@@ -120,10 +140,13 @@ public enum ControlReply: Sendable, Equatable {
     static func decode(_ line: String) throws(NearbyError) -> ControlReply {
         let data = Data(line.utf8)
         if (try? JSONDecoder().decode(EventProbe.self, from: data))?.event != nil { return .event(line) }
-        switch try? JSONDecoder().decode(Probe.self, from: data) {
-        case let probe? where probe.status == nil: if let info = probe.streamReady { return .streamReady(info) }
-        case let probe? where probe.streamReady == nil: if let status = probe.status { return .status(status) }
-        default: break
+        if let probe = try? JSONDecoder().decode(Probe.self, from: data) {
+            switch (probe.status, probe.streamReady, probe.passDescriptors) {
+            case let (nil, info?, nil): return .streamReady(info)
+            case let (status?, nil, nil): return .status(status)
+            case (nil, nil, true?): return .passDescriptors
+            default: break
+            }
         }
         throw .connectionFailed("the node answered something this version does not understand")
     }
@@ -134,8 +157,25 @@ public struct StreamInfo: Codable, Sendable, Equatable {
     public var stream: String
     public var peer: PeerRef
     public var name: String
-    /// The node reads the client's input itself (`PassedInput`): the client sends none of it.
+    /// The node reads the client's input itself (`PassedInput`, or its passed stdin): the client
+    /// sends none of it.
     public var readsInput: Bool?
+    /// The node writes the client's passed stdout itself: the client receives none of the bytes.
+    public var writesOutput: Bool?
+}
+
+/// The descriptors a stream's client can pass to the node, in this order: its stdin (`input`),
+/// its stdout (`output`). Never a terminal; none with `NEARBY_PASS_FDS=0`.
+public struct PassOffer: Codable, Sendable, Equatable {
+    public var input: Bool
+    public var output: Bool
+
+    public init(input: Bool, output: Bool) {
+        self.input = input
+        self.output = output
+    }
+
+    public var count: Int { (input ? 1 : 0) + (output ? 1 : 0) }
 }
 
 /// A stream client's stdin when it is a regular file: the node opens it itself and reads it from

@@ -128,6 +128,8 @@ public enum ControlServer {
                     } failed: { error in
                         continuation.yield(ControlReply.status(report(error, to: sink)).line)
                         continuation.finish()
+                    } ask: {
+                        continuation.yield(ControlReply.passDescriptors.line)
                     }
                     return
                 }

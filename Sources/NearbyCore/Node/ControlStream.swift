@@ -102,29 +102,53 @@ extension ControlServer {
         rest: (ByteBuffer, NIOAsyncChannelInboundStream<ByteBuffer>.AsyncIterator),
         outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>, events: any EventSink,
         ready: @escaping @Sendable (StreamInfo) async -> Void,
-        failed: @escaping @Sendable (NearbyError) -> Void
+        failed: @escaping @Sendable (NearbyError) -> Void,
+        ask: @escaping @Sendable () -> Void = {}
     ) async {
-        // The client's stdin read here when it can be (a regular file), else its records.
-        let passed = request.passedInput.flatMap { PassedInputSource($0) }
-        if passed != nil { NearbyLog.logger.info("a stream's client passed its input: the node reads it itself") }
-        let source: any ByteSource = passed ?? RecordSource(leftover: rest.0, iterator: rest.1)
-        let sink = RecordSink(outbound)
+        // The client's stdin and stdout, when it passed them (ControlPassing.swift).
+        let stdio: PassedStdio?
+        do throws(NearbyError) {
+            stdio = try await PassedStdio.receive(request.passOffer, over: connection.channel.channel, ask: ask)
+        } catch {
+            return failed(error)
+        }
+        // The client's stdin read here when it can be (a regular file, passed or named), else its records.
+        let (passed, piped) = PassedStdio.sources(stdio?.input, named: request.passedInput)
+        if passed != nil || piped != nil { NearbyLog.logger.info("a stream's client passed its input: the node reads it itself") }
+        if let stdio {
+            let which = [stdio.input.map { _ in "stdin" }, stdio.output.map { _ in "stdout" }].compactMap { $0 }.joined(separator: " and ")
+            NearbyLog.logger.info("a stream's client passed its \(which): the node reads and writes them itself")
+        }
+        let source: any ByteSource
+        if let passed { source = passed } else if let piped { source = piped } else { source = RecordSource(leftover: rest.0, iterator: rest.1) }
+        let records = RecordSink(outbound)
+        // Its passed stdout written here; `end` still tells the client, which then closes its copy.
+        let output = stdio?.output.map { PassedOutput($0) { await records.finish() } }
+        let sink: any ByteSink = output ?? records
         let started = OneShot<Void>()
         let announce: @Sendable (StreamInfo) async -> Void = { info in
             var info = info
-            info.readsInput = passed != nil
+            info.readsInput = passed != nil || piped != nil
+            info.writesOutput = output != nil ? true : nil
             started.settle(())
             await ready(info)
+        }
+        // What the client cannot count itself: the bytes of the descriptors the node used.
+        let counted: @Sendable (StreamOutcome) -> StreamOutcome = { outcome in
+            var outcome = outcome
+            outcome.sent = piped?.count
+            outcome.received = output?.count
+            return outcome
         }
         await withTaskGroup(of: Void.self) { race in
             race.addTask {
                 do throws(NearbyError) {
                     _ = try await Requests.serve(request, node: node, asker: .init(events: events, input: source, output: sink, ready: announce))
-                    await sink.conclude(.done)
+                    await records.conclude(counted(.done))
                 } catch {
                     // Before `streamReady` the client still reads reply lines; after it, records.
                     guard started.isSettled else { return failed(error) }
-                    await sink.conclude(StreamOutcome(error))
+                    await records.conclude(counted(StreamOutcome(error)))
                 }
                 // The client closes the connection once it has read the outcome.
                 await closed(connection.channel.channel)
@@ -134,5 +158,8 @@ extension ControlServer {
             race.cancelAll()
         }
         passed?.stop()
+        piped?.stop()
+        // Each closes its descriptor once its thread has left (a tenth of a second at most).
+        output?.stop()
     }
 }

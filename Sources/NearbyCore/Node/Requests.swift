@@ -61,10 +61,10 @@ public enum Requests {
         case let .sendLines(peers, all, timeout, unreliable):
             guard let input = asker.input else { throw .invalidArgument("\(Spelling.command(.sendLines)) needs its input") }
             try await node.sendLines(from: input, to: peers, all: all, unreliable: unreliable, timeout: timeout, client: client)
-        case let .listen(name, from, _):
+        case let .listen(name, from, _, _):
             guard let input = asker.input, let output = asker.output else { throw .invalidArgument("a stream needs its input and output") }
             return .stream(try await node.listenForStream(name: name, from: from, source: input, sink: output, client: client, ready: asker.ready))
-        case let .stream(peer, name, timeout, _):
+        case let .stream(peer, name, timeout, _, _):
             guard let input = asker.input, let output = asker.output else { throw .invalidArgument("a stream needs its input and output") }
             return .stream(try await node.openStream(
                 to: peer, name: name, timeout: timeout, source: input, sink: output, client: client, ready: asker.ready))
@@ -82,10 +82,10 @@ extension ControlRequest {
     /// by a running node as by the command itself.
     public var namedPeers: [String?] {
         switch self {
-        case let .invite(peer, _, _), let .sendFiles(peer, _, _), let .stream(peer, _, _, _): [peer]
+        case let .invite(peer, _, _), let .sendFiles(peer, _, _), let .stream(peer, _, _, _, _): [peer]
         case let .accept(query, _, _): [query]
         case let .disconnect(peer, _): [peer]
-        case let .listen(_, from, _): [from]
+        case let .listen(_, from, _, _): [from]
         case let .send(peers, _, _, _), let .sendLines(peers, _, _, _), let .sendDatagram(peers, _, _, _): peers
         case let .expecting(_, request): request.namedPeers
         }

@@ -137,6 +137,10 @@ public enum StreamWire {
 /// client reports exactly as it would have run the stream itself.
 public struct StreamOutcome: Codable, Sendable, Equatable {
     public var failure: Failure?
+    /// Bytes the node itself read from the client's passed stdin, and wrote to its passed stdout:
+    /// nil for a direction the client carried itself (and counted).
+    public var sent: UInt64?
+    public var received: UInt64?
 
     public struct Failure: Codable, Sendable, Equatable {
         public var path: String
@@ -146,7 +150,11 @@ public struct StreamOutcome: Codable, Sendable, Equatable {
 
     public static let done = StreamOutcome(failure: nil)
 
-    public init(failure: Failure?) { self.failure = failure }
+    public init(failure: Failure?, sent: UInt64? = nil, received: UInt64? = nil) {
+        self.failure = failure
+        self.sent = sent
+        self.received = received
+    }
 
     /// The outcome of a failure: stream failures are `transferFailed` (StreamLife.Cause.error).
     public init(_ error: NearbyError) {

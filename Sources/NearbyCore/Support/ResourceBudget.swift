@@ -112,6 +112,18 @@ public final class ResourceBudget: Sendable {
 
     public func giveConnection() { counts.withLock { $0.descriptors -= 1 } }
 
+    /// Takes `count` descriptors at once for what a local client hands the node (a stream's stdin
+    /// and stdout, `PassedDescriptor`): all of them, or none and false when the budget cannot hold them.
+    public func takeDescriptors(_ count: Int) -> Bool {
+        counts.withLock { counts in
+            guard counts.descriptors + count <= limits.descriptors else { return false }
+            counts.descriptors += count
+            return true
+        }
+    }
+
+    public func giveDescriptors(_ count: Int) { counts.withLock { $0.descriptors -= count } }
+
     /// Descriptors charged now (connections and files).
     public var descriptorsInUse: Int { counts.withLock { $0.descriptors } }
     public var strangerFilesInUse: Int { counts.withLock { $0.strangerFiles } }

@@ -21,6 +21,8 @@ final class PassedInputSource: ByteSource {
         var stopped = false
     }
     private let state = Mutex(State())
+    /// The client's passed stdin, when that is what is read: its charge goes back at `stop`.
+    private let passed: PassedDescriptor?
 
     /// Opens `input` when it is still the file the client has open; nil otherwise (the client then
     /// copies its input over the control connection, as for a pipe).
@@ -38,6 +40,20 @@ final class PassedInputSource: ByteSource {
         reader = FileReader(descriptor: fd, hashing: false)
         offset = input.offset
         end = max(input.offset, UInt64(max(0, info.st_size)))
+        passed = nil
+    }
+
+    /// Reads the client's passed stdin when it is a regular file: from the offset the client's
+    /// (shared) open file is at, to its end. Nil for anything else.
+    init?(passed descriptor: PassedDescriptor) {
+        var info = stat()
+        guard descriptor.isRegularFile, fstat(descriptor.fd, &info) == 0 else { return nil }
+        let position = lseek(descriptor.fd, 0, SEEK_CUR)
+        guard position >= 0 else { return nil }
+        offset = UInt64(position)
+        end = max(offset, UInt64(max(0, info.st_size)))
+        reader = FileReader(descriptor: descriptor.handOver(), hashing: false)
+        passed = descriptor
     }
 
     func next() async throws -> ByteBuffer? {
@@ -63,5 +79,6 @@ final class PassedInputSource: ByteSource {
     func stop() {
         state.withLock { $0.stopped = true }
         reader.close()
+        passed?.close()
     }
 }
