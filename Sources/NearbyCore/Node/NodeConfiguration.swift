@@ -35,8 +35,9 @@ public struct NodeConfiguration: Sendable {
 
     /// Where this node browses and registers, as events and sentences name it.
     public var domains: [String] { (link || wideAreas.isEmpty ? ["local."] : []) + wideAreas.map(\.domainText) }
-    /// The disk quota on strangers' partial files (`NEARBY_PARTIAL_FILES`, `NEARBY_PARTIAL_BYTES`,
-    /// `NEARBY_PARTIAL_LIFETIME`; docs/security.md).
+    /// The disk quota on strangers' partial files and empty directories (`NEARBY_PARTIAL_FILES`,
+    /// `NEARBY_PARTIAL_BYTES`, `NEARBY_PARTIAL_LIFETIME`, `NEARBY_PARTIAL_DIRECTORIES`,
+    /// `NEARBY_PARTIAL_DIRECTORIES_PER_PEER`; docs/security.md).
     var partialQuota = PartialQuota.Limits()
 
     /// The waits and caps a user (or a test) may change through the environment.
