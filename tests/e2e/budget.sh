@@ -66,7 +66,20 @@ test_budget_strangers_holding_files_cannot_exhaust_descriptors() {
     printf '    %s\n' "$(tail -1 "$OUT/rogue.out")"
     bu_check "$NODE" "$dir" 256 || return 1
     bu_friend_sends s-bu-hold "$dir" after.bin || return 1
-    lab_wait_line "$NODE_OUT" 'select(.event=="file-failed" and .code=="busy")' 5 >/dev/null || fail "no file-failed event with code busy"
+    lab_wait_line "$NODE_OUT" 'select(.event=="file-failed" and .code=="busy")' 5 >/dev/null || fail "no file-failed event with code busy" || return 1
+    # Each refused channel is told, at most 3 a second per stranger, the rest counted in `suppressed`
+    # events that name the stranger (was: 832 file-failed lines).
+    local refused shown counted
+    refused=$(tail -1 "$OUT/rogue.out" | jq '.resets.busy')
+    for _ in $(seq 1 50); do
+        shown=$(jq -s '[.[] | select(.event=="file-failed" and .code=="busy")] | length' "$NODE_OUT")
+        counted=$(jq -s '[.[] | select(.event=="suppressed" and .of=="file-failed" and .code=="busy" and .peer.id) | .count] | add // 0' "$NODE_OUT")
+        (( shown + counted >= refused )) && break
+        sleep 0.1
+    done
+    printf '    refused channels: %s; file-failed lines: %s, counted in suppressed: %s\n' "$refused" "$shown" "$counted"
+    expect_eq "$((shown + counted))" "$refused" "refused channels told or counted" || return 1
+    (( shown <= 16 * 3 * 10 )) || fail "$shown file-failed lines for $refused refused channels"
 }
 
 # Strangers' partial files count against a quota (here 20 files, 100,000 bytes, a lifetime of 4 s):
