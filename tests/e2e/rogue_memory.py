@@ -19,6 +19,13 @@
         newline, held --hold seconds. Prints {"progress": true, "opened": n} once written, then
         {"opened", "closed_by_node", "busy" (told the node serves as many clients as it does),
         "written" (bytes the node took, all connections)}.
+
+    rogue_memory.py quiet-client SOCKET --peer PEER --seconds S [--hold H]
+        One control client asking the node for `send --lines` to PEER that writes a short line at
+        a time for S seconds and reads nothing of the node's answer (one `sent` event per batch),
+        then holds H seconds: {"progress": true, "lines": n}. Then it ends its lines and reads
+        everything to the end: {"lines", "events" (lines read, by event), "suppressed" (counted in
+        `suppressed` events), "status"}.
 """
 import argparse
 import datetime
@@ -244,9 +251,49 @@ def mode_control(args):
     return 0
 
 
+def mode_quiet_client(args):
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(args.socket)
+    request = {"sendLines": {"peers": [args.peer], "all": False, "timeout": 20, "unreliable": False}}
+    sock.sendall(json.dumps(request).encode() + b"\n")
+    sock.settimeout(5)
+    lines, end = 0, time.monotonic() + args.seconds
+    try:
+        while time.monotonic() < end:
+            sock.sendall(b"line %d of a client that reads nothing\n" % lines)
+            lines += 1
+    except socket.timeout:
+        pass
+    print(json.dumps({"progress": True, "lines": lines}), flush=True)
+    time.sleep(args.hold)
+    sock.shutdown(socket.SHUT_WR)
+    sock.settimeout(60)
+    data = b""
+    while True:
+        chunk = sock.recv(1 << 20)
+        if not chunk:
+            break
+        data += chunk
+    events, suppressed, status = {}, 0, None
+    for line in data.splitlines():
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if "status" in obj:
+            status = obj["status"]
+            continue
+        kind = obj.get("event", "?")
+        events[kind] = events.get(kind, 0) + 1
+        if kind == "suppressed":
+            suppressed += obj.get("count", 0)
+    print(json.dumps({"lines": lines, "events": events, "suppressed": suppressed, "status": status}), flush=True)
+    return 0
+
+
 def main():
     parser = argparse.ArgumentParser(description="hostile peers that make a node hold memory (see the docstring)")
-    parser.add_argument("mode", choices=["messages", "hellos", "control"])
+    parser.add_argument("mode", choices=["messages", "hellos", "control", "quiet-client"])
     parser.add_argument("target", help="HOST (messages, hellos) or the control socket's path (control)")
     parser.add_argument("port", type=int, nargs="?", default=0)
     parser.add_argument("--count", type=int, default=20)
@@ -256,9 +303,11 @@ def main():
     parser.add_argument("--per-source", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--mib", type=int, default=8)
+    parser.add_argument("--peer", default="")
     args = parser.parse_args()
     args.host = args.socket = args.target
-    return {"messages": mode_messages, "hellos": mode_hellos, "control": mode_control}[args.mode](args)
+    return {"messages": mode_messages, "hellos": mode_hellos, "control": mode_control,
+            "quiet-client": mode_quiet_client}[args.mode](args)
 
 
 if __name__ == "__main__":
