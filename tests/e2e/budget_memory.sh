@@ -198,3 +198,24 @@ test_budget_control_client_that_stops_reading_is_bounded() {
     bm_check "after the client read" || return 1
     bm_verdict
 }
+
+# 20 sessions that read nothing: each offers files until the node's refusals fill the connection
+# (the node waits to write its next answer and handles nothing more of that link), then sends
+# 1 MiB messages, which no longer take the shortcut and wait above the frame decoder. What waits
+# there is charged to the link (one 1 MiB message at most) and to the node's budget for frames
+# (MemoryBudget.frames): past it the link stops reading. The node alive, its peak RSS bounded, the
+# friend's send during and after.
+test_budget_frames_waiting_for_a_stalled_link_are_bounded() {
+    trap bm_stop RETURN
+    local rogue
+    bm_node s-bm-stalled "cat >'$OUT/node.jsonl'" --auto-accept --encryption none || return 1
+    bm_rogue_bg 2 "$OUT/rogue.out" stalled "$(lab_addr 1)" "$BM_PORT" --count 20 --messages 20 --pings 5000 --hold 5 || return 1; rogue=$PID
+    await "$OUT/rogue.out" 'select(.progress)' 180 "the stalled sessions" >/dev/null || return 1
+    printf '    %s\n' "$(jq -c 'select(.progress)' "$OUT/rogue.out")"
+    bm_check "20 stalled sessions with 1 MiB messages waiting" || return 1
+    bm_friend_sends "while sessions are stalled" --encryption none || return 1
+    exits "$rogue" 60 0 "the rogue" || { show "$OUT/rogue.out"; return 1; }
+    bm_check "after" || return 1
+    bm_friend_sends "after the stalled sessions" --encryption none || return 1
+    bm_verdict
+}

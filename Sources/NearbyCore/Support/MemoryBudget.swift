@@ -59,6 +59,17 @@ public final class MemoryBudget: Sendable {
         }
     }
 
+    /// Charges `bytes` already held (a frame that went up, `WaitingFrames`): granted whatever is
+    /// used, so that the shares asked for after it wait until it is given back.
+    public func charge(_ bytes: Int) -> Share {
+        let share = Share(bytes: bytes, onGrant: {})
+        state.withLock { state in
+            state.used += bytes
+            share.state.withLock { $0 = .granted }
+        }
+        return share
+    }
+
     /// Asks for `bytes`: granted at once (the share says so), or once enough is given back, in the
     /// order asked, and then `onGrant` is called (on the thread that gave back). A share larger than
     /// the whole limit is granted when nothing else is held.
