@@ -48,9 +48,9 @@ import Testing
         made.made("/r/a/b c", owner: "peer1", offered: true, now: 12)
         made.made("/r/p", owner: "", offered: false, now: 34)
         made.made("/elsewhere", owner: "x", offered: true, now: 1)
-        let text = made.record(below: "/r")
-        #expect(text == "12\tpeer1\t1\ta/b c\n34\t\t0\tp\n")
-        let read = StrangerDirectories.parse(text + "1\tx\t1\t../up\n1\tx\t1\t/abs\nnonsense\n", below: "/r")
+        let text = made.record()
+        #expect(text == "1\tx\t1\t/elsewhere\n12\tpeer1\t1\t/r/a/b c\n34\t\t0\t/r/p\n")
+        let read = StrangerDirectories.parse(text + "1\tx\t1\t/r/../up\n1\tx\t1\t/abs\nnonsense\n", below: "/r")
         #expect(read.map(\.0) == ["/r/a/b c", "/r/p"])
         #expect(read[0].1 == .init(owner: "peer1", touched: 12, offered: true))
     }
@@ -58,7 +58,9 @@ import Testing
     @Test func pastTheQuotaNothingIsMadeAndARestartedNodeRemovesWhatWasLeft() throws {
         let root = try scratch("dirs")
         defer { try? FileManager.default.removeItem(atPath: root) }
-        let partials = PartialFiles(limits: limits)
+        let record = root + ".record"
+        defer { unlink(record) }
+        let partials = PartialFiles(limits: limits, record: record)
         #expect(partials.makeOffered(["a", "b"], below: root, owner: "s1") == nil)
         // Deeper: two more levels, one over s1's three.
         guard let refused = partials.makeOffered(["a", "b", "c", "d"], below: root, owner: "s1") else {
@@ -77,12 +79,12 @@ import Testing
         try FileManager.default.createDirectory(atPath: root + "/mine", withIntermediateDirectories: true)
         var short = limits
         short.lifetime = 0.05
-        let again = PartialFiles(limits: short)
+        let again = PartialFiles(limits: short, record: record)
         again.adopt(below: root)
         usleep(100_000)
         again.sweep()
         #expect(directories(below: root) == 1 && FileManager.default.fileExists(atPath: root + "/mine"))
-        #expect(!FileManager.default.fileExists(atPath: root + "/" + PartialFiles.recordName))
+        #expect(!FileManager.default.fileExists(atPath: record))
     }
 
     @Test func aStrangersEmptyDirectoriesGoWithItsLastDeletedPartial() throws {

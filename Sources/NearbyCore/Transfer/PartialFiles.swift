@@ -22,8 +22,6 @@ final class PartialFiles: Sendable {
         var owners: [String: String] = [:]
         /// Directories strangers made (absolute paths), and the empty ones they offered.
         var directories: StrangerDirectories
-        /// The save directory, once known: where the record of `directories` is kept.
-        var root: String?
         /// Bumped on each change of `directories`, so that the record is never written older.
         var generation = 0
     }
@@ -33,12 +31,13 @@ final class PartialFiles: Sendable {
     private let written = Mutex(0)
     let limits: PartialQuota.Limits
 
-    /// The record of the directories strangers made, in the save directory: a restarted node
-    /// reads it (`adopt`) to remove them as this run would have.
-    static let recordName = ".nearby-strangers-directories"
+    /// The record of the directories strangers made (`NearbyPaths.strangersDirectories`; nil: none
+    /// kept): a restarted node reads it (`adopt`) to remove them as this run would have.
+    let record: String?
 
-    init(limits: PartialQuota.Limits = PartialQuota.Limits()) {
+    init(limits: PartialQuota.Limits = PartialQuota.Limits(), record: String? = nil) {
         self.limits = limits
+        self.record = record
         state = Mutex(State(quota: PartialQuota(limits: limits), directories: StrangerDirectories(limits: limits)))
     }
 
@@ -65,7 +64,6 @@ final class PartialFiles: Sendable {
             if mkdir(path, 0o777) == 0 {
                 made = true
                 state.withLock { state in
-                    state.root = root
                     state.directories.made(path, owner: owner, offered: false, now: Self.now)
                     state.generation += 1
                 }
@@ -88,7 +86,6 @@ final class PartialFiles: Sendable {
     func makeOffered(_ parts: [String], below root: String, owner: String) -> Refused? {
         let now = Self.now
         let refused = state.withLock { state -> Refused? in
-            state.root = root
             var levels: [String] = []
             var path = root
             for part in parts {
@@ -163,14 +160,11 @@ final class PartialFiles: Sendable {
     /// Writes the record of the directories strangers made (atomically: a new file renamed over
     /// the old one), unless a newer one was written meanwhile.
     private func persist() {
-        let (root, text, generation) = state.withLock { state in
-            (state.root, state.root.map { state.directories.record(below: $0) }, state.generation)
-        }
-        guard let root, let text else { return }
+        guard let record else { return }
+        let (text, generation) = state.withLock { state in (state.directories.record(), state.generation) }
         written.withLock { last in
             guard generation > last else { return }
             last = generation
-            let record = root + "/" + Self.recordName
             if text.isEmpty {
                 unlink(record)
                 return
@@ -187,15 +181,13 @@ final class PartialFiles: Sendable {
         }
     }
 
-    /// Reads the record an earlier run left below `root` (at most 16 MiB of it): its directories,
+    /// Reads the record an earlier run left (at most 16 MiB of it): its directories below `root`,
     /// where they are still directories, are this run's to remove.
     private func adoptDirectories(below root: String) {
-        let record = root + "/" + Self.recordName
-        guard let handle = FileHandle(forReadingAtPath: record) else { return }
+        guard let record, let handle = FileHandle(forReadingAtPath: record) else { return }
         defer { try? handle.close() }
         guard let data = try? handle.read(upToCount: 16 << 20), let text = String(data: data, encoding: .utf8) else { return }
         state.withLock { state in
-            state.root = root
             for (path, entry) in StrangerDirectories.parse(text, below: root) where state.directories.entries[path] == nil {
                 var info = stat()
                 guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { continue }

@@ -80,28 +80,27 @@ struct StrangerDirectories: Sendable {
 
     // MARK: The record
 
-    /// The record's lines, relative to `root`: `seconds TAB owner TAB 0|1 TAB path` (paths of a
-    /// peer's offer hold no control characters: `SafePath`).
-    func record(below root: String) -> String {
-        entries.sorted { $0.key < $1.key }.compactMap { path, entry in
-            guard path.hasPrefix(root + "/") else { return nil }
-            return "\(Int(entry.touched))\t\(entry.owner)\t\(entry.offered ? 1 : 0)\t\(path.dropFirst(root.count + 1))\n"
+    /// The record's lines: `seconds TAB owner TAB 0|1 TAB path` (absolute; paths of a peer's offer
+    /// hold no control characters: `SafePath`).
+    func record() -> String {
+        entries.sorted { $0.key < $1.key }.map { path, entry in
+            "\(Int(entry.touched))\t\(entry.owner)\t\(entry.offered ? 1 : 0)\t\(path)\n"
         }.joined()
     }
 
-    /// The entries of a record below `root`; lines that do not parse, or whose path would leave
-    /// `root`, are skipped (the file is on disk: anyone who can write the save directory wrote it).
+    /// The entries of a record that are below `root`; lines that do not parse, or whose path
+    /// would leave `root`, are skipped (another save directory's, or not written by a node).
     static func parse(_ text: String, below root: String) -> [(String, Entry)] {
         text.split(separator: "\n").compactMap { line in
             let fields = line.split(separator: "\t", maxSplits: 3, omittingEmptySubsequences: false)
             guard fields.count == 4, let seconds = Double(fields[0]), seconds.isFinite, fields[2] == "0" || fields[2] == "1",
-                fields[1].utf8.count <= 64
+                fields[1].utf8.count <= 64, fields[3].hasPrefix(root + "/")
             else { return nil }
-            let parts = fields[3].split(separator: "/", omittingEmptySubsequences: false)
+            let parts = fields[3].dropFirst(root.count + 1).split(separator: "/", omittingEmptySubsequences: false)
             guard !parts.isEmpty, parts.count <= SafePath.maxDepth, parts.allSatisfy({ !$0.isEmpty && $0 != "." && $0 != ".." }) else {
                 return nil
             }
-            return ("\(root)/\(fields[3])", Entry(owner: String(fields[1]), touched: seconds, offered: fields[2] == "1"))
+            return (String(fields[3]), Entry(owner: String(fields[1]), touched: seconds, offered: fields[2] == "1"))
         }
     }
 }
