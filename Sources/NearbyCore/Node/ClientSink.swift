@@ -9,8 +9,9 @@ import Synchronization
 /// says how many. The node's own output has every line; replies (`status`, `stream_ready`) are
 /// never dropped.
 final class ClientSink: EventSink {
-    /// Bytes of event lines waiting for one client: 1 MiB, or `NEARBY_CONTROL_CLIENT_QUEUE_BYTES`.
-    static let standardLimit = MemoryBudget.setting("NEARBY_CONTROL_CLIENT_QUEUE_BYTES", 1 << 20)
+    /// Bytes of event lines waiting for one client (`ResourceBudget`: 1 MiB, or
+    /// `NEARBY_CONTROL_CLIENT_QUEUE_BYTES`).
+    static var standardLimit: Int { ResourceBudget.shared.limits.controlClientBytes }
 
     private let continuation: AsyncStream<String>.Continuation
     private let encoder = EventEncoder()

@@ -37,8 +37,9 @@ public struct NodeConfiguration: Sendable {
     public var domains: [String] { (link || wideAreas.isEmpty ? ["local."] : []) + wideAreas.map(\.domainText) }
     /// The disk quota on strangers' partial files and empty directories (`NEARBY_PARTIAL_FILES`,
     /// `NEARBY_PARTIAL_BYTES`, `NEARBY_PARTIAL_LIFETIME`, `NEARBY_PARTIAL_DIRECTORIES`,
-    /// `NEARBY_PARTIAL_DIRECTORIES_PER_PEER`; docs/security.md).
-    var partialQuota = PartialQuota.Limits()
+    /// `NEARBY_PARTIAL_DIRECTORIES_PER_PEER`; docs/security.md): the process's budget's, or the
+    /// command context's environment's (`apply`).
+    var partialQuota = ResourceBudget.shared.limits.disk
 
     /// The waits and caps a user (or a test) may change through the environment.
     public mutating func apply(environment: [String: String]) {
