@@ -69,7 +69,8 @@ struct HumanRenderer: Sendable {
         case let e as Events.Rejected:
             return paint("rejected", .yellow) + " a connection from \(Text.clean(e.address)): \(Text.clean(e.reason)) (\(Text.clean(e.code)))"
         case let e as Events.Suppressed:
-            return "… and \(RepeatLimiter<String>.grouped(e.count)) more \(Text.clean(e.of, limit: 40)) events (\(Text.clean(e.code, limit: 60))) in the last \(e.seconds) s"
+            return "… and \(RepeatLimiter<String>.grouped(e.count)) more \(Text.clean(e.of, limit: 40)) events (\(Text.clean(e.code, limit: 60)))"
+                + (e.peer.map { " of \(bold($0))" } ?? "") + " in the last \(e.seconds) s"
         case let e as Events.FileStarted:
             let resumed = e.skipped > 0 ? ", resuming after \(Format.size(Double(e.skipped)))" : ""
             let path = paint(Text.clean(e.path), .bold)

@@ -116,6 +116,32 @@ import Testing
         #expect(summary.contains(#""count":9"#), "\(summary)")
         #expect(memory.lines.count == 2)
     }
+
+    @Test func refusedFileChannelsAreFoldedPerPeerAndEveryOtherFailurePrints() throws {
+        let memory = MemorySink()
+        let sink = LimitedSink(memory, refusalBurst: 3, refusalWindow: .seconds(600))
+        let other = PeerRef(id: "otherpeer", name: nil)
+        func failed(_ who: PeerRef, _ code: String, direction: String = "receive") -> Events.FileFailed {
+            Events.FileFailed(transfer: "t", direction: direction, peer: who, path: "r/c.bin", code: code, reason: "no room", resumable: false)
+        }
+        for _ in 0..<832 { sink.emit(failed(peer, "busy")) }
+        for _ in 0..<10 { sink.emit(failed(other, "busy")) }
+        for _ in 0..<4 { sink.emit(failed(peer, "quota")) }
+        // A transfer's own end, and a sender's, always print.
+        for _ in 0..<10 { sink.emit(failed(peer, "integrity")) }
+        for _ in 0..<10 { sink.emit(failed(peer, "busy", direction: "send")) }
+        let kinds = memory.lines.compactMap { LineKind.kind($0) }
+        #expect(kinds.filter { $0 == "file-failed/busy" }.count == 3 + 3 + 10)
+        #expect(kinds.filter { $0 == "file-failed/quota" }.count == 3)
+        #expect(kinds.filter { $0 == "file-failed/integrity" }.count == 10)
+        sink.drain()
+        let summaries = try memory.lines.filter { $0.hasPrefix(#"{"event":"suppressed""#) }.map {
+            try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
+        let counts = summaries.map { "\(($0["peer"] as? [String: Any])?["id"] as? String ?? "")/\($0["code"] as? String ?? "")/\($0["count"] as? Int ?? 0)" }
+        #expect(Set(counts) == ["3hx5hctom3pdm/busy/829", "otherpeer/busy/7", "3hx5hctom3pdm/quota/1"])
+        #expect(summaries.allSatisfy { $0["of"] as? String == "file-failed" })
+    }
 }
 
 /// `event/code` of a line, for counting.

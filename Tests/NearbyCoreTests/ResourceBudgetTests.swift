@@ -14,6 +14,22 @@ import Testing
         #expect(set.strangerFiles == 10 && set.strangerFilesPerLink == 3)
     }
 
+    @Test func everyNumberOfTheBudgetIsReadInOnePlace() {
+        let standard = ResourceBudget.Limits.forProcess(descriptors: 1024, environment: [:])
+        #expect(standard.frameBytes == 4 << 20 && standard.bulkReadBytes == 16 << 20 && standard.controlClientBytes == 1 << 20)
+        #expect(standard.output == OutputQueue.Limits(bytes: 2 << 20, dropAt: 8 << 20) && standard.disk == PartialQuota.Limits())
+        let set = ResourceBudget.Limits.forProcess(descriptors: 1024, environment: [
+            "NEARBY_FRAME_BUDGET_BYTES": "1000", "NEARBY_BULK_READ_BUDGET_BYTES": "2000", "NEARBY_OUTPUT_QUEUE_BYTES": "4096",
+            "NEARBY_CONTROL_CLIENT_QUEUE_BYTES": "3000", "NEARBY_PARTIAL_FILES": "5", "NEARBY_PARTIAL_DIRECTORIES": "6",
+            "NEARBY_PARTIAL_DIRECTORIES_PER_PEER": "2",
+        ])
+        #expect(set.frameBytes == 1000 && set.bulkReadBytes == 2000 && set.controlClientBytes == 3000)
+        #expect(set.output == OutputQueue.Limits(bytes: 4096, dropAt: 4 * 4096))
+        #expect(set.disk.files == 5 && set.disk.directories == 6 && set.disk.directoriesPerPeer == 2)
+        let budget = ResourceBudget(limits: set)
+        #expect(budget.frames.limit == 1000 && budget.bulkReads.limit == 2000)
+    }
+
     @Test func connectionsTakeUpToTheLimit() {
         let budget = ResourceBudget(limits: .init(descriptors: 2))
         #expect(budget.takeConnection() && budget.takeConnection())

@@ -66,7 +66,20 @@ test_budget_strangers_holding_files_cannot_exhaust_descriptors() {
     printf '    %s\n' "$(tail -1 "$OUT/rogue.out")"
     bu_check "$NODE" "$dir" 256 || return 1
     bu_friend_sends s-bu-hold "$dir" after.bin || return 1
-    lab_wait_line "$NODE_OUT" 'select(.event=="file-failed" and .code=="busy")' 5 >/dev/null || fail "no file-failed event with code busy"
+    lab_wait_line "$NODE_OUT" 'select(.event=="file-failed" and .code=="busy")' 5 >/dev/null || fail "no file-failed event with code busy" || return 1
+    # Each refused channel is told, at most 3 a second per stranger, the rest counted in `suppressed`
+    # events that name the stranger (was: 832 file-failed lines).
+    local refused shown counted
+    refused=$(tail -1 "$OUT/rogue.out" | jq '.resets.busy')
+    for _ in $(seq 1 50); do
+        shown=$(jq -s '[.[] | select(.event=="file-failed" and .code=="busy")] | length' "$NODE_OUT")
+        counted=$(jq -s '[.[] | select(.event=="suppressed" and .of=="file-failed" and .code=="busy" and .peer.id) | .count] | add // 0' "$NODE_OUT")
+        (( shown + counted >= refused )) && break
+        sleep 0.1
+    done
+    printf '    refused channels: %s; file-failed lines: %s, counted in suppressed: %s\n' "$refused" "$shown" "$counted"
+    expect_eq "$((shown + counted))" "$refused" "refused channels told or counted" || return 1
+    (( shown <= 16 * 3 * 10 )) || fail "$shown file-failed lines for $refused refused channels"
 }
 
 # Strangers' partial files count against a quota (here 20 files, 100,000 bytes, a lifetime of 4 s):
@@ -152,4 +165,42 @@ test_budget_strangers_partials_of_an_earlier_run_expire() {
     printf '    after a restart with a lifetime of 2 s: %s strangers'"'"' partial files\n' "$left"
     expect_eq "$left" 0 "strangers' partial files of the earlier run" || { files_parts "$dir" >&2; return 1; }
     [[ -f $friend_part ]] || fail "a friend's partial file was deleted"
+}
+
+# Strangers offer thousands of empty directories (8 identities × 500, then 20 paths 32 levels deep
+# each): every level a stranger makes counts against the quota on strangers' directories (64 per
+# stranger, 256 per node); past it the channel is refused with code `quota` and a reason the sender
+# prints, and nothing is made. The node stays alive, the friend's send works during and after (a
+# tree with an empty directory: a friend's directories are not counted). A restarted node finds the
+# strangers' directories in its record and removes them once their lifetime is over; the user's own
+# empty directory and the friend's stay. Was: all 4,160 offers made, 4,649 directories in --save-dir.
+test_budget_strangers_empty_directories_are_counted() {
+    trap stop_started RETURN
+    local dir=$OUT/save rogue line dirs left
+    bu_node s-bu-dirs "$dir" || return 1
+    mkdir -p "$dir/mine"
+    rogue_bg rogue_files.py 2 "$OUT/rogue.out" "$(lab_addr 1)" "$PORT" --identities 8 --directories 500 --deep 20 || return 1; rogue=$PID
+    bu_friend_sends s-bu-dirs "$dir" during.bin || return 1
+    exits "$rogue" 180 0 "the strangers" || { bu_show "$OUT/rogue.out" "$OUT/rogue.out.err"; return 1; }
+    line=$(jq -c 'select(.directories) | .directories' "$OUT/rogue.out")
+    dirs=$(find "$dir" -mindepth 1 -type d | wc -l)
+    printf '    %s\n    %s directories in the save directory\n' "$line" "$dirs"
+    jq -e '.made <= 256 and .made > 0 and .refused.quota > 0 and (.reasons | any(test("empty directories")))' <<<"$line" >/dev/null \
+        || fail "the strangers made more directories than the quota, or were refused without the reason: $line" || return 1
+    (( dirs <= 256 + 1 )) || fail "$dirs directories in the save directory (quota 256, and the user's own)" || return 1
+    bu_check "$NODE" "$dir" 0 || return 1
+    mkdir -p "$OUT/tree/empty" && echo "a friend's file" >"$OUT/tree/file.txt"
+    nb 3 send-file "$(lab_addr 1):$PORT" "$OUT/tree" --service s-bu-dirs --encryption none --timeout 10 >"$OUT/tree.jsonl" 2>"$OUT/tree.err" \
+        || { show "$OUT/tree.jsonl" "$OUT/tree.err"; fail "the friend's tree after the strangers"; return 1; }
+    diff -r "$OUT/tree" "$dir/tree" || fail "the friend's tree did not arrive whole" || return 1
+    stop "$NODE" >/dev/null
+    bu_node s-bu-dirs "$dir" NEARBY_PARTIAL_LIFETIME=2 || return 1
+    for _ in $(seq 1 100); do
+        left=$(find "$dir" -mindepth 1 -maxdepth 1 -type d -name 'r[0-9]*' | wc -l)
+        (( left == 0 )) && break
+        sleep 0.1
+    done
+    printf '    after a restart with a lifetime of 2 s: %s directories of the strangers\n' "$left"
+    expect_eq "$left" 0 "the strangers' directories of the earlier run" || { find "$dir" -maxdepth 2 -type d >&2; return 1; }
+    [[ -d $dir/mine && -d $dir/tree/empty ]] || fail "a directory the strangers did not make was removed"
 }

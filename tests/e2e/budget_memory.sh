@@ -167,3 +167,55 @@ test_budget_control_socket_flood_is_bounded() {
     bm_check "after the flood" || return 1
     bm_verdict
 }
+
+# A local client asks the node for `send --lines` to a friend and reads nothing of the answer
+# while it writes lines for 20 s (one `sent` event each batch): the events waiting for that client
+# are bounded (1 MiB); past it they are dropped and counted, and once the client reads again, a
+# `suppressed` event says how many before its status. The node's own output has every line, its
+# memory stays bounded, and the friend's connection works.
+test_budget_control_client_that_stops_reading_is_bounded() {
+    trap bm_stop RETURN
+    local rogue socket i line sent
+    bm_node s-bm-quiet "cat >'$OUT/node.jsonl'" --encryption none || return 1
+    for ((i = 0; i < 100; i++)); do
+        socket=$(find "$LAB_DIR/h1/run/nearby" -name '*.sock' 2>/dev/null | head -1)
+        [[ -S $socket ]] && break
+        sleep 0.1
+    done
+    [[ -S $socket ]] || { fail "no control socket"; return 1; }
+    nb_bg 3 "$OUT/h3.jsonl" advertise --service s-bm-quiet --auto-accept --encryption none || return 1
+    await "$OUT/h3.jsonl" 'select(.event=="advertising")' 10 "host 3 advertising" >/dev/null || return 1
+    bm_rogue_bg 1 "$OUT/rogue.out" quiet-client "$socket" --peer "$(id_of 3)" --seconds 20 --hold 3 || return 1; rogue=$PID
+    await "$OUT/rogue.out" 'select(.progress)' 60 "the quiet client" >/dev/null || return 1
+    bm_check "a control client that reads nothing, $(jq -r 'select(.progress) | .lines' "$OUT/rogue.out") lines" || return 1
+    bm_friend_sends "while a client reads nothing" --encryption none || return 1
+    exits "$rogue" 60 0 "the quiet client" || { show "$OUT/rogue.out"; return 1; }
+    line=$(tail -1 "$OUT/rogue.out")
+    sent=$(jq -s '[.[] | select(.event=="sent")] | length' "$OUT/node.jsonl")
+    printf '    %s\n    the node printed %s sent events\n' "$line" "$sent"
+    jq -e --argjson sent "$sent" '.status == 0 and .suppressed > 0 and (.events.sent + .suppressed == $sent)' <<<"$line" >/dev/null \
+        || fail "the client's events were not bounded, or some were dropped without being counted: $line" || return 1
+    bm_check "after the client read" || return 1
+    bm_verdict
+}
+
+# 20 sessions that read nothing: each offers files until the node's refusals fill the connection
+# (the node waits to write its next answer and handles nothing more of that link), then sends
+# 1 MiB messages, which no longer take the shortcut and wait above the frame decoder. What waits
+# there is charged to the link (one 1 MiB message at most) and to the node's budget for frames
+# (MemoryBudget.frames): past it the link stops reading. The node alive, its peak RSS bounded, the
+# friend's send during and after.
+test_budget_frames_waiting_for_a_stalled_link_are_bounded() {
+    trap bm_stop RETURN
+    local rogue
+    bm_node s-bm-stalled "cat >'$OUT/node.jsonl'" --auto-accept --encryption none || return 1
+    bm_rogue_bg 2 "$OUT/rogue.out" stalled "$(lab_addr 1)" "$BM_PORT" --count 20 --messages 20 --pings 5000 --hold 5 || return 1; rogue=$PID
+    await "$OUT/rogue.out" 'select(.progress)' 180 "the stalled sessions" >/dev/null || return 1
+    printf '    %s\n' "$(jq -c 'select(.progress)' "$OUT/rogue.out")"
+    bm_check "20 stalled sessions with 1 MiB messages waiting" || return 1
+    bm_friend_sends "while sessions are stalled" --encryption none || return 1
+    exits "$rogue" 60 0 "the rogue" || { show "$OUT/rogue.out"; return 1; }
+    bm_check "after" || return 1
+    bm_friend_sends "after the stalled sessions" --encryption none || return 1
+    bm_verdict
+}

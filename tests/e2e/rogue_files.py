@@ -4,6 +4,7 @@ leave partial files behind (tests/e2e/budget.sh), in plaintext: the node runs --
 Uses the protocol helpers of rogue_sender.py.
 
     rogue_files.py HOST PORT [--identities N] [--channels C] [--bytes B] [--hold S] [--resume-after S]
+    rogue_files.py HOST PORT --directories D [--deep P] [--identities N]
 
 N fresh identities each get invited in, then offer C files at once (channels 1, 3, 5 …; paths
 rN/cK.bin, 8 MiB announced), send `start` and B bytes on each accepted one, and hold every link
@@ -14,6 +15,10 @@ and after the hold, the links closed by us:
 With --resume-after S, S seconds after closing, the last identity comes back and offers its last
 file again (the newest partial: the one a quota keeps longest): {"resume": {"accept", "offset"}}
 (offset B: the partial was kept; 0: it was not).
+
+With --directories D, each identity instead offers D empty directories (channels of kind
+`directory`, paths rN/dK), then P deep paths (rN/deepK/l1/…/l31: 32 levels each), 32 offers at a
+time, and prints {"directories": {"offered", "made", "refused": {code: count}, "reasons": [a few]}}.
 """
 import argparse
 import json
@@ -77,12 +82,17 @@ class Session:
                 continue
             yield kind, channel, payload
 
+    def offer_directory(self, channel, path):
+        self.peer.send(OPEN, {"kind": "directory", "path": path, "size": 0, "key": ""}, channel)
+
     def handle(self):
         for kind, channel, payload in self.frames():
             if kind == OPEN_REPLY:
                 reply = json.loads(payload)
                 self.replies[channel] = reply
-                if reply.get("accept"):
+                if reply.get("accept") and getattr(self, "directories", False):
+                    self.accepted.add(channel)
+                elif reply.get("accept"):
                     self.accepted.add(channel)
                     self.peer.send(START, {"offset": 0}, channel)
                     self.peer.send(DATA, os.urandom(self.data_bytes), channel)
@@ -129,6 +139,34 @@ def summary(sessions):
     return {"sessions": len(sessions), "accepted": accepted, "resets": resets, "reasons": reasons, "held_channels": held}
 
 
+def offer_directories(sessions, count, deep):
+    """Each session offers `count` empty directories and `deep` deep paths, 32 at a time."""
+    paths = {}
+    for session in sessions:
+        paths[session] = [f"r{session.index}/d{k}" for k in range(count)]
+        paths[session] += [f"r{session.index}/deep{k}/" + "/".join(f"l{n}" for n in range(1, 32)) for k in range(deep)]
+    channel = 1
+    while any(paths.values()):
+        for session in sessions:
+            batch, paths[session] = paths[session][:32], paths[session][32:]
+            for path in batch:
+                if not session.closed:
+                    session.offer_directory(channel, path)
+                channel += 2
+        pump(sessions, 10, quiet=0.3)
+    pump(sessions, 10, quiet=1.0)
+    refused, reasons = {}, []
+    for session in sessions:
+        for reply in session.resets.values():
+            code = reply.get("code", "none")
+            refused[code] = refused.get(code, 0) + 1
+            if len(reasons) < 3 and reply.get("reason") not in reasons:
+                reasons.append(reply.get("reason"))
+    made = sum(len(s.accepted) for s in sessions)
+    return {"offered": len(sessions) * (count + deep), "made": made, "refused": refused, "reasons": reasons,
+            "closed_by_node": sum(1 for s in sessions if s.closed)}
+
+
 def main():
     parser = argparse.ArgumentParser(description="strangers holding files open (see the module docstring)")
     parser.add_argument("host")
@@ -138,10 +176,22 @@ def main():
     parser.add_argument("--bytes", type=int, default=1)
     parser.add_argument("--hold", type=float, default=10)
     parser.add_argument("--resume-after", type=float, default=None)
+    parser.add_argument("--directories", type=int, default=None)
+    parser.add_argument("--deep", type=int, default=0)
     args = parser.parse_args()
     raise_fd_limit(args.identities + 64)
     identities = [Identity(f"dropper{i}") for i in range(args.identities)]
     sessions = []
+    if args.directories is not None:
+        for index, me in enumerate(identities):
+            session = Session(args.host, args.port, me, index)
+            session.peer.sock.settimeout(10)
+            session.directories = True
+            sessions.append(session)
+        print(json.dumps({"directories": offer_directories(sessions, args.directories, args.deep)}), flush=True)
+        for session in sessions:
+            session.peer.sock.close()
+        return 0
     for index, me in enumerate(identities):
         session = Session(args.host, args.port, me, index)
         # Blocking sends (a timeout, not a failure, when the node stops reading); reads only when

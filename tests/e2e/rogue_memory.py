@@ -19,6 +19,20 @@
         newline, held --hold seconds. Prints {"progress": true, "opened": n} once written, then
         {"opened", "closed_by_node", "busy" (told the node serves as many clients as it does),
         "written" (bytes the node took, all connections)}.
+
+    rogue_memory.py stalled HOST PORT --count N --messages M [--hold S]
+        N sessions (plaintext, --auto-accept, no --save-dir) that read nothing: each offers files
+        with long paths until the node's refusals fill the connection both ways (the node then
+        waits to write its next answer, and handles nothing more of that link), then sends up to
+        M messages of 1 MiB, which wait for the node above the frame decoder. Holds S seconds:
+        {"progress": true, "sessions", "opens", "mib_sent"} once sent, then {"sessions", "cut"}.
+
+    rogue_memory.py quiet-client SOCKET --peer PEER --seconds S [--hold H]
+        One control client asking the node for `send --lines` to PEER that writes a short line at
+        a time for S seconds and reads nothing of the node's answer (one `sent` event per batch),
+        then holds H seconds: {"progress": true, "lines": n}. Then it ends its lines and reads
+        everything to the end: {"lines", "events" (lines read, by event), "suppressed" (counted in
+        `suppressed` events), "status"}.
 """
 import argparse
 import datetime
@@ -244,9 +258,109 @@ def mode_control(args):
     return 0
 
 
+def mode_stalled(args):
+    raise_fd_limit(args.count + 64)
+    from rogue_sender import OPEN, PING  # noqa: E402
+    peers = []
+    for _ in range(args.count):
+        peer, _ = join(args.host, args.port)
+        peer.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        peers.append(peer)
+    path = "x"
+    opens, sent = [0], [0]
+    lock = threading.Lock()
+    message = struct.pack(">BII", MESSAGE, 0, MIB) + b"m" * MIB
+
+    def stall(peer):
+        channel, done_opens, done = 1, 0, 0
+        try:
+            # Pings the node answers at once, unread: its connection stops being writable. Then one
+            # offer, whose refusal the node waits to write, handling nothing more of this link.
+            peer.sock.settimeout(5)
+            peer.sock.sendall(struct.pack(">BII", PING, 0, 0) * args.pings)
+            time.sleep(1)
+            peer.send(OPEN, {"kind": "file", "path": path, "size": 1, "key": ""}, channel)
+            done_opens += 1
+        except (socket.timeout, OSError):
+            pass
+        try:
+            # In pieces, to count what the node took before it stopped reading.
+            peer.sock.settimeout(3)
+            for _ in range(args.messages):
+                for at in range(0, len(message), 64 << 10):
+                    peer.sock.sendall(message[at:at + (64 << 10)])
+                    done += min(64 << 10, len(message) - at)
+        except (socket.timeout, OSError):
+            pass
+        with lock:
+            opens[0] += done_opens
+            sent[0] += done
+
+    threads = [threading.Thread(target=stall, args=(peer,), daemon=True) for peer in peers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    print(json.dumps({"progress": True, "sessions": len(peers), "opens": opens[0], "mib_sent": round(sent[0] / MIB, 1)}), flush=True)
+    time.sleep(args.hold)
+    cut = 0
+    for peer in peers:
+        try:
+            peer.sock.setblocking(False)
+            if peer.sock.recv(1) == b"":
+                cut += 1
+        except BlockingIOError:
+            pass
+        except OSError:
+            cut += 1
+        peer.sock.close()
+    print(json.dumps({"sessions": len(peers), "cut": cut}), flush=True)
+    return 0
+
+
+def mode_quiet_client(args):
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(args.socket)
+    request = {"sendLines": {"peers": [args.peer], "all": False, "timeout": 20, "unreliable": False}}
+    sock.sendall(json.dumps(request).encode() + b"\n")
+    sock.settimeout(5)
+    lines, end = 0, time.monotonic() + args.seconds
+    try:
+        while time.monotonic() < end:
+            sock.sendall(b"line %d of a client that reads nothing\n" % lines)
+            lines += 1
+    except socket.timeout:
+        pass
+    print(json.dumps({"progress": True, "lines": lines}), flush=True)
+    time.sleep(args.hold)
+    sock.shutdown(socket.SHUT_WR)
+    sock.settimeout(60)
+    data = b""
+    while True:
+        chunk = sock.recv(1 << 20)
+        if not chunk:
+            break
+        data += chunk
+    events, suppressed, status = {}, 0, None
+    for line in data.splitlines():
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if "status" in obj:
+            status = obj["status"]
+            continue
+        kind = obj.get("event", "?")
+        events[kind] = events.get(kind, 0) + 1
+        if kind == "suppressed":
+            suppressed += obj.get("count", 0)
+    print(json.dumps({"lines": lines, "events": events, "suppressed": suppressed, "status": status}), flush=True)
+    return 0
+
+
 def main():
     parser = argparse.ArgumentParser(description="hostile peers that make a node hold memory (see the docstring)")
-    parser.add_argument("mode", choices=["messages", "hellos", "control"])
+    parser.add_argument("mode", choices=["messages", "hellos", "control", "stalled", "quiet-client"])
     parser.add_argument("target", help="HOST (messages, hellos) or the control socket's path (control)")
     parser.add_argument("port", type=int, nargs="?", default=0)
     parser.add_argument("--count", type=int, default=20)
@@ -256,9 +370,12 @@ def main():
     parser.add_argument("--per-source", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--mib", type=int, default=8)
+    parser.add_argument("--peer", default="")
+    parser.add_argument("--pings", type=int, default=20000)
     args = parser.parse_args()
     args.host = args.socket = args.target
-    return {"messages": mode_messages, "hellos": mode_hellos, "control": mode_control}[args.mode](args)
+    return {"messages": mode_messages, "hellos": mode_hellos, "control": mode_control, "stalled": mode_stalled,
+            "quiet-client": mode_quiet_client}[args.mode](args)
 
 
 if __name__ == "__main__":

@@ -3,26 +3,44 @@
 /// in 10 s, then one `suppressed` event with the count when the 10 s are over. Everything a user's
 /// script works with — `connected`, `message`, file and stream events, `invitation`, a command's
 /// final `error` (printed by the command, not through this sink) — passes untouched, as does
-/// `daemon-unavailable`, which no stranger causes.
+/// `daemon-unavailable`, which no stranger causes. A file channel the node refused for its budget
+/// (`file-failed` received with code `busy` or `quota`: a peer can open thousands) is summarised
+/// per peer, at most 3 a second, the rest counted in a `suppressed` event that names the peer.
 public final class LimitedSink: EventSink {
     private let base: any EventSink
     private let gate: RepeatGate<Kind>
+    private let refusals: RepeatGate<Kind>
 
-    /// One kind of repeat: the event and its code.
+    /// One kind of repeat: the event and its code (and the peer, for refused file channels).
     public struct Kind: Hashable, Sendable {
         public var event: String
         public var code: String
+        public var peer: String?
+        public var name: String?
     }
 
-    public init(_ base: any EventSink, burst: Int = 5, window: Duration = .seconds(10)) {
+    /// The codes of a receiving `file-failed` that the node's budget, not the transfer, decided.
+    static let refusalCodes: Set<String> = ["busy", "quota"]
+
+    public init(
+        _ base: any EventSink, burst: Int = 5, window: Duration = .seconds(10), refusalBurst: Int = 3, refusalWindow: Duration = .seconds(1)
+    ) {
         self.base = base
-        gate = RepeatGate(burst: burst, window: window) { summary in
+        let report: @Sendable (RepeatLimiter<Kind>.Summary) -> Void = { summary in
             base.emit(Events.Suppressed(
-                of: summary.key.event, code: summary.key.code, count: summary.count, seconds: summary.seconds))
+                of: summary.key.event, code: summary.key.code, count: summary.count, seconds: summary.seconds,
+                peer: summary.key.peer.map { PeerRef(id: $0, name: summary.key.name) }))
         }
+        gate = RepeatGate(burst: burst, window: window, report: report)
+        refusals = RepeatGate(burst: refusalBurst, window: refusalWindow, report: report)
     }
 
     public func emit(_ body: some EventBody) {
+        if let failed = body as? Events.FileFailed, failed.direction == "receive", Self.refusalCodes.contains(failed.code) {
+            let kind = Kind(event: Events.FileFailed.event, code: failed.code, peer: failed.peer.id, name: failed.peer.name)
+            if refusals.admit(kind) { base.emit(body) }
+            return
+        }
         guard let kind = Self.kind(of: body) else { return base.emit(body) }
         if gate.admit(kind) { base.emit(body) }
     }
@@ -31,7 +49,10 @@ public final class LimitedSink: EventSink {
     public func emitLine(_ line: String) { base.emitLine(line) }
 
     /// Reports what is still held back: the node is stopping.
-    public func drain() { gate.drain() }
+    public func drain() {
+        gate.drain()
+        refusals.drain()
+    }
 
     static func kind(of body: some EventBody) -> Kind? {
         switch body {
@@ -54,5 +75,7 @@ extension Events {
         public var code: String
         public var count: Int
         public var seconds: Int
+        /// The peer whose refused file channels were counted (`file-failed`); absent otherwise.
+        public var peer: PeerRef?
     }
 }

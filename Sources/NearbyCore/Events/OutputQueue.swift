@@ -65,8 +65,8 @@ public final class OutputQueue: Sendable {
         self.write = write
     }
 
-    /// This process's stdout and stderr.
-    public static let standard = OutputQueue()
+    /// This process's stdout and stderr, bounded by the process's `ResourceBudget`.
+    public static let standard = OutputQueue(limits: ResourceBudget.shared.limits.output)
 
     /// How `suppressed` notices are printed (for people, on a terminal).
     public func renderNotices(_ render: @escaping @Sendable (Events.Suppressed) -> String) {

@@ -28,6 +28,8 @@ public struct NearbyPaths: Sendable {
     public var identityFile: String { home + "/identity.json" }
     /// Peers `nearby browse` found lately, for shell completion (`RecentPeers`).
     public var recentPeersFile: String { home + "/recent-peers.json" }
+    /// The directories strangers made in a node's save directory, per service (`PartialFiles`).
+    public func strangersDirectories(service: String) -> String { home + "/strangers-directories-\(service).tsv" }
 }
 
 /// Loads the identity, creating it once on first use. Creation is atomic and safe when two first runs

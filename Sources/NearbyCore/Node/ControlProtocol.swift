@@ -249,12 +249,3 @@ struct LineReader {
         .invalidArgument("a line on the control socket is over its limit of \(limit) bytes")
     }
 }
-
-/// Event lines for one control client, written in order as the work happens.
-final class ClientSink: EventSink {
-    private let continuation: AsyncStream<String>.Continuation
-    private let encoder = EventEncoder()
-    init(_ continuation: AsyncStream<String>.Continuation) { self.continuation = continuation }
-    func emit(_ body: some EventBody) { emitLine(encoder.line(body)) }
-    func emitLine(_ line: String) { continuation.yield(ControlReply.event(line).line) }
-}

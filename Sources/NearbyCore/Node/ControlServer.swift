@@ -99,13 +99,18 @@ public enum ControlServer {
                     line = .failure(error)
                 }
             }
-            let (lines, continuation) = AsyncStream<String>.makeStream()
-            let sink = ClientSink(continuation)
+            let (lines, stream) = AsyncStream<String>.makeStream()
+            // Bounded: a client that stops reading has its events dropped and counted (ClientSink).
+            let sink = ClientSink(stream)
+            let continuation = sink.replies
             let written = OneShot<Void>()
             await withTaskGroup(of: Void.self) { group in
                 // The one writer of reply lines, in order; after a stream's `streamReady`, raw bytes.
                 group.addTask {
-                    for await text in lines { try? await outbound.write(ByteBuffer(string: text + "\n")) }
+                    for await text in lines {
+                        try? await outbound.write(ByteBuffer(string: text + "\n"))
+                        sink.written(text)
+                    }
                     written.settle(())
                 }
                 let request: ControlRequest

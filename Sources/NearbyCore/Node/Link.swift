@@ -24,6 +24,8 @@ public final class Link: Sendable, Hashable {
     private let detachedPromise: EventLoopPromise<Void>
     private let lastHeard = Mutex(ContinuousClock.now)
     private let reason = Mutex<String?>(nil)
+    /// A ping or pong written and not yet sent: the next waits for it (`send`).
+    private let keepaliveUnsent = Atomic(false)
 
     init(
         peer: AuthenticatedPeer, isClient: Bool, outbound: NIOAsyncChannelOutboundWriter<Frame>, channel: any Channel,
@@ -87,7 +89,13 @@ public final class Link: Sendable, Hashable {
         // Keepalives skip the queue: behind a flood of messages that the peer reads slowly (the
         // writer waits for room), a pong that waited too would make the peer think us gone.
         if frame.kind == .ping || frame.kind == .pong {
-            channel.writeAndFlush(frame, promise: nil)
+            // One at a time: a peer that sends pings and reads nothing would have the node hold
+            // every pong (each flush a buffer of its own: 20 links × 5,000 pings held 230 MB), and
+            // one that reads hears the keepalive already waiting.
+            guard !keepaliveUnsent.exchange(true, ordering: .acquiringAndReleasing) else { return }
+            let sent = channel.eventLoop.makePromise(of: Void.self)
+            sent.futureResult.whenComplete { [self] _ in keepaliveUnsent.store(false, ordering: .releasing) }
+            channel.writeAndFlush(frame, promise: sent)
             return
         }
         do {

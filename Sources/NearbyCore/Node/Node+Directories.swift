@@ -25,19 +25,28 @@ extension Node {
     }
 
     /// Receiver: makes the offered empty directory under the save directory (the path cleaned as
-    /// a file's is), and answers.
+    /// a file's is), and answers. A stranger's counts against the quota on strangers' directories
+    /// (`PartialFiles.makeOffered`): past it the channel is refused with code `quota`.
     nonisolated func directoryOffered(_ parts: [String], in saveDirectory: String, channel: UInt32, on link: Link) async {
         guard !parts.isEmpty else { return await refuse(channel, on: link, reason: "a directory without a name") }
-        let path = ([saveDirectory] + parts).joined(separator: "/")
-        do {
-            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        } catch {
-            link.channels.finish(channel)
-            let reason = "cannot create \(parts.joined(separator: "/")): \(error.localizedDescription)"
-            return await link.send(Control.frame(
-                .openReply, Control.OpenReply(accept: false, offset: 0, prefixSHA256: nil, reason: reason, code: .ioError), channel: channel))
+        var refused: PartialFiles.Refused?
+        if link.account.isStranger {
+            refused = partials.makeOffered(parts, below: saveDirectory, owner: link.peer.id.rawValue)
+        } else {
+            do {
+                try FileManager.default.createDirectory(atPath: ([saveDirectory] + parts).joined(separator: "/"), withIntermediateDirectories: true)
+            } catch {
+                refused = .init(code: .ioError, reason: "cannot create \(parts.joined(separator: "/")): \(error.localizedDescription)")
+            }
         }
         link.channels.finish(channel)
+        if let refused {
+            events.emit(Events.FileFailed(
+                transfer: "dir-\(channel)", direction: "receive", peer: link.peer.ref, path: parts.joined(separator: "/"),
+                code: refused.code.description, reason: refused.reason, resumable: false))
+            return await link.send(Control.frame(
+                .openReply, Control.OpenReply(accept: false, offset: 0, prefixSHA256: nil, reason: refused.reason, code: refused.code), channel: channel))
+        }
         await link.send(Control.frame(.openReply, Control.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil), channel: channel))
     }
 }

@@ -56,7 +56,7 @@ public actor Node {
         self.recent = RecentPeers.remembersAddresses() ? RecentPeers(paths: paths) : nil
         (jobs, jobQueue) = AsyncStream.makeStream()
         self.datagrams = DatagramHub(events: events)
-        partials = PartialFiles(limits: configuration.partialQuota)
+        partials = PartialFiles(limits: configuration.partialQuota, record: paths.strangersDirectories(service: configuration.service.name))
         do {
             tls = try SessionTLS.contexts(for: identity)
         } catch {

@@ -35,9 +35,11 @@ public struct NodeConfiguration: Sendable {
 
     /// Where this node browses and registers, as events and sentences name it.
     public var domains: [String] { (link || wideAreas.isEmpty ? ["local."] : []) + wideAreas.map(\.domainText) }
-    /// The disk quota on strangers' partial files (`NEARBY_PARTIAL_FILES`, `NEARBY_PARTIAL_BYTES`,
-    /// `NEARBY_PARTIAL_LIFETIME`; docs/security.md).
-    var partialQuota = PartialQuota.Limits()
+    /// The disk quota on strangers' partial files and empty directories (`NEARBY_PARTIAL_FILES`,
+    /// `NEARBY_PARTIAL_BYTES`, `NEARBY_PARTIAL_LIFETIME`, `NEARBY_PARTIAL_DIRECTORIES`,
+    /// `NEARBY_PARTIAL_DIRECTORIES_PER_PEER`; docs/security.md): the process's budget's, or the
+    /// command context's environment's (`apply`).
+    var partialQuota = ResourceBudget.shared.limits.disk
 
     /// The waits and caps a user (or a test) may change through the environment.
     public mutating func apply(environment: [String: String]) {

@@ -167,7 +167,7 @@ final class PreambleHandler: ChannelInboundHandler, RemovableChannelHandler {
             let shortcut = MessageShortcut()
             handlers.append(FrameSplitter(
                 phase: shortcut.phase, client: role == .client, pacing: shortcut.pacing, output: .standard,
-                frames: .frames, bulk: .bulkReads))
+                frames: .frames, bulk: .bulkReads, waiting: shortcut.waiting))
             handlers.append(MessageShortcutHandler(shortcut))
             handlers.append(WriteCoalescer())
             handlers.append(FrameWriter())

@@ -44,14 +44,14 @@ final class FrameSplitter: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// `phase` shared with the node; the default (for tests) is a session already begun. Reads are
     /// paced by `output` and the budgets when given (`ReadGate`), and `pacing` tells the link's
-    /// keepalive when they are held.
+    /// keepalive when they are held; `waiting` counts what went up and waits for the node.
     init(
         phase: SessionPhase = SessionPhase(inSession: true), client: Bool = false, pacing: ReadPacing = ReadPacing(),
-        output: OutputQueue? = nil, frames: MemoryBudget? = nil, bulk: MemoryBudget? = nil
+        output: OutputQueue? = nil, frames: MemoryBudget? = nil, bulk: MemoryBudget? = nil, waiting: WaitingFrames? = nil
     ) {
         self.phase = phase
         beginsOnAnswer = client
-        gate = ReadGate(phase: phase, pacing: pacing, output: output, frames: frames, bulk: bulk)
+        gate = ReadGate(phase: phase, pacing: pacing, output: output, frames: frames, bulk: bulk, waiting: waiting)
     }
 
     func read(context: ChannelHandlerContext) {

@@ -23,8 +23,10 @@ final class MessageShortcut: Sendable {
     let phase = SessionPhase()
     /// Whether the `FrameSplitter` holds the connection's reads now (the keepalive asks).
     let pacing = ReadPacing()
+    /// The bytes of the frames passed up and not yet handled, charged to the link (`ReadGate`).
+    let waiting: WaitingFrames
 
-    init() {}
+    init(waiting: WaitingFrames = WaitingFrames()) { self.waiting = waiting }
 
     /// From now on, messages that may take the shortcut go to `deliver`, on the event loop.
     func arm(_ deliver: @escaping @Sendable ([UInt8]) -> Void) {
@@ -38,6 +40,7 @@ final class MessageShortcut: Sendable {
     /// The node has handled one frame it read after the handshake.
     func handled() {
         state.withLock { $0.pending -= 1 }
+        waiting.handled()
     }
 
     /// On the event loop, for each frame read: true when `frame` was delivered here, false when
@@ -48,7 +51,10 @@ final class MessageShortcut: Sendable {
             if Self.counts(frame) { state.pending += 1 }
             return nil
         }
-        guard let deliver else { return false }
+        guard let deliver else {
+            if Self.counts(frame) { waiting.wentUp(frame) }
+            return false
+        }
         deliver(Array(frame.payload.readableBytesView))
         return true
     }

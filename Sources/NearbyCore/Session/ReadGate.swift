@@ -41,6 +41,8 @@ final class ReadPacing: Sendable {
 ///   stream's data reads 4 × 256 KiB at a time once `MemoryBudget.bulkReads` grants it room.
 /// - A frame held whole while it arrives (a message of up to 1 MiB) first takes its size from
 ///   `MemoryBudget.frames`; until it gets it, no more is read.
+/// - A link whose frames wait for the node (`WaitingFrames`) past one message's worth does not read
+///   until the node has handled them.
 /// - While the process's output (`OutputQueue`) is full, a link in session does not read: the
 ///   lines it would make have nowhere to go. Handshakes read on.
 ///
@@ -51,6 +53,7 @@ final class ReadGate {
     private let output: OutputQueue?
     private let frames: MemoryBudget?
     private let bulk: MemoryBudget?
+    private let waiting: WaitingFrames?
 
     /// A read asked for and not yet passed on.
     private var heldRead = false
@@ -68,12 +71,16 @@ final class ReadGate {
     /// What a link reading in bulk holds: 4 reads of 256 KiB, and TLS's buffer of as much.
     static let bulkShareBytes = 2 << 20
 
-    init(phase: SessionPhase, pacing: ReadPacing, output: OutputQueue?, frames: MemoryBudget?, bulk: MemoryBudget?) {
+    init(
+        phase: SessionPhase, pacing: ReadPacing, output: OutputQueue?, frames: MemoryBudget?, bulk: MemoryBudget?,
+        waiting: WaitingFrames? = nil
+    ) {
         self.phase = phase
         self.pacing = pacing
         self.output = output
         self.frames = frames
         self.bulk = bulk
+        self.waiting = waiting
     }
 
     /// The channel asks to read.
@@ -83,6 +90,16 @@ final class ReadGate {
             Self.set(context, reads: Connections.sessionReads)
         }
         if let frameShare, !frameShare.isGranted { return hold() }
+        if let waiting, waiting.bytes > WaitingFrames.perLink {
+            let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            let over = waiting.over { [eventLoop = context.eventLoop] in
+                eventLoop.execute {
+                    let (gate, context) = bound.value
+                    gate.retry(context)
+                }
+            }
+            if over { return hold() }
+        }
         if phase.inSession, let output, output.isFull {
             if !waitingForOutput {
                 waitingForOutput = true
@@ -148,6 +165,7 @@ final class ReadGate {
         if let outputWaiter { output?.forget(outputWaiter) }
         outputWaiter = nil
         frameDone()
+        waiting?.end()
         if let bulkShare { bulk?.give(bulkShare) }
         bulkShare = nil
         pacing.release()

@@ -12,9 +12,10 @@ import CDNSSD
 /// that got theirs can always finish, and the ones that wait hold nothing: no deadlock, whatever
 /// the peers do.
 ///
-/// Two budgets use it (docs/security.md, "Memory and output"): `frames`, for a frame held whole
-/// while it arrives (a message of up to 1 MiB), and `bulkReads`, for the big read buffers a link
-/// carrying a file or a stream reads with (the others read with small ones).
+/// The process's `ResourceBudget` owns two (docs/security.md, "One budget"): `frames`, for a frame
+/// held whole while it arrives or waits for the node (a message of up to 1 MiB), and `bulkReads`,
+/// for the big read buffers a link carrying a file or a stream reads with (the others read with
+/// small ones).
 public final class MemoryBudget: Sendable {
     /// A share asked for: granted now, or later (`onGrant`), or given up before.
     public final class Share: Sendable {
@@ -57,6 +58,17 @@ public final class MemoryBudget: Sendable {
             share.state.withLock { $0 = .granted }
             return share
         }
+    }
+
+    /// Charges `bytes` already held (a frame that went up, `WaitingFrames`): granted whatever is
+    /// used, so that the shares asked for after it wait until it is given back.
+    public func charge(_ bytes: Int) -> Share {
+        let share = Share(bytes: bytes, onGrant: {})
+        state.withLock { state in
+            state.used += bytes
+            share.state.withLock { $0 = .granted }
+        }
+        return share
     }
 
     /// Asks for `bytes`: granted at once (the share says so), or once enough is given back, in the
@@ -103,14 +115,15 @@ public final class MemoryBudget: Sendable {
 
     private func fits(_ bytes: Int, _ used: Int) -> Bool { used + bytes <= limit || used == 0 }
 
-    /// Frames held whole while they arrive, over every link: 4 MiB (four 1 MiB messages at once),
-    /// or `NEARBY_FRAME_BUDGET_BYTES`. Each becomes a line of output: the more at once, the more
-    /// the output queue takes past its limit when it fills.
-    public static let frames = MemoryBudget(limit: setting("NEARBY_FRAME_BUDGET_BYTES", 4 << 20))
+    /// Frames held whole while they arrive or wait for the node, over every link: the process's
+    /// `ResourceBudget` owns it (4 MiB, `NEARBY_FRAME_BUDGET_BYTES`). Each becomes a line of
+    /// output: the more at once, the more the output queue takes past its limit when it fills.
+    public static var frames: MemoryBudget { ResourceBudget.shared.frames }
 
-    /// The big read buffers of links carrying files or streams: 16 MiB, that is 8 links reading
-    /// 4 × 256 KiB at a time with room for TLS's buffer of as much, or `NEARBY_BULK_READ_BUDGET_BYTES`.
-    public static let bulkReads = MemoryBudget(limit: setting("NEARBY_BULK_READ_BUDGET_BYTES", 16 << 20))
+    /// The big read buffers of links carrying files or streams (`ResourceBudget`; 16 MiB, that is
+    /// 8 links reading 4 × 256 KiB at a time with room for TLS's buffer of as much,
+    /// `NEARBY_BULK_READ_BUDGET_BYTES`).
+    public static var bulkReads: MemoryBudget { ResourceBudget.shared.bulkReads }
 
     /// Blocks over 1 MiB (a 1 MiB message, its event line, the buffer that gathered it) are mapped
     /// on their own and given back to the system when freed. glibc's default raises that threshold

@@ -21,9 +21,13 @@ import Synchronization
 /// a smaller share, and one stranger's link a share of that, so strangers never crowd out the
 /// connections and files of the peers you chose.
 ///
-/// Memory (bytes buffered for a peer: frame decoder, TLS, message reassembly, queued events, per
-/// link and per node) is the other account issue 31 names: its limits belong in `Limits` and its
-/// per-link count in `Account`, beside the descriptors (see the `MARK: Memory` places).
+/// Memory: bytes a node holds for its peers, per link and per node — messages arriving and waiting
+/// for the node (`frames`, with `WaitingFrames` charging each link), the bulk reads of links
+/// carrying files or streams (`bulkReads`), event lines waiting for stdout (`OutputQueue`, bounded
+/// by `Limits.output`) and for each control client (`ClientSink`, `Limits.controlClientBytes`).
+/// Disk: the strangers' partial files and empty directories in the save directory (`Limits.disk`,
+/// kept by each node's `PartialFiles`). Every number is in `Limits`, each with its environment
+/// variable (docs/security.md, "One budget").
 public final class ResourceBudget: Sendable {
     public struct Limits: Sendable, Equatable {
         /// Connections and open files together.
@@ -32,7 +36,18 @@ public final class ResourceBudget: Sendable {
         public var strangerFiles: Int
         /// Files open at once for one stranger's link.
         public var strangerFilesPerLink: Int
-        // MARK: Memory — buffered bytes per link and per node go here (issue 31, the other half).
+        /// Messages held whole while they arrive or wait for the node, over every link
+        /// (`NEARBY_FRAME_BUDGET_BYTES`, 4 MiB).
+        public var frameBytes = 4 << 20
+        /// Room for links carrying files or streams to read in bulk, 2 MiB each
+        /// (`NEARBY_BULK_READ_BUDGET_BYTES`, 16 MiB).
+        public var bulkReadBytes = 16 << 20
+        /// Event lines waiting for stdout (`NEARBY_OUTPUT_QUEUE_BYTES`, 2 MiB; dropped past 8 MiB).
+        public var output = OutputQueue.Limits(bytes: 2 << 20, dropAt: 8 << 20)
+        /// Event lines waiting for one control client (`NEARBY_CONTROL_CLIENT_QUEUE_BYTES`, 1 MiB).
+        public var controlClientBytes = 1 << 20
+        /// Strangers' partial files and empty directories (`NEARBY_PARTIAL_*`).
+        var disk = PartialQuota.Limits()
 
         public init(descriptors: Int, strangerFiles: Int? = nil, strangerFilesPerLink: Int = 16) {
             self.descriptors = max(1, descriptors)
@@ -41,13 +56,19 @@ public final class ResourceBudget: Sendable {
         }
 
         /// The limits for a process allowed `descriptors` open files, with the environment's
-        /// overrides (`NEARBY_STRANGER_FILES`, `NEARBY_STRANGER_FILES_PER_PEER`).
+        /// overrides: every variable of docs/security.md's table, read here.
         static func forProcess(descriptors: Int, environment: [String: String]) -> Limits {
             let budget = ResourceBudget.limit(descriptors: descriptors)
             func count(_ name: String) -> Int? { environment[name].flatMap(Int.init).flatMap { $0 >= 0 ? $0 : nil } }
-            return Limits(
+            var limits = Limits(
                 descriptors: budget, strangerFiles: count("NEARBY_STRANGER_FILES"),
                 strangerFilesPerLink: count("NEARBY_STRANGER_FILES_PER_PEER") ?? 16)
+            limits.frameBytes = count("NEARBY_FRAME_BUDGET_BYTES") ?? limits.frameBytes
+            limits.bulkReadBytes = count("NEARBY_BULK_READ_BUDGET_BYTES") ?? limits.bulkReadBytes
+            limits.output = .standard(environment)
+            limits.controlClientBytes = count("NEARBY_CONTROL_CLIENT_QUEUE_BYTES") ?? limits.controlClientBytes
+            limits.disk = .from(environment: environment)
+            return limits
         }
     }
 
@@ -76,13 +97,21 @@ public final class ResourceBudget: Sendable {
     public static let ceiling = 4096
 
     public let limits: Limits
+    /// Messages arriving and waiting, over every link (`ReadGate`, `WaitingFrames`).
+    public let frames: MemoryBudget
+    /// The big read buffers of links carrying files or streams.
+    public let bulkReads: MemoryBudget
     private struct Counts {
         var descriptors = 0
         var strangerFiles = 0
     }
     private let counts = Mutex(Counts())
 
-    public init(limits: Limits) { self.limits = limits }
+    public init(limits: Limits) {
+        self.limits = limits
+        frames = MemoryBudget(limit: limits.frameBytes)
+        bulkReads = MemoryBudget(limit: limits.bulkReadBytes)
+    }
 
     /// The descriptor budget for a process allowed `descriptors` open files: a quarter (at least
     /// 64) kept back.
@@ -140,7 +169,6 @@ public final class ResourceBudget: Sendable {
         private struct State {
             var stranger = false
             var files = 0
-            // MARK: Memory — the link's buffered bytes go here (issue 31, the other half).
         }
         private let state = Mutex(State())
 

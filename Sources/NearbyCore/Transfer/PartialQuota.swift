@@ -9,12 +9,20 @@ struct PartialQuota: Sendable {
         var bytes: UInt64 = 1 << 30
         /// Seconds a partial nobody writes is kept for a resume.
         var lifetime: Double = 24 * 3600
+        /// Empty directories strangers offered, all of them together (`StrangerDirectories`).
+        var directories = 256
+        /// Empty directories one stranger offered (each level of a deep path counts).
+        var directoriesPerPeer = 64
 
-        /// The defaults, with `NEARBY_PARTIAL_FILES`, `NEARBY_PARTIAL_BYTES` and
-        /// `NEARBY_PARTIAL_LIFETIME` (seconds) from `environment`.
+        /// The defaults, with `NEARBY_PARTIAL_FILES`, `NEARBY_PARTIAL_BYTES`,
+        /// `NEARBY_PARTIAL_LIFETIME` (seconds), `NEARBY_PARTIAL_DIRECTORIES` and
+        /// `NEARBY_PARTIAL_DIRECTORIES_PER_PEER` from `environment`.
         static func from(environment: [String: String]) -> Limits {
             var limits = Limits()
-            if let files = environment["NEARBY_PARTIAL_FILES"].flatMap(Int.init), files >= 0 { limits.files = files }
+            func count(_ name: String) -> Int? { environment[name].flatMap(Int.init).flatMap { $0 >= 0 ? $0 : nil } }
+            if let files = count("NEARBY_PARTIAL_FILES") { limits.files = files }
+            if let directories = count("NEARBY_PARTIAL_DIRECTORIES") { limits.directories = directories }
+            if let directories = count("NEARBY_PARTIAL_DIRECTORIES_PER_PEER") { limits.directoriesPerPeer = directories }
             if let bytes = environment["NEARBY_PARTIAL_BYTES"].flatMap(UInt64.init) { limits.bytes = bytes }
             if let seconds = environment["NEARBY_PARTIAL_LIFETIME"].flatMap(Double.init), seconds > 0, seconds.isFinite {
                 limits.lifetime = seconds
