@@ -1,14 +1,18 @@
+import NIOCore
+import NIOPosix
 import Synchronization
 
 /// A `RepeatLimiter` for live output: behind a lock, on the continuous clock, and with a timer, so
 /// the summary of a window also comes when the flood has stopped (not only with the next line of
-/// its kind). Summaries go to `report`, before the line that found them due.
+/// its kind). Summaries go to `report`, before the line that found them due. The timer is a task
+/// scheduled on an event loop (no detached work): `drain` cancels it.
 public final class RepeatGate<Key: Hashable & Sendable>: Sendable {
     public typealias Summary = RepeatLimiter<Key>.Summary
 
     private struct State {
         var limiter: RepeatLimiter<Key>
         var timerArmed = false
+        var timer: Scheduled<Void>?
     }
 
     private let state: Mutex<State>
@@ -38,21 +42,36 @@ public final class RepeatGate<Key: Hashable & Sendable>: Sendable {
 
     /// Reports every window's held-back lines now, ended or not: for a node that stops.
     public func drain() {
-        let summaries = state.withLock { state in state.limiter.due(now: .now + state.limiter.window).summaries }
+        let summaries = state.withLock { state in
+            state.timer?.cancel()
+            state.timer = nil
+            state.timerArmed = false
+            return state.limiter.due(now: .now + state.limiter.window).summaries
+        }
         summaries.forEach(report)
     }
 
     private func wake(at deadline: ContinuousClock.Instant) {
-        Task.detached { [self] in
-            try? await Task.sleep(until: deadline, clock: .continuous)
-            let now = ContinuousClock.now
-            let (summaries, next) = state.withLock { state in
-                let due = state.limiter.due(now: now)
-                state.timerArmed = due.next != nil
-                return due
-            }
-            summaries.forEach(report)
-            if let next { wake(at: next) }
+        let delay = max(Duration.zero, deadline - .now)
+        let nanoseconds = delay.components.seconds * 1_000_000_000 + delay.components.attoseconds / 1_000_000_000
+        let timer = MultiThreadedEventLoopGroup.singleton.next().scheduleTask(in: .nanoseconds(nanoseconds)) { [self] in
+            fire()
         }
+        state.withLock { state in
+            // A drain between arming and here ended the window: this timer has nothing to do.
+            if state.timerArmed { state.timer = timer } else { timer.cancel() }
+        }
+    }
+
+    private func fire() {
+        let now = ContinuousClock.now
+        let (summaries, next) = state.withLock { state in
+            let due = state.limiter.due(now: now)
+            state.timerArmed = due.next != nil
+            state.timer = nil
+            return due
+        }
+        summaries.forEach(report)
+        if let next { wake(at: next) }
     }
 }
