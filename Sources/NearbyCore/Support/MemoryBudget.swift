@@ -109,7 +109,7 @@ public final class MemoryBudget: Sendable {
     public static let frames = MemoryBudget(limit: setting("NEARBY_FRAME_BUDGET_BYTES", 4 << 20))
 
     /// The big read buffers of links carrying files or streams: 16 MiB, that is 8 links reading
-    /// 4 × 256 KiB at a time with room for TLS's buffer of as much, or `NEARBY_BULK_READ_BUDGET_BYTES`.
+    /// 2 × 512 KiB at a time with room for TLS's buffer of as much, or `NEARBY_BULK_READ_BUDGET_BYTES`.
     public static let bulkReads = MemoryBudget(limit: setting("NEARBY_BULK_READ_BUDGET_BYTES", 16 << 20))
 
     /// Blocks over 1 MiB (a 1 MiB message, its event line, the buffer that gathered it) are mapped
