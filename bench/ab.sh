@@ -144,10 +144,11 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else
 name_of() {
     case $1 in
     node) echo "stream through a running node";; stream) echo "one-shot stream";; file) echo "send-file";;
+    oneshot) echo "one-shot send by name";;
     tcp) echo "raw TCP (socat, 1 MiB buffers)";; lines) echo "send --lines (messages/s)";;
     esac
 }
-declare -A SUM=() CPU=() PROC=() SYS=() FLT=()
+declare -A SUM=() CPU=() PROC=() SYS=() FLT=() RATIOS=()
 # Columns: speed (MB/s, B/A: above 1 is B faster) | machine CPU-s per GiB, and each as a multiple of
 # raw TCP's in that round | the nearby processes' own CPU-s per GiB (socat's, for raw TCP), and as
 # a multiple of socat's | their syscalls per GiB | their page faults per GiB.
@@ -171,17 +172,19 @@ for round in $(seq "$ROUNDS"); do
         case $path in
         lines)
             printf "$FMT" "$label" "$a" "$b" "$(ratio "$b" "$a")" "" "" "" "" "" "" "" "" "" "" "" ""
-            SUM[lines-A]+="$a "; SUM[lines-B]+="$b " ;;
+            SUM[lines-A]+="$a "; SUM[lines-B]+="$b "; RATIOS[lines]+="$(ratio "$b" "$a") " ;;
         oneshot)
             read -r an ap <<<"$a"; read -r bn bp <<<"$b"
             printf "$FMT" "round $round: one-shot send by name (ms)" "$((an / 1000))" "$((bn / 1000))" "$(ratio "$an" "$bn")" "" "" "" "" "" "" "" "" "" "" "" ""
             printf "$FMT" "round $round: one-shot send HOST:PORT (ms)" "$((ap / 1000))" "$((bp / 1000))" "$(ratio "$ap" "$bp")" "" "" "" "" "" "" "" "" "" "" "" ""
-            SUM[name-A]+="$an "; SUM[name-B]+="$bn "; SUM[port-A]+="$ap "; SUM[port-B]+="$bp " ;;
+            SUM[name-A]+="$an "; SUM[name-B]+="$bn "; SUM[port-A]+="$ap "; SUM[port-B]+="$bp "
+            RATIOS[oneshot]+="$(ratio "$an" "$bn") " ;;
         *)
             read -r ua ca pa sa fa <<<"$a"; read -r ub cb pb sb fb <<<"$b"
             printf "$FMT" "$label" "$(mbs "$ua")" "$(mbs "$ub")" "$(ratio "$ua" "$ub")" "$(gib "$ca")" "$(gib "$cb")" \
                 "$(ratio "$ca" "$tcp_cpu")" "$(ratio "$cb" "$tcp_cpu")" "$(gib "$pa")" "$(gib "$pb")" "$(ratio "$pa" "$tcp_own")" "$(ratio "$pb" "$tcp_own")" "$(per_gib "$sa")" "$(per_gib "$sb")" "$(per_gib "$fa")" "$(per_gib "$fb")"
             SUM[$path-A]="$(( ${SUM[$path-A]:-0} + ua ))"; SUM[$path-B]="$(( ${SUM[$path-B]:-0} + ub ))"
+            RATIOS[$path]+="$(ratio "$ua" "$ub") "
             CPU[$path-A]+="$ca "; CPU[$path-B]+="$cb "; PROC[$path-A]+="$pa "; PROC[$path-B]+="$pb "
             SYS[$path-A]+="$sa "; SYS[$path-B]+="$sb "; FLT[$path-A]+="$fa "; FLT[$path-B]+="$fb " ;;
         esac
@@ -216,4 +219,10 @@ for path in ${PATHS:-tcp node stream file lines oneshot}; do
             "$(per_gib "$(median "${SYS[$path-A]}")")" "$(per_gib "$(median "${SYS[$path-B]}")")" \
             "$(per_gib "$(median "${FLT[$path-A]}")")" "$(per_gib "$(median "${FLT[$path-B]}")")" ;;
     esac
+done
+# One round that another guest's burst slowed (a B/A of 0.5 beside 1.1s) moves the ratio of totals:
+# the median of the rounds' own ratios is the steadier reading.
+for path in ${PATHS:-tcp node stream file lines oneshot}; do
+    [[ -z ${RATIOS[$path]:-} ]] || printf '%-56s %5s   (rounds: %s)\n' "$(name_of "$path"), median of rounds" \
+        "$(tr ' ' '\n' <<<"${RATIOS[$path]}" | sed '/^$/d' | sort -n | awk '{ v[NR] = $1 } END { printf "%.2f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')" "${RATIOS[$path]% }"
 done
