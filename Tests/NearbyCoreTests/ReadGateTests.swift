@@ -128,7 +128,7 @@ import Testing
         FrameEncoder.write(Frame(kind: .data, channel: 1, payload: ByteBuffer(repeating: 1, count: 100)), into: &data)
         try channel.writeInbound(data)
         #expect(bulk.used == ReadGate.bulkShareBytes, "a link carrying data reads in bulk")
-        #expect(channel.options.compactMap { $0.value as? UInt }.last == 4)
+        #expect(channel.options.compactMap { $0.value as? UInt }.last == Connections.bulkReads.perCycle)
         let (other, _) = try self.channel(FrameSplitter(bulk: bulk))
         try other.writeInbound(data)
         #expect(bulk.used == ReadGate.bulkShareBytes, "no room for a second one")

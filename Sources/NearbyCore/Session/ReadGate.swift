@@ -38,7 +38,7 @@ final class ReadPacing: Sendable {
 ///   what a stranger can make a connection hold is a handshake frame, not a quarter of a MiB of
 ///   read buffers and the TLS buffer they grow.
 /// - In the session, reads are of up to 32 KiB, one at a time; a link carrying a file's or a
-///   stream's data reads 4 × 256 KiB at a time once `MemoryBudget.bulkReads` grants it room.
+///   stream's data reads 2 × 512 KiB at a time once `MemoryBudget.bulkReads` grants it room.
 /// - A frame held whole while it arrives (a message of up to 1 MiB) first takes its size from
 ///   `MemoryBudget.frames`; until it gets it, no more is read.
 /// - A link whose frames wait for the node (`WaitingFrames`) past one message's worth does not read
@@ -68,7 +68,7 @@ final class ReadGate {
 
     /// Frames up to this size are held without asking (every frame but a message).
     static let freeFrame = Frame.headerSize + Frame.maxControlPayload
-    /// What a link reading in bulk holds: 4 reads of 256 KiB, and TLS's buffer of as much.
+    /// What a link reading in bulk holds: 2 reads of 512 KiB, and TLS's buffer of as much.
     static let bulkShareBytes = 2 << 20
 
     init(

@@ -121,7 +121,7 @@ public final class MemoryBudget: Sendable {
     public static var frames: MemoryBudget { ResourceBudget.shared.frames }
 
     /// The big read buffers of links carrying files or streams (`ResourceBudget`; 16 MiB, that is
-    /// 8 links reading 4 × 256 KiB at a time with room for TLS's buffer of as much,
+    /// 8 links reading 2 × 512 KiB at a time with room for TLS's buffer of as much,
     /// `NEARBY_BULK_READ_BUDGET_BYTES`).
     public static var bulkReads: MemoryBudget { ResourceBudget.shared.bulkReads }
 
@@ -131,12 +131,24 @@ public final class MemoryBudget: Sendable {
     /// its holes: RSS that stayed up after a flood of 1 MiB messages. Setting it fixes it
     /// (`mallopt(3)`); 1 MiB leaves the buffers of a bulk transfer (256 KiB reads, pooled copies),
     /// which are reused, on the heap. `NEARBY_MMAP_THRESHOLD_BYTES` sets another (0: glibc's own).
+    ///
+    /// Setting it also freezes the trim threshold at glibc's 128 KiB (its sliding rule would make it
+    /// twice the mmap threshold): every 256 KiB chunk freed at the top of a heap went back to the
+    /// system and the next one faulted its pages in again (`exc_page_fault`, 5–7 % of a streaming
+    /// sender's profile, ab.sh's "stream through a node" at 0.94). So the top of a heap is kept up to
+    /// `trimThreshold` (`NEARBY_TRIM_THRESHOLD_BYTES`): memory a bulk transfer reuses, not a peak.
     public static func returnBigBlocks() {
         #if os(Linux)
         let threshold = setting("NEARBY_MMAP_THRESHOLD_BYTES", 1 << 20)
-        if threshold > 0 { _ = mallopt(M_MMAP_THRESHOLD, Int32(clamping: threshold)) }
+        guard threshold > 0 else { return }
+        _ = mallopt(M_MMAP_THRESHOLD, Int32(clamping: threshold))
+        _ = mallopt(M_TRIM_THRESHOLD, Int32(clamping: setting("NEARBY_TRIM_THRESHOLD_BYTES", trimThreshold)))
         #endif
     }
+
+    /// What the top of a heap may keep free before it is given back: 8 MiB, a bulk transfer's
+    /// chunks in flight (read ahead, queued, encrypted) with room to spare.
+    static let trimThreshold = 8 << 20
 
     static func setting(_ name: String, _ standard: Int) -> Int {
         ProcessInfo.processInfo.environment[name].flatMap(Int.init).map { max($0, 0) } ?? standard

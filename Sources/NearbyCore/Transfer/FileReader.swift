@@ -9,16 +9,21 @@ import Glibc
 import Darwin
 #endif
 
-/// Reads and hashes an outgoing file on a queue of its own, `ahead` chunks before the sender: the
-/// next chunk is read and goes through SHA-256 while the last one is encrypted and in flight, and
+/// Reads and hashes an outgoing file on a queue of its own, `ahead` blocks before the sender: the
+/// next block is read and goes through SHA-256 while the last one is encrypted and in flight, and
 /// the event loop never waits for the disk. It owns the descriptor from `init` on and closes it on
 /// its queue, after the last read.
 final class FileReader: Sendable {
     enum Failure: Error { case shorter, io(Int32) }
 
-    /// Eight 256 KiB chunks: with four, the sender waited on the disk and SHA-256 in turns with
-    /// the network (bench/ab.sh, 9 rounds with the writer's 8 MiB: median ×1.08 for send-file).
-    static let ahead = 8
+    /// Four blocks of 512 KiB, 2 MiB: with 1 MiB ahead, the sender waited on the disk and SHA-256
+    /// in turns with the network (bench/ab.sh, 9 rounds with the writer's 8 MiB: median ×1.08 for
+    /// send-file).
+    static let ahead = 4
+    /// What one `pread` reads: two frames' worth (`Transfer.chunk`, which the sender slices it
+    /// into), so a GiB costs 2,048 reads, queue hops and wake-ups of the sending task, not 4,096.
+    /// Below glibc's mmap threshold (`MemoryBudget.returnBigBlocks`), so the heap reuses it.
+    static let block = 2 * Transfer.chunk
     private let descriptor: Int32
     private let queue = DispatchQueue(label: "nearby.file.out")
     private let stopped = Mutex(false)
@@ -86,7 +91,7 @@ final class FileReader: Sendable {
 
     private func readOne() {
         guard !reading.done, !stopped.withLock({ $0 }) else { return }
-        let want = Int(min(UInt64(Transfer.chunk), reading.end - reading.position))
+        let want = Int(min(UInt64(Self.block), reading.end - reading.position))
         var buffer = ByteBufferAllocator().buffer(capacity: want)
         var failure: Int32 = 0
         let got = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: want) { pointer in
