@@ -14,22 +14,18 @@ import Darwin
 /// file is made only when the sender starts, so an offer that never sends a byte leaves nothing
 /// behind and holds no descriptor.
 extension Node {
-    nonisolated func fileOffered(_ frame: Frame, on link: Link) async {
-        guard let offer = try? Control.decode(Control.Open.self, from: frame) else {
-            violated(link, "a malformed open on channel \(frame.channel)")
-            return
-        }
+    nonisolated func fileOffered(_ offer: Control.Open, channel id: UInt32, on link: Link) async {
         guard offer.kind == .file || offer.kind == .directory else {
-            await refuse(frame.channel, on: link, reason: "this node takes no \(offer.kind) channels")
+            await refuse(id, on: link, reason: "this node takes no \(offer.kind) channels")
             return
         }
         let parts = SafePath.components(of: offer.path)
         let relative = parts.joined(separator: "/")
         guard let saveDirectory = configuration.saveDirectory else {
-            await refuseUnconsented(offer, relative: relative, on: link, channel: frame.channel)
+            await refuseUnconsented(offer, relative: relative, on: link, channel: id)
             return
         }
-        if offer.kind == .directory { return await directoryOffered(parts, in: saveDirectory, channel: frame.channel, on: link) }
+        if offer.kind == .directory { return await directoryOffered(parts, in: saveDirectory, channel: id, on: link) }
         let directory = ([saveDirectory] + parts.dropLast()).joined(separator: "/")
         let name = parts.last ?? "unnamed"
         let fileKey = String(offer.key.filter { $0.isHexDigit }.prefix(32))
@@ -42,18 +38,18 @@ extension Node {
             resume = FileReceiver.resumable(partial, upTo: offer.size, charging: link.account)
         } else {
             partial = "\(directory)/" + Transfer.partialName(
-                of: name, key: fileKey, from: link.peer.id.rawValue, alone: "-\(frame.channel)-\(UInt32.random(in: 0...UInt32.max))",
+                of: name, key: fileKey, from: link.peer.id.rawValue, alone: "-\(id)-\(UInt32.random(in: 0...UInt32.max))",
                 stranger: stranger)
             _ = partials.claim(partial)
         }
         let file = FileReceiver(
-            transfer: String(fileKey.prefix(12)) + "-\(frame.channel)", channel: frame.channel, peer: link.peer.ref,
+            transfer: String(fileKey.prefix(12)) + "-\(id)", channel: id, peer: link.peer.ref,
             relative: relative, directory: directory, name: name, partial: partial, size: offer.size, resume: resume,
             stranger: stranger, services: receiving)
-        guard link.channels.accept(frame.channel, .receiving(file)) else { return partials.release(partial) }
+        guard link.channels.accept(id, .receiving(file)) else { return partials.release(partial) }
         await link.send(Control.frame(.openReply, Control.OpenReply(
             accept: true, offset: resume?.bytes ?? 0, prefixSHA256: resume.map { Transfer.hex($0.hasher.finalize()) }, reason: nil),
-            channel: frame.channel))
+            channel: id))
     }
 
     /// What a file receiver needs of the node.

@@ -5,22 +5,22 @@ import NIOCore
 extension Node {
     /// A frame from the peer, on the link's own task: answers and channel frames are handled here,
     /// by the link; only what the node decides (invitations, the session's start, messages) goes to it.
-    nonisolated func received(_ frame: Frame, on link: Link) async throws {
-        let (actions, connected) = try link.session.withLock { machine in (try machine.received(frame), machine.state == .connected) }
+    nonisolated func received(_ message: WireMessage, on link: Link) async throws {
+        let (actions, connected) = try link.session.withLock { machine in (try machine.received(message), machine.state == .connected) }
         if !connected { link.shortcut.disarm() }
         guard actions.allSatisfy(\.isTheLinks) else { return await perform(actions, on: link) }
         for action in actions {
             switch action {
             case let .send(frame): await link.send(frame)
-            case let .channel(frame): await channel(frame, on: link)
+            case let .channel(id, message): await channel(id, message, on: link)
             default: break
             }
         }
     }
 
-    nonisolated func channel(_ frame: Frame, on link: Link) async {
+    nonisolated func channel(_ id: UInt32, _ message: ChannelMessage, on link: Link) async {
         do {
-            try await channelFrame(frame, on: link)
+            try await channelFrame(id, message, on: link)
         } catch {
             violated(link, "\(error)")
         }
@@ -54,8 +54,8 @@ extension Node {
                 _ = await acceptPendingInvitation(from: link.peer.id, client: nil)
             case let .message(bytes):
                 events.emit(Events.Message(bytes, from: link.peer.ref))
-            case let .channel(frame):
-                await channel(frame, on: link)
+            case let .channel(id, message):
+                await channel(id, message, on: link)
             case let .close(reason):
                 await link.finish(because: reason)
             }

@@ -204,27 +204,24 @@ extension Node {
             reason: "nobody is listening for streams\(label) (\(Spelling.command(.streamListen))); waited \(listenerWait.components.seconds) s")
     }
 
-    nonisolated func streamFrame(_ frame: Frame, stream: StreamChannel) {
-        switch frame.kind {
-        case .openReply:
-            if let reply = try? Control.decode(Control.OpenReply.self, from: frame) { stream.replyContinuation.yield(reply) }
-        case .data:
+    nonisolated func streamFrame(_ message: ChannelMessage, stream: StreamChannel) {
+        switch message {
+        case let .openReply(reply):
+            stream.replyContinuation.yield(reply)
+        case let .data(bytes):
             // Bytes after the peer's close break the protocol: they are not the stream's.
             guard (try? stream.life.withLock { try $0.mayRead() }) != nil else { return }
             // The payload is memory of its own (FrameSplitter): queued, it keeps no read buffer alive.
-            stream.inboundContinuation.yield(.data(frame.payload))
-        case .window:
-            if let more = frame.payload.getInteger(at: frame.payload.readerIndex, as: UInt32.self) {
-                stream.credit.add(Int(more))
-            }
+            stream.inboundContinuation.yield(.data(bytes))
+        case let .window(more):
+            stream.credit.add(Int(more))
         case .close:
             // A second close is the peer breaking the protocol; ignore it rather than end twice.
             if (try? stream.life.withLock { try $0.receivedClose() }) != nil { stream.inboundContinuation.yield(.end) }
-        case .reset:
+        case let .reset(reset):
             // The link's table let it go already (LinkChannels.route).
-            let reset = try? Control.decode(Control.Reset.self, from: frame)
-            stream.lost(.peerReset(reset.map { String($0.reason.prefix(Control.maxReasonBytes)) } ?? "no reason"))
-        default:
+            stream.lost(.peerReset(String(reset.reason.prefix(Control.maxReasonBytes))))
+        case .open, .start:
             break
         }
     }

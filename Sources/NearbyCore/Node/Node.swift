@@ -229,10 +229,10 @@ public actor Node {
                 await attach(established, invitation: invitation, sink: sink)
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask { await Keepalive.run(established) }
-                    while let frame = try await iterator.next() {
+                    while let message = try await iterator.nextMessage() {
                         established.heard()
-                        try await received(frame, on: established)
-                        if MessageShortcut.counts(frame) { established.shortcut.handled() }
+                        try await received(message, on: established)
+                        established.shortcut.handled()
                     }
                     group.cancelAll()
                 }
