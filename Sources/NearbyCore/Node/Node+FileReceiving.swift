@@ -64,26 +64,6 @@ extension Node {
         link.channels.finish(channel)
         await link.send(Control.frame(.openReply, Control.OpenReply(accept: false, offset: 0, prefixSHA256: nil, reason: reason), channel: channel))
     }
-
-    /// The link is gone: everything it carried ends with it. Incoming files fail (partial files
-    /// stay for a resume), senders and streams stop, streams waiting for a listener are dropped.
-    func channelsLost(on link: Link) {
-        let reason = link.closeReason ?? "connection lost"
-        for end in link.channels.drop() {
-            switch end {
-            case let .receiving(file) where reason.hasPrefix("we left"):
-                // Our own leaving (Ctrl-C here, `disconnect`): nothing vanished.
-                file.abandon(code: "cancelled", reason: "cancelled here (\(reason))", keepPartial: true)
-            case let .receiving(file):
-                file.abandon(code: "connection-lost", reason: "the peer vanished mid-transfer (\(reason))", keepPartial: true)
-            case let .sending(channel):
-                channel.lost(reason)
-            case let .stream(stream):
-                stream.lost(.sessionEnded(reason))
-            }
-        }
-        streamWaits.pending.removeAll { $0.link === link }
-    }
 }
 
 extension Transfer {

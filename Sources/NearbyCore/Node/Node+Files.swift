@@ -91,47 +91,6 @@ extension Node {
             try await Self.make(directory, over: channel, link: link, sink: sink)
         }
     }
-
-    // MARK: Routing
-
-    /// Frames on channels above 0, on the link's own task: the link's table says what runs on the
-    /// channel. The side that opened a channel sends open, start, data and the first close; the
-    /// other answers with openReply, window and the confirming close or a reset.
-    nonisolated func channelFrame(_ id: UInt32, _ message: ChannelMessage, on link: Link) async throws(ProtocolViolation) {
-        switch try link.channels.route(id, message) {
-        case .ignore:
-            return
-        case let .refuse(answer):
-            await link.send(answer)
-        case let .offer(id, offer) where offer.kind == .stream:
-            await streamOffered(offer, channel: id, on: link)
-        case let .offer(id, offer):
-            await fileOffered(offer, channel: id, on: link)
-        case let .deliver(.stream(stream), message):
-            streamFrame(message, stream: stream)
-        case let .deliver(.sending(channel), message):
-            try Self.answer(message, on: id, to: channel)
-        case let .deliver(.receiving(file), message):
-            try await file.received(message, on: link)
-        }
-    }
-
-    /// The receiver's answers on a file we send.
-    private nonisolated static func answer(_ message: ChannelMessage, on id: UInt32, to channel: OutgoingChannel) throws(ProtocolViolation) {
-        switch message {
-        case let .openReply(reply):
-            channel.continuation.yield(.reply(reply))
-        case let .window(more):
-            channel.credit.add(Int(more))
-        case let .close(close):
-            channel.continuation.yield(.closed(close))
-        case let .reset(reset):
-            channel.continuation.yield(.reset(reset))
-            channel.credit.close()
-        case .open, .start, .data:
-            throw .unexpected("\(message.kind) on our own channel \(id)")
-        }
-    }
 }
 
 extension Control {

@@ -35,6 +35,29 @@ final class StreamChannel: Sendable {
     /// "the stream" or "stream 'NAME'", for sentences.
     var label: String { name.isEmpty ? "the stream" : "stream '\(name)'" }
 
+    /// A frame of the peer on this stream, from the link's task.
+    func received(_ message: ChannelMessage) {
+        switch message {
+        case let .openReply(reply):
+            replyContinuation.yield(reply)
+        case let .data(bytes):
+            // Bytes after the peer's close break the protocol: they are not the stream's.
+            guard (try? life.withLock { try $0.mayRead() }) != nil else { return }
+            // The payload is memory of its own (FrameSplitter): queued, it keeps no read buffer alive.
+            inboundContinuation.yield(.data(bytes))
+        case let .window(more):
+            credit.add(Int(more))
+        case .close:
+            // A second close is the peer breaking the protocol; ignore it rather than end twice.
+            if (try? life.withLock { try $0.receivedClose() }) != nil { inboundContinuation.yield(.end) }
+        case let .reset(reset):
+            // The link's table let it go already (LinkChannels.route).
+            lost(.peerReset(String(reset.reason.prefix(Control.maxReasonBytes))))
+        case .open, .start:
+            break
+        }
+    }
+
     /// The session ended or the peer reset the stream: both directions stop at once.
     func lost(_ cause: StreamLife.Cause) {
         _ = life.withLock { $0.cut(cause) }
@@ -202,28 +225,6 @@ extension Node {
         let label = pending.stream.name.isEmpty ? "" : " named '\(pending.stream.name)'"
         await refuse(pending.stream.id, on: pending.link,
             reason: "nobody is listening for streams\(label) (\(Spelling.command(.streamListen))); waited \(listenerWait.components.seconds) s")
-    }
-
-    nonisolated func streamFrame(_ message: ChannelMessage, stream: StreamChannel) {
-        switch message {
-        case let .openReply(reply):
-            stream.replyContinuation.yield(reply)
-        case let .data(bytes):
-            // Bytes after the peer's close break the protocol: they are not the stream's.
-            guard (try? stream.life.withLock { try $0.mayRead() }) != nil else { return }
-            // The payload is memory of its own (FrameSplitter): queued, it keeps no read buffer alive.
-            stream.inboundContinuation.yield(.data(bytes))
-        case let .window(more):
-            stream.credit.add(Int(more))
-        case .close:
-            // A second close is the peer breaking the protocol; ignore it rather than end twice.
-            if (try? stream.life.withLock { try $0.receivedClose() }) != nil { stream.inboundContinuation.yield(.end) }
-        case let .reset(reset):
-            // The link's table let it go already (LinkChannels.route).
-            stream.lost(.peerReset(String(reset.reason.prefix(Control.maxReasonBytes))))
-        case .open, .start:
-            break
-        }
     }
 
     /// Ends every listener (the node stops).
