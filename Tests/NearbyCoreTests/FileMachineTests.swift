@@ -241,3 +241,66 @@ import Testing
         #expect(await AlreadyThere.copy(of: sha, size: UInt64(bytes.count), in: directory, as: "link.bin") == nil)
     }
 }
+
+/// The sender's machine says what to do, as `SessionStateMachine` does: tested without a socket.
+@Suite struct FileSendActionTests {
+    private let open = Control.Open(kind: .file, path: "a.bin", size: 10, key: "k")
+
+    /// An action, with its frame decoded (JSON keys come in no fixed order).
+    enum Decoded: Equatable {
+        case send(WireMessage)
+        case other(FileSendMachine.Action)
+    }
+
+    private func decoded(_ actions: [FileSendMachine.Action]) -> [Decoded] {
+        actions.map { action in
+            if case let .send(frame) = action, let message = try? WireMessage(frame) { return .send(message) }
+            return .other(action)
+        }
+    }
+
+    @Test func aFileFromOfferToDelivery() {
+        var file = FileSendMachine(size: 10, channel: 3)
+        #expect(decoded(file.offer(open)) == [.send(.channel(3, .open(open)))])
+        #expect(decoded(file.answered(Control.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil)))
+            == [.send(.channel(3, .start(Control.Start(offset: 0)))), .other(.sendData(from: 0))])
+        #expect(throws: Never.self) { try file.sent(10) }
+        #expect(decoded(file.ended(sha256: "abc")) == [.send(.channel(3, .close(Control.Close(sha256: "abc", bytes: 10))))])
+        let confirmed = Control.Close(sha256: "abc", bytes: 10, alreadyThere: true)
+        #expect(file.receiverClosed(confirmed) == [.delivered(confirmed)])
+        #expect(file.state == .closed)
+    }
+
+    @Test func aResumeChecksThePrefixFirst() {
+        var file = FileSendMachine(size: 10, channel: 1)
+        #expect(file.answered(Control.OpenReply(accept: true, offset: 4, prefixSHA256: "p", reason: nil)) == [.checkPrefix(offset: 4, sha256: "p")])
+        #expect(decoded(file.prefixChecked(4, ours: true)) == [.send(.channel(1, .start(Control.Start(offset: 4)))), .other(.sendData(from: 4))])
+        var other = FileSendMachine(size: 10, channel: 1)
+        _ = other.answered(Control.OpenReply(accept: true, offset: 4, prefixSHA256: "p", reason: nil))
+        #expect(decoded(other.prefixChecked(4, ours: false)) == [.send(.channel(1, .start(Control.Start(offset: 0)))), .other(.sendData(from: 0))])
+    }
+
+    @Test func refusalsResetsAndDamageFailIt() {
+        var refused = FileSendMachine(size: 10)
+        #expect(refused.answered(Control.OpenReply(accept: false, offset: 0, prefixSHA256: nil, reason: "full", code: .busy))
+            == [.fail(code: "busy", reason: "the peer refused the file: full")])
+        var stopped = FileSendMachine(size: 10)
+        _ = stopped.answered(Control.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil))
+        #expect(stopped.receiverReset(Control.Reset(reason: "disk", code: .ioError)) == [.fail(code: "io-error", reason: "the receiver stopped: disk")])
+        var damaged = FileSendMachine(size: 1)
+        _ = damaged.answered(Control.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil))
+        try? damaged.sent(1)
+        _ = damaged.ended(sha256: "a")
+        #expect(damaged.receiverClosed(Control.Close(sha256: "b", bytes: 1)) == [.fail(code: "integrity", reason: "the receiver's SHA-256 differs")])
+        var late = FileSendMachine(size: 1)
+        _ = late.answered(Control.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil))
+        #expect(late.answered(Control.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil))
+            == [.fail(code: "protocol", reason: "the transfer broke the file protocol: a second answer to the offer")])
+        var early = FileSendMachine(size: 1)
+        #expect(early.receiverClosed(Control.Close(sha256: "a", bytes: 1))
+            == [.fail(code: "protocol", reason: "the transfer broke the file protocol: the receiver's confirmation before our end")])
+        var gone = FileSendMachine(size: 1)
+        #expect(gone.lost("cut") == [.fail(code: "connection-lost", reason: "cut")])
+        #expect(gone.state == .reset)
+    }
+}
