@@ -102,3 +102,11 @@ public enum Control {
         return Frame(kind: kind, payload: ByteBuffer(bytes: data))
     }
 }
+
+extension Control {
+    static func frame(_ kind: Frame.Kind, _ body: some Encodable, channel: UInt32) -> Frame {
+        var frame = frame(kind, body)
+        frame.channel = channel
+        return frame
+    }
+}
