@@ -16,7 +16,7 @@ public enum Transfer {
     static let window = ChannelMux.defaultWindow
     public static let progressInterval = Duration.milliseconds(100)
     /// 0666 less this process's umask (read once: setting it back at once is the only way to read it).
-    static let finishedMode: mode_t = {
+    public static let finishedMode: mode_t = {
         let mask = umask(0o022)
         umask(mask)
         return 0o666 & ~mask
