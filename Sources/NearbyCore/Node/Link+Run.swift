@@ -51,7 +51,9 @@ extension Link {
             if let violation = error as? ProtocolViolation { owner.violated(self, "\(violation)") }
             setReason(Task.isCancelled ? "the node stopped" : Self.describe(error))
         }
-        // Nothing more goes out, and what ran on the connection ends with it.
+        // Nothing more goes out, and what ran on the connection ends with it. From here on the
+        // link is closed for everyone who asks (`closeReason`), before the node detaches it.
+        setReason("connection lost")
         channel.close(promise: nil)
         endChannels()
     }

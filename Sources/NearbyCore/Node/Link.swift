@@ -55,6 +55,8 @@ public final class Link: Sendable, Hashable {
     /// A new channel of ours running what `make` gives it, within the link's cap.
     func openChannel<Made: Sendable>(_ make: (UInt32) -> (LinkChannels.End, Made)) throws(NearbyError) -> Made {
         guard let made = channels.open(make) else {
+            // The connection ended (`Link.run` dropped its channels) before the node detached it.
+            if channels.isDropped { throw .connectionFailed("the session with \(peer.id) ended") }
             throw .connectionFailed("too many channels open with \(peer.id) (at most \(ChannelMux.Limits().channels))")
         }
         return made

@@ -110,6 +110,9 @@ final class LinkChannels: Sendable {
         }
     }
 
+    /// Whether the link is gone (`drop`).
+    var isDropped: Bool { table.withLock { $0.dropped } }
+
     /// The link is gone: every channel it carried, taken out at once. Nothing can be added after.
     func drop() -> [End] {
         table.withLock { table in
