@@ -103,7 +103,8 @@ extension Connections {
             }
             return .noAnswer(ContinuousClock.now - started >= limit ? silent : "the peer closed the connection without answering")
         } catch let violation as ProtocolViolation {
-            // Not a node's link to cut: doctor reports what the peer sent ("a malformed answer").
+            // A frame that does not decode (a malformed answer): doctor has no link of a node to
+            // cut, so it reports what the peer did.
             return .noAnswer("the peer broke the protocol: \(violation)")
         } catch {
             return .noAnswer(ContinuousClock.now - started >= limit ? silent : "the connection failed: \(error)")

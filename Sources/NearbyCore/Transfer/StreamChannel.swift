@@ -40,14 +40,16 @@ final class StreamChannel: Sendable {
         case let .openReply(reply):
             replyContinuation.yield(reply)
         case let .data(bytes):
-            // Bytes after the peer's close break the protocol: they are not the stream's.
+            // Bytes after the peer's close break the protocol: the link's `ChannelMux` cut it for
+            // them already; the stream's own state only keeps them out should one get here.
             guard (try? life.withLock { try $0.mayRead() }) != nil else { return }
             // The payload is memory of its own (FrameSplitter): queued, it keeps no read buffer alive.
             inboundContinuation.yield(.data(bytes))
         case let .window(more):
             credit.add(Int(more))
         case .close:
-            // A second close is the peer breaking the protocol; ignore it rather than end twice.
+            // A second close is refused by the `ChannelMux` as a violation; the stream's own state
+            // only makes sure it never ends twice.
             if (try? life.withLock { try $0.receivedClose() }) != nil { inboundContinuation.yield(.end) }
         case let .reset(reset):
             // The link's table let it go already (LinkChannels.route).
