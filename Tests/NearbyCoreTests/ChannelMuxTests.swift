@@ -33,7 +33,7 @@ import Testing
     @Test func dataBeforeAcceptIsAViolation() throws {
         var mux = ChannelMux(isClient: false)
         let offer = open(1)
-        #expect(try mux.receive(offer) == .deliver(offer))
+        #expect(try mux.receive(offer) == .deliver)
         #expect(throws: ProtocolViolation.self) { try mux.receive(data(1, 10)) }
     }
 
@@ -83,17 +83,17 @@ import Testing
         mux.finish(id)
         #expect(try mux.receive(window(id, 100)) == .ignore)
         #expect(try mux.receive(data(id, 100)) == .ignore)
-        #expect(try mux.receive(Frame(kind: .close, channel: id)) == .ignore)
+        #expect(try mux.receive(TestFrames.close(id)) == .ignore)
     }
 
     @Test func aResetRacingACloseEndsTheChannelOnce() throws {
         var mux = ChannelMux(isClient: false)
         _ = try mux.receive(open(1))
         mux.accept(1)
-        #expect(try mux.receive(Frame(kind: .close, channel: 1)) == .deliver(Frame(kind: .close, channel: 1)))
-        #expect(try mux.receive(Frame(kind: .reset, channel: 1)) == .deliver(Frame(kind: .reset, channel: 1)))
+        #expect(try mux.receive(TestFrames.close(1)) == .deliver)
+        #expect(try mux.receive(TestFrames.reset(1)) == .deliver)
         #expect(mux.count == 0)
-        #expect(try mux.receive(Frame(kind: .reset, channel: 1)) == .ignore)
+        #expect(try mux.receive(TestFrames.reset(1)) == .ignore)
     }
 
     @Test func opensOverTheCapAreRefusedAndLeaveNothing() throws {
@@ -126,9 +126,9 @@ import Testing
         var mux = ChannelMux(isClient: false)
         _ = try mux.receive(open(1))
         mux.accept(1)
-        _ = try mux.receive(Frame(kind: .close, channel: 1))
+        _ = try mux.receive(TestFrames.close(1))
         #expect(throws: ProtocolViolation.self) { try mux.receive(data(1, 1)) }
-        #expect(throws: ProtocolViolation.self) { try mux.receive(Frame(kind: .close, channel: 1)) }
+        #expect(throws: ProtocolViolation.self) { try mux.receive(TestFrames.close(1)) }
     }
 }
 

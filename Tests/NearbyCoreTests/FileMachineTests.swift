@@ -168,12 +168,12 @@ import Testing
         let file = FileReceiver(transfer: "t", channel: 2, peer: PeerRef(id: "p", name: "p"), relative: "a", directory: "/tmp", name: "a", partial: "/tmp/.a", size: 1, resume: nil,
             services: FileReceiver.Services(events: MemorySink(), partials: PartialFiles(), root: nil, spawn: { _ in }, violated: { _, _ in }))
         #expect(channels.accept(2, .receiving(file)))
-        guard case .deliver(.receiving, _) = try channels.route(frame(.start, 2)) else {
+        guard case .deliver(.receiving, _) = try channels.route(TestFrames.start(2)) else {
             Issue.record("the start did not reach the file")
             return
         }
         // A reset ends the channel at once: later frames on it are ignored.
-        guard case .deliver = try channels.route(frame(.reset, 2)) else {
+        guard case .deliver = try channels.route(TestFrames.reset(2)) else {
             Issue.record("the reset did not reach the file")
             return
         }
@@ -213,14 +213,13 @@ import Testing
         }
         #expect(TransferCode(String(repeating: "z", count: 100)) == .other(String(repeating: "z", count: 32)))
         let reset = Control.Reset(reason: "r", code: .connectionLost)
-        let decoded = try Control.decode(Control.Reset.self, from: Control.frame(.reset, reset))
-        #expect(decoded == reset)
+        #expect(try WireMessage(Control.frame(.reset, reset, channel: 1)) == .channel(1, .reset(reset)))
         #expect(TransferCode.cancelled.resumable && TransferCode.connectionLost.resumable && !TransferCode.integrity.resumable)
 
         let open = Frame(kind: .open, channel: 2, payload: ByteBuffer(string: #"{"kind":"telnet","path":"a","size":1,"key":""}"#))
-        #expect(try Control.decode(Control.Open.self, from: open).kind == .other("telnet"))
+        #expect(try WireMessage(open) == .channel(2, .open(Control.Open(kind: .other("telnet"), path: "a", size: 1, key: ""))))
         let file = Frame(kind: .open, channel: 2, payload: ByteBuffer(string: #"{"kind":"file","path":"a","size":1,"key":""}"#))
-        #expect(try Control.decode(Control.Open.self, from: file).kind == .file)
+        #expect(try WireMessage(file) == .channel(2, .open(Control.Open(kind: .file, path: "a", size: 1, key: ""))))
     }
 }
 
@@ -240,5 +239,68 @@ import Testing
         // A link to the same bytes is not the file itself.
         try FileManager.default.createSymbolicLink(atPath: directory + "/link.bin", withDestinationPath: directory + "/mid.bin")
         #expect(await AlreadyThere.copy(of: sha, size: UInt64(bytes.count), in: directory, as: "link.bin") == nil)
+    }
+}
+
+/// The sender's machine says what to do, as `SessionStateMachine` does: tested without a socket.
+@Suite struct FileSendActionTests {
+    private let open = Control.Open(kind: .file, path: "a.bin", size: 10, key: "k")
+
+    /// An action, with its frame decoded (JSON keys come in no fixed order).
+    enum Decoded: Equatable {
+        case send(WireMessage)
+        case other(FileSendMachine.Action)
+    }
+
+    private func decoded(_ actions: [FileSendMachine.Action]) -> [Decoded] {
+        actions.map { action in
+            if case let .send(frame) = action, let message = try? WireMessage(frame) { return .send(message) }
+            return .other(action)
+        }
+    }
+
+    @Test func aFileFromOfferToDelivery() {
+        var file = FileSendMachine(size: 10, channel: 3)
+        #expect(decoded(file.offer(open)) == [.send(.channel(3, .open(open)))])
+        #expect(decoded(file.answered(Control.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil)))
+            == [.send(.channel(3, .start(Control.Start(offset: 0)))), .other(.sendData(from: 0))])
+        #expect(throws: Never.self) { try file.sent(10) }
+        #expect(decoded(file.ended(sha256: "abc")) == [.send(.channel(3, .close(Control.Close(sha256: "abc", bytes: 10))))])
+        let confirmed = Control.Close(sha256: "abc", bytes: 10, alreadyThere: true)
+        #expect(file.receiverClosed(confirmed) == [.delivered(confirmed)])
+        #expect(file.state == .closed)
+    }
+
+    @Test func aResumeChecksThePrefixFirst() {
+        var file = FileSendMachine(size: 10, channel: 1)
+        #expect(file.answered(Control.OpenReply(accept: true, offset: 4, prefixSHA256: "p", reason: nil)) == [.checkPrefix(offset: 4, sha256: "p")])
+        #expect(decoded(file.prefixChecked(4, ours: true)) == [.send(.channel(1, .start(Control.Start(offset: 4)))), .other(.sendData(from: 4))])
+        var other = FileSendMachine(size: 10, channel: 1)
+        _ = other.answered(Control.OpenReply(accept: true, offset: 4, prefixSHA256: "p", reason: nil))
+        #expect(decoded(other.prefixChecked(4, ours: false)) == [.send(.channel(1, .start(Control.Start(offset: 0)))), .other(.sendData(from: 0))])
+    }
+
+    @Test func refusalsResetsAndDamageFailIt() {
+        var refused = FileSendMachine(size: 10)
+        #expect(refused.answered(Control.OpenReply(accept: false, offset: 0, prefixSHA256: nil, reason: "full", code: .busy))
+            == [.fail(code: "busy", reason: "the peer refused the file: full")])
+        var stopped = FileSendMachine(size: 10)
+        _ = stopped.answered(Control.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil))
+        #expect(stopped.receiverReset(Control.Reset(reason: "disk", code: .ioError)) == [.fail(code: "io-error", reason: "the receiver stopped: disk")])
+        var damaged = FileSendMachine(size: 1)
+        _ = damaged.answered(Control.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil))
+        try? damaged.sent(1)
+        _ = damaged.ended(sha256: "a")
+        #expect(damaged.receiverClosed(Control.Close(sha256: "b", bytes: 1)) == [.fail(code: "integrity", reason: "the receiver's SHA-256 differs")])
+        var late = FileSendMachine(size: 1)
+        _ = late.answered(Control.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil))
+        #expect(late.answered(Control.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil))
+            == [.fail(code: "protocol", reason: "the transfer broke the file protocol: a second answer to the offer")])
+        var early = FileSendMachine(size: 1)
+        #expect(early.receiverClosed(Control.Close(sha256: "a", bytes: 1))
+            == [.fail(code: "protocol", reason: "the transfer broke the file protocol: the receiver's confirmation before our end")])
+        var gone = FileSendMachine(size: 1)
+        #expect(gone.lost("cut") == [.fail(code: "connection-lost", reason: "cut")])
+        #expect(gone.state == .reset)
     }
 }

@@ -178,3 +178,39 @@ test_wire_accept_friend_never_takes_an_invitation_named_after_it() {
     kill -INT "$rogue" 2>/dev/null
     return 0
 }
+
+# --- 6. a session peer's malformed channel frames -------------------------------------------------
+
+# Issue 31: a reset, a close or an openReply whose body is not what its type says, on a channel that
+# is open, was taken for a refusal, lost its reason or was dropped. Now each is a protocol violation:
+# an error event that says which frame, only that link cut, the node and a friend's session go on.
+test_wire_malformed_channel_frames_cut_only_their_link() {
+    trap stop_started RETURN
+    local id1 id2 frame rogue rid save=$OUT/save file=$OUT/offer.bin n=0
+    id1=$(id_of 1) && id2=$(id_of 2) || return 1
+    mkdir -p "$save" && head -c 4096 /dev/urandom >"$file"
+    start_node 1 s-wire-bad --auto-accept --save-dir "$save" --encryption optional || return 1
+    local node=$ADV_PID adv=$ADV port=$ADV_PORT
+    start_node 2 s-wire-bad --encryption optional || return 1
+    nb 2 send "$id1" before --service s-wire-bad >/dev/null 2>&1 || { fail "the friend's first send"; return 1; }
+    await "$adv" 'select(.event=="message" and .text=="before")' 5 "the friend's message before" >/dev/null || return 1
+    for frame in reset close openReply; do
+        n=$((n + 1))
+        wire_rogue_bg 3 "$OUT/rogue-$frame.out" malformed "$(lab_addr 1)" "$port" --frame "$frame" --invitation "bad$frame" --hold 8 || return 1
+        rogue=$PID
+        rid=$(lab_wait_line "$OUT/rogue-$frame.out" '.id' 10) || { fail "the rogue ($frame) got no session"; show "$OUT/rogue-$frame.out"; return 1; }
+        rid=$(jq -r .id <<<"$rid")
+        # The node offers the rogue a file, which it answers with a malformed openReply.
+        [[ $frame == openReply ]] && { nb_bg 1 "$OUT/offer.jsonl" send-file "$rid" "$file" --service s-wire-bad; }
+        exits "$rogue" 20 0 "the rogue ($frame)" || { show "$OUT/rogue-$frame.out"; return 1; }
+        expect_json "$OUT/rogue-$frame.out" "select(.sent==\"$frame\" and .closed_by_node)" "the node cut the link of the malformed $frame" || return 1
+        await "$adv" "select(.event==\"error\" and .code==\"protocol-violation\" and (.message|test(\"malformed $frame frame\")))" 5 \
+            "a protocol-violation error naming the malformed $frame" >/dev/null || return 1
+        await "$adv" "select(.event==\"disconnected\" and .peer.id==\"$rid\")" 5 "the rogue's link ($frame) gone" >/dev/null || return 1
+        still_running "$node" "the node" || return 1
+        nb 2 send "$id1" "after $frame" --service s-wire-bad >/dev/null 2>&1 || { fail "the friend's send after the malformed $frame"; return 1; }
+        await "$adv" "select(.event==\"message\" and .text==\"after $frame\" and .peer.id==\"$id2\")" 5 "the friend's message after the $frame" >/dev/null || return 1
+    done
+    expect_eq "$(count_json "$adv" "select(.event==\"disconnected\" and .peer.id==\"$id2\")")" 0 "disconnections of the friend" || return 1
+    expect_eq "$(count_json "$adv" 'select(.event=="error" and .code=="protocol-violation")')" 3 "protocol-violation errors" || return 1
+}

@@ -16,6 +16,12 @@ plaintext session protocol through rogue_sender.py's helpers (the node runs --en
   invite-as HOST PORT --invitation ID [--name NAME] [--hold S]
         One fresh identity inviting with the invitation ID given; prints {"id": its peer ID,
         "answer": …} (or {"closed": true}), then holds the session until the node closes or HOLD.
+  malformed HOST PORT --frame reset|openReply|close [--hold S]
+        One fresh identity in session (the node must let it in: --auto-accept), then on an open
+        channel a frame whose JSON body does not say what its type must: a reset or a close on a
+        file it offers (a 4-byte file, accepted, started), or an openReply to the node's own offer
+        (the test makes the node send it a file). Prints {"id": its peer ID} once in session, then
+        {"sent": FRAME, "closed_by_node": bool} (the node cut the link within HOLD seconds).
   sniff-tag PORT
         On the receiving host: prints {"ready": true}, then the tag and sequence number of the first
         nearby datagram to PORT: {"tag": hex, "length": n}.
@@ -33,7 +39,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rogue_sender import GOODBYE, HELLO, Identity, handshake, invite, closed_by_node, run  # noqa: E402
+from rogue_sender import (CLOSE, DATA, GOODBYE, HELLO, OPEN, OPEN_REPLY, PING, PONG, RESET, START,  # noqa: E402
+                          Identity, closed_by_node, handshake, invite, run)
 
 MIB = 1 << 20
 
@@ -132,6 +139,37 @@ def mode_invite_as(args):
     return 0
 
 
+def mode_malformed(args):
+    me = Identity(name=args.name)
+    peer, _ = handshake(args.host, args.port, me)
+    answer = invite(peer, invitation=args.invitation)
+    if not answer.get("accept"):
+        raise RuntimeError(f"invitation declined: {answer}")
+    print(json.dumps({"id": me.peer_id}), flush=True)
+    if args.frame == "openReply":
+        # The node offers us a file on its own channel; the answer's `accept` is a string.
+        while True:
+            kind, channel, _ = peer.frame()
+            if kind == PING:
+                peer.send(PONG)
+            elif kind == OPEN:
+                break
+        peer.send(OPEN_REPLY, {"accept": "yes", "offset": 0}, channel)
+    else:
+        peer.send(OPEN, {"kind": "file", "path": "malformed.bin", "size": 4, "key": "00"}, 1)
+        _, payload = peer.expect([OPEN_REPLY], 1)
+        if not json.loads(payload).get("accept"):
+            raise RuntimeError(f"the node refused the file: {payload!r}")
+        if args.frame == "reset":
+            peer.send(RESET, {"reason": 5, "code": "cancelled"}, 1)
+        else:
+            peer.send(START, {"offset": 0}, 1)
+            peer.send(DATA, b"abcd", 1)
+            peer.send(CLOSE, {"sha256": 5, "bytes": "four"}, 1)
+    print(json.dumps({"sent": args.frame, "closed_by_node": closed_by_node(peer, args.hold)}), flush=True)
+    return 0
+
+
 def mode_sniff_tag(args):
     sniffer = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.ntohs(0x0003))
     sniffer.settimeout(15)
@@ -168,7 +206,7 @@ def mode_forge(args):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["big-hello", "sessions", "invite-as", "sniff-tag", "forge"])
+    parser.add_argument("mode", choices=["big-hello", "sessions", "invite-as", "malformed", "sniff-tag", "forge"])
     parser.add_argument("rest", nargs="*")
     parser.add_argument("--count", type=int, default=1)
     parser.add_argument("--hold", type=float, default=5)
@@ -179,13 +217,14 @@ def main():
     parser.add_argument("--invite-timeout", type=float, default=30)
     parser.add_argument("--name", default="rogue")
     parser.add_argument("--tag")
+    parser.add_argument("--frame", choices=["reset", "openReply", "close"], default="reset")
     args = parser.parse_args()
     if args.mode == "sniff-tag":
         args.port = int(args.rest[0])
         return mode_sniff_tag(args)
     args.host, args.port = args.rest[0], int(args.rest[1])
     return {"big-hello": mode_big_hello, "sessions": mode_sessions, "invite-as": mode_invite_as,
-            "forge": mode_forge}[args.mode](args)
+            "malformed": mode_malformed, "forge": mode_forge}[args.mode](args)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,23 @@ final class OutgoingChannel: Sendable {
         (signals, continuation) = AsyncStream<Signal>.makeStream()
     }
 
+    /// The receiver's answers on the file we send, from the link's task.
+    func received(_ message: ChannelMessage) throws(ProtocolViolation) {
+        switch message {
+        case let .openReply(reply):
+            continuation.yield(.reply(reply))
+        case let .window(more):
+            credit.add(Int(more))
+        case let .close(close):
+            continuation.yield(.closed(close))
+        case let .reset(reset):
+            continuation.yield(.reset(reset))
+            credit.close()
+        case .open, .start, .data:
+            throw .unexpected("\(message.kind) on our own channel \(id)")
+        }
+    }
+
     /// The link went: the sender stops waiting for credit or an answer.
     func lost(_ reason: String) {
         continuation.yield(.lost(reason))

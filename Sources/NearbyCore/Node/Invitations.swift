@@ -59,8 +59,6 @@ struct Invitations {
     private var arrivals = 0
     var outgoing: [PeerID: Outgoing] = [:]
     private(set) var waiters: [AcceptWaiter] = []
-    /// Links whose invitation `--auto-accept` answered, until their peer is pinned (as a stranger).
-    private var autoAccepted: Set<ObjectIdentifier> = []
 
     // MARK: Incoming
 
@@ -95,18 +93,12 @@ struct Invitations {
         return all.filter { $0[keyPath: id] == query }
     }
 
-    mutating func markAutoAccepted(_ link: Link) { autoAccepted.insert(ObjectIdentifier(link)) }
-
-    /// Whether `--auto-accept` let this link in (asked once, when its peer is pinned).
-    mutating func takeAutoAccepted(_ link: Link) -> Bool { autoAccepted.remove(ObjectIdentifier(link)) != nil }
-
     func pending(from peer: PeerID) -> Incoming? {
         incoming.values.filter { $0.link.peer.id == peer }.min { $0.sequence < $1.sequence }
     }
 
     /// Forgets the invitations that came on `link` (it closed); returns them.
     mutating func withdraw(on link: Link) -> [Incoming] {
-        autoAccepted.remove(ObjectIdentifier(link))
         let gone = incoming.values.filter { $0.link === link }
         for invitation in gone { incoming[invitation.id] = nil }
         return gone.sorted { $0.sequence < $1.sequence }

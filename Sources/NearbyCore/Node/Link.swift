@@ -2,10 +2,10 @@ import NIOCore
 import Synchronization
 
 /// One authenticated connection to a peer and everything that lives on it: the write side, where it
-/// is in the session protocol (`session`), its channels and what runs on them (`channels`), and the
-/// time anything was last heard (for keepalives). Its own task (`Node.serve`) feeds it the peer's
-/// frames; the node only hears that it connected and that it closed, and dropping it drops all it
-/// owned.
+/// is in the session protocol (`session`), its channels and what runs on them (`channels`), its
+/// datagram state, and the time anything was last heard (for keepalives). It runs itself
+/// (`Link.run`: the frame loop, keepalive, answers and channels); the node hears only what spans
+/// links (`LinkOwner`), and dropping the link drops all it owned.
 public final class Link: Sendable, Hashable {
     public let peer: AuthenticatedPeer
     public let isClient: Bool
@@ -20,6 +20,10 @@ public final class Link: Sendable, Hashable {
     let channels: LinkChannels
     /// What the link holds of the process's `ResourceBudget` (the files its peer made us open).
     let account: ResourceBudget.Account
+    /// Its unreliable messages: its tag, where to send, sends waiting for the peer's setup (`DatagramHub`).
+    let datagrams = Mutex(LinkDatagrams())
+    /// `--auto-accept` answered its invitation: its peer is pinned as a stranger (`Node.pinSession`).
+    private let autoAccepted = Mutex(false)
     /// Completed when the node has forgotten the link (`Node.detach`): what a leaving node waits for.
     private let detachedPromise: EventLoopPromise<Void>
     private let lastHeard = Mutex(ContinuousClock.now)
@@ -53,6 +57,8 @@ public final class Link: Sendable, Hashable {
     /// A new channel of ours running what `make` gives it, within the link's cap.
     func openChannel<Made: Sendable>(_ make: (UInt32) -> (LinkChannels.End, Made)) throws(NearbyError) -> Made {
         guard let made = channels.open(make) else {
+            // The connection ended (`Link.run` dropped its channels) before the node detached it.
+            if channels.isDropped { throw .connectionFailed("the session with \(peer.id) ended") }
             throw .connectionFailed("too many channels open with \(peer.id) (at most \(ChannelMux.Limits().channels))")
         }
         return made
@@ -64,6 +70,16 @@ public final class Link: Sendable, Hashable {
     }
 
     func heard() { lastHeard.withLock { $0 = .now } }
+
+    func markAutoAccepted() { autoAccepted.withLock { $0 = true } }
+
+    /// Whether `--auto-accept` let this link in (asked once, when its peer is pinned).
+    func takeAutoAccepted() -> Bool {
+        autoAccepted.withLock { accepted in
+            defer { accepted = false }
+            return accepted
+        }
+    }
 
     func markDetached() { detachedPromise.succeed(()) }
 

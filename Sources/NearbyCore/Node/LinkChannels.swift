@@ -22,8 +22,8 @@ final class LinkChannels: Sendable {
         /// An open we refuse without making anything for it (over the cap): send this answer.
         case refuse(Frame)
         /// The peer offers a channel: the node decides (files by its policy, streams to a listener).
-        case offer(Frame)
-        case deliver(End, Frame)
+        case offer(UInt32, Control.Open)
+        case deliver(End, ChannelMessage)
     }
 
     private struct Table {
@@ -86,18 +86,19 @@ final class LinkChannels: Sendable {
 
     /// Checks a frame from the peer against the rules and says where it goes. A peer's `reset`
     /// ends its channel here, at once.
-    func route(_ frame: Frame) throws(ProtocolViolation) -> Route {
+    func route(_ id: UInt32, _ message: ChannelMessage) throws(ProtocolViolation) -> Route {
         try table.withLock { (table: inout Table) throws(ProtocolViolation) -> Route in
-            switch try table.mux.receive(frame) {
+            switch try table.mux.receive(id, message) {
             case .ignore: return .ignore
             case let .refuse(answer): return .refuse(answer)
             case .deliver: break
             }
-            guard let end = table.ends[frame.channel] else {
-                return frame.kind == .open ? .offer(frame) : .ignore
+            guard let end = table.ends[id] else {
+                if case let .open(offer) = message { return .offer(id, offer) }
+                return .ignore
             }
-            if frame.kind == .reset { table.ends[frame.channel] = nil }
-            return .deliver(end, frame)
+            if case .reset = message { table.ends[id] = nil }
+            return .deliver(end, message)
         }
     }
 
@@ -108,6 +109,9 @@ final class LinkChannels: Sendable {
             return false
         }
     }
+
+    /// Whether the link is gone (`drop`).
+    var isDropped: Bool { table.withLock { $0.dropped } }
 
     /// The link is gone: every channel it carried, taken out at once. Nothing can be added after.
     func drop() -> [End] {

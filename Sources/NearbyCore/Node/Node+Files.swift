@@ -1,60 +1,7 @@
-import Crypto
 import Foundation
-import NIOCore
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
-public enum Transfer {
-    static let chunk = 256 << 10
-    /// How far a sender may run ahead of what the receiver has written: memory stays bounded (one
-    /// window per channel).
-    static let window = ChannelMux.defaultWindow
-    public static let progressInterval = Duration.milliseconds(100)
-    /// 0666 less this process's umask (read once: setting it back at once is the only way to read it).
-    public static let finishedMode: mode_t = {
-        let mask = umask(0o022)
-        umask(mask)
-        return 0o666 & ~mask
-    }()
-
-    static func hex(_ digest: some Sequence<UInt8>) -> String { Hex.encode(digest) }
-
-    /// This sender's name for a file, the same on every attempt while the file is unchanged.
-    static func key(sender: PeerID, file: OutgoingFile) -> String {
-        var hasher = SHA256()
-        hasher.update(data: Data("\(sender.rawValue)\u{0}\(file.relative)\u{0}\(file.size)\u{0}\(file.modified)".utf8))
-        return String(hex(hasher.finalize()).prefix(32))
-    }
-
-    /// Feeds the first `count` bytes of the file at `fd` to `hasher`.
-    static func hash(_ fd: Int32, count: UInt64, into hasher: inout SHA256) -> Bool {
-        var buffer = [UInt8](repeating: 0, count: chunk)
-        var done: UInt64 = 0
-        while done < count {
-            let want = Int(min(UInt64(buffer.count), count - done))
-            let got = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, want, off_t(done)) }
-            guard got > 0 else { return false }
-            hasher.update(data: buffer[0..<got])
-            done += UInt64(got)
-        }
-        return true
-    }
-
-    public static func errorText(_ code: Int32) -> String { String(cString: strerror(code)) }
-
-    /// Seconds since `start`, to the millisecond.
-    public static func seconds(since start: ContinuousClock.Instant) -> Double {
-        ((ContinuousClock.now - start) / .milliseconds(1)).rounded() / 1000
-    }
-
-    /// Bytes per second, whole.
-    public static func rate(_ bytes: UInt64, _ seconds: Double) -> Double { seconds > 0 ? (Double(bytes) / seconds).rounded() : 0 }
-}
-
+/// Sending files: the node finds the session (inviting first) and opens a channel of the link per
+/// file; `FileSender` does the rest.
 extension Node {
     // MARK: Sending
 
@@ -90,57 +37,5 @@ extension Node {
             defer { link.channels.finish(channel.id) }
             try await Self.make(directory, over: channel, link: link, sink: sink)
         }
-    }
-
-    // MARK: Routing
-
-    /// Frames on channels above 0, on the link's own task: the link's table says what runs on the
-    /// channel. The side that opened a channel sends open, start, data and the first close; the
-    /// other answers with openReply, window and the confirming close or a reset.
-    nonisolated func channelFrame(_ frame: Frame, on link: Link) async throws(ProtocolViolation) {
-        switch try link.channels.route(frame) {
-        case .ignore:
-            return
-        case let .refuse(answer):
-            await link.send(answer)
-        case let .offer(frame):
-            if let offer = try? Control.decode(Control.Open.self, from: frame), offer.kind == .stream {
-                await streamOffered(offer, channel: frame.channel, on: link)
-            } else {
-                await fileOffered(frame, on: link)
-            }
-        case let .deliver(.stream(stream), frame):
-            streamFrame(frame, stream: stream)
-        case let .deliver(.sending(channel), frame):
-            try Self.answer(frame, to: channel)
-        case let .deliver(.receiving(file), frame):
-            try await file.received(frame, on: link)
-        }
-    }
-
-    /// The receiver's answers on a file we send.
-    private nonisolated static func answer(_ frame: Frame, to channel: OutgoingChannel) throws(ProtocolViolation) {
-        switch frame.kind {
-        case .openReply:
-            if let reply = try? Control.decode(Control.OpenReply.self, from: frame) { channel.continuation.yield(.reply(reply)) }
-        case .window:
-            if let more = frame.payload.getInteger(at: frame.payload.readerIndex, as: UInt32.self) { channel.credit.add(Int(more)) }
-        case .close:
-            if let close = try? Control.decode(Control.Close.self, from: frame) { channel.continuation.yield(.closed(close)) }
-        case .reset:
-            let reset = (try? Control.decode(Control.Reset.self, from: frame)) ?? Control.Reset(reason: "reset", code: .refused)
-            channel.continuation.yield(.reset(reset))
-            channel.credit.close()
-        default:
-            throw .unexpected("\(frame.kind) on our own channel \(frame.channel)")
-        }
-    }
-}
-
-extension Control {
-    static func frame(_ kind: Frame.Kind, _ body: some Encodable, channel: UInt32) -> Frame {
-        var frame = frame(kind, body)
-        frame.channel = channel
-        return frame
     }
 }

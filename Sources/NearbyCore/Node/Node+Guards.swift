@@ -30,7 +30,7 @@ extension Node {
     /// stranger that `--auto-accept` let in goes to the capped list of strangers (KnownPeers.swift).
     func pinSession(_ link: Link) -> Bool {
         let error: NearbyError
-        let stranger = invitations.takeAutoAccepted(link)
+        let stranger = link.takeAutoAccepted()
         do {
             switch try knownPeers.pin(id: link.peer.id, key: link.peer.key, name: link.peer.name, stranger: stranger) {
             case .known, .new:

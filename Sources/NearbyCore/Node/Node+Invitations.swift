@@ -48,7 +48,7 @@ extension Node {
             return
         }
         if configuration.autoAccept {
-            invitations.markAutoAccepted(link)
+            link.markAutoAccepted()
             await answer(invite.invitation, accept: true, by: answeredBy ?? Spelling.option(.autoAccept), sink: events)
             return
         }
@@ -107,7 +107,7 @@ extension Node {
     private func answerLink(_ link: Link, accept: Bool, reason: String?, closing: String) async {
         guard links.contains(link) else { return }
         let actions = link.step { $0.answer(accept: accept, reason: reason, closing: closing) }
-        await perform(actions, on: link)
+        await link.perform(actions, owner: self)
     }
 
     private func answer(_ id: String, accept: Bool, by: String, sink: any EventSink, othersPending: Int = 0) async {

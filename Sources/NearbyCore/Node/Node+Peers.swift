@@ -201,7 +201,7 @@ extension Node {
                     throw ConnectFailed(error: .cancelled("connecting to \(address)"), refusedEverywhere: false)
                 }
                 refused = refused && ConnectFailure.isRefusal(error)
-                let why = ConnectFailure.describe(error, timeout: timeout) ?? Self.describe(error)
+                let why = ConnectFailure.describe(error, timeout: timeout) ?? Link.describe(error)
                 failures.append(target.hosts.count > 1 ? "\(address) \(why)" : why)
             }
         }

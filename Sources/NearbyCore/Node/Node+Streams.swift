@@ -2,49 +2,6 @@ import Foundation
 import NIOCore
 import Synchronization
 
-/// One stream: bytes both ways on one channel, each direction with its own window, `close` as a
-/// half-close.
-final class StreamChannel: Sendable {
-    enum Inbound: Sendable {
-        case data(ByteBuffer)
-        case end
-        case reset(StreamLife.Cause)
-    }
-
-    let id: UInt32
-    let name: String
-    let peer: PeerRef
-    let replies: AsyncStream<Control.OpenReply>
-    let replyContinuation: AsyncStream<Control.OpenReply>.Continuation
-    /// What the peer lets us send, summed however many window frames it sends.
-    let credit = CreditGate(initial: Transfer.window)
-    /// Bounded by our window: the peer may not send more than we granted.
-    let inbound: AsyncStream<Inbound>
-    let inboundContinuation: AsyncStream<Inbound>.Continuation
-    /// Open, half-closed, done or cut — and why, the first cause winning.
-    let life = Mutex(StreamLife())
-
-    init(id: UInt32, name: String, peer: PeerRef) {
-        self.id = id
-        self.name = name
-        self.peer = peer
-        (replies, replyContinuation) = AsyncStream<Control.OpenReply>.makeStream()
-        (inbound, inboundContinuation) = AsyncStream<Inbound>.makeStream()
-    }
-
-    /// "the stream" or "stream 'NAME'", for sentences.
-    var label: String { name.isEmpty ? "the stream" : "stream '\(name)'" }
-
-    /// The session ended or the peer reset the stream: both directions stop at once.
-    func lost(_ cause: StreamLife.Cause) {
-        _ = life.withLock { $0.cut(cause) }
-        inboundContinuation.yield(.reset(cause))
-        inboundContinuation.finish()
-        credit.close()
-        replyContinuation.finish()
-    }
-}
-
 /// What spans links in streams: incoming ones waiting for a listener (at most
 /// `maxUnclaimedStreams`, each for at most `listenerWait`), and listeners waiting for one. A
 /// running stream belongs to its link's channels.
@@ -75,20 +32,6 @@ struct StreamMatch: Sendable {
     let link: Link
 }
 
-/// Bytes each way, readable after a failure too.
-final class Counts: Sendable {
-    private let state = Mutex<(UInt64, UInt64)>((0, 0))
-    func sent(_ n: UInt64) { state.withLock { $0.0 = n } }
-    func received(_ n: UInt64) { state.withLock { $0.1 = n } }
-    var values: (UInt64, UInt64) { state.withLock { $0 } }
-}
-
-/// What a finished stream moved.
-public struct StreamSummary: Sendable {
-    public var sent: UInt64
-    public var received: UInt64
-}
-
 extension Node {
     /// How long an incoming stream waits for a `nearby stream --listen` before it is refused.
     var listenerWait: Duration { configuration.unclaimedStreamWait }
@@ -116,7 +59,7 @@ extension Node {
         guard reply.accept else { throw .transferFailed(path: name.isEmpty ? "stream" : name, code: "stream-refused", reason: reply.reason ?? "refused") }
         events.emit(Events.StreamOpened(stream: "\(stream.id)", direction: "out", peer: peer.ref, name: name))
         await ready(StreamInfo(stream: "\(stream.id)", peer: peer.ref, name: name))
-        return try await Self.pump(stream, link: link, source: source, sink: sink, events: events)
+        return try await StreamPump(stream: stream, link: link, events: events).run(source: source, sink: sink)
     }
 
     /// Waits for an incoming stream (named `name`, from `from`, when given) and runs it.
@@ -160,7 +103,7 @@ extension Node {
         await link.send(Control.frame(.openReply, Control.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil), channel: stream.id))
         events.emit(Events.StreamOpened(stream: "\(stream.id)", direction: "in", peer: stream.peer, name: stream.name))
         await ready(StreamInfo(stream: "\(stream.id)", peer: stream.peer, name: stream.name))
-        return try await Self.pump(stream, link: link, source: source, sink: sink, events: events)
+        return try await StreamPump(stream: stream, link: link, events: events).run(source: source, sink: sink)
     }
 
     static func wants(_ name: String?, _ from: String?, _ stream: StreamChannel, _ link: Link) -> Bool {
@@ -204,108 +147,9 @@ extension Node {
             reason: "nobody is listening for streams\(label) (\(Spelling.command(.streamListen))); waited \(listenerWait.components.seconds) s")
     }
 
-    nonisolated func streamFrame(_ frame: Frame, stream: StreamChannel) {
-        switch frame.kind {
-        case .openReply:
-            if let reply = try? Control.decode(Control.OpenReply.self, from: frame) { stream.replyContinuation.yield(reply) }
-        case .data:
-            // Bytes after the peer's close break the protocol: they are not the stream's.
-            guard (try? stream.life.withLock { try $0.mayRead() }) != nil else { return }
-            // The payload is memory of its own (FrameSplitter): queued, it keeps no read buffer alive.
-            stream.inboundContinuation.yield(.data(frame.payload))
-        case .window:
-            if let more = frame.payload.getInteger(at: frame.payload.readerIndex, as: UInt32.self) {
-                stream.credit.add(Int(more))
-            }
-        case .close:
-            // A second close is the peer breaking the protocol; ignore it rather than end twice.
-            if (try? stream.life.withLock { try $0.receivedClose() }) != nil { stream.inboundContinuation.yield(.end) }
-        case .reset:
-            // The link's table let it go already (LinkChannels.route).
-            let reset = try? Control.decode(Control.Reset.self, from: frame)
-            stream.lost(.peerReset(reset.map { String($0.reason.prefix(Control.maxReasonBytes)) } ?? "no reason"))
-        default:
-            break
-        }
-    }
-
     /// Ends every listener (the node stops).
     func endStreamListeners() {
         for listener in streamWaits.listeners { listener.claimed.abandon() }
         streamWaits.listeners = []
-    }
-
-    // MARK: Pumping
-
-    /// Runs both directions until each has ended: our bytes out within the peer's window, the peer's
-    /// bytes in, granting window as the sink takes them. Done only when both directions ended (our
-    /// `close` sent, the peer's received); anything else cuts the stream, reported by its first cause
-    /// (`StreamLife`), and the peer gets a reset.
-    nonisolated static func pump(
-        _ stream: StreamChannel, link: Link, source: any ByteSource, sink: any ByteSink, events: any EventSink
-    ) async throws(NearbyError) -> StreamSummary {
-        let counts = Counts()
-        do {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    var sent: UInt64 = 0
-                    defer { counts.sent(sent) }
-                    while var chunk = try await source.next() {
-                        while chunk.readableBytes > 0 {
-                            guard let count = await stream.credit.take(upTo: min(chunk.readableBytes, Transfer.chunk)) else {
-                                throw stream.life.withLock { $0.cause } ?? (Task.isCancelled ? .cancelled : .sessionEnded("the stream's window closed"))
-                            }
-                            guard let piece = chunk.readSlice(length: count) else { break }
-                            await link.send(Frame(kind: .data, channel: stream.id, payload: piece))
-                            sent += UInt64(count)
-                        }
-                    }
-                    try stream.life.withLock { try $0.sentClose() }
-                    await link.send(Control.frame(.close, Control.Close(sha256: "", bytes: sent), channel: stream.id))
-                }
-                group.addTask {
-                    var received: UInt64 = 0
-                    defer { counts.received(received) }
-                    for await item in stream.inbound {
-                        switch item {
-                        case let .data(buffer):
-                            try await sink.write(buffer)
-                            received += UInt64(buffer.readableBytes)
-                            await link.consumed(buffer.readableBytes, on: stream.id)
-                        case .end:
-                            await sink.finish()
-                            return
-                        case let .reset(cause):
-                            throw cause
-                        }
-                    }
-                    // Ended by our own cancellation (the other direction failed first): that failure
-                    // is the cause, not an end of the session.
-                    throw stream.life.withLock { $0.cause } ?? (Task.isCancelled ? .cancelled : .sessionEnded("the stream ended without the peer closing it"))
-                }
-                try await group.waitForAll()
-            }
-        } catch {
-            // The first cause wins: a session that ended shows as that, not as the window it closed.
-            let mine = error as? StreamLife.Cause ?? StreamLife.Cause(error)
-            let cause = stream.life.withLock { life in life.cut(mine) ? mine : life.cause ?? mine }
-            let failure = cause.error(label: stream.label)
-            await sink.finish()
-            // The peer learns why, unless it was the one to end it (a reset). A session that ended
-            // gets one too: if it is still there after all, the peer's end must not wait forever.
-            let reset: Control.Reset? = switch cause {
-            case let .failed(code, reason): Control.Reset(reason: "the other side failed: \(reason)", code: TransferCode(code))
-            case .cancelled: Control.Reset(reason: "the other side was interrupted", code: .cancelled)
-            case let .sessionEnded(reason): Control.Reset(reason: "the other side's stream ended: \(reason)", code: .connectionLost)
-            case .peerReset: nil
-            }
-            if let reset { await Task { await link.send(Control.frame(.reset, reset, channel: stream.id)) }.value }
-            let (sent, received) = counts.values
-            events.emit(Events.StreamClosed(stream: "\(stream.id)", peer: stream.peer, name: stream.name, sent: sent, received: received, reason: failure.errorDescription ?? "failed"))
-            throw failure
-        }
-        let (sent, received) = counts.values
-        events.emit(Events.StreamClosed(stream: "\(stream.id)", peer: stream.peer, name: stream.name, sent: sent, received: received, reason: "done"))
-        return StreamSummary(sent: sent, received: received)
     }
 }

@@ -227,20 +227,11 @@ public actor Node {
                     shortcut: connection.shortcut, admission: connection.admission)
                 link = established
                 await attach(established, invitation: invitation, sink: sink)
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    group.addTask { await Keepalive.run(established) }
-                    while let frame = try await iterator.next() {
-                        established.heard()
-                        try await received(frame, on: established)
-                        if MessageShortcut.counts(frame) { established.shortcut.handled() }
-                    }
-                    group.cancelAll()
-                }
+                await established.run(&iterator, owner: self)
             }
         } catch {
-            let why = Task.isCancelled ? "the node stopped" : Self.describe(error)
+            let why = Task.isCancelled ? "the node stopped" : Link.describe(error)
             if let link {
-                if let violation = error as? ProtocolViolation { violated(link, "\(violation)") }
                 link.setReason(why)
             } else {
                 let nearbyError = (error as? NearbyError) ?? .connectionFailed("handshake with \(connection.remote) failed: \(why)")
@@ -273,7 +264,7 @@ public actor Node {
             invitation: invitation.id, peer: link.peer.ref, address: link.peer.address,
             verificationCode: link.peer.verificationCode, encrypted: link.peer.encrypted))
         let actions = link.step { $0.invite(id: invitation.id, context: invitation.context, timeout: invitation.timeout) }
-        await perform(actions, on: link)
+        await link.perform(actions, owner: self)
     }
 
     private func detach(_ link: Link) {
@@ -282,7 +273,7 @@ public actor Node {
         defer { link.markDetached() }
         link.shortcut.disarm()
         datagrams.remove(link)
-        channelsLost(on: link)
+        streamWaits.pending.removeAll { $0.link === link }
         let reason = link.closeReason ?? "connection lost"
         if sessions[link.peer.id] === link {
             sessions[link.peer.id] = nil

@@ -39,7 +39,7 @@ public struct ChannelMux: Sendable {
     }
 
     public enum Inbound: Sendable, Equatable {
-        case deliver(Frame)
+        case deliver
         /// A frame for a channel that has ended (its last window credits, data in flight when we
         /// reset it): dropped, and no reason to end the link.
         case ignore
@@ -104,10 +104,9 @@ public struct ChannelMux: Sendable {
     }
 
     /// Checks a frame on a channel above 0 against the rules.
-    public mutating func receive(_ frame: Frame) throws(ProtocolViolation) -> Inbound {
-        let id = frame.channel
-        guard id != 0 else { throw .unexpected("\(frame.kind) frame on channel 0") }
-        if frame.kind == .open {
+    public mutating func receive(_ id: UInt32, _ message: ChannelMessage) throws(ProtocolViolation) -> Inbound {
+        guard id != 0 else { throw .unexpected("\(message.kind) frame on channel 0") }
+        if case .open = message {
             guard !isOurs(id), id > highestPeer else { throw .unexpected("open on channel \(id), which is not the peer's next") }
             highestPeer = id
             guard entries.count < limits.channels else {
@@ -116,40 +115,40 @@ public struct ChannelMux: Sendable {
                     reason: "too many channels open on this session (at most \(limits.channels))"), channel: id))
             }
             entries[id] = Entry(phase: .offered, allowance: 0, consumed: 0)
-            return .deliver(frame)
+            return .deliver
         }
         guard var entry = entries[id] else {
             let existed = isOurs(id) ? id < nextOwn : id <= highestPeer
-            guard existed else { throw .unexpected("\(frame.kind) on channel \(id), which was never opened") }
+            guard existed else { throw .unexpected("\(message.kind) on channel \(id), which was never opened") }
             return .ignore
         }
-        switch frame.kind {
+        switch message {
         case .openReply:
             guard isOurs(id), entry.phase == .opening else { throw .unexpected("an answer on channel \(id), which we did not open") }
             entry.phase = .open
             entry.allowance = limits.window
         case .start:
             guard !isOurs(id), entry.phase == .open else { throw .unexpected("start on channel \(id) before it was accepted") }
-        case .data:
+        case let .data(bytes):
             guard entry.phase == .open else { throw .unexpected("data on channel \(id) before it was accepted") }
             guard !entry.peerClosed else { throw .unexpected("data on channel \(id) after the peer closed it") }
-            let count = frame.payload.readableBytes
+            let count = bytes.readableBytes
             guard count <= entry.allowance else {
                 throw .unexpected("\(count) bytes on channel \(id) past the window (\(entry.allowance) left)")
             }
             entry.allowance -= count
         case .window:
-            guard frame.payload.readableBytes == 4 else { throw .malformed("window frame") }
+            break  // four bytes, checked where it was decoded (WireMessage)
         case .close:
             guard !entry.peerClosed else { throw .unexpected("a second close on channel \(id)") }
             entry.peerClosed = true
         case .reset:
             entries[id] = nil
-            return .deliver(frame)
-        default:
-            throw .unexpected("\(frame.kind) frame on channel \(id)")
+            return .deliver
+        case .open:
+            throw .unexpected("open frame on channel \(id)")  // handled above
         }
         entries[id] = entry
-        return .deliver(frame)
+        return .deliver
     }
 }

@@ -87,23 +87,25 @@ extension Connections {
         let silent = "no answer within \(milliseconds) ms"
         do {
             try await outbound.write(Control.frame(.probe, Control.Probe(instance: instance)))
-            while let frame = try await inbound.next() {
-                switch frame.kind {
-                case .probeReply:
-                    guard let reply = try? Control.decode(Control.ProbeReply.self, from: frame) else { return .noAnswer("a malformed answer") }
+            while let message = try await inbound.nextMessage() {
+                switch message {
+                case let .probeReply(reply):
                     return .answered(reply.bounded)
                 case .ping:
                     try await outbound.write(Frame(kind: .pong))
                 case .pong:
                     continue
-                case .goodbye:
-                    let said = (try? Control.decode(Control.Goodbye.self, from: frame)).map { String($0.reason.prefix(Control.maxReasonBytes)) }
-                    return .noAnswer("the peer left without answering: \(said ?? "no reason given")")
+                case let .goodbye(goodbye):
+                    return .noAnswer("the peer left without answering: \(String(goodbye.reason.prefix(Control.maxReasonBytes)))")
                 default:
-                    return .noAnswer("the peer sent a \(frame.kind) frame instead of an answer")
+                    return .noAnswer("the peer sent a \(message.kind) frame instead of an answer")
                 }
             }
             return .noAnswer(ContinuousClock.now - started >= limit ? silent : "the peer closed the connection without answering")
+        } catch let violation as ProtocolViolation {
+            // A frame that does not decode (a malformed answer): doctor has no link of a node to
+            // cut, so it reports what the peer did.
+            return .noAnswer("the peer broke the protocol: \(violation)")
         } catch {
             return .noAnswer(ContinuousClock.now - started >= limit ? silent : "the connection failed: \(error)")
         }

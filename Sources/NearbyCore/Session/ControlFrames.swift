@@ -101,15 +101,12 @@ public enum Control {
         let data = (try? JSONEncoder().encode(body)) ?? Data("{}".utf8)
         return Frame(kind: kind, payload: ByteBuffer(bytes: data))
     }
+}
 
-    public static func decode<T: Decodable>(_ type: T.Type, from frame: Frame) throws(ProtocolViolation) -> T {
-        guard frame.payload.readableBytes <= Frame.maxControlPayload else {
-            throw .malformed("\(frame.kind) frame: \(frame.payload.readableBytes) bytes")
-        }
-        do {
-            return try JSONDecoder().decode(T.self, from: Data(frame.payload.readableBytesView))
-        } catch {
-            throw .malformed("\(frame.kind) frame")
-        }
+extension Control {
+    static func frame(_ kind: Frame.Kind, _ body: some Encodable, channel: UInt32) -> Frame {
+        var frame = frame(kind, body)
+        frame.channel = channel
+        return frame
     }
 }

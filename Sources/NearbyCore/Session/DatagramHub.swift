@@ -5,7 +5,9 @@ import NIOPosix
 import Synchronization
 
 /// A node's unreliable messages: its UDP sockets (one per address family, opened on first use), and
-/// per session the keys, tags and replay windows of `Datagram`. What fails to authenticate or comes
+/// the receiving half of each session by its tag (keys and replay windows of `Datagram`): what
+/// arrives on a shared socket is found by tag. What belongs to one link — its tag, where and how to
+/// send to its peer, the sends waiting for the peer's setup — is the link's (`LinkDatagrams`). What fails to authenticate or comes
 /// again is dropped and counted in a `datagrams-dropped` event (at most one a second). Only a
 /// datagram that authenticated is ever said to be a peer's: a forged one carrying a session's tag
 /// is reported by the address it came from.
@@ -27,10 +29,6 @@ public final class DatagramHub: Sendable {
 
     struct State {
         var sockets: [Int32: any Channel] = [:]
-        var tags: [ObjectIdentifier: UInt64] = [:]
-        var sending: [ObjectIdentifier: Sending] = [:]
-        /// Sends waiting for a link's peer to set up datagrams (a session that has just begun).
-        var setupWaiters: [ObjectIdentifier: [OneShot<Void>]] = [:]
         var receiving: [UInt64: Receiving] = [:]
         var dropped = 0
         var lastReason = ""
@@ -59,9 +57,9 @@ public final class DatagramHub: Sendable {
             var tag = UInt64.random(in: 1...UInt64.max)
             while state.receiving[tag] != nil { tag = UInt64.random(in: 1...UInt64.max) }
             state.receiving[tag] = Receiving(peer: link.peer.ref, ownKey: key)
-            state.tags[ObjectIdentifier(link)] = tag
             return tag
         }
+        link.datagrams.withLock { $0.tag = tag }
         return Control.frame(.datagrams, Control.Datagrams(port: port, tag: tag, key: key))
     }
 
@@ -70,12 +68,18 @@ public final class DatagramHub: Sendable {
         guard let checked = setup.checked, let remote = link.channel.remoteAddress?.ipAddress,
               let address = try? SocketAddress(ipAddress: remote, port: checked.port)
         else { return }
-        let waiters = state.withLock { state -> [OneShot<Void>] in
-            guard let ours = state.tags[ObjectIdentifier(link)], var receiving = state.receiving[ours] else { return [] }
-            receiving.peerKey = checked.key
-            state.receiving[ours] = receiving
-            state.sending[ObjectIdentifier(link)] = Sending(key: receiving.ownKey, tag: checked.tag, address: address)
-            return state.setupWaiters.removeValue(forKey: ObjectIdentifier(link)) ?? []
+        guard let ours = link.datagrams.withLock({ $0.tag }),
+              let ownKey = state.withLock({ state -> [UInt8]? in
+                  guard var receiving = state.receiving[ours] else { return nil }
+                  receiving.peerKey = checked.key
+                  state.receiving[ours] = receiving
+                  return receiving.ownKey
+              })
+        else { return }
+        let waiters = link.datagrams.withLock { datagrams in
+            datagrams.sending = Sending(key: ownKey, tag: checked.tag, address: address)
+            defer { datagrams.setupWaiters = [] }
+            return datagrams.setupWaiters
         }
         for waiter in waiters { waiter.settle(()) }
     }
@@ -83,9 +87,9 @@ public final class DatagramHub: Sendable {
     /// Forgets a session that ended. Its datagrams still in flight (sent just before the goodbye,
     /// which may be read first) are taken for `receiveGrace` more.
     func remove(_ link: Link) {
-        let (tag, waiters) = state.withLock { state in
-            state.sending[ObjectIdentifier(link)] = nil
-            return (state.tags.removeValue(forKey: ObjectIdentifier(link)), state.setupWaiters.removeValue(forKey: ObjectIdentifier(link)) ?? [])
+        let (tag, waiters) = link.datagrams.withLock { datagrams in
+            defer { datagrams = LinkDatagrams() }
+            return (datagrams.tag, datagrams.setupWaiters)
         }
         for waiter in waiters { waiter.abandon() }
         guard let tag else { return }
@@ -129,28 +133,27 @@ public final class DatagramHub: Sendable {
     /// Seals `messages` for the link's peer and sends them, waiting up to `wait` for the peer's setup
     /// (a session that has just begun). Returns false when the peer never set up datagrams.
     func send(_ messages: [ByteBuffer], on link: Link, wait: Duration = .seconds(3)) async throws(NearbyError) -> Bool {
-        let id = ObjectIdentifier(link)
         // Not set up yet: wait, woken by the peer's setup or by the link's end (`remove`), else
         // giving up at `wait`.
-        let setup = state.withLock { state -> OneShot<Void>? in
-            guard state.sending[id] == nil, link.channel.isActive else { return nil }
+        let setup = link.datagrams.withLock { datagrams -> OneShot<Void>? in
+            guard datagrams.sending == nil, link.channel.isActive else { return nil }
             let setup = OneShot<Void>()
-            state.setupWaiters[id, default: []].append(setup)
+            datagrams.setupWaiters.append(setup)
             return setup
         }
         if let setup, await setup.wait(until: .now + wait) == nil {
-            state.withLock { $0.setupWaiters[id]?.removeAll { $0 === setup } }
+            link.datagrams.withLock { $0.setupWaiters.removeAll { $0 === setup } }
         }
-        guard state.withLock({ $0.sending[id] != nil }) else { return false }
+        guard link.datagrams.withLock({ $0.sending != nil }) else { return false }
         guard let local = link.channel.localAddress,
               let socket = state.withLock({ $0.sockets[local.protocol.rawValue] })
         else { return false }
         // Take the sequence numbers under the lock, seal outside it.
-        guard let (sending, first) = state.withLock({ state -> (Sending, UInt64)? in
-            guard var sending = state.sending[ObjectIdentifier(link)] else { return nil }
+        guard let (sending, first) = link.datagrams.withLock({ datagrams -> (Sending, UInt64)? in
+            guard var sending = datagrams.sending else { return nil }
             let first = sending.sequence + 1
             sending.sequence += UInt64(messages.count)
-            state.sending[ObjectIdentifier(link)] = sending
+            datagrams.sending = sending
             return (sending, first)
         }) else { return false }
         let key = SymmetricKey(data: sending.key)
@@ -251,4 +254,13 @@ extension Events {
         public var dropped: Int
         public var reason: String
     }
+}
+
+/// One link's datagram state, kept by the link (`Link.datagrams`) and gone with it: the tag the
+/// peer seals its datagrams to us with, where and how we send to it, and the sends waiting for its
+/// setup (a session that has just begun).
+struct LinkDatagrams: Sendable {
+    var tag: UInt64?
+    var sending: DatagramHub.Sending?
+    var setupWaiters: [OneShot<Void>] = []
 }

@@ -88,16 +88,18 @@ public struct HandshakeStateMachine: Sendable {
             features: Control.features)))]
     }
 
-    public mutating func received(_ frame: Frame) throws -> [Action] {
-        switch state {
-        case .awaitingHello:
-            guard frame.kind == .hello else { throw ProtocolViolation.unexpected("\(frame.kind) frame before hello") }
-            return try hello(Control.decode(Control.Hello.self, from: frame))
-        case let .awaitingAuth(theirs):
-            guard frame.kind == .auth else { throw ProtocolViolation.unexpected("\(frame.kind) frame before auth") }
-            return try authenticated(Control.decode(Control.Auth.self, from: frame), theirs)
-        case .idle, .done:
-            throw ProtocolViolation.unexpected("\(frame.kind) frame outside the handshake")
+    public mutating func received(_ message: WireMessage) throws -> [Action] {
+        switch (state, message) {
+        case let (.awaitingHello, .hello(hello)):
+            return try self.hello(hello)
+        case (.awaitingHello, _):
+            throw ProtocolViolation.unexpected("\(message.kind) frame before hello")
+        case let (.awaitingAuth(theirs), .auth(auth)):
+            return try authenticated(auth, theirs)
+        case (.awaitingAuth, _):
+            throw ProtocolViolation.unexpected("\(message.kind) frame before auth")
+        case (.idle, _), (.done, _):
+            throw ProtocolViolation.unexpected("\(message.kind) frame outside the handshake")
         }
     }
 
@@ -219,8 +221,8 @@ public enum Handshake {
                 case let .established(peer): return peer
                 }
             }
-            guard let frame = try await inbound.next() else { throw HandshakeFailure.closed }
-            actions = try machine.received(frame)
+            guard let message = try await inbound.nextMessage() else { throw HandshakeFailure.closed }
+            actions = try machine.received(message)
         }
     }
 }

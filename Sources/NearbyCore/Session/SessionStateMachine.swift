@@ -28,8 +28,8 @@ public struct SessionStateMachine: Sendable {
         /// other connection.
         case crossed
         case message([UInt8])
-        /// A frame of a file (or stream) channel, for the node's transfers.
-        case channel(Frame)
+        /// A frame of a file (or stream) channel, for the link's channel table.
+        case channel(UInt32, ChannelMessage)
         /// The peer's datagram setup (its UDP port, tag and sending key), for unreliable messages.
         case datagrams(Control.Datagrams)
         /// `nearby doctor` asks whether this host sees its DNS-SD probe (docs/protocol.md).
@@ -74,28 +74,25 @@ public struct SessionStateMachine: Sendable {
         return [.send(Control.frame(.goodbye, Control.Goodbye(reason: reason)))]
     }
 
-    public mutating func received(_ frame: Frame) throws -> [Action] {
+    public mutating func received(_ message: WireMessage) throws -> [Action] {
         guard state != .closed else { return [] }
-        switch frame.kind {
+        switch message {
         case .ping:
             return [.send(Frame(kind: .pong))]
         case .pong:
             return []
-        case .goodbye:
-            let said = (try? Control.decode(Control.Goodbye.self, from: frame)).map { String($0.reason.prefix(Control.maxReasonBytes)) }
+        case let .goodbye(goodbye):
             state = .closed
-            return [.close(reason: "peer left: \(said ?? "no reason given")")]
-        case .invite:
+            return [.close(reason: "peer left: \(String(goodbye.reason.prefix(Control.maxReasonBytes)))")]
+        case let .invite(invite):
             guard state == .awaitingInvite else { throw ProtocolViolation.unexpected("invitation in state \(state)") }
-            let invite = try Control.decode(Control.Invite.self, from: frame)
             guard !invite.invitation.isEmpty, invite.invitation.utf8.count <= 64,
                   (invite.context?.utf8.count ?? 0) <= Control.maxContextBytes,
                   invite.timeout.isFinite
             else { throw ProtocolViolation.malformed("invite frame") }
             state = .invited(invite.invitation)
             return [.invitation(invite)]
-        case .answer:
-            let answer = try Control.decode(Control.Answer.self, from: frame)
+        case let .answer(answer):
             guard case let .inviting(id) = state, id == answer.invitation else {
                 throw ProtocolViolation.unexpected("answer to an invitation we did not send")
             }
@@ -109,30 +106,28 @@ public struct SessionStateMachine: Sendable {
                 return [.crossed, .close(reason: "crossed invitations: the peer's wins")]
             }
             return [.declined(invitation: id, reason: reason), .close(reason: "invitation declined: \(reason)")]
-        case .message:
+        case let .message(bytes):
             guard state == .connected else { throw ProtocolViolation.unexpected("message before the session was accepted") }
-            return [.message(Array(frame.payload.readableBytesView))]
-        case .datagrams:
+            return [.message(Array(bytes.readableBytesView))]
+        case let .datagrams(setup):
             guard state == .connected else { throw ProtocolViolation.unexpected("datagrams frame before the session was accepted") }
-            let setup = try Control.decode(Control.Datagrams.self, from: frame)
             guard setup.checked != nil else { throw ProtocolViolation.malformed("datagrams frame") }
             return [.datagrams(setup)]
-        case .probe:
+        case let .probe(probe):
             // One probe, instead of an invitation, on a link the peer opened; anywhere else (twice,
             // after an invitation, in a session, on our own connection) it breaks the protocol.
             guard inbound, state == .awaitingInvite else { throw ProtocolViolation.unexpected("probe in state \(state)") }
-            let probe = try Control.decode(Control.Probe.self, from: frame)
             guard probe.isValid else { throw ProtocolViolation.malformed("probe frame") }
             state = .probed
             return [.probe(probe)]
         case .probeReply:
             throw ProtocolViolation.unexpected("probe reply (nodes never send probes)")
         case .hello, .auth:
-            throw ProtocolViolation.unexpected("\(frame.kind) frame after the handshake")
-        case .open, .openReply, .start, .data, .window, .close, .reset:
-            guard state == .connected else { throw ProtocolViolation.unexpected("\(frame.kind) frame before the session was accepted") }
-            guard frame.channel != 0 else { throw ProtocolViolation.unexpected("\(frame.kind) frame on channel 0") }
-            return [.channel(frame)]
+            throw ProtocolViolation.unexpected("\(message.kind) frame after the handshake")
+        case let .channel(id, channel):
+            guard state == .connected else { throw ProtocolViolation.unexpected("\(channel.kind) frame before the session was accepted") }
+            guard id != 0 else { throw ProtocolViolation.unexpected("\(channel.kind) frame on channel 0") }
+            return [.channel(id, channel)]
         }
     }
 

@@ -95,13 +95,13 @@ final class FileReceiver: Sendable {
 /// Driving the file: the sender's start, data and close, a reset, the link lost.
 extension FileReceiver {
     /// A frame of the peer on this channel, from the link's task.
-    func received(_ frame: Frame, on link: Link) async throws(ProtocolViolation) {
-        switch frame.kind {
-        case .start: await start(frame, on: link)
-        case .data: await data(frame, on: link)
-        case .close: await end(frame, on: link)
-        case .reset: peerReset(frame)
-        default: throw .unexpected("\(frame.kind) on the peer's channel \(frame.channel)")
+    func received(_ message: ChannelMessage, on link: Link) async throws(ProtocolViolation) {
+        switch message {
+        case let .start(start): await self.start(start, on: link)
+        case let .data(bytes): await data(bytes, on: link)
+        case let .close(close): await end(close, on: link)
+        case let .reset(reset): peerReset(reset)
+        case .open, .openReply, .window: throw .unexpected("\(message.kind) on the peer's channel \(channel)")
         }
     }
 
@@ -120,14 +120,14 @@ extension FileReceiver {
         return Resume(bytes: bytes, hasher: prefix)
     }
 
-    func start(_ frame: Frame, on link: Link) async {
-        let resumed = (try? Control.decode(Control.Start.self, from: frame)).flatMap { start in
-            try? progress.withLock { (progress: inout Progress) throws(FileReceiveMachine.Illegal) -> Bool in
+    func start(_ start: Control.Start, on link: Link) async {
+        let resumed: Bool
+        do {
+            resumed = try progress.withLock { (progress: inout Progress) throws(FileReceiveMachine.Illegal) -> Bool in
                 try progress.machine.start(at: start.offset)
             }
-        }
-        guard let resumed else {
-            services.violated(link, "a start that does not match the offer on channel \(frame.channel)")
+        } catch {
+            services.violated(link, "a start that does not match the offer on channel \(channel) (\(error))")
             return
         }
         // The descriptor is charged to the link before it is opened: over the budget, this channel
@@ -191,8 +191,8 @@ extension FileReceiver {
         services.events.emit(Events.FileStarted(transfer: transfer, direction: "receive", peer: peer, path: relative, bytes: size, skipped: skipped))
     }
 
-    func data(_ frame: Frame, on link: Link) async {
-        let count = frame.payload.readableBytes
+    func data(_ bytes: ByteBuffer, on link: Link) async {
+        let count = bytes.readableBytes
         let step = progress.withLock { progress -> Result<(FileWriter, UInt64), FileReceiveMachine.Illegal> in
             do throws(FileReceiveMachine.Illegal) {
                 let at = try progress.machine.data(count)
@@ -208,12 +208,12 @@ extension FileReceiver {
         case .failure(.pastEnd):
             return await fail(on: link, code: "protocol", reason: "the sender sent more than the \(size) bytes it announced")
         case let .failure(illegal):
-            return services.violated(link, "\(illegal) on channel \(frame.channel)")
+            return services.violated(link, "\(illegal) on channel \(channel)")
         }
-        let failure = await writer.write(frame.payload, at: at)
+        let failure = await writer.write(bytes, at: at)
         if failure != 0 { return await failed(on: link, writing: failure) }
         if stranger { services.partials.grew(partial, by: count) }
-        await link.consumed(count, on: frame.channel)
+        await link.consumed(count, on: channel)
         let due = progress.withLock { progress -> (UInt64, UInt64, ContinuousClock.Instant)? in
             guard ContinuousClock.now - progress.lastProgress >= Transfer.progressInterval else { return nil }
             progress.lastProgress = .now
@@ -226,8 +226,7 @@ extension FileReceiver {
         }
     }
 
-    func end(_ frame: Frame, on link: Link) async {
-        guard let end = try? Control.decode(Control.Close.self, from: frame) else { return }
+    func end(_ end: Control.Close, on link: Link) async {
         guard let writer = progress.withLock({ $0.writer }) else {
             return await fail(on: link, code: "integrity", reason: "the file ended before it started")
         }
@@ -282,12 +281,11 @@ extension FileReceiver {
         let savedAs = placed.split(separator: "/").last.map(String.init)
         await link.send(Control.frame(
             .close, Control.Close(sha256: sha, bytes: size, alreadyThere: existing != nil ? true : nil, savedAs: savedAs == name ? nil : savedAs),
-            channel: frame.channel))
+            channel: channel))
     }
 
     /// The sender stopped (a `reset`, which already ended the channel): what arrived stays for a resume.
-    func peerReset(_ frame: Frame) {
-        let reset = (try? Control.decode(Control.Reset.self, from: frame)) ?? Control.Reset(reason: "reset", code: .cancelled)
+    func peerReset(_ reset: Control.Reset) {
         abandon(code: reset.code.description, reason: "the sender stopped: \(String(reset.reason.prefix(Control.maxReasonBytes)))", keepPartial: true)
     }
 

@@ -1,7 +1,8 @@
 /// One outgoing file on its channel, from our offer to its one end, as a pure state machine: the
-/// sending half of the file protocol (docs/protocol.md). The sending task asks it before each step;
-/// what the receiver answers goes through it too, so an answer out of turn is an `Illegal` error,
-/// never a file reported sent.
+/// sending half of the file protocol (docs/protocol.md). What the receiver answers goes in, and out
+/// come the actions the sender carries out (`FileSendMachine+Actions.swift`: send this frame, check
+/// the receiver's prefix, send the data, the file is delivered or failed); an answer out of turn is
+/// an `Illegal` error, never a file reported sent.
 public struct FileSendMachine: Sendable, Equatable {
     public enum State: Sendable, Equatable {
         /// Our `open` went out; waiting for the receiver's answer.
@@ -32,9 +33,14 @@ public struct FileSendMachine: Sendable, Equatable {
     }
 
     public let size: UInt64
+    /// The channel the file goes on: the frames the machine asks for carry it.
+    public let channel: UInt32
     public private(set) var state = State.opening
 
-    public init(size: UInt64) { self.size = size }
+    public init(size: UInt64, channel: UInt32 = 0) {
+        self.size = size
+        self.channel = channel
+    }
 
     /// The receiver answered: accepted from `offset` (what it has, at most the file), or refused.
     /// Returns the offset to resume from, nil when refused.

@@ -39,9 +39,8 @@ enum FileSender {
         defer { reader.close() }
 
         var signals = channel.signals.makeAsyncIterator()
-        await link.send(Control.frame(.open, Control.Open(kind: .file, path: file.relative, size: file.size, key: Transfer.key(sender: sender, file: file)), channel: channel.id))
-        var machine = FileSendMachine(size: file.size)
-        /// A step out of turn is a bug or a peer breaking the protocol: the file is not sent.
+        var machine = FileSendMachine(size: file.size, channel: channel.id)
+        /// A step of the sender's own (a piece sent) out of turn: the file is not sent.
         func step(_ body: (inout FileSendMachine) throws -> Void) throws(NearbyError) {
             do {
                 try body(&machine)
@@ -49,83 +48,114 @@ enum FileSender {
                 throw failed("protocol", "the transfer broke the file protocol: \(error)")
             }
         }
-        guard case let .reply(reply)? = await signals.next() else { throw failed("connection-failed", "the session ended before the peer answered") }
-        var accepted: UInt64?
-        try step { accepted = try $0.replied(accept: reply.accept, offset: reply.offset) }
-        guard var offset = accepted else { throw failed(reply.code?.description ?? "refused", "the peer refused the file: \(reply.reason ?? "no reason")") }
+        /// Sends the machine's frames; returns what it asks for beyond them. A failure is thrown.
+        func carry(_ actions: [FileSendMachine.Action]) async throws(NearbyError) -> FileSendMachine.Action? {
+            var next: FileSendMachine.Action?
+            for action in actions {
+                switch action {
+                case let .send(frame): await link.send(frame)
+                case let .fail(code, reason): throw failed(code, reason)
+                case .checkPrefix, .sendData, .delivered: next = action
+                }
+            }
+            return next
+        }
+        /// What the receiver says next, as the machine takes it: waiting for its answer, or for its
+        /// close after ours.
+        func heard() async -> [FileSendMachine.Action] {
+            let signal = await signals.next()
+            if machine.state == .opening {
+                guard case let .reply(reply)? = signal else { return [.fail(code: "connection-failed", reason: "the session ended before the peer answered")] }
+                return machine.answered(reply)
+            }
+            switch signal {
+            case let .closed(close)?: return machine.receiverClosed(close)
+            case let .reset(reset)?: return machine.receiverReset(reset)
+            case let .lost(reason)?: return machine.lost(reason)
+            default: return machine.lost("the session ended before the receiver confirmed")
+            }
+        }
 
-        // Resume: the receiver has `offset` bytes; continue only if they are ours.
+        // What the data phase leaves for the `file-sent` event.
+        var skipped: UInt64 = 0
+        var started = ContinuousClock.now
+        var sha = ""
+        /// The data: from `offset`, within the receiver's window, then our close.
+        func sendData(from offset: UInt64, hasher: SHA256) async throws(NearbyError) {
+            skipped = offset
+            sink.emit(Events.FileStarted(transfer: transfer, direction: "send", peer: peer, path: file.relative, bytes: file.size, skipped: offset))
+            let clock = ContinuousClock()
+            started = clock.now
+            var lastProgress = started
+            var position = offset
+            reader.start(at: offset, end: file.size, hasher: hasher)
+            // What was read and not sent yet (the peer granted less than a chunk).
+            var unsent: ByteBuffer?
+            while position < file.size {
+                if Task.isCancelled { throw await cancelled() }
+                guard let want = await channel.credit.take(upTo: Int(min(UInt64(Transfer.chunk), file.size - position))) else {
+                    // No more credit: the receiver reset the channel, the link went, or we were cancelled.
+                    if Task.isCancelled { throw await cancelled() }
+                    let stop = switch await signals.next() {
+                    case let .reset(reset)?: machine.receiverReset(reset)
+                    case let .lost(reason)?: machine.lost(reason)
+                    default: machine.lost("the session ended")
+                    }
+                    guard case let .fail(code, reason)? = stop.first else { throw failed("connection-lost", "the session ended") }
+                    throw failed(code, reason)
+                }
+                var chunk: ByteBuffer
+                do {
+                    if let rest = unsent {
+                        chunk = rest
+                    } else {
+                        guard let next = try await reader.next() else { throw FileReader.Failure.shorter }
+                        chunk = next
+                    }
+                } catch FileReader.Failure.io(let code) {
+                    throw failed("io-error", "cannot read \(file.source): \(Transfer.errorText(code))")
+                } catch {
+                    if Task.isCancelled { throw await cancelled() }
+                    throw failed("io-error", "\(file.source) became shorter while sending")
+                }
+                let count = min(want, chunk.readableBytes)
+                guard let piece = chunk.readSlice(length: count) else { break }
+                unsent = chunk.readableBytes > 0 ? chunk : nil
+                if count < want { channel.credit.giveBack(want - count) }
+                try step { try $0.sent(count) }
+                await link.send(Frame(kind: .data, channel: channel.id, payload: piece))
+                position += UInt64(count)
+                if clock.now - lastProgress >= Transfer.progressInterval || position == file.size {
+                    lastProgress = clock.now
+                    sink.emit(Events.Progress(
+                        transfer: transfer, direction: "send", peer: peer, path: file.relative, bytes: position, total: file.size,
+                        rate: Transfer.rate(position - offset, Transfer.seconds(since: started)), batch: batch, done: position))
+                }
+            }
+            sha = Transfer.hex(await reader.hash().finalize())
+            _ = try await carry(machine.ended(sha256: sha))
+        }
+
+        let key = Transfer.key(sender: sender, file: file)
+        var next = try await carry(machine.offer(Control.Open(kind: .file, path: file.relative, size: file.size, key: key)))
         var hasher = SHA256()
-        if offset > 0 {
-            NearbyLog.logger.debug("\(file.relative): the receiver has \(offset) bytes; checking they are ours")
-            var prefix = SHA256()
-            if Transfer.hash(fd, count: offset, into: &prefix), Transfer.hex(prefix.finalize()) == reply.prefixSHA256 {
-                hasher = prefix
-            } else {
-                offset = 0
-            }
-        }
-        try step { try $0.start(at: offset) }
-        await link.send(Control.frame(.start, Control.Start(offset: offset), channel: channel.id))
-        sink.emit(Events.FileStarted(transfer: transfer, direction: "send", peer: peer, path: file.relative, bytes: file.size, skipped: offset))
-
-        let clock = ContinuousClock()
-        let started = clock.now
-        var lastProgress = started
-        var position = offset
-        reader.start(at: offset, end: file.size, hasher: hasher)
-        // What was read and not sent yet (the peer granted less than a chunk).
-        var unsent: ByteBuffer?
-        while position < file.size {
-            if Task.isCancelled { throw await cancelled() }
-            guard let want = await channel.credit.take(upTo: Int(min(UInt64(Transfer.chunk), file.size - position))) else {
-                // No more credit: the receiver reset the channel, the link went, or we were cancelled.
-                if Task.isCancelled { throw await cancelled() }
-                switch await signals.next() {
-                case let .reset(reset)?: throw failed(reset.code.description, "the receiver stopped: \(reset.reason)")
-                case let .lost(reason)?: throw failed("connection-lost", reason)
-                default: throw failed("connection-lost", "the session ended")
-                }
-            }
-            var chunk: ByteBuffer
-            do {
-                if let rest = unsent {
-                    chunk = rest
-                } else {
-                    guard let next = try await reader.next() else { throw FileReader.Failure.shorter }
-                    chunk = next
-                }
-            } catch FileReader.Failure.io(let code) {
-                throw failed("io-error", "cannot read \(file.source): \(Transfer.errorText(code))")
-            } catch {
-                if Task.isCancelled { throw await cancelled() }
-                throw failed("io-error", "\(file.source) became shorter while sending")
-            }
-            let count = min(want, chunk.readableBytes)
-            guard let piece = chunk.readSlice(length: count) else { break }
-            unsent = chunk.readableBytes > 0 ? chunk : nil
-            if count < want { channel.credit.giveBack(want - count) }
-            try step { try $0.sent(count) }
-            await link.send(Frame(kind: .data, channel: channel.id, payload: piece))
-            position += UInt64(count)
-            if clock.now - lastProgress >= Transfer.progressInterval || position == file.size {
-                lastProgress = clock.now
-                sink.emit(Events.Progress(
-                    transfer: transfer, direction: "send", peer: peer, path: file.relative, bytes: position, total: file.size,
-                    rate: Transfer.rate(position - offset, Transfer.seconds(since: started)), batch: batch, done: position))
-            }
-        }
-        let sha = Transfer.hex(await reader.hash().finalize())
-        try step { try $0.finished(sha256: sha) }
-        await link.send(Control.frame(.close, Control.Close(sha256: sha, bytes: file.size), channel: channel.id))
         while true {
-            switch await signals.next() {
-            case let .closed(confirmed)?:
-                var delivered = false
-                try step { delivered = try $0.confirmed(sha256: confirmed.sha256) }
-                guard delivered else { throw failed("integrity", "the receiver's SHA-256 differs") }
+            switch next {
+            case nil:
+                next = try await carry(heard())
+            case let .checkPrefix(offset, theirs)?:
+                // Resume: the receiver has `offset` bytes; continue only if they are ours.
+                NearbyLog.logger.debug("\(file.relative): the receiver has \(offset) bytes; checking they are ours")
+                var prefix = SHA256()
+                let ours = Transfer.hash(fd, count: offset, into: &prefix) && Transfer.hex(prefix.finalize()) == theirs
+                if ours { hasher = prefix }
+                next = try await carry(machine.prefixChecked(offset, ours: ours))
+            case let .sendData(offset)?:
+                try await sendData(from: offset, hasher: hasher)
+                next = try await carry(heard())
+            case let .delivered(confirmed)?:
                 var sent = Events.FileSent(
-                    transfer: transfer, peer: peer, path: file.relative, bytes: file.size, skipped: offset, sha256: sha,
+                    transfer: transfer, peer: peer, path: file.relative, bytes: file.size, skipped: skipped, sha256: sha,
                     seconds: Transfer.seconds(since: started), alreadyThere: confirmed.alreadyThere == true ? true : nil)
                 // Two files of one name (dA/x.txt, dB/x.txt) told apart: where each came from, and
                 // the name the receiver gave the one it could not save under its own.
@@ -133,9 +163,8 @@ enum FileSender {
                 sent.savedAs = confirmed.savedName(offered: file.relative)
                 sink.emit(sent)
                 return
-            case let .reset(reset)?: throw failed(reset.code.description, "the receiver refused the file: \(reset.reason)")
-            case let .lost(reason)?: throw failed("connection-lost", reason)
-            default: throw failed("connection-lost", "the session ended before the receiver confirmed")
+            case .send?, .fail?:
+                return  // carried out by `carry`, never returned
             }
         }
     }

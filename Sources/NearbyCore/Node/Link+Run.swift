@@ -1,0 +1,142 @@
+import NIOCore
+import NIOSSL
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What a link hands to the node that owns it: the decisions that span links (invitations, the
+/// session index, policy for offers, events). The link runs everything else itself — its frame
+/// loop, keepalive, answers, channels and goodbye — and never touches the node's tables.
+protocol LinkOwner: Sendable {
+    /// The peer invites us: policies, waiting `accept`s, crossed invitations.
+    func invited(_ invite: Control.Invite, on link: Link) async
+    /// The session began (either side): index it, set up datagrams.
+    func connected(_ link: Link) async
+    /// The peer declined our invitation on this link.
+    func declined(on link: Link, reason: String) async
+    /// Our invitation crossed the peer's, whose wins: the session arrives on its connection.
+    func crossed(on link: Link) async
+    /// A message the peer sent in session (one the `MessageShortcut` did not deliver).
+    func message(_ bytes: [UInt8], on link: Link)
+    /// The peer's datagram setup.
+    func datagramSetup(_ setup: Control.Datagrams, on link: Link)
+    /// `nearby doctor` asks whether this host sees its probe.
+    func probed(_ probe: Control.Probe, on link: Link) async
+    /// The peer offers a channel (a file, a directory, a stream): the node's policy decides.
+    func offered(_ offer: Control.Open, channel: UInt32, on link: Link) async
+    /// The peer broke the protocol: said once, as an `error` event, before the link is cut.
+    func violated(_ link: Link, _ what: String)
+}
+
+extension Link {
+    /// The link's whole life after the handshake, as grpc-swift-2's `Connection.run()`: the peer's
+    /// frames, decoded once (`WireMessage`) and taken by the link's state machine, and the
+    /// keepalive, in one task group; what only the node can decide goes to `owner`. When the
+    /// connection ends, so does everything that ran on it (`endChannels`), before this returns.
+    func run(_ inbound: inout NIOAsyncChannelInboundStream<Frame>.AsyncIterator, owner: some LinkOwner) async {
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await Keepalive.run(self) }
+                while let message = try await inbound.nextMessage() {
+                    heard()
+                    try await received(message, owner: owner)
+                    shortcut.handled()
+                }
+                group.cancelAll()
+            }
+        } catch {
+            if let violation = error as? ProtocolViolation { owner.violated(self, "\(violation)") }
+            setReason(Task.isCancelled ? "the node stopped" : Self.describe(error))
+        }
+        // Nothing more goes out, and what ran on the connection ends with it. From here on the
+        // link is closed for everyone who asks (`closeReason`), before the node detaches it.
+        setReason("connection lost")
+        channel.close(promise: nil)
+        endChannels()
+    }
+
+    /// A frame from the peer: answers and channel frames are the link's own; only what the node
+    /// decides (invitations, the session's start, messages) goes to it.
+    func received(_ message: WireMessage, owner: some LinkOwner) async throws {
+        let (actions, connected) = try session.withLock { machine in (try machine.received(message), machine.state == .connected) }
+        if !connected { shortcut.disarm() }
+        await perform(actions, owner: owner)
+    }
+
+    /// Carries out what the link's state machine decided.
+    func perform(_ actions: [SessionStateMachine.Action], owner: some LinkOwner) async {
+        if actions.contains(.connected) { shortcut.phase.begin() }  // before our accepting answer goes out
+        for action in actions {
+            switch action {
+            case let .send(frame): await send(frame)
+            case let .invitation(invite): await owner.invited(invite, on: self)
+            case .connected: await owner.connected(self)
+            case let .datagrams(setup): owner.datagramSetup(setup, on: self)
+            case let .probe(probe): await owner.probed(probe, on: self)
+            case let .declined(_, reason): await owner.declined(on: self, reason: reason)
+            case .crossed: await owner.crossed(on: self)
+            case let .message(bytes): owner.message(bytes, on: self)
+            case let .channel(id, message): await channel(id, message, owner: owner)
+            case let .close(reason): await finish(because: reason)
+            }
+        }
+    }
+
+    /// A frame on a channel above 0: the link's table says what runs there. The side that opened a
+    /// channel sends open, start, data and the first close; the other answers with openReply,
+    /// window and the confirming close or a reset.
+    func channel(_ id: UInt32, _ message: ChannelMessage, owner: some LinkOwner) async {
+        do throws(ProtocolViolation) {
+            switch try channels.route(id, message) {
+            case .ignore: return
+            case let .refuse(answer): await send(answer)
+            case let .offer(id, offer): await owner.offered(offer, channel: id, on: self)
+            case let .deliver(.stream(stream), message): stream.received(message)
+            case let .deliver(.sending(channel), message): try channel.received(message)
+            case let .deliver(.receiving(file), message): try await file.received(message, on: self)
+            }
+        } catch {
+            owner.violated(self, "\(error)")
+        }
+    }
+
+    /// The connection is gone: everything it carried ends with it. Incoming files fail (partial files
+    /// stay for a resume), senders and streams stop.
+    private func endChannels() {
+        let reason = closeReason ?? "connection lost"
+        for end in channels.drop() {
+            switch end {
+            case let .receiving(file) where reason.hasPrefix("we left"):
+                // Our own leaving (Ctrl-C here, `disconnect`): nothing vanished.
+                file.abandon(code: "cancelled", reason: "cancelled here (\(reason))", keepPartial: true)
+            case let .receiving(file):
+                file.abandon(code: "connection-lost", reason: "the peer vanished mid-transfer (\(reason))", keepPartial: true)
+            case let .sending(channel):
+                channel.lost(reason)
+            case let .stream(stream):
+                stream.lost(.sessionEnded(reason))
+            }
+        }
+    }
+}
+
+extension Link {
+    /// What ended a connection, in words for events.
+    static func describe(_ error: any Error) -> String {
+        switch error {
+        case let error as NearbyError: error.errorDescription ?? "\(error)"
+        case let error as ProtocolViolation: "protocol violation: \(error)"
+        case let error as HandshakeFailure: "\(error)"
+        case NIOSSLError.uncleanShutdown: "connection lost (closed without a goodbye)"
+        case let error as NIOSSLError: "TLS failed: \(error)"
+        case is ChannelError: "connection lost"
+        // The system's words ("Connection reset by peer"), not NIO's call and errno.
+        case let error as IOError: "connection lost (\(String(cString: strerror(error.errnoCode))))"
+        case is CancellationError: "the node stopped"
+        default: "connection lost (\(error))"
+        }
+    }
+}

@@ -1,0 +1,92 @@
+/// The sending half of the file protocol as actions, as `SessionStateMachine` returns them: each
+/// step of the receiver (its answer, its close, its reset, the link's end) goes in, and what to do
+/// comes out. `FileSender` only carries them out (frames, reading and hashing the file, events).
+extension FileSendMachine {
+    public enum Action: Sendable, Equatable {
+        /// A frame for the receiver on the file's channel: `open`, `start`, `close`.
+        case send(Frame)
+        /// The receiver has the first `offset` bytes, with this SHA-256: see whether they are ours,
+        /// then `prefixChecked`.
+        case checkPrefix(offset: UInt64, sha256: String?)
+        /// `start` went out: read the file from `offset` and send it within the receiver's window
+        /// (`sent` for each piece), then `ended`.
+        case sendData(from: UInt64)
+        /// The receiver confirmed our SHA-256: the file is delivered.
+        case delivered(Control.Close)
+        /// The file failed: its code and the sentence for the event and the error.
+        case fail(code: String, reason: String)
+    }
+
+    /// Our offer.
+    public func offer(_ open: Control.Open) -> [Action] {
+        [.send(Control.frame(.open, open, channel: channel))]
+    }
+
+    /// The receiver's answer: refused, accepted from the start, or with some bytes already there.
+    public mutating func answered(_ reply: Control.OpenReply) -> [Action] {
+        let accepted: UInt64?
+        do {
+            accepted = try replied(accept: reply.accept, offset: reply.offset)
+        } catch {
+            return broken(error)
+        }
+        guard let offset = accepted else {
+            return [.fail(code: reply.code?.description ?? "refused", reason: "the peer refused the file: \(reply.reason ?? "no reason")")]
+        }
+        if offset > 0 { return [.checkPrefix(offset: offset, sha256: reply.prefixSHA256)] }
+        return begin(at: 0)
+    }
+
+    /// Whether the receiver's first `offset` bytes are ours: resume after them, or start over.
+    public mutating func prefixChecked(_ offset: UInt64, ours: Bool) -> [Action] {
+        begin(at: ours ? offset : 0)
+    }
+
+    private mutating func begin(at offset: UInt64) -> [Action] {
+        do {
+            try start(at: offset)
+        } catch {
+            return broken(error)
+        }
+        return [.send(Control.frame(.start, Control.Start(offset: position), channel: channel)), .sendData(from: position)]
+    }
+
+    /// Every byte went out: our `close`, with the file's SHA-256.
+    public mutating func ended(sha256: String) -> [Action] {
+        do {
+            try finished(sha256: sha256)
+        } catch {
+            return broken(error)
+        }
+        return [.send(Control.frame(.close, Control.Close(sha256: sha256, bytes: size), channel: channel))]
+    }
+
+    /// The receiver's `close`: the same SHA-256 delivers the file, another fails it.
+    public mutating func receiverClosed(_ close: Control.Close) -> [Action] {
+        do {
+            return try confirmed(sha256: close.sha256) ? [.delivered(close)] : [.fail(code: "integrity", reason: "the receiver's SHA-256 differs")]
+        } catch {
+            return broken(error)
+        }
+    }
+
+    /// The receiver's `reset`: while we send it stopped the file; after our close it refused it.
+    public mutating func receiverReset(_ stop: Control.Reset) -> [Action] {
+        let afterOurClose = if case .halfClosed = state { true } else { false }
+        reset()
+        let reason = afterOurClose ? "the receiver refused the file: \(stop.reason)" : "the receiver stopped: \(stop.reason)"
+        return [.fail(code: stop.code.description, reason: reason)]
+    }
+
+    /// The link went (or the session ended) before the file did.
+    public mutating func lost(_ reason: String) -> [Action] {
+        reset()
+        return [.fail(code: "connection-lost", reason: reason)]
+    }
+
+    /// A step out of turn is a bug or a peer breaking the protocol: the file is not sent.
+    private mutating func broken(_ error: Illegal) -> [Action] {
+        reset()
+        return [.fail(code: "protocol", reason: "the transfer broke the file protocol: \(error)")]
+    }
+}

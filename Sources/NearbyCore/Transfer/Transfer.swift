@@ -1,0 +1,96 @@
+import Crypto
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What both ends of a file transfer share: the chunk and window, the file's key, hashing, partial
+/// file names, writing, and the numbers events show.
+public enum Transfer {
+    static let chunk = 256 << 10
+    /// How far a sender may run ahead of what the receiver has written: memory stays bounded (one
+    /// window per channel).
+    static let window = ChannelMux.defaultWindow
+    public static let progressInterval = Duration.milliseconds(100)
+    /// 0666 less this process's umask (read once: setting it back at once is the only way to read it).
+    public static let finishedMode: mode_t = {
+        let mask = umask(0o022)
+        umask(mask)
+        return 0o666 & ~mask
+    }()
+
+    static func hex(_ digest: some Sequence<UInt8>) -> String { Hex.encode(digest) }
+
+    /// This sender's name for a file, the same on every attempt while the file is unchanged.
+    static func key(sender: PeerID, file: OutgoingFile) -> String {
+        var hasher = SHA256()
+        hasher.update(data: Data("\(sender.rawValue)\u{0}\(file.relative)\u{0}\(file.size)\u{0}\(file.modified)".utf8))
+        return String(hex(hasher.finalize()).prefix(32))
+    }
+
+    /// Feeds the first `count` bytes of the file at `fd` to `hasher`.
+    static func hash(_ fd: Int32, count: UInt64, into hasher: inout SHA256) -> Bool {
+        var buffer = [UInt8](repeating: 0, count: chunk)
+        var done: UInt64 = 0
+        while done < count {
+            let want = Int(min(UInt64(buffer.count), count - done))
+            let got = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, want, off_t(done)) }
+            guard got > 0 else { return false }
+            hasher.update(data: buffer[0..<got])
+            done += UInt64(got)
+        }
+        return true
+    }
+
+    public static func errorText(_ code: Int32) -> String { String(cString: strerror(code)) }
+
+    /// Seconds since `start`, to the millisecond.
+    public static func seconds(since start: ContinuousClock.Instant) -> Double {
+        ((ContinuousClock.now - start) / .milliseconds(1)).rounded() / 1000
+    }
+
+    /// Bytes per second, whole.
+    public static func rate(_ bytes: UInt64, _ seconds: Double) -> Double { seconds > 0 ? (Double(bytes) / seconds).rounded() : 0 }
+}
+
+extension Transfer {
+    /// The hidden name of the partial file for `name` from the peer `peer`, with the sender's `key`
+    /// (and `alone` when the same file is already arriving on another channel): the name's first
+    /// 64 bytes for people, then a digest of all three, so that any legal name keeps its partial
+    /// under the file system's name limit (255 bytes) and a peer resumes only its own partials. A
+    /// stranger's digest starts with `s-`, so that a node finds them again after a restart
+    /// (`PartialFiles.adopt`). LocalSend's uploads are named the same way.
+    public static func partialName(of name: String, key: String, from peer: String, alone: String = "", stranger: Bool = false) -> String {
+        var hasher = SHA256()
+        hasher.update(data: Data("\(peer)\u{0}\(name)\u{0}\(key)".utf8))
+        var shown = String.UnicodeScalarView()
+        var bytes = 0
+        for scalar in name.unicodeScalars {
+            bytes += String(scalar).utf8.count
+            if bytes > 64 { break }
+            shown.append(scalar)
+        }
+        return ".\(String(shown)).\(stranger ? "s-" : "")\(Hex.encode(hasher.finalize()).prefix(32))\(alone).nearby-part"
+    }
+
+    /// `pwrite(2)` until everything is written, retrying on EINTR. Returns 0, or the errno that
+    /// stopped it. Public for the other protocols' receivers (LocalSend), which write files the same way.
+    public static func pwriteAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: UInt64) -> Int32 {
+        var written = 0
+        while written < bytes.count {
+            let n = pwrite(fd, bytes.baseAddress.map { $0 + written }, bytes.count - written, off_t(offset) + off_t(written))
+            if n < 0 {
+                if errno == EINTR { continue }
+                return errno
+            }
+            written += n
+        }
+        return 0
+    }
+
+    /// `close(2)`, for types whose own `close()` hides it.
+    static func closeDescriptor(_ fd: Int32) { _ = close(fd) }
+}
