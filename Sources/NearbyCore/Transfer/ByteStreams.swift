@@ -50,13 +50,8 @@ public final class DescriptorSource: ByteSource, @unchecked Sendable {
         Thread.detachNewThread {
             while true {
                 room.wait()
-                var buffer = ByteBufferAllocator().buffer(capacity: chunk)
-                var failure: Int32 = 0
-                var ended = false
-                let count = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: chunk) { pointer in
-                    Self.fill(fd, pointer.baseAddress, chunk, failure: &failure, ended: &ended)
-                }
-                if count > 0 { continuation.yield(buffer) }
+                let (buffer, failure, ended) = Self.block(fd, chunk)
+                if buffer.readableBytes > 0 { continuation.yield(buffer) }
                 if failure != 0 {
                     continuation.finish(throwing: NearbyError.ioFailure(path: "stdin", reason: String(cString: strerror(failure))))
                     return
@@ -68,6 +63,18 @@ public final class DescriptorSource: ByteSource, @unchecked Sendable {
             }
         }
         return stream.makeAsyncIterator()
+    }
+
+    /// One block of up to `chunk` bytes from `fd` in a buffer of its own (`fill`): the bytes, the
+    /// errno that stopped the read (0 if none) and whether the input ended.
+    static func block(_ fd: Int32, _ chunk: Int) -> (ByteBuffer, failure: Int32, ended: Bool) {
+        var buffer = ByteBufferAllocator().buffer(capacity: chunk)
+        var failure: Int32 = 0
+        var ended = false
+        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: chunk) { pointer in
+            fill(fd, pointer.baseAddress, chunk, failure: &failure, ended: &ended)
+        }
+        return (buffer, failure, ended)
     }
 
     /// Reads at least one byte (blocking), then on while more is there at once (a pipe gives at

@@ -142,12 +142,9 @@ final class PassedStreamSource: ByteSource, @unchecked Sendable {
                     continuation.finish(throwing: NearbyError.cancelled("the stream's client left"))
                     return
                 }
-                var buffer = ByteBufferAllocator().buffer(capacity: Self.chunk)
-                var failure: Int32 = 0
-                var ended = false
-                let count = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: Self.chunk) { pointer in
-                    DescriptorSource.fill(descriptor.fd, pointer.baseAddress, Self.chunk, failure: &failure, ended: &ended)
-                }
+                let (buffer, readFailure, ended) = DescriptorSource.block(descriptor.fd, Self.chunk)
+                var failure = readFailure
+                let count = buffer.readableBytes
                 if count > 0 { continuation.yield(buffer) }
                 if failure == EAGAIN || failure == EWOULDBLOCK, count > 0 || !ended { failure = 0 }
                 if failure != 0 {
