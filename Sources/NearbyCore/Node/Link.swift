@@ -123,6 +123,24 @@ public final class Link: Sendable, Hashable {
         }
     }
 
+    /// `count` bytes of `chunk` as data frames of at most `Transfer.chunk` each, written together:
+    /// they leave in one flush, one `writev` of TLS records, rather than a write and a wake-up each.
+    func sendData(_ chunk: inout ByteBuffer, count: Int, on channel: UInt32) async {
+        var frames: [Frame] = []
+        var left = count
+        while left > 0, let piece = chunk.readSlice(length: min(left, Transfer.chunk)) {
+            frames.append(Frame(kind: .data, channel: channel, payload: piece))
+            left -= piece.readableBytes
+        }
+        do {
+            try await outbound.write(contentsOf: frames)
+        } catch is CancellationError {
+            return
+        } catch {
+            close(because: "the connection failed while sending")
+        }
+    }
+
     /// Half-closes once everything queued is written (a goodbye or answer last); the peer closes its
     /// side when it reads that. A peer that does not is cut off after `goodbyeGrace`.
     func finish(because why: String) async {

@@ -25,11 +25,11 @@ struct StreamPump: Sendable {
                     defer { counts.sent(sent) }
                     while var chunk = try await source.next() {
                         while chunk.readableBytes > 0 {
-                            guard let count = await stream.credit.take(upTo: min(chunk.readableBytes, Transfer.chunk)) else {
+                            // As much of the chunk as the window allows, in one write (`Link.sendData`).
+                            guard let count = await stream.credit.take(upTo: chunk.readableBytes) else {
                                 throw stream.life.withLock { $0.cause } ?? (Task.isCancelled ? .cancelled : .sessionEnded("the stream's window closed"))
                             }
-                            guard let piece = chunk.readSlice(length: count) else { break }
-                            await link.send(Frame(kind: .data, channel: stream.id, payload: piece))
+                            await link.sendData(&chunk, count: count, on: stream.id)
                             sent += UInt64(count)
                         }
                     }
