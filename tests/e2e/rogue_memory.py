@@ -334,7 +334,7 @@ def mode_quiet_client(args):
     print(json.dumps({"progress": True, "lines": lines}), flush=True)
     time.sleep(args.hold)
     sock.shutdown(socket.SHUT_WR)
-    sock.settimeout(60)
+    sock.settimeout(180)  # the node first sends every line it took on to the peer
     data = b""
     while True:
         chunk = sock.recv(1 << 20)
