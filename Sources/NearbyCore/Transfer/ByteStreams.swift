@@ -51,15 +51,7 @@ public final class DescriptorSource: ByteSource, @unchecked Sendable {
             while true {
                 room.wait()
                 let (buffer, failure, ended) = Self.block(fd, chunk)
-                if buffer.readableBytes > 0 { continuation.yield(buffer) }
-                if failure != 0 {
-                    continuation.finish(throwing: NearbyError.ioFailure(path: "stdin", reason: String(cString: strerror(failure))))
-                    return
-                }
-                if ended {
-                    continuation.finish()
-                    return
-                }
+                if Self.deliver(buffer, failure: failure, ended: ended, to: continuation) { return }
             }
         }
         return stream.makeAsyncIterator()
@@ -75,6 +67,20 @@ public final class DescriptorSource: ByteSource, @unchecked Sendable {
             fill(fd, pointer.baseAddress, chunk, failure: &failure, ended: &ended)
         }
         return (buffer, failure, ended)
+    }
+
+    /// Hands a block to the reader's stream: its bytes, then the error or the end that came with
+    /// them. True once the stream is finished.
+    static func deliver(
+        _ buffer: ByteBuffer, failure: Int32, ended: Bool, to continuation: AsyncThrowingStream<ByteBuffer, any Error>.Continuation
+    ) -> Bool {
+        if buffer.readableBytes > 0 { continuation.yield(buffer) }
+        if failure != 0 {
+            continuation.finish(throwing: NearbyError.ioFailure(path: "stdin", reason: String(cString: strerror(failure))))
+            return true
+        }
+        if ended { continuation.finish() }
+        return ended
     }
 
     /// Reads at least one byte (blocking), then on while more is there at once (a pipe gives at

@@ -145,16 +145,8 @@ final class PassedStreamSource: ByteSource, @unchecked Sendable {
                 let (buffer, readFailure, ended) = DescriptorSource.block(descriptor.fd, Self.chunk)
                 var failure = readFailure
                 let count = buffer.readableBytes
-                if count > 0 { continuation.yield(buffer) }
                 if failure == EAGAIN || failure == EWOULDBLOCK, count > 0 || !ended { failure = 0 }
-                if failure != 0 {
-                    continuation.finish(throwing: NearbyError.ioFailure(path: "stdin", reason: String(cString: strerror(failure))))
-                    return
-                }
-                if ended {
-                    continuation.finish()
-                    return
-                }
+                if DescriptorSource.deliver(buffer, failure: failure, ended: ended, to: continuation) { return }
                 // Nothing read (a spurious wake-up): the chunk's room is not used.
                 if count == 0 { room.signal() }
             }
