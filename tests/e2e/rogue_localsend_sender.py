@@ -43,14 +43,20 @@ def connect():
     return ctx.wrap_socket(socket.create_connection((HOST, PORT), timeout=10))
 
 
-def answer(s):
-    """Reads one whole answer (the server closes after it: Connection: close)."""
+def read_all(s):
+    """Everything the server sends until it closes (Connection: close)."""
     data = b""
     while True:
         chunk = s.recv(65536)
         if not chunk:
             break
         data += chunk
+    return data
+
+
+def answer(s):
+    """Reads one whole answer (the server closes after it: Connection: close)."""
+    data = read_all(s)
     s.close()
     return int(data.split(b" ", 2)[1]) if data else "closed"
 
@@ -72,12 +78,7 @@ def request(path, body=b"", extra_headers="", cut_after=None, length=None, metho
             s.close()
             return None, b""
         s.sendall(body)
-        data = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
+        data = read_all(s)
     except (ConnectionError, ssl.SSLError, socket.timeout, OSError):
         return "closed", b""
     finally:
