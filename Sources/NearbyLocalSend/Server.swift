@@ -24,10 +24,13 @@ public struct LocalSendServer: Sendable {
         .with(prefix: "LOCALSEND")
     public static let maxURIBytes = 4096
 
-    /// A connection accepted, with its place among the strangers' connections.
+    /// A connection accepted, with its place among the strangers' connections (nil: over a cap,
+    /// closed already). Refused connections are handed on rather than failed in the initializer:
+    /// a failed child initializer is an error on the server channel, which ends an async server's
+    /// stream of connections, and with it the server.
     struct Admitted: Sendable {
         let channel: any Channel
-        let ticket: Admission.Ticket
+        let ticket: Admission.Ticket?
     }
 
     /// Connections come out as plain channels, not reading (autoRead off), and are wrapped in an
@@ -83,9 +86,10 @@ public struct LocalSendServer: Sendable {
                 .childChannelOption(.maxMessagesPerRead, value: 4)
                 .childChannelOption(.autoRead, value: false)
                 .bind(host: "0.0.0.0", port: port) { channel in
-                    // Over a cap: closed as soon as accepted (the failed future closes it).
+                    // Over a cap: closed as soon as accepted.
                     guard let ticket = admission.admit(channel) else {
-                        return channel.eventLoop.makeFailedFuture(ChannelError.inappropriateOperationForState)
+                        channel.close(promise: nil)
+                        return channel.eventLoop.makeSucceededFuture(Admitted(channel: channel, ticket: nil))
                     }
                     return channel.eventLoop.makeCompletedFuture {
                         let sync = channel.pipeline.syncOperations
@@ -121,6 +125,7 @@ public struct LocalSendServer: Sendable {
         try? await channel.executeThenClose { connections in
             try await withThrowingDiscardingTaskGroup { group in
                 for try await admitted in connections {
+                    guard let ticket = admitted.ticket else { continue }
                     let connection = admitted.channel
                     group.addTask {
                         // Wrapped, then reading: nothing arrives before the wrapper is there to take it.
@@ -132,7 +137,7 @@ public struct LocalSendServer: Sendable {
                             connection.close(promise: nil)
                             return
                         }
-                        await Self.serve(wrapped, ticket: admitted.ticket, receiver: receiver, answering: answering)
+                        await Self.serve(wrapped, ticket: ticket, receiver: receiver, answering: answering)
                     }
                 }
             }

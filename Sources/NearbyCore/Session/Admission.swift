@@ -92,9 +92,12 @@ struct AdmissionTable: Sendable {
 /// eviction if need be.
 ///
 /// Use: in a server's child-channel initializer, `guard let ticket = admission.admit(channel) else
-/// { fail the channel }`; call `ticket.working(true/false)` around each request, and
+/// { close the channel }`; call `ticket.working(true/false)` around each request, and
 /// `ticket.release()` when the peer turns out to be known. The ticket is released when the channel
-/// closes, and the channel is closed when the ticket is evicted.
+/// closes, and the channel is closed when the ticket is evicted. In an async server
+/// (`NIOAsyncChannel`), close the refused channel and hand a marker on (`LocalSendServer.Admitted`)
+/// rather than failing the initializer's future: a failed child initializer is an error on the
+/// server channel, and it ends the server's stream of connections.
 public final class Admission: Sendable {
     public struct Limits: Sendable, Equatable {
         public var total: Int
