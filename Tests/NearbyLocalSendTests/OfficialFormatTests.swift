@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOSSL
 import NearbyCore
 import Testing
 @testable import NearbyLocalSend
@@ -107,5 +108,29 @@ VRus1zGVD8IVpIdPMyz01WJyS7M0fWaHXKWo+Bo=
             query: ["sessionId": tokens.sessionId, "fileId": "0c1c9a1e-5d4e-4a39-9d5b-1f7b6a0e2c11", "token": token], contentLength: content.count)
         #expect(await receiver.handle(upload, body: ReceiverTests.body([content])).status == 200)
         #expect(FileManager.default.contents(atPath: directory + "/notes.txt") == Data(content))
+    }
+}
+
+/// Every LocalSend failure is one sentence a user understands, not a library's name for it.
+@Suite struct FailureWordsTests {
+    @Test func connectionFailuresAreSentencesNotJargon() {
+        #expect(LocalSendHTTP.describe(NIOSSLError.uncleanShutdown) == "the device closed the connection before it answered")
+        #expect(LocalSendHTTP.describe(IOError(errnoCode: ECONNREFUSED, reason: "connect")).hasPrefix("nothing is listening there"))
+        #expect(LocalSendHTTP.describe(ChannelError.eof) == "the device closed the connection before it answered")
+        let target = LocalSendTarget(host: "10.0.0.2", port: 53317)
+        let failure = LocalSendSender.nearbyError(.protocolError(LocalSendHTTP.describe(NIOSSLError.uncleanShutdown)), target: target)
+        let sentence = failure.errorDescription ?? ""
+        #expect(!sentence.contains("TLS") && !sentence.contains("uncleanShutdown") && sentence.contains("closed the connection"))
+        #expect(failure.exitStatus == .connectionFailed)
+    }
+
+    @Test func aRefusalSaysTheReceiversWordsNotAStatusNumber() {
+        let target = LocalSendTarget(host: "10.0.0.2", port: 53317)
+        let body = Array(#"{"message":"this node takes at most 1073741824 bytes of unfinished files from senders it does not know; this transfer is 2 bytes"}"#.utf8)
+        let refused = LocalSendSender.refusal(LocalSendHTTP.Response(status: 413, body: body, fingerprint: nil), target: target, pin: nil)
+        #expect(refused.errorDescription?.contains("bytes of unfinished files") == true)
+        #expect(refused.errorDescription?.contains("HTTP") == false)
+        let bare = LocalSendSender.refusal(LocalSendHTTP.Response(status: 500, body: [], fingerprint: nil), target: target, pin: nil)
+        #expect(bare.errorDescription?.contains("failed to store the file on its side") == true)
     }
 }

@@ -35,6 +35,9 @@ import sys
 import threading
 import time
 
+sys.dont_write_bytecode = True  # no __pycache__ beside the tests
+from rogue_localsend import listen  # noqa: E402
+
 GROUP, MPORT = "224.0.0.167", 53317
 API = "/api/localsend/v2"
 INFO = {"alias": "Stranger", "version": "2.1", "deviceModel": "rogue", "deviceType": "desktop",
@@ -160,27 +163,11 @@ def slow_upload(host, port, size):
             time.sleep(0.016)
 
 
-def multicast_listener():
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_UDP)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind(("", MPORT))
-    s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, struct.pack("4s4s", socket.inet_aton(GROUP), socket.inet_aton("0.0.0.0")))
-    s.settimeout(1)
-    return s
-
-
 def strict(cert, key, path):
     der = ssl.PEM_cert_to_DER_cert(open(cert).read())
     mine = hashlib.sha256(der).hexdigest().upper()
     info = dict(INFO, alias="Strict Peer", version="2.2", fingerprint=mine)
-    s = multicast_listener()
-    end = time.time() + 30
-    while time.time() < end:
-        try:
-            data, (host, _) = s.recvfrom(65536)
-            message = json.loads(data)
-        except (socket.timeout, ValueError):
-            continue
+    for host, message in listen(30):
         if message.get("fingerprint") == mine or "port" not in message:
             continue
         port = int(message["port"])
@@ -204,16 +191,10 @@ def strict(cert, key, path):
 
 
 def decoys(n):
-    listen = multicast_listener()
     send = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_UDP)
     send.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 1)
-    end, bursts = time.time() + 60, 0
-    while time.time() < end:
-        try:
-            data, _ = listen.recvfrom(65536)
-            message = json.loads(data)
-        except (socket.timeout, ValueError):
-            continue
+    bursts = 0
+    for _, message in listen(60):
         if message.get("deviceModel") == "decoy":
             continue
         for i in range(n):
