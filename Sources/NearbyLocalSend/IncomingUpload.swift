@@ -23,20 +23,27 @@ struct IncomingUpload: Sendable {
         var answer: LocalSendAnswer
     }
 
-    let directory: String
+    /// `--save-dir`.
+    let root: String
+    /// The folders the file's name gave, below `root` (made as a stranger's directories are).
+    let folders: [String]
     let name: String
     let partialTag: String
     let size: UInt64
     let sha256: String?
     let peer: PeerRef
-    /// The account the partial is charged to: the sender's address.
-    let owner: String
+    /// The account the partial is charged to in the strangers' quota: the sender's address (nil:
+    /// not a stranger, not counted, as the core counts only strangers' partials).
+    let owner: String?
     let partials: PartialFiles
     /// The upload may not run past this (its session's floor rate).
     let deadline: ContinuousClock.Instant
     let events: any EventSink
 
     var transfer: String { "ls-" + partialTag }
+    var directory: String { ([root] + folders).joined(separator: "/") }
+    /// The path as events show it: relative to `--save-dir`.
+    var relative: String { (folders + [name]).joined(separator: "/") }
 
     /// Nil when the file arrived whole; else why not, with the answer for the sender.
     func receive(_ body: BodyReader, budget: ResourceBudget = .shared) async -> Failure? {
@@ -48,10 +55,14 @@ struct IncomingUpload: Sendable {
         switch account.takeFile() {
         case let .success(taken): charge = taken
         case let .failure(refusal):
-            return fail(.transferFailed(path: name, code: "busy", reason: "this node has no room for one more open file (\(refusal))"), status: 429, keepAlive: false)
+            return fail(.transferFailed(path: relative, code: "busy", reason: "this node has no room for one more open file (\(refusal))"), status: 429, keepAlive: false)
         }
         let partial = "\(directory)/" + Transfer.partialName(of: name, key: partialTag, from: "localsend", alone: Transfer.unresumable, stranger: true)
+        let (root, directory, owner, partials) = (root, directory, owner, partials)
         let opened = try? await NIOThreadPool.singleton.runIfActive { () -> Int32 in
+            if directory != root {
+                do throws(NearbyError) { try partials.makeDirectories(directory, below: root, owner: owner ?? "") } catch { return -EACCES }
+            }
             let fd = open(partial, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
             return fd >= 0 ? fd : -errno
         }
@@ -63,7 +74,7 @@ struct IncomingUpload: Sendable {
         _ = partials.claim(partial)
         let writer = FileWriter(descriptor: fd, charge: charge)
         let stopped = OneShot<Void>()
-        partials.begin(partial, owner: owner, bytes: 0) { stopped.settle(()) }
+        if let owner { partials.begin(partial, owner: owner, bytes: 0) { stopped.settle(()) } }
         /// Gives up: the partial file goes (once every queued write is done), the sender hears why.
         func drop(_ error: NearbyError, status: Int, keepAlive: Bool = false) async -> Failure {
             writer.close()
@@ -73,7 +84,7 @@ struct IncomingUpload: Sendable {
             partials.release(partial)
             return fail(error, status: status, keepAlive: keepAlive)
         }
-        events.emit(Events.FileStarted.make(transfer: transfer, direction: "receive", peer: peer, path: name, bytes: size))
+        events.emit(Events.FileStarted.make(transfer: transfer, direction: "receive", peer: peer, path: relative, bytes: size))
         var received: UInt64 = 0
         let started = ContinuousClock.now
         var lastProgress = started
@@ -82,22 +93,22 @@ struct IncomingUpload: Sendable {
             while let chunk = try await body.chunk() {
                 let count = UInt64(chunk.readableBytes)
                 guard received + count <= size else {
-                    return await drop(.transferFailed(path: name, code: "too-large", reason: "\(who) sent more than the \(size) bytes it announced"), status: 400)
+                    return await drop(.transferFailed(path: relative, code: "too-large", reason: "\(who) sent more than the \(size) bytes it announced"), status: 400)
                 }
                 if stopped.isSettled {
-                    return await drop(.transferFailed(path: name, code: "quota", reason: "this node's room for unfinished files from senders it does not know is full"), status: 507)
+                    return await drop(.transferFailed(path: relative, code: "quota", reason: "this node's room for unfinished files from senders it does not know is full"), status: 507)
                 }
                 if ContinuousClock.now > deadline {
-                    return await drop(.transferFailed(path: name, code: "timeout", reason: "\(who) sent \(name) too slowly (\(received) of \(size) bytes): the transfer was ended"), status: 408)
+                    return await drop(.transferFailed(path: relative, code: "timeout", reason: "\(who) sent \(name) too slowly (\(received) of \(size) bytes): the transfer was ended"), status: 408)
                 }
                 let failure = await writer.write(chunk, at: received)
                 guard failure == 0 else { return await drop(.ioFailure(path: partial, reason: Transfer.errorText(failure)), status: 500) }
                 received += count
-                partials.grew(partial, by: Int(count))
+                if owner != nil { partials.grew(partial, by: Int(count)) }
                 if ContinuousClock.now - lastProgress >= Transfer.progressInterval || received == size {
                     lastProgress = .now
                     events.emit(Events.Progress(
-                        transfer: transfer, direction: "receive", peer: peer, path: name, bytes: received, total: size,
+                        transfer: transfer, direction: "receive", peer: peer, path: relative, bytes: received, total: size,
                         rate: Transfer.rate(received, Transfer.seconds(since: started))))
                 }
             }
@@ -105,24 +116,24 @@ struct IncomingUpload: Sendable {
             return await drop(.connectionFailed("\(who) stopped sending \(name) after \(received) of \(size) bytes"), status: 400)
         }
         guard received == size else {
-            return await drop(.transferFailed(path: name, code: "incomplete", reason: "\(received) of the \(size) bytes \(who) announced arrived"), status: 400)
+            return await drop(.transferFailed(path: relative, code: "incomplete", reason: "\(received) of the \(size) bytes \(who) announced arrived"), status: 400)
         }
         let (hasher, failure) = await writer.finish()
         guard failure == 0 else { return await drop(.ioFailure(path: partial, reason: Transfer.errorText(failure)), status: 500) }
         let digest = Hex.encode(hasher.finalize())
         if let sha256, sha256.lowercased() != digest {
             // 422, as the official app answers it: the sender may send the file again.
-            return await drop(.transferFailed(path: name, code: "integrity", reason: "its SHA-256 is not the one \(who) announced"), status: 422, keepAlive: true)
+            return await drop(.transferFailed(path: relative, code: "integrity", reason: "its SHA-256 is not the one \(who) announced"), status: 422, keepAlive: true)
         }
         // Every write is done: the descriptor is ours again. Placed with the mode nearby's own
         // files get (0666 less the umask), not the partial's 0600; off the cooperative pool.
-        let (directory, name) = (directory, name)
+        let placedName = name
         let placing = try? await NIOThreadPool.singleton.runIfActive { () -> Result<String, NearbyError> in
             _ = fchmod(fd, Transfer.finishedMode)
             let synced = fsync(fd) == 0
             close(fd)
             guard synced else { return .failure(.ioFailure(path: partial, reason: "the disk did not confirm the write (fsync failed)")) }
-            do throws(NearbyError) { return .success(try SafePath.placeWithoutOverwriting(partial, in: directory, as: name)) } catch {
+            do throws(NearbyError) { return .success(try SafePath.placeWithoutOverwriting(partial, in: directory, as: placedName)) } catch {
                 return .failure(error)
             }
         }
@@ -150,7 +161,7 @@ struct IncomingUpload: Sendable {
 
     private func fail(_ error: NearbyError, status: Int, keepAlive: Bool) -> Failure {
         let reason = error.errorDescription ?? error.code
-        events.emit(Events.FileFailed.make(transfer: transfer, direction: "receive", peer: peer, path: name, code: error.code, reason: reason))
+        events.emit(Events.FileFailed.make(transfer: transfer, direction: "receive", peer: peer, path: relative, code: error.code, reason: reason))
         return Failure(error: error, answer: .status(status, reason, keepAlive: keepAlive))
     }
 }

@@ -50,7 +50,7 @@ extension LocalSendReceiver {
         for session in sessions.values {
             if session.finished {
                 sessions[session.id] = nil
-            } else if !session.pinned, now > session.deadline {
+            } else if session.stranger, now > session.deadline {
                 let name = session.peer.name ?? session.peer.id
                 expire(session, reason: "\(name) sent its files more slowly than \(LocalSendSessions.limits.floorRate / 1024) KiB/s: the transfer was ended")
             }

@@ -33,6 +33,8 @@ public actor LocalSendReceiver {
         var id: String
         var token: String
         var name: String
+        /// The folders above it, each part sanitized (a folder sent keeps its shape), never outside --save-dir.
+        var folders: [String] = []
         var size: UInt64
         var sha256: String?
         var state: State
@@ -52,6 +54,9 @@ public actor LocalSendReceiver {
         var deadline: ContinuousClock.Instant = .now + .seconds(3600)
         /// A sender the user chose (`--accept-from`): never refused or ended for a stranger.
         var pinned = false
+        /// Let in by `--auto-accept` alone (not chosen, not accepted by a person), as the core's
+        /// strangers are: charged to the strangers' quota and held to the floor rate.
+        var stranger = true
         var finished: Bool { files.values.allSatisfy { $0.state == .done || $0.state == .failed } }
     }
 
@@ -149,7 +154,9 @@ public actor LocalSendReceiver {
         let invitation = "ls-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
         let count = offer.files.count
         let total = offer.files.values.reduce(UInt64(0)) { $0 &+ $1.size }
-        if !pinned, let over = overQuota(files: offer.files.count, bytes: total) { return over }
+        // A stranger's (--auto-accept takes it) is charged to the strangers' quota before anything is said.
+        let stranger = policy.autoAccept && !pinned
+        if stranger, let over = overQuota(files: offer.files.count, bytes: total) { return over }
         let context = "LocalSend: \(count) file\(count == 1 ? "" : "s"), \(total) bytes"
         let expires = EventEncoder.timestamp(Date())
         let text = Self.text(offer)
@@ -210,14 +217,17 @@ public actor LocalSendReceiver {
         }
         var files: [String: Offered] = [:]
         for (key, file) in offer.files {
-            let name = SafePath.components(of: file.fileName).last ?? "unnamed"
+            // A folder's files come with relative paths: the shape is kept, each part sanitized.
+            let parts = SafePath.components(of: file.fileName)
+            let name = parts.last ?? "unnamed"
             files[key] = Offered(
-                id: key, token: UUID().uuidString.lowercased(), name: name, size: file.size,
+                id: key, token: UUID().uuidString.lowercased(), name: name, folders: Array(parts.dropLast()), size: file.size,
                 sha256: file.sha256.flatMap { $0.count == 64 ? $0.lowercased() : nil }, state: .waiting)
         }
         // A UUID, as the official app's session IDs and tokens are.
         let id = UUID().uuidString.lowercased()
-        sessions[id] = Session(id: id, host: request.host, peer: peer, files: files, deadline: LocalSendSessions.deadline(for: total), pinned: pinned)
+        sessions[id] = Session(
+            id: id, host: request.host, peer: peer, files: files, deadline: LocalSendSessions.deadline(for: total), pinned: pinned, stranger: stranger)
         let tokens = files.mapValues(\.token)
         let answer = (try? JSONEncoder().encode(["sessionId": AnyCodableString.string(id), "files": .map(tokens)])).map(Array.init) ?? []
         return LocalSendAnswer(status: 200, body: answer)
@@ -252,9 +262,9 @@ public actor LocalSendReceiver {
         current.lastActivity = .now
         sessions[id] = current
         let incoming = IncomingUpload(
-            directory: directory, name: file.name, partialTag: String(id.prefix(8)) + "-" + String(fileID.prefix(16).filter { $0.isLetter || $0.isNumber }),
-            size: file.size, sha256: file.sha256, peer: current.peer, owner: current.pinned ? "" : current.host, partials: partials,
-            deadline: current.pinned ? .now + .seconds(86400 * 365) : current.deadline, events: events)
+            root: directory, folders: file.folders, name: file.name, partialTag: String(id.prefix(8)) + "-" + String(fileID.prefix(16).filter { $0.isLetter || $0.isNumber }),
+            size: file.size, sha256: file.sha256, peer: current.peer, owner: current.stranger ? current.host : nil, partials: partials,
+            deadline: current.stranger ? current.deadline : .now + .seconds(86400 * 365), events: events)
         let outcome = await incoming.receive(body)
         guard sessions[id] != nil else { return .status(409, "the transfer was cancelled") }
         sessions[id]?.files[fileID]?.attempts += 1

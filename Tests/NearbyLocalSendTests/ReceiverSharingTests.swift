@@ -98,6 +98,35 @@ import Testing
     }
 }
 
+/// Issue 43 item 4: a folder keeps its shape, each part sanitized, never outside --save-dir.
+@Suite struct LocalSendFolderTests {
+    @Test func aFoldersFilesLandInItsShapeInsideTheSaveDirectory() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-lsf-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        var policy = LocalSendPolicy(saveDirectory: root, pin: nil)
+        policy.autoAccept = true
+        let receiver = LocalSendReceiver(
+            me: DeviceMessage(alias: "me", fingerprint: "m"), policy: policy, events: MemorySink(),
+            known: LocalSendKnownDevices(paths: NearbyPaths(home: root + "/.home")))
+        let names = ["a": "photos/2024/a.jpg", "b": "../../etc/passwd", "c": "/abs/\\u001b[2Jc.txt"]
+        let files = names.map { #""\#($0.key)":{"id":"\#($0.key)","fileName":"\#($0.value)","size":1,"fileType":"image/jpeg"}"# }.joined(separator: ",")
+        let body = #"{"info":{"alias":"cam","fingerprint":"\#(String(repeating: "C", count: 64))"},"files":{\#(files)}}"#
+        let answer = await receiver.handle(
+            LocalSendRequest(method: .POST, path: "/api/localsend/v2/prepare-upload"), body: ReceiverTests.body([Array(body.utf8)]))
+        #expect(answer.status == 200)
+        struct Tokens: Decodable { var sessionId: String; var files: [String: String] }
+        let tokens = try JSONDecoder().decode(Tokens.self, from: Data(answer.body))
+        for key in names.keys {
+            let upload = LocalSendRequest(
+                method: .POST, path: "/api/localsend/v2/upload", query: ["sessionId": tokens.sessionId, "fileId": key, "token": tokens.files[key] ?? ""])
+            #expect(await receiver.handle(upload, body: ReceiverTests.body([Array("x".utf8)])).status == 200)
+        }
+        #expect(FileManager.default.fileExists(atPath: root + "/photos/2024/a.jpg"))
+        #expect(FileManager.default.fileExists(atPath: root + "/etc/passwd"))
+        #expect(FileManager.default.fileExists(atPath: root + "/abs/[2Jc.txt"))
+    }
+}
+
 @Suite struct DeviceFloodTests {
     private func device(_ fingerprint: String, alias: String, host: String) -> LocalSendDevice {
         LocalSendDevice(DeviceMessage(alias: alias, fingerprint: fingerprint), host: host, interface: nil)

@@ -79,18 +79,21 @@ def prepare(host, port, files, info=INFO, cert=None):
 def keep(n, one):
     """Runs `one` in n threads, each again as soon as it returns (the connection closed)."""
     opened = [0]
+    go = threading.Event()
 
     def loop():
+        go.wait()  # every thread made first: 300 reconnecting ones starve the one making them
         while True:
             try:
                 opened[0] += 1
                 one()
             except OSError:
                 pass
-            time.sleep(0.05)
+            time.sleep(0.2)
     threading.stack_size(256 * 1024)
     for _ in range(n):
         threading.Thread(target=loop, daemon=True).start()
+    go.set()
     out(started=n)
     while True:
         time.sleep(5)

@@ -55,7 +55,7 @@ public final class PartialFiles: Sendable {
 
     /// Makes `directory` below `root` for a stranger's file, level by level, remembering the
     /// levels it made so that they go again with the partial. Throws the errno.
-    func makeDirectories(_ directory: String, below root: String, owner: String = "") throws(NearbyError) {
+    public func makeDirectories(_ directory: String, below root: String, owner: String = "") throws(NearbyError) {
         guard directory.hasPrefix(root + "/") else { return }
         var path = root
         var made = false
