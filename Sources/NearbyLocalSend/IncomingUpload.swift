@@ -1,6 +1,5 @@
 import Crypto
 import Foundation
-import NIOPosix
 import NearbyCore
 
 #if canImport(Glibc)
@@ -59,7 +58,7 @@ struct IncomingUpload: Sendable {
         }
         let partial = "\(directory)/" + Transfer.partialName(of: name, key: partialTag, from: "localsend", alone: Transfer.unresumable, stranger: true)
         let (root, directory, owner, partials) = (root, directory, owner, partials)
-        let opened = try? await NIOThreadPool.singleton.runIfActive { () -> Int32 in
+        let opened = try? await Blocking.run { _ -> Int32 in
             if directory != root {
                 do throws(NearbyError) { try partials.makeDirectories(directory, below: root, owner: owner ?? "") } catch { return -EACCES }
             }
@@ -79,7 +78,7 @@ struct IncomingUpload: Sendable {
         func drop(_ error: NearbyError, status: Int, keepAlive: Bool = false) async -> Failure {
             writer.close()
             _ = await writer.finish()
-            _ = try? await NIOThreadPool.singleton.runIfActive { unlink(partial) }
+            _ = try? await Blocking.run { _ in unlink(partial) }
             partials.gone(partial, deleted: true)
             partials.release(partial)
             return fail(error, status: status, keepAlive: keepAlive)
@@ -128,7 +127,7 @@ struct IncomingUpload: Sendable {
         // Every write is done: the descriptor is ours again. Placed with the mode nearby's own
         // files get (0666 less the umask), not the partial's 0600; off the cooperative pool.
         let placedName = name
-        let placing = try? await NIOThreadPool.singleton.runIfActive { () -> Result<String, NearbyError> in
+        let placing = try? await Blocking.run { _ -> Result<String, NearbyError> in
             _ = fchmod(fd, Transfer.finishedMode)
             let synced = fsync(fd) == 0
             close(fd)
