@@ -26,12 +26,12 @@ extension Node: LinkOwner {
         events.emit(Events.Message(bytes, from: link.peer.ref))
     }
 
-    nonisolated func datagramSetup(_ setup: Control.Datagrams, on link: Link) {
+    nonisolated func datagramSetup(_ setup: FrameBody.Datagrams, on link: Link) {
         datagrams.peerSetup(setup, on: link)
     }
 
     /// Files and directories by the node's policy (`fileOffered`), streams to a listener.
-    func offered(_ offer: Control.Open, channel: UInt32, on link: Link) async {
+    func offered(_ offer: FrameBody.Open, channel: UInt32, on link: Link) async {
         if offer.kind == .stream {
             await streamOffered(offer, channel: channel, on: link)
         } else {

@@ -29,7 +29,7 @@ enum FileSender {
         }
         /// Cancelled (Ctrl-C): tell the receiver from a task that is not cancelled itself.
         func cancelled() async -> NearbyError {
-            await Task { await link.send(Control.frame(.reset, Control.Reset(reason: "the sender cancelled", code: .cancelled), channel: channel.id)) }.value
+            await Task { await link.send(FrameBody.frame(.reset, FrameBody.Reset(reason: "the sender cancelled", code: .cancelled), channel: channel.id)) }.value
             _ = failed("cancelled", "cancelled by the sender")
             return .cancelled("sending \(file.relative)")
         }
@@ -137,7 +137,7 @@ enum FileSender {
         }
 
         let key = Transfer.key(sender: sender, file: file)
-        var next = try await carry(machine.offer(Control.Open(kind: .file, path: file.relative, size: file.size, key: key)))
+        var next = try await carry(machine.offer(FrameBody.Open(kind: .file, path: file.relative, size: file.size, key: key)))
         var hasher = SHA256()
         while true {
             switch next {
