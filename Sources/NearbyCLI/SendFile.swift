@@ -36,6 +36,9 @@ extension Nearby {
 
         @OptionGroup var wait: InviteTimeout
 
+        @Option(help: ArgumentHelp("How long a link that goes mid-file is tried again before the transfer fails (0: never).", valueName: "seconds"))
+        var retryFor: Double = RetryPolicy.defaultBound
+
         @OptionGroup var node: NodeOptions
         @OptionGroup var localSend: LocalSendOptions
         @OptionGroup var localSendPIN: LocalSendPIN
@@ -43,6 +46,7 @@ extension Nearby {
 
         func validate() throws {
             if paths.isEmpty { throw ValidationError("name at least one file or directory to send") }
+            if !(0...86_400).contains(retryFor) { throw ValidationError("--retry-for takes 0 to 86400 seconds") }
         }
 
         func run() async throws {
@@ -58,7 +62,7 @@ extension Nearby {
                 // What a directory holds that is not a file is said, not dropped in silence.
                 let files = try FileList.collect(paths) { context.events.emit(Events.Skipped($0)) }
                 let (peer, timeout) = (self.peer, wait.timeout)
-                let request = ControlRequest.sendFiles(peer: peer, files: files, timeout: timeout)
+                let request = ControlRequest.sendFiles(peer: peer, files: files, timeout: timeout, retryFor: retryFor)
                 if try await context.viaRunningNode(request, service: node.service, expecting: node.expecting()) != nil { return }
                 let configuration = node.configuration
                 try await LocalNode.run(

@@ -163,13 +163,16 @@ extension Node {
 
     /// Invites a peer and waits for the answer. Already connected: returns at once.
     public func invite(_ query: String, context: String?, timeout: Double, client: (any EventSink)?) async throws(NearbyError) -> AuthenticatedPeer {
-        try await invite(query, context: context, timeout: timeout, deadline: .now + .seconds(timeout), client: client, remembering: true)
+        try await refuseSelf(query)
+        return try await invite(query, context: context, timeout: timeout, deadline: .now + .seconds(timeout), client: client, remembering: true)
     }
 
     /// `remembering`: whether a remembered address may be tried before discovery answers (not again
-    /// once it failed).
-    private func invite(
-        _ query: String, context: String?, timeout: Double, deadline: ContinuousClock.Instant, client: (any EventSink)?, remembering: Bool
+    /// once it failed); `known`: where the peer was last reached (a transfer getting its link back),
+    /// tried as a remembered address is.
+    func invite(
+        _ query: String, context: String?, timeout: Double, deadline: ContinuousClock.Instant, client: (any EventSink)?, remembering: Bool,
+        known: Target? = nil
     ) async throws(NearbyError) -> AuthenticatedPeer {
         let sink: any EventSink = client.map { TeeSink(events, $0) } ?? events
         if let context, context.utf8.count > FrameBody.maxContextBytes {
@@ -187,7 +190,7 @@ extension Node {
            let peer = await acceptPendingInvitation(from: theirs.link.peer.id, client: client) {
             return peer
         }
-        let remembered = remembering ? rememberedTarget(query) : nil
+        let remembered = known ?? (remembering ? rememberedTarget(query) : nil)
         var target: Target
         if let remembered {
             target = remembered
@@ -238,6 +241,9 @@ extension Node {
                 (negotiated, target) = try await connect(target, query: query, deadline: deadline, sink: sink)
             } catch {
                 invitations.forget(invitation)
+                if case .connectionFailed = error, let record = target.record, passOver(record, claiming: target.expected) {
+                    return try await invite(query, context: context, timeout: timeout, deadline: deadline, client: client, remembering: false)
+                }
                 throw error
             }
         }
@@ -269,6 +275,11 @@ extension Node {
             // A remembered address where another identity answers: forget it, let discovery decide.
             if let remembered, case .identityMismatch = error {
                 forgetRemembered(remembered)
+                return try await invite(query, context: context, timeout: timeout, deadline: deadline, client: client, remembering: false)
+            }
+            // A record that claims the peer's ID but whose host is not it: pass it over for the
+            // others that claim the same ID (the real node, renamed `ID #2`).
+            if remembered == nil, case .identityMismatch = error, let record = target.record, passOver(record, claiming: target.expected) {
                 return try await invite(query, context: context, timeout: timeout, deadline: deadline, client: client, remembering: false)
             }
             throw error

@@ -11,6 +11,8 @@ extension Node {
         /// The peer's other addresses, tried in turn when `host` cannot be reached (IPv4 first,
         /// then IPv6, link-local last).
         var alternates: [String] = []
+        /// The discovered record it came from (`DiscoveredPeer.impostorKey`), if any.
+        var record: String?
         var address: String { Self.address(host, port) }
         var hosts: [String] { [host] + alternates }
         static func address(_ host: String, _ port: Int) -> String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
@@ -42,7 +44,7 @@ extension Node {
             // run long enough for every peer to answer.
             let settled = ContinuousClock.now >= discovery.startedAt + DiscoveryCache.ambiguityWindow
             switch asked.choose(candidates) {
-            case let .one(peer) where settled || peer.instance == query: return try target(for: peer)
+            case let .one(peer) where settled || peer.claimedID == query: return try target(for: peer)
             case let .ambiguous(peers): throw asked.ambiguity(peers)
             case .one, .none: break
             }
@@ -58,7 +60,7 @@ extension Node {
                 search = elsewhere
             }
             if ContinuousClock.now >= lookingAt, deadline > lookingAt, let sink = listener {
-                sink.emit(Events.Looking(peer: query, service: configuration.service.registrationType, seconds: Self.lookingAfter / .seconds(1)))
+                sink.emit(lookingEvent(query, started: started, deadline: deadline))
                 listener = nil
             }
             // Until discovery changes, the deadline, the next step above, or (one candidate) the
@@ -94,7 +96,9 @@ extension Node {
         guard let port = peer.port else { throw .connectionFailed("\(peer.instance) has no port") }
         let ordered = PeerAddresses.connectionOrder(peer.addresses)
         guard let host = ordered.first ?? peer.host else { throw .connectionFailed("\(peer.instance) has no address") }
-        return Target(host: host, port: port, expected: PeerID(peer.instance), name: peer.txt.displayName, alternates: Array(ordered.dropFirst()))
+        return Target(
+            host: host, port: port, expected: PeerID(peer.claimedID), name: peer.txt.displayName, alternates: Array(ordered.dropFirst()),
+            record: peer.impostorKey)
     }
 
     func startDiscovery() {
@@ -168,7 +172,8 @@ extension Node {
     func fresher(than target: Target, until deadline: ContinuousClock.Instant) async -> Target? {
         guard let id = target.expected else { return nil }
         while ContinuousClock.now < deadline, !Task.isCancelled {
-            if let peer = discovery.peers[id.rawValue], let now = try? self.target(for: peer), now.port != target.port || now.hosts != target.hosts {
+            if let peer = discovery.candidates(id.rawValue, excluding: identity.peerID).first(where: { $0.claimedID == id.rawValue }),
+               let now = try? self.target(for: peer), now.port != target.port || now.hosts != target.hosts {
                 return now
             }
             let change = OneShot<Void>()

@@ -72,10 +72,11 @@ public actor Node {
 
     /// One `advertising` event per place the node is in: the link, then each domain.
     public var advertisingEvents: [Events.Advertising] {
-        configuration.domains.map {
+        let renamed = advertiser.map(\.registeredName).flatMap { $0 == identity.peerID.rawValue ? nil : $0 }
+        return configuration.domains.map {
             Events.Advertising(
                 peer: PeerRef(id: identity.peerID.rawValue, name: displayName), service: configuration.service.name,
-                domain: $0, port: port, info: configuration.info)
+                domain: $0, port: port, info: configuration.info, instance: $0 == "local." ? renamed : nil)
         }
     }
     public var sessionCount: Int { sessions.count }
