@@ -14,6 +14,11 @@ extension Events {
         public var seconds: Double
         public var retryFor: Double
         public var reason: String
+
+        enum CodingKeys: String, CodingKey {
+            case peer, path, attempt, after, seconds, reason
+            case retryFor = "retry_for"
+        }
     }
 
     /// The peer was reached again and the file goes on from `offset`: the prefix the receiver kept
