@@ -17,7 +17,11 @@ extension Nearby {
                 puts each file in its --save-dir under a name that overwrites nothing \
                 ('name (1).ext'), only once the SHA-256 matches; a file whose complete copy is \
                 already there (same name, same SHA-256) is reported 'already there', not copied \
-                again. Sending the same file again after an interruption resumes where it stopped. Ctrl-C cancels. A progress bar is drawn \
+                again. When the link goes mid-file (Wi-Fi drops, the receiver's node restarts), the command \
+                keeps the file, gets the peer back (where it was reached, then wherever discovery shows \
+                it) and goes on from what the receiver kept ('reconnecting', 'resumed'), for up to \
+                --retry-for seconds of outage; after that it fails (exit 5), and sending the same file \
+                again resumes where it stopped. Ctrl-C cancels. A progress bar is drawn \
                 on stderr when it is a terminal, and replaced by a summary line when a file is done. Without a running node, a one-shot node finds the \
                 peer, invites it, sends and leaves: 'nearby accept --save-dir DIR' on the other machine is all it \
                 takes.
