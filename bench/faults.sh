@@ -58,6 +58,7 @@ KbdInteractiveAuthentication no
 UsePAM no
 StrictModes no
 PidFile $WORK/ssh/sshd.pid
+Subsystem sftp /usr/lib/openssh/sftp-server
 CONF
 lab_bg 1 "$WORK/ssh/sshd.log" /usr/sbin/sshd -D -e -f "$WORK/ssh/sshd_config" >/dev/null
 SSHD=$LAB_PID
