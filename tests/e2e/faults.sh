@@ -164,3 +164,24 @@ test_faults_sending_to_yourself_is_refused_at_once() {
         done
     done
 }
+
+# A peer in session with the running node (it invited us) is named through the node by its ID, an
+# ID prefix or its display name, and the message goes at once — no lookup on the network.
+test_faults_a_peer_in_session_is_found_by_any_name_at_once() {
+    trap stop_started RETURN
+    local id1 id2 name2 target status t0 ms
+    id1=$(id_of 1) && id2=$(id_of 2) || return 1
+    name2=$(nb 2 identity | jq -r .peer.name)
+    start_node 1 s-fl-known --auto-accept || return 1
+    nb_bg 2 "$OUT/inviter.jsonl" invite "$(lab_addr 1):$ADV_PORT" --service s-fl-known --timeout 10 || return 1
+    await "$OUT/inviter.jsonl" "select(.event==\"connected\" and .peer.id==\"$id1\")" 15 "h2 in session with h1" >/dev/null || return 1
+    for target in "$id2" "${id2:0:6}" "$name2"; do
+        t0=$(now_ms)
+        nb 1 send "$target" "to $target" --service s-fl-known --timeout 30 >"$OUT/send.jsonl" 2>"$OUT/send.err"; status=$?
+        ms=$(( $(now_ms) - t0 ))
+        expect_eq "$status" 0 "send '$target' through h1's node" || { show "$OUT/send.jsonl"; return 1; }
+        await "$OUT/inviter.jsonl" "select(.event==\"message\" and .text==\"to $target\")" 5 "h2 got the message" >/dev/null || return 1
+        (( ms < 3000 )) || fail "sending to '$target' took $ms ms" || return 1
+        printf '    %-28s sent in %d ms\n' "'$target'" "$ms"
+    done
+}

@@ -34,7 +34,7 @@ extension Node {
         // The same file arriving twice at once: the second gets a partial file of its own (and
         // starts from zero) rather than sharing the one being written.
         var resume: FileReceiver.Resume?
-        if partials.claim(partial) {
+        if await claimPartial(partial, for: link) {
             resume = FileReceiver.resumable(partial, upTo: offer.size, charging: link.account)
         } else {
             partial = "\(directory)/" + Transfer.partialName(
