@@ -33,12 +33,19 @@ faults_resumed() {
     printf '%s\n' "$offset"
 }
 
+# faults_begin SIZE: h1's ID in ID1, a save directory ($OUT/save) and SIZE random bytes in
+# $OUT/src/big.bin, all removed when the test ends (the test's first line is `trap files_done RETURN`).
+faults_begin() {
+    ID1=$(id_of 1) || return 1
+    mkdir -p "$OUT/save"
+    files_later rm -rf "$OUT/src" "$OUT/save"
+    [[ -z ${1:-} ]] || files_random "$OUT/src/big.bin" "$1"
+}
+
 test_faults_send_file_rides_out_a_link_outage() {
     trap files_done RETURN
     local id1 adv dir=$OUT/save src=$OUT/src size=16000000 way sender t_down t_up offset
-    id1=$(id_of 1) || return 1
-    mkdir -p "$dir"
-    files_later rm -rf "$src" "$dir"
+    faults_begin || return 1; id1=$ID1
     start_node 1 s-fl-down --auto-accept --save-dir "$dir" || return 1; adv=$ADV
     faults_slow 2 16mbit || return 1
     for way in alone node; do
@@ -64,10 +71,7 @@ test_faults_send_file_rides_out_a_link_outage() {
 test_faults_send_file_rides_out_a_receiver_restart() {
     trap files_done RETURN
     local id1 dir=$OUT/save src=$OUT/src size=16000000 sender node t_kill t_back offset first
-    id1=$(id_of 1) || return 1
-    mkdir -p "$dir"
-    files_later rm -rf "$src" "$dir"
-    files_random "$src/big.bin" "$size"
+    faults_begin "$size" || return 1; id1=$ID1
     start_node 1 s-fl-restart --auto-accept --save-dir "$dir" || return 1; node=$ADV_PID first=$ADV_PORT
     faults_slow 2 16mbit || return 1
     nb_bg 2 "$OUT/send.jsonl" send-file "$id1" "$src/big.bin" --service s-fl-restart --retry-for 90; sender=$PID
@@ -92,10 +96,7 @@ test_faults_send_file_rides_out_a_receiver_restart() {
 test_faults_send_file_gives_up_after_retry_for() {
     trap files_done RETURN
     local id1 dir=$OUT/save src=$OUT/src size=16000000 sender t_down ms status
-    id1=$(id_of 1) || return 1
-    mkdir -p "$dir"
-    files_later rm -rf "$src" "$dir"
-    files_random "$src/big.bin" "$size"
+    faults_begin "$size" || return 1; id1=$ID1
     start_node 1 s-fl-bound --auto-accept --save-dir "$dir" || return 1
     faults_slow 2 16mbit || return 1
     nb_bg 2 "$OUT/send.jsonl" send-file "$id1" "$src/big.bin" --service s-fl-bound --retry-for 3; sender=$PID
