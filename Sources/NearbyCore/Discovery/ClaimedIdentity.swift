@@ -34,7 +34,7 @@ extension DiscoveryCache {
     }
 }
 
-extension Node {
+extension Dialer {
     /// Marks a record as an impostor; true when another record claims the same ID (worth trying).
     func passOver(_ record: String, claiming id: PeerID?) -> Bool {
         guard let id, !discovery.impostors.contains(record), discovery.impostors.count < 256 else { return false }

@@ -24,22 +24,12 @@ extension Node {
             let batch = files.count > 1 ? Events.Progress.Batch(file: index + 1, files: files.count, before: before, total: total) : nil
             before += file.size
             try await resuming(file.relative, peer: &peer, policy: policy, sink: sink, client: client) { (link: Link, sink: any EventSink) async throws(NearbyError) in
-                let channel = try link.openChannel { id in
-                    let channel = OutgoingChannel(id: id)
-                    return (.sending(channel), channel)
-                }
-                defer { link.channels.finish(channel.id) }
-                try await FileSender.send(file, over: channel, link: link, sender: sender, sink: sink, batch: batch)
+                try await link.offerFile(file, sender: sender, sink: sink, batch: batch)
             }
         }
         for directory in directories {
             try await resuming(directory.relative, peer: &peer, policy: policy, sink: sink, client: client) { (link: Link, sink: any EventSink) async throws(NearbyError) in
-                let channel = try link.openChannel { id in
-                    let channel = OutgoingChannel(id: id)
-                    return (.sending(channel), channel)
-                }
-                defer { link.channels.finish(channel.id) }
-                try await Self.make(directory, over: channel, link: link, sink: sink)
+                try await link.offerDirectory(directory, sink: sink)
             }
         }
     }

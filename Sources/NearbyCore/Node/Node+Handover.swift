@@ -5,18 +5,10 @@
 extension Node {
     static let handover = Duration.seconds(2)
 
-    /// Claims `partial` for an offer on `link`; when another link of the same peer holds it, waits
-    /// for that link to be gone first.
-    nonisolated func claimPartial(_ partial: String, for link: Link) async -> Bool {
-        if partials.claim(partial) { return true }
-        let older = await links(of: link.peer.id, besides: link)
-        guard !older.isEmpty else { return false }
-        await Link.untilDetached(older, by: .now + Self.handover)
-        return partials.claim(partial)
-    }
-
-    /// The peer's links other than `link`: sessions it replaced, still closing.
-    private func links(of peer: PeerID, besides link: Link) -> [Link] {
-        links.filter { $0 !== link && $0.peer.id == peer && sessions[peer] !== $0 }
+    /// Waits until the peer's other links (sessions `link` replaced, still closing) are gone.
+    func handOver(to link: Link) async {
+        let older = links.filter { $0 !== link && $0.peer.id == link.peer.id && sessions[link.peer.id] !== $0 }
+        guard !older.isEmpty else { return }
+        await Link.untilDetached(Array(older), by: .now + Self.handover)
     }
 }

@@ -30,7 +30,8 @@ extension Node {
                 return
             } catch {
                 // A peer that broke the protocol is not given another go.
-                let violated = used?.closeReason?.hasPrefix("protocol violation") == true
+                var violated = false
+                if case .violation? = used?.closeReason { violated = true }
                 guard policy.bound > .zero, RetryPolicy.retryable(error), !violated, !Task.isCancelled else {
                     held.release()
                     throw error
@@ -45,7 +46,7 @@ extension Node {
     /// lasted the bound. Each says `reconnecting`; the file's next `file-started` is followed by
     /// `resumed`.
     private func reconnect(
-        _ peer: AuthenticatedPeer, path: String, after failure: NearbyError, known: Target?, policy: RetryPolicy,
+        _ peer: AuthenticatedPeer, path: String, after failure: NearbyError, known: Dialer.Target?, policy: RetryPolicy,
         held: HeldFailures, client: (any EventSink)?
     ) async throws(NearbyError) -> AuthenticatedPeer {
         let started = ContinuousClock.now
@@ -71,8 +72,7 @@ extension Node {
             let timeout = policy.attemptTimeout(elapsed: ContinuousClock.now - started)
             do throws(NearbyError) {
                 let back = try await invite(
-                    peer.id.rawValue, context: nil, timeout: Self.seconds(timeout), deadline: .now + timeout, client: quiet,
-                    remembering: true, known: known)
+                    peer.id.rawValue, context: nil, timeout: Self.seconds(timeout), deadline: .now + timeout, client: quiet, known: known)
                 held.resuming(attempts: attempt, seconds: Self.seconds(ContinuousClock.now - started))
                 return back
             } catch {
@@ -95,9 +95,9 @@ extension Node {
     }
 
     /// Where the session with `peer` was reached, with its identity: tried first when it goes.
-    static func knownTarget(_ peer: AuthenticatedPeer) -> Target? {
-        guard let (host, port) = parseHostPort(peer.address), isIPAddress(host) else { return nil }
-        return Target(host: host, port: port, expected: peer.id, name: peer.name)
+    static func knownTarget(_ peer: AuthenticatedPeer) -> Dialer.Target? {
+        guard let (host, port) = Dialer.parseHostPort(peer.address), Dialer.isIPAddress(host) else { return nil }
+        return Dialer.Target(host: host, port: port, expected: peer.id, name: peer.name)
     }
 
     static func seconds(_ duration: Duration) -> Double {
