@@ -19,6 +19,7 @@ NEARBY=$(readlink -f "${NEARBY:-$ROOT/.build-release/release/nearby}")
 [[ -x $NEARBY ]] || { echo "faults: no nearby at $NEARBY" >&2; exit 2; }
 cd "$ROOT"
 source tests/lab/netlab.sh
+source bench/sshd.sh
 
 WORK=$(mktemp -d /dev/shm/nbfaults.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT   # set before lab_up, which chains its teardown onto it
@@ -44,33 +45,13 @@ start_node() {
     lab_wait_line "$NODE_LOG" 'select(.event=="advertising")' 20 >/dev/null
 }
 start_node
-ssh-keygen -q -t ed25519 -N '' -f "$WORK/ssh/host" && ssh-keygen -q -t ed25519 -N '' -f "$WORK/ssh/user"
-cp "$WORK/ssh/user.pub" "$WORK/ssh/authorized_keys"
-mkdir -p /run/sshd
-cat >"$WORK/ssh/sshd_config" <<CONF
-Port 2222
-ListenAddress $H1
-HostKey $WORK/ssh/host
-AuthorizedKeysFile $WORK/ssh/authorized_keys
-PermitRootLogin yes
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-UsePAM no
-StrictModes no
-PidFile $WORK/ssh/sshd.pid
-Subsystem sftp /usr/lib/openssh/sftp-server
-CONF
-lab_bg 1 "$WORK/ssh/sshd.log" /usr/sbin/sshd -D -e -f "$WORK/ssh/sshd_config" >/dev/null
-SSHD=$LAB_PID
-trap 'kill "$SSHD" "$NODE" 2>/dev/null; rm -rf "$WORK"' EXIT
-sleep 1
+lab_sshd 1 "$WORK/ssh"
 
 # start TOOL: the transfer in the background (PID in SENDER).
 start() {
     case $1 in
     nearby) lab_bg 2 "$WORK/send.jsonl" "$NEARBY" send-file faults-recv "$WORK/src/data.bin" --service faults --retry-for 300 >/dev/null ;;
-    scp) lab_bg 2 "$WORK/scp.out" scp -q -P 2222 -i "$WORK/ssh/user" -c aes128-gcm@openssh.com -o StrictHostKeyChecking=no \
-            -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR "$WORK/src/data.bin" "root@$H1:$WORK/dst/data.bin" >/dev/null ;;
+    scp) lab_bg 2 "$WORK/scp.out" scp "${SCP_OPTIONS[@]}" "$WORK/src/data.bin" "root@$H1:$WORK/dst/data.bin" >/dev/null ;;
     esac
     SENDER=$LAB_PID
 }
