@@ -186,3 +186,17 @@ test_faults_a_peer_in_session_is_found_by_any_name_at_once() {
         printf '    %-28s sent in %d ms\n' "'$target'" "$ms"
     done
 }
+
+# `doctor PEER --timeout 5` for a peer that is not there: the lookup runs beside this host's own
+# checks, so the run keeps near its --timeout instead of spending it once per check (it took 11 s).
+test_faults_doctor_keeps_to_its_timeout() {
+    trap stop_started RETURN
+    local t0 ms
+    t0=$(now_ms)
+    nb 2 doctor nobody-here --service s-fl-doctor --timeout 5 >"$OUT/doctor.jsonl" 2>"$OUT/doctor.err"
+    ms=$(( $(now_ms) - t0 ))
+    expect_json "$OUT/doctor.jsonl" 'select(.event=="check" and .check=="peer" and .status=="fail")' "the peer check failed (not found)" || return 1
+    printf '    doctor nobody-here --timeout 5: %d ms\n' "$ms"
+    # The bound: --timeout and a few seconds of this host's own checks on a loaded machine.
+    (( ms < 9000 )) || fail "doctor took $ms ms with --timeout 5" || return 1
+}
