@@ -67,7 +67,11 @@ enum WebCommands {
                 var got = 0
                 for await _ in box.received {
                     got += 1
-                    if got >= wanted { return }
+                    if got >= wanted {
+                        // The browser still gets its answer.
+                        await settle { box.uploading == 0 }
+                        return
+                    }
                 }
             }
         }
@@ -119,7 +123,7 @@ enum WebCommands {
     }
 
     /// Waits (at most 2 s) for `done`.
-    static func settle(_ done: @Sendable () -> Bool) async {
+    static func settle(_ done: () -> Bool) async {
         let deadline = ContinuousClock.now + .seconds(2)
         while !done(), ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
     }

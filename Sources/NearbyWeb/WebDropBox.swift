@@ -39,9 +39,10 @@ public final class WebDropBox: WebSite {
             try await reply.page(WebPages.upload(device: device), head: request.method == "HEAD")
             return true
         case .upload:
+            // Counted until the answer is out: `accept --web --count N` waits for it before it ends.
             active.withLock { $0 += 1 }
+            defer { active.withLock { $0 -= 1 } }
             let outcome = await upload(request, body: body)
-            active.withLock { $0 -= 1 }
             let plain = request.headers.first(name: "Accept")?.hasPrefix("text/plain") == true
             let status: HTTPResponseStatus = outcome.failure == nil ? .ok : outcome.status
             if plain {
@@ -50,18 +51,27 @@ public final class WebDropBox: WebSite {
                 try await reply.page(WebPages.upload(device: device, message: outcome.sentence), status: status, close: !outcome.bodyRead)
             }
             if !outcome.bodyRead { await Self.linger(body) }
+            try await reply.drained()
             return outcome.bodyRead
         }
     }
 
-    /// What a browser sends after a refusal is read and dropped (at most `lingerBytes`, within the
-    /// idle deadline) before the connection closes: closed on unread bytes, the socket would send a
+    /// What a browser sends after a refusal is read and dropped (at most `lingerBytes`, for at most
+    /// `lingerTime`) before the connection closes: closed on unread bytes, the socket would send a
     /// reset, and the browser would show "connection reset" instead of the answer.
     static let lingerBytes = 8 << 20
+    static let lingerTime: Duration = .seconds(2)
 
     static func linger(_ body: WebBody) async {
-        var dropped = 0
-        while dropped < lingerBytes, let chunk = try? await body.chunk() { dropped += chunk.readableBytes }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                var dropped = 0
+                while dropped < lingerBytes, let chunk = try? await body.chunk() { dropped += chunk.readableBytes }
+            }
+            group.addTask { try? await Task.sleep(for: lingerTime) }
+            await group.next()
+            group.cancelAll()
+        }
     }
 
     struct Outcome {

@@ -50,7 +50,7 @@ public enum WebPages {
             <h1>Send files to <b>\(html(device))</b></h1>
             <form id="form" method="post" action="upload" enctype="multipart/form-data">
             <label class="button pick">Choose files<input id="files" type="file" name="file" multiple></label>
-            <p id="chosen" class="hint">No file chosen.</p>
+            <p id="chosen" class="hint"></p>
             <button class="button send" type="submit">Send</button>
             </form>
             <progress id="bar" max="1" value="0" hidden></progress>

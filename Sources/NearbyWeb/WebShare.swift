@@ -193,9 +193,15 @@ public final class WebShare: WebSite {
             failure = error
         }
         let complete = failure == nil && sent == upper - lower
+        // What was sent counts even when the response was cut: a browser that resumes with
+        // `Range: bytes=N-` holds the first N bytes, and cannot hold more than were sent.
         let all = coverage.withLock { coverage -> Bool in
-            if complete {
-                if size == 0 { coverage.done0.insert(index) } else { coverage.add(index, lower..<upper) }
+            if size == 0 {
+                if complete { coverage.done0.insert(index) }
+            } else if case .file = item.content {
+                coverage.add(index, lower..<(lower + sent))
+            } else if complete {
+                coverage.add(index, 0..<size)
             }
             return coverage.allComplete
         }
