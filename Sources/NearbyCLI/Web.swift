@@ -20,7 +20,7 @@ enum WebCommands {
         let items = try WebShareItem.items(files)
         let token = WebToken.random()
         let server = try await WebServer.bind(
-            port: port(context), limits: .from(environment: context.environment), admission: CoreAdmission(gate: HandshakeGate()))
+            port: port(context), admission: Admission(limits: .web(environment: context.environment)))
         let share = WebShare(token: token, device: device, items: items, events: context.events)
         announce(context, server: server, token: token, mode: "send", items: items.count, saveDir: nil)
         let what = keep ? "serving files to browsers" : "waiting for browsers to download every file"
@@ -58,7 +58,7 @@ enum WebCommands {
         let receiving = DiskReceiving(directory: saveDir, maxBytes: quota, events: context.events)
         let token = WebToken.random()
         let server = try await WebServer.bind(
-            port: port(context), limits: .from(environment: context.environment), admission: CoreAdmission(gate: HandshakeGate()))
+            port: port(context), admission: Admission(limits: .web(environment: context.environment)))
         let box = WebDropBox(token: token, device: device, receiving: receiving, maxBody: quota + 64 * 1024)
         announce(context, server: server, token: token, mode: "receive", items: nil, saveDir: saveDir)
         var until: (@Sendable () async -> Void)?
@@ -94,7 +94,7 @@ enum WebCommands {
         let quota = DiskReceiving.quota(context.environment)
         let token = WebToken.random()
         let server = try await WebServer.bind(
-            port: port(context), limits: .from(environment: context.environment), admission: CoreAdmission(gate: HandshakeGate()))
+            port: port(context), admission: Admission(limits: .web(environment: context.environment)))
         let box = WebDropBox(
             token: token, device: device, receiving: DiskReceiving(directory: saveDir, maxBytes: quota, events: context.events),
             maxBody: quota + 64 * 1024)

@@ -68,26 +68,11 @@ public struct WebReply: Sendable {
     }
 }
 
-/// The admission owner the web server asks for a place per connection: the seam to the node's one
-/// door. `CoreAdmission` is the core's `HandshakeGate` (per address and in all, the heaviest address's
-/// oldest connection evicted for a newcomer from a lighter one).
-public protocol WebAdmitting: Sendable {
-    /// A place for a connection from `address`, or nil (refused: closed at once). `close` closes the
-    /// connection when the owner needs its place back.
-    func admit(_ address: String, close: @escaping @Sendable () -> Void) -> (any WebPlace)?
-}
-
-public protocol WebPlace: Sendable {
-    func release()
-}
-
-extension HandshakeGate.Ticket: WebPlace {}
-
-/// The core's gate, as the node's own links use it. (Its eviction callback is the core's to set: until
-/// the shared admission owner lands, an evicted web connection loses its place and lives on to its
-/// idle deadline.)
-public struct CoreAdmission: WebAdmitting {
-    public let gate: HandshakeGate
-    public init(gate: HandshakeGate) { self.gate = gate }
-    public func admit(_ address: String, close: @escaping @Sendable () -> Void) -> (any WebPlace)? { gate.admit(address) }
+/// The web server's admission limits on the core's one door (`Admission`): as nearby's links —
+/// 16 connections per address, 128 in all, 10 s to the first request, 30 s of silence — with the
+/// test knobs `NEARBY_WEB_TOTAL`, `_PER_ADDRESS`, `_HANDSHAKE_MS`, `_IDLE_MS`.
+extension Admission.Limits {
+    public static func web(environment: [String: String]) -> Admission.Limits {
+        Admission.Limits().with(environment: environment, prefix: "WEB")
+    }
 }

@@ -5,35 +5,16 @@ import NearbyCore
 import Synchronization
 
 /// The web pages' HTTP server: plain HTTP/1.1 over NIOHTTP1, every connection admitted by the
-/// node's admission owner (per address and for strangers as a whole, `WebAdmitting`) before a byte
-/// is read, its request head bounded in size (NIOHTTP1's decoder limits) and in time
-/// (`Limits.head`), and closed when idle (`Limits.idle`). What the routes do is `WebSite`'s.
+/// core's one door (`Admission`: per address and for strangers as a whole, the descriptor budget)
+/// before a byte is read, its request head bounded in size (NIOHTTP1's decoder limits) and in time
+/// (the admission's `handshake` for the first, `idle` for the next), and closed when silent for
+/// `idle`. What the routes do is `WebSite`'s.
 public struct WebServer: Sendable {
-    public struct Limits: Sendable, Equatable {
-        /// A request head must have arrived this long after the connection or the previous answer.
-        public var head: Duration = .seconds(10)
-        /// No byte either way for this long closes the connection (a body or a download stalled).
-        public var idle: Duration = .seconds(30)
-        public var maxURIBytes = 2048
-
-        public init() {}
-
-        /// `NEARBY_WEB_HEAD_SECONDS`, `NEARBY_WEB_IDLE_SECONDS` (the tests' hostile clients shorten them).
-        public static func from(environment: [String: String]) -> Limits {
-            var limits = Limits()
-            func seconds(_ name: String) -> Duration? {
-                environment[name].flatMap(Double.init).flatMap { $0 > 0 && $0.isFinite ? .milliseconds(Int($0 * 1000)) : nil }
-            }
-            if let head = seconds("NEARBY_WEB_HEAD_SECONDS") { limits.head = head }
-            if let idle = seconds("NEARBY_WEB_IDLE_SECONDS") { limits.idle = idle }
-            return limits
-        }
-    }
+    static let maxURIBytes = 2048
 
     let channel: NIOAsyncChannel<any Channel, Never>
     public let port: Int
-    let limits: Limits
-    let admission: any WebAdmitting
+    let admission: Admission
 
     static let decoderLimits: NIOHTTPDecoderLimitConfiguration = {
         var limits = NIOHTTPDecoderLimitConfiguration()
@@ -44,7 +25,7 @@ public struct WebServer: Sendable {
     }()
 
     /// Listens on every address (`port` 0: any free port).
-    public static func bind(port: Int, limits: Limits, admission: any WebAdmitting) async throws(NearbyError) -> WebServer {
+    public static func bind(port: Int, admission: Admission) async throws(NearbyError) -> WebServer {
         do {
             let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .serverChannelOption(.backlog, value: 256)
@@ -60,7 +41,7 @@ public struct WebServer: Sendable {
                         return channel
                     }
                 }
-            return WebServer(channel: channel, port: channel.channel.localAddress?.port ?? port, limits: limits, admission: admission)
+            return WebServer(channel: channel, port: channel.channel.localAddress?.port ?? port, admission: admission)
         } catch {
             throw .listenFailed("cannot listen on TCP \(port) for the web page: \(error)")
         }
@@ -71,13 +52,13 @@ public struct WebServer: Sendable {
         try? await channel.executeThenClose { connections in
             try await withThrowingDiscardingTaskGroup { group in
                 for try await connection in connections {
-                    let address = Self.key(connection.remoteAddress)
-                    guard let place = admission.admit(address, close: { connection.close(promise: nil) }) else {
+                    let address = Admission.key(connection.remoteAddress)
+                    // Its place (and its descriptor in the budget) is given back when it closes.
+                    guard let ticket = admission.admit(connection) else {
                         connection.close(promise: nil)
                         continue
                     }
                     group.addTask {
-                        defer { place.release() }
                         guard let wrapped = try? await connection.eventLoop.submit({
                             let wrapped = try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(wrappingChannelSynchronously: connection)
                             try connection.syncOptions?.setOption(.autoRead, value: true)
@@ -86,7 +67,7 @@ public struct WebServer: Sendable {
                             connection.close(promise: nil)
                             return
                         }
-                        await serve(wrapped, address: address, site: site)
+                        await serve(wrapped, address: address, ticket: ticket, site: site)
                     }
                 }
             }
@@ -95,15 +76,21 @@ public struct WebServer: Sendable {
 
     /// One connection: requests one after another. Until a request head arrives the `head`
     /// deadline holds; while one is answered, the `idle` one.
-    func serve(_ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, address: String, site: some WebSite) async {
+    func serve(
+        _ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, address: String, ticket: Admission.Ticket, site: some WebSite
+    ) async {
+        let limits = ticket.limits
         let deadline = ConnectionDeadline(connection.channel)
-        deadline.push(limits.head)
+        deadline.push(limits.handshake)
         defer { deadline.cancel() }
         try? await connection.executeThenClose { inbound, outbound in
             let parts = PartReader(inbound.makeAsyncIterator())
             while let part = try await parts.next() {
                 guard case let .head(head) = part else { continue }
                 deadline.push(limits.idle)
+                // An idle place is evicted before one in the middle of a request.
+                ticket.working(true)
+                defer { ticket.working(false) }
                 let request = WebRequest(head: head, address: address)
                 let reply = WebReply(outbound: outbound, channel: connection.channel, deadline: deadline, idle: limits.idle, keepAlive: head.isKeepAlive)
                 let body = WebBody(next: {
@@ -112,22 +99,16 @@ public struct WebServer: Sendable {
                     return part
                 })
                 let keep: Bool
-                if head.uri.utf8.count > limits.maxURIBytes {
+                if head.uri.utf8.count > Self.maxURIBytes {
                     try await reply.notFound()
                     keep = false
                 } else {
                     keep = try await site.answer(request, body: body, reply: reply)
                 }
                 guard keep, head.isKeepAlive else { break }
-                deadline.push(limits.head)
+                deadline.push(limits.idle)
             }
         }
-    }
-
-    /// The IP address of a client, without the port (an IPv4 client of a dual-stack listener as IPv4).
-    static func key(_ address: SocketAddress?) -> String {
-        guard let ip = address?.ipAddress else { return "unknown" }
-        return ip.hasPrefix("::ffff:") && ip.contains(".") ? String(ip.dropFirst(7)) : ip
     }
 }
 

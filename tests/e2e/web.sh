@@ -115,7 +115,7 @@ test_web_hostile_clients_while_a_friend_is_served() {
     web_check_browser || return 1
     mkdir -p "$OUT/share" "$OUT/got"
     head -c 4000000 /dev/urandom >"$OUT/share/friend.bin"
-    web_start 1 "$OUT/send.jsonl" NEARBY_WEB_HEAD_SECONDS=3 -- send-file --web --keep "$OUT/share/friend.bin" || return 1
+    web_start 1 "$OUT/send.jsonl" NEARBY_WEB_HANDSHAKE_MS=3000 -- send-file --web --keep "$OUT/share/friend.bin" || return 1
     local host port
     host=$(lab_addr 1); port=$(jq -r .port <<<"$(head -1 "$OUT/send.jsonl")")
     port=$(jq -r 'select(.event=="web-serving") | .port' "$OUT/send.jsonl")

@@ -291,7 +291,7 @@ public actor Node {
 
     func connect(_ link: Link) {
         guard pinSession(link) else { return }
-        // A session now: no longer one of the links a stranger may hold open (HandshakeGate).
+        // A session now: no longer one of the links a stranger may hold open (Admission).
         link.admission?.release()
         if let previous = sessions[link.peer.id], previous !== link {
             sessions[link.peer.id] = nil

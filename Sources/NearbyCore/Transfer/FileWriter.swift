@@ -14,8 +14,9 @@ import Darwin
 /// SHA-256. Writing and hashing are two serial queues in a row, so the two run at once on two cores
 /// instead of one after the other (together they were the receiver's longest chain: 3.6 s of a
 /// 4.6 s GiB). A failed write is reported by the next `write` and by `finish`; the descriptor is
-/// only ever closed on the writing queue, after every write queued before.
-final class FileWriter: Sendable {
+/// only ever closed on the writing queue, after every write queued before. Public for the other
+/// protocols' receivers (LocalSend, the web server): one receive-to-disk path, off the cooperative pool.
+public final class FileWriter: Sendable {
     private struct State {
         var failure: Int32 = 0
         /// `close()` was called: nothing more is queued.
@@ -27,9 +28,9 @@ final class FileWriter: Sendable {
 
     /// Bytes queued and not yet written may not exceed this.
     static let ahead = 8 << 20
-    let descriptor: Int32
+    public let descriptor: Int32
     /// The descriptor's place in the `ResourceBudget`: given back once it is closed.
-    let charge: ResourceBudget.Charge?
+    public let charge: ResourceBudget.Charge?
     private let queue = DispatchQueue(label: "nearby.file.in")
     /// Hashes what `queue` wrote, in the order written.
     private let hashQueue = DispatchQueue(label: "nearby.file.hash")
@@ -42,18 +43,18 @@ final class FileWriter: Sendable {
     }
     private let hashing: Hashing
 
-    init(descriptor: Int32, hasher: SHA256, charge: ResourceBudget.Charge? = nil) {
+    public init(descriptor: Int32, hasher: SHA256 = SHA256(), charge: ResourceBudget.Charge? = nil) {
         self.descriptor = descriptor
         self.charge = charge
         hashing = Hashing(hasher)
     }
 
     /// The errno of a write that failed so far, 0 if none.
-    var failure: Int32 { state.withLock { $0.failure } }
+    public var failure: Int32 { state.withLock { $0.failure } }
 
     /// Queues `payload` for `offset`; waits only while `ahead` bytes are queued. Returns the errno of
     /// an earlier failed write (nothing is queued then), or `ECANCELED` when the task was cancelled.
-    func write(_ payload: ByteBuffer, at offset: UInt64) async -> Int32 {
+    public func write(_ payload: ByteBuffer, at offset: UInt64) async -> Int32 {
         guard await room.take(exactly: payload.readableBytes) else { return ECANCELED }
         let earlier = state.withLock { $0.closing ? EBADF : $0.failure }
         if earlier != 0 {
@@ -81,7 +82,7 @@ final class FileWriter: Sendable {
     }
 
     /// Waits for every queued write and its hashing; the hash of everything written, and the errno of a failed write.
-    func finish() async -> (hasher: SHA256, failure: Int32) {
+    public func finish() async -> (hasher: SHA256, failure: Int32) {
         let hasher = await withCheckedContinuation { (continuation: CheckedContinuation<SHA256, Never>) in
             queue.async { [hashing, hashQueue] in
                 hashQueue.async { continuation.resume(returning: hashing.hasher) }
@@ -91,7 +92,7 @@ final class FileWriter: Sendable {
     }
 
     /// Closes the descriptor once every queued write is done (now, if there are none).
-    func close() {
+    public func close() {
         let first = state.withLock { state in
             defer { state.closing = true }
             return !state.closing
