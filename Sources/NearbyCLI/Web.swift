@@ -55,7 +55,7 @@ enum WebCommands {
             throw NearbyError.invalidArgument("--web takes files only with --save-dir (or NEARBY_SAVE_DIR): where should they go?")
         }
         let quota = DiskReceiving.quota(context.environment)
-        let receiving = DiskReceiving(directory: saveDir, maxBytes: quota, events: context.events)
+        let receiving = DiskReceiving(directory: saveDir, maxBytes: quota, partials: PartialFiles(limits: .from(environment: context.environment)), events: context.events)
         let token = WebToken.random()
         let server = try await WebServer.bind(
             port: port(context), admission: Admission(limits: .web(environment: context.environment)))
@@ -96,7 +96,7 @@ enum WebCommands {
         let server = try await WebServer.bind(
             port: port(context), admission: Admission(limits: .web(environment: context.environment)))
         let box = WebDropBox(
-            token: token, device: device, receiving: DiskReceiving(directory: saveDir, maxBytes: quota, events: context.events),
+            token: token, device: device, receiving: DiskReceiving(directory: saveDir, maxBytes: quota, partials: PartialFiles(limits: .from(environment: context.environment)), events: context.events),
             maxBody: quota + 64 * 1024)
         announce(context, server: server, token: token, mode: "receive", items: nil, saveDir: saveDir)
         return (server, box)

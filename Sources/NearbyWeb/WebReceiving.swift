@@ -8,9 +8,10 @@ import Darwin
 #endif
 
 /// Where a browser's uploaded file goes: the seam between the web pages and the node's one
-/// receive-to-disk path. Until the shared receive path (the LocalSend branch's) lands, `DiskReceiving`
-/// takes the core's own pieces — the stranger's account in `ResourceBudget`, the partial-file name
-/// (`Transfer.partialName`), `SafePath.placeWithoutOverwriting` — so switching owner changes this file only.
+/// receive-to-disk path. `DiskReceiving` takes the core's pieces — the stranger's account in
+/// `ResourceBudget`, the strangers' quota of partial files (`PartialFiles`, which may take a partial
+/// back while it is written), an unresumable stranger's partial name (`Transfer.partialName`, so a
+/// later run deletes what a crash left), `SafePath.placeWithoutOverwriting`.
 public protocol WebReceiving: Sendable {
     /// A file begins: `name` is what the browser sent (untrusted), `address` who sent it.
     func begin(name: String, from address: String, transfer: String) throws(NearbyError) -> any WebIncomingFile
@@ -29,17 +30,20 @@ public protocol WebIncomingFile: AnyObject, Sendable {
 /// A stranger's upload on disk, as nearby's files arrive: a private partial file (0600, O_EXCL, not
 /// following links) in the save directory, renamed only when the part ended whole, never over an
 /// existing file (`name (1).ext`), at most `maxBytes` (the strangers' partial-bytes quota,
-/// `NEARBY_PARTIAL_BYTES`), its open descriptor charged to the stranger's account.
+/// `NEARBY_PARTIAL_BYTES`), its open descriptor charged to the stranger's account and its bytes to
+/// the strangers' quota under the browser's address.
 public struct DiskReceiving: WebReceiving {
     public let directory: String
     public let maxBytes: UInt64
     public let budget: ResourceBudget
+    public let partials: PartialFiles
     public let events: any EventSink
 
-    public init(directory: String, maxBytes: UInt64, budget: ResourceBudget = .shared, events: any EventSink) {
+    public init(directory: String, maxBytes: UInt64, budget: ResourceBudget = .shared, partials: PartialFiles, events: any EventSink) {
         self.directory = directory
         self.maxBytes = maxBytes
         self.budget = budget
+        self.partials = partials
         self.events = events
     }
 
@@ -59,15 +63,18 @@ public struct DiskReceiving: WebReceiving {
         case let .failure(refusal):
             throw .transferFailed(path: name, code: "busy", reason: "no room for one more open file: \(refusal)")
         }
-        let partial = "\(directory)/" + Transfer.partialName(of: name, key: transfer, from: "web", stranger: true)
+        let partial = "\(directory)/" + Transfer.partialName(of: name, key: transfer, from: "web", alone: Transfer.unresumable, stranger: true)
         let fd = open(partial, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else {
             charge.release()
             throw .ioFailure(path: partial, reason: Transfer.errorText(errno))
         }
+        _ = partials.claim(partial)
+        let stopped = OneShot<Void>()
+        partials.begin(partial, owner: "web-" + address, bytes: 0) { _ = stopped.settle(()) }
         return DiskFile(
             name: name, partial: partial, directory: directory, fd: fd, charge: charge, maxBytes: maxBytes,
-            peer: .browser(address), transfer: transfer, events: events)
+            peer: .browser(address), transfer: transfer, partials: partials, stopped: stopped, events: events)
     }
 }
 
@@ -81,6 +88,9 @@ final class DiskFile: WebIncomingFile, @unchecked Sendable {
     let maxBytes: UInt64
     let peer: PeerRef
     let transfer: String
+    let partials: PartialFiles
+    /// Settled when the strangers' quota takes this partial back.
+    let stopped: OneShot<Void>
     let events: any EventSink
     private(set) var received: UInt64 = 0
     private var hasher = SHA256()
@@ -88,7 +98,12 @@ final class DiskFile: WebIncomingFile, @unchecked Sendable {
     private let started = ContinuousClock.now
     private var lastProgress = ContinuousClock.now
 
-    init(name: String, partial: String, directory: String, fd: Int32, charge: ResourceBudget.Charge, maxBytes: UInt64, peer: PeerRef, transfer: String, events: any EventSink) {
+    init(
+        name: String, partial: String, directory: String, fd: Int32, charge: ResourceBudget.Charge, maxBytes: UInt64, peer: PeerRef,
+        transfer: String, partials: PartialFiles, stopped: OneShot<Void>, events: any EventSink
+    ) {
+        self.partials = partials
+        self.stopped = stopped
         self.name = name
         self.partial = partial
         self.directory = directory
@@ -105,8 +120,12 @@ final class DiskFile: WebIncomingFile, @unchecked Sendable {
         guard received + UInt64(bytes.count) <= maxBytes else {
             throw .transferFailed(path: name, code: "too-large", reason: "larger than the \(maxBytes) bytes a stranger may leave on disk")
         }
+        guard !stopped.isSettled else {
+            throw .transferFailed(path: name, code: "quota", reason: "this device's room for unfinished files from browsers and peers it does not know is full")
+        }
         let error = Transfer.pwriteAll(fd, bytes, at: received)
         guard error == 0 else { throw .ioFailure(path: partial, reason: Transfer.errorText(error)) }
+        partials.grew(partial, by: bytes.count)
         hasher.update(bufferPointer: bytes)
         received += UInt64(bytes.count)
         if ContinuousClock.now - lastProgress >= Transfer.progressInterval {
@@ -132,6 +151,8 @@ final class DiskFile: WebIncomingFile, @unchecked Sendable {
             abandon(error)
             throw error
         }
+        partials.gone(partial, deleted: false)
+        partials.release(partial)
         events.emit(Events.FileReceived.make(
             transfer: transfer, peer: peer, path: placed, bytes: received, sha256: Hex.encode(hasher.finalize()),
             seconds: Transfer.seconds(since: started)))
@@ -141,6 +162,8 @@ final class DiskFile: WebIncomingFile, @unchecked Sendable {
     func abandon(_ error: NearbyError) {
         closeOnce()
         unlink(partial)
+        partials.gone(partial, deleted: true)
+        partials.release(partial)
         events.emit(Events.FileFailed.make(
             transfer: transfer, direction: "receive", peer: peer, path: name, code: error.code, reason: error.errorDescription ?? error.code))
     }
