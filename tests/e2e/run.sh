@@ -185,7 +185,9 @@ while next_test; do
     mkdir -p "$OUT"
     started=${EPOCHREALTIME/[.,]/}
     # A worker prints each test's lines together, so the labs' tests do not interleave.
-    if [[ -n ${E2E_QUEUE:-} ]]; then run_bounded "$TEST" >"$OUT/.e2e-log" 2>&1; else run_bounded "$TEST"; fi
+    # (Outside the lab: a test may look for files that appear under it.)
+    log=${E2E_QUEUE:-}.log.$$
+    if [[ -n ${E2E_QUEUE:-} ]]; then run_bounded "$TEST" >"$log" 2>&1; else run_bounded "$TEST"; fi
     status=$?
     if ((status == 0)); then
         PASSED=$((PASSED + 1)); verdict=ok
@@ -194,8 +196,8 @@ while next_test; do
     fi
     line=$(printf '%s - %s (%d ms)' "$verdict" "${TEST#test_}" $(( (${EPOCHREALTIME/[.,]/} - started) / 1000 )))
     if [[ -n ${E2E_QUEUE:-} ]]; then
-        { flock -x 9; cat "$OUT/.e2e-log"; echo "$line"; } 9>"$E2E_QUEUE.print"
-        rm -f "$OUT/.e2e-log"
+        { flock -x 9; cat "$log"; echo "$line"; } 9>"$E2E_QUEUE.print"
+        rm -f "$log"
     else
         echo "$line"
     fi
