@@ -154,11 +154,15 @@ descendants() {
     for child in $(ps -o pid= --ppid "$1" 2>/dev/null); do echo "$child"; descendants "$child"; done
 }
 run_bounded() {
-    local limit=${E2E_TEST_TIMEOUT:-600} test_pid timer status
+    local limit=${E2E_TEST_TIMEOUT:-600} test_pid timer status waited
     ("$1") &
     test_pid=$!
     (
-        sleep "$limit"
+        # Polled, so that the timer ends with the test (and with a worker killed mid-test).
+        for ((waited = 0; waited < limit; waited++)); do
+            sleep 1
+            kill -0 "$test_pid" 2>/dev/null || exit 0
+        done
         echo "    FAIL: $1 still running after $limit s: killed with every process it started" >&2
         kill -KILL $(descendants "$test_pid") "$test_pid" 2>/dev/null
     ) &
