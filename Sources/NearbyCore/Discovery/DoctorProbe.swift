@@ -16,7 +16,7 @@ public enum DoctorProbe {
     public static let slots = Slots(limit: 4)
 
     /// Browses for `instance` until it is found or `limit` passes; answers as soon as it is seen.
-    public static func look(for instance: String, within limit: Duration) async -> Control.ProbeReply {
+    public static func look(for instance: String, within limit: Duration) async -> FrameBody.ProbeReply {
         let started = ContinuousClock.now
         let waited = { Int((ContinuousClock.now - started) / .milliseconds(1)) }
         let browser = Browser(registrationType: registrationType)
@@ -24,7 +24,7 @@ public enum DoctorProbe {
         do throws(NearbyError) {
             updates = try browser.start()
         } catch {
-            return Control.ProbeReply(seen: false, waited: 0, reason: Self.daemonDown)
+            return FrameBody.ProbeReply(seen: false, waited: 0, reason: Self.daemonDown)
         }
         defer { browser.stop() }
         let found = await firstResult(within: limit) { () -> [String]? in
@@ -34,8 +34,8 @@ public enum DoctorProbe {
             }
             return nil
         }
-        guard let addresses = found else { return Control.ProbeReply(seen: false, waited: waited()) }
-        return Control.ProbeReply(seen: true, waited: waited(), addresses: addresses).bounded
+        guard let addresses = found else { return FrameBody.ProbeReply(seen: false, waited: waited()) }
+        return FrameBody.ProbeReply(seen: true, waited: waited(), addresses: addresses).bounded
     }
 
     /// A counting limit on probes running at once.
@@ -55,5 +55,14 @@ public enum DoctorProbe {
         }
 
         public func give() { used.withLock { $0 = max(0, $0 - 1) } }
+    }
+
+    /// The answer to a probe for `instance`: whether this host sees it within `wait`, or busy when
+    /// too many probes browse at once. The slot is taken here, in the job, so a job that never runs
+    /// (the node stopping) holds none.
+    static func reply(to instance: String, within wait: Duration) async -> FrameBody.ProbeReply {
+        guard slots.take() else { return FrameBody.ProbeReply(seen: false, waited: 0, reason: "busy: too many probes at once") }
+        defer { slots.give() }
+        return await look(for: instance, within: wait)
     }
 }

@@ -21,21 +21,11 @@ extension Node {
             let batch = files.count > 1 ? Events.Progress.Batch(file: index + 1, files: files.count, before: before, total: total) : nil
             before += file.size
             guard let link = sessions[peer.id] else { throw .connectionFailed("the session with \(peer.id) ended") }
-            let channel = try link.openChannel { id in
-                let channel = OutgoingChannel(id: id)
-                return (.sending(channel), channel)
-            }
-            defer { link.channels.finish(channel.id) }
-            try await FileSender.send(file, over: channel, link: link, sender: identity.peerID, sink: sink, batch: batch)
+            try await link.offerFile(file, sender: identity.peerID, sink: sink, batch: batch)
         }
         for directory in directories {
             guard let link = sessions[peer.id] else { throw .connectionFailed("the session with \(peer.id) ended") }
-            let channel = try link.openChannel { id in
-                let channel = OutgoingChannel(id: id)
-                return (.sending(channel), channel)
-            }
-            defer { link.channels.finish(channel.id) }
-            try await Self.make(directory, over: channel, link: link, sink: sink)
+            try await link.offerDirectory(directory, sink: sink)
         }
     }
 }

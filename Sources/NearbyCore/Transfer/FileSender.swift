@@ -15,7 +15,7 @@ enum FileSender {
     /// within the receiver's window, close and the receiver's confirmation. Outside the node actor:
     /// reading, hashing and waiting for credit never hold it up.
     static func send(
-        _ file: OutgoingFile, over channel: OutgoingChannel, link: Link, sender: PeerID, sink: any EventSink,
+        _ file: OutgoingFile, over channel: OutgoingChannel, link: any ChannelPort, sender: PeerID, sink: any EventSink,
         batch: Events.Progress.Batch? = nil
     ) async throws(NearbyError) {
         let transfer = String(Transfer.key(sender: sender, file: file).prefix(12)) + "-\(channel.id)"
@@ -29,7 +29,7 @@ enum FileSender {
         }
         /// Cancelled (Ctrl-C): tell the receiver from a task that is not cancelled itself.
         func cancelled() async -> NearbyError {
-            await Task { await link.send(Control.frame(.reset, Control.Reset(reason: "the sender cancelled", code: .cancelled), channel: channel.id)) }.value
+            await Task { await link.send(FrameBody.frame(.reset, FrameBody.Reset(reason: "the sender cancelled", code: .cancelled), channel: channel.id)) }.value
             _ = failed("cancelled", "cancelled by the sender")
             return .cancelled("sending \(file.relative)")
         }
@@ -137,7 +137,7 @@ enum FileSender {
         }
 
         let key = Transfer.key(sender: sender, file: file)
-        var next = try await carry(machine.offer(Control.Open(kind: .file, path: file.relative, size: file.size, key: key)))
+        var next = try await carry(machine.offer(FrameBody.Open(kind: .file, path: file.relative, size: file.size, key: key)))
         var hasher = SHA256()
         while true {
             switch next {
@@ -146,9 +146,9 @@ enum FileSender {
             case let .checkPrefix(offset, theirs)?:
                 // Resume: the receiver has `offset` bytes; continue only if they are ours.
                 NearbyLog.logger.debug("\(file.relative): the receiver has \(offset) bytes; checking they are ours")
-                var prefix = SHA256()
-                let ours = Transfer.hash(fd, count: offset, into: &prefix) && Transfer.hex(prefix.finalize()) == theirs
-                if ours { hasher = prefix }
+                let prefix = await Transfer.hash(fd, count: offset)
+                let ours = prefix.map { Transfer.hex($0.finalize()) == theirs } ?? false
+                if ours, let prefix { hasher = prefix }
                 next = try await carry(machine.prefixChecked(offset, ours: ours))
             case let .sendData(offset)?:
                 try await sendData(from: offset, hasher: hasher)

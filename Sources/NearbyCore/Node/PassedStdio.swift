@@ -46,7 +46,7 @@ struct PassedStdio {
         ask()
         let received: Result<[Int32], DescriptorPassing.Failure>
         do {
-            received = try await NIOThreadPool.singleton.runIfActive {
+            received = try await Blocking.run { _ in
                 Result { () throws(DescriptorPassing.Failure) in
                     try DescriptorPassing.receive(on: socket, limit: offer.count, until: .now + wait)
                 }
@@ -122,5 +122,12 @@ extension PassOffer {
         #else
         return nil
         #endif
+    }
+}
+
+extension PassedInputSource {
+    /// Opens the file a client named in its request (`PassedInput`), when it is still that file.
+    convenience init?(_ input: PassedInput) {
+        self.init(path: input.path, device: input.device, inode: input.inode, offset: input.offset)
     }
 }
