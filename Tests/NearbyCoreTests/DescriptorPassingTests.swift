@@ -116,7 +116,8 @@ import Darwin
         #expect(budget.takeDescriptors(1))
         let output = PassedOutput(PassedDescriptor(pipe.write, budget: budget))
         var failed = false
-        for _ in 0..<50 where !failed {
+        let deadline = ContinuousClock.now + .seconds(TestNodes.patience)
+        while !failed, ContinuousClock.now < deadline {
             do {
                 try await output.write(ByteBuffer(repeating: 1, count: 4096))
                 try await Task.sleep(for: .milliseconds(10))
@@ -188,10 +189,10 @@ import Darwin
     }
 
     private func until(_ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(5)
+        let deadline = ContinuousClock.now + .seconds(TestNodes.patience)
         while !condition() {
             guard ContinuousClock.now < deadline else {
-                Issue.record("condition not met within 5 s")
+                Issue.record("condition not met within \(TestNodes.patience) s")
                 return
             }
             try await Task.sleep(for: .milliseconds(10))

@@ -4,7 +4,7 @@ import Testing
 @testable import NearbyCore
 
 /// Two real nodes in this process sending files over loopback TLS (HOST:PORT: no daemon needed).
-@Suite(.serialized) struct FileTransferTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct FileTransferTests {
     private func temporary(_ name: String) throws -> String {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-\(name)-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -12,6 +12,7 @@ import Testing
     }
 
     private func node(_ name: String, save: String? = nil) async throws -> (Node, MemorySink) {
+        TestNodes.relaxDeadlines()
         let paths = NearbyPaths(home: try temporary("home"))
         let identity = try IdentityStore(paths: paths).loadOrCreate(defaultName: name)
         var configuration = NodeConfiguration(service: .default)
@@ -39,8 +40,8 @@ import Testing
         try write(Array("old".utf8), to: save + "/data.bin")
         let files = try FileList.collect([source + "/data.bin"])
         let port = await bob.port
-        try await alice.sendFiles(files, to: "127.0.0.1:\(port)", timeout: 5, client: nil)
-        try await alice.sendFiles(files, to: "127.0.0.1:\(port)", timeout: 5, client: nil)
+        try await alice.sendFiles(files, to: "127.0.0.1:\(port)", timeout: TestNodes.patience, client: nil)
+        try await alice.sendFiles(files, to: "127.0.0.1:\(port)", timeout: TestNodes.patience, client: nil)
         #expect(try Data(contentsOf: URL(fileURLWithPath: save + "/data.bin")) == Data("old".utf8))
         #expect(try Data(contentsOf: URL(fileURLWithPath: save + "/data (1).bin")) == Data(content))
         #expect(try Data(contentsOf: URL(fileURLWithPath: save + "/data (2).bin")) == Data(content))
@@ -65,14 +66,14 @@ import Testing
         // What an interrupted transfer left: the right first 700 000 bytes.
         try write(Array(content.prefix(700_000)), to: partial)
         let port = await bob.port
-        try await alice.sendFiles(files, to: "127.0.0.1:\(port)", timeout: 5, client: nil)
+        try await alice.sendFiles(files, to: "127.0.0.1:\(port)", timeout: TestNodes.patience, client: nil)
         #expect(try Data(contentsOf: URL(fileURLWithPath: save + "/big.bin")) == Data(content))
         #expect(aliceEvents.lines.contains { $0.contains(#""event":"file-sent""#) && $0.contains(#""skipped":700000"#) })
         #expect(!FileManager.default.fileExists(atPath: partial))
 
         // A partial file whose bytes are not this file's is started over.
         try write(Array(repeating: 0, count: 500_000), to: partial)
-        try await alice.sendFiles(files, to: "127.0.0.1:\(port)", timeout: 5, client: nil)
+        try await alice.sendFiles(files, to: "127.0.0.1:\(port)", timeout: TestNodes.patience, client: nil)
         // Sent whole again, it is the copy already there: no second one.
         #expect(!FileManager.default.fileExists(atPath: save + "/big (1).bin"))
         let last = try #require(bobEvents.lines.last { $0.contains(#""event":"file-received""#) })
@@ -95,7 +96,7 @@ import Testing
         let (bob, _) = try await node("bob", save: save)
         let (alice, _) = try await node("alice")
         let port = await bob.port
-        try await alice.sendFiles(files, to: "127.0.0.1:\(port)", timeout: 5, client: nil)
+        try await alice.sendFiles(files, to: "127.0.0.1:\(port)", timeout: TestNodes.patience, client: nil)
         #expect(try String(contentsOfFile: save + "/tree/a/b/deep.txt", encoding: .utf8) == "deep")
         #expect(try Data(contentsOf: URL(fileURLWithPath: save + "/tree/a/empty")).isEmpty)
         var isDirectory: ObjCBool = false
@@ -113,7 +114,7 @@ import Testing
         let files = try FileList.collect([source + "/.bash_profile"])
         let port = await bob.port
         let error = await #expect(throws: NearbyError.self) {
-            try await alice.sendFiles(files, to: "127.0.0.1:\(port)", timeout: 5, client: nil)
+            try await alice.sendFiles(files, to: "127.0.0.1:\(port)", timeout: TestNodes.patience, client: nil)
         }
         #expect(error?.code == "no-save-dir")
         #expect(aliceEvents.lines.contains { $0.contains(#""event":"file-failed""#) && $0.contains(#""code":"no-save-dir""#) })

@@ -29,7 +29,7 @@ import Testing
     }
 
     private func until(_ condition: () -> Bool) {
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(TestNodes.patience)
         while !condition(), ContinuousClock.now < deadline { usleep(1000) }
     }
 

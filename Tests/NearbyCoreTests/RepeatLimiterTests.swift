@@ -108,7 +108,7 @@ import Testing
         let memory = MemorySink()
         let sink = LimitedSink(memory, burst: 1, window: .milliseconds(200))
         for _ in 0..<10 { sink.emit(Events.Rejected(address: "a", reason: "r", code: "not-a-nearby-peer")) }
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(TestNodes.patience)
         while !memory.lines.contains(where: { $0.contains(#""event":"suppressed""#) }), ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(20))
         }

@@ -155,8 +155,8 @@ import Testing
         let (receiver, sink) = receiver(LocalSendPolicy(saveDirectory: temporary(), pin: nil), home: temporary())
         let offer = body([prepareBody(files: [("f1", "a.jpg", 3, nil)])])
         async let decided = receiver.handle(prepare, body: offer)
-        // The invitation waits for an answer (polled, at most 5 s).
-        let deadline = ContinuousClock.now + .seconds(5)
+        // The invitation waits for an answer (polled, at most 120 s: a loaded machine is slow).
+        let deadline = ContinuousClock.now + .seconds(120)
         while !sink.lines.contains(where: { $0.contains(#""event":"invitation""#) }), ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(10))
         }

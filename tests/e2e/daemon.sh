@@ -22,7 +22,8 @@ test_every_command_fails_at_once_without_the_daemon() {
         ms=$(( (${EPOCHREALTIME/[.,]/} - started) / 1000 ))
         echo "    nearby ${command%% *}: exit $status after $ms ms"
         if [[ $status != 7 ]]; then fail "'nearby $command' exited $status without the daemon"; ok=1; continue; fi
-        (( ms <= 2000 )) || { fail "'nearby $command' took $ms ms to fail"; ok=1; }
+        # At once, not after --timeout 30: bounded at 10 s, which a loaded machine (three labs on two cores) needs.
+        (( ms <= 10000 )) || { fail "'nearby $command' took $ms ms to fail"; ok=1; }
         # stream prints its events on stderr (stdout carries the bytes).
         cat "$OUT/out.jsonl" "$OUT/err.txt" | grep -q '"code":"daemon-unavailable"' || { fail "no daemon-unavailable error from '$command'"; ok=1; }
         grep -q "is avahi-daemon running?" "$OUT/err.txt" || { fail "'$command' does not ask whether avahi-daemon runs"; ok=1; }

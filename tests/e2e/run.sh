@@ -154,11 +154,15 @@ descendants() {
     for child in $(ps -o pid= --ppid "$1" 2>/dev/null); do echo "$child"; descendants "$child"; done
 }
 run_bounded() {
-    local limit=${E2E_TEST_TIMEOUT:-600} test_pid timer status
+    local limit=${E2E_TEST_TIMEOUT:-600} test_pid timer status waited
     ("$1") &
     test_pid=$!
     (
-        sleep "$limit"
+        # Polled, so that the timer ends with the test (and with a worker killed mid-test).
+        for ((waited = 0; waited < limit; waited++)); do
+            sleep 1
+            kill -0 "$test_pid" 2>/dev/null || exit 0
+        done
         echo "    FAIL: $1 still running after $limit s: killed with every process it started" >&2
         kill -KILL $(descendants "$test_pid") "$test_pid" 2>/dev/null
     ) &
@@ -185,7 +189,9 @@ while next_test; do
     mkdir -p "$OUT"
     started=${EPOCHREALTIME/[.,]/}
     # A worker prints each test's lines together, so the labs' tests do not interleave.
-    if [[ -n ${E2E_QUEUE:-} ]]; then run_bounded "$TEST" >"$OUT/.e2e-log" 2>&1; else run_bounded "$TEST"; fi
+    # (Outside the lab: a test may look for files that appear under it.)
+    log=${E2E_QUEUE:-}.log.$$
+    if [[ -n ${E2E_QUEUE:-} ]]; then run_bounded "$TEST" >"$log" 2>&1; else run_bounded "$TEST"; fi
     status=$?
     if ((status == 0)); then
         PASSED=$((PASSED + 1)); verdict=ok
@@ -194,8 +200,8 @@ while next_test; do
     fi
     line=$(printf '%s - %s (%d ms)' "$verdict" "${TEST#test_}" $(( (${EPOCHREALTIME/[.,]/} - started) / 1000 )))
     if [[ -n ${E2E_QUEUE:-} ]]; then
-        { flock -x 9; cat "$OUT/.e2e-log"; echo "$line"; } 9>"$E2E_QUEUE.print"
-        rm -f "$OUT/.e2e-log"
+        { flock -x 9; cat "$log"; echo "$line"; } 9>"$E2E_QUEUE.print"
+        rm -f "$log"
     else
         echo "$line"
     fi

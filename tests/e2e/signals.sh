@@ -57,7 +57,8 @@ test_an_interrupted_accept_leaves_no_ghost_in_the_node() {
     ms=$(( (${EPOCHREALTIME/[.,]/} - started) / 1000 ))
     echo "    unanswered invitation: exit $status after $ms ms"
     expect_eq "$status" 4 "an invitation nobody answers times out" || { show "$OUT/invite.jsonl" "$node"; return 1; }
-    (( ms < 5000 )) || { fail "the invitation took $ms ms to time out (--timeout 3)"; return 1; }
+    # On time, not held by a ghost: 3 s and what a loaded machine adds (7 s seen with three labs on two cores).
+    (( ms < 20000 )) || { fail "the invitation took $ms ms to time out (--timeout 3)"; return 1; }
     expect_json "$node" 'select(.event=="declined" and (.reason | test("withdrawn|expired")))' "the node saw the invitation end" || return 1
     # The next accept takes the next invitation.
     lab_bg 1 "$OUT/accept2.jsonl" "$NEARBY" accept --service sig2 >/dev/null
