@@ -1,11 +1,11 @@
 import Foundation
 
-/// Sending files: the node finds the session (inviting first) and opens a channel of the link per
-/// file; `FileSender` does the rest.
+/// Sending files: the node finds the session (inviting first); `FolderSender` sends the files, many
+/// at once, each on a channel of the link.
 extension Node {
     // MARK: Sending
 
-    /// Sends files to a peer (inviting it first if needed), one after another.
+    /// Sends files to a peer (inviting it first if needed).
     public func sendFiles(
         _ files: [OutgoingFile], to query: String, timeout: Double, client: (any EventSink)?
     ) async throws(NearbyError) {
@@ -14,19 +14,15 @@ extension Node {
         // The files, then the empty directories of the trees (which carry no data and no events).
         let directories = files.filter { $0.directory == true }
         let files = files.filter { $0.directory != true }
-        let total = files.reduce(UInt64(0)) { $0 + $1.size }
-        var before: UInt64 = 0
-        for (index, file) in files.enumerated() {
-            // Several files: each progress event also says where the whole batch is.
-            let batch = files.count > 1 ? Events.Progress.Batch(file: index + 1, files: files.count, before: before, total: total) : nil
-            before += file.size
-            guard let link = sessions[peer.id] else { throw .connectionFailed("the session with \(peer.id) ended") }
+        guard let link = sessions[peer.id] else { throw .connectionFailed("the session with \(peer.id) ended") }
+        let sender = identity.peerID
+        try await FolderSender.send(files) { (file: OutgoingFile, batch: Events.Progress.Batch?) async throws(NearbyError) in
             let channel = try link.openChannel { id in
                 let channel = OutgoingChannel(id: id)
                 return (.sending(channel), channel)
             }
             defer { link.channels.finish(channel.id) }
-            try await FileSender.send(file, over: channel, link: link, sender: identity.peerID, sink: sink, batch: batch)
+            try await FileSender.send(file, over: channel, link: link, sender: sender, sink: sink, batch: batch)
         }
         for directory in directories {
             guard let link = sessions[peer.id] else { throw .connectionFailed("the session with \(peer.id) ended") }
