@@ -14,7 +14,10 @@ import Darwin
 /// SHA-256. Writing and hashing are two serial queues in a row, so the two run at once on two cores
 /// instead of one after the other (together they were the receiver's longest chain: 3.6 s of a
 /// 4.6 s GiB). A failed write is reported by the next `write` and by `finish`; the descriptor is
-/// only ever closed on the writing queue, after every write queued before.
+/// only ever closed on the writing queue, after every write queued before. A small file (`inline`:
+/// at most `inlineBytes`) skips the queues: a write of a few KiB to the page cache costs less than
+/// the two hops and wake-ups that would carry it, so it is written and hashed at once, on the
+/// caller's thread.
 final class FileWriter: Sendable {
     private struct State {
         var failure: Int32 = 0
@@ -27,6 +30,10 @@ final class FileWriter: Sendable {
 
     /// Bytes queued and not yet written may not exceed this.
     static let ahead = 8 << 20
+    /// Files of at most this size are written inline.
+    static let inlineBytes: UInt64 = 256 << 10
+    /// Written and hashed on the caller's thread (a small file), not on the queues.
+    let inline: Bool
     let descriptor: Int32
     /// The descriptor's place in the `ResourceBudget`: given back once it is closed.
     let charge: ResourceBudget.Charge?
@@ -42,9 +49,10 @@ final class FileWriter: Sendable {
     }
     private let hashing: Hashing
 
-    init(descriptor: Int32, hasher: SHA256, charge: ResourceBudget.Charge? = nil) {
+    init(descriptor: Int32, hasher: SHA256, charge: ResourceBudget.Charge? = nil, inline: Bool = false) {
         self.descriptor = descriptor
         self.charge = charge
+        self.inline = inline
         hashing = Hashing(hasher)
     }
 
@@ -54,6 +62,7 @@ final class FileWriter: Sendable {
     /// Queues `payload` for `offset`; waits only while `ahead` bytes are queued. Returns the errno of
     /// an earlier failed write (nothing is queued then), or `ECANCELED` when the task was cancelled.
     func write(_ payload: ByteBuffer, at offset: UInt64) async -> Int32 {
+        if inline { return writeInline(payload, at: offset) }
         guard await room.take(exactly: payload.readableBytes) else { return ECANCELED }
         let earlier = state.withLock { $0.closing ? EBADF : $0.failure }
         if earlier != 0 {
@@ -80,8 +89,24 @@ final class FileWriter: Sendable {
         return 0
     }
 
+    /// Writes and hashes `payload` at once (`inline`). The frames of one channel come one after
+    /// another from the link's task, so nothing else touches the hasher meanwhile.
+    private func writeInline(_ payload: ByteBuffer, at offset: UInt64) -> Int32 {
+        let earlier = state.withLock { $0.closing ? EBADF : $0.failure }
+        guard earlier == 0 else { return earlier }
+        let error = payload.withUnsafeReadableBytes { Transfer.pwriteAll(descriptor, $0, at: offset) }
+        guard error == 0 else {
+            state.withLock { $0.failure = error }
+            return error
+        }
+        payload.withUnsafeReadableBytes { hashing.hasher.update(bufferPointer: $0) }
+        BufferPool.received.recycle(payload)
+        return 0
+    }
+
     /// Waits for every queued write and its hashing; the hash of everything written, and the errno of a failed write.
     func finish() async -> (hasher: SHA256, failure: Int32) {
+        if inline { return (hashing.hasher, state.withLock { $0.failure }) }
         let hasher = await withCheckedContinuation { (continuation: CheckedContinuation<SHA256, Never>) in
             queue.async { [hashing, hashQueue] in
                 hashQueue.async { continuation.resume(returning: hashing.hasher) }
@@ -97,6 +122,12 @@ final class FileWriter: Sendable {
             return !state.closing
         }
         guard first else { return }
+        if inline {
+            Transfer.closeDescriptor(descriptor)
+            state.withLock { $0.closed = true }
+            charge?.release()
+            return
+        }
         queue.async { [self] in
             Transfer.closeDescriptor(descriptor)
             state.withLock { $0.closed = true }
