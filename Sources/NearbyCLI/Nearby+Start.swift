@@ -26,10 +26,10 @@ extension Nearby {
                 try command.run()
             }
         } catch {
-            // Help is the one clean exit whose text starts with the overview or the usage.
-            let unwrapped = fullMessage(for: error, columns: HelpText.unwrapped)
-            if exitCode(for: error) == .success, unwrapped.hasPrefix("OVERVIEW:") || unwrapped.hasPrefix("USAGE:") {
-                print(HelpText.wrap(unwrapped, columns: HelpText.screenColumns()))
+            // Help is the clean exit of a command line that asks for it (not `--version`, not
+            // `--experimental-dump-help`'s JSON): wrapped for this screen.
+            if exitCode(for: error) == .success, SubcommandCheck.asksForHelp(arguments) {
+                print(HelpText.wrap(fullMessage(for: error, columns: HelpText.unwrapped), columns: HelpText.screenColumns()))
                 Foundation.exit(ExitCode.success.rawValue)
             }
             exit(withError: error)
@@ -58,6 +58,11 @@ enum SubcommandCheck {
             return arguments
         }
         return [command] + leading + arguments.dropFirst(leading.count + 1)
+    }
+
+    /// Whether the command line asks for help: `help [NAME]`, or `-h` / `--help` before any `--`.
+    static func asksForHelp(_ arguments: [String]) -> Bool {
+        arguments.first == "help" || arguments.prefix { $0 != "--" }.contains { ["-h", "--help", "-help"].contains($0) }
     }
 
     static func problem(in arguments: [String], known: [String]) -> String? {

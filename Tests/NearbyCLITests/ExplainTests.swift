@@ -28,6 +28,17 @@ import Testing
         #expect(OutputStyle.unknownEnvironmentValue([:]) == nil)
     }
 
+    /// Help is known by what was asked, not by the words ArgumentParser's text starts with.
+    @Test func helpIsKnownByTheCommandLine() {
+        #expect(SubcommandCheck.asksForHelp(["help"]))
+        #expect(SubcommandCheck.asksForHelp(["help", "send"]))
+        #expect(SubcommandCheck.asksForHelp(["send", "--help"]))
+        #expect(SubcommandCheck.asksForHelp(["browse", "-h"]))
+        #expect(!SubcommandCheck.asksForHelp(["--version"]))
+        #expect(!SubcommandCheck.asksForHelp(["--experimental-dump-help"]))
+        #expect(!SubcommandCheck.asksForHelp(["send", "bob", "--", "--help"]))
+    }
+
     @Test func noSubcommandIsAUsageError() async {
         let command = Nearby()
         await #expect(throws: ValidationError.self) { try await command.run() }

@@ -7,7 +7,7 @@ import Testing
 /// channels, caps, and close/reset races.
 @Suite struct ChannelMuxTests {
     private func open(_ id: UInt32) -> Frame {
-        Control.frame(.open, Control.Open(kind: .stream, path: "", size: 0, key: ""), channel: id)
+        FrameBody.frame(.open, FrameBody.Open(kind: .stream, path: "", size: 0, key: ""), channel: id)
     }
 
     private func data(_ id: UInt32, _ count: Int) -> Frame {
@@ -79,7 +79,7 @@ import Testing
         var mux = ChannelMux(isClient: true)
         let opened = mux.open()
         let id = try #require(opened)
-        _ = try mux.receive(Control.frame(.openReply, Control.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil), channel: id))
+        _ = try mux.receive(FrameBody.frame(.openReply, FrameBody.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil), channel: id))
         mux.finish(id)
         #expect(try mux.receive(window(id, 100)) == .ignore)
         #expect(try mux.receive(data(id, 100)) == .ignore)
@@ -105,7 +105,7 @@ import Testing
             return
         }
         #expect(answer.kind == .openReply && answer.channel == 5)
-        let reply = try Control.decode(Control.OpenReply.self, from: answer)
+        let reply = try FrameBody.decode(FrameBody.OpenReply.self, from: answer)
         #expect(!reply.accept)
         #expect(mux.count == 2)
         // Frames on the refused channel are late, not violations; our own opens hit the cap too.
@@ -118,7 +118,7 @@ import Testing
     @Test func anAnswerToAChannelWeDidNotOpenIsAViolation() throws {
         var mux = ChannelMux(isClient: false)
         _ = try mux.receive(open(1))
-        let reply = Control.frame(.openReply, Control.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil), channel: 1)
+        let reply = FrameBody.frame(.openReply, FrameBody.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil), channel: 1)
         #expect(throws: ProtocolViolation.self) { try mux.receive(reply) }
     }
 

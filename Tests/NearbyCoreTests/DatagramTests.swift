@@ -59,7 +59,7 @@ import Testing
     }
 
     @Test func setupFrameRoundTripsAndRejectsBadKeys() throws {
-        let setup = Control.Datagrams(port: 4242, tag: 0x0102_0304_0506_0708, key: Array(repeating: 7, count: 32))
+        let setup = FrameBody.Datagrams(port: 4242, tag: 0x0102_0304_0506_0708, key: Array(repeating: 7, count: 32))
         let checked = try #require(setup.checked)
         #expect(checked.port == 4242 && checked.tag == 0x0102_0304_0506_0708)
         var bad = setup
@@ -70,9 +70,9 @@ import Testing
         #expect(bad.checked == nil)
         var machine = SessionStateMachine()
         _ = machine.invite(id: "i", context: nil, timeout: 5)
-        _ = try machine.received(Control.frame(.answer, Control.Answer(invitation: "i", accept: true, reason: nil)))
-        #expect(try machine.received(Control.frame(.datagrams, setup)) == [.datagrams(setup)])
-        #expect(throws: ProtocolViolation.self) { try machine.received(Control.frame(.datagrams, bad)) }
+        _ = try machine.received(FrameBody.frame(.answer, FrameBody.Answer(invitation: "i", accept: true, reason: nil)))
+        #expect(try machine.received(FrameBody.frame(.datagrams, setup)) == [.datagrams(setup)])
+        #expect(throws: ProtocolViolation.self) { try machine.received(FrameBody.frame(.datagrams, bad)) }
     }
 
     @Test func linesAreSplitAcrossChunksAndBounded() throws {

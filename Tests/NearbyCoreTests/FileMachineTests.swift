@@ -155,13 +155,13 @@ import Testing
         }
         let channel = try #require(sending)
         #expect(channel.id == 1)
-        guard case let .deliver(.sending(routed), _) = try channels.route(Control.frame(.openReply, Control.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil), channel: 1)) else {
+        guard case let .deliver(.sending(routed), _) = try channels.route(FrameBody.frame(.openReply, FrameBody.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil), channel: 1)) else {
             Issue.record("the answer did not reach the sender")
             return
         }
         #expect(routed === channel)
         // The peer's offer goes to the node; once accepted its frames go to the file.
-        guard case .offer = try channels.route(Control.frame(.open, Control.Open(kind: .file, path: "a", size: 1, key: ""), channel: 2)) else {
+        guard case .offer = try channels.route(FrameBody.frame(.open, FrameBody.Open(kind: .file, path: "a", size: 1, key: ""), channel: 2)) else {
             Issue.record("an offer was not an offer")
             return
         }
@@ -212,14 +212,14 @@ import Testing
             #expect(TransferCode(code) != .other(code))
         }
         #expect(TransferCode(String(repeating: "z", count: 100)) == .other(String(repeating: "z", count: 32)))
-        let reset = Control.Reset(reason: "r", code: .connectionLost)
-        #expect(try WireMessage(Control.frame(.reset, reset, channel: 1)) == .channel(1, .reset(reset)))
+        let reset = FrameBody.Reset(reason: "r", code: .connectionLost)
+        #expect(try WireMessage(FrameBody.frame(.reset, reset, channel: 1)) == .channel(1, .reset(reset)))
         #expect(TransferCode.cancelled.resumable && TransferCode.connectionLost.resumable && !TransferCode.integrity.resumable)
 
         let open = Frame(kind: .open, channel: 2, payload: ByteBuffer(string: #"{"kind":"telnet","path":"a","size":1,"key":""}"#))
-        #expect(try WireMessage(open) == .channel(2, .open(Control.Open(kind: .other("telnet"), path: "a", size: 1, key: ""))))
+        #expect(try WireMessage(open) == .channel(2, .open(FrameBody.Open(kind: .other("telnet"), path: "a", size: 1, key: ""))))
         let file = Frame(kind: .open, channel: 2, payload: ByteBuffer(string: #"{"kind":"file","path":"a","size":1,"key":""}"#))
-        #expect(try WireMessage(file) == .channel(2, .open(Control.Open(kind: .file, path: "a", size: 1, key: ""))))
+        #expect(try WireMessage(file) == .channel(2, .open(FrameBody.Open(kind: .file, path: "a", size: 1, key: ""))))
     }
 }
 
@@ -244,7 +244,7 @@ import Testing
 
 /// The sender's machine says what to do, as `SessionStateMachine` does: tested without a socket.
 @Suite struct FileSendActionTests {
-    private let open = Control.Open(kind: .file, path: "a.bin", size: 10, key: "k")
+    private let open = FrameBody.Open(kind: .file, path: "a.bin", size: 10, key: "k")
 
     /// An action, with its frame decoded (JSON keys come in no fixed order).
     enum Decoded: Equatable {
@@ -262,42 +262,42 @@ import Testing
     @Test func aFileFromOfferToDelivery() {
         var file = FileSendMachine(size: 10, channel: 3)
         #expect(decoded(file.offer(open)) == [.send(.channel(3, .open(open)))])
-        #expect(decoded(file.answered(Control.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil)))
-            == [.send(.channel(3, .start(Control.Start(offset: 0)))), .other(.sendData(from: 0))])
+        #expect(decoded(file.answered(FrameBody.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil)))
+            == [.send(.channel(3, .start(FrameBody.Start(offset: 0)))), .other(.sendData(from: 0))])
         #expect(throws: Never.self) { try file.sent(10) }
-        #expect(decoded(file.ended(sha256: "abc")) == [.send(.channel(3, .close(Control.Close(sha256: "abc", bytes: 10))))])
-        let confirmed = Control.Close(sha256: "abc", bytes: 10, alreadyThere: true)
+        #expect(decoded(file.ended(sha256: "abc")) == [.send(.channel(3, .close(FrameBody.Close(sha256: "abc", bytes: 10))))])
+        let confirmed = FrameBody.Close(sha256: "abc", bytes: 10, alreadyThere: true)
         #expect(file.receiverClosed(confirmed) == [.delivered(confirmed)])
         #expect(file.state == .closed)
     }
 
     @Test func aResumeChecksThePrefixFirst() {
         var file = FileSendMachine(size: 10, channel: 1)
-        #expect(file.answered(Control.OpenReply(accept: true, offset: 4, prefixSHA256: "p", reason: nil)) == [.checkPrefix(offset: 4, sha256: "p")])
-        #expect(decoded(file.prefixChecked(4, ours: true)) == [.send(.channel(1, .start(Control.Start(offset: 4)))), .other(.sendData(from: 4))])
+        #expect(file.answered(FrameBody.OpenReply(accept: true, offset: 4, prefixSHA256: "p", reason: nil)) == [.checkPrefix(offset: 4, sha256: "p")])
+        #expect(decoded(file.prefixChecked(4, ours: true)) == [.send(.channel(1, .start(FrameBody.Start(offset: 4)))), .other(.sendData(from: 4))])
         var other = FileSendMachine(size: 10, channel: 1)
-        _ = other.answered(Control.OpenReply(accept: true, offset: 4, prefixSHA256: "p", reason: nil))
-        #expect(decoded(other.prefixChecked(4, ours: false)) == [.send(.channel(1, .start(Control.Start(offset: 0)))), .other(.sendData(from: 0))])
+        _ = other.answered(FrameBody.OpenReply(accept: true, offset: 4, prefixSHA256: "p", reason: nil))
+        #expect(decoded(other.prefixChecked(4, ours: false)) == [.send(.channel(1, .start(FrameBody.Start(offset: 0)))), .other(.sendData(from: 0))])
     }
 
     @Test func refusalsResetsAndDamageFailIt() {
         var refused = FileSendMachine(size: 10)
-        #expect(refused.answered(Control.OpenReply(accept: false, offset: 0, prefixSHA256: nil, reason: "full", code: .busy))
+        #expect(refused.answered(FrameBody.OpenReply(accept: false, offset: 0, prefixSHA256: nil, reason: "full", code: .busy))
             == [.fail(code: "busy", reason: "the peer refused the file: full")])
         var stopped = FileSendMachine(size: 10)
-        _ = stopped.answered(Control.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil))
-        #expect(stopped.receiverReset(Control.Reset(reason: "disk", code: .ioError)) == [.fail(code: "io-error", reason: "the receiver stopped: disk")])
+        _ = stopped.answered(FrameBody.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil))
+        #expect(stopped.receiverReset(FrameBody.Reset(reason: "disk", code: .ioError)) == [.fail(code: "io-error", reason: "the receiver stopped: disk")])
         var damaged = FileSendMachine(size: 1)
-        _ = damaged.answered(Control.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil))
+        _ = damaged.answered(FrameBody.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil))
         try? damaged.sent(1)
         _ = damaged.ended(sha256: "a")
-        #expect(damaged.receiverClosed(Control.Close(sha256: "b", bytes: 1)) == [.fail(code: "integrity", reason: "the receiver's SHA-256 differs")])
+        #expect(damaged.receiverClosed(FrameBody.Close(sha256: "b", bytes: 1)) == [.fail(code: "integrity", reason: "the receiver's SHA-256 differs")])
         var late = FileSendMachine(size: 1)
-        _ = late.answered(Control.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil))
-        #expect(late.answered(Control.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil))
+        _ = late.answered(FrameBody.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil))
+        #expect(late.answered(FrameBody.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil))
             == [.fail(code: "protocol", reason: "the transfer broke the file protocol: a second answer to the offer")])
         var early = FileSendMachine(size: 1)
-        #expect(early.receiverClosed(Control.Close(sha256: "a", bytes: 1))
+        #expect(early.receiverClosed(FrameBody.Close(sha256: "a", bytes: 1))
             == [.fail(code: "protocol", reason: "the transfer broke the file protocol: the receiver's confirmation before our end")])
         var gone = FileSendMachine(size: 1)
         #expect(gone.lost("cut") == [.fail(code: "connection-lost", reason: "cut")])

@@ -62,7 +62,7 @@ import Testing
     @Test func aClaimedIDMustMatchTheKey() throws {
         var client = machine(alice, client: true)
         _ = client.start()
-        let forged = Control.frame(.hello, Control.Hello(
+        let forged = FrameBody.frame(.hello, FrameBody.Hello(
             version: HandshakeStateMachine.version, id: bob.peerID.rawValue, name: "bob", key: mallory.publicKeyDER.base64EncodedString(),
             commitment: Data(count: 32).base64EncodedString()))
         #expect(throws: NearbyError.self) { try client.received(forged) }
@@ -73,11 +73,11 @@ import Testing
         var client = machine(alice, client: true, expected: bob.peerID)
         _ = client.start()
         let nonce = Data(repeating: 7, count: 32)
-        _ = try client.received(Control.frame(.hello, Control.Hello(
+        _ = try client.received(FrameBody.frame(.hello, FrameBody.Hello(
             version: HandshakeStateMachine.version, id: bob.peerID.rawValue, name: "bob", key: bob.publicKeyDER.base64EncodedString(),
             commitment: SessionMath.commitment(to: nonce).base64EncodedString())))
         let signature = try mallory.privateKey.signature(for: Data("anything".utf8))
-        let auth = Control.frame(.auth, Control.Auth(
+        let auth = FrameBody.frame(.auth, FrameBody.Auth(
             nonce: nonce.base64EncodedString(), signature: signature.derRepresentation.base64EncodedString()))
         #expect(throws: NearbyError.self) { try client.received(auth) }
     }
@@ -98,7 +98,7 @@ import Testing
         let hello = try #require(frames(client.start()).first)
         let text = String(decoding: hello.payload.readableBytesView, as: UTF8.self)
         #expect(!text.contains(nonce.base64EncodedString()))
-        #expect(try Control.decode(Control.Hello.self, from: hello).commitment == SessionMath.commitment(to: nonce).base64EncodedString())
+        #expect(try FrameBody.decode(FrameBody.Hello.self, from: hello).commitment == SessionMath.commitment(to: nonce).base64EncodedString())
         // The nonce goes out only in auth, which is only sent once the other side's hello (and so
         // its commitment) is in.
         #expect(throws: ProtocolViolation.self) { try client.received(Frame(kind: .auth)) }
@@ -113,17 +113,17 @@ import Testing
         let serverHello = frames(server.start())
         _ = try server.received(clientHello[0])
         let clientAuth = try #require(frames(try client.received(serverHello[0])).first)
-        var auth = try Control.decode(Control.Auth.self, from: clientAuth)
+        var auth = try FrameBody.decode(FrameBody.Auth.self, from: clientAuth)
         auth.nonce = Data(repeating: 1, count: 32).base64EncodedString()
         #expect(throws: NearbyError.identityMismatch(expected: alice.peerID.rawValue, got: "a peer whose nonce does not match its commitment")) {
-            try server.received(Control.frame(.auth, auth))
+            try server.received(FrameBody.frame(.auth, auth))
         }
         // A nonce of the wrong size is malformed.
         var fresh = machine(bob, client: false)
         _ = fresh.start()
         _ = try fresh.received(clientHello[0])
         auth.nonce = Data(count: 8).base64EncodedString()
-        #expect(throws: ProtocolViolation.self) { try fresh.received(Control.frame(.auth, auth)) }
+        #expect(throws: ProtocolViolation.self) { try fresh.received(FrameBody.frame(.auth, auth)) }
     }
 
     @Test func theCodeDependsOnBothNonces() throws {

@@ -14,34 +14,34 @@ import Testing
     }
 
     @Test func probeFramesTravelAsSmallJSON() throws {
-        let probe = Control.frame(.probe, Control.Probe(instance: "doctor-abc-1234"))
+        let probe = FrameBody.frame(.probe, FrameBody.Probe(instance: "doctor-abc-1234"))
         #expect(Array(probe.payload.readableBytesView.prefix(1)) == Array("{".utf8))
         let back = try #require(try roundTrip(probe))
         #expect(back.kind == .probe && back.channel == 0)
-        #expect(try Control.decode(Control.Probe.self, from: back) == Control.Probe(instance: "doctor-abc-1234"))
+        #expect(try FrameBody.decode(FrameBody.Probe.self, from: back) == FrameBody.Probe(instance: "doctor-abc-1234"))
         #expect(String(decoding: probe.payload.readableBytesView, as: UTF8.self) == #"{"instance":"doctor-abc-1234"}"#)
 
-        let reply = Control.ProbeReply(seen: true, waited: 120, addresses: ["10.99.0.2"])
-        let replyBack = try #require(try roundTrip(Control.frame(.probeReply, reply)))
+        let reply = FrameBody.ProbeReply(seen: true, waited: 120, addresses: ["10.99.0.2"])
+        let replyBack = try #require(try roundTrip(FrameBody.frame(.probeReply, reply)))
         #expect(replyBack.kind == .probeReply)
-        #expect(try Control.decode(Control.ProbeReply.self, from: replyBack) == reply)
+        #expect(try FrameBody.decode(FrameBody.ProbeReply.self, from: replyBack) == reply)
         // The type bytes are the documented ones.
         #expect(Frame.Kind.probe.rawValue == 0x09 && Frame.Kind.probeReply.rawValue == 0x0A)
     }
 
     @Test func aHostileReplyIsBoundedAfterDecoding() {
-        let hostile = Control.ProbeReply(
+        let hostile = FrameBody.ProbeReply(
             seen: false, waited: -5, addresses: Array(repeating: "10.0.0.1", count: 100) + [String(repeating: "x", count: 500)],
             reason: String(repeating: "r", count: 5000))
         let bounded = hostile.bounded
-        #expect(bounded.addresses.count == 8 && bounded.waited == 0 && bounded.reason?.utf8.count == Control.maxReasonBytes)
+        #expect(bounded.addresses.count == 8 && bounded.waited == 0 && bounded.reason?.utf8.count == FrameBody.maxReasonBytes)
     }
 
     @Test func probeInstancesAreDNSSDLabels() {
-        #expect(Control.Probe(instance: "doctor-x-1").isValid)
-        #expect(!Control.Probe(instance: "").isValid)
-        #expect(!Control.Probe(instance: String(repeating: "a", count: 64)).isValid)
-        #expect(!Control.Probe(instance: "a\u{0}b").isValid)
+        #expect(FrameBody.Probe(instance: "doctor-x-1").isValid)
+        #expect(!FrameBody.Probe(instance: "").isValid)
+        #expect(!FrameBody.Probe(instance: String(repeating: "a", count: 64)).isValid)
+        #expect(!FrameBody.Probe(instance: "a\u{0}b").isValid)
     }
 
     @Test func helloFeaturesAreOptionalAndBounded() throws {
@@ -51,9 +51,9 @@ import Testing
             Issue.record("an older hello did not decode as a hello")
             return
         }
-        #expect(hello.features == nil && Control.bounded(features: hello.features).isEmpty)
-        #expect(Control.bounded(features: Array(repeating: "probe", count: 100) + [String(repeating: "f", count: 40)]).count == 16)
-        #expect(Control.bounded(features: ["", String(repeating: "f", count: 33), "probe"]) == ["probe"])
+        #expect(hello.features == nil && FrameBody.bounded(features: hello.features).isEmpty)
+        #expect(FrameBody.bounded(features: Array(repeating: "probe", count: 100) + [String(repeating: "f", count: 40)]).count == 16)
+        #expect(FrameBody.bounded(features: ["", String(repeating: "f", count: 33), "probe"]) == ["probe"])
     }
 
     @Test func theHandshakeTellsEachSideWhatTheOtherSpeaks() throws {
@@ -69,7 +69,7 @@ import Testing
         }
         var client = machine(alice, client: true), server = machine(bob, client: false)
         let clientHello = sent(client.start()), serverHello = sent(server.start())
-        #expect(try Control.decode(Control.Hello.self, from: clientHello[0]).features == [Control.probeFeature])
+        #expect(try FrameBody.decode(FrameBody.Hello.self, from: clientHello[0]).features == [FrameBody.probeFeature])
         let serverAuth = sent(try server.received(clientHello[0]))
         let clientAuth = sent(try client.received(serverHello[0]))
         _ = try server.received(clientAuth[0])
@@ -77,20 +77,20 @@ import Testing
             Issue.record("no handshake")
             return
         }
-        #expect(peer.features.contains(Control.probeFeature))
+        #expect(peer.features.contains(FrameBody.probeFeature))
     }
 
     // MARK: The state machine: a probe only instead of an invitation, on a link the peer opened.
 
-    private let probe = Control.frame(.probe, Control.Probe(instance: "doctor-x-1"))
+    private let probe = FrameBody.frame(.probe, FrameBody.Probe(instance: "doctor-x-1"))
 
     @Test func aProbeOnAnInboundLinkAwaitingItsInvitationIsLegal() throws {
         var server = SessionStateMachine(inbound: true)
-        #expect(try server.received(probe) == [.probe(Control.Probe(instance: "doctor-x-1"))])
+        #expect(try server.received(probe) == [.probe(FrameBody.Probe(instance: "doctor-x-1"))])
         #expect(server.state == .probed)
         // Keepalives still work; a goodbye still ends it.
         #expect(try server.received(Frame(kind: .ping)) == [.send(Frame(kind: .pong))])
-        #expect(try server.received(Control.frame(.goodbye, Control.Goodbye(reason: "done"))) == [.close(reason: "peer left: done")])
+        #expect(try server.received(FrameBody.frame(.goodbye, FrameBody.Goodbye(reason: "done"))) == [.close(reason: "peer left: done")])
     }
 
     @Test func aProbeAnywhereElseIsAViolation() throws {
@@ -99,7 +99,7 @@ import Testing
         _ = try twice.received(probe)
         #expect(throws: ProtocolViolation.self) { try twice.received(probe) }
         // An invitation after a probe: the probed link never becomes a session.
-        let invite = Control.frame(.invite, Control.Invite(invitation: "i", context: nil, timeout: 5))
+        let invite = FrameBody.frame(.invite, FrameBody.Invite(invitation: "i", context: nil, timeout: 5))
         #expect(throws: ProtocolViolation.self) { try twice.received(invite) }
         #expect(throws: ProtocolViolation.self) { try twice.received(Frame(kind: .message)) }
         // On a connection we opened.
@@ -118,11 +118,11 @@ import Testing
         // A node never asks, so a reply is always unexpected.
         var stray = SessionStateMachine(inbound: true)
         #expect(throws: ProtocolViolation.self) {
-            try stray.received(Control.frame(.probeReply, Control.ProbeReply(seen: true, waited: 1)))
+            try stray.received(FrameBody.frame(.probeReply, FrameBody.ProbeReply(seen: true, waited: 1)))
         }
         // A malformed question.
         var malformed = SessionStateMachine(inbound: true)
-        #expect(throws: ProtocolViolation.self) { try malformed.received(Control.frame(.probe, Control.Probe(instance: ""))) }
+        #expect(throws: ProtocolViolation.self) { try malformed.received(FrameBody.frame(.probe, FrameBody.Probe(instance: ""))) }
         var garbage = SessionStateMachine(inbound: true)
         #expect(throws: ProtocolViolation.self) { try garbage.received(Frame(kind: .probe, payload: ByteBuffer(string: "[1]"))) }
     }

@@ -34,12 +34,12 @@ import Testing
     }
 
     @Test func controlFramesAreBoundedAndChecked() throws {
-        let invite = Control.Invite(invitation: "abc", context: "ctx", timeout: 30)
-        #expect(try Control.decode(Control.Invite.self, from: Control.frame(.invite, invite)) == invite)
+        let invite = FrameBody.Invite(invitation: "abc", context: "ctx", timeout: 30)
+        #expect(try FrameBody.decode(FrameBody.Invite.self, from: FrameBody.frame(.invite, invite)) == invite)
         let junk = Frame(kind: .invite, payload: ByteBuffer(string: "{not json"))
-        #expect(throws: ProtocolViolation.self) { try Control.decode(Control.Invite.self, from: junk) }
-        let huge = Frame(kind: .invite, payload: ByteBuffer(repeating: UInt8(ascii: " "), count: Frame.maxControlPayload + 1))
-        #expect(throws: ProtocolViolation.self) { try Control.decode(Control.Invite.self, from: huge) }
+        #expect(throws: ProtocolViolation.self) { try FrameBody.decode(FrameBody.Invite.self, from: junk) }
+        let huge = Frame(kind: .invite, payload: ByteBuffer(repeating: UInt8(ascii: " "), count: Frame.maxBodyPayload + 1))
+        #expect(throws: ProtocolViolation.self) { try FrameBody.decode(FrameBody.Invite.self, from: huge) }
     }
 }
 

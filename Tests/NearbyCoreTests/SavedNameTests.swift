@@ -4,8 +4,8 @@ import Testing
 /// The name a receiver says it saved a file under is a peer's word: only a plain name of sane length
 /// that differs from the offered one reaches the sender's `file-sent`.
 @Suite struct SavedNameTests {
-    private func close(_ savedAs: String?) -> Control.Close {
-        Control.Close(sha256: String(repeating: "0", count: 64), bytes: 1, savedAs: savedAs)
+    private func close(_ savedAs: String?) -> FrameBody.Close {
+        FrameBody.Close(sha256: String(repeating: "0", count: 64), bytes: 1, savedAs: savedAs)
     }
 
     @Test func onlyAPlainOtherNameIsTaken() {

@@ -13,7 +13,7 @@ import Testing
         let invite = frames(client.invite(id: "inv1", context: "hi", timeout: 30))
         #expect(client.state == .inviting("inv1"))
         let asked = try server.received(invite[0])
-        #expect(asked == [.invitation(Control.Invite(invitation: "inv1", context: "hi", timeout: 30))])
+        #expect(asked == [.invitation(FrameBody.Invite(invitation: "inv1", context: "hi", timeout: 30))])
         #expect(server.state == .invited("inv1"))
         let answered = server.answer(accept: true)
         #expect(answered.last == .connected)
@@ -40,14 +40,14 @@ import Testing
         var fresh = SessionStateMachine()
         #expect(throws: ProtocolViolation.self) { try fresh.received(Frame(kind: .message)) }
         var answerless = SessionStateMachine()
-        let stray = Control.frame(.answer, Control.Answer(invitation: "zzz", accept: true, reason: nil))
+        let stray = FrameBody.frame(.answer, FrameBody.Answer(invitation: "zzz", accept: true, reason: nil))
         #expect(throws: ProtocolViolation.self) { try answerless.received(stray) }
         var twice = SessionStateMachine()
-        let invite = Control.frame(.invite, Control.Invite(invitation: "x", context: nil, timeout: 1))
+        let invite = FrameBody.frame(.invite, FrameBody.Invite(invitation: "x", context: nil, timeout: 1))
         _ = try twice.received(invite)
         #expect(throws: ProtocolViolation.self) { try twice.received(invite) }
         var hostile = SessionStateMachine()
-        let longContext = Control.frame(.invite, Control.Invite(invitation: "x", context: String(repeating: "c", count: 5000), timeout: 1))
+        let longContext = FrameBody.frame(.invite, FrameBody.Invite(invitation: "x", context: String(repeating: "c", count: 5000), timeout: 1))
         #expect(throws: ProtocolViolation.self) { try hostile.received(longContext) }
         var late = SessionStateMachine()
         #expect(throws: ProtocolViolation.self) { try late.received(Frame(kind: .hello)) }

@@ -102,7 +102,7 @@ import Darwin
 /// The file frames' bodies written by hand decode to the same values as JSONEncoder's.
 @Suite struct FileFramesJSONTests {
     private func roundTrips<Body: Codable & Equatable>(_ body: Body) throws {
-        let frame = Control.frame(.open, body)
+        let frame = FrameBody.frame(.open, body)
         let decoded = try JSONDecoder().decode(Body.self, from: Data(frame.payload.readableBytesView))
         #expect(decoded == body, "\(String(decoding: frame.payload.readableBytesView, as: UTF8.self))")
         #expect(try JSONDecoder().decode(Body.self, from: JSONEncoder().encode(body)) == decoded)
@@ -110,13 +110,13 @@ import Darwin
 
     @Test(arguments: ["plain.txt", "dir/ünï \"q\" \\ /x\t\n\u{01}.bin", ""])
     func fileFramesDecodeToWhatWasWritten(_ text: String) throws {
-        try roundTrips(Control.Open(kind: .file, path: text, size: 4096, key: "ab12"))
-        try roundTrips(Control.Open(kind: .directory, path: text, size: 0, key: ""))
-        try roundTrips(Control.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil))
-        try roundTrips(Control.OpenReply(accept: false, offset: 12, prefixSHA256: "cd", reason: text, code: .ioError))
-        try roundTrips(Control.Start(offset: UInt64.max))
-        try roundTrips(Control.Close(sha256: "ef", bytes: 1 << 40))
-        try roundTrips(Control.Close(sha256: "ef", bytes: 3, alreadyThere: true, savedAs: text))
-        try roundTrips(Control.Close(sha256: "ef", bytes: 3, alreadyThere: false, savedAs: nil))
+        try roundTrips(FrameBody.Open(kind: .file, path: text, size: 4096, key: "ab12"))
+        try roundTrips(FrameBody.Open(kind: .directory, path: text, size: 0, key: ""))
+        try roundTrips(FrameBody.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil))
+        try roundTrips(FrameBody.OpenReply(accept: false, offset: 12, prefixSHA256: "cd", reason: text, code: .ioError))
+        try roundTrips(FrameBody.Start(offset: UInt64.max))
+        try roundTrips(FrameBody.Close(sha256: "ef", bytes: 1 << 40))
+        try roundTrips(FrameBody.Close(sha256: "ef", bytes: 3, alreadyThere: true, savedAs: text))
+        try roundTrips(FrameBody.Close(sha256: "ef", bytes: 3, alreadyThere: false, savedAs: nil))
     }
 }

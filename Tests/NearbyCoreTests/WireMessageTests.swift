@@ -8,40 +8,40 @@ import Testing
 @Suite struct WireMessageTests {
     /// One frame of each type, as our machines write them, and what it must decode to.
     static let examples: [(Frame, WireMessage)] = {
-        let hello = Control.Hello(version: 2, id: "abc", name: "n", key: "a2V5", commitment: "Y29t", features: ["probe"])
-        let auth = Control.Auth(nonce: "bm9uY2U=", signature: "c2ln")
-        let invite = Control.Invite(invitation: "i1", context: "ctx", timeout: 30)
-        let answer = Control.Answer(invitation: "i1", accept: false, reason: "no")
-        let goodbye = Control.Goodbye(reason: "bye")
-        let probe = Control.Probe(instance: "doctor-1")
-        let reply = Control.ProbeReply(seen: true, waited: 12, addresses: ["10.0.0.1"], reason: nil)
-        let datagrams = Control.Datagrams(port: 4000, tag: 42, key: Array(repeating: 7, count: 32))
-        let open = Control.Open(kind: .file, path: "a/b.txt", size: 10, key: "k")
-        let openReply = Control.OpenReply(accept: true, offset: 3, prefixSHA256: "ab", reason: nil, code: nil)
-        let start = Control.Start(offset: 3)
-        let close = Control.Close(sha256: "cd", bytes: 10, alreadyThere: true, savedAs: "b (1).txt")
-        let reset = Control.Reset(reason: "stop", code: .busy)
+        let hello = FrameBody.Hello(version: 2, id: "abc", name: "n", key: "a2V5", commitment: "Y29t", features: ["probe"])
+        let auth = FrameBody.Auth(nonce: "bm9uY2U=", signature: "c2ln")
+        let invite = FrameBody.Invite(invitation: "i1", context: "ctx", timeout: 30)
+        let answer = FrameBody.Answer(invitation: "i1", accept: false, reason: "no")
+        let goodbye = FrameBody.Goodbye(reason: "bye")
+        let probe = FrameBody.Probe(instance: "doctor-1")
+        let reply = FrameBody.ProbeReply(seen: true, waited: 12, addresses: ["10.0.0.1"], reason: nil)
+        let datagrams = FrameBody.Datagrams(port: 4000, tag: 42, key: Array(repeating: 7, count: 32))
+        let open = FrameBody.Open(kind: .file, path: "a/b.txt", size: 10, key: "k")
+        let openReply = FrameBody.OpenReply(accept: true, offset: 3, prefixSHA256: "ab", reason: nil, code: nil)
+        let start = FrameBody.Start(offset: 3)
+        let close = FrameBody.Close(sha256: "cd", bytes: 10, alreadyThere: true, savedAs: "b (1).txt")
+        let reset = FrameBody.Reset(reason: "stop", code: .busy)
         var window = ByteBuffer()
         window.writeInteger(UInt32(65536))
         return [
-            (Control.frame(.hello, hello), .hello(hello)),
-            (Control.frame(.auth, auth), .auth(auth)),
-            (Control.frame(.invite, invite), .invite(invite)),
-            (Control.frame(.answer, answer), .answer(answer)),
+            (FrameBody.frame(.hello, hello), .hello(hello)),
+            (FrameBody.frame(.auth, auth), .auth(auth)),
+            (FrameBody.frame(.invite, invite), .invite(invite)),
+            (FrameBody.frame(.answer, answer), .answer(answer)),
             (Frame(kind: .message, payload: ByteBuffer(string: "hi")), .message(ByteBuffer(string: "hi"))),
             (Frame(kind: .ping), .ping),
             (Frame(kind: .pong), .pong),
-            (Control.frame(.goodbye, goodbye), .goodbye(goodbye)),
-            (Control.frame(.probe, probe), .probe(probe)),
-            (Control.frame(.probeReply, reply), .probeReply(reply)),
-            (Control.frame(.datagrams, datagrams), .datagrams(datagrams)),
-            (Control.frame(.open, open, channel: 1), .channel(1, .open(open))),
-            (Control.frame(.openReply, openReply, channel: 2), .channel(2, .openReply(openReply))),
-            (Control.frame(.start, start, channel: 3), .channel(3, .start(start))),
+            (FrameBody.frame(.goodbye, goodbye), .goodbye(goodbye)),
+            (FrameBody.frame(.probe, probe), .probe(probe)),
+            (FrameBody.frame(.probeReply, reply), .probeReply(reply)),
+            (FrameBody.frame(.datagrams, datagrams), .datagrams(datagrams)),
+            (FrameBody.frame(.open, open, channel: 1), .channel(1, .open(open))),
+            (FrameBody.frame(.openReply, openReply, channel: 2), .channel(2, .openReply(openReply))),
+            (FrameBody.frame(.start, start, channel: 3), .channel(3, .start(start))),
             (Frame(kind: .data, channel: 5, payload: ByteBuffer(string: "bytes")), .channel(5, .data(ByteBuffer(string: "bytes")))),
             (Frame(kind: .window, channel: 7, payload: window), .channel(7, .window(65536))),
-            (Control.frame(.close, close, channel: 9), .channel(9, .close(close))),
-            (Control.frame(.reset, reset, channel: 11), .channel(11, .reset(reset))),
+            (FrameBody.frame(.close, close, channel: 9), .channel(9, .close(close))),
+            (FrameBody.frame(.reset, reset, channel: 11), .channel(11, .reset(reset))),
         ]
     }()
 
@@ -129,7 +129,7 @@ import Testing
     }
 
     @Test func anOversizedBodyIsRefusedBeforeDecoding() {
-        let huge = Frame(kind: .reset, channel: 1, payload: ByteBuffer(repeating: 0x20, count: Frame.maxControlPayload + 1))
+        let huge = Frame(kind: .reset, channel: 1, payload: ByteBuffer(repeating: 0x20, count: Frame.maxBodyPayload + 1))
         #expect(throws: ProtocolViolation.self) { try WireMessage(huge) }
     }
 

@@ -36,12 +36,12 @@ extension LinkChannels {
 
 /// Channel frames with a well-formed body, for tests that only care about the type.
 enum TestFrames {
-    static func close(_ channel: UInt32) -> Frame { Control.frame(.close, Control.Close(sha256: "", bytes: 0), channel: channel) }
-    static func reset(_ channel: UInt32) -> Frame { Control.frame(.reset, Control.Reset(reason: "r", code: .cancelled), channel: channel) }
-    static func start(_ channel: UInt32) -> Frame { Control.frame(.start, Control.Start(offset: 0), channel: channel) }
+    static func close(_ channel: UInt32) -> Frame { FrameBody.frame(.close, FrameBody.Close(sha256: "", bytes: 0), channel: channel) }
+    static func reset(_ channel: UInt32) -> Frame { FrameBody.frame(.reset, FrameBody.Reset(reason: "r", code: .cancelled), channel: channel) }
+    static func start(_ channel: UInt32) -> Frame { FrameBody.frame(.start, FrameBody.Start(offset: 0), channel: channel) }
 }
 
-extension Control {
+extension FrameBody {
     /// The body of a frame, as `WireMessage` decodes it (tests read what our machines send; the
     /// node itself decodes a peer's frames only there).
     static func decode<T: Decodable>(_ type: T.Type, from frame: Frame) throws(ProtocolViolation) -> T {

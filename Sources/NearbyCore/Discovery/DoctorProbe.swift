@@ -16,7 +16,7 @@ public enum DoctorProbe {
     public static let slots = Slots(limit: 4)
 
     /// Browses for `instance` until it is found or `limit` passes; answers as soon as it is seen.
-    public static func look(for instance: String, within limit: Duration) async -> Control.ProbeReply {
+    public static func look(for instance: String, within limit: Duration) async -> FrameBody.ProbeReply {
         let started = ContinuousClock.now
         let waited = { Int((ContinuousClock.now - started) / .milliseconds(1)) }
         let browser = Browser(registrationType: registrationType)
@@ -24,7 +24,7 @@ public enum DoctorProbe {
         do throws(NearbyError) {
             updates = try browser.start()
         } catch {
-            return Control.ProbeReply(seen: false, waited: 0, reason: Self.daemonDown)
+            return FrameBody.ProbeReply(seen: false, waited: 0, reason: Self.daemonDown)
         }
         defer { browser.stop() }
         let found = await firstResult(within: limit) { () -> [String]? in
@@ -34,8 +34,8 @@ public enum DoctorProbe {
             }
             return nil
         }
-        guard let addresses = found else { return Control.ProbeReply(seen: false, waited: waited()) }
-        return Control.ProbeReply(seen: true, waited: waited(), addresses: addresses).bounded
+        guard let addresses = found else { return FrameBody.ProbeReply(seen: false, waited: waited()) }
+        return FrameBody.ProbeReply(seen: true, waited: waited(), addresses: addresses).bounded
     }
 
     /// A counting limit on probes running at once.

@@ -97,7 +97,7 @@ public enum ControlClient {
     /// A stream through the running node: its setup events go to `output`, then `source` goes to
     /// the peer and the peer's bytes to `sink` (`StreamWire` records) until the node sends the
     /// stream's outcome. Nil when no node is running. `passing`: the descriptors the request's
-    /// `PassOffer` names, sent when the node asks for them (ControlPassing.swift).
+    /// `PassOffer` names, sent when the node asks for them (PassedStdio.swift).
     public static func stream(
         _ request: ControlRequest, address: NodeAddress, source: any ByteSource, sink: any ByteSink, passing: [Int32] = [],
         output: @escaping @Sendable (String) -> Void

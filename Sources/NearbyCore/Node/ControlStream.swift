@@ -105,7 +105,7 @@ extension ControlServer {
         failed: @escaping @Sendable (NearbyError) -> Void,
         ask: @escaping @Sendable () -> Void = {}
     ) async {
-        // The client's stdin and stdout, when it passed them (ControlPassing.swift).
+        // The client's stdin and stdout, when it passed them (PassedStdio.swift).
         let stdio: PassedStdio?
         do throws(NearbyError) {
             stdio = try await PassedStdio.receive(request.passOffer, over: connection.channel.channel, ask: ask)

@@ -7,7 +7,7 @@ extension Node {
     /// does not make directories (an older nearby) leaves it out: a `skipped` event says so.
     nonisolated static func make(_ directory: OutgoingFile, over channel: OutgoingChannel, link: Link, sink: any EventSink) async throws(NearbyError) {
         var signals = channel.signals.makeAsyncIterator()
-        await link.send(Control.frame(.open, Control.Open(kind: .directory, path: directory.relative, size: 0, key: ""), channel: channel.id))
+        await link.send(FrameBody.frame(.open, FrameBody.Open(kind: .directory, path: directory.relative, size: 0, key: ""), channel: channel.id))
         guard case let .reply(reply)? = await signals.next() else {
             throw .transferFailed(path: directory.relative, code: "connection-failed", reason: "the session ended before the peer answered")
         }
@@ -44,9 +44,9 @@ extension Node {
             events.emit(Events.FileFailed(
                 transfer: "dir-\(channel)", direction: "receive", peer: link.peer.ref, path: parts.joined(separator: "/"),
                 code: refused.code.description, reason: refused.reason, resumable: false))
-            return await link.send(Control.frame(
-                .openReply, Control.OpenReply(accept: false, offset: 0, prefixSHA256: nil, reason: refused.reason, code: refused.code), channel: channel))
+            return await link.send(FrameBody.frame(
+                .openReply, FrameBody.OpenReply(accept: false, offset: 0, prefixSHA256: nil, reason: refused.reason, code: refused.code), channel: channel))
         }
-        await link.send(Control.frame(.openReply, Control.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil), channel: channel))
+        await link.send(FrameBody.frame(.openReply, FrameBody.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil), channel: channel))
     }
 }

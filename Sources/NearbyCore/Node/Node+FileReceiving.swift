@@ -14,7 +14,7 @@ import Darwin
 /// file is made only when the sender starts, so an offer that never sends a byte leaves nothing
 /// behind and holds no descriptor.
 extension Node {
-    nonisolated func fileOffered(_ offer: Control.Open, channel id: UInt32, on link: Link) async {
+    nonisolated func fileOffered(_ offer: FrameBody.Open, channel id: UInt32, on link: Link) async {
         guard offer.kind == .file || offer.kind == .directory else {
             await refuse(id, on: link, reason: "this node takes no \(offer.kind) channels")
             return
@@ -47,7 +47,7 @@ extension Node {
             relative: relative, directory: directory, name: name, partial: partial, size: offer.size, resume: resume,
             stranger: stranger, services: receiving)
         guard link.channels.accept(id, .receiving(file)) else { return partials.release(partial) }
-        await link.send(Control.frame(.openReply, Control.OpenReply(
+        await link.send(FrameBody.frame(.openReply, FrameBody.OpenReply(
             accept: true, offset: resume?.bytes ?? 0, prefixSHA256: resume.map { Transfer.hex($0.hasher.finalize()) }, reason: nil),
             channel: id))
     }
@@ -62,6 +62,6 @@ extension Node {
     /// Refuses an offer: nothing was made for it.
     nonisolated func refuse(_ channel: UInt32, on link: Link, reason: String) async {
         link.channels.finish(channel)
-        await link.send(Control.frame(.openReply, Control.OpenReply(accept: false, offset: 0, prefixSHA256: nil, reason: reason), channel: channel))
+        await link.send(FrameBody.frame(.openReply, FrameBody.OpenReply(accept: false, offset: 0, prefixSHA256: nil, reason: reason), channel: channel))
     }
 }

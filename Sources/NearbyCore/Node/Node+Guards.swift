@@ -13,14 +13,14 @@ public enum SaveDirectory {
 /// from one line in the node.
 extension Node {
     /// A file offer to a node that was not told where files go: refused, with the reason on both sides.
-    nonisolated func refuseUnconsented(_ offer: Control.Open, relative: String, on link: Link, channel: UInt32) async {
+    nonisolated func refuseUnconsented(_ offer: FrameBody.Open, relative: String, on link: Link, channel: UInt32) async {
         let fileKey = String(offer.key.filter { $0.isHexDigit }.prefix(12))
         events.emit(Events.FileFailed(
             transfer: fileKey + "-\(channel)", direction: "receive", peer: link.peer.ref, path: relative, code: "no-save-dir",
             reason: "refused a file from \(link.peer.name): this node takes no files; to accept them, \(SaveDirectory.howToEnable)",
             resumable: false))
         link.channels.finish(channel)
-        await link.send(Control.frame(.openReply, Control.OpenReply(
+        await link.send(FrameBody.frame(.openReply, FrameBody.OpenReply(
             accept: false, offset: 0, reason: "the node takes no files (it was started without \(Spelling.option(.saveDirectory)))", code: .noSaveDir),
             channel: channel))
     }

@@ -5,7 +5,7 @@ extension Node {
     // MARK: Invitations we receive
 
     /// The node's half of an invitation: crossed invitations, policies, waiting `accept`s, expiry.
-    func invited(_ invite: Control.Invite, on link: Link) async {
+    func invited(_ invite: FrameBody.Invite, on link: Link) async {
         let peer = link.peer
         // Already in a live session with this peer (its invitation crossed ours and lost the
         // race): nothing to ask anyone. A session that has gone silent is replaced instead — the
@@ -79,10 +79,10 @@ extension Node {
 
     /// The event of an invitation that waits for an answer.
     func invitationEvent(_ pending: Invitations.Incoming) -> Events.Invitation {
-        invitationEvent(Control.Invite(invitation: pending.id, context: pending.context, timeout: 0), link: pending.link, expires: pending.expires)
+        invitationEvent(FrameBody.Invite(invitation: pending.id, context: pending.context, timeout: 0), link: pending.link, expires: pending.expires)
     }
 
-    private func invitationEvent(_ invite: Control.Invite, link: Link, expires: Date, answeredBy: String? = nil) -> Events.Invitation {
+    private func invitationEvent(_ invite: FrameBody.Invite, link: Link, expires: Date, answeredBy: String? = nil) -> Events.Invitation {
         Events.Invitation(
             invitation: invite.invitation, peer: link.peer.ref, context: invite.context,
             verificationCode: link.peer.verificationCode, encrypted: link.peer.encrypted,
@@ -172,8 +172,8 @@ extension Node {
         _ query: String, context: String?, timeout: Double, deadline: ContinuousClock.Instant, client: (any EventSink)?, remembering: Bool
     ) async throws(NearbyError) -> AuthenticatedPeer {
         let sink: any EventSink = client.map { TeeSink(events, $0) } ?? events
-        if let context, context.utf8.count > Control.maxContextBytes {
-            throw .invalidArgument("the invitation context is \(context.utf8.count) bytes; the maximum is \(Control.maxContextBytes)")
+        if let context, context.utf8.count > FrameBody.maxContextBytes {
+            throw .invalidArgument("the invitation context is \(context.utf8.count) bytes; the maximum is \(FrameBody.maxContextBytes)")
         }
         // A peer we are in a session with needs no discovery and no invitation — unless that
         // session is closing (`disconnect` returned before it was gone): then a new one is made.

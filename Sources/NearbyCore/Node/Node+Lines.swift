@@ -31,7 +31,7 @@ extension Node {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await self.pumpLines(from: source, to: targets, unreliable: unreliable, client: client) }
                 group.addTask {
-                    for link in targets { await closed(link.channel, within: nil) }
+                    for link in targets { await closed(link.transport, within: nil) }
                     if Task.isCancelled { return }
                     let who = targets.map { "\($0.peer.name) (\($0.peer.id))" }.joined(separator: ", ")
                     let why = targets.first?.closeReason ?? "connection lost"
@@ -85,7 +85,7 @@ extension Node {
     ) async throws(NearbyError) {
         let sink: any EventSink = client.map { TeeSink(events, $0) } ?? events
         var reached: [Link] = []
-        for link in targets where link.channel.isActive {
+        for link in targets where link.transport.isActive {
             if unreliable {
                 guard try await datagrams.send(messages, on: link) else {
                     throw .connectionFailed("\(link.peer.id) (\(link.peer.name)) set up no unreliable delivery in this session")

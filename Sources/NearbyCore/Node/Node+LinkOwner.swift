@@ -26,13 +26,13 @@ extension Node: LinkOwner {
         events.emit(Events.Message(bytes, from: link.peer.ref))
     }
 
-    nonisolated func datagramSetup(_ setup: Control.Datagrams, on link: Link) {
+    nonisolated func datagramSetup(_ setup: FrameBody.Datagrams, on link: Link) {
         datagrams.peerSetup(setup, on: link)
     }
 
     /// Files and directories by the node's policy (`fileOffered`, which needs nothing of the actor:
     /// a folder's offers never wait for it), streams to a listener.
-    nonisolated func offered(_ offer: Control.Open, channel: UInt32, on link: Link) async {
+    nonisolated func offered(_ offer: FrameBody.Open, channel: UInt32, on link: Link) async {
         if offer.kind == .stream {
             await streamOffered(offer, channel: channel, on: link)
         } else {

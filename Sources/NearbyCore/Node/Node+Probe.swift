@@ -7,13 +7,13 @@ import Foundation
 /// at most `DoctorProbe.slots` probes browsing at once, and the wait. Nobody's user sees an event:
 /// a debug log line only. Called from one line in `Node.perform`.
 extension Node {
-    func probed(_ probe: Control.Probe, on link: Link) {
+    func probed(_ probe: FrameBody.Probe, on link: Link) {
         NearbyLog.logger.debug("\(link.peer.id) (\(link.peer.name)) at \(link.peer.address) runs nearby doctor: does this host see \(probe.instance)?")
         let wait = configuration.probeWait
         spawn {
             // The slot is taken inside the job, so a job that never runs (the node stopping) holds none.
             guard DoctorProbe.slots.take() else {
-                return await Self.answer(Control.ProbeReply(seen: false, waited: 0, reason: "busy: too many probes at once"), on: link)
+                return await Self.answer(FrameBody.ProbeReply(seen: false, waited: 0, reason: "busy: too many probes at once"), on: link)
             }
             let reply = await DoctorProbe.look(for: probe.instance, within: wait)
             DoctorProbe.slots.give()
@@ -23,8 +23,8 @@ extension Node {
     }
 
     /// Sends the answer and closes: a probed link never becomes a session.
-    private nonisolated static func answer(_ reply: Control.ProbeReply, on link: Link) async {
-        await link.send(Control.frame(.probeReply, reply))
+    private nonisolated static func answer(_ reply: FrameBody.ProbeReply, on link: Link) async {
+        await link.send(FrameBody.frame(.probeReply, reply))
         await link.finish(because: "answered a nearby doctor probe")
     }
 }

@@ -53,7 +53,7 @@ extension Node {
             return (.stream(stream), stream)
         }
         defer { link.channels.finish(stream.id) }
-        await link.send(Control.frame(.open, Control.Open(kind: .stream, path: name, size: 0, key: ""), channel: stream.id))
+        await link.send(FrameBody.frame(.open, FrameBody.Open(kind: .stream, path: name, size: 0, key: ""), channel: stream.id))
         var replies = stream.replies.makeAsyncIterator()
         guard let reply = await replies.next() else { throw .connectionFailed("the session ended before the peer answered") }
         guard reply.accept else { throw .transferFailed(path: name.isEmpty ? "stream" : name, code: "stream-refused", reason: reply.reason ?? "refused") }
@@ -100,7 +100,7 @@ extension Node {
         guard link.channels.holds(stream.id, stream), link.channels.accept(stream.id, .stream(stream)) else {
             throw .connectionFailed("the stream's session ended before it could start")
         }
-        await link.send(Control.frame(.openReply, Control.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil), channel: stream.id))
+        await link.send(FrameBody.frame(.openReply, FrameBody.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil), channel: stream.id))
         events.emit(Events.StreamOpened(stream: "\(stream.id)", direction: "in", peer: stream.peer, name: stream.name))
         await ready(StreamInfo(stream: "\(stream.id)", peer: stream.peer, name: stream.name))
         return try await StreamPump(stream: stream, link: link, events: events).run(source: source, sink: sink)
@@ -112,7 +112,7 @@ extension Node {
 
     // MARK: Incoming
 
-    func streamOffered(_ offer: Control.Open, channel: UInt32, on link: Link) async {
+    func streamOffered(_ offer: FrameBody.Open, channel: UInt32, on link: Link) async {
         let stream = StreamChannel(id: channel, name: String(offer.path.prefix(255)), peer: link.peer.ref)
         // From now on its reset and the link's end reach it, waiting or running.
         guard link.channels.hold(channel, .stream(stream)) else { return }

@@ -223,7 +223,7 @@ public actor Node {
                     inbound: &iterator, outbound: outbound, connection: connection, isClient: isClient,
                     identity: identity, displayName: displayName, expected: expected, knownPeers: knownPeers)
                 let established = Link(
-                    peer: peer, isClient: isClient, outbound: outbound, channel: connection.channel.channel,
+                    peer: peer, isClient: isClient, outbound: outbound, transport: connection.channel.channel,
                     shortcut: connection.shortcut, admission: connection.admission)
                 link = established
                 await attach(established, invitation: invitation, sink: sink)

@@ -43,17 +43,12 @@ public struct NodeConfiguration: Sendable {
 
     /// The waits and caps a user (or a test) may change through the environment.
     public mutating func apply(environment: [String: String]) {
-        if let wait = Self.seconds(environment["NEARBY_STREAM_WAIT"]) { unclaimedStreamWait = wait }
-        if let deadline = Self.seconds(environment["NEARBY_INVITE_DEADLINE"]) { invitationDeadline = deadline }
-        if let wait = Self.seconds(environment["NEARBY_PROBE_WAIT"]) { probeWait = min(wait, .seconds(30)) }
+        if let wait = Duration.seconds(parsing: environment["NEARBY_STREAM_WAIT"]) { unclaimedStreamWait = wait }
+        if let deadline = Duration.seconds(parsing: environment["NEARBY_INVITE_DEADLINE"]) { invitationDeadline = deadline }
+        if let wait = Duration.seconds(parsing: environment["NEARBY_PROBE_WAIT"]) { probeWait = min(wait, .seconds(30)) }
         if let cap = environment["NEARBY_AUTO_PIN_CAP"].flatMap(Int.init), cap > 0 { autoPinCap = cap }
         for index in wideAreas.indices { wideAreas[index].apply(environment: environment) }
         partialQuota = .from(environment: environment)
-    }
-
-    static func seconds(_ text: String?) -> Duration? {
-        guard let text, let seconds = Double(text), seconds > 0, seconds.isFinite, seconds < 1e6 else { return nil }
-        return .milliseconds(Int64(seconds * 1000))
     }
 
     public init(service: ServiceType) { self.service = service }

@@ -110,7 +110,7 @@ public struct ChannelMux: Sendable {
             guard !isOurs(id), id > highestPeer else { throw .unexpected("open on channel \(id), which is not the peer's next") }
             highestPeer = id
             guard entries.count < limits.channels else {
-                return .refuse(Control.frame(.openReply, Control.OpenReply(
+                return .refuse(FrameBody.frame(.openReply, FrameBody.OpenReply(
                     accept: false, offset: 0, prefixSHA256: nil,
                     reason: "too many channels open on this session (at most \(limits.channels))"), channel: id))
             }

@@ -23,7 +23,7 @@ public struct PeerExamination: Sendable {
         case noProbe
         /// The peer's hello does not list `probe`: an older node.
         case unsupported
-        case answered(Control.ProbeReply)
+        case answered(FrameBody.ProbeReply)
         case noAnswer(String)
     }
 
@@ -56,12 +56,12 @@ extension Connections {
                 }
                 let pin = (try? knownPeers.verify(id: peer.id, key: peer.key)) ?? .new
                 let proved = PeerExamination.Identity.proved(peer, pin: pin)
-                let goodbye = Control.frame(.goodbye, Control.Goodbye(reason: "nearby doctor is done"))
+                let goodbye = FrameBody.frame(.goodbye, FrameBody.Goodbye(reason: "nearby doctor is done"))
                 guard let instance else {
                     try? await outbound.write(goodbye)
                     return (proved, .noProbe)
                 }
-                guard peer.features.contains(Control.probeFeature) else {
+                guard peer.features.contains(FrameBody.probeFeature) else {
                     try? await outbound.write(goodbye)
                     return (proved, .unsupported)
                 }
@@ -86,7 +86,7 @@ extension Connections {
         defer { timer.cancel() }
         let silent = "no answer within \(milliseconds) ms"
         do {
-            try await outbound.write(Control.frame(.probe, Control.Probe(instance: instance)))
+            try await outbound.write(FrameBody.frame(.probe, FrameBody.Probe(instance: instance)))
             while let message = try await inbound.nextMessage() {
                 switch message {
                 case let .probeReply(reply):
@@ -96,7 +96,7 @@ extension Connections {
                 case .pong:
                     continue
                 case let .goodbye(goodbye):
-                    return .noAnswer("the peer left without answering: \(String(goodbye.reason.prefix(Control.maxReasonBytes)))")
+                    return .noAnswer("the peer left without answering: \(String(goodbye.reason.prefix(FrameBody.maxReasonBytes)))")
                 default:
                     return .noAnswer("the peer sent a \(message.kind) frame instead of an answer")
                 }

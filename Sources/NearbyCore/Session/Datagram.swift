@@ -114,7 +114,7 @@ public struct ReplayWindow: Sendable, Equatable {
     }
 }
 
-extension Control {
+extension FrameBody {
     /// Sent each way once the session begins: where and how to send this side unreliable messages —
     /// its UDP port, the tag to put on datagrams for it, and the key it seals its own datagrams with.
     public struct Datagrams: Codable, Equatable, Sendable {

@@ -13,8 +13,8 @@ public struct Frame: Equatable, Sendable {
         case ping = 0x06
         case pong = 0x07
         case goodbye = 0x08
-        /// `nearby doctor`: "do you see my DNS-SD probe?" (Control.Probe), and the answer
-        /// (Control.ProbeReply). Only on a link that will never be a session.
+        /// `nearby doctor`: "do you see my DNS-SD probe?" (FrameBody.Probe), and the answer
+        /// (FrameBody.ProbeReply). Only on a link that will never be a session.
         case probe = 0x09
         case probeReply = 0x0A
         /// Files (and later streams) on channels above 0, with per-channel flow control.
@@ -25,17 +25,17 @@ public struct Frame: Equatable, Sendable {
         case window = 0x14
         case close = 0x15
         case reset = 0x16
-        /// `send --unreliable`: where and how to send this side datagrams (Control.Datagrams).
+        /// `send --unreliable`: where and how to send this side datagrams (FrameBody.Datagrams).
         case datagrams = 0x20
     }
 
     public static let headerSize = 9
     /// The largest payload a peer may send: checked against the header before anything is buffered.
     public static let maxPayload = 1 << 20
-    /// Control frames (hello, auth, invite, answer, goodbye, probe, probeReply, datagrams, and the
-    /// channel frames but data and window) are small JSON documents. Each type's own bound:
+    /// Frames with a JSON body (`FrameBody`: hello, auth, invite, answer, goodbye, probe, probeReply,
+    /// datagrams, and the channel frames but data and window) are small JSON documents. Each type's own bound:
     /// `Kind.maxPayload` (FrameLimits.swift).
-    public static let maxControlPayload = 16 << 10
+    public static let maxBodyPayload = 16 << 10
 
     public var kind: Kind
     public var channel: UInt32

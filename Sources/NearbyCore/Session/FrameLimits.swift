@@ -3,7 +3,7 @@ import Synchronization
 
 /// What each frame type may be, checked from its 9-byte header before one byte of its payload is
 /// held (docs/protocol.md, section 4; docs/security.md). A stranger who has not reached a session
-/// can make a node hold at most one control frame (16 KiB) per connection, never a 1 MiB one.
+/// can make a node hold at most one frame with a JSON body (16 KiB) per connection, never a 1 MiB one.
 extension Frame.Kind {
     /// The largest payload this type may carry.
     public var maxPayload: Int {
@@ -12,7 +12,7 @@ extension Frame.Kind {
         case .ping, .pong, .window: Frame.maxTinyPayload
         case .hello, .auth, .invite, .answer, .goodbye, .probe, .probeReply,
              .open, .openReply, .start, .close, .reset, .datagrams:
-            Frame.maxControlPayload
+            Frame.maxBodyPayload
         }
     }
 

@@ -14,7 +14,7 @@ import NIOCore
 /// A hostile peer gains nothing: a header is checked (its type's size bound, the type, the channel,
 /// and whether the type may come before a session) before anything is held, a data frame is never
 /// held at all, and what is held between reads is at most one frame that is not data: 16 KiB before
-/// a session (`Frame.maxControlPayload`), a 1 MiB message only in one (`Frame.Kind.maxPayload`),
+/// a session (`Frame.maxBodyPayload`), a 1 MiB message only in one (`Frame.Kind.maxPayload`),
 /// and only once the node's `MemoryBudget.frames` gave it room.
 ///
 /// It also paces the connection's reads (`ReadGate`): small before the session, held while a frame

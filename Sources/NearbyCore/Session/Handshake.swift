@@ -82,10 +82,10 @@ public struct HandshakeStateMachine: Sendable {
     /// Both sides speak first: our hello, committing to our nonce without showing it.
     public mutating func start() -> [Action] {
         state = .awaitingHello
-        return [.send(Control.frame(.hello, Control.Hello(
+        return [.send(FrameBody.frame(.hello, FrameBody.Hello(
             version: Self.version, id: identity.peerID.rawValue, name: displayName,
             key: identity.publicKeyDER.base64EncodedString(), commitment: commitment.base64EncodedString(),
-            features: Control.features)))]
+            features: FrameBody.features)))]
     }
 
     public mutating func received(_ message: WireMessage) throws -> [Action] {
@@ -103,7 +103,7 @@ public struct HandshakeStateMachine: Sendable {
         }
     }
 
-    private mutating func hello(_ hello: Control.Hello) throws -> [Action] {
+    private mutating func hello(_ hello: FrameBody.Hello) throws -> [Action] {
         guard hello.version == Self.version else {
             throw HandshakeFailure.incompatible("the peer speaks nearby protocol \(hello.version), we speak \(Self.version)")
         }
@@ -124,14 +124,14 @@ public struct HandshakeStateMachine: Sendable {
             throw NearbyError.identityMismatch(expected: expected.rawValue, got: theirID.rawValue)
         }
         let name = (try? DisplayName.validate(hello.name)) != nil ? hello.name : Self.sanitized(hello.name)
-        let theirs = Theirs(key: theirKey, commitment: theirCommitment, id: theirID, name: name, features: Control.bounded(features: hello.features))
+        let theirs = Theirs(key: theirKey, commitment: theirCommitment, id: theirID, name: name, features: FrameBody.bounded(features: hello.features))
         state = .awaitingAuth(theirs)
         let signature = try identity.privateKey.signature(for: transcript(signerIsClient: isClient, theirs))
-        return [.send(Control.frame(.auth, Control.Auth(
+        return [.send(FrameBody.frame(.auth, FrameBody.Auth(
             nonce: nonce.base64EncodedString(), signature: signature.derRepresentation.base64EncodedString())))]
     }
 
-    private mutating func authenticated(_ auth: Control.Auth, _ theirs: Theirs) throws -> [Action] {
+    private mutating func authenticated(_ auth: FrameBody.Auth, _ theirs: Theirs) throws -> [Action] {
         guard let theirNonce = Data(base64Encoded: auth.nonce), theirNonce.count == 32 else {
             throw ProtocolViolation.malformed("auth frame")
         }
@@ -179,7 +179,7 @@ public enum Handshake {
     /// slowly the bytes come: 10 s (`NEARBY_HANDSHAKE_DEADLINE` seconds, for tests).
     public static let deadline: TimeAmount = {
         let text = ProcessInfo.processInfo.environment["NEARBY_HANDSHAKE_DEADLINE"]
-        guard let seconds = NodeConfiguration.seconds(text) else { return .seconds(10) }
+        guard let seconds = Duration.seconds(parsing: text) else { return .seconds(10) }
         return .nanoseconds(Int64(seconds / .nanoseconds(1)))
     }()
     static var deadlineText: String {
@@ -198,7 +198,7 @@ public enum Handshake {
         knownPeers: KnownPeers
     ) async throws -> AuthenticatedPeer {
         // A peer that stalls is cut off: closing the channel ends the inbound stream below. The
-        // place among links that are not sessions is kept until the link is one (Node.connect).
+        // place among links that are not sessions is kept until the link is one (a session).
         let channel = connection.channel.channel
         let timer = channel.eventLoop.scheduleTask(deadline: connection.started + deadline) { channel.close(promise: nil) }
         defer { timer.cancel() }

@@ -3,7 +3,7 @@ import Foundation
 /// `nearby doctor`'s question after the handshake, sent instead of an invitation: "do you see the
 /// DNS-SD instance I publish as `_nearby-doctor._tcp`?" The answer tells a healthy link from
 /// one-way multicast (we see the peer, it does not see us). See docs/protocol.md, section 3.
-extension Control {
+extension FrameBody {
     /// Listed in the hello's `features` by a node that answers `probe`. A node whose hello does not
     /// list it is an older one: it would take a probe as an unknown frame type (a protocol
     /// violation), so it is never sent one.
@@ -54,7 +54,7 @@ extension Control {
             ProbeReply(
                 seen: seen, waited: min(max(waited, 0), 86_400_000),
                 addresses: addresses.filter { $0.utf8.count <= 64 }.prefix(8).map { $0 },
-                reason: reason.map { String($0.prefix(Control.maxReasonBytes)) })
+                reason: reason.map { String($0.prefix(FrameBody.maxReasonBytes)) })
         }
     }
 }

@@ -67,7 +67,7 @@ final class ReadGate {
     private var ended = false
 
     /// Frames up to this size are held without asking (every frame but a message).
-    static let freeFrame = Frame.headerSize + Frame.maxControlPayload
+    static let freeFrame = Frame.headerSize + Frame.maxBodyPayload
     /// What a link reading in bulk holds: 2 reads of 512 KiB, and TLS's buffer of as much.
     static let bulkShareBytes = 2 << 20
 

@@ -19,7 +19,7 @@ public struct SessionStateMachine: Sendable {
     public enum Action: Equatable, Sendable {
         case send(Frame)
         /// The peer invites us: the node decides (policy, `nearby accept`, crossed invitations).
-        case invitation(Control.Invite)
+        case invitation(FrameBody.Invite)
         /// The session began.
         case connected
         /// The peer declined our invitation.
@@ -31,9 +31,9 @@ public struct SessionStateMachine: Sendable {
         /// A frame of a file (or stream) channel, for the link's channel table.
         case channel(UInt32, ChannelMessage)
         /// The peer's datagram setup (its UDP port, tag and sending key), for unreliable messages.
-        case datagrams(Control.Datagrams)
+        case datagrams(FrameBody.Datagrams)
         /// `nearby doctor` asks whether this host sees its DNS-SD probe (docs/protocol.md).
-        case probe(Control.Probe)
+        case probe(FrameBody.Probe)
         /// Close the connection; `reason` is what our events say.
         case close(reason: String)
     }
@@ -52,13 +52,13 @@ public struct SessionStateMachine: Sendable {
     public mutating func invite(id: String, context: String?, timeout: Double) -> [Action] {
         guard state == .awaitingInvite else { return [] }
         state = .inviting(id)
-        return [.send(Control.frame(.invite, Control.Invite(invitation: id, context: context, timeout: timeout)))]
+        return [.send(FrameBody.frame(.invite, FrameBody.Invite(invitation: id, context: context, timeout: timeout)))]
     }
 
     /// Server side: answer the invitation we were given.
     public mutating func answer(accept: Bool, reason: String? = nil, closing closeReason: String = "we declined the invitation") -> [Action] {
         guard case let .invited(id) = state else { return [] }
-        let frame = Control.frame(.answer, Control.Answer(invitation: id, accept: accept, reason: accept ? nil : reason ?? "declined"))
+        let frame = FrameBody.frame(.answer, FrameBody.Answer(invitation: id, accept: accept, reason: accept ? nil : reason ?? "declined"))
         if accept {
             state = .connected
             return [.send(frame), .connected]
@@ -71,7 +71,7 @@ public struct SessionStateMachine: Sendable {
     public mutating func leave(telling reason: String) -> [Action] {
         guard state != .closed else { return [] }
         state = .closed
-        return [.send(Control.frame(.goodbye, Control.Goodbye(reason: reason)))]
+        return [.send(FrameBody.frame(.goodbye, FrameBody.Goodbye(reason: reason)))]
     }
 
     public mutating func received(_ message: WireMessage) throws -> [Action] {
@@ -83,11 +83,11 @@ public struct SessionStateMachine: Sendable {
             return []
         case let .goodbye(goodbye):
             state = .closed
-            return [.close(reason: "peer left: \(String(goodbye.reason.prefix(Control.maxReasonBytes)))")]
+            return [.close(reason: "peer left: \(String(goodbye.reason.prefix(FrameBody.maxReasonBytes)))")]
         case let .invite(invite):
             guard state == .awaitingInvite else { throw ProtocolViolation.unexpected("invitation in state \(state)") }
             guard !invite.invitation.isEmpty, invite.invitation.utf8.count <= 64,
-                  (invite.context?.utf8.count ?? 0) <= Control.maxContextBytes,
+                  (invite.context?.utf8.count ?? 0) <= FrameBody.maxContextBytes,
                   invite.timeout.isFinite
             else { throw ProtocolViolation.malformed("invite frame") }
             state = .invited(invite.invitation)
@@ -100,7 +100,7 @@ public struct SessionStateMachine: Sendable {
                 state = .connected
                 return [.connected]
             }
-            let reason = String((answer.reason ?? "declined").prefix(Control.maxReasonBytes))
+            let reason = String((answer.reason ?? "declined").prefix(FrameBody.maxReasonBytes))
             state = .closed
             if reason == "crossed" || reason == Self.alreadyInSession {
                 return [.crossed, .close(reason: "crossed invitations: the peer's wins")]

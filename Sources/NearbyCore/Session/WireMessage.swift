@@ -7,19 +7,19 @@ import NIOCore
 /// `ProtocolViolation` with a reason, here, before any machine sees it; messages and data keep the
 /// frame's own buffer (no copy).
 public enum WireMessage: Equatable, Sendable {
-    case hello(Control.Hello)
-    case auth(Control.Auth)
-    case invite(Control.Invite)
-    case answer(Control.Answer)
+    case hello(FrameBody.Hello)
+    case auth(FrameBody.Auth)
+    case invite(FrameBody.Invite)
+    case answer(FrameBody.Answer)
     case message(ByteBuffer)
     /// Keepalives: their payload (empty, or a few bytes, `Frame.maxTinyPayload`) carries nothing
     /// we read, so any is taken.
     case ping
     case pong
-    case goodbye(Control.Goodbye)
-    case probe(Control.Probe)
-    case probeReply(Control.ProbeReply)
-    case datagrams(Control.Datagrams)
+    case goodbye(FrameBody.Goodbye)
+    case probe(FrameBody.Probe)
+    case probeReply(FrameBody.ProbeReply)
+    case datagrams(FrameBody.Datagrams)
     /// A frame of a file or stream channel (any ID here: the session's rules refuse channel 0).
     case channel(UInt32, ChannelMessage)
 
@@ -75,10 +75,10 @@ public enum WireMessage: Equatable, Sendable {
         return 0
     }
 
-    /// A control frame's JSON body: bounded (the header check already bounds it by type; this holds
+    /// A frame's JSON body: bounded (the header check already bounds it by type; this holds
     /// for any caller), then decoded, or a violation naming the frame type.
     private static func body<T: Decodable>(of frame: Frame) throws(ProtocolViolation) -> T {
-        guard frame.payload.readableBytes <= Frame.maxControlPayload else {
+        guard frame.payload.readableBytes <= Frame.maxBodyPayload else {
             throw .malformed("\(frame.kind) frame: \(frame.payload.readableBytes) bytes")
         }
         do {
@@ -91,15 +91,15 @@ public enum WireMessage: Equatable, Sendable {
 
 /// What a frame on a channel above 0 says (docs/protocol.md, "Channels").
 public enum ChannelMessage: Equatable, Sendable {
-    case open(Control.Open)
-    case openReply(Control.OpenReply)
-    case start(Control.Start)
+    case open(FrameBody.Open)
+    case openReply(FrameBody.OpenReply)
+    case start(FrameBody.Start)
     /// The frame's own buffer (FrameSplitter gives each payload memory of its own).
     case data(ByteBuffer)
     /// More credit: this many bytes.
     case window(UInt32)
-    case close(Control.Close)
-    case reset(Control.Reset)
+    case close(FrameBody.Close)
+    case reset(FrameBody.Reset)
 
     public var kind: Frame.Kind {
         switch self {

@@ -7,7 +7,7 @@ import Darwin
 /// Open descriptors handed from one process to another over a connected Unix stream socket
 /// (`SCM_RIGHTS`): one byte with the descriptors beside it, as one `sendmsg`, taken with one
 /// `recvmsg`. NIO has no API for ancillary data on stream channels, so this works on the socket's
-/// descriptor directly (a `dup` of it), while NIO does not read it (`ControlServer` pauses its
+/// descriptor directly (a `dup` of it), while NIO does not read it (the caller pauses its
 /// reads first). The receiver gets new descriptors for the same open files: what the sender does
 /// with its own copies no longer matters to them.
 public enum DescriptorPassing {

@@ -24,7 +24,7 @@ import Synchronization
 /// Memory: bytes a node holds for its peers, per link and per node — messages arriving and waiting
 /// for the node (`frames`, with `WaitingFrames` charging each link), the bulk reads of links
 /// carrying files or streams (`bulkReads`), event lines waiting for stdout (`OutputQueue`, bounded
-/// by `Limits.output`) and for each control client (`ClientSink`, `Limits.controlClientBytes`).
+/// by `Limits.output`) and for each control client (`Limits.controlClientBytes`).
 /// Disk: the strangers' partial files and empty directories in the save directory (`Limits.disk`,
 /// kept by each node's `PartialFiles`). Every number is in `Limits`, each with its environment
 /// variable (docs/security.md, "One budget").

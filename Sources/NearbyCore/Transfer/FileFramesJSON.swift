@@ -6,14 +6,14 @@ protocol DirectFrameJSON {
     var json: String { get }
 }
 
-extension Control.Open: DirectFrameJSON {
+extension FrameBody.Open: DirectFrameJSON {
     var json: String {
         #"{"kind":"# + EventEncoder.quoted(kind.description) + #","path":"# + EventEncoder.quoted(path) + #","size":"# + String(size)
             + #","key":"# + EventEncoder.quoted(key) + "}"
     }
 }
 
-extension Control.OpenReply: DirectFrameJSON {
+extension FrameBody.OpenReply: DirectFrameJSON {
     var json: String {
         var line = #"{"accept":"# + (accept ? "true" : "false") + #","offset":"# + String(offset)
         if let prefixSHA256 { line += #","prefixSHA256":"# + EventEncoder.quoted(prefixSHA256) }
@@ -23,11 +23,11 @@ extension Control.OpenReply: DirectFrameJSON {
     }
 }
 
-extension Control.Start: DirectFrameJSON {
+extension FrameBody.Start: DirectFrameJSON {
     var json: String { #"{"offset":"# + String(offset) + "}" }
 }
 
-extension Control.Close: DirectFrameJSON {
+extension FrameBody.Close: DirectFrameJSON {
     var json: String {
         var line = #"{"sha256":"# + EventEncoder.quoted(sha256) + #","bytes":"# + String(bytes)
         if let alreadyThere { line += #","alreadyThere":"# + (alreadyThere ? "true" : "false") }

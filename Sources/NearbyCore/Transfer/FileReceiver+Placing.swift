@@ -11,7 +11,7 @@ import Darwin
 /// together are made durable by one sync (`GroupSync`). Nothing is under the final name before its
 /// SHA-256 matched and its bytes are on stable storage (docs/durability.md).
 extension FileReceiver {
-    func end(_ end: Control.Close, on link: Link) async {
+    func end(_ end: FrameBody.Close, on link: Link) async {
         guard let writer = progress.withLock({ $0.writer }) else {
             return await fail(on: link, code: "integrity", reason: "the file ended before it started")
         }
@@ -74,8 +74,8 @@ extension FileReceiver {
         // The name it was saved under, when not its own (`x (1).txt`): the sender's events tell two
         // files of one name apart.
         let savedAs = placed.split(separator: "/").last.map(String.init)
-        await link.send(Control.frame(
-            .close, Control.Close(sha256: sha, bytes: size, alreadyThere: existing != nil ? true : nil, savedAs: savedAs == name ? nil : savedAs),
+        await link.send(FrameBody.frame(
+            .close, FrameBody.Close(sha256: sha, bytes: size, alreadyThere: existing != nil ? true : nil, savedAs: savedAs == name ? nil : savedAs),
             channel: channel))
     }
 
@@ -87,6 +87,6 @@ extension FileReceiver {
         link.channels.finish(channel)
         services.events.emit(Events.FileFailed(
             transfer: transfer, direction: "receive", peer: peer, path: relative, code: "io-error", reason: reason, resumable: false))
-        await link.send(Control.frame(.reset, Control.Reset(reason: reason, code: .ioError), channel: channel))
+        await link.send(FrameBody.frame(.reset, FrameBody.Reset(reason: reason, code: .ioError), channel: channel))
     }
 }

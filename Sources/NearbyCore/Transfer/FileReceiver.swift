@@ -120,7 +120,7 @@ extension FileReceiver {
         return Resume(bytes: bytes, hasher: prefix)
     }
 
-    func start(_ start: Control.Start, on link: Link) async {
+    func start(_ start: FrameBody.Start, on link: Link) async {
         let resumed: Bool
         do {
             resumed = try progress.withLock { (progress: inout Progress) throws(FileReceiveMachine.Illegal) -> Bool in
@@ -231,8 +231,8 @@ extension FileReceiver {
     }
 
     /// The sender stopped (a `reset`, which already ended the channel): what arrived stays for a resume.
-    func peerReset(_ reset: Control.Reset) {
-        abandon(code: reset.code.description, reason: "the sender stopped: \(String(reset.reason.prefix(Control.maxReasonBytes)))", keepPartial: true)
+    func peerReset(_ reset: FrameBody.Reset) {
+        abandon(code: reset.code.description, reason: "the sender stopped: \(String(reset.reason.prefix(FrameBody.maxReasonBytes)))", keepPartial: true)
     }
 
     /// A write failed (the disk is full, an I/O error).
@@ -246,7 +246,7 @@ extension FileReceiver {
     func fail(on link: Link, code: String, reason: String) async {
         link.channels.finish(channel)
         abandon(code: code, reason: reason, keepPartial: false)
-        await link.send(Control.frame(.reset, Control.Reset(reason: reason, code: TransferCode(code)), channel: channel))
+        await link.send(FrameBody.frame(.reset, FrameBody.Reset(reason: reason, code: TransferCode(code)), channel: channel))
     }
 
     /// Gives up on an incoming file: nothing under its final name; the partial file kept for a resume

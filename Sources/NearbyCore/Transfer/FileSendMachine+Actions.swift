@@ -12,18 +12,18 @@ extension FileSendMachine {
         /// (`sent` for each piece), then `ended`.
         case sendData(from: UInt64)
         /// The receiver confirmed our SHA-256: the file is delivered.
-        case delivered(Control.Close)
+        case delivered(FrameBody.Close)
         /// The file failed: its code and the sentence for the event and the error.
         case fail(code: String, reason: String)
     }
 
     /// Our offer.
-    public func offer(_ open: Control.Open) -> [Action] {
-        [.send(Control.frame(.open, open, channel: channel))]
+    public func offer(_ open: FrameBody.Open) -> [Action] {
+        [.send(FrameBody.frame(.open, open, channel: channel))]
     }
 
     /// The receiver's answer: refused, accepted from the start, or with some bytes already there.
-    public mutating func answered(_ reply: Control.OpenReply) -> [Action] {
+    public mutating func answered(_ reply: FrameBody.OpenReply) -> [Action] {
         let accepted: UInt64?
         do {
             accepted = try replied(accept: reply.accept, offset: reply.offset)
@@ -48,7 +48,7 @@ extension FileSendMachine {
         } catch {
             return broken(error)
         }
-        return [.send(Control.frame(.start, Control.Start(offset: position), channel: channel)), .sendData(from: position)]
+        return [.send(FrameBody.frame(.start, FrameBody.Start(offset: position), channel: channel)), .sendData(from: position)]
     }
 
     /// Every byte went out: our `close`, with the file's SHA-256.
@@ -58,11 +58,11 @@ extension FileSendMachine {
         } catch {
             return broken(error)
         }
-        return [.send(Control.frame(.close, Control.Close(sha256: sha256, bytes: size), channel: channel))]
+        return [.send(FrameBody.frame(.close, FrameBody.Close(sha256: sha256, bytes: size), channel: channel))]
     }
 
     /// The receiver's `close`: the same SHA-256 delivers the file, another fails it.
-    public mutating func receiverClosed(_ close: Control.Close) -> [Action] {
+    public mutating func receiverClosed(_ close: FrameBody.Close) -> [Action] {
         do {
             return try confirmed(sha256: close.sha256) ? [.delivered(close)] : [.fail(code: "integrity", reason: "the receiver's SHA-256 differs")]
         } catch {
@@ -71,7 +71,7 @@ extension FileSendMachine {
     }
 
     /// The receiver's `reset`: while we send it stopped the file; after our close it refused it.
-    public mutating func receiverReset(_ stop: Control.Reset) -> [Action] {
+    public mutating func receiverReset(_ stop: FrameBody.Reset) -> [Action] {
         let afterOurClose = if case .halfClosed = state { true } else { false }
         reset()
         let reason = afterOurClose ? "the receiver refused the file: \(stop.reason)" : "the receiver stopped: \(stop.reason)"

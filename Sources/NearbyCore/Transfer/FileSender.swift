@@ -30,7 +30,7 @@ enum FileSender {
         }
         /// Cancelled (Ctrl-C): tell the receiver from a task that is not cancelled itself.
         func cancelled() async -> NearbyError {
-            await Task { await link.send(Control.frame(.reset, Control.Reset(reason: "the sender cancelled", code: .cancelled), channel: channel.id)) }.value
+            await Task { await link.send(FrameBody.frame(.reset, FrameBody.Reset(reason: "the sender cancelled", code: .cancelled), channel: channel.id)) }.value
             _ = failed("cancelled", "cancelled by the sender")
             return .cancelled("sending \(file.relative)")
         }
@@ -149,7 +149,7 @@ enum FileSender {
             _ = try await carry(machine.ended(sha256: sha))
         }
 
-        var next = try await carry(machine.offer(Control.Open(kind: .file, path: file.relative, size: file.size, key: key)))
+        var next = try await carry(machine.offer(FrameBody.Open(kind: .file, path: file.relative, size: file.size, key: key)))
         var hasher = SHA256()
         while true {
             switch next {

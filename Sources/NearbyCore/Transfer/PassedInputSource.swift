@@ -8,7 +8,7 @@ import Glibc
 import Darwin
 #endif
 
-/// A stream client's stdin, read by the node itself (`PassedInput`): the file, from the client's
+/// A stream client's stdin, read by the node itself (named by the client's request): the file, from the client's
 /// offset to its end, read ahead on a queue of its own (`FileReader`, without hashing). Nothing is
 /// read before the first `next()`. `stop()` ends it — the client left, or the stream is over —
 /// and closes the file; a `next()` after that throws, so a stream cut short never looks complete.
@@ -24,22 +24,23 @@ final class PassedInputSource: ByteSource {
     /// The client's passed stdin, when that is what is read: its charge goes back at `stop`.
     private let passed: PassedDescriptor?
 
-    /// Opens `input` when it is still the file the client has open; nil otherwise (the client then
-    /// copies its input over the control connection, as for a pipe).
-    init?(_ input: PassedInput) {
+    /// Opens `path` when it is still the file the client has open (`device` and `inode`), to read
+    /// from `offset`; nil otherwise (the client then copies its input over the control connection,
+    /// as for a pipe).
+    init?(path: String, device: UInt64, inode: UInt64, offset: UInt64) {
         // O_NONBLOCK: a path that turned into a pipe must not block the node in open(2).
-        let fd = open(input.path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
         guard fd >= 0 else { return nil }
         var info = stat()
         guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG,
-              UInt64(info.st_dev) == input.device, UInt64(info.st_ino) == input.inode
+              UInt64(info.st_dev) == device, UInt64(info.st_ino) == inode
         else {
             close(fd)
             return nil
         }
         reader = FileReader(descriptor: fd, hashing: false)
-        offset = input.offset
-        end = max(input.offset, UInt64(max(0, info.st_size)))
+        self.offset = offset
+        end = max(offset, UInt64(max(0, info.st_size)))
         passed = nil
     }
 

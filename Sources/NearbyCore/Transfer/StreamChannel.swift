@@ -13,8 +13,8 @@ final class StreamChannel: Sendable {
     let id: UInt32
     let name: String
     let peer: PeerRef
-    let replies: AsyncStream<Control.OpenReply>
-    let replyContinuation: AsyncStream<Control.OpenReply>.Continuation
+    let replies: AsyncStream<FrameBody.OpenReply>
+    let replyContinuation: AsyncStream<FrameBody.OpenReply>.Continuation
     /// What the peer lets us send, summed however many window frames it sends.
     let credit = CreditGate(initial: Transfer.window)
     /// Bounded by our window: the peer may not send more than we granted.
@@ -27,7 +27,7 @@ final class StreamChannel: Sendable {
         self.id = id
         self.name = name
         self.peer = peer
-        (replies, replyContinuation) = AsyncStream<Control.OpenReply>.makeStream()
+        (replies, replyContinuation) = AsyncStream<FrameBody.OpenReply>.makeStream()
         (inbound, inboundContinuation) = AsyncStream<Inbound>.makeStream()
     }
 
@@ -53,7 +53,7 @@ final class StreamChannel: Sendable {
             if (try? life.withLock { try $0.receivedClose() }) != nil { inboundContinuation.yield(.end) }
         case let .reset(reset):
             // The link's table let it go already (LinkChannels.route).
-            lost(.peerReset(String(reset.reason.prefix(Control.maxReasonBytes))))
+            lost(.peerReset(String(reset.reason.prefix(FrameBody.maxReasonBytes))))
         case .open, .start:
             break
         }

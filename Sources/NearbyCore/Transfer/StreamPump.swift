@@ -34,7 +34,7 @@ struct StreamPump: Sendable {
                         }
                     }
                     try stream.life.withLock { try $0.sentClose() }
-                    await link.send(Control.frame(.close, Control.Close(sha256: "", bytes: sent), channel: stream.id))
+                    await link.send(FrameBody.frame(.close, FrameBody.Close(sha256: "", bytes: sent), channel: stream.id))
                 }
                 group.addTask {
                     var received: UInt64 = 0
@@ -66,13 +66,13 @@ struct StreamPump: Sendable {
             await sink.finish()
             // The peer learns why, unless it was the one to end it (a reset). A session that ended
             // gets one too: if it is still there after all, the peer's end must not wait forever.
-            let reset: Control.Reset? = switch cause {
-            case let .failed(code, reason): Control.Reset(reason: "the other side failed: \(reason)", code: TransferCode(code))
-            case .cancelled: Control.Reset(reason: "the other side was interrupted", code: .cancelled)
-            case let .sessionEnded(reason): Control.Reset(reason: "the other side's stream ended: \(reason)", code: .connectionLost)
+            let reset: FrameBody.Reset? = switch cause {
+            case let .failed(code, reason): FrameBody.Reset(reason: "the other side failed: \(reason)", code: TransferCode(code))
+            case .cancelled: FrameBody.Reset(reason: "the other side was interrupted", code: .cancelled)
+            case let .sessionEnded(reason): FrameBody.Reset(reason: "the other side's stream ended: \(reason)", code: .connectionLost)
             case .peerReset: nil
             }
-            if let reset { await Task { await link.send(Control.frame(.reset, reset, channel: stream.id)) }.value }
+            if let reset { await Task { await link.send(FrameBody.frame(.reset, reset, channel: stream.id)) }.value }
             let (sent, received) = counts.values
             events.emit(Events.StreamClosed(stream: "\(stream.id)", peer: stream.peer, name: stream.name, sent: sent, received: received, reason: failure.errorDescription ?? "failed"))
             throw failure

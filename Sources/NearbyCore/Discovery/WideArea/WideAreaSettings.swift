@@ -48,9 +48,9 @@ public struct WideAreaSettings: Sendable {
 
     /// Test and tuning knobs from the environment.
     public mutating func apply(environment: [String: String]) {
-        if let lease = NodeConfiguration.seconds(environment["NEARBY_DNS_LEASE"]) { self.lease = max(lease, .seconds(3)) }
+        if let lease = Duration.seconds(parsing: environment["NEARBY_DNS_LEASE"]) { self.lease = max(lease, .seconds(3)) }
         if let ttl = environment["NEARBY_DNS_TTL"].flatMap(UInt32.init), (1...3600).contains(ttl) { self.ttl = ttl }
-        if let timeout = NodeConfiguration.seconds(environment["NEARBY_DNS_TIMEOUT"]) { self.timeout = min(timeout, .seconds(60)) }
+        if let timeout = Duration.seconds(parsing: environment["NEARBY_DNS_TIMEOUT"]) { self.timeout = min(timeout, .seconds(60)) }
         if let path = environment["NEARBY_RESOLV_CONF"], !path.isEmpty { resolvConf = path }
         if let skew = environment["NEARBY_DNS_CLOCK_SKEW"].flatMap(Int64.init), abs(skew) < 86_400 { clockSkew = skew }
     }

@@ -12,7 +12,7 @@ import Darwin
 /// loop, keepalive, answers, channels and goodbye — and never touches the node's tables.
 protocol LinkOwner: Sendable {
     /// The peer invites us: policies, waiting `accept`s, crossed invitations.
-    func invited(_ invite: Control.Invite, on link: Link) async
+    func invited(_ invite: FrameBody.Invite, on link: Link) async
     /// The session began (either side): index it, set up datagrams.
     func connected(_ link: Link) async
     /// The peer declined our invitation on this link.
@@ -22,11 +22,11 @@ protocol LinkOwner: Sendable {
     /// A message the peer sent in session (one the `MessageShortcut` did not deliver).
     func message(_ bytes: [UInt8], on link: Link)
     /// The peer's datagram setup.
-    func datagramSetup(_ setup: Control.Datagrams, on link: Link)
+    func datagramSetup(_ setup: FrameBody.Datagrams, on link: Link)
     /// `nearby doctor` asks whether this host sees its probe.
-    func probed(_ probe: Control.Probe, on link: Link) async
+    func probed(_ probe: FrameBody.Probe, on link: Link) async
     /// The peer offers a channel (a file, a directory, a stream): the node's policy decides.
-    func offered(_ offer: Control.Open, channel: UInt32, on link: Link) async
+    func offered(_ offer: FrameBody.Open, channel: UInt32, on link: Link) async
     /// The peer broke the protocol: said once, as an `error` event, before the link is cut.
     func violated(_ link: Link, _ what: String)
 }
@@ -54,7 +54,7 @@ extension Link {
         // Nothing more goes out, and what ran on the connection ends with it. From here on the
         // link is closed for everyone who asks (`closeReason`), before the node detaches it.
         setReason("connection lost")
-        channel.close(promise: nil)
+        transport.close(promise: nil)
         endChannels()
     }
 

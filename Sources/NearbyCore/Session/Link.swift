@@ -10,7 +10,7 @@ public final class Link: Sendable, Hashable {
     public let peer: AuthenticatedPeer
     public let isClient: Bool
     let outbound: NIOAsyncChannelOutboundWriter<Frame>
-    let channel: any Channel
+    let transport: any Channel
     let shortcut: MessageShortcut
     /// The place an incoming link holds among links that are not sessions (`HandshakeGate`).
     let admission: HandshakeGate.Ticket?
@@ -22,9 +22,9 @@ public final class Link: Sendable, Hashable {
     let account: ResourceBudget.Account
     /// Its unreliable messages: its tag, where to send, sends waiting for the peer's setup (`DatagramHub`).
     let datagrams = Mutex(LinkDatagrams())
-    /// `--auto-accept` answered its invitation: its peer is pinned as a stranger (`Node.pinSession`).
+    /// `--auto-accept` answered its invitation: its peer is pinned as a stranger when it connects.
     private let autoAccepted = Mutex(false)
-    /// Completed when the node has forgotten the link (`Node.detach`): what a leaving node waits for.
+    /// Completed when the node has forgotten the link (`markDetached`): what a leaving node waits for.
     private let detachedPromise: EventLoopPromise<Void>
     private let lastHeard = Mutex(ContinuousClock.now)
     private let reason = Mutex<String?>(nil)
@@ -32,15 +32,15 @@ public final class Link: Sendable, Hashable {
     private let keepaliveUnsent = Atomic(false)
 
     init(
-        peer: AuthenticatedPeer, isClient: Bool, outbound: NIOAsyncChannelOutboundWriter<Frame>, channel: any Channel,
+        peer: AuthenticatedPeer, isClient: Bool, outbound: NIOAsyncChannelOutboundWriter<Frame>, transport: any Channel,
         shortcut: MessageShortcut, admission: HandshakeGate.Ticket? = nil, budget: ResourceBudget = .shared
     ) {
         self.peer = peer
         self.admission = admission
-        detachedPromise = channel.eventLoop.makePromise(of: Void.self)
+        detachedPromise = transport.eventLoop.makePromise(of: Void.self)
         self.isClient = isClient
         self.outbound = outbound
-        self.channel = channel
+        self.transport = transport
         self.shortcut = shortcut
         session = Mutex(SessionStateMachine(inbound: !isClient))
         channels = LinkChannels(isClient: isClient)
@@ -109,9 +109,9 @@ public final class Link: Sendable, Hashable {
             // every pong (each flush a buffer of its own: 20 links × 5,000 pings held 230 MB), and
             // one that reads hears the keepalive already waiting.
             guard !keepaliveUnsent.exchange(true, ordering: .acquiringAndReleasing) else { return }
-            let sent = channel.eventLoop.makePromise(of: Void.self)
+            let sent = transport.eventLoop.makePromise(of: Void.self)
             sent.futureResult.whenComplete { [self] _ in keepaliveUnsent.store(false, ordering: .releasing) }
-            channel.writeAndFlush(frame, promise: sent)
+            transport.writeAndFlush(frame, promise: sent)
             return
         }
         do {
@@ -151,17 +151,17 @@ public final class Link: Sendable, Hashable {
     func finish(because why: String) async {
         setReason(why)
         // A last ping as the barrier: it completes once everything queued before it is written.
-        await flushed(channel, Frame(kind: .ping), within: .milliseconds(500))
+        await flushed(transport, Frame(kind: .ping), within: .milliseconds(500))
         outbound.finish()
-        let channel = self.channel
-        channel.eventLoop.scheduleTask(in: Self.goodbyeGrace) { channel.close(promise: nil) }
+        let transport = self.transport
+        transport.eventLoop.scheduleTask(in: Self.goodbyeGrace) { transport.close(promise: nil) }
     }
 
     static let goodbyeGrace = TimeAmount.seconds(3)
 
     func close(because why: String) {
         setReason(why)
-        channel.close(promise: nil)
+        transport.close(promise: nil)
     }
 
     public static func == (lhs: Link, rhs: Link) -> Bool { lhs === rhs }

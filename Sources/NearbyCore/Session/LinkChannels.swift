@@ -22,7 +22,7 @@ final class LinkChannels: Sendable {
         /// An open we refuse without making anything for it (over the cap): send this answer.
         case refuse(Frame)
         /// The peer offers a channel: the node decides (files by its policy, streams to a listener).
-        case offer(UInt32, Control.Open)
+        case offer(UInt32, FrameBody.Open)
         case deliver(End, ChannelMessage)
     }
 

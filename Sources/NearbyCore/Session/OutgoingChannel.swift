@@ -5,9 +5,9 @@ import Synchronization
 /// What the receiver says about a file we send: answers, flow-control credit, the end.
 final class OutgoingChannel: Sendable {
     enum Signal: Sendable {
-        case reply(Control.OpenReply)
-        case closed(Control.Close)
-        case reset(Control.Reset)
+        case reply(FrameBody.OpenReply)
+        case closed(FrameBody.Close)
+        case reset(FrameBody.Reset)
         case lost(String)
     }
 

@@ -1,9 +1,9 @@
 import Foundation
 import NIOCore
 
-/// The JSON bodies of control frames. Decoded from untrusted bytes: size-checked first, every
-/// string bounded after.
-public enum Control {
+/// The JSON bodies of the session's frames (all but `message`, `ping`, `pong`, `data` and `window`).
+/// Decoded from untrusted bytes: size-checked first, every string bounded after.
+public enum FrameBody {
     /// First frame each way: who I am, and a commitment to a fresh nonce for this session (the
     /// nonce itself is revealed in `auth`, after the other side has committed to its own).
     public struct Hello: Codable, Equatable, Sendable {
@@ -104,7 +104,7 @@ public enum Control {
     }
 }
 
-extension Control {
+extension FrameBody {
     static func frame(_ kind: Frame.Kind, _ body: some Encodable, channel: UInt32) -> Frame {
         var frame = frame(kind, body)
         frame.channel = channel

@@ -124,3 +124,10 @@ extension PassOffer {
         #endif
     }
 }
+
+extension PassedInputSource {
+    /// Opens the file a client named in its request (`PassedInput`), when it is still that file.
+    convenience init?(_ input: PassedInput) {
+        self.init(path: input.path, device: input.device, inode: input.inode, offset: input.offset)
+    }
+}
