@@ -49,8 +49,8 @@ check() { diff -r "$WORK/src/d" "$1" >/dev/null || { echo "smallfiles: $2 delive
 
 # nearby: a node on h1 that takes files (one per build), the one-shot send-file from h2.
 declare -A NODE=()
+lab_run 1 "${NEARBY_B:-$NEARBY}" identity --rename sf-recv >/dev/null 2>&1 || true
 start_node() { # label binary service
-    lab_run 1 "$2" identity --rename "sf-$1" >/dev/null
     lab_bg 1 "$WORK/node-$1.jsonl" "$2" advertise --service "$3" --auto-accept --save-dir "$WORK/dst/$1" >/dev/null
     NODE[$1]=$LAB_PID
     lab_wait_line "$WORK/node-$1.jsonl" 'select(.event=="advertising")' 20 >/dev/null
@@ -62,7 +62,7 @@ nearby_row() { # label binary service
     local t0 r0 received
     rm -rf "$WORK/dst/$1/d"
     r0=$(cpu "${NODE[$1]}") t0=$(now)
-    (cd "$WORK/src" && lab_run 2 /usr/bin/time -f '%U %S' -o "$WORK/t/send" "$2" send-file "sf-$1" d --service "$3" >"$WORK/send.jsonl")
+    (cd "$WORK/src" && lab_run 2 /usr/bin/time -f '%U %S' -o "$WORK/t/send" "$2" send-file sf-recv d --service "$3" >"$WORK/send.jsonl")
     # The receiving node has put every file in place before it confirms the last one.
     record "$1" $(( $(now) - t0 )) "$(secs "$WORK/t/send")" "$(awk -v t=$(( $(cpu "${NODE[$1]}") - r0 )) -v hz="$HZ" 'BEGIN { print t / hz }')"
     received=$(jq -c 'select(.event=="file-sent")' "$WORK/send.jsonl" | wc -l)

@@ -90,15 +90,15 @@ final class FileWriter: Sendable {
     }
 
     /// Writes and hashes `payload` at once (`inline`). The frames of one channel come one after
-    /// another from the link's task, so nothing else touches the hasher meanwhile.
+    /// another from the link's task, so nothing else touches the hasher meanwhile; the write holds
+    /// the lock `close` takes, so it never reaches a descriptor number closed (and reused) meanwhile.
     private func writeInline(_ payload: ByteBuffer, at offset: UInt64) -> Int32 {
-        let earlier = state.withLock { $0.closing ? EBADF : $0.failure }
-        guard earlier == 0 else { return earlier }
-        let error = payload.withUnsafeReadableBytes { Transfer.pwriteAll(descriptor, $0, at: offset) }
-        guard error == 0 else {
-            state.withLock { $0.failure = error }
-            return error
+        let error = state.withLock { state -> Int32 in
+            guard !state.closing, state.failure == 0 else { return state.closing ? EBADF : state.failure }
+            state.failure = payload.withUnsafeReadableBytes { Transfer.pwriteAll(descriptor, $0, at: offset) }
+            return state.failure
         }
+        guard error == 0 else { return error }
         payload.withUnsafeReadableBytes { hashing.hasher.update(bufferPointer: $0) }
         BufferPool.received.recycle(payload)
         return 0
@@ -119,12 +119,15 @@ final class FileWriter: Sendable {
     func close() {
         let first = state.withLock { state in
             defer { state.closing = true }
-            return !state.closing
+            guard !state.closing else { return false }
+            if inline {
+                Transfer.closeDescriptor(descriptor)
+                state.closed = true
+            }
+            return true
         }
         guard first else { return }
         if inline {
-            Transfer.closeDescriptor(descriptor)
-            state.withLock { $0.closed = true }
             charge?.release()
             return
         }
