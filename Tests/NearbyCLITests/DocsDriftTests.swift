@@ -45,14 +45,21 @@ import Testing
     }
 
     /// The literal part of every close reason: `close(because:)`, `finish(because:)`,
-    /// `leave(_, because:)`, the state machine's `.close(reason:)` and `closing:`, and the
+    /// `leave(_, because:)` (a `CloseReason`: `.ended("…")`, `.weLeft("…")`), the words of
+    /// `CloseReason`'s cases, the state machine's `.close(reason:)` and `closing:`, and the
     /// "connection lost (…)" forms — up to the first interpolation.
     static func closeReasons() throws -> Set<String> {
         var reasons = Set<String>()
         for (_, text) in try sources(["NearbyCore"]) {
-            let forms = text.matches(of: /(?:because|closing|close\(reason): (?:[a-z]+ \? )?"([^"]+)"(?: : "([^"]+)")?/)
+            let forms = text.matches(of: /(?:because|closing|close\(reason): (?:\.(ended|weLeft)\()?(?:[a-z]+ \? )?"([^"]+)"(?: : "([^"]+)")?/)
             for match in forms {
-                for part in [match.output.1, match.output.2].compactMap({ $0 }) { reasons.insert(Self.literal(part)) }
+                let prefix = match.output.1 == "weLeft" ? "we left: " : ""
+                for part in [match.output.2, match.output.3].compactMap({ $0 }) { reasons.insert(Self.literal(prefix + part)) }
+            }
+            for match in text.matches(of: /\.weLeft\("([^"]+)"\)/) { reasons.insert(Self.literal("we left: " + match.output.1)) }
+            // CloseReason's own words, case by case.
+            for match in text.matches(of: /case (?:let )?\.[a-zA-Z]+(?:\([a-z]+\))?: "([^"]+)"/) where text.contains("enum CloseReason") {
+                reasons.insert(Self.literal(match.output.1))
             }
             for match in text.matches(of: /"(connection lost \([^"\\]*)/) { reasons.insert(Self.literal(String(match.output.1))) }
         }

@@ -166,7 +166,7 @@ import Testing
             return
         }
         let file = FileReceiver(transfer: "t", channel: 2, peer: PeerRef(id: "p", name: "p"), relative: "a", directory: "/tmp", name: "a", partial: "/tmp/.a", size: 1, resume: nil,
-            services: FileReceiver.Services(events: MemorySink(), partials: PartialFiles(), root: nil, spawn: { _ in }, violated: { _, _ in }))
+            services: FileReceiver.Services(events: MemorySink(), partials: PartialFiles(), root: nil, spawn: { _ in }, violated: { _ in }))
         #expect(channels.accept(2, .receiving(file)))
         guard case .deliver(.receiving, _) = try channels.route(TestFrames.start(2)) else {
             Issue.record("the start did not reach the file")

@@ -56,4 +56,13 @@ public enum DoctorProbe {
 
         public func give() { used.withLock { $0 = max(0, $0 - 1) } }
     }
+
+    /// The answer to a probe for `instance`: whether this host sees it within `wait`, or busy when
+    /// too many probes browse at once. The slot is taken here, in the job, so a job that never runs
+    /// (the node stopping) holds none.
+    static func reply(to instance: String, within wait: Duration) async -> FrameBody.ProbeReply {
+        guard slots.take() else { return FrameBody.ProbeReply(seen: false, waited: 0, reason: "busy: too many probes at once") }
+        defer { slots.give() }
+        return await look(for: instance, within: wait)
+    }
 }

@@ -191,3 +191,45 @@ public enum ControlClient {
         }
     }
 }
+
+extension ControlClient {
+    /// `send --lines` through the running node: the request, then `source`'s bytes as they come
+    /// (the node cuts them into lines), then EOF; the node's event lines go to `output`. Nil when no
+    /// node is running.
+    public static func sendLines(
+        _ request: ControlRequest, address: NodeAddress, source: any ByteSource, output: @escaping @Sendable (String) -> Void
+    ) async throws(NearbyError) -> Int32? {
+        guard let channel = await connect(address) else { return nil }
+        do {
+            return try await channel.executeThenClose { inbound, outbound in
+                try await outbound.write(try requestLine(request))
+                return try await withThrowingTaskGroup(of: Int32?.self) { group in
+                    group.addTask {
+                        // A failed write means the node answered and closed: its status says why.
+                        do {
+                            while let chunk = try await source.next() { try await outbound.write(chunk) }
+                            outbound.finish()
+                        } catch {}
+                        return nil
+                    }
+                    group.addTask {
+                        if let status = try await status(from: inbound, output: output) { return status }
+                        throw NearbyError.connectionFailed("the node closed the control connection before answering")
+                    }
+                    // The node's answer ends it, even while stdin is still open (a failure).
+                    while let result = try await group.next() {
+                        if let status = result {
+                            group.cancelAll()
+                            return status
+                        }
+                    }
+                    throw NearbyError.connectionFailed("the node closed the control connection before answering")
+                }
+            }
+        } catch let error as NearbyError {
+            throw error
+        } catch {
+            throw .connectionFailed("talking to the node failed: \(error)")
+        }
+    }
+}

@@ -203,15 +203,3 @@ public final class ActiveRequests: Sendable {
         if busy { _ = await waiter.wait(until: deadline) }
     }
 }
-
-/// Waits (at most `limit`, 30 s unless told; nil: for as long as it takes) until a connection has
-/// closed: with both directions shut, NIO closes it once everything queued is written, so leaving
-/// earlier could drop the stream's last bytes. False when it did not close in time, or the waiting
-/// task was cancelled.
-@discardableResult
-func closed(_ channel: any Channel, within limit: Duration? = .seconds(30)) async -> Bool {
-    let done = OneShot<Void>()
-    channel.closeFuture.whenComplete { _ in done.settle(()) }
-    guard let limit else { return await done.wait() != nil }
-    return await done.wait(until: .now + limit) != nil
-}

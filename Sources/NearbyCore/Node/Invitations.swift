@@ -124,9 +124,38 @@ struct Invitations {
         return waiters.remove(at: index)
     }
 
+    /// Whether a waiter still waiting wants an invitation from `peer` (`takeWaiter` would take one).
+    func hasWaiter(for peer: AuthenticatedPeer) -> Bool {
+        waiters.contains { !$0.answered.isSettled && ($0.query.map { Node.matches($0, peer) } ?? true) }
+    }
+
     /// Every waiter gets nothing (the node stops).
     mutating func endWaiters() {
         for waiter in waiters { waiter.answered.abandon() }
         waiters = []
+    }
+}
+
+extension Invitations.Incoming {
+    /// Its `invitation` event, as `nearby accept` and stream listeners show one that waits.
+    var event: Events.Invitation {
+        Events.Invitation(FrameBody.Invite(invitation: id, context: context, timeout: 0), from: link.peer, expires: expires)
+    }
+}
+
+extension Invitations.Outgoing {
+    /// A new invitation's ID: 10 characters of base 36 (the inviter chooses it).
+    static func newID() -> String {
+        String((0..<10).map { _ in "0123456789abcdefghijklmnopqrstuvwxyz".randomElement() ?? "0" })
+    }
+}
+
+extension Events.Invitation {
+    /// The `invitation` event of `invite` from `peer`, waiting until `expires` (`answeredBy`: who
+    /// answers it at once, if anyone).
+    init(_ invite: FrameBody.Invite, from peer: AuthenticatedPeer, expires: Date, answeredBy: String? = nil) {
+        self.init(
+            invitation: invite.invitation, peer: peer.ref, context: invite.context, verificationCode: peer.verificationCode,
+            encrypted: peer.encrypted, expires: EventEncoder.timestamp(expires), answeredBy: answeredBy)
     }
 }

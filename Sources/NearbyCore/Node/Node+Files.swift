@@ -17,21 +17,11 @@ extension Node {
         guard let link = sessions[peer.id] else { throw .connectionFailed("the session with \(peer.id) ended") }
         let sender = identity.peerID
         try await FolderSender.send(files) { (file: OutgoingFile, batch: Events.Progress.Batch?) async throws(NearbyError) in
-            let channel = try link.openChannel { id in
-                let channel = OutgoingChannel(id: id)
-                return (.sending(channel), channel)
-            }
-            defer { link.channels.finish(channel.id) }
-            try await FileSender.send(file, over: channel, link: link, sender: sender, sink: sink, batch: batch)
+            try await link.offerFile(file, sender: sender, sink: sink, batch: batch)
         }
         for directory in directories {
             guard let link = sessions[peer.id] else { throw .connectionFailed("the session with \(peer.id) ended") }
-            let channel = try link.openChannel { id in
-                let channel = OutgoingChannel(id: id)
-                return (.sending(channel), channel)
-            }
-            defer { link.channels.finish(channel.id) }
-            try await Self.make(directory, over: channel, link: link, sink: sink)
+            try await link.offerDirectory(directory, sink: sink)
         }
     }
 }

@@ -1,30 +1,9 @@
 import Foundation
 
-/// Where a node may put files: only where it was told (`--save-dir`, or this variable).
-public enum SaveDirectory {
-    public static let environmentVariable = "NEARBY_SAVE_DIR"
-    public static var howToEnable: String {
-        "start the node with \(Spelling.option(.saveDirectory, "DIR")) (advertise, accept) or set \(environmentVariable)"
-    }
-}
-
-/// What a stranger on the link meets after the handshake: files only with consent, pins only for
-/// peers that reached a session, and a deadline for links that never invite. Each piece is called
-/// from one line in the node.
+/// What a stranger on the link meets after the handshake: pins only for peers that reached a
+/// session, and a deadline for links that never invite (files only with consent: `FileIntake`).
+/// Each piece is called from one line in the node.
 extension Node {
-    /// A file offer to a node that was not told where files go: refused, with the reason on both sides.
-    nonisolated func refuseUnconsented(_ offer: FrameBody.Open, relative: String, on link: Link, channel: UInt32) async {
-        let fileKey = String(offer.key.filter { $0.isHexDigit }.prefix(12))
-        events.emit(Events.FileFailed(
-            transfer: fileKey + "-\(channel)", direction: "receive", peer: link.peer.ref, path: relative, code: "no-save-dir",
-            reason: "refused a file from \(link.peer.name): this node takes no files; to accept them, \(SaveDirectory.howToEnable)",
-            resumable: false))
-        link.channels.finish(channel)
-        await link.send(FrameBody.frame(.openReply, FrameBody.OpenReply(
-            accept: false, offset: 0, reason: "the node takes no files (it was started without \(Spelling.option(.saveDirectory)))", code: .noSaveDir),
-            channel: channel))
-    }
-
     /// Pins the peer of a link that reached a session; false (and the link closed, an error event
     /// naming the file) when `known_peers` cannot be used or now holds another key for it. A
     /// stranger that `--auto-accept` let in goes to the capped list of strangers (KnownPeers.swift).
@@ -44,7 +23,7 @@ extension Node {
         }
         let message = error.errorDescription ?? "\(error)"
         events.emit(Events.Failure(code: error.code, message: message, exitStatus: error.exitStatus.rawValue))
-        link.close(because: message)
+        link.close(because: .ended(message))
         return false
     }
 
@@ -59,7 +38,7 @@ extension Node {
     private func closeIfUninvited(_ link: Link) {
         guard links.contains(link), link.state == .awaitingInvite else { return }
         NearbyLog.logger.info("\(link.peer.id) at \(link.peer.address) sent no invitation within the deadline: closing")
-        link.close(because: "no invitation within \(configuration.invitationDeadline)")
+        link.close(because: .ended("no invitation within \(configuration.invitationDeadline)"))
     }
 
     /// The error event for a connection refused because `known_peers` is unusable.

@@ -30,40 +30,30 @@ extension Node: LinkOwner {
         datagrams.peerSetup(setup, on: link)
     }
 
-    /// Files and directories by the node's policy (`fileOffered`, which needs nothing of the actor:
-    /// a folder's offers never wait for it), streams to a listener.
+    /// Files and directories by the node's policy (`FileIntake`, which needs nothing of the actor: a
+    /// folder's offers never wait for it), streams to a listener.
     nonisolated func offered(_ offer: FrameBody.Open, channel: UInt32, on link: Link) async {
         if offer.kind == .stream {
             await streamOffered(offer, channel: channel, on: link)
         } else {
-            await fileOffered(offer, channel: channel, on: link)
+            await intake.fileOffered(offer, channel: channel, on: link)
         }
     }
 
     /// A peer broke the protocol: an `error` event says so, and the link is cut at once.
-    nonisolated func violated(_ link: Link, _ what: String) {
-        guard link.closeReason == nil else { return }
+    nonisolated func violated(_ link: Link, _ what: String) { Self.violated(link, what, events: events) }
+
+    static func violated(_ link: Link, _ what: String, events: any EventSink) {
+        guard !link.isClosing else { return }
         let failure = NearbyError.connectionFailed("\(link.peer.id) (\(link.peer.name)) broke the protocol: \(what)")
         events.emit(Events.Failure(code: "protocol-violation", message: failure.errorDescription ?? what, exitStatus: failure.exitStatus.rawValue))
-        link.close(because: "protocol violation: \(what)")
+        link.close(because: .violation(what))
     }
 
     /// Says goodbye on a link and closes it once everything queued is written. Bounded: the goodbye
     /// waits at most half a second for room, for a peer that stopped reading.
-    func leave(_ link: Link, because why: String, telling reason: String) async {
+    func leave(_ link: Link, because why: CloseReason, telling reason: String) async {
         guard links.contains(link) else { return }
-        // Before the goodbye goes out: a peer that closes at once must not make it "connection lost".
-        link.setReason(why)
-        let actions = link.step { $0.leave(telling: reason) }
-        link.shortcut.disarm()
-        for case let .send(frame) in actions {
-            let sent = OneShot<Void>()
-            spawn {
-                await link.send(frame)
-                sent.settle(())
-            }
-            _ = await sent.wait(until: .now + .milliseconds(500))
-        }
-        await link.finish(because: why)
+        await link.leave(because: why, telling: reason) { [self] job in spawn(job) }
     }
 }

@@ -11,20 +11,9 @@ extension Node {
         NearbyLog.logger.debug("\(link.peer.id) (\(link.peer.name)) at \(link.peer.address) runs nearby doctor: does this host see \(probe.instance)?")
         let wait = configuration.probeWait
         spawn {
-            // The slot is taken inside the job, so a job that never runs (the node stopping) holds none.
-            guard DoctorProbe.slots.take() else {
-                return await Self.answer(FrameBody.ProbeReply(seen: false, waited: 0, reason: "busy: too many probes at once"), on: link)
-            }
-            let reply = await DoctorProbe.look(for: probe.instance, within: wait)
-            DoctorProbe.slots.give()
+            let reply = await DoctorProbe.reply(to: probe.instance, within: wait)
             NearbyLog.logger.debug("doctor probe \(probe.instance) from \(link.peer.id): \(reply.seen ? "seen" : "not seen") after \(reply.waited) ms")
-            await Self.answer(reply, on: link)
+            await link.answerProbe(reply)
         }
-    }
-
-    /// Sends the answer and closes: a probed link never becomes a session.
-    private nonisolated static func answer(_ reply: FrameBody.ProbeReply, on link: Link) async {
-        await link.send(FrameBody.frame(.probeReply, reply))
-        await link.finish(because: "answered a nearby doctor probe")
     }
 }

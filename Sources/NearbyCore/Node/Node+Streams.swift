@@ -2,36 +2,6 @@ import Foundation
 import NIOCore
 import Synchronization
 
-/// What spans links in streams: incoming ones waiting for a listener (at most
-/// `maxUnclaimedStreams`, each for at most `listenerWait`), and listeners waiting for one. A
-/// running stream belongs to its link's channels.
-struct StreamWaits {
-    var pending: [PendingStream] = []
-    var listeners: [StreamListener] = []
-}
-
-struct PendingStream {
-    let stream: StreamChannel
-    let link: Link
-}
-
-struct StreamListener {
-    let id = UUID()
-    let name: String?
-    let from: String?
-    /// The listener's client: it sees the invitations it may be waiting for (Node.invited).
-    var sink: (any EventSink)? = nil
-    let claimed = OneShot<StreamMatch>()
-
-    func wants(_ peer: AuthenticatedPeer) -> Bool { from.map { Node.matches($0, peer) } ?? true }
-}
-
-/// An incoming stream and the link it came on, handed to the listener that takes it.
-struct StreamMatch: Sendable {
-    let stream: StreamChannel
-    let link: Link
-}
-
 extension Node {
     /// How long an incoming stream waits for a `nearby stream --listen` before it is refused.
     var listenerWait: Duration { configuration.unclaimedStreamWait }
@@ -48,15 +18,8 @@ extension Node {
         let events: any EventSink = client.map { TeeSink(self.events, $0) } ?? self.events
         let peer = try await invite(query, context: nil, timeout: timeout, client: client)
         guard let link = sessions[peer.id] else { throw .connectionFailed("the session with \(peer.id) ended") }
-        let stream = try link.openChannel { id in
-            let stream = StreamChannel(id: id, name: name, peer: peer.ref)
-            return (.stream(stream), stream)
-        }
-        defer { link.channels.finish(stream.id) }
-        await link.send(FrameBody.frame(.open, FrameBody.Open(kind: .stream, path: name, size: 0, key: ""), channel: stream.id))
-        var replies = stream.replies.makeAsyncIterator()
-        guard let reply = await replies.next() else { throw .connectionFailed("the session ended before the peer answered") }
-        guard reply.accept else { throw .transferFailed(path: name.isEmpty ? "stream" : name, code: "stream-refused", reason: reply.reason ?? "refused") }
+        let stream = try await link.offerStream(name: name)
+        defer { link.endChannel(stream.id) }
         events.emit(Events.StreamOpened(stream: "\(stream.id)", direction: "out", peer: peer.ref, name: name))
         await ready(StreamInfo(stream: "\(stream.id)", peer: peer.ref, name: name))
         return try await StreamPump(stream: stream, link: link, events: events).run(source: source, sink: sink)
@@ -68,11 +31,8 @@ extension Node {
         ready: @escaping @Sendable (StreamInfo) async -> Void = { _ in }
     ) async throws(NearbyError) -> StreamSummary {
         let events: any EventSink = client.map { TeeSink(self.events, $0) } ?? self.events
-        let match: StreamMatch?
-        if let index = streamWaits.pending.firstIndex(where: { Self.wants(name, from, $0.stream, $0.link) }) {
-            let pending = streamWaits.pending.remove(at: index)
-            match = StreamMatch(stream: pending.stream, link: pending.link)
-        } else {
+        var found = streamWaits.takePending(name: name, from: from)
+        if found == nil {
             let listener = StreamListener(name: name, from: from, sink: client)
             streamWaits.listeners.append(listener)
             let service = configuration.service.name
@@ -81,33 +41,28 @@ extension Node {
             // A stream comes only once its opener is in session: show the invitations that wait
             // for an answer, with how to give it.
             for pending in invitations.waiting where listener.wants(pending.link.peer) {
-                client?.emit(invitationEvent(pending))
+                client?.emit(pending.event)
             }
-            match = await listener.claimed.wait()
+            found = await listener.claimed.wait()
             streamWaits.listeners.removeAll { $0.id == listener.id }
         }
-        guard let match else {
+        guard let match = found else {
             if stopping { throw .connectionFailed("the node stopped") }
             throw .cancelled("waiting for a stream")
         }
         let (stream, link) = (match.stream, match.link)
         if Task.isCancelled {
             // Our client left just as the stream came: it goes to another listener, or waits.
-            if link.channels.holds(stream.id, stream) { await place(stream, on: link) }
+            if link.holds(stream) { await place(stream, on: link) }
             throw .cancelled("waiting for a stream")
         }
-        defer { link.channels.finish(stream.id) }
-        guard link.channels.holds(stream.id, stream), link.channels.accept(stream.id, .stream(stream)) else {
+        defer { link.endChannel(stream.id) }
+        guard await link.acceptStream(stream) else {
             throw .connectionFailed("the stream's session ended before it could start")
         }
-        await link.send(FrameBody.frame(.openReply, FrameBody.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil), channel: stream.id))
         events.emit(Events.StreamOpened(stream: "\(stream.id)", direction: "in", peer: stream.peer, name: stream.name))
         await ready(StreamInfo(stream: "\(stream.id)", peer: stream.peer, name: stream.name))
         return try await StreamPump(stream: stream, link: link, events: events).run(source: source, sink: sink)
-    }
-
-    static func wants(_ name: String?, _ from: String?, _ stream: StreamChannel, _ link: Link) -> Bool {
-        (name == nil || name == stream.name) && (from.map { matches($0, link.peer) } ?? true)
     }
 
     // MARK: Incoming
@@ -115,17 +70,13 @@ extension Node {
     func streamOffered(_ offer: FrameBody.Open, channel: UInt32, on link: Link) async {
         let stream = StreamChannel(id: channel, name: String(offer.path.prefix(255)), peer: link.peer.ref)
         // From now on its reset and the link's end reach it, waiting or running.
-        guard link.channels.hold(channel, .stream(stream)) else { return }
+        guard link.hold(stream) else { return }
         await place(stream, on: link)
     }
 
     /// Gives an incoming stream to a listener that wants it, else lets it wait for one.
     private func place(_ stream: StreamChannel, on link: Link) async {
-        // A listener whose client left has abandoned its wait: never give it a stream.
-        streamWaits.listeners.removeAll { $0.claimed.isSettled }
-        if let index = streamWaits.listeners.firstIndex(where: { Self.wants($0.name, $0.from, stream, link) }) {
-            if streamWaits.listeners.remove(at: index).claimed.settle(StreamMatch(stream: stream, link: link)) { return }
-        }
+        if streamWaits.giveListener(StreamMatch(stream: stream, link: link)) { return }
         // Nobody listens yet: wait a bounded time for `nearby stream --listen`, then refuse. Nothing
         // flows before a listener takes it, and only so many may wait.
         guard streamWaits.pending.count < Self.maxUnclaimedStreams else {
@@ -151,5 +102,10 @@ extension Node {
     func endStreamListeners() {
         for listener in streamWaits.listeners { listener.claimed.abandon() }
         streamWaits.listeners = []
+    }
+
+    /// Refuses a stream offer: nothing was made for it.
+    nonisolated func refuse(_ channel: UInt32, on link: Link, reason: String) async {
+        await link.refuse(channel, FrameBody.OpenReply(accept: false, offset: 0, prefixSHA256: nil, reason: reason))
     }
 }

@@ -2,12 +2,14 @@ import Foundation
 import NIOCore
 import NIOSSL
 
-/// The node: this identity's presence for one service type. It keeps only what spans links —
-/// sessions by peer, `Invitations` (both ways, and the waiting `accept`s), `DiscoveryCache`, stream
-/// listeners, policy — and hears from each `Link` that it connected and that it closed. A link owns
-/// the rest (its `SessionStateMachine`, its channels and the files and streams on them), fed by its
-/// own task. Every connection, timer and browser task is a child of `run()`, so stopping the node
-/// ends them.
+/// The node: this identity's presence for one service type, a coordinator. It keeps only what spans
+/// links — links and sessions by peer, `Invitations` (both ways, and the waiting `accept`s), stream
+/// listeners — and hears from each `Link` (`LinkOwner`) that it connected, what only the node
+/// decides, and that it closed. A link owns the rest (its `SessionStateMachine`, its channels and
+/// the files and streams on them), fed by its own task; finding and reaching peers is the
+/// `Dialer`'s, being seen is `Presence`'s, the policies are `InvitationPolicy` and `FileIntake`
+/// (docs/architecture.md). Every connection, timer and browser task is a child of `run()`, the peer
+/// listener's accept loop too, so stopping the node ends them.
 public actor Node {
     public nonisolated let identity: Identity
     public nonisolated let configuration: NodeConfiguration
@@ -17,27 +19,27 @@ public actor Node {
     /// Unreliable messages (Node+Lines.swift).
     let datagrams: DatagramHub
 
-    private var advertiser: Advertiser?
-    /// `--domain`: the registration in each unicast DNS domain, besides `advertiser` on the link.
-    private var registrars: [WideAreaRegistrar] = []
+    /// Where the node is seen: DNS-SD on the link, each `--domain`.
+    private let presence: Presence
     private var listener: (any Channel)?
+    /// Where the listener hands what it accepted to `accept`'s loop.
+    private var arrivals: AsyncStream<Negotiated>.Continuation?
     public private(set) var port = 0
-    var discovery = DiscoveryCache()
-    /// Lookups (`resolve`) waiting for discovery to change.
-    var discoveryWaiters: [OneShot<Void>] = []
+    /// Finding peers and connecting to them (discovery, remembered addresses, addresses in turn).
+    let dialer: Dialer
     var invitations = Invitations()
 
     /// Every authenticated connection (each owns its state), for goodbyes when the node stops.
     var links: Set<Link> = []
     var sessions: [PeerID: Link] = [:]
-    private var sessionWatchers: [UUID: AsyncStream<SessionChange>.Continuation] = [:]
+    private var watchers = SessionWatchers()
     private(set) var stopping = false
     /// Incoming streams waiting for a listener, and listeners waiting for one.
     var streamWaits = StreamWaits()
     /// The partial files being written, over every link, and the quota on strangers' partials.
     nonisolated let partials: PartialFiles
-    /// Where peers were reached lately (nil with `NEARBY_REMEMBER=0`): tried before discovery answers.
-    let recent: RecentPeers?
+    /// Offers of files and directories, by the node's policy.
+    nonisolated let intake: FileIntake
 
     /// Work for `run()` to own: connections, timers, the browser's updates.
     private nonisolated let jobs: AsyncStream<@Sendable () async -> Void>
@@ -53,7 +55,6 @@ public actor Node {
         self.configuration = configuration
         self.events = events
         self.knownPeers = KnownPeers(paths: paths, autoCap: configuration.autoPinCap)
-        self.recent = RecentPeers.remembersAddresses() ? RecentPeers(paths: paths) : nil
         (jobs, jobQueue) = AsyncStream.makeStream()
         self.datagrams = DatagramHub(events: events)
         partials = PartialFiles(limits: configuration.partialQuota, record: paths.strangersDirectories(service: configuration.service.name))
@@ -62,9 +63,17 @@ public actor Node {
         } catch {
             throw .connectionFailed("cannot set up TLS: \(error)")
         }
+        let queue = jobQueue
+        intake = FileIntake(
+            configuration: configuration, events: events, partials: partials, spawn: { queue.yield($0) },
+            violated: { [events] link, what in Node.violated(link, what, events: events) })
+        presence = Presence(configuration: configuration, instance: identity.peerID.rawValue, events: events, spawn: { queue.yield($0) })
+        dialer = Dialer(
+            configuration: configuration, me: identity.peerID, tls: tls.client,
+            recent: RecentPeers.remembersAddresses() ? RecentPeers(paths: paths) : nil, spawn: { queue.yield($0) })
     }
 
-    var displayName: String { configuration.displayName ?? identity.displayName }
+    nonisolated var displayName: String { configuration.displayName ?? identity.displayName }
 
     /// The `advertising` event: who this node is, on which service and port, with what info — in
     /// its first place (`local.` unless `--no-link`).
@@ -100,62 +109,19 @@ public actor Node {
 
     /// Opens the listening socket and, when configured, advertises.
     public func start() async throws(NearbyError) {
-        let listener = try await Connections.listen(port: configuration.port, preference: configuration.encryption, tls: tls.server) { [self] negotiated in
-            spawn { await self.serve(negotiated, isClient: false, expected: nil, invitation: nil, sink: self.events) }
+        let (connections, arrivals) = AsyncStream<Negotiated>.makeStream()
+        let listener = try await Connections.listen(port: configuration.port, preference: configuration.encryption, tls: tls.server) { negotiated in
+            arrivals.yield(negotiated)
         }
         self.listener = listener
+        self.arrivals = arrivals
+        spawn { [self] in await acceptPeers(connections) }
         port = listener.localAddress?.port ?? 0
         NearbyLog.logger.info("listening for sessions on port \(port) (encryption \(configuration.encryption.rawValue))")
         if let root = configuration.saveDirectory { spawn { [partials] in await partials.sweepUntilCancelled(adopting: root) } }
         guard configuration.advertise else { return }
         let txt = TXTRecord(displayName: displayName, info: configuration.info, protocolVersion: TXTRecord.protocolVersion)
-        // Each domain, then the link; a place that refuses undoes the others and fails the start.
-        do throws(NearbyError) {
-            for wideArea in configuration.wideAreas {
-                let registrar = try WideAreaRegistrar(
-                    settings: wideArea, service: configuration.service, instance: identity.peerID.rawValue, port: UInt16(port), txt: txt)
-                try await registrar.start()
-                registrars.append(registrar)
-            }
-            guard configuration.link || configuration.wideAreas.isEmpty else { return }
-            let advertiser = Advertiser(service: configuration.service, instance: identity.peerID.rawValue, port: UInt16(port), txt: txt)
-            try await advertiser.start(lost: advertisementLost)
-            self.advertiser = advertiser
-        } catch {
-            for registrar in registrars { await registrar.stop() }
-            registrars = []
-            throw error
-        }
-    }
-
-    /// The daemon went away under our advertisement (stopped, restarted): say so, and register
-    /// again as soon as it answers, printing `advertising` again.
-    private nonisolated var advertisementLost: @Sendable () -> Void {
-        { [self] in spawn { await self.readvertise() } }
-    }
-
-    private func readvertise() async {
-        guard let advertiser, !stopping else { return }
-        // Not a failure of the node, which runs on: a wait, with no exit status.
-        events.emit(Events.Waiting(
-            for: "daemon", service: configuration.service.name,
-            reason: "the DNS-SD daemon went away: not discoverable until it is back, then advertising again"))
-        NearbyLog.logger.warning("the DNS-SD daemon went away; registering again as soon as it is back")
-        while !stopping {
-            do {
-                try await Task.sleep(for: .milliseconds(500))
-            } catch {
-                return
-            }
-            do {
-                try await advertiser.start(lost: advertisementLost)
-                if stopping { return await advertiser.stop() }
-                events.emit(advertisingEvent)
-                return
-            } catch {
-                continue
-            }
-        }
+        try await presence.start(port: UInt16(port), txt: txt, announcing: advertisingEvent)
     }
 
     /// Says goodbye to every peer, withdraws the advertisement, closes everything. Bounded: a peer
@@ -163,84 +129,58 @@ public actor Node {
     public func stop(reason: String = "the node stopped") async {
         guard !stopping else { return }
         stopping = true
-        await advertiser?.stop()
-        for registrar in registrars { await registrar.stop() }
-        discovery.stop()
+        await presence.stop()
+        await dialer.stop()
         invitations.endWaiters()
         endStreamListeners()
         await withTaskGroup(of: Void.self) { group in
             for link in links {
-                group.addTask { await self.leave(link, because: "we left: \(reason)", telling: reason) }
+                group.addTask { await self.leave(link, because: .weLeft(reason), telling: reason) }
             }
         }
         // Give the peers a moment to close their side, and the links to report `disconnected`.
         await Link.untilDetached(Array(links), by: .now + .milliseconds(500))
         try? await listener?.close()
-        for link in links { link.close(because: "the node stopped") }
+        arrivals?.finish()
+        for link in links { link.close(because: .nodeStopped) }
         jobQueue.finish()
         datagrams.close()
     }
 
     /// Session changes, for commands that stay "until the peer leaves".
-    public func sessionChanges() -> AsyncStream<SessionChange> {
-        let (stream, continuation) = AsyncStream<SessionChange>.makeStream()
-        sessionWatchers[UUID()] = continuation
-        return stream
-    }
-
-    func notify(_ change: SessionChange) {
-        for (id, continuation) in sessionWatchers {
-            if case .terminated = continuation.yield(change) { sessionWatchers[id] = nil }
-        }
-    }
+    public func sessionChanges() -> AsyncStream<SessionChange> { watchers.watch() }
 
     // MARK: Connections
+
+    /// The peer listener's accept loop, as `ControlServer`'s (and NIO's TCP echo server's): each
+    /// connection runs as a child of this loop, itself a child of `run()`; it ends when the listener
+    /// closes or the node is cancelled.
+    private nonisolated func acceptPeers(_ connections: AsyncStream<Negotiated>) async {
+        await withDiscardingTaskGroup { group in
+            for await negotiated in connections {
+                group.addTask { await self.serve(negotiated, isClient: false, expected: nil, invitation: nil, sink: self.events) }
+            }
+        }
+    }
 
     /// Runs one connection from preamble to close.
     nonisolated func serve(
         _ negotiated: Negotiated, isClient: Bool, expected: PeerID?, invitation: Invitations.Outgoing?, sink: any EventSink
     ) async {
-        let connection: FrameChannel
-        switch negotiated {
-        case let .silent(remote):
-            NearbyLog.logger.debug("\(remote) connected and closed without a word (a reachability check or a scan)")
-            return
-        case let .foreign(remote, what):
-            events.emit(Events.Rejected(address: remote, reason: "not a nearby peer: \(what)", code: "not-a-nearby-peer"))
-            return
-        case let .refused(remote, theirs, decision):
-            let error = Self.mismatch(ours: configuration.encryption, theirs: theirs, decision: decision)
-            events.emit(Events.Rejected(address: remote, reason: error.errorDescription ?? "", code: error.code))
-            return
-        case let .frames(frames):
-            connection = frames
-        }
-        var link: Link?
+        guard let connection = negotiated.frames(ours: configuration.encryption, reporting: events) else { return }
+        let parties = Link.Parties(identity: identity, displayName: displayName, expected: expected, knownPeers: knownPeers)
         do {
-            try await connection.channel.executeThenClose { inbound, outbound in
-                var iterator = inbound.makeAsyncIterator()
-                let peer = try await Handshake.run(
-                    inbound: &iterator, outbound: outbound, connection: connection, isClient: isClient,
-                    identity: identity, displayName: displayName, expected: expected, knownPeers: knownPeers)
-                let established = Link(
-                    peer: peer, isClient: isClient, outbound: outbound, transport: connection.channel.channel,
-                    shortcut: connection.shortcut, admission: connection.admission)
-                link = established
-                await attach(established, invitation: invitation, sink: sink)
-                await established.run(&iterator, owner: self)
+            _ = try await Link.run(connection: connection, isClient: isClient, parties: parties, owner: self) { link in
+                await attach(link, invitation: invitation, sink: sink)
             }
         } catch {
+            // No link came of it: the handshake failed, or the node stopped first.
             let why = Task.isCancelled ? "the node stopped" : Link.describe(error)
-            if let link {
-                link.setReason(why)
-            } else {
-                let nearbyError = (error as? NearbyError) ?? .connectionFailed("handshake with \(connection.remote) failed: \(why)")
-                events.emit(Events.Rejected(address: connection.remote, reason: nearbyError.errorDescription ?? why, code: nearbyError.code))
-                reportRefusal(nearbyError)
-                invitation?.outcome.settle(.failed(nearbyError))
-            }
+            let nearbyError = (error as? NearbyError) ?? .connectionFailed("handshake with \(connection.remote) failed: \(why)")
+            events.emit(Events.Rejected(address: connection.remote, reason: nearbyError.errorDescription ?? why, code: nearbyError.code))
+            reportRefusal(nearbyError)
+            invitation?.outcome.settle(.failed(nearbyError))
         }
-        if let link { await detach(link) }
     }
 
     private func attach(_ link: Link, invitation: Invitations.Outgoing?, sink: any EventSink) async {
@@ -251,11 +191,11 @@ public actor Node {
             // Already in session with whoever this turned out to be (HOST:PORT, or crossed
             // invitations that settled the other way): use that session, drop this connection.
             invitation.outcome.settle(.connected(existing.peer))
-            await leave(link, because: "not needed: already in session", telling: "already in session")
+            await leave(link, because: .ended("not needed: already in session"), telling: "already in session")
             return
         }
         guard invitation.isWaiting else {
-            await leave(link, because: "not needed: the invitation was settled", telling: "already in session")
+            await leave(link, because: .ended("not needed: the invitation was settled"), telling: "already in session")
             return
         }
         invitation.link = link
@@ -263,22 +203,22 @@ public actor Node {
         sink.emit(Events.Invited(
             invitation: invitation.id, peer: link.peer.ref, address: link.peer.address,
             verificationCode: link.peer.verificationCode, encrypted: link.peer.encrypted))
-        let actions = link.step { $0.invite(id: invitation.id, context: invitation.context, timeout: invitation.timeout) }
-        await link.perform(actions, owner: self)
+        await link.invite(id: invitation.id, context: invitation.context, timeout: invitation.timeout, owner: self)
     }
 
-    private func detach(_ link: Link) {
-        NearbyLog.logger.info("connection with \(link.peer.id) closed: \(link.closeReason ?? "connection lost")")
+    /// The link is over: forget it, and say so to whoever waited on it.
+    func detached(_ link: Link) {
+        let reason = "\(link.closeReason ?? .lost)"
+        NearbyLog.logger.info("connection with \(link.peer.id) closed: \(reason)")
         links.remove(link)
         defer { link.markDetached() }
-        link.shortcut.disarm()
+        link.stopDelivering()
         datagrams.remove(link)
         streamWaits.pending.removeAll { $0.link === link }
-        let reason = link.closeReason ?? "connection lost"
         if sessions[link.peer.id] === link {
             sessions[link.peer.id] = nil
             events.emit(Events.Disconnected(peer: link.peer.ref, reason: reason, peers: sessions.count))
-            notify(.disconnected(link.peer.id, remaining: sessions.count))
+            watchers.notify(.disconnected(link.peer.id, remaining: sessions.count))
         }
         for invitation in invitations.withdraw(on: link) {
             events.emit(Events.Declined(invitation: invitation.id, peer: link.peer.ref, reason: "withdrawn: \(reason)"))
@@ -291,26 +231,16 @@ public actor Node {
 
     func connect(_ link: Link) {
         guard pinSession(link) else { return }
-        // A session now: no longer one of the links a stranger may hold open (HandshakeGate).
-        link.admission?.release()
         if let previous = sessions[link.peer.id], previous !== link {
             sessions[link.peer.id] = nil
-            previous.close(because: "replaced by a new connection")
+            previous.close(because: .ended("replaced by a new connection"))
         }
         sessions[link.peer.id] = link
-        events.emit(connectedEvent(link))
+        events.emit(Events.Connected(link.peer, peers: sessions.count))
         let events = self.events, peer = link.peer.ref
-        link.shortcut.arm { bytes in
-            link.heard()
-            events.emit(Events.Message(bytes, from: peer))
-        }
-        notify(.connected(link.peer.id))
+        // A session now: no longer one of the links a stranger may hold open (HandshakeGate).
+        link.becameSession { bytes in events.emit(Events.Message(bytes, from: peer)) }
+        watchers.notify(.connected(link.peer.id))
         if let pending = invitations.outgoing.removeValue(forKey: link.peer.id) { pending.outcome.settle(.connected(link.peer)) }
-    }
-
-    func connectedEvent(_ link: Link) -> Events.Connected {
-        Events.Connected(
-            peer: link.peer.ref, address: link.peer.address, verificationCode: link.peer.verificationCode,
-            encrypted: link.peer.encrypted, peers: sessions.count)
     }
 }

@@ -46,7 +46,7 @@ struct PassedStdio {
         ask()
         let received: Result<[Int32], DescriptorPassing.Failure>
         do {
-            received = try await NIOThreadPool.singleton.runIfActive {
+            received = try await Blocking.run { _ in
                 Result { () throws(DescriptorPassing.Failure) in
                     try DescriptorPassing.receive(on: socket, limit: offer.count, until: .now + wait)
                 }

@@ -38,7 +38,7 @@ public enum Requests {
     /// they are), then the request itself.
     static func checked(_ request: ControlRequest, by node: Node) async throws(NearbyError) -> ControlRequest {
         guard case let .expecting(expected, inner) = request else { return request }
-        if let conflict = await node.conflict(with: expected) { throw conflict }
+        if let conflict = expected.conflict(running: node.configuration, as: node.displayName) { throw conflict }
         return try await checked(inner, by: node)
     }
 

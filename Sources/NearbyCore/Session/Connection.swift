@@ -40,6 +40,25 @@ public enum Negotiated: Sendable {
     case silent(remote: String)
 }
 
+extension Negotiated {
+    /// The connection's frames once the preamble agreed; otherwise nil, and what happened is said
+    /// (a `rejected` event, or a debug line for a client that closed without a word).
+    func frames(ours: EncryptionPreference, reporting events: any EventSink) -> FrameChannel? {
+        switch self {
+        case let .frames(frames):
+            return frames
+        case let .silent(remote):
+            NearbyLog.logger.debug("\(remote) connected and closed without a word (a reachability check or a scan)")
+        case let .foreign(remote, what):
+            events.emit(Events.Rejected(address: remote, reason: "not a nearby peer: \(what)", code: "not-a-nearby-peer"))
+        case let .refused(remote, theirs, decision):
+            let error = Preamble.mismatch(ours: ours, theirs: theirs, decision: decision)
+            events.emit(Events.Rejected(address: remote, reason: error.errorDescription ?? "", code: error.code))
+        }
+        return nil
+    }
+}
+
 /// Runs the plaintext preamble on a fresh TCP connection, then puts TLS (when agreed) and the frame
 /// codec in its place and wraps the channel for async use. Everything here runs on the event loop.
 final class PreambleHandler: ChannelInboundHandler, RemovableChannelHandler {

@@ -48,7 +48,7 @@ public final class DatagramHub: Sendable {
     /// Our half of a new session's setup: opens the socket for the link's address family if needed,
     /// and returns the frame telling the peer our port, our tag and our sending key.
     func setup(for link: Link) async -> Frame? {
-        guard let local = link.transport.localAddress,
+        guard let local = link.localAddress,
               let channel = await socket(family: local.protocol.rawValue, host: local.ipAddress ?? "0.0.0.0"),
               let port = channel.localAddress?.port
         else { return nil }
@@ -65,7 +65,7 @@ public final class DatagramHub: Sendable {
 
     /// The peer's half: where to send it datagrams, and the key its datagrams to us are sealed with.
     func peerSetup(_ setup: FrameBody.Datagrams, on link: Link) {
-        guard let checked = setup.checked, let remote = link.transport.remoteAddress?.ipAddress,
+        guard let checked = setup.checked, let remote = link.remoteAddress?.ipAddress,
               let address = try? SocketAddress(ipAddress: remote, port: checked.port)
         else { return }
         guard let ours = link.datagrams.withLock({ $0.tag }),
@@ -136,7 +136,7 @@ public final class DatagramHub: Sendable {
         // Not set up yet: wait, woken by the peer's setup or by the link's end (`remove`), else
         // giving up at `wait`.
         let setup = link.datagrams.withLock { datagrams -> OneShot<Void>? in
-            guard datagrams.sending == nil, link.transport.isActive else { return nil }
+            guard datagrams.sending == nil, link.isActive else { return nil }
             let setup = OneShot<Void>()
             datagrams.setupWaiters.append(setup)
             return setup
@@ -145,7 +145,7 @@ public final class DatagramHub: Sendable {
             link.datagrams.withLock { $0.setupWaiters.removeAll { $0 === setup } }
         }
         guard link.datagrams.withLock({ $0.sending != nil }) else { return false }
-        guard let local = link.transport.localAddress,
+        guard let local = link.localAddress,
               let socket = state.withLock({ $0.sockets[local.protocol.rawValue] })
         else { return false }
         // Take the sequence numbers under the lock, seal outside it.

@@ -29,6 +29,52 @@ protocol LinkOwner: Sendable {
     func offered(_ offer: FrameBody.Open, channel: UInt32, on link: Link) async
     /// The peer broke the protocol: said once, as an `error` event, before the link is cut.
     func violated(_ link: Link, _ what: String)
+    /// The link is over (`Link.run(connection:)` is about to return its reason): forget it.
+    func detached(_ link: Link) async
+}
+
+extension Link {
+    /// What the identity handshake needs: who we are, whom we expect, whom we know.
+    struct Parties: Sendable {
+        let identity: Identity
+        let displayName: String
+        /// The peer we dialled, when we know its ID (the handshake fails if another answers).
+        let expected: PeerID?
+        let knownPeers: KnownPeers
+    }
+
+    /// A connection's whole life after the preamble, as grpc-swift-2's `Connection.run()`: the
+    /// identity handshake, then the link — handed to `attached` (the owner indexes it, sends its
+    /// invitation) — its frames and keepalive until the connection ends, inside `executeThenClose`,
+    /// which closes the connection whatever happens. Returns why the link ended, once `owner` has
+    /// let it go (`detached`). Throws only when no link came of it (the handshake failed, the node
+    /// stopped first): then nobody ever heard of it.
+    static func run(
+        connection: FrameChannel, isClient: Bool, parties: Parties, owner: some LinkOwner, attached: (Link) async -> Void
+    ) async throws -> CloseReason {
+        var established: Link?
+        do {
+            try await connection.channel.executeThenClose { inbound, outbound in
+                var iterator = inbound.makeAsyncIterator()
+                let peer = try await Handshake.run(
+                    inbound: &iterator, outbound: outbound, connection: connection, isClient: isClient,
+                    identity: parties.identity, displayName: parties.displayName, expected: parties.expected,
+                    knownPeers: parties.knownPeers)
+                let link = Link(
+                    peer: peer, isClient: isClient, outbound: outbound, transport: connection.channel.channel,
+                    shortcut: connection.shortcut, admission: connection.admission)
+                established = link
+                await attached(link)
+                await link.run(&iterator, owner: owner)
+            }
+        } catch {
+            guard let established else { throw error }
+            established.setReason(Task.isCancelled ? .nodeStopped : .ended(describe(error)))
+        }
+        guard let link = established else { throw CancellationError() }
+        await owner.detached(link)
+        return link.closeReason ?? .lost
+    }
 }
 
 extension Link {
@@ -36,7 +82,7 @@ extension Link {
     /// frames, decoded once (`WireMessage`) and taken by the link's state machine, and the
     /// keepalive, in one task group; what only the node can decide goes to `owner`. When the
     /// connection ends, so does everything that ran on it (`endChannels`), before this returns.
-    func run(_ inbound: inout NIOAsyncChannelInboundStream<Frame>.AsyncIterator, owner: some LinkOwner) async {
+    private func run(_ inbound: inout NIOAsyncChannelInboundStream<Frame>.AsyncIterator, owner: some LinkOwner) async {
         do {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await Keepalive.run(self) }
@@ -49,11 +95,11 @@ extension Link {
             }
         } catch {
             if let violation = error as? ProtocolViolation { owner.violated(self, "\(violation)") }
-            setReason(Task.isCancelled ? "the node stopped" : Self.describe(error))
+            setReason(Task.isCancelled ? .nodeStopped : .ended(Self.describe(error)))
         }
         // Nothing more goes out, and what ran on the connection ends with it. From here on the
         // link is closed for everyone who asks (`closeReason`), before the node detaches it.
-        setReason("connection lost")
+        setReason(.lost)
         transport.close(promise: nil)
         endChannels()
     }
@@ -80,7 +126,7 @@ extension Link {
             case .crossed: await owner.crossed(on: self)
             case let .message(bytes): owner.message(bytes, on: self)
             case let .channel(id, message): await channel(id, message, owner: owner)
-            case let .close(reason): await finish(because: reason)
+            case let .close(reason): await finish(because: .ended(reason))
             }
         }
     }
@@ -106,18 +152,18 @@ extension Link {
     /// The connection is gone: everything it carried ends with it. Incoming files fail (partial files
     /// stay for a resume), senders and streams stop.
     private func endChannels() {
-        let reason = closeReason ?? "connection lost"
+        let reason = closeReason ?? .lost
         for end in channels.drop() {
             switch end {
-            case let .receiving(file) where reason.hasPrefix("we left"):
+            case let .receiving(file) where reason.isOurLeaving:
                 // Our own leaving (Ctrl-C here, `disconnect`): nothing vanished.
                 file.abandon(code: "cancelled", reason: "cancelled here (\(reason))", keepPartial: true)
             case let .receiving(file):
                 file.abandon(code: "connection-lost", reason: "the peer vanished mid-transfer (\(reason))", keepPartial: true)
             case let .sending(channel):
-                channel.lost(reason)
+                channel.lost("\(reason)")
             case let .stream(stream):
-                stream.lost(.sessionEnded(reason))
+                stream.lost(.sessionEnded("\(reason)"))
             }
         }
     }

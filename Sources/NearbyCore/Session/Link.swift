@@ -3,9 +3,12 @@ import Synchronization
 
 /// One authenticated connection to a peer and everything that lives on it: the write side, where it
 /// is in the session protocol (`session`), its channels and what runs on them (`channels`), its
-/// datagram state, and the time anything was last heard (for keepalives). It runs itself
-/// (`Link.run`: the frame loop, keepalive, answers and channels); the node hears only what spans
-/// links (`LinkOwner`), and dropping the link drops all it owned.
+/// datagram state, and the time anything was last heard (for keepalives). It runs itself, from the
+/// preamble to its `CloseReason` (`Link.run(connection:)`: handshake, frame loop, keepalive, answers
+/// and channels); the node hears only what spans links (`LinkOwner`) and asks only for intentions
+/// (invite, answer, leave, offer or accept a channel, send messages: Link+Intentions.swift), so its
+/// channels, writer, transport and shortcut are touched only in the Link*.swift files. Dropping the
+/// link drops all it owned.
 public final class Link: Sendable, Hashable {
     public let peer: AuthenticatedPeer
     public let isClient: Bool
@@ -27,7 +30,7 @@ public final class Link: Sendable, Hashable {
     /// Completed when the node has forgotten the link (`markDetached`): what a leaving node waits for.
     private let detachedPromise: EventLoopPromise<Void>
     private let lastHeard = Mutex(ContinuousClock.now)
-    private let reason = Mutex<String?>(nil)
+    private let reason = Mutex<CloseReason?>(nil)
     /// A ping or pong written and not yet sent: the next waits for it (`send`).
     private let keepaliveUnsent = Atomic(false)
 
@@ -98,8 +101,11 @@ public final class Link: Sendable, Hashable {
     var silence: Duration { lastHeard.withLock { ContinuousClock.now - $0 } }
 
     /// Why the link ended, as the first one to know said it.
-    func setReason(_ text: String) { reason.withLock { if $0 == nil { $0 = text } } }
-    var closeReason: String? { reason.withLock { $0 } }
+    func setReason(_ why: CloseReason) { reason.withLock { if $0 == nil { $0 = why } } }
+    /// Why the link ended; nil while it is open.
+    var closeReason: CloseReason? { reason.withLock { $0 } }
+    /// Whether the link is closing or closed (someone gave a reason).
+    var isClosing: Bool { closeReason != nil }
 
     func send(_ frame: Frame) async {
         // Keepalives skip the queue: behind a flood of messages that the peer reads slowly (the
@@ -119,7 +125,7 @@ public final class Link: Sendable, Hashable {
         } catch is CancellationError {
             return  // the sending task was cancelled; the link itself is fine
         } catch {
-            close(because: "the connection failed while sending")
+            close(because: .sendFailed)
         }
     }
 
@@ -142,13 +148,13 @@ public final class Link: Sendable, Hashable {
         } catch is CancellationError {
             return
         } catch {
-            close(because: "the connection failed while sending")
+            close(because: .sendFailed)
         }
     }
 
     /// Half-closes once everything queued is written (a goodbye or answer last); the peer closes its
     /// side when it reads that. A peer that does not is cut off after `goodbyeGrace`.
-    func finish(because why: String) async {
+    func finish(because why: CloseReason) async {
         setReason(why)
         // A last ping as the barrier: it completes once everything queued before it is written.
         await flushed(transport, Frame(kind: .ping), within: .milliseconds(500))
@@ -159,7 +165,7 @@ public final class Link: Sendable, Hashable {
 
     static let goodbyeGrace = TimeAmount.seconds(3)
 
-    func close(because why: String) {
+    func close(because why: CloseReason) {
         setReason(why)
         transport.close(promise: nil)
     }
@@ -180,7 +186,7 @@ enum Keepalive {
             // Silence while we hold the link's reads (its output waits) is ours, not the peer's.
             switch SessionStateMachine.keepalive(silence: link.shortcut.pacing.silence(link.silence)) {
             case let .send(frame): await link.send(frame)
-            case let .close(reason): link.close(because: reason); return
+            case let .close(reason): link.close(because: .ended(reason)); return
             default: return
             }
         }

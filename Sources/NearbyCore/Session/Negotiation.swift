@@ -137,3 +137,11 @@ public enum SessionMath {
     /// opened by the peer with the smaller ID.
     public static func keepsOwnInvitation(own: PeerID, other: PeerID) -> Bool { own < other }
 }
+
+extension Preamble {
+    /// How a node words an encryption mismatch.
+    static func mismatch(ours: EncryptionPreference, theirs: EncryptionPreference?, decision: Decision) -> NearbyError {
+        let other = theirs?.rawValue ?? (decision == .refusedRequired ? "required" : "none")
+        return .encryptionMismatch(ours: ours.rawValue, theirs: other)
+    }
+}

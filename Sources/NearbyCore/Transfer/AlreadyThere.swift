@@ -1,5 +1,4 @@
 import Crypto
-import Dispatch
 
 #if canImport(Glibc)
 import Glibc
@@ -9,30 +8,28 @@ import Darwin
 
 /// A file sent again whose complete copy is already where it would go: the same name, the same
 /// size and the same SHA-256 mean the same file, so no second copy ("mid (1).bin") is made. Only a
-/// regular file of exactly that size is read, off the caller's thread.
+/// regular file of exactly that size is read, on NIO's thread pool (`Blocking`); cancelling the
+/// caller stops the read at its next block.
 enum AlreadyThere {
     /// The path of the file at `directory/name` when it holds exactly the bytes whose SHA-256 is
     /// `sha256` (`size` of them); nil otherwise.
     static func copy(of sha256: String, size: UInt64, in directory: String, as name: String) async -> String? {
         let path = directory + "/" + name
-        // Mostly there is none (a new file): known from one lstat, without a hop to another thread.
+        // Mostly there is none (a new file): known from one lstat, without a hop to the pool.
         var info = stat()
         guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, UInt64(max(0, info.st_size)) == size else { return nil }
-        return await withCheckedContinuation { continuation in
-            DispatchQueue.global(qos: .utility).async {
-                continuation.resume(returning: holds(path, sha256: sha256, size: size) ? path : nil)
-            }
-        }
+        let held = try? await Blocking.run { cancellation in holds(path, sha256: sha256, size: size, cancellation: cancellation) }
+        return held == true ? path : nil
     }
 
-    static func holds(_ path: String, sha256: String, size: UInt64) -> Bool {
+    static func holds(_ path: String, sha256: String, size: UInt64, cancellation: Blocking.Cancellation? = nil) -> Bool {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { return false }
         defer { close(fd) }
         var stats = stat()
         guard fstat(fd, &stats) == 0, (stats.st_mode & S_IFMT) == S_IFREG, UInt64(max(0, stats.st_size)) == size else { return false }
         var hasher = SHA256()
-        guard Transfer.hash(fd, count: size, into: &hasher) else { return false }
+        guard Transfer.hash(fd, count: size, into: &hasher, cancellation: cancellation) else { return false }
         return Transfer.hex(hasher.finalize()) == sha256
     }
 }

@@ -124,7 +124,7 @@ public final class DescriptorSource: ByteSource, @unchecked Sendable {
 /// every write and closes the descriptor, so the reader of a pipe sees the end.
 public final class DescriptorSink: ByteSink {
     private let fd: Int32
-    private let queue = DispatchQueue(label: "nearby.stream.out")
+    private let queue = Blocking.Serial()
     /// Bytes handed to the queue and not yet written may not exceed this.
     static let ahead = 4 << 20
     private let room = CreditGate(initial: DescriptorSink.ahead)
@@ -180,13 +180,4 @@ final class ChannelSource: ByteSource, @unchecked Sendable {
         }
         return try await iterator.next()
     }
-}
-
-/// Waits until everything written to `channel` so far has reached the kernel: a write completes
-/// only after those before it. Half-closing earlier would drop what is still queued. Bounded by
-/// `limit` (a peer that stopped reading holds nobody up) and by the caller's cancellation.
-func flushed(_ channel: any Channel, _ barrier: some Sendable, within limit: Duration = .seconds(30)) async {
-    let written = OneShot<Void>()
-    channel.writeAndFlush(barrier).whenComplete { _ in written.settle(()) }
-    _ = await written.wait(until: .now + limit)
 }

@@ -1,5 +1,4 @@
 import Crypto
-import Dispatch
 import NIOCore
 import Synchronization
 
@@ -9,7 +8,7 @@ import Glibc
 import Darwin
 #endif
 
-/// Reads and hashes an outgoing file on a queue of its own, `ahead` blocks before the sender: the
+/// Reads and hashes an outgoing file on a queue of its own (`Blocking.Serial`), `ahead` blocks before the sender: the
 /// next block is read and goes through SHA-256 while the last one is encrypted and in flight, and
 /// the event loop never waits for the disk. It owns the descriptor from `init` on and closes it on
 /// its queue, after the last read. A small file (`inline`) is read and hashed at once, in `start`,
@@ -26,7 +25,7 @@ final class FileReader: Sendable {
     /// Below glibc's mmap threshold (`MemoryBudget.returnBigBlocks`), so the heap reuses it.
     static let block = 2 * Transfer.chunk
     private let descriptor: Int32
-    private let queue = DispatchQueue(label: "nearby.file.out")
+    private let queue = Blocking.Serial()
     private let stopped = Mutex(false)
     /// Touched only on the queue.
     private final class Reading: @unchecked Sendable {
@@ -91,7 +90,7 @@ final class FileReader: Sendable {
     /// The hash of everything read, once every chunk was taken.
     func hash() async -> SHA256 {
         if inline { return reading.hasher }
-        await withCheckedContinuation { (continuation: CheckedContinuation<SHA256, Never>) in
+        return await withCheckedContinuation { (continuation: CheckedContinuation<SHA256, Never>) in
             queue.async { [reading] in continuation.resume(returning: reading.hasher) }
         }
     }

@@ -11,7 +11,7 @@ import Darwin
 /// together are made durable by one sync (`GroupSync`). Nothing is under the final name before its
 /// SHA-256 matched and its bytes are on stable storage (docs/durability.md).
 extension FileReceiver {
-    func end(_ end: FrameBody.Close, on link: Link) async {
+    func end(_ end: FrameBody.Close, on link: any ChannelPort) async {
         guard let writer = progress.withLock({ $0.writer }) else {
             return await fail(on: link, code: "integrity", reason: "the file ended before it started")
         }
@@ -39,7 +39,7 @@ extension FileReceiver {
 
     /// Makes the file durable, then gives it its final name — `name.ext`, else `name (1).ext` …, or
     /// the copy already there — and tells both sides.
-    private func place(_ writer: FileWriter, sha: String, skipped: UInt64, started: ContinuousClock.Instant, on link: Link) async {
+    private func place(_ writer: FileWriter, sha: String, skipped: UInt64, started: ContinuousClock.Instant, on link: any ChannelPort) async {
         let synced = await GroupSync.shared.sync(writer.descriptor)
         close(writer.descriptor)
         // The writer's place in the budget covers the look for a copy already there (one open at a
@@ -59,7 +59,7 @@ extension FileReceiver {
         } catch {
             return await unplaced(on: link, reason: (error as? NearbyError)?.errorDescription ?? "cannot place the file")
         }
-        link.channels.finish(channel)
+        link.endChannel(channel)
         services.partials.gone(partial, deleted: existing != nil)
         services.partials.release(partial)
         let seconds = Transfer.seconds(since: started)
@@ -80,11 +80,11 @@ extension FileReceiver {
     }
 
     /// A complete file that could not be made durable or placed: nothing is kept, both sides hear why.
-    private func unplaced(on link: Link, reason: String) async {
+    private func unplaced(on link: any ChannelPort, reason: String) async {
         unlink(partial)
         services.partials.gone(partial, deleted: true)
         services.partials.release(partial)
-        link.channels.finish(channel)
+        link.endChannel(channel)
         services.events.emit(Events.FileFailed(
             transfer: transfer, direction: "receive", peer: peer, path: relative, code: "io-error", reason: reason, resumable: false))
         await link.send(FrameBody.frame(.reset, FrameBody.Reset(reason: reason, code: .ioError), channel: channel))

@@ -58,7 +58,7 @@ final class FileReceiver: Sendable {
         /// Runs work as a child of the node (the quota stopping a transfer).
         let spawn: @Sendable (@escaping @Sendable () async -> Void) -> Void
         /// The peer broke the protocol: an event says so and the link is cut.
-        let violated: @Sendable (Link, String) -> Void
+        let violated: @Sendable (String) -> Void
     }
 
     init(
@@ -95,7 +95,7 @@ final class FileReceiver: Sendable {
 /// Driving the file: the sender's start, data and close, a reset, the link lost.
 extension FileReceiver {
     /// A frame of the peer on this channel, from the link's task.
-    func received(_ message: ChannelMessage, on link: Link) async throws(ProtocolViolation) {
+    func received(_ message: ChannelMessage, on link: any ChannelPort) async throws(ProtocolViolation) {
         switch message {
         case let .start(start): await self.start(start, on: link)
         case let .data(bytes): await data(bytes, on: link)
@@ -106,28 +106,31 @@ extension FileReceiver {
     }
 
     /// What an interrupted transfer of the same file left, offered for resuming. Reading it takes a
-    /// descriptor for a moment, charged to the link: with none to spare, the file starts over.
-    static func resumable(_ partial: String, upTo size: UInt64, charging account: ResourceBudget.Account) -> Resume? {
+    /// descriptor for a moment, charged to the link: with none to spare, the file starts over. Read
+    /// and hashed on NIO's thread pool (`Blocking`); a cancelled caller stops it at the next block.
+    static func resumable(_ partial: String, upTo size: UInt64, charging account: ResourceBudget.Account) async -> Resume? {
         guard case let .success(charge) = account.takeFile() else { return nil }
         defer { charge.release() }
-        let existing = open(partial, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard existing >= 0 else { return nil }
-        defer { close(existing) }
-        var stats = stat()
-        let bytes = fstat(existing, &stats) == 0 ? UInt64(max(0, stats.st_size)) : 0
-        var prefix = SHA256()
-        guard bytes > 0, bytes <= size, Transfer.hash(existing, count: bytes, into: &prefix) else { return nil }
-        return Resume(bytes: bytes, hasher: prefix)
+        return try? await Blocking.run { cancellation -> Resume? in
+            let existing = open(partial, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+            guard existing >= 0 else { return nil }
+            defer { close(existing) }
+            var stats = stat()
+            let bytes = fstat(existing, &stats) == 0 ? UInt64(max(0, stats.st_size)) : 0
+            var prefix = SHA256()
+            guard bytes > 0, bytes <= size, Transfer.hash(existing, count: bytes, into: &prefix, cancellation: cancellation) else { return nil }
+            return Resume(bytes: bytes, hasher: prefix)
+        }
     }
 
-    func start(_ start: FrameBody.Start, on link: Link) async {
+    func start(_ start: FrameBody.Start, on link: any ChannelPort) async {
         let resumed: Bool
         do {
             resumed = try progress.withLock { (progress: inout Progress) throws(FileReceiveMachine.Illegal) -> Bool in
                 try progress.machine.start(at: start.offset)
             }
         } catch {
-            services.violated(link, "a start that does not match the offer on channel \(channel) (\(error))")
+            services.violated("a start that does not match the offer on channel \(channel) (\(error))")
             return
         }
         // The descriptor is charged to the link before it is opened: over the budget, this channel
@@ -195,7 +198,7 @@ extension FileReceiver {
         services.events.emit(Events.FileStarted(transfer: transfer, direction: "receive", peer: peer, path: relative, bytes: size, skipped: skipped))
     }
 
-    func data(_ bytes: ByteBuffer, on link: Link) async {
+    func data(_ bytes: ByteBuffer, on link: any ChannelPort) async {
         let count = bytes.readableBytes
         let step = progress.withLock { progress -> Result<(FileWriter, UInt64), FileReceiveMachine.Illegal> in
             do throws(FileReceiveMachine.Illegal) {
@@ -212,7 +215,7 @@ extension FileReceiver {
         case .failure(.pastEnd):
             return await fail(on: link, code: "protocol", reason: "the sender sent more than the \(size) bytes it announced")
         case let .failure(illegal):
-            return services.violated(link, "\(illegal) on channel \(channel)")
+            return services.violated("\(illegal) on channel \(channel)")
         }
         let failure = await writer.write(bytes, at: at)
         if failure != 0 { return await failed(on: link, writing: failure) }
@@ -236,15 +239,15 @@ extension FileReceiver {
     }
 
     /// A write failed (the disk is full, an I/O error).
-    func failed(on link: Link, writing failure: Int32) async {
+    func failed(on link: any ChannelPort, writing failure: Int32) async {
         let reason = failure == ENOSPC ? "the disk is full" : Transfer.errorText(failure)
         await fail(on: link, code: "io-error", reason: "cannot write \(relative): \(reason)")
     }
 
     /// The receiver gives up on a file (damaged, too long, disk full): nothing is kept, the sender
     /// hears why.
-    func fail(on link: Link, code: String, reason: String) async {
-        link.channels.finish(channel)
+    func fail(on link: any ChannelPort, code: String, reason: String) async {
+        link.endChannel(channel)
         abandon(code: code, reason: reason, keepPartial: false)
         await link.send(FrameBody.frame(.reset, FrameBody.Reset(reason: reason, code: TransferCode(code)), channel: channel))
     }

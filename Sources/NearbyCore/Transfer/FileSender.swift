@@ -15,7 +15,7 @@ enum FileSender {
     /// within the receiver's window, close and the receiver's confirmation. Outside the node actor:
     /// reading, hashing and waiting for credit never hold it up.
     static func send(
-        _ file: OutgoingFile, over channel: OutgoingChannel, link: Link, sender: PeerID, sink: any EventSink,
+        _ file: OutgoingFile, over channel: OutgoingChannel, link: any ChannelPort, sender: PeerID, sink: any EventSink,
         batch: Events.Progress.Batch? = nil
     ) async throws(NearbyError) {
         let key = Transfer.key(sender: sender, file: file)
@@ -158,9 +158,9 @@ enum FileSender {
             case let .checkPrefix(offset, theirs)?:
                 // Resume: the receiver has `offset` bytes; continue only if they are ours.
                 NearbyLog.logger.debug("\(file.relative): the receiver has \(offset) bytes; checking they are ours")
-                var prefix = SHA256()
-                let ours = Transfer.hash(fd, count: offset, into: &prefix) && Transfer.hex(prefix.finalize()) == theirs
-                if ours { hasher = prefix }
+                let prefix = await Transfer.hash(fd, count: offset)
+                let ours = prefix.map { Transfer.hex($0.finalize()) == theirs } ?? false
+                if ours, let prefix { hasher = prefix }
                 next = try await carry(machine.prefixChecked(offset, ours: ours))
             case let .sendData(offset)?:
                 try await sendData(from: offset, hasher: hasher)

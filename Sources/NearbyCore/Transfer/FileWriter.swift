@@ -1,5 +1,4 @@
 import Crypto
-import Dispatch
 import NIOCore
 import Synchronization
 
@@ -11,9 +10,9 @@ import Darwin
 
 /// Writes and hashes an incoming file at most `ahead` bytes behind the node, memory bounded: the
 /// event loop decrypts the next frames while the last ones go to disk, and those before them through
-/// SHA-256. Writing and hashing are two serial queues in a row, so the two run at once on two cores
-/// instead of one after the other (together they were the receiver's longest chain: 3.6 s of a
-/// 4.6 s GiB). A failed write is reported by the next `write` and by `finish`; the descriptor is
+/// SHA-256. Writing and hashing are two serial queues in a row (`Blocking.Serial`), so the two run
+/// at once on two cores instead of one after the other (together they were the receiver's longest
+/// chain: 3.6 s of a 4.6 s GiB). A failed write is reported by the next `write` and by `finish`; the descriptor is
 /// only ever closed on the writing queue, after every write queued before. A small file (`inline`:
 /// at most `inlineBytes`) skips the queues: a write of a few KiB to the page cache costs less than
 /// the two hops and wake-ups that would carry it, so it is written and hashed at once, on the
@@ -37,9 +36,9 @@ final class FileWriter: Sendable {
     let descriptor: Int32
     /// The descriptor's place in the `ResourceBudget`: given back once it is closed.
     let charge: ResourceBudget.Charge?
-    private let queue = DispatchQueue(label: "nearby.file.in")
+    private let queue = Blocking.Serial()
     /// Hashes what `queue` wrote, in the order written.
-    private let hashQueue = DispatchQueue(label: "nearby.file.hash")
+    private let hashQueue = Blocking.Serial()
     private let room = CreditGate(initial: FileWriter.ahead)
     private let state = Mutex(State())
     /// Touched only on `hashQueue`.

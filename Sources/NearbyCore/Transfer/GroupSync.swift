@@ -1,4 +1,3 @@
-import Dispatch
 import Synchronization
 
 #if canImport(Glibc)
@@ -16,7 +15,8 @@ import Darwin
 final class GroupSync: Sendable {
     static let shared = GroupSync()
 
-    private let queue = DispatchQueue(label: "nearby.sync")
+    /// One sync at a time, on the pool of blocking work.
+    private let queue = Blocking.Serial()
     private let waiting = Mutex<[(descriptor: Int32, done: CheckedContinuation<Bool, Never>)]>([])
     /// How many files each sync covered: the last batch's size (tests, logs).
     let lastBatch = Atomic(0)

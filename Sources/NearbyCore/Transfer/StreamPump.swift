@@ -9,7 +9,7 @@ import Synchronization
 /// link's end reaches the pump as that cause.
 struct StreamPump: Sendable {
     let stream: StreamChannel
-    let link: Link
+    let link: any ChannelPort
     let events: any EventSink
 
     /// Runs both directions until each has ended: our bytes out within the peer's window, the peer's

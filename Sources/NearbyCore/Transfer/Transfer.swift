@@ -31,11 +31,13 @@ public enum Transfer {
         return String(hex(hasher.finalize()).prefix(32))
     }
 
-    /// Feeds the first `count` bytes of the file at `fd` to `hasher`.
-    static func hash(_ fd: Int32, count: UInt64, into hasher: inout SHA256) -> Bool {
+    /// Feeds the first `count` bytes of the file at `fd` to `hasher`. Blocks: call it from
+    /// `Blocking.run`, which passes `cancellation` (checked between blocks: false once cancelled).
+    static func hash(_ fd: Int32, count: UInt64, into hasher: inout SHA256, cancellation: Blocking.Cancellation? = nil) -> Bool {
         var buffer = [UInt8](repeating: 0, count: chunk)
         var done: UInt64 = 0
         while done < count {
+            if cancellation?.isCancelled == true { return false }
             let want = Int(min(UInt64(buffer.count), count - done))
             let got = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, want, off_t(done)) }
             guard got > 0 else { return false }
@@ -43,6 +45,22 @@ public enum Transfer {
             done += UInt64(got)
         }
         return true
+    }
+
+    /// The hash of the first `count` bytes of the file at `fd`, read on NIO's thread pool; nil when
+    /// it cannot be read or the caller was cancelled meanwhile (the read stops at the next block).
+    static func hash(_ fd: Int32, count: UInt64) async -> SHA256? {
+        let state = try? await Blocking.run { cancellation -> HashState? in
+            var hasher = SHA256()
+            return hash(fd, count: count, into: &hasher, cancellation: cancellation) ? HashState(hasher: hasher) : nil
+        }
+        return state?.hasher
+    }
+
+    /// A hash's state handed back from the thread pool: a plain value, which Crypto does not mark
+    /// `Sendable`.
+    struct HashState: @unchecked Sendable {
+        var hasher: SHA256
     }
 
     public static func errorText(_ code: Int32) -> String { String(cString: strerror(code)) }

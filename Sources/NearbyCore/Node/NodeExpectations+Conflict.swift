@@ -1,8 +1,10 @@
 /// A running node and the options a client's command was given for a node of its own.
-extension Node {
-    /// Why this node cannot serve a request made with `expected` (nil: it can): each option names
-    /// what the node has and how to get what was asked.
-    func conflict(with expected: NodeExpectations) -> NearbyError? {
+extension NodeExpectations {
+    /// Why the running node (`configuration`, shown as `displayName`) cannot serve a request made
+    /// with these expectations (nil: it can): each option names what the node has and how to get
+    /// what was asked.
+    func conflict(running configuration: NodeConfiguration, as displayName: String) -> NearbyError? {
+        let expected = self
         let running = "a node is running for this identity on \(configuration.service.name)"
         if let name = expected.displayName, name != displayName {
             let option = Spelling.option(.name)

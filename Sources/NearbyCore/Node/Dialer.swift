@@ -1,8 +1,43 @@
 import Foundation
 import NIOCore
 import NIOPosix
+import NIOSSL
 
-extension Node {
+/// Finds a peer and reaches it: the lookup among what discovery found (`resolve`), the remembered
+/// addresses tried while discovery runs (Dialer+Remembered.swift), and the connection address by
+/// address, once more when a restarted peer shows up elsewhere (`connect`, `fresher`). An actor of
+/// its own: it owns the node's discovery cache and the lookups waiting on it, so a lookup never
+/// holds the node. The node decides what to do with the connection it returns (`Link.run`).
+actor Dialer {
+    let configuration: NodeConfiguration
+    /// This node's ID: never a candidate for itself.
+    let me: PeerID
+    let tls: NIOSSLContext
+    /// Where peers were reached lately (nil with `NEARBY_REMEMBER=0`): tried before discovery answers.
+    let recent: RecentPeers?
+    /// Runs work as a child of the node (the browser's updates).
+    let spawn: @Sendable (@escaping @Sendable () async -> Void) -> Void
+    var discovery = DiscoveryCache()
+    /// Lookups (`resolve`) waiting for discovery to change.
+    var discoveryWaiters: [OneShot<Void>] = []
+
+    init(
+        configuration: NodeConfiguration, me: PeerID, tls: NIOSSLContext, recent: RecentPeers?,
+        spawn: @escaping @Sendable (@escaping @Sendable () async -> Void) -> Void
+    ) {
+        self.configuration = configuration
+        self.me = me
+        self.tls = tls
+        self.recent = recent
+        self.spawn = spawn
+    }
+
+    /// Whether discovery has seen a peer `query` names.
+    func discovers(_ query: String) -> Bool { !discovery.candidates(query, excluding: me).isEmpty }
+
+    /// Stops browsing; lookups still waiting end at their next step.
+    func stop() { discovery.stop() }
+
     struct Target {
         var host: String
         var port: Int
@@ -37,7 +72,7 @@ extension Node {
         defer { _ = search?.finish() }
         while true {
             if let failure = discovery.failure { throw failure }
-            let candidates = discovery.candidates(query, excluding: identity.peerID)
+            let candidates = discovery.candidates(query, excluding: me)
             // A name another peer shares may show up a moment later: choose only once browsing has
             // run long enough for every peer to answer.
             let settled = ContinuousClock.now >= discovery.startedAt + DiscoveryCache.ambiguityWindow
@@ -82,7 +117,7 @@ extension Node {
     private func notFound(
         _ query: String, waited: Double, search: ElsewhereSearch?, unresolvedHost: String? = nil
     ) -> NearbyError {
-        let near = PeerSearchReport.near(query, among: discovery.peers.values, excluding: identity.peerID.rawValue)
+        let near = PeerSearchReport.near(query, among: discovery.peers.values, excluding: me.rawValue)
         var seen = PeerSearchReport(service: configuration.service.registrationType, near: near, elsewhere: search?.finish() ?? [])
         seen.unresolvedHost = unresolvedHost
         seen.domains = configuration.domains
@@ -118,7 +153,7 @@ extension Node {
     /// Whether the system resolver knows `host` (a name from `NAME:PORT`), asked on NIO's thread
     /// pool: getaddrinfo blocks, and neither the actor nor an event loop may wait on it.
     static func resolvesHost(_ host: String) async -> Bool {
-        (try? await NIOThreadPool.singleton.runIfActive {
+        (try? await Blocking.run { _ in
             var hints = addrinfo()
             var result: UnsafeMutablePointer<addrinfo>?
             defer { if let result { freeaddrinfo(result) } }
@@ -126,16 +161,16 @@ extension Node {
         }) ?? false
     }
 
-    public static func parseHostPort(_ text: String) -> (host: String, port: Int)? {
+    static func parseHostPort(_ text: String) -> (host: String, port: Int)? {
         guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (1...65535).contains(port) else { return nil }
         var host = String(text[..<colon])
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         guard !host.isEmpty else { return nil }
         return (host, port)
     }
-}
 
-extension Node {
+    // MARK: Connecting
+
     /// Connects to the first of the target's addresses that answers, IPv4 then IPv6, each within
     /// the connect timeout and what is left of the command's one deadline (`--timeout`, shared with
     /// the lookup before and the answer after): an address not reached by then is not tried. When none does, the error names the
@@ -195,7 +230,7 @@ extension Node {
                 var used = target
                 used.host = host
                 used.alternates = []
-                return (try await Connections.connect(host: host, port: target.port, preference: configuration.encryption, tls: tls.client, timeout: timeout), used)
+                return (try await Connections.connect(host: host, port: target.port, preference: configuration.encryption, tls: tls, timeout: timeout), used)
             } catch {
                 if error is CancellationError || Task.isCancelled {
                     throw ConnectFailed(error: .cancelled("connecting to \(address)"), refusedEverywhere: false)

@@ -5,13 +5,13 @@ import Foundation
 /// handshake still proves the identity (the expected peer ID travels with the target), so a stale or
 /// forged `recent-peers.json` can only fail — and a remembered address that answers with another
 /// identity, or not at all, is forgotten and discovery decides as if nothing had been remembered.
-extension Node {
+extension Dialer {
     /// The remembered target `query` names, or nil (not remembered, too old, ambiguous, HOST:PORT,
     /// or discovery already knows two peers of that name).
     func rememberedTarget(_ query: String) -> Target? {
         guard let recent, Self.parseHostPort(query).map({ Self.isIPAddress($0.host) }) != true,
-              discovery.candidates(query, excluding: identity.peerID).count <= 1,
-              let entry = recent.remembered(query, service: configuration.service.name, excluding: identity.peerID.rawValue),
+              discovery.candidates(query, excluding: me).count <= 1,
+              let entry = recent.remembered(query, service: configuration.service.name, excluding: me.rawValue),
               let port = entry.port, let addresses = entry.addresses, let first = addresses.first,
               let id = PeerID(entry.id)
         else { return nil }

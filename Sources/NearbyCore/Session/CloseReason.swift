@@ -1,0 +1,36 @@
+/// Why a link ended, as the first one to know said it (grpc-swift-2's `Connection.CloseReason`):
+/// the `disconnected` event's `reason`, and what the files and streams on the link are told. The
+/// words are docs/events.md's "Close reasons".
+enum CloseReason: Sendable, Equatable, CustomStringConvertible {
+    /// We left on purpose (`disconnect`, Ctrl-C, the command's work done): `we left: <why>`. A file
+    /// coming in is cancelled here, not lost.
+    case weLeft(String)
+    /// The node stopped under the link.
+    case nodeStopped
+    /// A write to the peer failed: the socket broke under the send.
+    case sendFailed
+    /// The peer broke the protocol: what it did.
+    case violation(String)
+    /// The connection ended with nobody saying why.
+    case lost
+    /// Anything else, in its own words: the peer left, went silent, declined; a newer connection
+    /// replaced it; it never invited…
+    case ended(String)
+
+    var description: String {
+        switch self {
+        case let .weLeft(why): "we left: \(why)"
+        case .nodeStopped: "the node stopped"
+        case .sendFailed: "the connection failed while sending"
+        case let .violation(what): "protocol violation: \(what)"
+        case .lost: "connection lost"
+        case let .ended(words): words
+        }
+    }
+
+    /// Whether we ended it ourselves, on purpose: what arrives is cancelled here, not lost.
+    var isOurLeaving: Bool {
+        if case .weLeft = self { return true }
+        return false
+    }
+}

@@ -1,0 +1,19 @@
+import NIOCore
+
+/// What a file or a stream needs of the connection its channel runs on (a `Link`): send its
+/// frames, give window back, end the channel, and the link's share of the process's open files.
+/// Transfer knows no more of a link than this.
+protocol ChannelPort: AnyObject, Sendable {
+    var peer: AuthenticatedPeer { get }
+    /// What the link holds of the process's `ResourceBudget`.
+    var account: ResourceBudget.Account { get }
+    func send(_ frame: Frame) async
+    /// Frames written together: one flush (a small file's start, data and close).
+    func send(contentsOf frames: [Frame]) async
+    /// `count` bytes of `chunk` as data frames on `channel`, written together.
+    func sendData(_ chunk: inout ByteBuffer, count: Int, on channel: UInt32) async
+    /// `count` bytes of the peer's data on `channel` were consumed: window back, when worth a frame.
+    func consumed(_ count: Int, on channel: UInt32) async
+    /// The channel is over: later frames on it are ignored.
+    func endChannel(_ id: UInt32)
+}
