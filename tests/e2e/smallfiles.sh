@@ -4,17 +4,18 @@
 # uses the helpers of sessions.sh, files.sh and security.sh.
 # shellcheck shell=bash
 
-# small_tree DIR COUNT: COUNT files of 1–8 KiB in DIR, 100 a subdirectory, one empty.
+# small_tree DIR COUNT: COUNT files of 1–8 KiB of random bytes in DIR, 100 a subdirectory, and one
+# empty file.
 small_tree() {
-    local dir=$1 count=$2 i
-    mkdir -p "$dir"
-    head -c $((count * 8192)) /dev/urandom >"$dir.bytes"
-    for ((i = 0; i < count; i++)); do
-        mkdir -p "$dir/s$((i / 100))"
-        dd if="$dir.bytes" of="$dir/s$((i / 100))/f$i.bin" bs=1 skip=$((i * 8192)) count=$((1024 + (i * 37 % 7168))) status=none
-    done
-    : >"$dir/s0/empty.bin"
-    rm -f "$dir.bytes"
+    python3 - "$1" "$2" <<'PY'
+import os, sys
+root, count = sys.argv[1], int(sys.argv[2])
+for i in range(count):
+    os.makedirs(f"{root}/s{i // 100}", exist_ok=True)
+    with open(f"{root}/s{i // 100}/f{i}.bin", "wb") as f:
+        f.write(os.urandom(1024 + i * 37 % 7168))
+open(f"{root}/s0/empty.bin", "wb").close()
+PY
 }
 
 # 1,500 files (the lab's debug build: a few seconds): byte-exact, one file-sent and one file-received
@@ -23,6 +24,7 @@ test_folder_of_many_small_files_arrives_byte_exact() {
     trap files_done RETURN
     local id1 adv dir=$OUT/save src=$OUT/src status count=1501 most
     id1=$(id_of 1) || return 1
+    mkdir -p "$dir"
     small_tree "$src/many" 1500
     expect_eq "$(find "$src/many" -type f | wc -l)" "$count" "files in the folder (test setup)" || return 1
     start_node 1 s-many --auto-accept --save-dir "$dir" || return 1; adv=$ADV
@@ -57,6 +59,7 @@ test_folder_interrupted_resumes() {
     local id1 adv dir=$OUT/save src=$OUT/src sender status first part resumed
     id1=$(id_of 1) || return 1
     files_later rm -rf "$src" "$dir"
+    mkdir -p "$dir"
     small_tree "$src/album" 300
     files_random "$src/album/zz-big.bin" 200000000
     start_node 1 s-many-resume --auto-accept --save-dir "$dir" || return 1; adv=$ADV
@@ -88,6 +91,7 @@ test_folder_interrupted_resumes() {
 test_files_past_the_channel_cap_are_refused_with_the_reason() {
     trap files_done RETURN
     local adv out
+    mkdir -p "$OUT/save"
     start_node 1 s-many-cap --auto-accept --save-dir "$OUT/save" --encryption none || return 1; adv=$ADV
     rogue_bg rogue_files.py 2 "$OUT/rogue.out" "$(lab_addr 1)" "$ADV_PORT" --identities 1 --channels 80 --bytes 1000 --hold 1 || return 1
     exits "$PID" 60 0 "rogue_files.py" || { show "$OUT/rogue.out.err"; return 1; }

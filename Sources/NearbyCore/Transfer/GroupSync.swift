@@ -45,6 +45,15 @@ final class GroupSync: Sendable {
         for (entry, synced) in zip(batch, results) { entry.done.resume(returning: synced) }
     }
 
+    #if os(Linux)
+    /// glibc's `syncfs(2)`, which Swift's Glibc module does not show (it is a GNU extension); nil
+    /// where it is missing (each file is `fsync`ed then).
+    private static let syncfs: (@convention(c) (Int32) -> Int32)? = {
+        guard let symbol = dlsym(nil, "syncfs") else { return nil }
+        return unsafeBitCast(symbol, to: (@convention(c) (Int32) -> Int32).self)
+    }()
+    #endif
+
     /// Syncs every descriptor: one `fsync` for one; one `syncfs` per file system for more (Linux).
     static func sync(_ descriptors: [Int32]) -> [Bool] {
         guard descriptors.count > 1 else { return descriptors.map { fsync($0) == 0 } }
@@ -55,7 +64,7 @@ final class GroupSync: Sendable {
             guard fstat(descriptor, &info) == 0 else { return false }
             let device = UInt64(info.st_dev)
             if let synced = devices[device] { return synced }
-            let synced = syncfs(descriptor) == 0
+            let synced = (Self.syncfs?(descriptor) ?? fsync(descriptor)) == 0
             devices[device] = synced
             return synced
         }
