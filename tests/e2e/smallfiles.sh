@@ -64,7 +64,7 @@ test_folder_interrupted_resumes() {
     files_random "$src/album/zz-big.bin" 1000000000
     start_node 1 s-many-resume --auto-accept --save-dir "$dir" || return 1; adv=$ADV
 
-    (cd "$src" && nb_bg 2 "$OUT/send1.jsonl" send-file "$id1" album --service s-many-resume); sender=$PID
+    nb_bg 2 "$OUT/send1.jsonl" send-file "$id1" "$src/album" --service s-many-resume; sender=$PID
     await "$OUT/send1.jsonl" 'select(.event=="progress" and (.path | endswith("zz-big.bin")) and .bytes >= 30000000)' 60 \
         "the big file under way" >/dev/null || return 1
     kill -KILL "$sender"
@@ -75,7 +75,7 @@ test_folder_interrupted_resumes() {
     printf '    killed with %s files received and %s bytes of the big one\n' "$first" "$part"
     (( first > 0 )) || { fail "no file had arrived before the kill"; return 1; }
 
-    (cd "$src" && nb 2 send-file "$id1" album --service s-many-resume >"$OUT/send2.jsonl" 2>"$OUT/send2.err"); status=$?
+    nb 2 send-file "$id1" "$src/album" --service s-many-resume >"$OUT/send2.jsonl" 2>"$OUT/send2.err"; status=$?
     expect_eq "$status" 0 "send-file again" || { show "$OUT/send2.err"; return 1; }
     resumed=$(jq -r 'select(.event=="file-sent" and (.path | endswith("zz-big.bin"))) | .skipped' "$OUT/send2.jsonl")
     (( resumed > 0 )) || { fail "the big file did not resume (skipped $resumed)"; return 1; }
