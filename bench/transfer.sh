@@ -20,6 +20,7 @@ cd "$ROOT"
 swift build -c release --product nearby >/dev/null
 NEARBY=$(swift build -c release --show-bin-path)/nearby
 source tests/lab/netlab.sh
+source bench/sshd.sh
 
 WORK=$(mktemp -d /dev/shm/nbbench.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT   # set before lab_up, which chains its teardown onto it
@@ -55,24 +56,7 @@ per_gib() { awk -v t="$1" -v b="$BYTES" -v hz="$(getconf CLK_TCK)" 'BEGIN { prin
 lab_run 1 "$NEARBY" identity --rename bench-recv >/dev/null
 lab_bg 1 "$WORK/node.jsonl" "$NEARBY" advertise --service bench --auto-accept --save-dir "$WORK/dst" --encryption optional >/dev/null
 lab_wait_line "$WORK/node.jsonl" 'select(.event=="advertising")' 10 >/dev/null
-ssh-keygen -q -t ed25519 -N '' -f "$WORK/ssh/host" && ssh-keygen -q -t ed25519 -N '' -f "$WORK/ssh/user"
-cp "$WORK/ssh/user.pub" "$WORK/ssh/authorized_keys"
-mkdir -p /run/sshd
-cat >"$WORK/ssh/sshd_config" <<CONF
-Port 2222
-ListenAddress $H1
-HostKey $WORK/ssh/host
-AuthorizedKeysFile $WORK/ssh/authorized_keys
-PermitRootLogin yes
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-UsePAM no
-StrictModes no
-PidFile $WORK/ssh/sshd.pid
-Subsystem sftp /usr/lib/openssh/sftp-server
-CONF
-lab_bg 1 "$WORK/ssh/sshd.log" /usr/sbin/sshd -D -e -f "$WORK/ssh/sshd_config" >/dev/null
-sleep 1
+lab_sshd 1 "$WORK/ssh"
 
 # nearby send-file: a one-shot send from h2 to h1's node (discovery + handshake included).
 send_file() { # row encryption
@@ -138,8 +122,7 @@ scp_row() {
     local t0
     warm
     t0=$(now) c0=$(ticks)
-    lab_run 2 scp -q -P 2222 -i "$WORK/ssh/user" -c aes128-gcm@openssh.com -o StrictHostKeyChecking=no \
-        -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR "$WORK/src/data.bin" "root@$H1:$WORK/dst/scp.bin"
+    lab_run 2 scp "${SCP_OPTIONS[@]}" "$WORK/src/data.bin" "root@$H1:$WORK/dst/scp.bin"
     record scp $(( $(now) - t0 )); record_cpu scp "$c0"
     check "$WORK/dst/scp.bin" scp
 }

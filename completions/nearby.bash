@@ -423,12 +423,15 @@ _nearby_send-file() {
     repeating_flags=()
     non_repeating_flags=(--no-link --localsend --verbose -v --json --human --version -h --help)
     repeating_options=(--domain)
-    non_repeating_options=(--timeout --service --dns-server --dns-key --name --encryption --pin)
+    non_repeating_options=(--timeout --retry-for --service --dns-server --dns-key --name --encryption --pin)
     __nearby_offer_flags_options -1
 
     # Offer option value completions
     case "${prev}" in
     '--timeout')
+        return
+        ;;
+    '--retry-for')
         return
         ;;
     '--service')

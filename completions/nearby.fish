@@ -33,7 +33,7 @@ function __nearby_parse_tokens -S
         case 'send'
             __nearby_parse_subcommand 2 'all' 'lines' 'unreliable' 'timeout=' 'service=' 'domain=+' 'no-link' 'dns-server=' 'dns-key=' 'name=' 'encryption=' 'localsend' 'pin=' 'v/verbose' 'json' 'human' 'version' 'h/help'
         case 'send-file'
-            __nearby_parse_subcommand -r 2 'timeout=' 'service=' 'domain=+' 'no-link' 'dns-server=' 'dns-key=' 'name=' 'encryption=' 'localsend' 'pin=' 'v/verbose' 'json' 'human' 'version' 'h/help'
+            __nearby_parse_subcommand -r 2 'timeout=' 'retry-for=' 'service=' 'domain=+' 'no-link' 'dns-server=' 'dns-key=' 'name=' 'encryption=' 'localsend' 'pin=' 'v/verbose' 'json' 'human' 'version' 'h/help'
         case 'stream'
             __nearby_parse_subcommand 1 'stream=' 'listen' 'from=' 'timeout=' 'service=' 'domain=+' 'no-link' 'dns-server=' 'dns-key=' 'name=' 'encryption=' 'v/verbose' 'json' 'human' 'version' 'h/help'
         case 'disconnect'
@@ -203,6 +203,7 @@ complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options 
 complete -c 'nearby' -n '__nearby_should_offer_completions_for_positional "nearby send-file" -eq 1' -fka '(__nearby_custom_completion ---completion send-file -- positional@0 (count (__nearby_tokens -pc)) (__nearby_tokens -tC))'
 complete -c 'nearby' -n '__nearby_should_offer_completions_for_positional "nearby send-file" -ge 2' -F
 complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby send-file" timeout' -l 'timeout' -d 'Seconds to wait for the peer to be found and to answer the invitation.' -rfka ''
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby send-file" retry-for' -l 'retry-for' -d 'How long a link that goes mid-file is tried again before the transfer fails (0: never).' -rfka ''
 complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby send-file" service' -l 'service' -d 'The service type: 1–15 lowercase letters, digits and hyphens (MPC\'s rules).' -rfka '(__nearby_custom_completion ---completion send-file -- --service (count (__nearby_tokens -pc)) (__nearby_tokens -tC))'
 complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby send-file"' -l 'domain' -d 'Also browse and advertise in this unicast DNS domain (wide-area DNS-SD); repeat for more.' -rfka ''
 complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby send-file" no-link' -l 'no-link' -d 'With --domain: stay off the link (no mDNS); register and browse in the domains only.'

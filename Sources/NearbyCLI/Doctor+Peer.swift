@@ -37,6 +37,17 @@ extension Nearby.Doctor {
     /// Browses the service type until PEER shows up; when it does not, says what did.
     /// `firewall`: this host's rules that drop mDNS — the first cause named when the peer is not
     /// seen, ahead of whatever the daemon's cache still holds.
+    /// Nothing to look for (no PEER, or `HOST:PORT`): nil.
+    static func findPeer(
+        ifNamed query: String?, service: ServiceType, selfID: PeerID, paths: NearbyPaths, environment: [String: String], survey: Survey,
+        notFoundHints: [String], firewall: [String] = [], within limit: Duration
+    ) async -> PeerCheck? {
+        guard let query else { return nil }
+        return await findPeer(
+            query, service: service, selfID: selfID, paths: paths, environment: environment, survey: survey, notFoundHints: notFoundHints,
+            firewall: firewall, within: limit)
+    }
+
     static func findPeer(
         _ query: String, service: ServiceType, selfID: PeerID, paths: NearbyPaths, environment: [String: String], survey: Survey,
         notFoundHints: [String], firewall: [String] = [], within limit: Duration

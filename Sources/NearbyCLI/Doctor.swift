@@ -94,6 +94,14 @@ extension Nearby {
                 record(FirewallRules.check(ruleset: ruleset))
                 // A local rule dropping mDNS is what every multicast check's hint names first.
                 let dropping = ruleset.map(FirewallRules.dropping) ?? []
+                // Looking for PEER runs beside the checks of this host, so the run keeps to --timeout
+                // rather than spending it once per check.
+                let named = peer.flatMap { Node.parseHostPort($0) == nil ? $0 : nil }
+                let (paths, environment) = (context.paths, context.environment)
+                let notFoundHints = [DoctorCheck.multicastHint(firewall: dropping, otherwise: ""), Subnets.notFoundHint(interfaces)]
+                async let looked: PeerCheck? = Self.findPeer(
+                    ifNamed: named, service: service, selfID: identity.peerID, paths: paths, environment: environment, survey: survey,
+                    notFoundHints: notFoundHints, firewall: dropping, within: limit)
                 // The probe stays published to the end: PEER is asked whether it sees it.
                 let (selfCheck, selfProbe) = await Self.selfAdvertisement(identity: identity, firewall: dropping, within: limit)
                 defer { selfProbe?.advertiser.withdraw() }
@@ -101,6 +109,7 @@ extension Nearby {
                 record(await Self.responders(
                     survey, selfID: identity.peerID, ownHost: selfProbe?.host,
                     hint: DoctorCheck.multicastHint(firewall: dropping, otherwise: DoctorCheck.multicastHint), within: limit))
+                let peerCheck = await looked
                 guard let peer else { return }
                 let target: Target
                 // What another check found that keeps the peer from seeing this host.
@@ -113,10 +122,7 @@ extension Nearby {
                     }
                     target = Target(addresses: [direct.host], port: direct.port, expected: nil, name: peer)
                 } else {
-                    let peerCheck = await Self.findPeer(
-                        peer, service: service, selfID: identity.peerID, paths: context.paths, environment: context.environment, survey: survey,
-                        notFoundHints: [DoctorCheck.multicastHint(firewall: dropping, otherwise: ""), Subnets.notFoundHint(interfaces)],
-                        firewall: dropping, within: limit)
+                    guard let peerCheck else { return }
                     record(peerCheck.check)
                     if let last = peerCheck.lastKnown {
                         // Its last-known address on another subnet explains why mDNS does not carry it.
@@ -134,7 +140,7 @@ extension Nearby {
                     let ordered = PeerAddresses.connectionOrder(found.addresses)
                     target = Target(
                         addresses: ordered.isEmpty ? [found.host].compactMap { $0 } : ordered, port: port,
-                        expected: PeerID(found.instance), name: found.txt.displayName ?? found.instance)
+                        expected: PeerID(found.claimedID), name: found.txt.displayName ?? found.claimedID)
                 }
                 await Self.connectChecks(
                     target, identity: identity, preference: session.mode, knownPeers: KnownPeers(paths: context.paths),

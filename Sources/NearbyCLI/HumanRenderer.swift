@@ -46,7 +46,11 @@ struct HumanRenderer: Sendable {
             return "browsing for \(e.service.hasPrefix("_") ? Text.clean(e.service) : "_\(Text.clean(e.service))._tcp") in \(Text.clean(e.domain)) — \(ends)"
         case let e as Events.PeerSeen: return found(e, changed: nil)
         case let e as Events.PeerUpdated: return found(e.seen, changed: e.changed)
-        case let e as Events.Looking: return "still looking for '\(Text.clean(e.peer))' on \(Text.clean(e.service))…"
+        case let e as Events.Looking:
+            let more = e.remaining.map { " for \(Int($0.rounded())) s more" } ?? ""
+            let near = (e.near ?? []).prefix(5).map { "\(bold($0)) (\(Text.id($0)))" }
+            return "still looking for '\(Text.clean(e.peer))' on \(Text.clean(e.service))\(more)"
+                + (near.isEmpty ? "…" : "; near: " + near.joined(separator: ", "))
         case let e as Events.Waiting: return paint(Text.clean(e.reason), .yellow)
         case let e as Events.Lost: return paint("lost", .yellow) + " \(bold(e.peer)) (\(Text.id(e.peer)))"
         case let e as Events.Invited:
@@ -86,6 +90,12 @@ struct HumanRenderer: Sendable {
             let resume = e.resumable ? "; send it again to resume" : ""
             return paint("failed", .red) + " \(sending ? "sending" : "receiving") \(paint(Text.clean(e.path), .bold)) \(sending ? "to" : "from") "
                 + "\(bold(e.peer)): \(Text.clean(e.reason)) (\(Text.clean(e.code)))\(resume)"
+        case let e as Events.Reconnecting:
+            return paint("reconnecting", .yellow) + " to \(bold(e.peer)) for \(paint(Text.clean(e.path), .bold)) (attempt \(e.attempt), "
+                + "outage \(Int(e.seconds)) s of \(Int(e.retryFor)) s): \(Text.clean(e.reason, limit: 120))"
+        case let e as Events.Resumed:
+            return paint("resumed", .green) + " \(paint(Text.clean(e.path), .bold)) to \(bold(e.peer)) at \(Format.size(Double(e.offset))) "
+                + "of \(Format.size(Double(e.bytes))) after \(Self.count(e.attempts, "attempt")) (\(String(format: "%.1f", e.seconds)) s)"
         case let e as Events.Skipped: return paint("skipped", .yellow) + " \(paint(Text.clean(e.path), .bold)): \(Text.clean(e.reason))"
         case let e as Events.StreamOpened:
             return "stream\(Text.streamName(e.name)) " + (e.direction == "in" ? "from " : "to ") + bold(e.peer) + " opened"

@@ -52,7 +52,7 @@ extension ControlRequest {
         case .accept: "waiting for an invitation"
         case let .send(peers, all, _, _), let .sendDatagram(peers, all, _, _), let .sendLines(peers, all, _, _):
             "sending to \(all ? "every peer" : peers.joined(separator: ", "))"
-        case let .sendFiles(peer, files, _): "sending \(files.count == 1 ? files[0].relative : "\(files.count) files") to \(peer)"
+        case let .sendFiles(peer, files, _, _): "sending \(files.count == 1 ? files[0].relative : "\(files.count) files") to \(peer)"
         case let .disconnect(peer, all): "disconnecting from \(all ? "every peer" : peer ?? "")"
         case let .stream(peer, _, _, _, _): "the stream with \(peer)"
         case .listen: "listening for a stream"

@@ -17,7 +17,11 @@ extension Nearby {
                 puts each file in its --save-dir under a name that overwrites nothing \
                 ('name (1).ext'), only once the SHA-256 matches; a file whose complete copy is \
                 already there (same name, same SHA-256) is reported 'already there', not copied \
-                again. Sending the same file again after an interruption resumes where it stopped. Ctrl-C cancels. A progress bar is drawn \
+                again. When the link goes mid-file (Wi-Fi drops, the receiver's node restarts), the command \
+                keeps the file, gets the peer back (where it was reached, then wherever discovery shows \
+                it) and goes on from what the receiver kept ('reconnecting', 'resumed'), for up to \
+                --retry-for seconds of outage; after that it fails (exit 5), and sending the same file \
+                again resumes where it stopped. Ctrl-C cancels. A progress bar is drawn \
                 on stderr when it is a terminal, and replaced by a summary line when a file is done. Without a running node, a one-shot node finds the \
                 peer, invites it, sends and leaves: 'nearby accept --save-dir DIR' on the other machine is all it \
                 takes.
@@ -36,6 +40,9 @@ extension Nearby {
 
         @OptionGroup var wait: InviteTimeout
 
+        @Option(help: ArgumentHelp("How long a link that goes mid-file is tried again before the transfer fails (0: never).", valueName: "seconds"))
+        var retryFor: Double = RetryPolicy.defaultBound
+
         @OptionGroup var node: NodeOptions
         @OptionGroup var localSend: LocalSendOptions
         @OptionGroup var localSendPIN: LocalSendPIN
@@ -43,6 +50,7 @@ extension Nearby {
 
         func validate() throws {
             if paths.isEmpty { throw ValidationError("name at least one file or directory to send") }
+            if !(0...86_400).contains(retryFor) { throw ValidationError("--retry-for takes 0 to 86400 seconds") }
         }
 
         func run() async throws {
@@ -58,7 +66,7 @@ extension Nearby {
                 // What a directory holds that is not a file is said, not dropped in silence.
                 let files = try FileList.collect(paths) { context.events.emit(Events.Skipped($0)) }
                 let (peer, timeout) = (self.peer, wait.timeout)
-                let request = ControlRequest.sendFiles(peer: peer, files: files, timeout: timeout)
+                let request = ControlRequest.sendFiles(peer: peer, files: files, timeout: timeout, retryFor: retryFor)
                 if try await context.viaRunningNode(request, service: node.service, expecting: node.expecting()) != nil { return }
                 let configuration = node.configuration
                 try await LocalNode.run(

@@ -16,6 +16,7 @@ extension Spelling {
             case .dnsKey: "--dns-key"
             case .acceptFrom: "--accept-from"
             case .autoAccept: "--auto-accept"
+            case .retryFor: "--retry-for"
             }
         },
         command: { command in

@@ -82,6 +82,7 @@ final class TerminalSink: EventSink {
 
     private static let barKinds: Set<String> = [
         Events.Progress.event, Events.FileSent.event, Events.FileReceived.event, Events.FileFailed.event,
+        Events.Reconnecting.event,
     ]
     /// How a line of one of them starts (the envelope is always written first).
     private static let barPrefixes = barKinds.map { #"{"event":""# + $0 + #"""# }
@@ -95,6 +96,10 @@ final class TerminalSink: EventSink {
         case let progress as Events.Progress:
             writer.drawBar(ProgressBar.text(progress, columns: writer.columns))
             // On a terminal the bar is the progress; as lines, ten a second would drown the rest.
+            if !human { writer.line(line(), fd: fd) }
+        case is Events.Reconnecting:
+            // Where the bar was: the file waits for its link, and the next progress replaces it.
+            writer.drawBar(String(HumanRenderer(color: writer.colors(STDERR_FILENO)).render(event).prefix(max(writer.columns - 1, 8))))
             if !human { writer.line(line(), fd: fd) }
         case is Events.Looking where human:
             // Words while waiting, not a result: beside the prompt, off the data.

@@ -29,7 +29,7 @@ import Glibc
         var (path, input) = try file(bytes)
         defer { unlink(path) }
         input.offset = 1000
-        let source = try #require(PassedInputSource(input))
+        let source = try #require(PassedInputSource(path: input.path, device: input.device, inode: input.inode, offset: input.offset))
         #expect(try await readAll(source) == Array(bytes[1000...]))
         source.stop()
     }
@@ -38,7 +38,7 @@ import Glibc
         var (path, input) = try file([1, 2, 3])
         defer { unlink(path) }
         input.inode += 1
-        #expect(PassedInputSource(input) == nil)
+        #expect(PassedInputSource(path: input.path, device: input.device, inode: input.inode, offset: input.offset) == nil)
     }
 
     @Test func aPipeIsRefusedWithoutBlocking() throws {
@@ -48,13 +48,13 @@ import Glibc
         var info = stat()
         #expect(stat(path, &info) == 0)
         // Nobody writes to it: a blocking open would never return.
-        #expect(PassedInputSource(PassedInput(path: path, device: UInt64(info.st_dev), inode: UInt64(info.st_ino), offset: 0)) == nil)
+        #expect(PassedInputSource(path: path, device: UInt64(info.st_dev), inode: UInt64(info.st_ino), offset: 0) == nil)
     }
 
     @Test func afterStopNothingMoreIsRead() async throws {
         let (path, input) = try file([UInt8](repeating: 5, count: 10_000))
         defer { unlink(path) }
-        let source = try #require(PassedInputSource(input))
+        let source = try #require(PassedInputSource(path: input.path, device: input.device, inode: input.inode, offset: input.offset))
         source.stop()
         await #expect(throws: NearbyError.self) { _ = try await source.next() }
     }

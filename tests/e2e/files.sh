@@ -447,7 +447,8 @@ test_file_resumes_after_the_receiver_was_killed() {
     files_random "$src/big.bin" "$size"
     start_node 1 s-f-killrecv --auto-accept --save-dir "$dir" || return 1; adv=$ADV node=$ADV_PID
 
-    nb_bg 2 "$OUT/send1.jsonl" send-file "$id1" "$src/big.bin" --service s-f-killrecv; sender=$PID
+    # --retry-for 0: fail at once rather than wait for the node to return (faults.sh tests that).
+    nb_bg 2 "$OUT/send1.jsonl" send-file "$id1" "$src/big.bin" --service s-f-killrecv --retry-for 0; sender=$PID
     await "$adv" "select(.event==\"progress\" and .direction==\"receive\" and .bytes >= $((size * 3 / 10)))" 30 "receiver past 30%" >/dev/null || return 1
     kill -KILL "$node"
     exits "$node" 5 137 "h1's node after SIGKILL" || return 1

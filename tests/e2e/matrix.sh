@@ -140,12 +140,13 @@ test_matrix_mid_transfer() {
     start_node 2 s-mx-mid || return 1
     local s=(--service s-mx-mid --timeout 10)
 
-    # 1. The receiver is killed mid-transfer (SIGKILL: no goodbye).
+    # 1. The receiver is killed mid-transfer (SIGKILL: no goodbye), and the sender told not to wait
+    # for it to come back (--retry-for 0; faults.sh tests the waiting).
     for way in node alone; do
         mkdir -p "$OUT/in"
         nb_bg 1 "$OUT/recv-$way.jsonl" advertise --service s-mx-mid --auto-accept --save-dir "$OUT/in"; receiver=$PID
         await "$OUT/recv-$way.jsonl" 'select(.event=="advertising")' 10 "the receiver" >/dev/null || return 1
-        mx_send_bg "$way" killed "${s[@]}" "$id1" "$src/big.bin"; sender=$PID
+        mx_send_bg "$way" killed "${s[@]}" --retry-for 0 "$id1" "$src/big.bin"; sender=$PID
         await "$OUT/recv-$way.jsonl" "select(.event==\"progress\" and .bytes >= $((size / 10)))" 30 "receiving ($way)" >/dev/null || return 1
         kill -KILL "$receiver"
         lab_wait_pid "$sender" 30 >/dev/null; printf -v "MX_S_$way" %s $?

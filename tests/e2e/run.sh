@@ -8,6 +8,9 @@
 # The tests are the test_* functions of the other *.sh files here (discovery.sh, sessions.sh, …);
 # each runs in the same lab of LAB_HOSTS hosts, with its own output directory $OUT.
 #   E2E_KEEP=DIR tests/e2e/run.sh …      also keeps each test's output directory under DIR
+#   E2E_JOBS=N tests/e2e/run.sh …        N labs at once (default 3), each taking the next test from
+#                                        one queue; each test's lines print together when it ends.
+#                                        Most of a test's time is waiting on the network, not the CPU.
 #
 # Ends with the line "e2e: N passed, M failed" and exits non-zero when anything failed.
 set -u
@@ -53,9 +56,9 @@ stop() { # stop PID: SIGINT, wait, and return its exit status (124 if it did not
     lab_wait_pid "$1" 10
 }
 
-# Every event line any test captured matches docs/events.schema.json.
+# Every event line any test captured matches docs/events.schema.json (with E2E_JOBS, every lab's).
 test_every_line_matches_the_schema() {
-    python3 - "$ROOT/docs/events.schema.json" "$LAB_DIR"/out/*/*.jsonl <<'PY'
+    python3 - "$ROOT/docs/events.schema.json" "${E2E_SCHEMA_DIR:-$LAB_DIR/out}"/*/*.jsonl <<'PY'
 import json, sys
 import jsonschema
 schema = json.load(open(sys.argv[1]))
@@ -85,22 +88,117 @@ done
 ALL=$(declare -F | awk '{print $3}' | grep '^test_' | grep -v '^test_every_line')
 ALL="$ALL test_every_line_matches_the_schema"
 SELECTED=${*:-$ALL}
+JOBS=${E2E_JOBS:-3}
+set -- $SELECTED
+((JOBS <= $#)) || JOBS=$#
 
-lab_up "$LAB_HOSTS" || { echo "e2e: the lab did not come up"; echo "e2e: 0 passed, 1 failed"; exit 1; }
+# Several labs at once: this process starts JOBS workers (this script again, with E2E_QUEUE), sums
+# what they report, and checks the schema over every lab's lines at the end.
+if [[ -z ${E2E_QUEUE:-} ]] && ((JOBS > 1)); then
+    work=$(mktemp -d)
+    schema=
+    for TEST in $SELECTED; do
+        if [[ $TEST == test_every_line_matches_the_schema ]]; then schema=yes; else echo "$TEST"; fi
+    done >"$work/queue"
+    workers=()
+    for ((job = 1; job <= JOBS; job++)); do
+        E2E_QUEUE=$work/queue E2E_RESULT=$work/result.$job E2E_SCHEMA_DIR=$work/out "$0" &
+        workers+=($!)
+    done
+    trap 'kill -TERM "${workers[@]}" 2>/dev/null; wait; rm -rf "$work"; exit 130' INT TERM
+    wait "${workers[@]}"
+    for ((job = 1; job <= JOBS; job++)); do
+        # A worker that ended without a result (its lab never came up) counts as one failure.
+        { read -r passed failed names <"$work/result.$job"; } 2>/dev/null || { passed=0 failed=1 names="lab-$job"; }
+        PASSED=$((PASSED + passed)); FAILED=$((FAILED + failed))
+        [[ -z $names ]] || FAILED_NAMES+=($names)
+    done
+    if [[ -n $schema ]]; then
+        started=${EPOCHREALTIME/[.,]/}
+        if E2E_SCHEMA_DIR=$work/out test_every_line_matches_the_schema; then
+            PASSED=$((PASSED + 1)); verdict=ok
+        else
+            FAILED=$((FAILED + 1)); FAILED_NAMES+=(test_every_line_matches_the_schema); verdict="not ok"
+        fi
+        printf '%s - %s (%d ms)\n' "$verdict" every_line_matches_the_schema $(( (${EPOCHREALTIME/[.,]/} - started) / 1000 ))
+    fi
+    [[ -z ${E2E_KEEP:-} ]] || { mkdir -p "$E2E_KEEP" && cp -r "$work/out/." "$E2E_KEEP/"; }
+    rm -rf "$work"
+    [[ $FAILED -eq 0 ]] || printf 'failed: %s\n' "${FAILED_NAMES[*]}"
+    echo "e2e: $PASSED passed, $FAILED failed"
+    [[ $FAILED -eq 0 ]]
+    exit
+fi
+
+# The next test: from the command line, or (a worker) from the shared queue.
+next_test() {
+    if [[ -z ${E2E_QUEUE:-} ]]; then
+        set -- $REMAINING
+        [[ $# -gt 0 ]] || return 1
+        NEXT=$1; shift; REMAINING="$*"
+        return 0
+    fi
+    NEXT=$({
+        flock -x 9
+        head -n 1 "$E2E_QUEUE"
+        sed -i 1d "$E2E_QUEUE"
+    } 9>"$E2E_QUEUE.lock")
+    [[ -n $NEXT ]]
+}
+REMAINING=$SELECTED
+
+# Runs test function $1 in a subshell; one still running after E2E_TEST_TIMEOUT seconds (600) is
+# killed with every process it started, and fails saying so (a hang never holds the suite).
+descendants() {
+    local child
+    for child in $(ps -o pid= --ppid "$1" 2>/dev/null); do echo "$child"; descendants "$child"; done
+}
+run_bounded() {
+    local limit=${E2E_TEST_TIMEOUT:-600} test_pid timer status
+    ("$1") &
+    test_pid=$!
+    (
+        sleep "$limit"
+        echo "    FAIL: $1 still running after $limit s: killed with every process it started" >&2
+        kill -KILL $(descendants "$test_pid") "$test_pid" 2>/dev/null
+    ) &
+    timer=$!
+    wait "$test_pid"; status=$?
+    kill -KILL $(descendants "$timer") "$timer" 2>/dev/null
+    wait "$timer" 2>/dev/null
+    return "$status"
+}
+
+if ! lab_up "$LAB_HOSTS"; then
+    echo "e2e: the lab did not come up"
+    # A worker's missing result counts as a failure; the process that started it says the total.
+    [[ -n ${E2E_QUEUE:-} ]] || echo "e2e: 0 passed, 1 failed"
+    exit 1
+fi
 mkdir -p "$LAB_DIR/out"
 # Name host 1 before anything advertises, so every test sees the same display name.
 lab_run 1 "$NEARBY" identity --rename "Alice Box" >/dev/null
 
-for TEST in $SELECTED; do
+while next_test; do
+    TEST=$NEXT
     OUT=$LAB_DIR/out/$TEST
     mkdir -p "$OUT"
     started=${EPOCHREALTIME/[.,]/}
-    if "$TEST"; then
+    # A worker prints each test's lines together, so the labs' tests do not interleave.
+    if [[ -n ${E2E_QUEUE:-} ]]; then run_bounded "$TEST" >"$OUT/.e2e-log" 2>&1; else run_bounded "$TEST"; fi
+    status=$?
+    if ((status == 0)); then
         PASSED=$((PASSED + 1)); verdict=ok
     else
         FAILED=$((FAILED + 1)); FAILED_NAMES+=("$TEST"); verdict="not ok"
     fi
-    printf '%s - %s (%d ms)\n' "$verdict" "${TEST#test_}" $(( (${EPOCHREALTIME/[.,]/} - started) / 1000 ))
+    line=$(printf '%s - %s (%d ms)' "$verdict" "${TEST#test_}" $(( (${EPOCHREALTIME/[.,]/} - started) / 1000 )))
+    if [[ -n ${E2E_QUEUE:-} ]]; then
+        { flock -x 9; cat "$OUT/.e2e-log"; echo "$line"; } 9>"$E2E_QUEUE.print"
+        rm -f "$OUT/.e2e-log"
+    else
+        echo "$line"
+    fi
     # Nothing a test started outlives it (only this lab's processes: other labs may be running).
     lab_nearby_pids() {
         local k pid
@@ -117,6 +215,19 @@ for TEST in $SELECTED; do
     fi
 done
 
+# A worker hands its outputs (for the schema check) and counts to the process that started it.
+if [[ -n ${E2E_QUEUE:-} ]]; then
+    # The event lines only (what the schema check reads), unless E2E_KEEP asks for everything.
+    mkdir -p "$E2E_SCHEMA_DIR"
+    if [[ -n ${E2E_KEEP:-} ]]; then
+        cp -r "$LAB_DIR/out/." "$E2E_SCHEMA_DIR/"
+    else
+        (cd "$LAB_DIR/out" && find . -mindepth 2 -maxdepth 2 -name '*.jsonl' -exec cp --parents -t "$E2E_SCHEMA_DIR" {} +)
+    fi
+    echo "$PASSED $FAILED ${FAILED_NAMES[*]}" >"$E2E_RESULT"
+    lab_down
+    exit 0
+fi
 # E2E_KEEP=DIR keeps what every test saw (its JSON lines, stderr, terminals) for reading afterwards.
 [[ -z ${E2E_KEEP:-} ]] || { mkdir -p "$E2E_KEEP" && cp -r "$LAB_DIR/out/." "$E2E_KEEP/"; }
 lab_down

@@ -22,8 +22,14 @@ public final class Advertiser: @unchecked Sendable {
         self.txt = txt
     }
 
+    /// The name the daemon registered: `instance`, or the daemon's alternative (`ID #2`) when
+    /// another host already uses it — a squatter must not keep the node down, and peers know us by
+    /// the identity the handshake proves, never by the instance name (`DiscoveredPeer.claimedID`).
+    public var registeredName: String { queue.sync { registered ?? instance } }
+    private var registered: String?
+
     /// Registers and waits until the daemon confirms. A registration renamed because of a conflict
-    /// is withdrawn and reported: our instance name is our identity and must not change. Once
+    /// is kept under the daemon's alternative name (`registeredName`). Once
     /// confirmed, `lost` is called (once) if the daemon goes away: Avahi's compat layer says so with
     /// an error on the connection or with a second callback, and the registration is gone with it.
     public func start(lost: (@Sendable () -> Void)? = nil) async throws(NearbyError) {
@@ -44,9 +50,11 @@ public final class Advertiser: @unchecked Sendable {
                         daemonWentAway()
                     } else if status != Int32(kDNSServiceErr_NoError) {
                         once.settle(.failure(DNSServiceOperation.failure(status, "register")))
-                    } else if let name, name != instance {
-                        once.settle(.failure(.nameConflict(requested: instance, got: name)))
                     } else {
+                        if let name, name != instance {
+                            NearbyLog.logger.warning("another host uses the name \(instance) on the network: advertising as '\(name)'")
+                        }
+                        registered = name
                         confirmed = true
                         once.settle(.success(()))
                     }

@@ -17,7 +17,7 @@ public struct DiscoveredPeer: Sendable, Equatable {
     public var kind: PeerKind {
         txt.protocolVersion != nil ? .nearby : txt.displayName != nil ? .mpc : .other
     }
-    public var ref: PeerRef { PeerRef(id: instance, name: txt.displayName) }
+    public var ref: PeerRef { PeerRef(id: claimedID, name: txt.displayName) }
 }
 
 /// Browses one service type: `DNSServiceBrowse`, then per instance and interface `DNSServiceResolve`

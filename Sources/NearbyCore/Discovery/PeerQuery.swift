@@ -61,10 +61,10 @@ public struct PeerQuery: Sendable, Hashable, CustomStringConvertible {
 
 extension PeerQuery {
     public func choose(_ peers: [DiscoveredPeer]) -> Choice<DiscoveredPeer> {
-        choose(peers, id: \.instance, name: \.txt.displayName)
+        choose(peers, id: \.claimedID, name: \.txt.displayName)
     }
 
     public func ambiguity(_ peers: [DiscoveredPeer]) -> NearbyError {
-        ambiguity(peers, id: \.instance, name: \.txt.displayName)
+        ambiguity(peers, id: \.claimedID, name: \.txt.displayName)
     }
 }

@@ -28,7 +28,7 @@ public struct PeerSearchReport: Sendable, Equatable {
 
     /// The peers among `peers` whose names are near `query` without matching it.
     public static func near(_ query: String, among peers: some Sequence<DiscoveredPeer>, excluding me: String) -> [PeerRef] {
-        peers.filter { $0.isNear(query) && $0.instance != me }.sorted { $0.instance < $1.instance }.map(\.ref)
+        peers.filter { $0.isNear(query) && $0.claimedID != me }.sorted { $0.instance < $1.instance }.map(\.ref)
     }
 
     /// The command to run next: a doctor run on the peer, with the service that was used.

@@ -60,7 +60,7 @@ extension Events {
         Message.self, Sent.self, Rejected.self, FileStarted.self, Progress.self, FileSent.self, FileReceived.self,
         Skipped.self, FileFailed.self, StreamOpened.self, StreamClosed.self, Waiting.self, Looking.self,
         NothingFound.self, ServiceTypeSeen.self, ServiceSeen.self, Check.self, Summary.self, Suppressed.self,
-        DatagramsDropped.self,
+        DatagramsDropped.self, Reconnecting.self, Resumed.self,
     ]
 }
 

@@ -40,13 +40,17 @@ public enum Events {
         public var domain: String
         public var port: Int
         public var info: SortedInfo
+        /// The DNS-SD instance name, only when it is not the peer ID: another host already used
+        /// that, and the daemon gave us its alternative (`ID #2`).
+        public var instance: String?
 
-        public init(peer: PeerRef, service: String, domain: String, port: Int, info: [String: String]) {
+        public init(peer: PeerRef, service: String, domain: String, port: Int, info: [String: String], instance: String? = nil) {
             self.peer = peer
             self.service = service
             self.domain = domain
             self.port = port
             self.info = SortedInfo(info)
+            self.instance = instance
         }
     }
 

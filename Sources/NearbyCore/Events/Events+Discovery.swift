@@ -31,7 +31,7 @@ extension Events.Lost {
 extension DiscoveredPeer {
     /// Whether `query` names this peer: its full ID, a prefix of it, or its display name (`PeerQuery`'s rule).
     public func matches(_ query: String) -> Bool {
-        PeerQuery.matches(query, id: instance, name: txt.displayName)
+        PeerQuery.matches(query, id: claimedID, name: txt.displayName)
     }
 }
 
@@ -102,11 +102,18 @@ extension Events {
         public var peer: String
         public var service: String
         public var seconds: Double
+        /// Peers seen whose name or ID is close to the one asked for (a typo, another case, a prefix
+        /// of the name): what the user may have meant.
+        public var near: [PeerRef]?
+        /// How much longer the lookup goes on (until `--timeout`).
+        public var remaining: Double?
 
-        public init(peer: String, service: String, seconds: Double) {
+        public init(peer: String, service: String, seconds: Double, near: [PeerRef]? = nil, remaining: Double? = nil) {
             self.peer = peer
             self.service = service
             self.seconds = seconds
+            self.near = near
+            self.remaining = remaining
         }
     }
 }

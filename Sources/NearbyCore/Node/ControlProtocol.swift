@@ -16,7 +16,9 @@ public enum ControlRequest: Codable, Sendable, Equatable {
     case send(peers: [String], all: Bool, timeout: Double, payload: Data)
     case disconnect(peer: String?, all: Bool)
     /// Files to send: absolute paths, already checked by the client.
-    case sendFiles(peer: String, files: [OutgoingFile], timeout: Double)
+    /// `retryFor`: how long a link that goes mid-file is tried again (nil: the default; a node that
+    /// does not know the field uses its own default).
+    case sendFiles(peer: String, files: [OutgoingFile], timeout: Double, retryFor: Double? = nil)
     /// After the setup replies, the connection carries the stream's raw bytes both ways (only the
     /// peer's, when the node reads `input` itself). `pass`: the client can hand the node its
     /// stdin and stdout (`PassOffer`); a node that does not know the field ignores it.

@@ -46,6 +46,8 @@ actor Dialer {
         /// The peer's other addresses, tried in turn when `host` cannot be reached (IPv4 first,
         /// then IPv6, link-local last).
         var alternates: [String] = []
+        /// The discovered record it came from (`DiscoveredPeer.impostorKey`), if any.
+        var record: String?
         var address: String { Self.address(host, port) }
         var hosts: [String] { [host] + alternates }
         static func address(_ host: String, _ port: Int) -> String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
@@ -77,7 +79,7 @@ actor Dialer {
             // run long enough for every peer to answer.
             let settled = ContinuousClock.now >= discovery.startedAt + DiscoveryCache.ambiguityWindow
             switch asked.choose(candidates) {
-            case let .one(peer) where settled || peer.instance == query: return try target(for: peer)
+            case let .one(peer) where settled || peer.claimedID == query: return try target(for: peer)
             case let .ambiguous(peers): throw asked.ambiguity(peers)
             case .one, .none: break
             }
@@ -93,7 +95,7 @@ actor Dialer {
                 search = elsewhere
             }
             if ContinuousClock.now >= lookingAt, deadline > lookingAt, let sink = listener {
-                sink.emit(Events.Looking(peer: query, service: configuration.service.registrationType, seconds: Self.lookingAfter / .seconds(1)))
+                sink.emit(lookingEvent(query, started: started, deadline: deadline))
                 listener = nil
             }
             // Until discovery changes, the deadline, the next step above, or (one candidate) the
@@ -129,7 +131,9 @@ actor Dialer {
         guard let port = peer.port else { throw .connectionFailed("\(peer.instance) has no port") }
         let ordered = PeerAddresses.connectionOrder(peer.addresses)
         guard let host = ordered.first ?? peer.host else { throw .connectionFailed("\(peer.instance) has no address") }
-        return Target(host: host, port: port, expected: PeerID(peer.instance), name: peer.txt.displayName, alternates: Array(ordered.dropFirst()))
+        return Target(
+            host: host, port: port, expected: PeerID(peer.claimedID), name: peer.txt.displayName, alternates: Array(ordered.dropFirst()),
+            record: peer.impostorKey)
     }
 
     func startDiscovery() {
@@ -203,7 +207,8 @@ actor Dialer {
     func fresher(than target: Target, until deadline: ContinuousClock.Instant) async -> Target? {
         guard let id = target.expected else { return nil }
         while ContinuousClock.now < deadline, !Task.isCancelled {
-            if let peer = discovery.peers[id.rawValue], let now = try? self.target(for: peer), now.port != target.port || now.hosts != target.hosts {
+            if let peer = discovery.candidates(id.rawValue, excluding: me).first(where: { $0.claimedID == id.rawValue }),
+               let now = try? self.target(for: peer), now.port != target.port || now.hosts != target.hosts {
                 return now
             }
             let change = OneShot<Void>()

@@ -41,8 +41,11 @@ struct DiscoveryCache {
 
     func stop() { browser?.stop() }
 
-    /// Peers other than `me` that `query` names.
+    /// Records whose host failed the identity check for the ID they claim (`ClaimedIdentity.swift`).
+    var impostors: Set<String> = []
+
+    /// Peers other than `me` that `query` names, one record per claimed ID (`oneRecordPerID`).
     func candidates(_ query: String, excluding me: PeerID) -> [DiscoveredPeer] {
-        peers.values.filter { $0.matches(query) && $0.instance != me.rawValue }
+        Self.oneRecordPerID(peers.values.filter { $0.matches(query) && $0.claimedID != me.rawValue }, impostors: impostors)
     }
 }

@@ -1,27 +1,46 @@
 import Foundation
+import Synchronization
 
 /// Sending files: the node finds the session (inviting first); `FolderSender` sends the files, many
 /// at once, each on a channel of the link.
 extension Node {
     // MARK: Sending
 
-    /// Sends files to a peer (inviting it first if needed).
+    /// Sends files to a peer (inviting it first if needed), many at once (`FolderSender`). A link
+    /// that goes mid-folder is got back for up to `retryFor` seconds (`ResumingTransfer`), and the
+    /// files not delivered yet go on the new one (those cut resume from their partial files); nil:
+    /// the default.
     public func sendFiles(
-        _ files: [OutgoingFile], to query: String, timeout: Double, client: (any EventSink)?
+        _ files: [OutgoingFile], to query: String, timeout: Double, retryFor: Double? = nil, client: (any EventSink)?
     ) async throws(NearbyError) {
         let sink: any EventSink = client.map { TeeSink(events, $0) } ?? events
-        let peer = try await invite(query, context: nil, timeout: timeout, client: client)
+        var peer = try await invite(query, context: nil, timeout: timeout, client: client)
+        let policy = RetryPolicy.forSeconds(retryFor)
         // The files, then the empty directories of the trees (which carry no data and no events).
         let directories = files.filter { $0.directory == true }
         let files = files.filter { $0.directory != true }
-        guard let link = sessions[peer.id] else { throw .connectionFailed("the session with \(peer.id) ended") }
         let sender = identity.peerID
-        try await FolderSender.send(files) { (file: OutgoingFile, batch: Events.Progress.Batch?) async throws(NearbyError) in
-            try await link.offerFile(file, sender: sender, sink: sink, batch: batch)
+        // The files delivered so far: a retry after an outage sends the others.
+        let delivered = DeliveredFiles()
+        let first = files.first?.relative ?? ""
+        try await resuming(first, peer: &peer, policy: policy, sink: sink, client: client) { (link: Link, sink: any EventSink) async throws(NearbyError) in
+            let rest = files.filter { !delivered.contains($0) }
+            try await FolderSender.send(rest) { (file: OutgoingFile, batch: Events.Progress.Batch?) async throws(NearbyError) in
+                try await link.offerFile(file, sender: sender, sink: sink, batch: batch)
+                delivered.add(file)
+            }
         }
         for directory in directories {
-            guard let link = sessions[peer.id] else { throw .connectionFailed("the session with \(peer.id) ended") }
-            try await link.offerDirectory(directory, sink: sink)
+            try await resuming(directory.relative, peer: &peer, policy: policy, sink: sink, client: client) { (link: Link, sink: any EventSink) async throws(NearbyError) in
+                try await link.offerDirectory(directory, sink: sink)
+            }
         }
     }
+}
+
+/// The files of one `send-file` delivered so far (by source), across the links of its retries.
+private final class DeliveredFiles: Sendable {
+    private let sources = Mutex(Set<String>())
+    func contains(_ file: OutgoingFile) -> Bool { sources.withLock { $0.contains(file.source) } }
+    func add(_ file: OutgoingFile) { _ = sources.withLock { $0.insert(file.source) } }
 }

@@ -11,12 +11,29 @@ extension Node {
         if let context, context.utf8.count > FrameBody.maxContextBytes {
             throw .invalidArgument("the invitation context is \(context.utf8.count) bytes; the maximum is \(FrameBody.maxContextBytes)")
         }
-        let deadline = ContinuousClock.now + .seconds(timeout)
-        for remembering in [true, false] {
-            let attempt = Attempt(query: query, context: context, timeout: timeout, deadline: deadline, client: client, remembering: remembering)
-            if case let .reached(peer) = try await invite(attempt) { return peer }
+        try await refuseSelf(query)
+        return try await invite(query, context: context, timeout: timeout, deadline: ContinuousClock.now + .seconds(timeout), client: client)
+    }
+
+    /// `known`: where the peer was last reached (a transfer getting its link back, `ResumingTransfer`),
+    /// tried first as a remembered address is. A record that claims the peer's ID but whose host
+    /// is not it is passed over for the next (`ClaimedIdentity.swift`), a few times at most.
+    func invite(
+        _ query: String, context: String?, timeout: Double, deadline: ContinuousClock.Instant, client: (any EventSink)?,
+        known: Dialer.Target? = nil
+    ) async throws(NearbyError) -> AuthenticatedPeer {
+        var remembering = true
+        var known = known
+        for _ in 0..<4 {
+            let attempt = Attempt(
+                query: query, context: context, timeout: timeout, deadline: deadline, client: client, remembering: remembering, known: known)
+            switch try await invite(attempt) {
+            case let .reached(peer): return peer
+            case .againWithoutRemembered: remembering = false
+            case .passedOver: break
+            }
+            known = nil
         }
-        // The second try remembers nothing, so it never asks for a third.
         throw .invitationTimedOut(peer: query, seconds: timeout)
     }
 
@@ -29,19 +46,23 @@ extension Node {
         let client: (any EventSink)?
         /// Whether a remembered address may be tried before discovery answers (not again once it failed).
         let remembering: Bool
+        /// Where the peer was last reached, tried as a remembered address.
+        var known: Dialer.Target? = nil
     }
 
     private enum Tried {
         case reached(AuthenticatedPeer)
         /// The remembered address led nowhere: forgotten; try again with discovery alone.
         case againWithoutRemembered
+        /// The record tried claims the peer's ID, but its host is not it: try the next that does.
+        case passedOver
     }
 
     private func invite(_ attempt: Attempt) async throws(NearbyError) -> Tried {
         let (query, deadline, client) = (attempt.query, attempt.deadline, attempt.client)
         let sink: any EventSink = client.map { TeeSink(events, $0) } ?? events
         if let peer = await alreadyReached(query, client: client) { return .reached(peer) }
-        let remembered: Dialer.Target? = if attempt.remembering { await dialer.rememberedTarget(query) } else { nil }
+        let remembered: Dialer.Target? = if let known = attempt.known { known } else if attempt.remembering { await dialer.rememberedTarget(query) } else { nil }
         var target: Dialer.Target
         if let remembered {
             target = remembered
@@ -92,6 +113,9 @@ extension Node {
                 (negotiated, target) = try await dialer.connect(target, query: query, deadline: deadline, sink: sink)
             } catch {
                 invitations.forget(invitation)
+                if case .connectionFailed = error, let record = target.record, await dialer.passOver(record, claiming: target.expected) {
+                    return .passedOver
+                }
                 throw error
             }
         }
@@ -124,6 +148,9 @@ extension Node {
             if let remembered, case .identityMismatch = error {
                 await dialer.forgetRemembered(remembered)
                 return .againWithoutRemembered
+            }
+            if remembered == nil, case .identityMismatch = error, let record = target.record, await dialer.passOver(record, claiming: target.expected) {
+                return .passedOver
             }
             throw error
         case nil:

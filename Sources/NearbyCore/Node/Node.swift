@@ -32,6 +32,8 @@ public actor Node {
     /// Every authenticated connection (each owns its state), for goodbyes when the node stops.
     var links: Set<Link> = []
     var sessions: [PeerID: Link] = [:]
+    /// The DNS-SD instance name the link's daemon gave us (another host may have had our ID first).
+    private var advertisedAs: String?
     private var watchers = SessionWatchers()
     private(set) var stopping = false
     /// Incoming streams waiting for a listener, and listeners waiting for one.
@@ -81,10 +83,11 @@ public actor Node {
 
     /// One `advertising` event per place the node is in: the link, then each domain.
     public var advertisingEvents: [Events.Advertising] {
-        configuration.domains.map {
+        let renamed = advertisedAs.flatMap { $0 == identity.peerID.rawValue ? nil : $0 }
+        return configuration.domains.map {
             Events.Advertising(
                 peer: PeerRef(id: identity.peerID.rawValue, name: displayName), service: configuration.service.name,
-                domain: $0, port: port, info: configuration.info)
+                domain: $0, port: port, info: configuration.info, instance: $0 == "local." ? renamed : nil)
         }
     }
     public var sessionCount: Int { sessions.count }
@@ -122,6 +125,7 @@ public actor Node {
         guard configuration.advertise else { return }
         let txt = TXTRecord(displayName: displayName, info: configuration.info, protocolVersion: TXTRecord.protocolVersion)
         try await presence.start(port: UInt16(port), txt: txt, announcing: advertisingEvent)
+        advertisedAs = await presence.registeredName
     }
 
     /// Says goodbye to every peer, withdraws the advertisement, closes everything. Bounded: a peer

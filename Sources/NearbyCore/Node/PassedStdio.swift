@@ -78,7 +78,9 @@ extension PassedStdio {
     /// passed descriptor as it comes, or the file the client named (`PassedInput`); none of them
     /// when the client sends its input over the connection.
     static func sources(_ input: PassedDescriptor?, named: PassedInput?) -> (PassedInputSource?, PassedStreamSource?) {
-        guard let input else { return (named.flatMap { PassedInputSource($0) }, nil) }
+        guard let input else {
+            return (named.flatMap { PassedInputSource(path: $0.path, device: $0.device, inode: $0.inode, offset: $0.offset) }, nil)
+        }
         if let file = PassedInputSource(passed: input) { return (file, nil) }
         return (nil, PassedStreamSource(input))
     }

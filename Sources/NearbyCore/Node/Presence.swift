@@ -46,6 +46,9 @@ actor Presence {
         }
     }
 
+    /// The name the link's advertisement is registered under (nil: not on the link).
+    var registeredName: String? { advertiser?.registeredName }
+
     /// Withdraws the advertisement and every registration.
     func stop() async {
         stopped = true

@@ -56,8 +56,8 @@ public enum Requests {
             try await node.sendMessage(Array(payload), to: peers, all: all, unreliable: true, timeout: timeout, client: client)
         case let .disconnect(peer, all):
             _ = try await node.disconnect(peer, all: all, client: client)
-        case let .sendFiles(peer, files, timeout):
-            try await node.sendFiles(files, to: peer, timeout: timeout, client: client)
+        case let .sendFiles(peer, files, timeout, retryFor):
+            try await node.sendFiles(files, to: peer, timeout: timeout, retryFor: retryFor, client: client)
         case let .sendLines(peers, all, timeout, unreliable):
             guard let input = asker.input else { throw .invalidArgument("\(Spelling.command(.sendLines)) needs its input") }
             try await node.sendLines(from: input, to: peers, all: all, unreliable: unreliable, timeout: timeout, client: client)
@@ -82,7 +82,7 @@ extension ControlRequest {
     /// by a running node as by the command itself.
     public var namedPeers: [String?] {
         switch self {
-        case let .invite(peer, _, _), let .sendFiles(peer, _, _), let .stream(peer, _, _, _, _): [peer]
+        case let .invite(peer, _, _), let .sendFiles(peer, _, _, _), let .stream(peer, _, _, _, _): [peer]
         case let .accept(query, _, _): [query]
         case let .disconnect(peer, _): [peer]
         case let .listen(_, from, _, _): [from]

@@ -7,7 +7,7 @@ import Synchronization
 /// gets plain words ("the save directory option", "the doctor command").
 public struct Spelling: Sendable {
     public enum Option: Sendable, CaseIterable {
-        case name, encryption, saveDirectory, service, domain, noLink, dnsServer, dnsKey, acceptFrom, autoAccept
+        case name, encryption, saveDirectory, service, domain, noLink, dnsServer, dnsKey, acceptFrom, autoAccept, retryFor
     }
 
     public enum Command: Sendable, CaseIterable {
@@ -36,6 +36,7 @@ public struct Spelling: Sendable {
             case .dnsKey: "DNS key"
             case .acceptFrom: "accept-from"
             case .autoAccept: "auto-accept"
+            case .retryFor: "retry-for"
             }
             return "the \(words) option"
         },

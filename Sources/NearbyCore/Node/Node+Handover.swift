@@ -1,0 +1,14 @@
+/// A sender that lost its link and came back (`ResumingTransfer`) offers its file again on a new
+/// session, maybe before the old one — replaced, still closing — has let go of the partial file.
+/// The offer waits for that (at most `handover`), so the file resumes from what arrived instead of
+/// starting again from zero beside it.
+extension Node {
+    static let handover = Duration.seconds(2)
+
+    /// Waits until the peer's other links (sessions `link` replaced, still closing) are gone.
+    func handOver(to link: Link) async {
+        let older = links.filter { $0 !== link && $0.peer.id == link.peer.id && sessions[link.peer.id] !== $0 }
+        guard !older.isEmpty else { return }
+        await Link.untilDetached(Array(older), by: .now + Self.handover)
+    }
+}
