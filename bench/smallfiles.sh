@@ -51,6 +51,7 @@ check() { diff -r "$WORK/src/d" "$1" >/dev/null || { echo "smallfiles: $2 delive
 declare -A NODE=()
 lab_run 1 "${NEARBY_B:-$NEARBY}" identity --rename sf-recv >/dev/null 2>&1 || true
 start_node() { # label binary service
+    mkdir -p "$WORK/dst/$1"
     lab_bg 1 "$WORK/node-$1.jsonl" "$2" advertise --service "$3" --auto-accept --save-dir "$WORK/dst/$1" >/dev/null
     NODE[$1]=$LAB_PID
     lab_wait_line "$WORK/node-$1.jsonl" 'select(.event=="advertising")' 20 >/dev/null
