@@ -32,6 +32,7 @@ let package = Package(
             dependencies: [
                 "NearbyCore",
                 "NearbyLocalSend",
+                "NearbyWeb",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -50,6 +51,22 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // Any device with a browser (send-file --web, accept --web): plain HTTP over NIOHTTP1 behind
+        // an unguessable token, on the core's admission, budget and receive-to-disk path.
+        .target(
+            name: "NearbyWeb",
+            dependencies: [
+                "NearbyCore", "CQRencode", "CZlib",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
+        // libqrencode's qrencode.h: the QR code of the page's address at a terminal.
+        .systemLibrary(name: "CQRencode", providers: [.apt(["libqrencode-dev"]), .brew(["qrencode"])]),
+        // zlib's crc32(): the streamed .zip of a shared directory.
+        .systemLibrary(name: "CZlib", providers: [.apt(["zlib1g-dev"])]),
         // The DNS message codec for wide-area DNS-SD (--domain): pure, no sockets.
         .target(
             name: "NearbyDNS",
@@ -93,8 +110,13 @@ let package = Package(
                 "NearbyLocalSend", "NearbyCore",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
+        ),
+        .testTarget(
+            name: "NearbyWebTests",
+            dependencies: ["NearbyWeb", "NearbyCore", .product(name: "NIOCore", package: "swift-nio")]
         ),
         .testTarget(name: "NearbyCLITests", dependencies: ["NearbyCLI", "NearbyCore"]),
     ],

@@ -186,7 +186,7 @@ _nearby() {
 
 _nearby_advertise() {
     repeating_flags=()
-    non_repeating_flags=(--no-link --auto-accept --localsend --verbose -v --json --human --version -h --help)
+    non_repeating_flags=(--no-link --auto-accept --localsend --web --verbose -v --json --human --version -h --help)
     repeating_options=(--domain --info --accept-from)
     non_repeating_options=(--service --dns-server --dns-key --name --port --encryption --save-dir --pin)
     __nearby_offer_flags_options 0
@@ -319,9 +319,9 @@ _nearby_invite() {
 
 _nearby_accept() {
     repeating_flags=()
-    non_repeating_flags=(--decline --no-link --localsend --verbose -v --json --human --version -h --help)
+    non_repeating_flags=(--decline --no-link --localsend --web --verbose -v --json --human --version -h --help)
     repeating_options=(--domain)
-    non_repeating_options=(--from --timeout --service --dns-server --dns-key --name --encryption --save-dir --pin)
+    non_repeating_options=(--from --timeout --service --dns-server --dns-key --name --encryption --save-dir --pin --count)
     __nearby_offer_flags_options 1
 
     # Offer option value completions
@@ -359,6 +359,9 @@ _nearby_accept() {
         return
         ;;
     '--pin')
+        return
+        ;;
+    '--count')
         return
         ;;
     esac
@@ -421,7 +424,7 @@ _nearby_send() {
 
 _nearby_send-file() {
     repeating_flags=()
-    non_repeating_flags=(--no-link --localsend --verbose -v --json --human --version -h --help)
+    non_repeating_flags=(--no-link --localsend --web --keep --verbose -v --json --human --version -h --help)
     repeating_options=(--domain)
     non_repeating_options=(--timeout --retry-for --service --dns-server --dns-key --name --encryption --pin)
     __nearby_offer_flags_options -1

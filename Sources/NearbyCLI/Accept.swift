@@ -1,6 +1,7 @@
 import ArgumentParser
 import NearbyCore
 import NearbyLocalSend
+import NearbyWeb
 
 extension Nearby {
     struct Accept: AsyncParsableCommand {
@@ -48,6 +49,12 @@ extension Nearby {
                 holds for a person (or the next one), else serves LocalSend itself until its first \
                 transfer (from --from only) ends; --timeout bounds the wait for that transfer as above.
                   nearby accept --localsend --save-dir ~/Downloads --timeout 120
+
+                With --web: serves an upload page to any device with a browser on the LAN (a \
+                'web-serving' event with its url, a QR code at a terminal); each file lands in \
+                --save-dir as any stranger's file does ('file-received'). Ends on Ctrl-C, after \
+                --timeout seconds, or once --count files arrived (then --timeout first is exit 4).
+                  nearby accept --web --save-dir ~/Downloads --count 1
                 """)
 
         @Argument(help: "The invitation ID or the inviting peer (default: the next invitation).", completion: .peers)
@@ -66,15 +73,30 @@ extension Nearby {
         @OptionGroup var receive: ReceiveOptions
         @OptionGroup var localSend: LocalSendOptions
         @OptionGroup var localSendPIN: LocalSendPIN
+        @OptionGroup var web: WebOptions
+
+        @Option(help: ArgumentHelp("With --web: end once this many files arrived.", valueName: "n"))
+        var count: Int?
+
         @OptionGroup var output: OutputOptions
 
         func validate() throws {
             if let timeout, !(timeout > 0 && timeout.isFinite) { throw ValidationError("--timeout must be a positive number of seconds") }
+            if let count, count < 1 { throw ValidationError("--count must be at least 1") }
+            if count != nil, !web.web { throw ValidationError("--count is for --web") }
+            if web.web, localSend.localsend || decline || invitation != nil || from != nil {
+                throw ValidationError("--web takes no invitation, --from, --decline or --localsend: browsers are not invited")
+            }
         }
 
         func run() async throws {
             let context = output.configure(CommandContext.current)
             try await reporting(context, verbose: output.verbose) {
+                if web.web {
+                    return try await WebCommands.receive(
+                        context, saveDir: try receive.resolve(context.environment),
+                        device: try node.naming.resolve() ?? context.identity().displayName, count: count, timeout: timeout)
+                }
                 if localSend.enabled(context) {
                     var policy = LocalSendPolicy(saveDirectory: try receive.resolve(context.environment), pin: localSendPIN.pin)
                     policy.acceptFirst = !decline

@@ -1,5 +1,6 @@
 import ArgumentParser
 import NearbyCore
+import NearbyWeb
 import NearbyLocalSend
 
 extension Nearby {
@@ -22,6 +23,11 @@ extension Nearby {
                   nearby advertise --service chat --name "Build box" --info room=4.12 --info os=linux
                   nearby advertise --auto-accept | jq -r 'select(.event=="message") | .text'
                   nearby advertise --accept-from "Alice's laptop" --save-dir ~/Downloads
+
+                With --web (and --save-dir): also serves an upload page for any device with a \
+                browser on the LAN ('web-serving' with its url, a QR code at a terminal), its files \
+                landing in --save-dir as any stranger's do.
+                  nearby advertise --web --save-dir ~/Downloads
                 """)
 
         @OptionGroup var serviceOptions: ServiceOptions
@@ -52,10 +58,30 @@ extension Nearby {
         @OptionGroup var localSend: LocalSendOptions
         @OptionGroup var localSendPIN: LocalSendPIN
 
+        @OptionGroup var web: WebOptions
         @OptionGroup var output: OutputOptions
 
         func validate() throws {
             if let port, !(0...65535).contains(port) { throw ValidationError("--port must be between 0 and 65535") }
+            if web.web, localSend.localsend { throw ValidationError("--web is served beside nearby's own node, not with --localsend") }
+        }
+
+        /// Waits for SIGINT/SIGTERM; with --web, serves the upload page (into --save-dir) meanwhile.
+        static func webPage(_ context: CommandContext, web: Bool, saveDir: String?, device: String) async throws -> Int32? {
+            guard web else { return await TerminationSignal.next() }
+            let (server, box) = try await WebCommands.dropBox(context, saveDir: saveDir, device: device)
+            return await withTaskGroup(of: Int32??.self) { group in
+                group.addTask {
+                    await server.run(box)
+                    return nil
+                }
+                group.addTask { .some(await TerminationSignal.next()) }
+                defer { group.cancelAll() }
+                while let next = await group.next() {
+                    if case let .some(signal) = next { return signal }
+                }
+                return nil
+            }
         }
 
         func run() async throws {
@@ -90,11 +116,15 @@ extension Nearby {
                 configuration.autoAccept = autoAccept
                 configuration.acceptFrom = acceptFrom
                 configuration.saveDirectory = try receive.resolve(context.environment)
+                if web.web, configuration.saveDirectory == nil {
+                    throw NearbyError.invalidArgument("--web needs --save-dir (or NEARBY_SAVE_DIR): where should uploads go?")
+                }
+                let (useWeb, saveDir) = (web.web, configuration.saveDirectory)
                 try await LocalNode.run(configuration, identity: identity, context: context, serve: true) { local in
                     let advertising = await local.node.advertisingEvent
                     for event in await local.node.advertisingEvents { context.events.emit(event) }
                     console.info("advertising \(service.registrationType) as \(identity.peerID) on port \(advertising.port); Ctrl-C to stop")
-                    let signal = await TerminationSignal.next()
+                    let signal = try await Self.webPage(context, web: useWeb, saveDir: saveDir, device: name ?? identity.displayName)
                     console.info("signal \(signal ?? 0): saying goodbye and withdrawing the advertisement")
                 }
             }

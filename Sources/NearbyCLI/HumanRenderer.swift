@@ -1,5 +1,6 @@
 import Foundation
 import NearbyCore
+import NearbyWeb
 
 /// Turns one typed event into a short line for a person at a terminal: the time, the peer, what
 /// happened and the facts that matter. A pure function of the event, so every kind is tested
@@ -18,7 +19,7 @@ struct HumanRenderer: Sendable {
     var columns: Int?
 
     /// The kinds a line can be read as: the core's and the commands' own.
-    static let kinds: [any EventBody.Type] = Events.kinds + [Events.BrowseDomainSeen.self]
+    static let kinds: [any EventBody.Type] = Events.kinds + [Events.BrowseDomainSeen.self] + Events.webKinds
 
     /// Reads an event line; nil when it is not a JSON object with an `event`.
     static func decode(_ line: String) -> DecodedEvent? { DecodedEvent(line: line, kinds: kinds) }
@@ -39,6 +40,13 @@ struct HumanRenderer: Sendable {
         case let e as Events.Advertising:
             return "advertising as \(bold(e.peer)) (\(Text.id(e.peer))) on _\(Text.clean(e.service))._tcp port \(e.port)"
                 + Text.info(e.info) + " — waiting for invitations, Ctrl-C to stop"
+        case let e as Events.WebServing:
+            let what = e.mode == "send" ? "a download page (\(e.items ?? 0) item\(e.items == 1 ? "" : "s"))" : "an upload page"
+            return "serving \(what) at " + paint(Text.clean(e.url), .bold) + (e.urls.count > 1 ? " (and \(e.urls.count - 1) more address\(e.urls.count == 2 ? "" : "es"))" : "")
+        case let e as Events.WebDownload:
+            let how = e.complete ? paint("downloaded", .green) : paint("download cut short", .yellow)
+            return "\(how) \(Text.clean(e.path)) by \(Text.clean(e.address)): \(e.bytes) of \(e.total) bytes"
+                + (e.offset > 0 ? " from byte \(e.offset)" : "") + (e.allDone ? " — every file downloaded" : "")
         case let e as Events.Browsing:
             // A nearby service name is shown as its DNS-SD type; `browse --types` and
             // `browse --service _http._tcp` print the type itself.

@@ -61,8 +61,11 @@ struct NodeOptions: ParsableArguments {
 
 /// `--timeout` of every command that may have to find and invite a peer first.
 struct InviteTimeout: ParsableArguments {
-    @Option(help: ArgumentHelp("Seconds to wait for the peer to be found and to answer the invitation.", valueName: "seconds"))
-    var timeout: Double = 30
+    @Option(name: .customLong("timeout"), help: ArgumentHelp("Seconds to wait for the peer to be found and to answer the invitation (default: 30).", valueName: "seconds"))
+    var given: Double?
+
+    /// The wait for a peer; `given` alone is what the user said (`send-file --web` serves without a limit unless told).
+    var timeout: Double { given ?? 30 }
 
     func validate() throws {
         guard timeout > 0, timeout.isFinite else { throw ValidationError("--timeout must be a positive number of seconds") }

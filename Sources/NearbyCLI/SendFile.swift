@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import NearbyCore
+import NearbyWeb
 
 extension Nearby {
     struct SendFile: AsyncParsableCommand {
@@ -30,9 +31,19 @@ extension Nearby {
                   nearby send-file "Bob's Pi" report.pdf
                   nearby send-file 09okw photos/ notes.txt
                   nearby send-file 192.168.1.20:39339 backup.tar
+
+                With --web, every argument is a file or directory to serve to browsers on the LAN: \
+                a 'web-serving' event gives the page's address (url, and urls: one per address of \
+                this host) with a secret token, and a QR code of it is drawn on stderr at a terminal. \
+                The page lists the files with their sizes; a directory downloads as one .zip; \
+                interrupted downloads resume (Range). Each download ends with a 'web-download' \
+                event; the command exits 0 once every file was downloaded whole (--keep: serves \
+                until Ctrl-C, or --timeout seconds). --timeout without --keep: not every file \
+                downloaded in time is a failure.
+                  nearby send-file --web report.pdf photos/
                 """)
 
-        @Argument(help: "The peer: ID, ID prefix, display name, or HOST:PORT.", completion: .peers)
+        @Argument(help: "The peer: ID, ID prefix, display name, or HOST:PORT (with --web: the first path).", completion: .peers)
         var peer: String
 
         @Argument(help: "Files or directories to send.", completion: .file())
@@ -46,16 +57,28 @@ extension Nearby {
         @OptionGroup var node: NodeOptions
         @OptionGroup var localSend: LocalSendOptions
         @OptionGroup var localSendPIN: LocalSendPIN
+        @OptionGroup var web: WebOptions
+
+        @Flag(help: "With --web: keep serving after every file was downloaded (until Ctrl-C or --timeout).")
+        var keep = false
+
         @OptionGroup var output: OutputOptions
 
         func validate() throws {
-            if paths.isEmpty { throw ValidationError("name at least one file or directory to send") }
+            if paths.isEmpty, !web.web { throw ValidationError("name at least one file or directory to send") }
+            if keep, !web.web { throw ValidationError("--keep is for --web") }
+            if web.web, localSend.localsend { throw ValidationError("--web and --localsend are two different ways to send: choose one") }
             if !(0...86_400).contains(retryFor) { throw ValidationError("--retry-for takes 0 to 86400 seconds") }
         }
 
         func run() async throws {
             let context = output.configure(CommandContext.current)
             try await reporting(context, verbose: output.verbose) {
+                if web.web {
+                    return try await WebCommands.share(
+                        context, paths: [peer] + paths, device: try node.naming.resolve() ?? context.identity().displayName, keep: keep,
+                        timeout: wait.given)
+                }
                 if localSend.enabled(context) {
                     return try await LocalSendCommands.sendFiles(
                         context, peer: peer, paths: paths, pin: localSendPIN.pin, timeout: wait.timeout, name: try node.naming.resolve())

@@ -37,7 +37,14 @@ public struct DeviceMessage: Codable, Sendable, Equatable {
     public var port: Int?
     public var `protocol`: String?
     public var download: Bool?
+    /// v2.0/2.1: true in an announcement, false in a UDP answer. v2.2 (the official app from 1.18)
+    /// sends neither: every multicast message is an announcement.
     public var announce: Bool?
+    /// v1's name for `announce`, still read and sent for the older apps.
+    public var announcement: Bool?
+
+    /// Whether a multicast message asks to be answered (`announce`, else `announcement`, else yes).
+    public var isAnnouncement: Bool { announce ?? announcement ?? true }
 
     public init(
         alias: String, version: String? = LocalSendDefaults.protocolVersion, deviceModel: String? = nil,
@@ -70,7 +77,7 @@ public struct DeviceMessage: Codable, Sendable, Equatable {
         if needsFingerprint {
             guard let fingerprint = message.fingerprint, !fingerprint.isEmpty,
                   fingerprint.utf8.count <= LocalSendLimits.fingerprintBytes,
-                  fingerprint.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
+                  fingerprint.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F })
             else { return nil }
         }
         return message

@@ -1,9 +1,13 @@
 import NearbyCore
 
 /// The devices a browse knows, as a pure machine: each announcement or answer heard goes in, and
-/// out comes what to report. Keyed by fingerprint; at most `capacity` devices, so a flood of fake
-/// ones cannot grow it. A device not heard from for `lifetime` is lost (LocalSend has no goodbye;
-/// a browse announces itself every few seconds so that live devices answer again).
+/// out comes what to report. Keyed by fingerprint; at most `capacity` devices, and at most
+/// `perAddress` from one address, so a flood of fake ones from a host fills only that host's share.
+/// A device that answered (`confirmed`: its `register` answer came over TLS with the certificate it
+/// announced) is kept over decoys: when the table or its address's share is full, it takes the
+/// place of the oldest unconfirmed device. A device not heard from for `lifetime` is lost
+/// (LocalSend has no goodbye; a browse announces itself every few seconds so that live devices
+/// answer again).
 public struct DeviceTable: Sendable {
     public enum Change: Sendable, Equatable {
         case found(LocalSendDevice)
@@ -15,17 +19,20 @@ public struct DeviceTable: Sendable {
     private struct Entry {
         var device: LocalSendDevice
         var lastHeard: ContinuousClock.Instant
+        var confirmed: Bool
     }
 
     private var entries: [String: Entry] = [:]
     private var saidFull = false
     public let capacity: Int
+    public let perAddress: Int
     public let lifetime: Duration
     public let ownFingerprint: String
 
-    public init(ownFingerprint: String, capacity: Int = LocalSendLimits.devices, lifetime: Duration = .seconds(35)) {
-        self.ownFingerprint = ownFingerprint.lowercased()
+    public init(ownFingerprint: String, capacity: Int = LocalSendLimits.devices, perAddress: Int = 8, lifetime: Duration = .seconds(35)) {
+        self.ownFingerprint = ownFingerprint.uppercased()
         self.capacity = capacity
+        self.perAddress = max(1, perAddress)
         self.lifetime = lifetime
     }
 
@@ -33,13 +40,16 @@ public struct DeviceTable: Sendable {
     public var devices: [LocalSendDevice] { entries.values.map(\.device).sorted { $0.id < $1.id } }
 
     /// A device was heard. Nil when there is nothing to report (ourselves, or nothing changed).
-    public mutating func heard(_ device: LocalSendDevice, at now: ContinuousClock.Instant) -> Change? {
-        let key = device.fingerprint.lowercased()
+    public mutating func heard(_ device: LocalSendDevice, confirmed: Bool = false, at now: ContinuousClock.Instant) -> Change? {
+        let key = device.fingerprint.uppercased()
         guard key != ownFingerprint else { return nil }
         if var entry = entries[key] {
             let before = entry.device
+            // An unconfirmed claim does not move a confirmed device elsewhere.
+            if entry.confirmed, !confirmed, before.host != device.host { return nil }
             entry.device = device
             entry.lastHeard = now
+            entry.confirmed = entry.confirmed || confirmed
             entries[key] = entry
             var changed: [String] = []
             if before.alias != device.alias { changed.append("name") }
@@ -48,13 +58,33 @@ public struct DeviceTable: Sendable {
             if before.info != device.info || before.version != device.version { changed.append("info") }
             return changed.isEmpty ? nil : .updated(device, changed: changed)
         }
-        guard entries.count < capacity else {
-            if saidFull { return nil }
-            saidFull = true
-            return .full(device)
+        let sameAddress = entries.filter { $0.value.device.host == device.host }
+        if sameAddress.count >= perAddress {
+            // This address's share is full: only a confirmed device displaces one of its decoys.
+            guard confirmed, let decoy = Self.oldestUnconfirmed(sameAddress) else { return nil }
+            entries[decoy] = nil
+        } else if entries.count >= capacity {
+            guard confirmed, let decoy = Self.oldestUnconfirmed(heaviestAddress()) else {
+                if saidFull { return nil }
+                saidFull = true
+                return .full(device)
+            }
+            entries[decoy] = nil
         }
-        entries[key] = Entry(device: device, lastHeard: now)
+        entries[key] = Entry(device: device, lastHeard: now, confirmed: confirmed)
         return .found(device)
+    }
+
+    private static func oldestUnconfirmed(_ among: [String: Entry]) -> String? {
+        among.filter { !$0.value.confirmed }.min { $0.value.lastHeard < $1.value.lastHeard }?.key
+    }
+
+    /// The entries of the address holding the most unconfirmed ones (else all of them).
+    private func heaviestAddress() -> [String: Entry] {
+        var counts: [String: Int] = [:]
+        for entry in entries.values where !entry.confirmed { counts[entry.device.host, default: 0] += 1 }
+        guard let host = counts.max(by: { $0.value < $1.value })?.key else { return entries }
+        return entries.filter { $0.value.device.host == host }
     }
 
     /// The devices not heard from for `lifetime`, removed.
@@ -66,8 +96,10 @@ public struct DeviceTable: Sendable {
     }
 }
 
-/// Whether to answer an announcement: at most once per device per `interval`, and at most
-/// `perSecond` answers in all, so a flood of announcements makes no flood of answers.
+/// Whether to answer an announcement (a `register` to the address it came from): at most once per
+/// address per `interval`, at most `perSecond` answers in all, and an address whose register
+/// failed is left alone for `backoff` — so forged announcements naming another host make this
+/// node no reflector: a handful of connection attempts to that host, not one per datagram.
 public struct ReplyGate: Sendable {
     private var last: [String: ContinuousClock.Instant] = [:]
     private var windowStart: ContinuousClock.Instant?
@@ -75,20 +107,30 @@ public struct ReplyGate: Sendable {
     public let interval: Duration
     public let perSecond: Int
 
-    public init(interval: Duration = .seconds(2), perSecond: Int = 20) {
+    public let backoff: Duration
+
+    public init(interval: Duration = .seconds(1), perSecond: Int = 8, backoff: Duration = .seconds(30)) {
         self.interval = interval
         self.perSecond = perSecond
+        self.backoff = backoff
     }
 
-    public mutating func allows(_ fingerprint: String, at now: ContinuousClock.Instant) -> Bool {
+    /// The register to `address` failed: it is not tried again for `backoff`.
+    public mutating func failed(_ address: String, at now: ContinuousClock.Instant) {
+        last[address] = now + backoff - interval
+    }
+
+    /// Whether to register with `address` now (the announcement's source address).
+    public mutating func allows(_ address: String, at now: ContinuousClock.Instant) -> Bool {
+        let fingerprint = address
         if let start = windowStart, now - start < .seconds(1) {
             guard inWindow < perSecond else { return false }
         } else {
             windowStart = now
             inWindow = 0
         }
-        if let previous = last[fingerprint], now - previous < interval { return false }
-        if last.count >= LocalSendLimits.devices * 4 { last = last.filter { now - $0.value < interval } }
+        if let previous = last[fingerprint], now < previous + interval { return false }
+        if last.count >= LocalSendLimits.devices * 4 { last = last.filter { now < $0.value + interval } }
         guard last.count < LocalSendLimits.devices * 4 else { return false }
         last[fingerprint] = now
         inWindow += 1

@@ -41,6 +41,8 @@ public struct LocalSendDiscovery: Sendable {
     private enum Input: Sendable {
         case datagram(MulticastLink.Datagram)
         case registered(LocalSendDevice)
+        /// A register to this address (answering its announcement) failed.
+        case unanswered(String)
         case tick
     }
 
@@ -55,9 +57,11 @@ public struct LocalSendDiscovery: Sendable {
         let (inputs, feed) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .bufferingNewest(MulticastLink.queued))
         var announcement = me
         announcement.announce = true
+        announcement.announcement = true
         let hello = announcement.encoded()
         var answer = me
         answer.announce = false
+        answer.announcement = false
         let reply = answer.encoded()
         let registering = Locked(0)
         await withTaskGroup(of: Void.self) { group in
@@ -92,20 +96,25 @@ public struct LocalSendDiscovery: Sendable {
             loop: for await input in inputs {
                 let now = ContinuousClock.now
                 var heard: LocalSendDevice?
+                var confirmed = false
                 switch input {
                 case .tick:
                     for device in table.expire(at: now) where !report(.lost(device)) { break loop }
                     continue
+                case let .unanswered(host):
+                    gate.failed(host, at: now)
+                    continue
                 case let .registered(device):
                     // Our own node on this host answers our announcement too.
-                    guard device.fingerprint.lowercased() != identity.fingerprint else { continue }
+                    guard !LocalSendIdentity.sameFingerprint(device.fingerprint, identity.fingerprint) else { continue }
                     heard = device
+                    confirmed = true
                 case let .datagram(datagram):
                     guard let message = DeviceMessage.decode(datagram.bytes, limit: LocalSendLimits.datagramBytes) else { continue }
                     let device = LocalSendDevice(message, host: datagram.host, interface: datagram.interface)
-                    guard device.fingerprint.lowercased() != identity.fingerprint else { continue }
+                    guard !LocalSendIdentity.sameFingerprint(device.fingerprint, identity.fingerprint) else { continue }
                     heard = device
-                    if message.announce == true, gate.allows(device.fingerprint, at: now) {
+                    if message.isAnnouncement, gate.allows(datagram.host, at: now) {
                         let started = registering.withLock { count -> Bool in
                             guard http != nil, count < Self.registersInFlight else { return false }
                             count += 1
@@ -117,6 +126,7 @@ public struct LocalSendDiscovery: Sendable {
                                 if let answered = await register(with: device) {
                                     feed.yield(.registered(answered))
                                 } else {
+                                    feed.yield(.unanswered(device.host))
                                     link.announce(reply)
                                 }
                             }
@@ -125,7 +135,7 @@ public struct LocalSendDiscovery: Sendable {
                         }
                     }
                 }
-                guard let heard, let change = table.heard(heard, at: now) else { continue }
+                guard let heard, let change = table.heard(heard, confirmed: confirmed, at: now) else { continue }
                 let sighting: Sighting = switch change {
                 case let .found(device): .found(device)
                 case let .updated(device, changed): .updated(device, changed: changed)

@@ -43,17 +43,13 @@ public struct LocalSendDoctor: Sendable {
         // Every device that answers our announcement within the limit (PEER: until it answers).
         let heard = Locked<[LocalSendDevice]>([])
         let wanted = peer.flatMap { LocalSendTarget.address($0) == nil ? $0 : nil }
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                await discovery.run(link, registrations: registrations) { sighting in
-                    guard case let .found(device) = sighting else { return true }
-                    heard.withLock { if $0.count < LocalSendLimits.devices { $0.append(device) } }
-                    return wanted.map { !device.matches($0) } ?? true
-                }
+        _ = await firstResult(within: limit) {
+            await discovery.run(link, registrations: registrations) { sighting in
+                guard case let .found(device) = sighting else { return true }
+                heard.withLock { if $0.count < LocalSendLimits.devices { $0.append(device) } }
+                return wanted.map { !device.matches($0) } ?? true
             }
-            group.addTask { try? await Task.sleep(for: limit) }
-            _ = await group.next()
-            group.cancelAll()
+            return true
         }
         let devices = heard.withLock { $0 }
         if devices.isEmpty {
@@ -95,9 +91,9 @@ public struct LocalSendDoctor: Sendable {
             return
         }
         if let announced = target.fingerprint {
-            record(announced.lowercased() == shown
+            record(LocalSendIdentity.sameFingerprint(announced, shown)
                 ? DoctorCheck("certificate", .ok, "its certificate hashes to the fingerprint it announced (\(shown))")
-                : DoctorCheck("certificate", .fail, "its certificate hashes to \(shown), not to the fingerprint it announced (\(announced.lowercased())): another device may be using its name or address",
+                : DoctorCheck("certificate", .fail, "its certificate hashes to \(shown), not to the fingerprint it announced (\(announced.uppercased())): another device may be using its name or address",
                               hint: "nearby refuses to send to it; check the device's LocalSend settings, or who else answers at \(target.host)", exitStatus: .identityCheckFailed))
         } else {
             record(DoctorCheck("certificate", .ok, "its certificate's fingerprint is \(shown) (an address was given: nothing announced to compare it with)"))

@@ -64,7 +64,7 @@ public struct LocalSendHTTP: Sendable {
     ) async throws(Failure) -> Response {
         let seen = Locked<String?>(nil)
         let handshake = Locked<EventLoopFuture<Void>?>(nil)
-        let expected = expectedFingerprint?.lowercased()
+        let expected = expectedFingerprint?.uppercased()
         let tls = self.tls
         let channel: NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>
         do {
@@ -84,7 +84,7 @@ public struct LocalSendHTTP: Sendable {
                                 promise.succeed(expected == nil || expected == got ? .certificateVerified : .failed)
                             }
                             try sync.addHandler(handler)
-                            let gate = HandshakeGate(promise: channel.eventLoop.makePromise())
+                            let gate = TLSHandshakeDone(promise: channel.eventLoop.makePromise())
                             handshake.withLock { $0 = gate.promise.futureResult }
                             try sync.addHandler(gate)
                         }
@@ -195,11 +195,42 @@ public struct LocalSendHTTP: Sendable {
         }
     }
 
+    /// What went wrong with a connection, as a sentence a user understands (no "TLS:
+    /// uncleanShutdown"): what the other device did, or what stopped us reaching it.
     static func describe(_ error: any Error) -> String {
-        if let io = error as? IOError { return io.description }
-        if let ssl = error as? NIOSSLError { return "TLS: \(ssl)" }
-        if let connect = error as? NIOConnectionError { return connect.connectionErrors.first.map { "\($0.error)" } ?? "\(connect)" }
-        return "\(error)"
+        if let connect = error as? NIOConnectionError {
+            return connect.connectionErrors.first.map { describe($0.error) } ?? "the device could not be reached"
+        }
+        if let io = error as? IOError { return describe(errno: io.errnoCode) }
+        if let ssl = error as? NIOSSLError {
+            switch ssl {
+            case .uncleanShutdown: return "the device closed the connection before it answered"
+            case .handshakeFailed: return "the encrypted connection could not be set up (it may not be a LocalSend device, or it refused our certificate)"
+            default: return "the encrypted connection failed"
+            }
+        }
+        if error is NIOSSLExtraError { return "the encrypted connection could not be set up" }
+        if let channel = error as? ChannelError {
+            switch channel {
+            case .connectTimeout: return "the device did not accept the connection in time"
+            case .eof, .ioOnClosedChannel, .alreadyClosed, .outputClosed: return "the device closed the connection before it answered"
+            default: return "the connection failed"
+            }
+        }
+        if error is HTTPParserError { return "the device answered with something that is not HTTP" }
+        return "the connection failed (\(error))"
+    }
+
+    /// A socket error in words.
+    static func describe(errno code: Int32) -> String {
+        switch code {
+        case ECONNREFUSED: "nothing is listening there (connection refused): is LocalSend running on that device?"
+        case ECONNRESET, EPIPE: "the device closed the connection before it answered"
+        case ETIMEDOUT: "the device did not answer in time"
+        case EHOSTUNREACH, ENETUNREACH, EHOSTDOWN: "that address cannot be reached from this machine"
+        case EMFILE, ENFILE: "this machine has no room for one more open connection"
+        default: "the connection failed: \(String(cString: strerror(code)))"
+        }
     }
 
     static func seconds(_ duration: Duration) -> String {
@@ -234,7 +265,7 @@ extension LocalSendHTTP {
     func fireAndWait(host: String, port: Int, https: Bool, path: String, expectedFingerprint: String?, timeout: Duration) async {
         let loop = MultiThreadedEventLoopGroup.singleton.next()
         let answered = loop.makePromise(of: Void.self)
-        let expected = expectedFingerprint?.lowercased()
+        let expected = expectedFingerprint?.uppercased()
         let tls = self.tls
         let milliseconds = Int64(timeout / .milliseconds(1))
         let timer = loop.scheduleTask(in: .milliseconds(milliseconds)) { answered.fail(ChannelError.connectTimeout(.milliseconds(milliseconds))) }
@@ -269,7 +300,8 @@ extension LocalSendHTTP {
     }
 
     /// Succeeds `promise` when the TLS handshake is over; fails it when the connection ends first.
-    final class HandshakeGate: ChannelInboundHandler, Sendable {
+    /// Completes its promise when the client TLS handshake is over (fails it when the connection ends first).
+    final class TLSHandshakeDone: ChannelInboundHandler, Sendable {
         typealias InboundIn = NIOAny
         let promise: EventLoopPromise<Void>
         init(promise: EventLoopPromise<Void>) { self.promise = promise }

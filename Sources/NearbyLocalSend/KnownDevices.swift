@@ -20,7 +20,7 @@ public final class LocalSendKnownDevices: Sendable {
         if let text = try? String(contentsOfFile: path, encoding: .utf8) {
             for line in text.split(separator: "\n").prefix(Self.maxEntries) {
                 let parts = line.split(separator: " ", maxSplits: 1)
-                if parts.count == 2 { table[String(parts[1])] = String(parts[0]) }
+                if parts.count == 2 { table[String(parts[1])] = String(parts[0]).uppercased() }
             }
         }
         pins = table
@@ -30,9 +30,15 @@ public final class LocalSendKnownDevices: Sendable {
     /// Nil when the alias is new or came with this fingerprint before; else the sentence to show.
     public func check(alias: String, fingerprint: String) -> String? {
         pins.withLock { pins in
-            guard let pinned = loaded(&pins)[alias], pinned != fingerprint.lowercased() else { return nil }
-            return "LOCALSEND FINGERPRINT CHANGED: '\(alias)' came with fingerprint \(pinned) before and \(fingerprint.lowercased()) now; someone may be using its name. If that device really was reinstalled, remove its line from \(path)"
+            guard let pinned = loaded(&pins)[alias], pinned != fingerprint.uppercased() else { return nil }
+            return "LOCALSEND FINGERPRINT CHANGED: '\(alias)' came with fingerprint \(pinned) before and \(fingerprint.uppercased()) now; someone may be using its name. If that device really was reinstalled, remove its line from \(path)"
         }
+    }
+
+    /// Whether a sender with this fingerprint had a transfer accepted before (any alias).
+    public func knows(fingerprint: String) -> Bool {
+        let wanted = fingerprint.uppercased()
+        return pins.withLock { pins in loaded(&pins).values.contains(wanted) }
     }
 
     /// Pins the alias to the fingerprint (first accepted transfer only).
@@ -40,7 +46,7 @@ public final class LocalSendKnownDevices: Sendable {
         pins.withLock { pins in
             var table = loaded(&pins)
             guard table[alias] == nil, table.count < Self.maxEntries, !alias.contains("\n") else { return }
-            table[alias] = fingerprint.lowercased()
+            table[alias] = fingerprint.uppercased()
             pins = table
             let text = table.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)\n" }.joined()
             let temporary = path + ".tmp-\(getpid())"

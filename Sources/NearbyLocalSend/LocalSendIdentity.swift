@@ -11,7 +11,7 @@ import Darwin
 #endif
 
 /// What this machine shows LocalSend devices: a self-signed certificate whose SHA-256 (of its DER
-/// bytes, lowercase hex) is the fingerprint LocalSend announces. Its own key, not the nearby
+/// bytes, UPPERCASE hex, as the official app writes it) is the fingerprint LocalSend announces. Its own key, not the nearby
 /// identity's: LocalSend's weaker model never gets to sign with the key nearby sessions trust.
 public struct LocalSendIdentity: Sendable {
     public let certificatePEM: String
@@ -26,10 +26,16 @@ public struct LocalSendIdentity: Sendable {
         try? NIOSSLCertificate(bytes: Array(pem.utf8), format: .pem).toDERBytes()
     }
 
-    /// SHA-256 of a certificate's DER bytes, lowercase hex: LocalSend's fingerprint.
+    /// SHA-256 of a certificate's DER bytes, uppercase hex: LocalSend's fingerprint, as the official
+    /// app computes it (`fingerprint_from_cert_der` in localsend/localsend `packages/core`). Peers
+    /// that follow it compare fingerprints as written; nearby compares every one it reads without
+    /// regard to case (`sameFingerprint`).
     public static func fingerprint(ofDER der: some DataProtocol) -> String {
-        Hex.encode(SHA256.hash(data: der))
+        Hex.encode(SHA256.hash(data: der)).uppercased()
     }
+
+    /// Whether two fingerprints are the same, whatever the case of their hex digits.
+    public static func sameFingerprint(_ a: String, _ b: String) -> Bool { a.uppercased() == b.uppercased() }
 
     /// A new key and certificate (ten years, as LocalSend's own).
     static func make(now: Date = Date()) throws -> LocalSendIdentity {
@@ -77,7 +83,7 @@ public struct LocalSendIdentityStore: Sendable {
         else { throw .identityCorrupt(path: path, reason: "its certificate or key cannot be read") }
         // The fingerprint is recomputed, never taken from the file: an edited file cannot claim another.
         let fingerprint = LocalSendIdentity.fingerprint(ofDER: der)
-        guard fingerprint == file.fingerprint.lowercased() else {
+        guard LocalSendIdentity.sameFingerprint(fingerprint, file.fingerprint) else {
             throw .identityCorrupt(path: path, reason: "its fingerprint does not match its certificate")
         }
         return LocalSendIdentity(

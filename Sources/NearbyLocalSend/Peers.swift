@@ -68,21 +68,18 @@ extension LocalSendDiscovery {
     /// with that alias are refused with both listed.
     public func find(_ query: String, link: MulticastLink, registrations: LocalSendServer? = nil, timeout: Duration) async throws(NearbyError) -> LocalSendDevice {
         let state = Locked<(found: LocalSendDevice?, seen: [LocalSendDevice])>((nil, []))
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                await run(link, registrations: registrations) { sighting in
-                    guard case let .found(device) = sighting else { return true }
-                    return state.withLock { state in
-                        if state.seen.count < LocalSendLimits.devices { state.seen.append(device) }
-                        guard device.matches(query) else { return true }
-                        state.found = device
-                        return false
-                    }
+        // Until found, or the deadline (the core's race).
+        _ = await firstResult(within: timeout) {
+            await run(link, registrations: registrations) { sighting in
+                guard case let .found(device) = sighting else { return true }
+                return state.withLock { state in
+                    if state.seen.count < LocalSendLimits.devices { state.seen.append(device) }
+                    guard device.matches(query) else { return true }
+                    state.found = device
+                    return false
                 }
             }
-            group.addTask { try? await Task.sleep(for: timeout) }
-            _ = await group.next()
-            group.cancelAll()
+            return true
         }
         let (found, seen) = state.withLock { ($0.found, $0.seen) }
         guard let found else {

@@ -16,11 +16,12 @@ extension LocalSendReceiver {
     }
 
     /// A transfer waiting for its answer: registered before its invitation is printed, so an
-    /// answer can never come before it is there to take it; `decided` holds an answer that came
-    /// before its waiter began to wait.
+    /// answer can never come before it is there to take it; the core's one-shot holds an answer
+    /// that came before its waiter began to wait, and ends the wait at its deadline or when the
+    /// waiting request is cancelled (the sender gone).
     struct Waiting: Sendable {
         var asked: Asked
-        var continuation: CheckedContinuation<Decision, Never>?
+        let decision = OneShot<Decision>()
         var decided: Decision?
     }
 
@@ -48,21 +49,12 @@ extension LocalSendReceiver {
         asking.append(Waiting(asked: asked))
         events.emit(Events.Invitation.make(invitation: asked.id, peer: asked.device.ref, context: asked.context, expires: expires, answeredBy: nil))
         // The answer, or the deadline (or the sender gone: this task cancelled), whichever comes first.
-        let decision = await withTaskGroup(of: Decision?.self) { group in
-            group.addTask { await self.waitForAnswer(asked) }
-            group.addTask {
-                try? await Task.sleep(for: Self.askFor)
-                return nil
-            }
-            while let next = await group.next() {
-                if let decision = next {
-                    group.cancelAll()
-                    return decision
-                }
-                settle(asked.id, .expired)
-            }
-            return Decision.expired
-        }
+        let shot = asking.last?.decision
+        let waited = await shot?.wait(until: .now + Self.askFor)
+        // An answer given while the wait was ending still counts; none: expired.
+        settle(asked.id, .expired)
+        let decision = waited ?? asking.first { $0.asked.id == asked.id }?.decided ?? .expired
+        asking.removeAll { $0.asked.id == asked.id }
         if decision == .expired, Task.isCancelled {
             // As nearby's own invitations are withdrawn when their connection goes.
             events.emit(Events.Declined.make(invitation: asked.id, peer: asked.device.ref, reason: "withdrawn: the sender closed the connection"))
@@ -113,17 +105,6 @@ extension LocalSendReceiver {
         return .line(encoder.line(event))
     }
 
-    private func waitForAnswer(_ asked: Asked) async -> Decision {
-        guard let index = asking.firstIndex(where: { $0.asked.id == asked.id }) else { return .expired }
-        if let decided = asking[index].decided {
-            asking.remove(at: index)
-            return decided
-        }
-        return await withCheckedContinuation { continuation in
-            asking[index].continuation = continuation
-        }
-    }
-
     /// The sender at `host` cancelled before it was answered (`cancel` without a session ID).
     func withdraw(from host: String) {
         for entry in asking where entry.decided == nil && entry.asked.device.host == host {
@@ -135,12 +116,8 @@ extension LocalSendReceiver {
     /// the first decision counts.
     private func settle(_ id: String, _ decision: Decision) {
         guard let index = asking.firstIndex(where: { $0.asked.id == id }), asking[index].decided == nil else { return }
-        if let continuation = asking[index].continuation {
-            asking.remove(at: index)
-            continuation.resume(returning: decision)
-        } else {
-            asking[index].decided = decision
-        }
+        asking[index].decided = decision
+        asking[index].decision.settle(decision)
     }
 
     /// The client of `token` is gone (Ctrl-C): it no longer waits for the next transfer.

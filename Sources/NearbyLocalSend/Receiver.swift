@@ -23,14 +23,18 @@ public struct LocalSendPolicy: Sendable {
     }
 }
 
-/// The routes' decisions (protocol v2 sections 4 and 6.1), one session at a time: a sender's
-/// `prepare-upload` becomes an `invitation`, answered by the policy; its files land as nearby's do
-/// (`IncomingUpload`); `cancel` ends it. `ended` tells a node-less `accept` how its transfer went.
+/// The routes' decisions (protocol v2 sections 4 and 6.1): a sender's `prepare-upload` becomes an
+/// `invitation`, answered by the policy; its files land as nearby's do (`IncomingUpload`); `cancel`
+/// ends it. Senders on different addresses are served at once, each session on its own account
+/// (`LocalSendSessions`: one per address, a floor rate, the strangers' quota); `ended` tells a
+/// node-less `accept` how its transfer went.
 public actor LocalSendReceiver {
     struct Offered: Sendable {
         var id: String
         var token: String
         var name: String
+        /// The folders above it, each part sanitized (a folder sent keeps its shape), never outside --save-dir.
+        var folders: [String] = []
         var size: UInt64
         var sha256: String?
         var state: State
@@ -46,6 +50,13 @@ public actor LocalSendReceiver {
         var files: [String: Offered]
         var failure: NearbyError?
         var lastActivity = ContinuousClock.now
+        /// Past this, the session is slower than the floor rate and is ended (`LocalSendSessions`).
+        var deadline: ContinuousClock.Instant = .now + .seconds(3600)
+        /// A sender the user chose (`--accept-from`): never refused or ended for a stranger.
+        var pinned = false
+        /// Let in by `--auto-accept` alone (not chosen, not accepted by a person), as the core's
+        /// strangers are: charged to the strangers' quota and held to the floor rate.
+        var stranger = true
         var finished: Bool { files.values.allSatisfy { $0.state == .done || $0.state == .failed } }
     }
 
@@ -53,7 +64,10 @@ public actor LocalSendReceiver {
     let policy: LocalSendPolicy
     let events: any EventSink
     let known: LocalSendKnownDevices
-    private var session: Session?
+    /// Sessions by ID (at most `LocalSendSessions.limits.sessions` unfinished at once).
+    var sessions: [String: Session] = [:]
+    /// The strangers' partial files and their quota, shared with nearby's own receiver's rules.
+    let partials: PartialFiles
     /// Transfers waiting for `nearby accept`, oldest first, and `nearby accept` commands waiting for a transfer.
     var asking: [Waiting] = []
     /// (Behind a lock, not the actor: a client's socket closing ends its wait from NIO's thread.)
@@ -66,7 +80,11 @@ public actor LocalSendReceiver {
     public nonisolated let ended: AsyncStream<NearbyError?>
     private let endedFeed: AsyncStream<NearbyError?>.Continuation
 
-    public init(me: DeviceMessage, policy: LocalSendPolicy, events: any EventSink, known: LocalSendKnownDevices) {
+    public init(
+        me: DeviceMessage, policy: LocalSendPolicy, events: any EventSink, known: LocalSendKnownDevices,
+        partials: PartialFiles = PartialFiles(limits: .from(environment: ProcessInfo.processInfo.environment))
+    ) {
+        self.partials = partials
         var me = me
         me.announce = nil
         self.me = me
@@ -131,14 +149,14 @@ public actor LocalSendReceiver {
         guard offer.files.count <= policy.maxFiles else { return .status(400, "more than \(policy.maxFiles) files in one request") }
         let device = LocalSendDevice(offer.info, host: request.host, interface: nil)
         let peer = device.ref
-        if let current = session, !current.finished {
-            // A sender that accepted and then went quiet does not block this node for ever.
-            guard ContinuousClock.now - current.lastActivity > Self.sessionIdle else { return .status(409, "Blocked by another session") }
-            expire(current, reason: "the sender sent nothing for \(Int(Self.sessionIdle / .seconds(1))) s")
-        }
+        let pinned = isPinned(device, shown: request.clientFingerprint)
+        if let busy = admitSession(from: request.host, pinned: pinned) { return busy }
         let invitation = "ls-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
         let count = offer.files.count
         let total = offer.files.values.reduce(UInt64(0)) { $0 &+ $1.size }
+        // A stranger's (--auto-accept takes it) is charged to the strangers' quota before anything is said.
+        let stranger = policy.autoAccept && !pinned
+        if stranger, let over = overQuota(files: offer.files.count, bytes: total) { return over }
         let context = "LocalSend: \(count) file\(count == 1 ? "" : "s"), \(total) bytes"
         let expires = EventEncoder.timestamp(Date())
         let text = Self.text(offer)
@@ -150,7 +168,7 @@ public actor LocalSendReceiver {
             return .status(403, reason)
         }
         let name = peer.name ?? peer.id
-        if let shown = request.clientFingerprint, shown != device.fingerprint.lowercased() {
+        if let shown = request.clientFingerprint, !LocalSendIdentity.sameFingerprint(shown, device.fingerprint) {
             // A sender that showed a certificate (the official apps do) must be the fingerprint it announced.
             return decline("refused: its TLS certificate is not the fingerprint it announced")
         }
@@ -185,7 +203,7 @@ public actor LocalSendReceiver {
             case .withdrawn: return .status(403, "withdrawn")
             case .full: return .status(429, "too many transfers wait for an answer")
             }
-            if let current = session, !current.finished { return .status(409, "Blocked by another session") }
+            if let busy = admitSession(from: request.host, pinned: pinned) { return busy }
         }
         answered = true
         if by != "nearby accept" || allowed {
@@ -199,13 +217,17 @@ public actor LocalSendReceiver {
         }
         var files: [String: Offered] = [:]
         for (key, file) in offer.files {
-            let name = SafePath.components(of: file.fileName).last ?? "unnamed"
+            // A folder's files come with relative paths: the shape is kept, each part sanitized.
+            let parts = SafePath.components(of: file.fileName)
+            let name = parts.last ?? "unnamed"
             files[key] = Offered(
-                id: key, token: String(UInt64.random(in: 0...UInt64.max), radix: 36), name: name, size: file.size,
+                id: key, token: UUID().uuidString.lowercased(), name: name, folders: Array(parts.dropLast()), size: file.size,
                 sha256: file.sha256.flatMap { $0.count == 64 ? $0.lowercased() : nil }, state: .waiting)
         }
-        let id = String(UInt64.random(in: 0...UInt64.max), radix: 36)
-        session = Session(id: id, host: request.host, peer: peer, files: files)
+        // A UUID, as the official app's session IDs and tokens are.
+        let id = UUID().uuidString.lowercased()
+        sessions[id] = Session(
+            id: id, host: request.host, peer: peer, files: files, deadline: LocalSendSessions.deadline(for: total), pinned: pinned, stranger: stranger)
         let tokens = files.mapValues(\.token)
         let answer = (try? JSONEncoder().encode(["sessionId": AnyCodableString.string(id), "files": .map(tokens)])).map(Array.init) ?? []
         return LocalSendAnswer(status: 200, body: answer)
@@ -222,49 +244,55 @@ public actor LocalSendReceiver {
         guard let id = request.query["sessionId"], let fileID = request.query["fileId"], let token = request.query["token"] else {
             return .status(400, "Missing parameters", keepAlive: false)
         }
-        guard var current = session, current.id == id, current.host == request.host,
+        expireSlow()
+        guard var current = sessions[id], current.host == request.host,
               let file = current.files[fileID], file.token == token, file.state == .waiting,
               let directory = policy.saveDirectory
         else { return .status(403, "Invalid token or IP address", keepAlive: false) }
         if let length = request.contentLength, length != Int(clamping: file.size) {
-            session?.files[fileID]?.state = .failed
+            sessions[id]?.files[fileID]?.state = .failed
             let reason = "Content-Length \(length) is not the size announced (\(file.size))"
             events.emit(Events.FileFailed.make(
                 transfer: "ls-\(id.prefix(8))-\(fileID)", direction: "receive", peer: current.peer, path: file.name,
                 code: "too-large", reason: reason))
-            if session?.finished == true, policy.acceptFirst { finish(.transferFailed(path: file.name, code: "too-large", reason: reason)) }
+            if sessions[id]?.finished == true, policy.acceptFirst { finish(.transferFailed(path: file.name, code: "too-large", reason: reason)) }
             return .status(400, reason, keepAlive: false)
         }
         current.files[fileID]?.state = .receiving
         current.lastActivity = .now
-        session = current
+        sessions[id] = current
         let incoming = IncomingUpload(
-            directory: directory, name: file.name, partialTag: String(id.prefix(8)) + "-" + String(fileID.prefix(16).filter { $0.isLetter || $0.isNumber }),
-            size: file.size, sha256: file.sha256, peer: current.peer, events: events)
+            root: directory, folders: file.folders, name: file.name, partialTag: String(id.prefix(8)) + "-" + String(fileID.prefix(16).filter { $0.isLetter || $0.isNumber }),
+            size: file.size, sha256: file.sha256, peer: current.peer, owner: current.stranger ? current.host : nil, partials: partials,
+            deadline: current.stranger ? current.deadline : .now + .seconds(86400 * 365), events: events)
         let outcome = await incoming.receive(body)
-        guard session?.id == id else { return .status(409, "cancelled") }
-        session?.files[fileID]?.attempts += 1
-        if let outcome, outcome.error.code == "integrity", (session?.files[fileID]?.attempts ?? Self.maxAttempts) < Self.maxAttempts {
+        guard sessions[id] != nil else { return .status(409, "the transfer was cancelled") }
+        sessions[id]?.files[fileID]?.attempts += 1
+        if let outcome, outcome.error.code == "integrity", (sessions[id]?.files[fileID]?.attempts ?? Self.maxAttempts) < Self.maxAttempts {
             // As the official app: the sender may upload it again with the same token.
-            session?.files[fileID]?.state = .waiting
-            session?.lastActivity = .now
+            sessions[id]?.files[fileID]?.state = .waiting
+            sessions[id]?.lastActivity = .now
             return outcome.answer
         }
-        session?.files[fileID]?.state = outcome == nil ? .done : .failed
-        session?.lastActivity = .now
-        if let outcome, session?.failure == nil { session?.failure = outcome.error }
-        if session?.finished == true, policy.acceptFirst { finish(session?.failure) }
+        sessions[id]?.files[fileID]?.state = outcome == nil ? .done : .failed
+        sessions[id]?.lastActivity = .now
+        if let outcome, sessions[id]?.failure == nil { sessions[id]?.failure = outcome.error }
+        if outcome?.error.code == "timeout", let slow = sessions[id] { expire(slow, reason: outcome?.error.errorDescription ?? "too slow") }
+        if sessions[id]?.finished == true {
+            if policy.acceptFirst { finish(sessions[id]?.failure) }
+            sessions[id] = nil
+        }
         return outcome?.answer ?? .status(200)
     }
 
     /// `cancel` is answered 200 whatever it names (as the official app): a session of this sender
     /// ends; without a session ID, the transfer it offered that still waits for an answer is withdrawn.
     func cancel(_ request: LocalSendRequest) -> LocalSendAnswer {
-        guard let current = session, request.query["sessionId"] == current.id, current.host == request.host else {
+        guard let id = request.query["sessionId"], let current = sessions[id], current.host == request.host else {
             if request.query["sessionId"] == nil { withdraw(from: request.host) }
             return .status(200)
         }
-        session = nil
+        sessions[id] = nil
         let pending = current.files.values.filter { $0.state == .waiting || $0.state == .receiving }
         for file in pending where file.state == .waiting {
             events.emit(Events.FileFailed.make(
@@ -304,8 +332,8 @@ public actor LocalSendReceiver {
     /// How long an accepted session may wait for its next upload before another sender may take its place.
     static let sessionIdle: Duration = .seconds(30)
 
-    private func expire(_ current: Session, reason: String) {
-        session = nil
+    func expire(_ current: Session, reason: String) {
+        sessions[current.id] = nil
         for file in current.files.values where file.state == .waiting {
             events.emit(Events.FileFailed.make(
                 transfer: "ls-\(current.id.prefix(8))-\(file.id)", direction: "receive", peer: current.peer, path: file.name,

@@ -1,3 +1,4 @@
+import Foundation
 import NearbyCore
 
 /// A LocalSend receiver's whole life: the HTTPS API on 53317 (another port when that is taken,
@@ -41,7 +42,10 @@ public struct LocalSendReceivingNode: Sendable {
             throw .identityIO(path: known.path, reason: "the LocalSend certificate cannot be used for TLS: \(error)")
         }
         let discovery = LocalSendDiscovery(identity: identity, alias: alias, port: server.port, http: http)
-        let receiver = LocalSendReceiver(me: discovery.me, policy: policy, events: events, known: known)
+        // The strangers' quota on unfinished files, as nearby's own receiver keeps it; a partial an
+        // earlier run left (a crash during an upload) is deleted as this starts (`Transfer.unresumable`).
+        let partials = PartialFiles(limits: .from(environment: ProcessInfo.processInfo.environment))
+        let receiver = LocalSendReceiver(me: discovery.me, policy: policy, events: events, known: known, partials: partials)
         var info = ["fingerprint": identity.fingerprint, "protocol": "https"]
         if let pin = policy.pin, !pin.isEmpty { info["pin"] = "required" }
         events.emit(Events.Advertising(
@@ -55,6 +59,12 @@ public struct LocalSendReceivingNode: Sendable {
             group.addTask {
                 await discovery.run(link) { _ in true }
                 return nil
+            }
+            if let directory = policy.saveDirectory {
+                group.addTask {
+                    await partials.sweepUntilCancelled(adopting: directory)
+                    return nil
+                }
             }
             if let control {
                 group.addTask {

@@ -5,9 +5,18 @@ import NearbyCore
 /// only discovery's (`RegisterRoutes`) while browsing.
 public protocol LocalSendRoutes: Sendable {
     func handle(_ request: LocalSendRequest, body: BodyReader) async -> LocalSendAnswer
+    /// A sender whose certificate has this fingerprint is known (pinned): its connections are not
+    /// counted as a stranger's (`Admission`).
+    func knows(fingerprint: String) async -> Bool
 }
 
-extension LocalSendReceiver: LocalSendRoutes {}
+extension LocalSendRoutes {
+    public func knows(fingerprint: String) async -> Bool { false }
+}
+
+extension LocalSendReceiver: LocalSendRoutes {
+    public nonisolated func knows(fingerprint: String) async -> Bool { known.knows(fingerprint: fingerprint) }
+}
 
 /// The routes a browsing command serves (browse, send, doctor): official LocalSend apps (1.18 on)
 /// answer an announcement only with `POST /register` to the port it names, never over UDP, so a
@@ -28,7 +37,7 @@ struct RegisterRoutes: LocalSendRoutes {
             guard let bytes = try? await body.whole(limit: LocalSendLimits.datagramBytes) else { return .status(413, keepAlive: false) }
             if let message = DeviceMessage.decode(bytes, limit: LocalSendLimits.datagramBytes) {
                 let device = LocalSendDevice(message, host: request.host, interface: nil)
-                if request.clientFingerprint.map({ $0 == device.fingerprint.lowercased() }) ?? true { heard(device) }
+                if request.clientFingerprint.map({ LocalSendIdentity.sameFingerprint($0, device.fingerprint) }) ?? true { heard(device) }
             }
             return LocalSendAnswer(status: 200, body: me.encoded())
         default:

@@ -13,17 +13,30 @@ import Darwin
 
 /// LocalSend's upload API, served over HTTPS with our certificate (NIOHTTP1 behind NIOSSL): the
 /// routes of protocol v2 sections 3.2, 4 and 6.1. Every request is bounded before it is read: the
-/// header (NIOHTTP1's decoder limits), the URI, a JSON body, connections at once, and an idle
-/// deadline per connection; what the routes decide is `LocalSendReceiver`'s.
+/// header (NIOHTTP1's decoder limits), the URI, a JSON body; every connection is admitted by the
+/// core's `Admission`, as nearby's links are (caps per address and in all, the oldest idle
+/// stranger's connection evicted for a newcomer, a handshake and an idle deadline), and a sender
+/// whose certificate is known gives its place back. What the routes decide is `LocalSendReceiver`'s.
 public struct LocalSendServer: Sendable {
-    public static let maxConnections = 32
+    /// Strangers' connections: 64 in all, 8 from one address, 10 s to the first request, 30 s idle
+    /// (`NEARBY_LOCALSEND_TOTAL`, `_PER_ADDRESS`, `_HANDSHAKE_MS`, `_IDLE_MS` for tests).
+    public static let admissionLimits = Admission.Limits(total: 64, perAddress: 8, handshake: .seconds(10), idle: .seconds(30))
+        .with(prefix: "LOCALSEND")
     public static let maxURIBytes = 4096
-    public static let idle: Duration = .seconds(30)
+
+    /// A connection accepted, with its place among the strangers' connections (nil: over a cap,
+    /// closed already). Refused connections are handed on rather than failed in the initializer:
+    /// a failed child initializer is an error on the server channel, which ends an async server's
+    /// stream of connections, and with it the server.
+    struct Admitted: Sendable {
+        let channel: any Channel
+        let ticket: Admission.Ticket?
+    }
 
     /// Connections come out as plain channels, not reading (autoRead off), and are wrapped in an
     /// `NIOAsyncChannel` only by the task that serves them: one still queued when the server stops
     /// is simply closed, where an unused `NIOAsyncChannel` would trap on deinit.
-    let channel: NIOAsyncChannel<any Channel, Never>
+    let channel: NIOAsyncChannel<Admitted, Never>
     /// The port we listen on: 53317 unless it was taken.
     public let port: Int
     /// 53317 was taken, so `port` is another one.
@@ -41,7 +54,9 @@ public struct LocalSendServer: Sendable {
     }
 
     /// Listens on `port` (LocalSend's own by default), else on any free port.
-    public static func bind(identity: LocalSendIdentity, port: Int = LocalSendDefaults.port) async throws(NearbyError) -> LocalSendServer {
+    public static func bind(
+        identity: LocalSendIdentity, port: Int = LocalSendDefaults.port, admission: Admission = Admission(limits: admissionLimits)
+    ) async throws(NearbyError) -> LocalSendServer {
         let tls: NIOSSLContext
         do {
             let certificate = try NIOSSLCertificate(bytes: Array(identity.certificatePEM.utf8), format: .pem)
@@ -64,14 +79,19 @@ public struct LocalSendServer: Sendable {
             limits.maxHeaderFieldCount = 64
             return limits
         }()
-        func attempt(_ port: Int) async throws -> NIOAsyncChannel<any Channel, Never> {
+        func attempt(_ port: Int) async throws -> NIOAsyncChannel<Admitted, Never> {
             try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .serverChannelOption(.backlog, value: 64)
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
                 .childChannelOption(.maxMessagesPerRead, value: 4)
                 .childChannelOption(.autoRead, value: false)
                 .bind(host: "0.0.0.0", port: port) { channel in
-                    channel.eventLoop.makeCompletedFuture {
+                    // Over a cap: closed as soon as accepted.
+                    guard let ticket = admission.admit(channel) else {
+                        channel.close(promise: nil)
+                        return channel.eventLoop.makeSucceededFuture(Admitted(channel: channel, ticket: nil))
+                    }
+                    return channel.eventLoop.makeCompletedFuture {
                         let sync = channel.pipeline.syncOperations
                         try sync.addHandler(NIOSSLServerHandler(context: tls) { _, verified in verified.succeed(.certificateVerified) })
                         try sync.configureHTTPServerPipeline(
@@ -82,7 +102,7 @@ public struct LocalSendServer: Sendable {
                             position: .last, withPipeliningAssistance: false, withServerUpgrade: nil, withErrorHandling: true,
                             withOutboundHeaderValidation: true, withEncoderConfiguration: .init(),
                             withDecoderLimitConfiguration: limits)
-                        return channel
+                        return Admitted(channel: channel, ticket: ticket)
                     }
                 }
         }
@@ -100,23 +120,14 @@ public struct LocalSendServer: Sendable {
         }
     }
 
-    /// Serves until cancelled, each connection in its own child task, at most `maxConnections`.
+    /// Serves until cancelled, each connection (admitted by `Admission` when accepted) in its own child task.
     public func run(_ receiver: some LocalSendRoutes) async {
-        let open = Locked(0)
         try? await channel.executeThenClose { connections in
             try await withThrowingDiscardingTaskGroup { group in
-                for try await connection in connections {
-                    let admitted = open.withLock { count -> Bool in
-                        guard count < Self.maxConnections else { return false }
-                        count += 1
-                        return true
-                    }
-                    guard admitted else {
-                        connection.close(promise: nil)
-                        continue
-                    }
+                for try await admitted in connections {
+                    guard let ticket = admitted.ticket else { continue }
+                    let connection = admitted.channel
                     group.addTask {
-                        defer { open.withLock { $0 -= 1 } }
                         // Wrapped, then reading: nothing arrives before the wrapper is there to take it.
                         guard let wrapped = try? await connection.eventLoop.submit({
                             let wrapped = try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(wrappingChannelSynchronously: connection)
@@ -126,7 +137,7 @@ public struct LocalSendServer: Sendable {
                             connection.close(promise: nil)
                             return
                         }
-                        await Self.serve(wrapped, receiver: receiver, answering: answering)
+                        await Self.serve(wrapped, ticket: ticket, receiver: receiver, answering: answering)
                     }
                 }
             }
@@ -134,15 +145,18 @@ public struct LocalSendServer: Sendable {
     }
 
     /// One connection: requests one after another, each answered before the next is read; the
-    /// connection is closed when it stays idle for `idle`.
-    static func serve(_ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, receiver: some LocalSendRoutes, answering: Locked<Int>) async {
-        let host = connection.channel.remoteAddress?.ipAddress ?? "?"
-        // The certificate the sender showed, if any (the handshake is over once a request arrives).
-        let shown = Locked<String??>(nil)
+    /// connection is closed when its first request is not in within the admission's handshake
+    /// deadline, or when it stays idle for its idle deadline.
+    static func serve(
+        _ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, ticket: Admission.Ticket, receiver: some LocalSendRoutes,
+        answering: Locked<Int>
+    ) async {
+        let host = connection.channel.remoteAddress.map { Admission.key($0) } ?? "?"
+        let idle = ticket.limits.idle
         let watchdog = Watchdog()
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
-                watchdog.arm(idle)
+                watchdog.arm(ticket.limits.handshake)
                 await watchdog.expired()
                 guard Task.isCancelled else {
                     connection.channel.close(promise: nil)
@@ -155,18 +169,26 @@ public struct LocalSendServer: Sendable {
             }
             try? await connection.executeThenClose { inbound, outbound in
                 let parts = PartSource(inbound.makeAsyncIterator())
+                // The certificate the sender showed, if any (the handshake is over once a request arrives).
+                var shown: String??
                 while let part = try await parts.next() {
                     watchdog.arm(idle)
                     guard case let .head(head) = part else { continue }
                     answering.withLock { $0 += 1 }
-                    defer { answering.withLock { $0 -= 1 } }
+                    ticket.working(true)
+                    defer {
+                        answering.withLock { $0 -= 1 }
+                        ticket.working(false)
+                    }
                     var request = LocalSendRequest(head: head, host: host)
-                    if shown.withLock({ $0 }) == nil {
+                    if shown == nil {
                         let certificate = try? await connection.channel.nioSSL_peerCertificate().get()
                         let fingerprint = certificate.flatMap { try? $0.toDERBytes() }.map { LocalSendIdentity.fingerprint(ofDER: $0) }
-                        shown.withLock { $0 = .some(fingerprint) }
+                        shown = .some(fingerprint)
+                        // A sender we know is no stranger: its connection no longer counts against theirs.
+                        if let fingerprint, await receiver.knows(fingerprint: fingerprint) { ticket.release() }
                     }
-                    request.clientFingerprint = shown.withLock { $0 } ?? nil
+                    request.clientFingerprint = shown ?? nil
                     let answer: LocalSendAnswer
                     if head.uri.utf8.count > maxURIBytes {
                         answer = .status(414)
@@ -201,9 +223,9 @@ public struct LocalSendServer: Sendable {
         await withTaskGroup(of: AnswerOrClose.self) { group in
             group.addTask { .done(await work()) }
             group.addTask {
-                let closed = Signal()
-                channel.closeFuture.whenComplete { _ in closed.fire() }
-                await withTaskCancellationHandler { await closed.wait() } onCancel: { closed.fire() }
+                let closed = OneShot<Void>()
+                channel.closeFuture.whenComplete { _ in closed.settle(()) }
+                _ = await closed.wait()
                 return Task.isCancelled ? .stopped : .closed
             }
             while let next = await group.next() {
@@ -240,7 +262,7 @@ public struct LocalSendRequest: Sendable {
     public var query: [String: String]
     public var host: String
     public var contentLength: Int?
-    /// The fingerprint of the TLS certificate the sender showed (lowercase hex), nil when it showed none.
+    /// The fingerprint of the TLS certificate the sender showed (uppercase hex), nil when it showed none.
     public var clientFingerprint: String?
 
     init(head: HTTPRequestHead, host: String) {
@@ -356,30 +378,4 @@ enum AnswerOrClose: Sendable {
     case closed
     /// The wait for the close was cancelled: nothing to say.
     case stopped
-}
-
-/// Fires once; `wait` returns when it has fired (at once when it already has).
-final class Signal: Sendable {
-    private let state = Mutex<(fired: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
-
-    func fire() {
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            guard !state.fired else { return nil }
-            state.fired = true
-            defer { state.waiter = nil }
-            return state.waiter
-        }
-        waiter?.resume()
-    }
-
-    func wait() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let now = state.withLock { state -> Bool in
-                if state.fired { return true }
-                state.waiter = continuation
-                return false
-            }
-            if now { continuation.resume() }
-        }
-    }
 }

@@ -195,9 +195,9 @@ import Testing
     }
 }
 
-@Suite struct HandshakeGateTests {
+@Suite struct AdmissionTests {
     @Test func capsPerAddressAndGivesPlacesBackOnce() {
-        let gate = HandshakeGate(total: 4, perAddress: 2)
+        let gate = Admission(total: 4, perAddress: 2)
         let a1 = gate.admit("10.0.0.1"), a2 = gate.admit("10.0.0.1")
         #expect(a1 != nil && a2 != nil)
         #expect(gate.admit("10.0.0.1") == nil)
@@ -209,9 +209,9 @@ import Testing
     }
 
     @Test func aFullGateEvictsTheOldestPlaceOfTheHeaviestAddress() {
-        let gate = HandshakeGate(total: 4, perAddress: 3)
+        let gate = Admission(total: 4, perAddress: 3)
         let evicted = Mutex<[String]>([])
-        func admit(_ address: String, _ name: String) -> HandshakeGate.Ticket? {
+        func admit(_ address: String, _ name: String) -> Admission.Ticket? {
             let ticket = gate.admit(address)
             ticket?.onEvict { evicted.withLock { $0.append(name) } }
             return ticket

@@ -110,7 +110,7 @@ import Testing
         let now = ContinuousClock.now
         var found = 0, full = 0
         for index in 0..<10_000 {
-            switch table.heard(device("fake\(index)"), at: now) {
+            switch table.heard(device("fake\(index)", host: "10.\(index / 65536).\(index / 256 % 256).\(index % 256)"), at: now) {
             case .found: found += 1
             case .full: full += 1
             default: break

@@ -16,6 +16,7 @@
 """
 import json
 import socket
+import struct
 import sys
 import time
 
@@ -59,30 +60,37 @@ def impostor(alias, fingerprint, port):
         time.sleep(1)
 
 
-def official(alias, cert, key):
-    import hashlib
-    import ssl
-    import struct
-    der = ssl.PEM_cert_to_DER_cert(open(cert).read())
-    fingerprint = hashlib.sha256(der).hexdigest().upper()  # the official app's case
-    info = {"alias": alias, "version": "2.2", "deviceModel": "Pixel", "deviceType": "mobile",
-            "fingerprint": fingerprint, "port": 53317, "protocol": "https", "download": False}
+def listen(seconds):
+    """The multicast messages heard on the group for `seconds`: (source address, message) for
+    each that is JSON. Also used by rogue_localsend_stranger.py."""
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_UDP)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind(("", PORT))
     s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, struct.pack("4s4s", socket.inet_aton(GROUP), socket.inet_aton("0.0.0.0")))
     s.settimeout(1)
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    ctx.load_cert_chain(cert, key)
-    end = time.time() + 30
+    end = time.time() + seconds
     while time.time() < end:
         try:
             data, (host, _) = s.recvfrom(65536)
             message = json.loads(data)
         except (socket.timeout, ValueError):
             continue
+        if isinstance(message, dict):
+            yield host, message
+
+
+def official(alias, cert, key):
+    import hashlib
+    import ssl
+    der = ssl.PEM_cert_to_DER_cert(open(cert).read())
+    fingerprint = hashlib.sha256(der).hexdigest().upper()  # the official app's case
+    info = {"alias": alias, "version": "2.2", "deviceModel": "Pixel", "deviceType": "mobile",
+            "fingerprint": fingerprint, "port": 53317, "protocol": "https", "download": False}
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    ctx.load_cert_chain(cert, key)
+    for host, message in listen(30):
         if message.get("fingerprint", "").upper() == fingerprint:
             continue
         status = None

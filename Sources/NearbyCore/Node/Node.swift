@@ -242,7 +242,7 @@ public actor Node {
         sessions[link.peer.id] = link
         events.emit(Events.Connected(link.peer, peers: sessions.count))
         let events = self.events, peer = link.peer.ref
-        // A session now: no longer one of the links a stranger may hold open (HandshakeGate).
+        // A session now: no longer one of the links a stranger may hold open (Admission).
         link.becameSession { bytes in events.emit(Events.Message(bytes, from: peer)) }
         watchers.notify(.connected(link.peer.id))
         if let pending = invitations.outgoing.removeValue(forKey: link.peer.id) { pending.outcome.settle(.connected(link.peer)) }

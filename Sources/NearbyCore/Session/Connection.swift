@@ -13,9 +13,9 @@ public struct FrameChannel: Sendable {
     let certificateKey: KeyBox
     /// Message frames of the session, delivered on the event loop once the node arms it.
     let shortcut: MessageShortcut
-    /// The place this incoming connection holds among links that are not sessions (`HandshakeGate`),
+    /// The place this incoming connection holds among links that are not sessions (`Admission`),
     /// given back when it becomes a session or closes.
-    var admission: HandshakeGate.Ticket? = nil
+    var admission: Admission.Ticket? = nil
     /// When the TCP connection was made: the preamble, TLS and the identity handshake all end
     /// within `Handshake.deadline` of it, however slowly the bytes come.
     var started = NIODeadline.now()
@@ -269,7 +269,7 @@ public enum Connections {
     /// `handle` with each negotiated connection. A connection over the process's `budget`, or over
     /// the `gate`'s caps on links that are not sessions, is closed at once.
     public static func listen(
-        port: Int, preference: EncryptionPreference, tls: NIOSSLContext, gate: HandshakeGate = HandshakeGate(),
+        port: Int, preference: EncryptionPreference, tls: NIOSSLContext, gate: Admission = Admission(),
         budget: ResourceBudget = .shared, handle: @escaping @Sendable (Negotiated) -> Void
     ) async throws(NearbyError) -> any Channel {
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -279,18 +279,9 @@ public enum Connections {
             .childChannelOption(.recvAllocator, value: handshakeReads.allocator)
             .childChannelOption(.maxMessagesPerRead, value: handshakeReads.perCycle)
             .childChannelInitializer { channel in
-                let from = channel.remoteAddress.map(PreambleHandler.describe) ?? "?"
-                guard budget.takeConnection() else {
-                    NearbyLog.logger.debug("closing a connection from \(from): \(budget.limits.descriptors) connections and files are open, the most this process keeps")
+                guard let ticket = gate.admit(channel, budget: budget) else {
                     return channel.eventLoop.makeFailedFuture(ChannelError.inappropriateOperationForState)
                 }
-                channel.closeFuture.whenComplete { _ in budget.giveConnection() }
-                guard let ticket = gate.admit(HandshakeGate.key(channel.remoteAddress)) else {
-                    NearbyLog.logger.debug("closing a connection over the caps on links that are not sessions from \(from)")
-                    return channel.eventLoop.makeFailedFuture(ChannelError.inappropriateOperationForState)
-                }
-                ticket.onEvict { channel.close(promise: nil) }
-                channel.closeFuture.whenComplete { _ in ticket.release() }
                 install(on: channel, role: .server, preference: preference, tls: tls).whenSuccess { negotiated in
                     guard case var .frames(frames) = negotiated else { return handle(negotiated) }
                     frames.admission = ticket

@@ -17,7 +17,7 @@ extension Link: ChannelPort {
     }
 
     /// The link became a session: it no longer holds a place among links that are not sessions
-    /// (`HandshakeGate`), and its messages go to `deliver` straight from the event loop.
+    /// (`Admission`), and its messages go to `deliver` straight from the event loop.
     func becameSession(delivering deliver: @escaping @Sendable ([UInt8]) -> Void) {
         admission?.release()
         shortcut.arm { [self] bytes in

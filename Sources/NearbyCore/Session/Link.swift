@@ -15,8 +15,8 @@ public final class Link: Sendable, Hashable {
     let outbound: NIOAsyncChannelOutboundWriter<Frame>
     let transport: any Channel
     let shortcut: MessageShortcut
-    /// The place an incoming link holds among links that are not sessions (`HandshakeGate`).
-    let admission: HandshakeGate.Ticket?
+    /// The place an incoming link holds among links that are not sessions (`Admission`).
+    let admission: Admission.Ticket?
     /// Where the link is in the session protocol.
     let session: Mutex<SessionStateMachine>
     /// Files and streams on channels above 0.
@@ -36,7 +36,7 @@ public final class Link: Sendable, Hashable {
 
     init(
         peer: AuthenticatedPeer, isClient: Bool, outbound: NIOAsyncChannelOutboundWriter<Frame>, transport: any Channel,
-        shortcut: MessageShortcut, admission: HandshakeGate.Ticket? = nil, budget: ResourceBudget = .shared
+        shortcut: MessageShortcut, admission: Admission.Ticket? = nil, budget: ResourceBudget = .shared
     ) {
         self.peer = peer
         self.admission = admission

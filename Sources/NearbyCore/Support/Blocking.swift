@@ -6,8 +6,9 @@ import Synchronization
 /// of NIO's (`Blocking.pool`), never on the cooperative pool or an event loop. `run` hands `work` a
 /// `Cancellation` to check between steps: the calling task's cancellation sets it, so a long job (a
 /// whole-file hash) stops at its next step instead of making Ctrl-C wait for it. `Serial` runs one
-/// file's or descriptor's jobs in order on the same pool.
-enum Blocking {
+/// file's or descriptor's jobs in order on the same pool. Public for the other protocols' receivers
+/// (LocalSend, the web server).
+public enum Blocking {
     /// The process's pool for blocking work. More threads than cores: a write to a pipe whose reader
     /// is slow blocks its thread, and must not hold up every other file and lookup.
     static let pool: NIOThreadPool = {
@@ -16,14 +17,14 @@ enum Blocking {
         return pool
     }()
 
-    final class Cancellation: Sendable {
+    public final class Cancellation: Sendable {
         private let flag = Atomic(false)
-        var isCancelled: Bool { flag.load(ordering: .relaxed) }
+        public var isCancelled: Bool { flag.load(ordering: .relaxed) }
         func cancel() { flag.store(true, ordering: .relaxed) }
     }
 
     /// The result of `work`, run on the pool; throws what `work` throws, or when the pool is gone.
-    static func run<T: Sendable>(_ work: @escaping @Sendable (Cancellation) throws -> T) async throws -> T {
+    public static func run<T: Sendable>(_ work: @escaping @Sendable (Cancellation) throws -> T) async throws -> T {
         let cancellation = Cancellation()
         return try await withTaskCancellationHandler {
             try await pool.runIfActive { try work(cancellation) }

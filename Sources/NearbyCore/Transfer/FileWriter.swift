@@ -13,11 +13,12 @@ import Darwin
 /// SHA-256. Writing and hashing are two serial queues in a row (`Blocking.Serial`), so the two run
 /// at once on two cores instead of one after the other (together they were the receiver's longest
 /// chain: 3.6 s of a 4.6 s GiB). A failed write is reported by the next `write` and by `finish`; the descriptor is
-/// only ever closed on the writing queue, after every write queued before. A small file (`inline`:
-/// at most `inlineBytes`) skips the queues: a write of a few KiB to the page cache costs less than
-/// the two hops and wake-ups that would carry it, so it is written and hashed at once, on the
-/// caller's thread.
-final class FileWriter: Sendable {
+/// only ever closed on the writing queue, after every write queued before. Public for the other
+/// protocols' receivers (LocalSend, the web server): one receive-to-disk path, off the cooperative pool.
+/// A small file (`inline`: at most `inlineBytes`) skips the queues: a write of a few KiB to the page
+/// cache costs less than the two hops and wake-ups that would carry it, so it is written and hashed
+/// at once, on the caller's thread.
+public final class FileWriter: Sendable {
     private struct State {
         var failure: Int32 = 0
         /// `close()` was called: nothing more is queued.
@@ -33,9 +34,9 @@ final class FileWriter: Sendable {
     static let inlineBytes: UInt64 = 256 << 10
     /// Written and hashed on the caller's thread (a small file), not on the queues.
     let inline: Bool
-    let descriptor: Int32
+    public let descriptor: Int32
     /// The descriptor's place in the `ResourceBudget`: given back once it is closed.
-    let charge: ResourceBudget.Charge?
+    public let charge: ResourceBudget.Charge?
     private let queue = Blocking.Serial()
     /// Hashes what `queue` wrote, in the order written.
     private let hashQueue = Blocking.Serial()
@@ -48,7 +49,7 @@ final class FileWriter: Sendable {
     }
     private let hashing: Hashing
 
-    init(descriptor: Int32, hasher: SHA256, charge: ResourceBudget.Charge? = nil, inline: Bool = false) {
+    public init(descriptor: Int32, hasher: SHA256 = SHA256(), charge: ResourceBudget.Charge? = nil, inline: Bool = false) {
         self.descriptor = descriptor
         self.charge = charge
         self.inline = inline
@@ -56,11 +57,11 @@ final class FileWriter: Sendable {
     }
 
     /// The errno of a write that failed so far, 0 if none.
-    var failure: Int32 { state.withLock { $0.failure } }
+    public var failure: Int32 { state.withLock { $0.failure } }
 
     /// Queues `payload` for `offset`; waits only while `ahead` bytes are queued. Returns the errno of
     /// an earlier failed write (nothing is queued then), or `ECANCELED` when the task was cancelled.
-    func write(_ payload: ByteBuffer, at offset: UInt64) async -> Int32 {
+    public func write(_ payload: ByteBuffer, at offset: UInt64) async -> Int32 {
         if inline { return writeInline(payload, at: offset) }
         guard await room.take(exactly: payload.readableBytes) else { return ECANCELED }
         let earlier = state.withLock { $0.closing ? EBADF : $0.failure }
@@ -104,7 +105,7 @@ final class FileWriter: Sendable {
     }
 
     /// Waits for every queued write and its hashing; the hash of everything written, and the errno of a failed write.
-    func finish() async -> (hasher: SHA256, failure: Int32) {
+    public func finish() async -> (hasher: SHA256, failure: Int32) {
         if inline { return (hashing.hasher, state.withLock { $0.failure }) }
         let hasher = await withCheckedContinuation { (continuation: CheckedContinuation<SHA256, Never>) in
             queue.async { [hashing, hashQueue] in
@@ -115,7 +116,7 @@ final class FileWriter: Sendable {
     }
 
     /// Closes the descriptor once every queued write is done (now, if there are none).
-    func close() {
+    public func close() {
         let first = state.withLock { state in
             defer { state.closing = true }
             guard !state.closing else { return false }

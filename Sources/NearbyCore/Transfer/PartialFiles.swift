@@ -11,8 +11,9 @@ import Darwin
 /// twice at once gets a partial file of its own rather than sharing one), and, for strangers'
 /// partials, the disk quota (`PartialQuota`): this type deletes what the quota gives up, stops the
 /// transfer writing it, expires what nobody resumed, and removes the empty directories a
-/// stranger's path made with its last partial.
-final class PartialFiles: Sendable {
+/// stranger's path made with its last partial. Public for the other protocols' receivers
+/// (LocalSend, the web server), whose strangers' uploads are charged to the same quota.
+public final class PartialFiles: Sendable {
     private struct State {
         var claimed: Set<String> = []
         var quota: PartialQuota
@@ -29,13 +30,13 @@ final class PartialFiles: Sendable {
     private let state: Mutex<State>
     /// The generation of the record last written.
     private let written = Mutex(0)
-    let limits: PartialQuota.Limits
+    public let limits: PartialQuota.Limits
 
     /// The record of the directories strangers made (`NearbyPaths.strangersDirectories`; nil: none
     /// kept): a restarted node reads it (`adopt`) to remove them as this run would have.
     let record: String?
 
-    init(limits: PartialQuota.Limits = PartialQuota.Limits(), record: String? = nil) {
+    public init(limits: PartialQuota.Limits = PartialQuota.Limits(), record: String? = nil) {
         self.limits = limits
         self.record = record
         state = Mutex(State(quota: PartialQuota(limits: limits), directories: StrangerDirectories(limits: limits)))
@@ -44,17 +45,17 @@ final class PartialFiles: Sendable {
     static var now: Double { Date().timeIntervalSince1970 }
 
     /// Claims `path`; false when another transfer holds it.
-    func claim(_ path: String) -> Bool { state.withLock { $0.claimed.insert(path).inserted } }
-    func release(_ path: String) { _ = state.withLock { $0.claimed.remove(path) } }
+    public func claim(_ path: String) -> Bool { state.withLock { $0.claimed.insert(path).inserted } }
+    public func release(_ path: String) { _ = state.withLock { $0.claimed.remove(path) } }
 
     /// What the quota counts now (tests, logs).
-    var counted: (files: Int, bytes: UInt64) { state.withLock { ($0.quota.count, $0.quota.bytes) } }
+    public var counted: (files: Int, bytes: UInt64) { state.withLock { ($0.quota.count, $0.quota.bytes) } }
 
     // MARK: Directories
 
     /// Makes `directory` below `root` for a stranger's file, level by level, remembering the
     /// levels it made so that they go again with the partial. Throws the errno.
-    func makeDirectories(_ directory: String, below root: String, owner: String = "") throws(NearbyError) {
+    public func makeDirectories(_ directory: String, below root: String, owner: String = "") throws(NearbyError) {
         guard directory.hasPrefix(root + "/") else { return }
         var path = root
         var made = false
@@ -202,7 +203,7 @@ final class PartialFiles: Sendable {
 
     /// A stranger's transfer starts writing `path` (`bytes` already there when it resumes); `stop`
     /// ends that transfer should the quota take its partial while it is written.
-    func begin(_ path: String, owner: String, bytes: UInt64, stop: @escaping @Sendable () -> Void) {
+    public func begin(_ path: String, owner: String, bytes: UInt64, stop: @escaping @Sendable () -> Void) {
         let victims = state.withLock { state in
             state.stops[path] = stop
             state.owners[path] = owner
@@ -212,7 +213,7 @@ final class PartialFiles: Sendable {
     }
 
     /// `count` more bytes of a stranger's partial were written.
-    func grew(_ path: String, by count: Int) {
+    public func grew(_ path: String, by count: Int) {
         let victims = state.withLock { state in
             take(state.quota.grew(path, by: UInt64(count), now: Self.now), from: &state)
         }
@@ -229,7 +230,7 @@ final class PartialFiles: Sendable {
 
     /// `path` is no longer a partial file: placed under its final name, or deleted by its transfer
     /// (`deleted`: then the empty directories the stranger's path made go too).
-    func gone(_ path: String, deleted: Bool) {
+    public func gone(_ path: String, deleted: Bool) {
         let (owner, held) = state.withLock { state in
             state.stops[path] = nil
             let owner = state.owners.removeValue(forKey: path)
@@ -265,8 +266,15 @@ final class PartialFiles: Sendable {
         var seen = 0
         while seen < most, let relative = walker.nextObject() as? String {
             seen += 1
-            guard FileReceiver.isStrangersPartial((relative as NSString).lastPathComponent) else { continue }
+            let name = (relative as NSString).lastPathComponent
+            guard FileReceiver.isStrangersPartial(name) else { continue }
             let path = root + "/" + relative
+            // One that cannot be resumed (a LocalSend upload's) is worthless once its run is over.
+            if Transfer.isUnresumablePartial(name), !state.withLock({ $0.claimed.contains(path) }) {
+                NearbyLog.logger.info("deleting the partial file \(path): an upload that cannot be resumed, left by an earlier run")
+                unlink(path)
+                continue
+            }
             var info = stat()
             guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { continue }
             #if canImport(Darwin)
@@ -288,7 +296,7 @@ final class PartialFiles: Sendable {
 
     /// Sweeps until cancelled, often enough that a partial lives at most a quarter of its lifetime
     /// (at most a minute) past it.
-    func sweepUntilCancelled(adopting root: String? = nil) async {
+    public func sweepUntilCancelled(adopting root: String? = nil) async {
         if let root { adopt(below: root) }
         let interval = Duration.milliseconds(Int64(max(50, min(60_000, limits.lifetime * 250))))
         while !Task.isCancelled {

@@ -94,6 +94,13 @@ extension Transfer {
         return ".\(String(shown)).\(stranger ? "s-" : "")\(Hex.encode(hasher.finalize()).prefix(32))\(alone).nearby-part"
     }
 
+    /// What `partialName`'s `alone` ends with for an upload that cannot be resumed (LocalSend's):
+    /// such a stranger's partial is deleted at once when a later run finds it (`PartialFiles.adopt`).
+    public static let unresumable = "-u"
+
+    /// Whether `name` is a stranger's partial that cannot be resumed (`unresumable`).
+    static func isUnresumablePartial(_ name: String) -> Bool { name.hasSuffix(unresumable + ".nearby-part") }
+
     /// `pwrite(2)` until everything is written, retrying on EINTR. Returns 0, or the errno that
     /// stopped it. Public for the other protocols' receivers (LocalSend), which write files the same way.
     public static func pwriteAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: UInt64) -> Int32 {

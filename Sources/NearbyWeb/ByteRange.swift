@@ -1,0 +1,37 @@
+/// A `Range: bytes=…` header against a body of `size` bytes (RFC 9110 §14): one range only, which
+/// is what a browser or a phone's download manager sends to resume. Pure.
+public enum ByteRange: Equatable, Sendable {
+    /// No Range header, or one we ignore (another unit, several ranges): the whole body, 200.
+    case whole
+    /// Bytes `lower..<upper`, 206.
+    case part(lower: UInt64, upper: UInt64)
+    /// Cannot be satisfied: 416 with `Content-Range: bytes */SIZE`.
+    case unsatisfiable
+
+    public static func parse(_ header: String?, size: UInt64) -> ByteRange {
+        guard let header, header.utf8.count <= 200 else { return .whole }
+        let trimmed = header.trimmingSpaces
+        guard trimmed.hasPrefix("bytes=") else { return .whole }
+        let spec = trimmed.dropFirst(6)
+        guard !spec.contains(",") else { return .whole }
+        let pieces = spec.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+        guard pieces.count == 2 else { return .unsatisfiable }
+        let first = pieces[0].trimmingSpaces, last = pieces[1].trimmingSpaces
+        if first.isEmpty {
+            // The last N bytes.
+            guard let suffix = UInt64(last), suffix > 0 else { return .unsatisfiable }
+            guard size > 0 else { return .unsatisfiable }
+            return .part(lower: size - min(suffix, size), upper: size)
+        }
+        guard let lower = UInt64(first), lower < size else { return .unsatisfiable }
+        if last.isEmpty { return .part(lower: lower, upper: size) }
+        guard let end = UInt64(last), end >= lower else { return .unsatisfiable }
+        return .part(lower: lower, upper: min(end, size - 1) + 1)
+    }
+}
+
+extension StringProtocol {
+    var trimmingSpaces: String {
+        String(drop(while: { $0 == " " || $0 == "\t" }).reversed().drop(while: { $0 == " " || $0 == "\t" }).reversed())
+    }
+}

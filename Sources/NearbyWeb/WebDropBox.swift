@@ -1,0 +1,161 @@
+import NIOCore
+import NIOHTTP1
+import NearbyCore
+import Synchronization
+
+/// `accept --web` and `advertise --web`: the upload page and its form's POST. A body is bounded
+/// before it is read (a `Content-Length` is required, at most `maxBody`), parsed as it streams
+/// (`MultipartParser`: part headers bounded, parts counted), and each file part lands through
+/// `WebReceiving` (the node's receive-to-disk path). `received` yields each file placed.
+public final class WebDropBox: WebSite {
+    public let token: WebToken
+    public let device: String
+    let receiving: any WebReceiving
+    let maxBody: UInt64
+    let maxFiles: Int
+    public let received: AsyncStream<String>
+    let feed: AsyncStream<String>.Continuation
+    private let serial = Mutex<UInt64>(0)
+    private let active = Mutex(0)
+
+    /// Uploads being received now (Ctrl-C during one is not a clean end).
+    public var uploading: Int { active.withLock { $0 } }
+
+    public init(token: WebToken, device: String, receiving: any WebReceiving, maxBody: UInt64, maxFiles: Int = 1000) {
+        self.token = token
+        self.device = device
+        self.receiving = receiving
+        self.maxBody = maxBody
+        self.maxFiles = maxFiles
+        (received, feed) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .unbounded)
+    }
+
+    public func answer(_ request: WebRequest, body: WebBody, reply: WebReply) async throws -> Bool {
+        switch WebRoute.of(method: request.method, uri: request.uri, token: token, items: 0, uploads: true) {
+        case .notFound, .item:
+            try await reply.notFound()
+            return false
+        case .page:
+            try await reply.page(WebPages.upload(device: device), head: request.method == "HEAD")
+            return true
+        case .upload:
+            // Counted until the answer is out: `accept --web --count N` waits for it before it ends.
+            active.withLock { $0 += 1 }
+            defer { active.withLock { $0 -= 1 } }
+            let outcome = await upload(request, body: body)
+            let plain = request.headers.first(name: "Accept")?.hasPrefix("text/plain") == true
+            let status: HTTPResponseStatus = outcome.failure == nil ? .ok : outcome.status
+            if plain {
+                try await reply.text(outcome.sentence, status: status, close: !outcome.bodyRead)
+            } else {
+                try await reply.page(WebPages.upload(device: device, message: outcome.sentence), status: status, close: !outcome.bodyRead)
+            }
+            if !outcome.bodyRead { await Self.linger(body) }
+            try await reply.drained()
+            return outcome.bodyRead
+        }
+    }
+
+    /// What a browser sends after a refusal is read and dropped (at most `lingerBytes`, for at most
+    /// `lingerTime`) before the connection closes: closed on unread bytes, the socket would send a
+    /// reset, and the browser would show "connection reset" instead of the answer.
+    static let lingerBytes = 8 << 20
+    static let lingerTime: Duration = .seconds(2)
+
+    static func linger(_ body: WebBody) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                var dropped = 0
+                while dropped < lingerBytes, let chunk = try? await body.chunk() { dropped += chunk.readableBytes }
+            }
+            group.addTask { try? await Task.sleep(for: lingerTime) }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
+    struct Outcome {
+        var placed: [String] = []
+        var failure: String?
+        var status: HTTPResponseStatus = .badRequest
+        /// The whole body was read: the connection can carry another request.
+        var bodyRead = false
+
+        var sentence: String {
+            let names = placed.map { $0.split(separator: "/").last.map(String.init) ?? $0 }
+            let got = names.isEmpty ? "" : "Received \(names.count) file\(names.count == 1 ? "" : "s"): \(names.joined(separator: ", ")). "
+            return got + (failure.map { "Not received: \($0)" } ?? (names.isEmpty ? "No file was sent." : ""))
+        }
+    }
+
+    func upload(_ request: WebRequest, body: WebBody) async -> Outcome {
+        var outcome = Outcome()
+        guard let length = request.headers.first(name: "Content-Length").flatMap(UInt64.init) else {
+            outcome.failure = "the browser gave no Content-Length."
+            outcome.status = .lengthRequired
+            return outcome
+        }
+        guard length <= maxBody else {
+            outcome.failure = "the files are larger than the \(WebPages.size(maxBody)) this device takes at once."
+            outcome.status = .payloadTooLarge
+            return outcome
+        }
+        guard let boundary = MultipartParser.boundary(ofContentType: request.headers.first(name: "Content-Type")),
+              var parser = MultipartParser(boundary: boundary, maxParts: maxFiles)
+        else {
+            outcome.failure = "not a form upload (multipart/form-data)."
+            return outcome
+        }
+        var file: (any WebIncomingFile)?
+        var read: UInt64 = 0
+        do {
+            while var chunk = try await body.chunk() {
+                read += UInt64(chunk.readableBytes)
+                guard read <= length else { throw MultipartParser.Failure.partLargerThanDeclared }
+                let bytes = chunk.readBytes(length: chunk.readableBytes) ?? []
+                for event in try parser.feed(bytes) {
+                    switch event {
+                    case let .begin(_, filename?):
+                        let transfer = serial.withLock { value -> String in
+                            value += 1
+                            return "web-up-\(value)-\(UInt32.random(in: 0...UInt32.max))"
+                        }
+                        file = try receiving.begin(name: filename.isEmpty ? "unnamed" : filename, from: request.address, transfer: transfer)
+                    case .begin(_, nil):
+                        file = nil
+                    case let .data(data):
+                        try data.withUnsafeBytes { try file?.write($0) }
+                    case .end:
+                        if let done = file {
+                            file = nil
+                            let placed = try done.finish()
+                            outcome.placed.append(placed)
+                            feed.yield(placed)
+                        }
+                    }
+                }
+            }
+            outcome.bodyRead = true
+            try parser.finish()
+            outcome.status = .ok
+        } catch let error as NearbyError {
+            file?.abandon(error)
+            outcome.failure = (error.errorDescription ?? error.code) + "."
+            outcome.status = error.code == "too-large" ? .payloadTooLarge : .internalServerError
+        } catch let error as MultipartParser.Failure {
+            let reason: String
+            switch error {
+            case let .malformed(why): reason = "the form was malformed (\(why))."
+            case .headerTooLarge: reason = "a part's header is too large."
+            case .tooManyParts: reason = "more than \(maxFiles) parts in one form."
+            case .partLargerThanDeclared: reason = "a part was larger than it declared."
+            }
+            file?.abandon(.transferFailed(path: file?.name ?? "", code: "malformed", reason: reason))
+            outcome.failure = reason
+        } catch {
+            file?.abandon(.connectionFailed("the browser at \(request.address) stopped sending"))
+            outcome.failure = "the connection ended early."
+        }
+        return outcome
+    }
+}

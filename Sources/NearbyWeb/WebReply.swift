@@ -1,0 +1,78 @@
+import NIOCore
+import NIOHTTP1
+import NearbyCore
+
+/// Writes one answer on a connection: a bare 404, a page, a short text, or a streamed body.
+public struct WebReply: Sendable {
+    let outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>
+    let channel: any Channel
+    let deadline: ConnectionDeadline
+    let idle: Duration
+    let keepAlive: Bool
+
+    /// A wrong or missing token, or a path that names nothing: 404 with no body, no page, no
+    /// header that says what serves here; the connection closes.
+    public func notFound() async throws {
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Length", value: "0")
+        headers.add(name: "Connection", value: "close")
+        try await outbound.write(.head(HTTPResponseHead(version: .http1_1, status: .notFound, headers: headers)))
+        try await outbound.write(.end(nil))
+    }
+
+    public func page(_ html: String, status: HTTPResponseStatus = .ok, head: Bool = false, close: Bool = false) async throws {
+        try await whole(Array(html.utf8), type: "text/html; charset=utf-8", status: status, head: head, close: close)
+    }
+
+    public func text(_ text: String, status: HTTPResponseStatus, close: Bool = false) async throws {
+        try await whole(Array(text.utf8), type: "text/plain; charset=utf-8", status: status, head: false, close: close)
+    }
+
+    func whole(_ bytes: [UInt8], type: String, status: HTTPResponseStatus, head: Bool, close: Bool) async throws {
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: type)
+        headers.add(name: "Content-Length", value: String(bytes.count))
+        for (name, value) in WebPages.securityHeaders { headers.add(name: name, value: value) }
+        headers.add(name: "Connection", value: keepAlive && !close ? "keep-alive" : "close")
+        try await outbound.write(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers)))
+        if !head, !bytes.isEmpty { try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: bytes)))) }
+        try await outbound.write(.end(nil))
+    }
+
+    /// The head of a streamed body; then `chunk` for each piece and `end`.
+    func start(status: HTTPResponseStatus, headers: HTTPHeaders) async throws {
+        var headers = headers
+        headers.add(name: "Connection", value: keepAlive ? "keep-alive" : "close")
+        try await outbound.write(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers)))
+        deadline.push(idle)
+    }
+
+    /// Returns once the connection took it (its write buffer below the high-water mark).
+    func chunk(_ buffer: ByteBuffer) async throws {
+        try await outbound.write(.body(.byteBuffer(buffer)))
+        deadline.push(idle)
+    }
+
+    func end() async throws { try await outbound.write(.end(nil)) }
+
+    /// Returns once NIO holds none of the answer's bytes (all in the kernel's socket buffer): a
+    /// command that ends after the last download must not close the connection on unsent bytes.
+    /// Bounded by the connection's idle deadline, which closes it (an error) when the browser stops reading.
+    func drained() async throws {
+        while true {
+            let pending = try await channel.getOption(.bufferedWritableBytes).get()
+            if pending == 0 { return }
+            guard channel.isActive else { throw WebFailure.closed }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+}
+
+/// The web server's admission limits on the core's one door (`Admission`): as nearby's links —
+/// 16 connections per address, 128 in all, 10 s to the first request, 30 s of silence — with the
+/// test knobs `NEARBY_WEB_TOTAL`, `_PER_ADDRESS`, `_HANDSHAKE_MS`, `_IDLE_MS`.
+extension Admission.Limits {
+    public static func web(environment: [String: String]) -> Admission.Limits {
+        Admission.Limits().with(environment: environment, prefix: "WEB")
+    }
+}

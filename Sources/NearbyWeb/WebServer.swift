@@ -1,0 +1,234 @@
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NearbyCore
+import Synchronization
+
+/// The web pages' HTTP server: plain HTTP/1.1 over NIOHTTP1, every connection admitted by the
+/// core's one door (`Admission`: per address and for strangers as a whole, the descriptor budget)
+/// before a byte is read, its request head bounded in size (NIOHTTP1's decoder limits) and in time
+/// (the admission's `handshake` for the first, `idle` for the next), and closed when silent for
+/// `idle`. What the routes do is `WebSite`'s.
+public struct WebServer: Sendable {
+    static let maxURIBytes = 2048
+
+    let channel: NIOAsyncChannel<any Channel, Never>
+    public let port: Int
+    let admission: Admission
+
+    static let decoderLimits: NIOHTTPDecoderLimitConfiguration = {
+        var limits = NIOHTTPDecoderLimitConfiguration()
+        limits.maxHeaderFieldSize = 8 * 1024
+        limits.maxHeaderListSize = 16 * 1024
+        limits.maxHeaderFieldCount = 64
+        return limits
+    }()
+
+    /// Listens on every address (`port` 0: any free port).
+    public static func bind(port: Int, admission: Admission) async throws(NearbyError) -> WebServer {
+        do {
+            let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .serverChannelOption(.backlog, value: 256)
+                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                .childChannelOption(.maxMessagesPerRead, value: 4)
+                .childChannelOption(.autoRead, value: false)
+                .bind(host: "0.0.0.0", port: port) { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.configureHTTPServerPipeline(
+                            position: .last, withPipeliningAssistance: false, withServerUpgrade: nil, withErrorHandling: true,
+                            withOutboundHeaderValidation: true, withEncoderConfiguration: .init(),
+                            withDecoderLimitConfiguration: decoderLimits)
+                        return channel
+                    }
+                }
+            return WebServer(channel: channel, port: channel.channel.localAddress?.port ?? port, admission: admission)
+        } catch {
+            throw .listenFailed("cannot listen on TCP \(port) for the web page: \(error)")
+        }
+    }
+
+    /// Serves until cancelled, each admitted connection in its own child task.
+    public func run(_ site: some WebSite) async {
+        try? await channel.executeThenClose { connections in
+            try await withThrowingDiscardingTaskGroup { group in
+                for try await connection in connections {
+                    let address = Admission.key(connection.remoteAddress)
+                    // Its place (and its descriptor in the budget) is given back when it closes.
+                    guard let ticket = admission.admit(connection) else {
+                        connection.close(promise: nil)
+                        continue
+                    }
+                    group.addTask {
+                        guard let wrapped = try? await connection.eventLoop.submit({
+                            let wrapped = try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(wrappingChannelSynchronously: connection)
+                            try connection.syncOptions?.setOption(.autoRead, value: true)
+                            return wrapped
+                        }).get() else {
+                            connection.close(promise: nil)
+                            return
+                        }
+                        await serve(wrapped, address: address, ticket: ticket, site: site)
+                    }
+                }
+            }
+        }
+    }
+
+    /// One connection: requests one after another. Until a request head arrives the `head`
+    /// deadline holds; while one is answered, the `idle` one.
+    func serve(
+        _ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, address: String, ticket: Admission.Ticket, site: some WebSite
+    ) async {
+        let limits = ticket.limits
+        let deadline = ConnectionDeadline(connection.channel)
+        deadline.push(limits.handshake)
+        defer { deadline.cancel() }
+        try? await connection.executeThenClose { inbound, outbound in
+            let parts = PartReader(inbound.makeAsyncIterator())
+            while let part = try await parts.next() {
+                guard case let .head(head) = part else { continue }
+                deadline.push(limits.idle)
+                // An idle place is evicted before one in the middle of a request.
+                ticket.working(true)
+                defer { ticket.working(false) }
+                let request = WebRequest(head: head, address: address)
+                let reply = WebReply(outbound: outbound, channel: connection.channel, deadline: deadline, idle: limits.idle, keepAlive: head.isKeepAlive)
+                let body = WebBody(next: {
+                    let part = try await parts.next()
+                    deadline.push(limits.idle)
+                    return part
+                })
+                let keep: Bool
+                if head.uri.utf8.count > Self.maxURIBytes {
+                    try await reply.notFound()
+                    keep = false
+                } else {
+                    keep = try await site.answer(request, body: body, reply: reply)
+                }
+                guard keep, head.isKeepAlive else { break }
+                deadline.push(limits.idle)
+            }
+        }
+    }
+}
+
+/// A request as the routes see it.
+public struct WebRequest: Sendable {
+    public var method: String
+    public var uri: String
+    public var address: String
+    public var headers: HTTPHeaders
+
+    init(head: HTTPRequestHead, address: String) {
+        method = head.method.rawValue
+        uri = head.uri
+        self.address = address
+        headers = head.headers
+    }
+
+    public init(method: String, uri: String, address: String = "10.0.0.9", headers: HTTPHeaders = [:]) {
+        self.method = method
+        self.uri = uri
+        self.address = address
+        self.headers = headers
+    }
+}
+
+/// What answers the requests: the share (`WebShare`) or the upload page (`WebDropBox`). Returns
+/// whether the connection may carry another request.
+public protocol WebSite: Sendable {
+    func answer(_ request: WebRequest, body: WebBody, reply: WebReply) async throws -> Bool
+}
+
+/// The request's body, chunk by chunk.
+public struct WebBody: Sendable {
+    let next: @Sendable () async throws -> HTTPServerRequestPart?
+
+    /// The next chunk, or nil at the end of the body.
+    public func chunk() async throws -> ByteBuffer? {
+        while let part = try await next() {
+            switch part {
+            case let .body(buffer): return buffer
+            case .end: return nil
+            case .head: throw WebFailure.malformed
+            }
+        }
+        throw WebFailure.closed
+    }
+}
+
+enum WebFailure: Error {
+    case malformed
+    case closed
+}
+
+/// Closes a connection once a deadline passes that was not pushed back: one timer on its event
+/// loop, re-armed only when it fires early, so pushing it back costs a lock and no task.
+final class ConnectionDeadline: Sendable {
+    private let channel: any Channel
+    private let state = Mutex<(deadline: NIODeadline, timer: Scheduled<Void>?, done: Bool)>((.distantFuture, nil, false))
+
+    init(_ channel: any Channel) { self.channel = channel }
+
+    func push(_ span: Duration) {
+        let deadline = NIODeadline.now() + .nanoseconds(Int64(span / .nanoseconds(1)))
+        let arm = state.withLock { state -> Bool in
+            state.deadline = deadline
+            return state.timer == nil && !state.done
+        }
+        if arm { schedule(deadline) }
+    }
+
+    private func schedule(_ deadline: NIODeadline) {
+        let timer = channel.eventLoop.scheduleTask(deadline: deadline) { [self] in self.fired() }
+        let stale = state.withLock { state -> Bool in
+            guard !state.done else { return true }
+            state.timer = timer
+            return false
+        }
+        if stale { timer.cancel() }
+    }
+
+    private enum Next { case nothing, again(NIODeadline), close }
+
+    private func fired() {
+        let next = state.withLock { state -> Next in
+            state.timer = nil
+            guard !state.done else { return .nothing }
+            if state.deadline <= .now() {
+                state.done = true
+                return .close
+            }
+            return .again(state.deadline)
+        }
+        switch next {
+        case .nothing: break
+        case let .again(deadline): schedule(deadline)
+        case .close: channel.close(promise: nil)
+        }
+    }
+
+    func cancel() {
+        let timer = state.withLock { state -> Scheduled<Void>? in
+            state.done = true
+            defer { state.timer = nil }
+            return state.timer
+        }
+        timer?.cancel()
+    }
+}
+
+/// The request parts of one connection, read by one task at a time (the connection's loop, then the
+/// route it hands the body to).
+final class PartReader: @unchecked Sendable {
+    private var iterator: NIOAsyncChannelInboundStream<HTTPServerRequestPart>.AsyncIterator
+    init(_ iterator: NIOAsyncChannelInboundStream<HTTPServerRequestPart>.AsyncIterator) { self.iterator = iterator }
+
+    /// The iterator is copied out and back (its state lives in NIO's shared producer), so no access
+    /// to the stored property spans the suspension.
+    func next() async throws -> HTTPServerRequestPart? {
+        var current = iterator
+        defer { iterator = current }
+        return try await current.next()
+    }
+}

@@ -1,0 +1,206 @@
+# shellcheck shell=bash
+# --web (send-file, accept, advertise): a real headless Chromium (Debian's chromium and
+# chromium-driver, driven by Selenium from the venv scripts/install-deps makes) on another lab host
+# downloads and uploads; rogue_web.py plays the clients a browser never is.
+
+WEB_VENV=${NEARBY_VENV:-/opt/nearby-venv}
+
+web_browser() { local host=$1; shift; lab_run "$host" "$WEB_VENV/bin/python" "$ROOT/tests/e2e/web_browser.py" "$@"; }
+rogue_web() { local host=$1; shift; lab_run "$host" python3 "$ROOT/tests/e2e/rogue_web.py" "$@"; }
+
+# web_start K FILE [VAR=VALUE...] -- ARGS...: `nearby ARGS` on host K (with the environment given);
+# waits for its web-serving line; sets WEB_PID and WEB_URL.
+web_start() {
+    local host=$1 file=$2; shift 2
+    local environment=()
+    while [[ $1 != -- ]]; do environment+=("$1"); shift; done
+    shift
+    lab_bg "$host" "$file" env "${environment[@]}" "$NEARBY" "$@" >/dev/null
+    WEB_PID=$LAB_PID
+    local line
+    line=$(lab_wait_line "$file" 'select(.event=="web-serving")' 30) || {
+        fail "no web-serving event from h$host"; cat "$file" "$file.err" >&2; return 1; }
+    WEB_URL=$(jq -r .url <<<"$line")
+    [[ $WEB_URL =~ ^http://$(lab_addr "$host"):[0-9]+/[a-z2-7]{26}/$ ]] || { fail "url '$WEB_URL' is not http://ADDRESS:PORT/TOKEN/"; return 1; }
+}
+
+web_check_browser() {
+    [[ -x $WEB_VENV/bin/python ]] && "$WEB_VENV/bin/python" -c 'import selenium' 2>/dev/null && [[ -x /usr/bin/chromedriver ]] || {
+        fail "selenium, chromium or chromium-driver is missing (scripts/install-deps)"; return 1; }
+}
+
+test_web_download_in_a_browser_byte_exact() {
+    web_check_browser || return 1
+    mkdir -p "$OUT/share" "$OUT/got"
+    head -c 3000000 /dev/urandom >"$OUT/share/report.bin"
+    printf 'hello from nearby\n' >"$OUT/share/note é.txt"
+    web_start 1 "$OUT/send.jsonl" -- send-file --web "$OUT/share/report.bin" "$OUT/share/note é.txt" || return 1
+    expect_json "$OUT/send.jsonl" 'select(.event=="web-serving" and .mode=="send" and .items==2 and (.urls|length)>=1)' "web-serving names the page" || return 1
+    web_browser 2 download "$WEB_URL" "$OUT/got" >"$OUT/browser.json" 2>"$OUT/browser.err" || {
+        fail "the browser did not download"; cat "$OUT/browser.json" "$OUT/browser.err" >&2; return 1; }
+    cmp "$OUT/share/report.bin" "$OUT/got/report.bin" || { fail "report.bin differs"; return 1; }
+    cmp "$OUT/share/note é.txt" "$OUT/got/note é.txt" || { fail "note é.txt differs"; return 1; }
+    lab_wait_pid "$WEB_PID" 30
+    expect_eq $? 0 "send-file --web's exit status once both were downloaded" || { cat "$OUT/send.jsonl.err" >&2; return 1; }
+    expect_json "$OUT/send.jsonl" 'select(.event=="web-download" and .path=="report.bin" and .complete and .bytes==3000000 and .address=="10.99.0.2" and (.user_agent|test("Chrome")))' "a complete download event with the browser's address and user agent" || return 1
+    expect_json "$OUT/send.jsonl" 'select(.event=="web-download" and .all_done)' "the last download says all_done" || return 1
+}
+
+test_web_upload_in_a_browser_byte_exact() {
+    web_check_browser || return 1
+    mkdir -p "$OUT/save" "$OUT/up"
+    head -c 2500000 /dev/urandom >"$OUT/up/photo.jpg"
+    head -c 70000 /dev/urandom >"$OUT/up/clip.bin"
+    printf 'typed without JavaScript\n' >"$OUT/up/plain.txt"
+    web_start 1 "$OUT/accept.jsonl" -- accept --web --save-dir "$OUT/save" --count 3 || return 1
+    expect_json "$OUT/accept.jsonl" 'select(.event=="web-serving" and .mode=="receive")' "web-serving for uploads" || return 1
+    web_browser 2 upload "$WEB_URL" "$OUT/up/photo.jpg" "$OUT/up/clip.bin" >"$OUT/browser.json" 2>"$OUT/browser.err" || {
+        fail "the browser did not upload"; cat "$OUT/browser.json" "$OUT/browser.err" >&2; return 1; }
+    web_browser 2 upload-nojs "$WEB_URL" "$OUT/up/plain.txt" >"$OUT/browser-nojs.json" 2>"$OUT/browser-nojs.err" || {
+        fail "the form without JavaScript did not upload"; cat "$OUT/browser-nojs.json" "$OUT/browser-nojs.err" >&2; return 1; }
+    lab_wait_pid "$WEB_PID" 30
+    expect_eq $? 0 "accept --web --count 3's exit status" || { cat "$OUT/accept.jsonl.err" >&2; return 1; }
+    local name
+    for name in photo.jpg clip.bin plain.txt; do
+        cmp "$OUT/up/$name" "$OUT/save/$name" || { fail "$name differs"; return 1; }
+    done
+    expect_eq "$(find "$OUT/save" -name '*.nearby-part' | wc -l)" 0 "partial files left" || return 1
+    expect_eq "$(count_json "$OUT/accept.jsonl" 'select(.event=="file-received")')" 3 "file-received events" || return 1
+    expect_json "$OUT/accept.jsonl" 'select(.event=="file-received" and .peer.id=="web-10.99.0.2" and .bytes==2500000)' "file-received names the browser's address" || return 1
+}
+
+test_web_wrong_token_gets_nothing() {
+    mkdir -p "$OUT/share"
+    printf 'secret\n' >"$OUT/share/secret.txt"
+    web_start 1 "$OUT/send.jsonl" -- send-file --web --keep "$OUT/share/secret.txt" || return 1
+    rogue_web 2 wrong "$WEB_URL" >"$OUT/wrong.json" 2>"$OUT/wrong.err" || {
+        fail "a wrong token got more than a bare 404"; cat "$OUT/wrong.json" "$OUT/wrong.err" >&2; return 1; }
+    expect_eq "$(count_json "$OUT/send.jsonl" 'select(.event=="web-download")')" 0 "downloads by wrong tokens" || return 1
+    stop "$WEB_PID"
+    expect_eq $? 0 "send-file --web --keep ends with Ctrl-C" || return 1
+}
+
+test_web_large_download_resumes_with_range() {
+    local mib=${WEB_BIG_MIB:-1024}
+    mkdir -p "$OUT/share"
+    head -c $((mib << 20)) /dev/urandom >"$OUT/share/big.bin"
+    web_start 1 "$OUT/send.jsonl" -- send-file --web "$OUT/share/big.bin" || return 1
+    rogue_web 2 resume "${WEB_URL}0/big.bin" "$OUT/got.bin" $(((mib << 20) * 2 / 5)) >"$OUT/resume.json" 2>"$OUT/resume.err" || {
+        fail "the resumed download failed"; cat "$OUT/resume.json" "$OUT/resume.err" >&2; return 1; }
+    expect_json "$OUT/resume.json" 'select(.resumed_status|test("206"))' "the resume is answered 206" || return 1
+    expect_eq "$(jq -r .sha256 "$OUT/resume.json")" "$(sha256sum "$OUT/share/big.bin" | cut -d' ' -f1)" "the SHA-256 of the interrupted and resumed download" || return 1
+    lab_wait_pid "$WEB_PID" 60
+    expect_eq $? 0 "send-file --web's exit once the two parts cover the file" || return 1
+    expect_json "$OUT/send.jsonl" 'select(.event=="web-download" and (.complete|not) and .offset==0)' "the cut download is reported incomplete" || return 1
+    expect_json "$OUT/send.jsonl" 'select(.event=="web-download" and .complete and .offset>0 and .all_done)' "the resumed part completes the file" || return 1
+}
+
+test_web_directory_as_zip_passes_unzip_t() {
+    web_check_browser || return 1
+    mkdir -p "$OUT/share/album/2024/trip" "$OUT/share/album/empty" "$OUT/got" "$OUT/unzipped"
+    head -c 1500000 /dev/urandom >"$OUT/share/album/2024/trip/beach.jpg"
+    printf 'list\n' >"$OUT/share/album/ünïcode ✓.txt"
+    : >"$OUT/share/album/2024/zero.bin"
+    web_start 1 "$OUT/send.jsonl" -- send-file --web "$OUT/share/album" || return 1
+    web_browser 2 download "$WEB_URL" "$OUT/got" >"$OUT/browser.json" 2>"$OUT/browser.err" || {
+        fail "the browser did not download the zip"; cat "$OUT/browser.json" "$OUT/browser.err" >&2; return 1; }
+    unzip -t "$OUT/got/album.zip" >"$OUT/unzip-t.txt" 2>&1 || { fail "unzip -t refuses album.zip"; cat "$OUT/unzip-t.txt" >&2; return 1; }
+    (cd "$OUT/unzipped" && unzip -q "$OUT/got/album.zip") || { fail "unzip cannot extract album.zip"; return 1; }
+    diff -r "$OUT/share/album" "$OUT/unzipped/album" || { fail "the extracted tree differs"; return 1; }
+    lab_wait_pid "$WEB_PID" 30
+    expect_eq $? 0 "send-file --web's exit status after the zip" || return 1
+}
+
+test_web_hostile_clients_while_a_friend_is_served() {
+    web_check_browser || return 1
+    mkdir -p "$OUT/share" "$OUT/got"
+    head -c 4000000 /dev/urandom >"$OUT/share/friend.bin"
+    web_start 1 "$OUT/send.jsonl" NEARBY_WEB_HANDSHAKE_MS=3000 -- send-file --web --keep "$OUT/share/friend.bin" || return 1
+    local host port
+    host=$(lab_addr 1); port=$(jq -r .port <<<"$(head -1 "$OUT/send.jsonl")")
+    port=$(jq -r 'select(.event=="web-serving") | .port' "$OUT/send.jsonl")
+    lab_bg 3 "$OUT/trickle.json" python3 "$ROOT/tests/e2e/rogue_web.py" trickle "$host" "$port" 300 20 >/dev/null
+    local trickler=$LAB_PID
+    lab_bg 4 "$OUT/guess.json" python3 "$ROOT/tests/e2e/rogue_web.py" guess "$host" "$port" "${WEB_GUESSES:-10000}" >/dev/null
+    local guesser=$LAB_PID
+    web_browser 2 download "$WEB_URL" "$OUT/got" >"$OUT/browser.json" 2>"$OUT/browser.err" || {
+        fail "the friend was not served"; cat "$OUT/browser.json" "$OUT/browser.err" >&2; return 1; }
+    cmp "$OUT/share/friend.bin" "$OUT/got/friend.bin" || { fail "the friend's download differs"; return 1; }
+    kill -0 "$guesser" 2>/dev/null || echo "    note: the guesses ended before the friend was served" >&2
+    lab_wait_pid "$trickler" 60 || { fail "the trickler did not end"; return 1; }
+    lab_wait_pid "$guesser" 600
+    expect_eq $? 0 "every guessed token got a bare 404" || { cat "$OUT/guess.json" "$OUT/guess.json.err" >&2; return 1; }
+    expect_json "$OUT/trickle.json" 'select(.still_open==0 and .latest_close_s < 15)' "every trickling connection closed by the server within its head deadline" || return 1
+    kill -0 "$WEB_PID" || { fail "send-file --web died"; return 1; }
+    stop "$WEB_PID"
+    expect_eq $? 0 "send-file --web --keep after the storm" || return 1
+    expect_eq "$(count_json "$OUT/send.jsonl" 'select(.event=="web-download" and .complete)')" 1 "complete downloads (the friend's only)" || return 1
+}
+
+test_web_hostile_uploads() {
+    web_check_browser || return 1
+    mkdir -p "$OUT/box/save" "$OUT/up"
+    printf 'a friend after the storm\n' >"$OUT/up/after.txt"
+    web_start 1 "$OUT/accept.jsonl" NEARBY_PARTIAL_BYTES=1000000 -- accept --web --save-dir "$OUT/box/save" || return 1
+    rogue_web 2 names "$WEB_URL" >"$OUT/names.json" 2>"$OUT/names.err" || { fail "the names upload failed"; cat "$OUT/names.err" >&2; return 1; }
+    rogue_web 2 liar "$WEB_URL" >"$OUT/liar.json" 2>"$OUT/liar.err" || { fail "the liar failed"; cat "$OUT/liar.err" >&2; return 1; }
+    web_browser 2 upload "$WEB_URL" "$OUT/up/after.txt" >"$OUT/browser.json" 2>"$OUT/browser.err" || {
+        fail "the friend's upload failed after the hostile ones"; cat "$OUT/browser.json" "$OUT/browser.err" >&2; return 1; }
+    stop "$WEB_PID"
+    expect_eq $? 0 "accept --web ends with Ctrl-C" || return 1
+    # Nothing outside the save directory, nothing in a subdirectory, no control character in a name.
+    expect_eq "$(find "$OUT/box" -mindepth 1 -not -path "$OUT/box/save" -not -path "$OUT/box/save/*" | wc -l)" 0 "files beside the save directory" || return 1
+    expect_eq "$(find "$OUT/box/save" -mindepth 1 -type d | wc -l)" 0 "directories made by names" || return 1
+    [[ ! -e /etc/escape-2.txt && -z $(find "$OUT" /tmp -maxdepth 2 -name 'escape-*' 2>/dev/null) ]] || { fail "a name escaped"; return 1; }
+    expect_eq "$(find "$OUT/box/save" -name $'*[\x01-\x1f\x7f]*' | wc -l)" 0 "names with control characters" || return 1
+    expect_eq "$(find "$OUT/box/save" -name $'*\xe2\x80\xae*' | wc -l)" 0 "names with a right-to-left override" || return 1
+    ! grep -q $'\x1b' "$OUT/accept.jsonl" || { fail "an escape character reached stdout"; return 1; }
+    # Each hostile name landed once, under a sanitized name in the save directory (and the friend's file).
+    expect_eq "$(count_json "$OUT/accept.jsonl" 'select(.event=="file-received" and .peer.id=="web-10.99.0.2")')" $(($(jq -r .sent "$OUT/names.json") + 1)) "files received" || return 1
+    expect_eq "$(find "$OUT/box/save" -type f | wc -l)" $(($(jq -r .sent "$OUT/names.json") + 1)) "files in the save directory" || return 1
+    expect_json "$OUT/liar.json" 'select(.part_larger_than_declared[0]|test("400"))' "a part larger than declared is refused" || return 1
+    expect_json "$OUT/liar.json" 'select(.too_large[0]|test("413"))' "a body over the quota is refused before it is read" || return 1
+    [[ ! -e $OUT/box/save/liar.bin && ! -e $OUT/box/save/short.bin ]] || { fail "a lying part was kept"; ls -la "$OUT/box/save" >&2; return 1; }
+    expect_eq "$(find "$OUT/box/save" -name '*.nearby-part' | wc -l)" 0 "partial files left" || return 1
+    cmp "$OUT/up/after.txt" "$OUT/box/save/after.txt" || { fail "the friend's file differs"; return 1; }
+}
+
+test_web_advertise_serves_an_upload_page() {
+    web_check_browser || return 1
+    mkdir -p "$OUT/save" "$OUT/up"
+    head -c 100000 /dev/urandom >"$OUT/up/to-node.bin"
+    web_start 1 "$OUT/adv.jsonl" -- advertise --service webtest --web --save-dir "$OUT/save" || return 1
+    expect_json "$OUT/adv.jsonl" 'select(.event=="advertising")' "the node advertises as well" || return 1
+    web_browser 2 upload "$WEB_URL" "$OUT/up/to-node.bin" >"$OUT/browser.json" 2>"$OUT/browser.err" || {
+        fail "the upload to the node failed"; cat "$OUT/browser.json" "$OUT/browser.err" >&2; return 1; }
+    cmp "$OUT/up/to-node.bin" "$OUT/save/to-node.bin" || { fail "to-node.bin differs"; return 1; }
+    stop "$WEB_PID"
+    expect_eq $? 0 "advertise --web ends with Ctrl-C" || return 1
+}
+
+# The pages at a phone's size (390x844), as docs/web.md shows them (WEB_SHOTS=DIR keeps them there).
+test_web_pages_at_phone_size() {
+    web_check_browser || return 1
+    mkdir -p "$OUT/share/Holiday photos" "$OUT/save"
+    head -c 2400000 /dev/urandom >"$OUT/share/Holiday photos/beach.jpg"
+    head -c 180000 /dev/urandom >"$OUT/share/Holiday photos/dunes.jpg"
+    head -c 1234567 /dev/urandom >"$OUT/share/report.pdf"
+    printf 'see you\n' >"$OUT/share/notes.txt"
+    web_start 1 "$OUT/send.jsonl" NEARBY_WEB_QR=1 -- send-file --web --keep --name "Alice's laptop" "$OUT/share/report.pdf" "$OUT/share/Holiday photos" "$OUT/share/notes.txt" || return 1
+    web_browser 2 screenshot "$WEB_URL" "$OUT/web-download.png" >"$OUT/shot1.json" 2>"$OUT/shot1.err" || { fail "no screenshot"; cat "$OUT/shot1.err" >&2; return 1; }
+    stop "$WEB_PID"
+    # The QR code as drawn on stderr (NEARBY_WEB_QR=1 draws it without a terminal), with the URL beneath.
+    grep -q "$WEB_URL" "$OUT/send.jsonl.err" || { fail "the URL is not beneath the QR code"; cat "$OUT/send.jsonl.err" >&2; return 1; }
+    grep -q '▀' "$OUT/send.jsonl.err" || { fail "no QR code on stderr"; return 1; }
+    { printf '$ nearby send-file --web report.pdf "Holiday photos" notes.txt\n'; grep -v '^\[' "$OUT/send.jsonl.err" | sed -n '1,/^  http/p'; } >"$OUT/terminal.txt"
+    web_browser 1 terminal "$OUT/terminal.txt" "$OUT/web-terminal.png" >"$OUT/shot0.json" 2>"$OUT/shot0.err" || { fail "no terminal picture"; cat "$OUT/shot0.err" >&2; return 1; }
+    [[ -z ${WEB_SHOTS:-} ]] || cp "$OUT/web-terminal.png" "$WEB_SHOTS/"
+    web_start 1 "$OUT/accept.jsonl" -- accept --web --name "Alice's laptop" --save-dir "$OUT/save" || return 1
+    web_browser 2 screenshot "$WEB_URL" "$OUT/web-upload.png" >"$OUT/shot2.json" 2>"$OUT/shot2.err" || { fail "no screenshot"; cat "$OUT/shot2.err" >&2; return 1; }
+    stop "$WEB_PID"
+    local shot
+    for shot in web-download web-upload; do
+        expect_eq "$(python3 -c 'import struct,sys; d=open(sys.argv[1],"rb").read(24); print("%dx%d" % struct.unpack(">II", d[16:24]))' "$OUT/$shot.png")" 390x844 "$shot.png's size" || return 1
+        [[ -z ${WEB_SHOTS:-} ]] || cp "$OUT/$shot.png" "$WEB_SHOTS/"
+    done
+}
