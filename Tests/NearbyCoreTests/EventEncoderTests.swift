@@ -79,6 +79,32 @@ import Testing
         }
     }
 
+    /// The file events a folder brings by the thousand are written by hand, exactly as JSONEncoder
+    /// would write them: every optional field present and absent, odd names, whole and fractional numbers.
+    @Test(arguments: ["plain.txt", "dir/ünï \"q\" \\ /x\t.bin", ""])
+    func fileEventsAreWrittenByHandExactlyAsJSONEncoderWouldWriteThem(_ path: String) throws {
+        let peer = PeerRef(id: "abc", name: path.isEmpty ? nil : path)
+        let batch = Events.Progress.Batch(file: 2, files: 5000, before: 4096, total: 20_480_000)
+        var sent = Events.FileSent(
+            transfer: "t-1", peer: peer, path: path, bytes: 4096, skipped: 0, sha256: "ab", seconds: 0.001, alreadyThere: true)
+        sent.source = "/src/" + path
+        sent.savedAs = path + " (1)"
+        let bodies: [any EventBody] = [
+            Events.FileStarted(transfer: "t-1", direction: "receive", peer: peer, path: path, bytes: 4096, skipped: 12),
+            Events.Progress(transfer: "t", direction: "send", peer: peer, path: path, bytes: 7, total: 9, rate: 1_234_567, batch: batch, done: 7),
+            Events.Progress(transfer: "t", direction: "receive", peer: peer, path: path, bytes: 0, total: 0, rate: 0),
+            sent,
+            Events.FileSent(transfer: "t", peer: peer, path: path, bytes: 1 << 40, skipped: 3, sha256: "", seconds: 12.5),
+            Events.FileReceived(transfer: "t", peer: peer, path: path, bytes: 0, skipped: 0, sha256: "cd", seconds: 1e-5),
+            Events.FileReceived(transfer: "t", peer: peer, path: path, bytes: 1, skipped: 0, sha256: "cd", seconds: 3, alreadyThere: false),
+        ]
+        for body in bodies {
+            let line = EventEncoder().line(body, at: date)
+            let head = #"{"event":""# + type(of: body).event + #"","time":"2026-11-18T11:06:40.500Z","#
+            #expect(line == TerminalText.jsonLine(head + (try encoderFields(body))))
+        }
+    }
+
     @Test func timestampsMatchTheISO8601Style() {
         for seconds in [0.0, 1_795_000_000.5, 1_795_000_000.001, 1_795_000_000.999, 951_782_400.25, 4_102_444_799.123] {
             let date = Date(timeIntervalSince1970: seconds)

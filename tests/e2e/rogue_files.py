@@ -9,7 +9,8 @@ Uses the protocol helpers of rogue_sender.py.
 N fresh identities each get invited in, then offer C files at once (channels 1, 3, 5 …; paths
 rN/cK.bin, 8 MiB announced), send `start` and B bytes on each accepted one, and hold every link
 open (pings answered) for S seconds. Prints, once every link has been answered for a second:
-  {"progress": "holding", "sessions", "offered", "accepted", "resets": {code: count}, "reasons": [a few]}
+  {"progress": "holding", "sessions", "offered", "accepted", "resets": {code: count}, "reasons": [a few],
+   "refused": {reason: count} (offers answered accept:false)}
 and after the hold, the links closed by us:
   {"sessions", "accepted", "resets", "closed_by_node", "held_channels" (accepted, never reset)}
 With --resume-after S, S seconds after closing, the last identity comes back and offers its last
@@ -50,7 +51,7 @@ class Session:
             raise RuntimeError(f"invitation declined: {answer}")
         self.buffer = b""
         self.accepted, self.resets, self.closed = set(), {}, False
-        self.replies = {}
+        self.replies, self.refused = {}, {}
 
     def offer(self, channel, data_bytes):
         self.peer.send(OPEN, {"kind": "file", "path": f"r{self.index}/c{channel}.bin", "size": SIZE,
@@ -98,6 +99,7 @@ class Session:
                     self.peer.send(DATA, os.urandom(self.data_bytes), channel)
                 else:
                     self.resets[channel] = reply
+                    self.refused[channel] = reply.get("reason")
             elif kind == RESET:
                 self.resets[channel] = json.loads(payload)
             elif kind == GOODBYE:
@@ -136,7 +138,12 @@ def summary(sessions):
                 reasons.append(reply.get("reason"))
     accepted = sum(len(s.accepted) for s in sessions)
     held = sum(len(s.accepted - set(s.resets)) for s in sessions)
-    return {"sessions": len(sessions), "accepted": accepted, "resets": resets, "reasons": reasons, "held_channels": held}
+    refused = {}
+    for session in sessions:
+        for reason in session.refused.values():
+            refused[reason] = refused.get(reason, 0) + 1
+    return {"sessions": len(sessions), "accepted": accepted, "resets": resets, "reasons": reasons, "held_channels": held,
+            "refused": refused}
 
 
 def offer_directories(sessions, count, deep):

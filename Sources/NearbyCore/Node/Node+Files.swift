@@ -1,12 +1,15 @@
 import Foundation
+import Synchronization
 
-/// Sending files: the node finds the session (inviting first) and opens a channel of the link per
-/// file; `FileSender` does the rest.
+/// Sending files: the node finds the session (inviting first); `FolderSender` sends the files, many
+/// at once, each on a channel of the link.
 extension Node {
     // MARK: Sending
 
-    /// Sends files to a peer (inviting it first if needed), one after another. A link that goes
-    /// mid-file is got back for up to `retryFor` seconds (`ResumingTransfer`); nil: the default.
+    /// Sends files to a peer (inviting it first if needed), many at once (`FolderSender`). A link
+    /// that goes mid-folder is got back for up to `retryFor` seconds (`ResumingTransfer`), and the
+    /// files not delivered yet go on the new one (those cut resume from their partial files); nil:
+    /// the default.
     public func sendFiles(
         _ files: [OutgoingFile], to query: String, timeout: Double, retryFor: Double? = nil, client: (any EventSink)?
     ) async throws(NearbyError) {
@@ -16,15 +19,15 @@ extension Node {
         // The files, then the empty directories of the trees (which carry no data and no events).
         let directories = files.filter { $0.directory == true }
         let files = files.filter { $0.directory != true }
-        let total = files.reduce(UInt64(0)) { $0 + $1.size }
-        var before: UInt64 = 0
         let sender = identity.peerID
-        for (index, file) in files.enumerated() {
-            // Several files: each progress event also says where the whole batch is.
-            let batch = files.count > 1 ? Events.Progress.Batch(file: index + 1, files: files.count, before: before, total: total) : nil
-            before += file.size
-            try await resuming(file.relative, peer: &peer, policy: policy, sink: sink, client: client) { (link: Link, sink: any EventSink) async throws(NearbyError) in
+        // The files delivered so far: a retry after an outage sends the others.
+        let delivered = DeliveredFiles()
+        let first = files.first?.relative ?? ""
+        try await resuming(first, peer: &peer, policy: policy, sink: sink, client: client) { (link: Link, sink: any EventSink) async throws(NearbyError) in
+            let rest = files.filter { !delivered.contains($0) }
+            try await FolderSender.send(rest) { (file: OutgoingFile, batch: Events.Progress.Batch?) async throws(NearbyError) in
                 try await link.offerFile(file, sender: sender, sink: sink, batch: batch)
+                delivered.add(file)
             }
         }
         for directory in directories {
@@ -33,4 +36,11 @@ extension Node {
             }
         }
     }
+}
+
+/// The files of one `send-file` delivered so far (by source), across the links of its retries.
+private final class DeliveredFiles: Sendable {
+    private let sources = Mutex(Set<String>())
+    func contains(_ file: OutgoingFile) -> Bool { sources.withLock { $0.contains(file.source) } }
+    func add(_ file: OutgoingFile) { _ = sources.withLock { $0.insert(file.source) } }
 }

@@ -30,8 +30,9 @@ extension Node: LinkOwner {
         datagrams.peerSetup(setup, on: link)
     }
 
-    /// Files and directories by the node's policy (`FileIntake`), streams to a listener.
-    func offered(_ offer: FrameBody.Open, channel: UInt32, on link: Link) async {
+    /// Files and directories by the node's policy (`FileIntake`, which needs nothing of the actor: a
+    /// folder's offers never wait for it), streams to a listener.
+    nonisolated func offered(_ offer: FrameBody.Open, channel: UInt32, on link: Link) async {
         if offer.kind == .stream {
             await streamOffered(offer, channel: channel, on: link)
         } else {

@@ -98,6 +98,7 @@ public enum FrameBody {
     public static let maxReasonBytes = 256
 
     public static func frame(_ kind: Frame.Kind, _ body: some Encodable) -> Frame {
+        if let direct = body as? any DirectFrameJSON { return Frame(kind: kind, payload: ByteBuffer(string: direct.json)) }
         let data = (try? JSONEncoder().encode(body)) ?? Data("{}".utf8)
         return Frame(kind: kind, payload: ByteBuffer(bytes: data))
     }

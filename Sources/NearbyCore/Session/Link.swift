@@ -138,6 +138,11 @@ public final class Link: Sendable, Hashable {
             frames.append(Frame(kind: .data, channel: channel, payload: piece))
             left -= piece.readableBytes
         }
+        await send(contentsOf: frames)
+    }
+
+    /// Frames written together: one flush (a small file's start, data and close).
+    func send(contentsOf frames: [Frame]) async {
         do {
             try await outbound.write(contentsOf: frames)
         } catch is CancellationError {

@@ -15,6 +15,9 @@ enum AlreadyThere {
     /// `sha256` (`size` of them); nil otherwise.
     static func copy(of sha256: String, size: UInt64, in directory: String, as name: String) async -> String? {
         let path = directory + "/" + name
+        // Mostly there is none (a new file): known from one lstat, without a hop to the pool.
+        var info = stat()
+        guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, UInt64(max(0, info.st_size)) == size else { return nil }
         let held = try? await Blocking.run { cancellation in holds(path, sha256: sha256, size: size, cancellation: cancellation) }
         return held == true ? path : nil
     }

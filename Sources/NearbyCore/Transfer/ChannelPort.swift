@@ -8,6 +8,8 @@ protocol ChannelPort: AnyObject, Sendable {
     /// What the link holds of the process's `ResourceBudget`.
     var account: ResourceBudget.Account { get }
     func send(_ frame: Frame) async
+    /// Frames written together: one flush (a small file's start, data and close).
+    func send(contentsOf frames: [Frame]) async
     /// `count` bytes of `chunk` as data frames on `channel`, written together.
     func sendData(_ chunk: inout ByteBuffer, count: Int, on channel: UInt32) async
     /// `count` bytes of the peer's data on `channel` were consumed: window back, when worth a frame.

@@ -140,20 +140,26 @@ extension FileReceiver {
         case let .success(taken): charge = taken
         case let .failure(refusal): return await fail(on: link, code: "busy", reason: "\(refusal)")
         }
-        do {
-            if stranger, let root = services.root {
-                try services.partials.makeDirectories(directory, below: root)
-            } else {
-                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            }
-        } catch {
-            charge.release()
-            let why = (error as? NearbyError)?.errorDescription ?? error.localizedDescription
-            return await fail(on: link, code: "io-error", reason: "cannot create \(directory): \(why)")
-        }
         // A resume continues the very partial the offer hashed, never a new one: should it have gone
-        // since (the quota, its lifetime), the hash carried on would vouch for bytes not there.
-        let descriptor = open(partial, O_RDWR | O_CLOEXEC | O_NOFOLLOW | (resumed ? 0 : O_CREAT), 0o600)
+        // since (the quota, its lifetime), the hash carried on would vouch for bytes not there. The
+        // directory is made only when the partial cannot be opened for want of it: a folder's files
+        // after its first find it there.
+        let flags = O_RDWR | O_CLOEXEC | O_NOFOLLOW | (resumed ? 0 : O_CREAT | O_TRUNC)
+        var descriptor = open(partial, flags, 0o600)
+        if descriptor < 0, errno == ENOENT, !resumed {
+            do {
+                if stranger, let root = services.root {
+                    try services.partials.makeDirectories(directory, below: root)
+                } else {
+                    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+                }
+            } catch {
+                charge.release()
+                let why = (error as? NearbyError)?.errorDescription ?? error.localizedDescription
+                return await fail(on: link, code: "io-error", reason: "cannot create \(directory): \(why)")
+            }
+            descriptor = open(partial, flags, 0o600)
+        }
         guard descriptor >= 0 else {
             let failure = errno
             charge.release()
@@ -171,10 +177,8 @@ extension FileReceiver {
                 return await fail(on: link, code: "quota", reason: "the unfinished file to resume was cut meanwhile; send it again")
             }
             hasher = resume.hasher
-        } else {
-            _ = ftruncate(descriptor, 0)
         }
-        let writer = FileWriter(descriptor: descriptor, hasher: hasher, charge: charge)
+        let writer = FileWriter(descriptor: descriptor, hasher: hasher, charge: charge, inline: size <= FileWriter.inlineBytes)
         let skipped = progress.withLock { progress in
             progress.writer = writer
             progress.started = .now
@@ -229,71 +233,13 @@ extension FileReceiver {
         }
     }
 
-    func end(_ end: FrameBody.Close, on link: any ChannelPort) async {
-        guard let writer = progress.withLock({ $0.writer }) else {
-            return await fail(on: link, code: "integrity", reason: "the file ended before it started")
-        }
-        let (hasher, failure) = await writer.finish()
-        if failure != 0 { return await failed(on: link, writing: failure) }
-        let sha = Transfer.hex(hasher.finalize())
-        switch progress.withLock({ $0.machine.ending(announced: end.bytes, theirs: end.sha256, ours: sha) }) {
-        case .place: break
-        case let .fail(reason): return await fail(on: link, code: "integrity", reason: reason)
-        }
-        // Every write is done: the descriptor is ours again. Private while incomplete; the usual
-        // mode (0666 less the umask) once it is a real file.
-        _ = fchmod(writer.descriptor, Transfer.finishedMode)
-        let synced = fsync(writer.descriptor) == 0
-        close(writer.descriptor)
-        // The writer's place in the budget covers the look for a copy already there (one open at a
-        // time), and is given back after it.
-        defer { writer.charge?.release() }
-        let (skipped, started) = progress.withLock { progress in
-            progress.writer = nil
-            return (progress.machine.skipped, progress.started)
-        }
-        var placed: String
-        // The same file sent again, its complete copy already there: no second copy.
-        let existing = await AlreadyThere.copy(of: sha, size: size, in: directory, as: name)
-        do {
-            guard synced else { throw NearbyError.ioFailure(path: partial, reason: "fsync failed") }
-            if let existing {
-                unlink(partial)
-                placed = existing
-            } else {
-                placed = try SafePath.placeWithoutOverwriting(partial, in: directory, as: name)
-            }
-        } catch {
-            return await fail(on: link, code: "io-error", reason: (error as? NearbyError)?.errorDescription ?? "cannot place the file")
-        }
-        progress.withLock { progress in _ = try? progress.machine.close(announced: end.bytes) }
-        link.endChannel(channel)
-        services.partials.gone(partial, deleted: existing != nil)
-        services.partials.release(partial)
-        let seconds = Transfer.seconds(since: started)
-        if size > 0 {
-            services.events.emit(Events.Progress(
-                transfer: transfer, direction: "receive", peer: peer, path: relative, bytes: size,
-                total: size, rate: Transfer.rate(size - skipped, seconds)))
-        }
-        services.events.emit(Events.FileReceived(
-            transfer: transfer, peer: peer, path: placed, bytes: size, skipped: skipped, sha256: sha, seconds: seconds,
-            alreadyThere: existing != nil ? true : nil))
-        // The name it was saved under, when not its own (`x (1).txt`): the sender's events tell two
-        // files of one name apart.
-        let savedAs = placed.split(separator: "/").last.map(String.init)
-        await link.send(FrameBody.frame(
-            .close, FrameBody.Close(sha256: sha, bytes: size, alreadyThere: existing != nil ? true : nil, savedAs: savedAs == name ? nil : savedAs),
-            channel: channel))
-    }
-
     /// The sender stopped (a `reset`, which already ended the channel): what arrived stays for a resume.
     func peerReset(_ reset: FrameBody.Reset) {
         abandon(code: reset.code.description, reason: "the sender stopped: \(String(reset.reason.prefix(FrameBody.maxReasonBytes)))", keepPartial: true)
     }
 
     /// A write failed (the disk is full, an I/O error).
-    private func failed(on link: any ChannelPort, writing failure: Int32) async {
+    func failed(on link: any ChannelPort, writing failure: Int32) async {
         let reason = failure == ENOSPC ? "the disk is full" : Transfer.errorText(failure)
         await fail(on: link, code: "io-error", reason: "cannot write \(relative): \(reason)")
     }

@@ -18,7 +18,8 @@ enum FileSender {
         _ file: OutgoingFile, over channel: OutgoingChannel, link: any ChannelPort, sender: PeerID, sink: any EventSink,
         batch: Events.Progress.Batch? = nil
     ) async throws(NearbyError) {
-        let transfer = String(Transfer.key(sender: sender, file: file).prefix(12)) + "-\(channel.id)"
+        let key = Transfer.key(sender: sender, file: file)
+        let transfer = String(key.prefix(12)) + "-\(channel.id)"
         let peer = link.peer.ref
         func failed(_ code: String, _ reason: String) -> NearbyError {
             // The receiver keeps what arrived only when the transfer was cut (cancel, lost link);
@@ -35,11 +36,19 @@ enum FileSender {
         }
         let fd = open(file.source, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw failed("io-error", "cannot open \(file.source): \(Transfer.errorText(errno))") }
-        let reader = FileReader(descriptor: fd)
+        let reader = FileReader(descriptor: fd, inline: file.size <= FileWriter.inlineBytes)
         defer { reader.close() }
 
         var signals = channel.signals.makeAsyncIterator()
         var machine = FileSendMachine(size: file.size, channel: channel.id)
+        // Frames go out together when nothing waits between them: a small file's start, data and
+        // close leave in one write (one flush, one TLS record run), not three. Sent before any wait.
+        var outbox: [Frame] = []
+        func flush() async {
+            guard !outbox.isEmpty else { return }
+            await link.send(contentsOf: outbox)
+            outbox.removeAll(keepingCapacity: true)
+        }
         /// A step of the sender's own (a piece sent) out of turn: the file is not sent.
         func step(_ body: (inout FileSendMachine) throws -> Void) throws(NearbyError) {
             do {
@@ -53,8 +62,10 @@ enum FileSender {
             var next: FileSendMachine.Action?
             for action in actions {
                 switch action {
-                case let .send(frame): await link.send(frame)
-                case let .fail(code, reason): throw failed(code, reason)
+                case let .send(frame): outbox.append(frame)
+                case let .fail(code, reason):
+                    await flush()
+                    throw failed(code, reason)
                 case .checkPrefix, .sendData, .delivered: next = action
                 }
             }
@@ -63,6 +74,7 @@ enum FileSender {
         /// What the receiver says next, as the machine takes it: waiting for its answer, or for its
         /// close after ours.
         func heard() async -> [FileSendMachine.Action] {
+            await flush()
             let signal = await signals.next()
             if machine.state == .opening {
                 guard case let .reply(reply)? = signal else { return [.fail(code: "connection-failed", reason: "the session ended before the peer answered")] }
@@ -93,6 +105,7 @@ enum FileSender {
             var unsent: ByteBuffer?
             while position < file.size {
                 if Task.isCancelled { throw await cancelled() }
+                await flush()
                 guard let want = await channel.credit.take(upTo: Int(min(UInt64(Transfer.chunk), file.size - position))) else {
                     // No more credit: the receiver reset the channel, the link went, or we were cancelled.
                     if Task.isCancelled { throw await cancelled() }
@@ -123,7 +136,7 @@ enum FileSender {
                 unsent = chunk.readableBytes > 0 ? chunk : nil
                 if count < want { channel.credit.giveBack(want - count) }
                 try step { try $0.sent(count) }
-                await link.send(Frame(kind: .data, channel: channel.id, payload: piece))
+                outbox.append(Frame(kind: .data, channel: channel.id, payload: piece))
                 position += UInt64(count)
                 if clock.now - lastProgress >= Transfer.progressInterval || position == file.size {
                     lastProgress = clock.now
@@ -136,7 +149,6 @@ enum FileSender {
             _ = try await carry(machine.ended(sha256: sha))
         }
 
-        let key = Transfer.key(sender: sender, file: file)
         var next = try await carry(machine.offer(FrameBody.Open(kind: .file, path: file.relative, size: file.size, key: key)))
         var hasher = SHA256()
         while true {

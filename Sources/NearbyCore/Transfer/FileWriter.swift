@@ -15,6 +15,9 @@ import Darwin
 /// chain: 3.6 s of a 4.6 s GiB). A failed write is reported by the next `write` and by `finish`; the descriptor is
 /// only ever closed on the writing queue, after every write queued before. Public for the other
 /// protocols' receivers (LocalSend, the web server): one receive-to-disk path, off the cooperative pool.
+/// A small file (`inline`: at most `inlineBytes`) skips the queues: a write of a few KiB to the page
+/// cache costs less than the two hops and wake-ups that would carry it, so it is written and hashed
+/// at once, on the caller's thread.
 public final class FileWriter: Sendable {
     private struct State {
         var failure: Int32 = 0
@@ -27,6 +30,10 @@ public final class FileWriter: Sendable {
 
     /// Bytes queued and not yet written may not exceed this.
     static let ahead = 8 << 20
+    /// Files of at most this size are written inline.
+    static let inlineBytes: UInt64 = 256 << 10
+    /// Written and hashed on the caller's thread (a small file), not on the queues.
+    let inline: Bool
     public let descriptor: Int32
     /// The descriptor's place in the `ResourceBudget`: given back once it is closed.
     public let charge: ResourceBudget.Charge?
@@ -42,9 +49,10 @@ public final class FileWriter: Sendable {
     }
     private let hashing: Hashing
 
-    public init(descriptor: Int32, hasher: SHA256 = SHA256(), charge: ResourceBudget.Charge? = nil) {
+    public init(descriptor: Int32, hasher: SHA256 = SHA256(), charge: ResourceBudget.Charge? = nil, inline: Bool = false) {
         self.descriptor = descriptor
         self.charge = charge
+        self.inline = inline
         hashing = Hashing(hasher)
     }
 
@@ -54,6 +62,7 @@ public final class FileWriter: Sendable {
     /// Queues `payload` for `offset`; waits only while `ahead` bytes are queued. Returns the errno of
     /// an earlier failed write (nothing is queued then), or `ECANCELED` when the task was cancelled.
     public func write(_ payload: ByteBuffer, at offset: UInt64) async -> Int32 {
+        if inline { return writeInline(payload, at: offset) }
         guard await room.take(exactly: payload.readableBytes) else { return ECANCELED }
         let earlier = state.withLock { $0.closing ? EBADF : $0.failure }
         if earlier != 0 {
@@ -80,8 +89,24 @@ public final class FileWriter: Sendable {
         return 0
     }
 
+    /// Writes and hashes `payload` at once (`inline`). The frames of one channel come one after
+    /// another from the link's task, so nothing else touches the hasher meanwhile; the write holds
+    /// the lock `close` takes, so it never reaches a descriptor number closed (and reused) meanwhile.
+    private func writeInline(_ payload: ByteBuffer, at offset: UInt64) -> Int32 {
+        let error = state.withLock { state -> Int32 in
+            guard !state.closing, state.failure == 0 else { return state.closing ? EBADF : state.failure }
+            state.failure = payload.withUnsafeReadableBytes { Transfer.pwriteAll(descriptor, $0, at: offset) }
+            return state.failure
+        }
+        guard error == 0 else { return error }
+        payload.withUnsafeReadableBytes { hashing.hasher.update(bufferPointer: $0) }
+        BufferPool.received.recycle(payload)
+        return 0
+    }
+
     /// Waits for every queued write and its hashing; the hash of everything written, and the errno of a failed write.
     public func finish() async -> (hasher: SHA256, failure: Int32) {
+        if inline { return (hashing.hasher, state.withLock { $0.failure }) }
         let hasher = await withCheckedContinuation { (continuation: CheckedContinuation<SHA256, Never>) in
             queue.async { [hashing, hashQueue] in
                 hashQueue.async { continuation.resume(returning: hashing.hasher) }
@@ -94,9 +119,18 @@ public final class FileWriter: Sendable {
     public func close() {
         let first = state.withLock { state in
             defer { state.closing = true }
-            return !state.closing
+            guard !state.closing else { return false }
+            if inline {
+                Transfer.closeDescriptor(descriptor)
+                state.closed = true
+            }
+            return true
         }
         guard first else { return }
+        if inline {
+            charge?.release()
+            return
+        }
         queue.async { [self] in
             Transfer.closeDescriptor(descriptor)
             state.withLock { $0.closed = true }

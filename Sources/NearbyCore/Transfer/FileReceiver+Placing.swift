@@ -1,0 +1,92 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The end of an incoming file: the sender's close checked on the link's task, then the file put in
+/// place off it, so that the link reads the next files' frames meanwhile and the files that finish
+/// together are made durable by one sync (`GroupSync`). Nothing is under the final name before its
+/// SHA-256 matched and its bytes are on stable storage (docs/durability.md).
+extension FileReceiver {
+    func end(_ end: FrameBody.Close, on link: any ChannelPort) async {
+        guard let writer = progress.withLock({ $0.writer }) else {
+            return await fail(on: link, code: "integrity", reason: "the file ended before it started")
+        }
+        let (hasher, failure) = await writer.finish()
+        if failure != 0 { return await failed(on: link, writing: failure) }
+        let sha = Transfer.hex(hasher.finalize())
+        switch progress.withLock({ $0.machine.ending(announced: end.bytes, theirs: end.sha256, ours: sha) }) {
+        case .place: break
+        case let .fail(reason): return await fail(on: link, code: "integrity", reason: reason)
+        }
+        // Complete and verified: the file is ours to place now, whatever the peer does next (its
+        // reset, or the link lost, finds the file closed and leaves it alone). Its channel stays in
+        // the link's table until it is placed, so a peer has at most a session's channels waiting.
+        let (skipped, started) = progress.withLock { progress in
+            let skipped = progress.machine.skipped
+            progress.writer = nil
+            _ = try? progress.machine.close(announced: end.bytes)
+            return (skipped, progress.started)
+        }
+        // Every write is done: the descriptor is ours again. Private while incomplete; the usual
+        // mode (0666 less the umask) once it is a real file.
+        _ = fchmod(writer.descriptor, Transfer.finishedMode)
+        services.spawn { [self] in await place(writer, sha: sha, skipped: skipped, started: started, on: link) }
+    }
+
+    /// Makes the file durable, then gives it its final name — `name.ext`, else `name (1).ext` …, or
+    /// the copy already there — and tells both sides.
+    private func place(_ writer: FileWriter, sha: String, skipped: UInt64, started: ContinuousClock.Instant, on link: any ChannelPort) async {
+        let synced = await GroupSync.shared.sync(writer.descriptor)
+        close(writer.descriptor)
+        // The writer's place in the budget covers the look for a copy already there (one open at a
+        // time), and is given back after it.
+        defer { writer.charge?.release() }
+        let placed: String
+        // The same file sent again, its complete copy already there: no second copy.
+        let existing = await AlreadyThere.copy(of: sha, size: size, in: directory, as: name)
+        do {
+            guard synced else { throw NearbyError.ioFailure(path: partial, reason: "fsync failed") }
+            if let existing {
+                unlink(partial)
+                placed = existing
+            } else {
+                placed = try SafePath.placeWithoutOverwriting(partial, in: directory, as: name)
+            }
+        } catch {
+            return await unplaced(on: link, reason: (error as? NearbyError)?.errorDescription ?? "cannot place the file")
+        }
+        link.endChannel(channel)
+        services.partials.gone(partial, deleted: existing != nil)
+        services.partials.release(partial)
+        let seconds = Transfer.seconds(since: started)
+        if size > 0 {
+            services.events.emit(Events.Progress(
+                transfer: transfer, direction: "receive", peer: peer, path: relative, bytes: size,
+                total: size, rate: Transfer.rate(size - skipped, seconds)))
+        }
+        services.events.emit(Events.FileReceived(
+            transfer: transfer, peer: peer, path: placed, bytes: size, skipped: skipped, sha256: sha, seconds: seconds,
+            alreadyThere: existing != nil ? true : nil))
+        // The name it was saved under, when not its own (`x (1).txt`): the sender's events tell two
+        // files of one name apart.
+        let savedAs = placed.split(separator: "/").last.map(String.init)
+        await link.send(FrameBody.frame(
+            .close, FrameBody.Close(sha256: sha, bytes: size, alreadyThere: existing != nil ? true : nil, savedAs: savedAs == name ? nil : savedAs),
+            channel: channel))
+    }
+
+    /// A complete file that could not be made durable or placed: nothing is kept, both sides hear why.
+    private func unplaced(on link: any ChannelPort, reason: String) async {
+        unlink(partial)
+        services.partials.gone(partial, deleted: true)
+        services.partials.release(partial)
+        link.endChannel(channel)
+        services.events.emit(Events.FileFailed(
+            transfer: transfer, direction: "receive", peer: peer, path: relative, code: "io-error", reason: reason, resumable: false))
+        await link.send(FrameBody.frame(.reset, FrameBody.Reset(reason: reason, code: .ioError), channel: channel))
+    }
+}

@@ -1,0 +1,122 @@
+import Foundation
+import Testing
+
+@testable import NearbyCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Issue 43: how many files of a folder go at once, and the group commit that makes them durable.
+@Suite struct FilesInFlightTests {
+    @Test func smallFilesGoManyAtATimeUpToTheCap() {
+        var flight = FilesInFlight(limits: .init(files: 32, bytes: 8 << 20))
+        for _ in 0..<32 {
+            #expect(flight.admits(4096))
+            flight.started(4096)
+        }
+        #expect(!flight.admits(4096), "a 33rd file waits")
+        #expect(flight.files == 32 && flight.bytes == 32 * 4096)
+        flight.ended(4096)
+        #expect(flight.admits(4096))
+    }
+
+    @Test func theirBytesStayWithinOneWindow() {
+        var flight = FilesInFlight(limits: .init(files: 32, bytes: 1000))
+        flight.started(600)
+        #expect(flight.admits(400))
+        #expect(!flight.admits(401), "past the window together")
+        flight.ended(600)
+        #expect(flight.files == 0 && flight.bytes == 0)
+    }
+
+    @Test func aBigFileGoesAloneAndNothingJoinsIt() {
+        var flight = FilesInFlight(limits: .init(files: 32, bytes: 8 << 20))
+        #expect(flight.admits(1 << 30), "nothing in flight: any size")
+        flight.started(1 << 30)
+        #expect(!flight.admits(1), "nothing joins a big file")
+        flight.ended(1 << 30)
+        #expect(flight.admits(1))
+    }
+
+    @Test func oneAtATimeIsTheOldBehaviour() {
+        var flight = FilesInFlight(limits: .init(files: 1, bytes: 8 << 20))
+        flight.started(1)
+        #expect(!flight.admits(1))
+        flight.ended(1)
+        #expect(flight.admits(1))
+    }
+
+    @Test func endingMoreThanStartedNeverUnderflows() {
+        var flight = FilesInFlight(limits: .init(files: 0, bytes: 10))
+        #expect(flight.limits.files == 1, "at least one file")
+        flight.ended(5)
+        #expect(flight.files == 0 && flight.bytes == 0)
+    }
+}
+
+@Suite struct GroupSyncTests {
+    /// A file in a fresh directory with `bytes` written: its descriptor.
+    private func written(_ directory: String, _ name: String) throws -> Int32 {
+        let fd = open(directory + "/" + name, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        try #require(fd >= 0)
+        let bytes = [UInt8](repeating: 7, count: 4096)
+        _ = bytes.withUnsafeBytes { Transfer.pwriteAll(fd, $0, at: 0) }
+        return fd
+    }
+
+    @Test func everyWaiterIsSyncedAndFilesThatWaitTogetherShareASync() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("groupsync-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var descriptors: [Int32] = []
+        for index in 0..<40 { descriptors.append(try written(directory, "f\(index)")) }
+        defer { descriptors.forEach { close($0) } }
+        let sync = GroupSync()
+        let results = await withTaskGroup(of: Bool.self) { group in
+            for fd in descriptors { group.addTask { await sync.sync(fd) } }
+            var all: [Bool] = []
+            for await synced in group { all.append(synced) }
+            return all
+        }
+        #expect(results.count == 40 && results.allSatisfy { $0 })
+    }
+
+    @Test func oneOrManyDescriptorsAreSynced() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("groupsync-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let one = try written(directory, "one"), two = try written(directory, "two")
+        defer {
+            close(one)
+            close(two)
+        }
+        #expect(GroupSync.sync([one]) == [true])
+        #expect(GroupSync.sync([one, two]) == [true, true])
+        #expect(GroupSync.sync([one, -1]) == [true, false], "a descriptor that cannot be synced fails alone")
+    }
+}
+
+/// The file frames' bodies written by hand decode to the same values as JSONEncoder's.
+@Suite struct FileFramesJSONTests {
+    private func roundTrips<Body: Codable & Equatable>(_ body: Body) throws {
+        let frame = FrameBody.frame(.open, body)
+        let decoded = try JSONDecoder().decode(Body.self, from: Data(frame.payload.readableBytesView))
+        #expect(decoded == body, "\(String(decoding: frame.payload.readableBytesView, as: UTF8.self))")
+        #expect(try JSONDecoder().decode(Body.self, from: JSONEncoder().encode(body)) == decoded)
+    }
+
+    @Test(arguments: ["plain.txt", "dir/ünï \"q\" \\ /x\t\n\u{01}.bin", ""])
+    func fileFramesDecodeToWhatWasWritten(_ text: String) throws {
+        try roundTrips(FrameBody.Open(kind: .file, path: text, size: 4096, key: "ab12"))
+        try roundTrips(FrameBody.Open(kind: .directory, path: text, size: 0, key: ""))
+        try roundTrips(FrameBody.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil))
+        try roundTrips(FrameBody.OpenReply(accept: false, offset: 12, prefixSHA256: "cd", reason: text, code: .ioError))
+        try roundTrips(FrameBody.Start(offset: UInt64.max))
+        try roundTrips(FrameBody.Close(sha256: "ef", bytes: 1 << 40))
+        try roundTrips(FrameBody.Close(sha256: "ef", bytes: 3, alreadyThere: true, savedAs: text))
+        try roundTrips(FrameBody.Close(sha256: "ef", bytes: 3, alreadyThere: false, savedAs: nil))
+    }
+}
