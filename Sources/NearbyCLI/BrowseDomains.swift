@@ -19,11 +19,11 @@ extension Nearby.Browse {
 
 extension Events {
     /// `browse --domains`: a browse domain the network offers.
-    public struct BrowseDomainSeen: EventBody {
-        public static let event = "browse-domain"
-        public var domain: String
-        public var isDefault: Bool
-        public var from: String
+    package struct BrowseDomainSeen: EventBody {
+        package static let event = "browse-domain"
+        package var domain: String
+        package var isDefault: Bool
+        package var from: String
 
         enum CodingKeys: String, CodingKey {
             case domain

@@ -4,17 +4,17 @@ import NearbyCore
 
 /// What a command runs against: where events go, the environment, the files. Tests replace it with
 /// `CommandContext.$current.withValue(…)`.
-public struct CommandContext: Sendable {
-    public var events: any EventSink
-    public var environment: [String: String]
-    public var hostName: @Sendable () -> String
+package struct CommandContext: Sendable {
+    package var events: any EventSink
+    package var environment: [String: String]
+    package var hostName: @Sendable () -> String
     /// The process's terminal, through which `OutputOptions.configure` prints events as JSON or for
     /// people; nil when a test captures the events itself.
-    public var terminal: TerminalWriter?
+    package var terminal: TerminalWriter?
     /// Events are printed for people: the error event already says what `reporting` would repeat.
-    public var humanOutput = false
+    package var humanOutput = false
 
-    public init(
+    package init(
         events: any EventSink, environment: [String: String], hostName: @escaping @Sendable () -> String,
         terminal: TerminalWriter? = nil
     ) {
@@ -24,17 +24,17 @@ public struct CommandContext: Sendable {
         self.terminal = terminal
     }
 
-    public static let live = CommandContext(
+    package static let live = CommandContext(
         events: LineSink(), environment: ProcessInfo.processInfo.environment,
         hostName: { ProcessInfo.processInfo.hostName }, terminal: .live)
 
-    @TaskLocal public static var current = CommandContext.live
+    @TaskLocal package static var current = CommandContext.live
 
-    public var paths: NearbyPaths { NearbyPaths(environment: environment) }
-    public var identityStore: IdentityStore { IdentityStore(paths: paths) }
+    package var paths: NearbyPaths { NearbyPaths(environment: environment) }
+    package var identityStore: IdentityStore { IdentityStore(paths: paths) }
 
     /// The identity, created on first use with the host name and a peer ID prefix as display name.
-    public func identity() throws(NearbyError) -> Identity {
+    package func identity() throws(NearbyError) -> Identity {
         try identityStore.loadOrCreate(namedAfter: { DisplayName.fromHostName(hostName(), peerID: $0) })
     }
 }

@@ -10,7 +10,7 @@ extension Nearby {
     /// Runs the command line as `main` does, first refusing a subcommand that does not exist —
     /// ArgumentParser reads `nearby sned` as an unexpected argument and `nearby help nosuch` as
     /// plain `help` — and printing help wrapped by `HelpText`, so no example breaks mid-command.
-    public static func start(_ arguments: [String] = Array(CommandLine.arguments.dropFirst())) async {
+    package static func start(_ arguments: [String] = Array(CommandLine.arguments.dropFirst())) async {
         // Before anything can fail: every sentence of the core names options and commands our way.
         Spelling.install(.commandLine)
         MemoryBudget.returnBigBlocks()
@@ -38,7 +38,7 @@ extension Nearby {
 
     /// `nearby` alone: usage on stderr and exit 64, as for any other incomplete command line
     /// (ArgumentParser's default would print the help on stdout and exit 0).
-    public func run() async throws {
+    package func run() async throws {
         throw ValidationError("missing subcommand (one of \(Self.subcommandNames.filter { $0 != "help" }.joined(separator: ", ")))")
     }
 

@@ -2,8 +2,8 @@ import ArgumentParser
 import NearbyCore
 
 /// The `nearby` command: Multipeer Connectivity for the command line.
-public struct Nearby: AsyncParsableCommand {
-    public static let configuration = CommandConfiguration(
+package struct Nearby: AsyncParsableCommand {
+    package static let configuration = CommandConfiguration(
         commandName: "nearby",
         abstract: "Find peers on the local network and talk to them — Multipeer Connectivity for the shell.",
         discussion: """
@@ -25,9 +25,9 @@ public struct Nearby: AsyncParsableCommand {
         ]
     )
 
-    public init() {}
+    package init() {}
 }
 
-public enum NearbyVersion {
-    public static let current = "0.1.0"
+package enum NearbyVersion {
+    package static let current = "0.1.0"
 }

@@ -11,13 +11,13 @@ import Darwin
 /// The one writer of what this process shows on its terminal: event lines, log lines and the
 /// progress bar all pass through its lock, so the bar (on stderr) is cleared before any other line
 /// reaches the terminal and drawn again after it — no line ever starts in the middle of the bar.
-public final class TerminalWriter: Sendable {
-    public let stdoutIsTerminal: Bool
-    public let stderrIsTerminal: Bool
+package final class TerminalWriter: Sendable {
+    package let stdoutIsTerminal: Bool
+    package let stderrIsTerminal: Bool
     /// Escape sequences (colours, clearing a line) are allowed: not with `NO_COLOR`, not on `TERM=dumb`.
-    public let escapes: Bool
+    package let escapes: Bool
     /// The terminal's width, for the bar (which must never wrap, or `\r` cannot take it back).
-    public let columns: Int
+    package let columns: Int
     private let write: @Sendable (Int32, String) -> Void
     /// Event lines written on an event loop wait here for the end of its tick (one `write(2)` for a
     /// burst of messages); every other write empties it first, so nothing is reordered.
@@ -25,7 +25,7 @@ public final class TerminalWriter: Sendable {
     /// The bar as drawn now, if one is.
     private let bar = Mutex<String?>(nil)
 
-    public init(
+    package init(
         stdoutIsTerminal: Bool, stderrIsTerminal: Bool, environment: [String: String], columns: Int = 80,
         write: @escaping @Sendable (Int32, String) -> Void
     ) {
@@ -40,7 +40,7 @@ public final class TerminalWriter: Sendable {
     /// This process's own stdout and stderr. What goes to stdout leaves through `OutputQueue.standard`
     /// (its own thread: a reader that does not keep up never holds up the network); stderr too when
     /// stdout is a terminal, so the bar keeps its place between lines, else at once.
-    public static let live = TerminalWriter(
+    package static let live = TerminalWriter(
         stdoutIsTerminal: isatty(STDOUT_FILENO) == 1, stderrIsTerminal: isatty(STDERR_FILENO) == 1,
         environment: ProcessInfo.processInfo.environment, columns: terminalColumns(),
         write: { [shared = isatty(STDOUT_FILENO) == 1] fd, text in
@@ -57,15 +57,15 @@ public final class TerminalWriter: Sendable {
         return environment["TERM"] != "dumb"
     }
 
-    public func isTerminal(_ fd: Int32) -> Bool {
+    package func isTerminal(_ fd: Int32) -> Bool {
         fd == STDOUT_FILENO ? stdoutIsTerminal : fd == STDERR_FILENO ? stderrIsTerminal : false
     }
 
     /// Whether lines written on `fd` may be coloured.
-    public func colors(_ fd: Int32) -> Bool { escapes && isTerminal(fd) }
+    package func colors(_ fd: Int32) -> Bool { escapes && isTerminal(fd) }
 
     /// Writes one whole line on `fd`. A bar on the terminal is cleared first and drawn again after.
-    public func line(_ text: String, fd: Int32) {
+    package func line(_ text: String, fd: Int32) {
         bar.withLock { bar in
             let shared = bar != nil && isTerminal(fd)
             guard shared, let bar else { return batched.append(text + "\n", fd: fd) }
@@ -77,7 +77,7 @@ public final class TerminalWriter: Sendable {
     }
 
     /// A log line (already ending in a newline) on stderr, with the same care.
-    public func log(_ text: String) {
+    package func log(_ text: String) {
         bar.withLock { bar in
             batched.drain()
             if let bar, stderrIsTerminal { write(STDERR_FILENO, clearing(bar)) }
@@ -87,7 +87,7 @@ public final class TerminalWriter: Sendable {
     }
 
     /// Draws (or redraws) the bar on stderr, when stderr is a terminal.
-    public func drawBar(_ text: String) {
+    package func drawBar(_ text: String) {
         guard stderrIsTerminal else { return }
         bar.withLock { bar in
             batched.drain()
@@ -99,7 +99,7 @@ public final class TerminalWriter: Sendable {
     }
 
     /// Takes the bar away, and puts `summary` (a line for people, on stderr) in its place.
-    public func endBar(summary: String? = nil) {
+    package func endBar(summary: String? = nil) {
         bar.withLock { bar in
             batched.drain()
             if let drawn = bar { write(STDERR_FILENO, clearing(drawn)) }

@@ -1,24 +1,24 @@
 /// Response codes (RFC 1035, 2136) and the TSIG errors carried in a TSIG record (RFC 8945).
-public struct DNSRcode: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-    public let rawValue: UInt16
-    public init(rawValue: UInt16) { self.rawValue = rawValue }
+package struct DNSRcode: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    package let rawValue: UInt16
+    package init(rawValue: UInt16) { self.rawValue = rawValue }
 
-    public static let noError = DNSRcode(rawValue: 0)
-    public static let formErr = DNSRcode(rawValue: 1)
-    public static let servFail = DNSRcode(rawValue: 2)
-    public static let nxDomain = DNSRcode(rawValue: 3)
-    public static let notImp = DNSRcode(rawValue: 4)
-    public static let refused = DNSRcode(rawValue: 5)
-    public static let yxDomain = DNSRcode(rawValue: 6)
-    public static let yxRRSet = DNSRcode(rawValue: 7)
-    public static let nxRRSet = DNSRcode(rawValue: 8)
-    public static let notAuth = DNSRcode(rawValue: 9)
-    public static let notZone = DNSRcode(rawValue: 10)
-    public static let badSig = DNSRcode(rawValue: 16)
-    public static let badKey = DNSRcode(rawValue: 17)
-    public static let badTime = DNSRcode(rawValue: 18)
+    package static let noError = DNSRcode(rawValue: 0)
+    package static let formErr = DNSRcode(rawValue: 1)
+    package static let servFail = DNSRcode(rawValue: 2)
+    package static let nxDomain = DNSRcode(rawValue: 3)
+    package static let notImp = DNSRcode(rawValue: 4)
+    package static let refused = DNSRcode(rawValue: 5)
+    package static let yxDomain = DNSRcode(rawValue: 6)
+    package static let yxRRSet = DNSRcode(rawValue: 7)
+    package static let nxRRSet = DNSRcode(rawValue: 8)
+    package static let notAuth = DNSRcode(rawValue: 9)
+    package static let notZone = DNSRcode(rawValue: 10)
+    package static let badSig = DNSRcode(rawValue: 16)
+    package static let badKey = DNSRcode(rawValue: 17)
+    package static let badTime = DNSRcode(rawValue: 18)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .noError: "NOERROR"
         case .formErr: "FORMERR"
@@ -39,17 +39,17 @@ public struct DNSRcode: RawRepresentable, Hashable, Sendable, CustomStringConver
     }
 }
 
-public enum DNSOpcode: UInt8, Sendable {
+package enum DNSOpcode: UInt8, Sendable {
     case query = 0
     case update = 5
 }
 
-public struct DNSQuestion: Hashable, Sendable {
-    public var name: DNSName
-    public var type: DNSType
-    public var qClass: DNSClass
+package struct DNSQuestion: Hashable, Sendable {
+    package var name: DNSName
+    package var type: DNSType
+    package var qClass: DNSClass
 
-    public init(name: DNSName, type: DNSType, qClass: DNSClass = .in) {
+    package init(name: DNSName, type: DNSType, qClass: DNSClass = .in) {
         self.name = name
         self.type = type
         self.qClass = qClass
@@ -58,37 +58,37 @@ public struct DNSQuestion: Hashable, Sendable {
 
 /// A DNS message. In an UPDATE (RFC 2136 §2) the sections are named zone, prerequisite, update and
 /// additional, but have the wire layout of question, answer, authority and additional.
-public struct DNSMessage: Hashable, Sendable {
+package struct DNSMessage: Hashable, Sendable {
     /// The most any section may claim: a 64 KiB message cannot hold more records of ≥ 11 bytes.
-    public static let maxRecordsPerSection = 65535 / 11
+    package static let maxRecordsPerSection = 65535 / 11
 
-    public var id: UInt16
-    public var isResponse = false
-    public var opcode: UInt8 = 0
-    public var authoritative = false
-    public var truncated = false
-    public var recursionDesired = false
-    public var recursionAvailable = false
-    public var rcode: DNSRcode = .noError
-    public var questions: [DNSQuestion] = []
-    public var answers: [DNSRecord] = []
-    public var authority: [DNSRecord] = []
-    public var additional: [DNSRecord] = []
+    package var id: UInt16
+    package var isResponse = false
+    package var opcode: UInt8 = 0
+    package var authoritative = false
+    package var truncated = false
+    package var recursionDesired = false
+    package var recursionAvailable = false
+    package var rcode: DNSRcode = .noError
+    package var questions: [DNSQuestion] = []
+    package var answers: [DNSRecord] = []
+    package var authority: [DNSRecord] = []
+    package var additional: [DNSRecord] = []
 
-    public init(id: UInt16, opcode: DNSOpcode = .query) {
+    package init(id: UInt16, opcode: DNSOpcode = .query) {
         self.id = id
         self.opcode = opcode.rawValue
     }
 
     /// A query for one name and type.
-    public static func query(id: UInt16, name: DNSName, type: DNSType) -> DNSMessage {
+    package static func query(id: UInt16, name: DNSName, type: DNSType) -> DNSMessage {
         var message = DNSMessage(id: id)
         message.questions = [DNSQuestion(name: name, type: type)]
         return message
     }
 
     /// The TSIG record, which must be the last additional record.
-    public var tsig: DNSRecord? { additional.last.flatMap { $0.type == .tsig ? $0 : nil } }
+    package var tsig: DNSRecord? { additional.last.flatMap { $0.type == .tsig ? $0 : nil } }
 
     var flags: UInt16 {
         var flags: UInt16 = 0
@@ -102,7 +102,7 @@ public struct DNSMessage: Hashable, Sendable {
         return flags
     }
 
-    public func encode(compress: Bool = true) throws(DNSError) -> [UInt8] {
+    package func encode(compress: Bool = true) throws(DNSError) -> [UInt8] {
         var writer = DNSWriter(compress: compress)
         writer.u16(id)
         writer.u16(flags)
@@ -121,7 +121,7 @@ public struct DNSMessage: Hashable, Sendable {
     }
 
     /// Parses a whole message; anything left after the last record is an error.
-    public static func decode(_ bytes: [UInt8]) throws(DNSError) -> DNSMessage {
+    package static func decode(_ bytes: [UInt8]) throws(DNSError) -> DNSMessage {
         var reader = DNSReader(bytes)
         var message = DNSMessage(id: try reader.u16("header"))
         let flags = try reader.u16("header")
@@ -153,7 +153,7 @@ public struct DNSMessage: Hashable, Sendable {
     }
 
     /// The rcode with the extended bits an OPT record carries, if any (RFC 6891).
-    public var extendedRcode: DNSRcode {
+    package var extendedRcode: DNSRcode {
         guard let opt = additional.first(where: { $0.type == .opt }) else { return rcode }
         return DNSRcode(rawValue: UInt16(opt.ttl >> 24) << 4 | rcode.rawValue)
     }

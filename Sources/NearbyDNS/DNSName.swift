@@ -1,18 +1,18 @@
 /// A domain name as a list of labels (RFC 1035 §3.1), each a byte string, as miekg/dns and
 /// dnspython keep them. The root is the empty list. Every limit is checked when a name is made:
 /// a label is 1…63 bytes and the whole name at most 255 bytes on the wire.
-public struct DNSName: Hashable, Sendable, CustomStringConvertible {
-    public static let maxLabelBytes = 63
-    public static let maxWireBytes = 255
+package struct DNSName: Hashable, Sendable, CustomStringConvertible {
+    package static let maxLabelBytes = 63
+    package static let maxWireBytes = 255
 
-    public let labels: [[UInt8]]
+    package let labels: [[UInt8]]
 
-    public static let root = DNSName(uncheckedLabels: [])
+    package static let root = DNSName(uncheckedLabels: [])
 
     init(uncheckedLabels labels: [[UInt8]]) { self.labels = labels }
 
     /// A name from labels; throws if any label is empty or too long, or the name is too long.
-    public init(labels: [[UInt8]]) throws(DNSError) {
+    package init(labels: [[UInt8]]) throws(DNSError) {
         var wire = 1
         for label in labels {
             guard !label.isEmpty else { throw .malformed("empty label") }
@@ -25,7 +25,7 @@ public struct DNSName: Hashable, Sendable, CustomStringConvertible {
 
     /// A name in presentation form: labels separated by `.`, `\.` and `\\` for a literal dot or
     /// backslash, `\DDD` for any byte. A trailing dot is allowed; `.` alone is the root.
-    public init(_ text: String) throws(DNSError) {
+    package init(_ text: String) throws(DNSError) {
         var labels: [[UInt8]] = []
         var label: [UInt8] = []
         let bytes = Array(text.utf8)
@@ -66,28 +66,28 @@ public struct DNSName: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// `label` in front of `self`, e.g. an instance name in front of `_nearby._tcp.example.`.
-    public func prepending(_ label: String) throws(DNSError) -> DNSName {
+    package func prepending(_ label: String) throws(DNSError) -> DNSName {
         try DNSName(labels: [Array(label.utf8)] + labels)
     }
 
     /// `self` followed by `suffix`.
-    public func appending(_ suffix: DNSName) throws(DNSError) -> DNSName {
+    package func appending(_ suffix: DNSName) throws(DNSError) -> DNSName {
         try DNSName(labels: labels + suffix.labels)
     }
 
     /// Whether `self` is `other` or below it (case-insensitively).
-    public func isSubdomain(of other: DNSName) -> Bool {
+    package func isSubdomain(of other: DNSName) -> Bool {
         guard labels.count >= other.labels.count else { return false }
         return DNSName(uncheckedLabels: Array(labels.suffix(other.labels.count))) == other
     }
 
     /// The name with ASCII letters lowered: the canonical form TSIG digests (RFC 4034 §6.2).
-    public var lowercased: DNSName {
+    package var lowercased: DNSName {
         DNSName(uncheckedLabels: labels.map { $0.map(Self.lower) })
     }
 
     /// Uncompressed wire form.
-    public var wire: [UInt8] {
+    package var wire: [UInt8] {
         var out: [UInt8] = []
         for label in labels {
             out.append(UInt8(label.count))
@@ -98,13 +98,13 @@ public struct DNSName: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Presentation form with a trailing dot; dots, backslashes and non-printable bytes escaped.
-    public var description: String {
+    package var description: String {
         guard !labels.isEmpty else { return "." }
         return labels.map(Self.escape).joined(separator: ".") + "."
     }
 
     /// The first label as text (an instance name), undecorated.
-    public var firstLabel: String? { labels.first.map { String(decoding: $0, as: UTF8.self) } }
+    package var firstLabel: String? { labels.first.map { String(decoding: $0, as: UTF8.self) } }
 
     static func escape(_ label: [UInt8]) -> String {
         var out = ""
@@ -125,20 +125,20 @@ public struct DNSName: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Names compare case-insensitively in ASCII (RFC 4343).
-    public static func == (lhs: DNSName, rhs: DNSName) -> Bool {
+    package static func == (lhs: DNSName, rhs: DNSName) -> Bool {
         lhs.labels.count == rhs.labels.count
             && zip(lhs.labels, rhs.labels).allSatisfy { a, b in
                 a.count == b.count && zip(a, b).allSatisfy { lower($0) == lower($1) }
             }
     }
 
-    public func hash(into hasher: inout Hasher) {
+    package func hash(into hasher: inout Hasher) {
         for label in labels { hasher.combine(label.map(Self.lower)) }
     }
 }
 
 /// What goes wrong reading or building a DNS message.
-public enum DNSError: Error, Equatable, Sendable {
+package enum DNSError: Error, Equatable, Sendable {
     /// The bytes are not a well-formed message (truncated, a length past the end, a pointer loop…).
     case malformed(String)
     /// A TSIG record was missing, unknown, or its MAC or time did not check out.

@@ -1,20 +1,20 @@
 /// The resource-record types nearby reads and writes (RFC 1035, 2782, 3596, 8945); others are kept
 /// as opaque bytes.
-public struct DNSType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-    public let rawValue: UInt16
-    public init(rawValue: UInt16) { self.rawValue = rawValue }
+package struct DNSType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    package let rawValue: UInt16
+    package init(rawValue: UInt16) { self.rawValue = rawValue }
 
-    public static let a = DNSType(rawValue: 1)
-    public static let soa = DNSType(rawValue: 6)
-    public static let ptr = DNSType(rawValue: 12)
-    public static let txt = DNSType(rawValue: 16)
-    public static let aaaa = DNSType(rawValue: 28)
-    public static let srv = DNSType(rawValue: 33)
-    public static let opt = DNSType(rawValue: 41)
-    public static let tsig = DNSType(rawValue: 250)
-    public static let any = DNSType(rawValue: 255)
+    package static let a = DNSType(rawValue: 1)
+    package static let soa = DNSType(rawValue: 6)
+    package static let ptr = DNSType(rawValue: 12)
+    package static let txt = DNSType(rawValue: 16)
+    package static let aaaa = DNSType(rawValue: 28)
+    package static let srv = DNSType(rawValue: 33)
+    package static let opt = DNSType(rawValue: 41)
+    package static let tsig = DNSType(rawValue: 250)
+    package static let any = DNSType(rawValue: 255)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .a: "A"
         case .soa: "SOA"
@@ -32,20 +32,20 @@ public struct DNSType: RawRepresentable, Hashable, Sendable, CustomStringConvert
 
 /// Record classes: IN, and the two RFC 2136 uses in updates (NONE: delete this record; ANY: delete
 /// the whole set, also TSIG's class).
-public struct DNSClass: RawRepresentable, Hashable, Sendable {
-    public let rawValue: UInt16
-    public init(rawValue: UInt16) { self.rawValue = rawValue }
-    public static let `in` = DNSClass(rawValue: 1)
-    public static let none = DNSClass(rawValue: 254)
-    public static let any = DNSClass(rawValue: 255)
+package struct DNSClass: RawRepresentable, Hashable, Sendable {
+    package let rawValue: UInt16
+    package init(rawValue: UInt16) { self.rawValue = rawValue }
+    package static let `in` = DNSClass(rawValue: 1)
+    package static let none = DNSClass(rawValue: 254)
+    package static let any = DNSClass(rawValue: 255)
 }
 
-public struct SOAData: Hashable, Sendable {
-    public var primary: DNSName
-    public var mailbox: DNSName
-    public var serial: UInt32, refresh: UInt32, retry: UInt32, expire: UInt32, minimum: UInt32
+package struct SOAData: Hashable, Sendable {
+    package var primary: DNSName
+    package var mailbox: DNSName
+    package var serial: UInt32, refresh: UInt32, retry: UInt32, expire: UInt32, minimum: UInt32
 
-    public init(primary: DNSName, mailbox: DNSName, serial: UInt32, refresh: UInt32, retry: UInt32, expire: UInt32, minimum: UInt32) {
+    package init(primary: DNSName, mailbox: DNSName, serial: UInt32, refresh: UInt32, retry: UInt32, expire: UInt32, minimum: UInt32) {
         self.primary = primary
         self.mailbox = mailbox
         self.serial = serial
@@ -56,16 +56,16 @@ public struct SOAData: Hashable, Sendable {
     }
 }
 
-public struct TSIGData: Hashable, Sendable {
-    public var algorithm: DNSName
-    public var timeSigned: UInt64  // 48 bits
-    public var fudge: UInt16
-    public var mac: [UInt8]
-    public var originalID: UInt16
-    public var error: UInt16
-    public var other: [UInt8]
+package struct TSIGData: Hashable, Sendable {
+    package var algorithm: DNSName
+    package var timeSigned: UInt64  // 48 bits
+    package var fudge: UInt16
+    package var mac: [UInt8]
+    package var originalID: UInt16
+    package var error: UInt16
+    package var other: [UInt8]
 
-    public init(algorithm: DNSName, timeSigned: UInt64, fudge: UInt16, mac: [UInt8], originalID: UInt16, error: UInt16, other: [UInt8]) {
+    package init(algorithm: DNSName, timeSigned: UInt64, fudge: UInt16, mac: [UInt8], originalID: UInt16, error: UInt16, other: [UInt8]) {
         self.algorithm = algorithm
         self.timeSigned = timeSigned
         self.fudge = fudge
@@ -77,7 +77,7 @@ public struct TSIGData: Hashable, Sendable {
 }
 
 /// A record's data, typed where nearby needs it.
-public enum RData: Hashable, Sendable {
+package enum RData: Hashable, Sendable {
     case a([UInt8])                 // 4 bytes
     case aaaa([UInt8])              // 16 bytes
     case ptr(DNSName)
@@ -90,14 +90,14 @@ public enum RData: Hashable, Sendable {
     case empty
 }
 
-public struct DNSRecord: Hashable, Sendable {
-    public var name: DNSName
-    public var type: DNSType
-    public var rrClass: DNSClass
-    public var ttl: UInt32
-    public var data: RData
+package struct DNSRecord: Hashable, Sendable {
+    package var name: DNSName
+    package var type: DNSType
+    package var rrClass: DNSClass
+    package var ttl: UInt32
+    package var data: RData
 
-    public init(name: DNSName, type: DNSType, rrClass: DNSClass = .in, ttl: UInt32, data: RData) {
+    package init(name: DNSName, type: DNSType, rrClass: DNSClass = .in, ttl: UInt32, data: RData) {
         self.name = name
         self.type = type
         self.rrClass = rrClass
@@ -105,7 +105,7 @@ public struct DNSRecord: Hashable, Sendable {
         self.data = data
     }
 
-    public static let maxTXTStringBytes = 255
+    package static let maxTXTStringBytes = 255
 
     func write(to writer: inout DNSWriter) throws(DNSError) {
         writer.name(name)

@@ -2,24 +2,24 @@
 /// bytes) into a buffer that never holds more than one message: at most 2 + 65,535 bytes, whatever
 /// and however much the other end sends. Bytes of a message already handed out are gone. Pure, so
 /// the bound is tested without sockets.
-public struct DNSStreamFramer: Sendable {
+package struct DNSStreamFramer: Sendable {
     /// The length's two bytes, while they are coming.
     private var header: [UInt8] = []
     /// The message being read, reserved to the length it announced (≤ 65,535).
     private var body: [UInt8] = []
     private var expected: Int?
     /// Complete messages handed out so far.
-    public private(set) var messages = 0
+    package private(set) var messages = 0
 
-    public init() {}
+    package init() {}
 
     /// The bytes this framer holds now (never more than 65,537).
-    public var buffered: Int { header.count + body.count }
+    package var buffered: Int { header.count + body.count }
 
     /// Takes bytes from the front of `chunk` until one message is complete and returns it; nil when
     /// `chunk` ran out first (the bytes taken are kept for the next call). Call again with the rest
     /// of the chunk until it returns nil.
-    public mutating func next(from chunk: inout ArraySlice<UInt8>) -> [UInt8]? {
+    package mutating func next(from chunk: inout ArraySlice<UInt8>) -> [UInt8]? {
         while !chunk.isEmpty {
             guard let expected else {
                 header.append(chunk.removeFirst())

@@ -1,32 +1,32 @@
 /// An RFC 2136 UPDATE: the zone, prerequisites and the changes, in the order the server applies them.
-public struct DNSUpdate: Sendable, Equatable {
-    public var zone: DNSName
-    public var prerequisites: [DNSRecord] = []
-    public var changes: [DNSRecord] = []
+package struct DNSUpdate: Sendable, Equatable {
+    package var zone: DNSName
+    package var prerequisites: [DNSRecord] = []
+    package var changes: [DNSRecord] = []
 
-    public init(zone: DNSName) { self.zone = zone }
+    package init(zone: DNSName) { self.zone = zone }
 
     /// Requires the RRset of `record`'s name and type to hold exactly `record` (with the others given
     /// the same way) when the server applies the update (RFC 2136 §2.4.2, value dependent: class
     /// IN, TTL 0); otherwise the server answers NXRRSET and changes nothing.
-    public mutating func require(_ record: DNSRecord) {
+    package mutating func require(_ record: DNSRecord) {
         prerequisites.append(DNSRecord(name: record.name, type: record.type, rrClass: .in, ttl: 0, data: record.data))
     }
 
     /// Adds a record (RFC 2136 §2.5.1).
-    public mutating func add(_ record: DNSRecord) { changes.append(record) }
+    package mutating func add(_ record: DNSRecord) { changes.append(record) }
 
     /// Deletes every record of `type` at `name` (§2.5.2: class ANY, TTL 0, no data).
-    public mutating func deleteSet(_ name: DNSName, _ type: DNSType) {
+    package mutating func deleteSet(_ name: DNSName, _ type: DNSType) {
         changes.append(DNSRecord(name: name, type: type, rrClass: .any, ttl: 0, data: .empty))
     }
 
     /// Deletes one record (§2.5.4: class NONE, TTL 0, the record's data).
-    public mutating func delete(_ record: DNSRecord) {
+    package mutating func delete(_ record: DNSRecord) {
         changes.append(DNSRecord(name: record.name, type: record.type, rrClass: .none, ttl: 0, data: record.data))
     }
 
-    public func message(id: UInt16) -> DNSMessage {
+    package func message(id: UInt16) -> DNSMessage {
         var message = DNSMessage(id: id, opcode: .update)
         message.questions = [DNSQuestion(name: zone, type: .soa)]
         message.answers = prerequisites
@@ -37,20 +37,20 @@ public struct DNSUpdate: Sendable, Equatable {
 
 /// The records of one DNS-SD service instance in a unicast domain (RFC 6763 §4–§6): the PTR that
 /// lists it under its type, its SRV and TXT, and the A/AAAA of its host.
-public struct ServiceRecords: Sendable, Equatable {
-    public var instance: String
+package struct ServiceRecords: Sendable, Equatable {
+    package var instance: String
     /// e.g. `_nearby._tcp`
-    public var serviceType: String
-    public var domain: DNSName
+    package var serviceType: String
+    package var domain: DNSName
     /// The host's first label, in `domain`.
-    public var hostLabel: String
-    public var port: UInt16
-    public var txt: [[UInt8]]
-    public var ipv4: [[UInt8]]
-    public var ipv6: [[UInt8]]
-    public var ttl: UInt32
+    package var hostLabel: String
+    package var port: UInt16
+    package var txt: [[UInt8]]
+    package var ipv4: [[UInt8]]
+    package var ipv6: [[UInt8]]
+    package var ttl: UInt32
 
-    public init(instance: String, serviceType: String, domain: DNSName, hostLabel: String, port: UInt16,
+    package init(instance: String, serviceType: String, domain: DNSName, hostLabel: String, port: UInt16,
                 txt: [[UInt8]], ipv4: [[UInt8]], ipv6: [[UInt8]], ttl: UInt32) {
         self.instance = instance
         self.serviceType = serviceType
@@ -63,16 +63,16 @@ public struct ServiceRecords: Sendable, Equatable {
         self.ttl = ttl
     }
 
-    public func typeName() throws(DNSError) -> DNSName { try DNSName(serviceType).appending(domain) }
-    public func instanceName() throws(DNSError) -> DNSName { try typeName().prepending(instance) }
-    public func hostName() throws(DNSError) -> DNSName { try domain.prepending(hostLabel) }
+    package func typeName() throws(DNSError) -> DNSName { try DNSName(serviceType).appending(domain) }
+    package func instanceName() throws(DNSError) -> DNSName { try typeName().prepending(instance) }
+    package func hostName() throws(DNSError) -> DNSName { try domain.prepending(hostLabel) }
 
-    public func ptr() throws(DNSError) -> DNSRecord {
+    package func ptr() throws(DNSError) -> DNSRecord {
         DNSRecord(name: try typeName(), type: .ptr, ttl: ttl, data: .ptr(try instanceName()))
     }
 
     /// Replaces SRV, TXT and the host's addresses, and adds the PTR: a registration or a refresh.
-    public func register() throws(DNSError) -> DNSUpdate {
+    package func register() throws(DNSError) -> DNSUpdate {
         let instance = try instanceName()
         let host = try hostName()
         var update = DNSUpdate(zone: domain)
@@ -89,7 +89,7 @@ public struct ServiceRecords: Sendable, Equatable {
     }
 
     /// Removes everything `register` added.
-    public func deregister() throws(DNSError) -> DNSUpdate {
+    package func deregister() throws(DNSError) -> DNSUpdate {
         var update = DNSUpdate(zone: domain)
         update.delete(try ptr())
         update.deleteSet(try instanceName(), .srv)

@@ -1,17 +1,17 @@
 /// Reads a DNS message with every length checked against what is left. Names follow compression
 /// pointers (RFC 1035 §4.1.4) only backwards and at most `maxPointerHops` times, so a loop or a
 /// pointer past the end is an error, never a hang.
-public struct DNSReader: Sendable {
-    public static let maxPointerHops = 32
-    public let bytes: [UInt8]
-    public private(set) var offset: Int
+package struct DNSReader: Sendable {
+    package static let maxPointerHops = 32
+    package let bytes: [UInt8]
+    package private(set) var offset: Int
 
-    public init(_ bytes: [UInt8], offset: Int = 0) {
+    package init(_ bytes: [UInt8], offset: Int = 0) {
         self.bytes = bytes
         self.offset = offset
     }
 
-    public var remaining: Int { bytes.count - offset }
+    package var remaining: Int { bytes.count - offset }
 
     mutating func take(_ count: Int, _ what: String) throws(DNSError) -> ArraySlice<UInt8> {
         guard count >= 0, count <= remaining else {
@@ -76,22 +76,22 @@ public struct DNSReader: Sendable {
 }
 
 /// Writes a DNS message, compressing names against those already written (when allowed).
-public struct DNSWriter: Sendable {
-    public private(set) var bytes: [UInt8] = []
+package struct DNSWriter: Sendable {
+    package private(set) var bytes: [UInt8] = []
     /// Offsets of name suffixes already written, keyed by their lowercased labels.
     private var suffixes: [[[UInt8]]: Int] = [:]
-    public let compress: Bool
+    package let compress: Bool
 
-    public init(compress: Bool = true) { self.compress = compress }
+    package init(compress: Bool = true) { self.compress = compress }
 
-    public mutating func u8(_ value: UInt8) { bytes.append(value) }
-    public mutating func u16(_ value: UInt16) { bytes.append(UInt8(value >> 8)); bytes.append(UInt8(value & 0xFF)) }
-    public mutating func u32(_ value: UInt32) { for shift in [24, 16, 8, 0] { bytes.append(UInt8(value >> UInt32(shift) & 0xFF)) } }
-    public mutating func u48(_ value: UInt64) { for shift in [40, 32, 24, 16, 8, 0] { bytes.append(UInt8(value >> UInt64(shift) & 0xFF)) } }
-    public mutating func raw(_ data: some Sequence<UInt8>) { bytes.append(contentsOf: data) }
+    package mutating func u8(_ value: UInt8) { bytes.append(value) }
+    package mutating func u16(_ value: UInt16) { bytes.append(UInt8(value >> 8)); bytes.append(UInt8(value & 0xFF)) }
+    package mutating func u32(_ value: UInt32) { for shift in [24, 16, 8, 0] { bytes.append(UInt8(value >> UInt32(shift) & 0xFF)) } }
+    package mutating func u48(_ value: UInt64) { for shift in [40, 32, 24, 16, 8, 0] { bytes.append(UInt8(value >> UInt64(shift) & 0xFF)) } }
+    package mutating func raw(_ data: some Sequence<UInt8>) { bytes.append(contentsOf: data) }
 
     /// Writes `name`, ending with a pointer to an earlier copy of its longest known suffix.
-    public mutating func name(_ name: DNSName, compressible: Bool = true) {
+    package mutating func name(_ name: DNSName, compressible: Bool = true) {
         let labels = name.labels
         for index in labels.indices {
             let key = labels[index...].map { $0.map(DNSName.lower) }
@@ -107,7 +107,7 @@ public struct DNSWriter: Sendable {
     }
 
     /// Overwrites a 16-bit value at `offset` (RDLENGTH once the RDATA is known, counts).
-    public mutating func patch16(at offset: Int, _ value: UInt16) {
+    package mutating func patch16(at offset: Int, _ value: UInt16) {
         bytes[offset] = UInt8(value >> 8)
         bytes[offset + 1] = UInt8(value & 0xFF)
     }

@@ -2,24 +2,24 @@ import Crypto
 import Foundation
 
 /// A TSIG key (RFC 8945) for HMAC-SHA256. Its secret never appears in `description`, logs or errors.
-public struct TSIGKey: Sendable, CustomStringConvertible, CustomDebugStringConvertible {
-    public static let hmacSHA256 = DNSName(uncheckedLabels: [Array("hmac-sha256".utf8)])
-    public let name: DNSName
-    public let algorithm: DNSName
+package struct TSIGKey: Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+    package static let hmacSHA256 = DNSName(uncheckedLabels: [Array("hmac-sha256".utf8)])
+    package let name: DNSName
+    package let algorithm: DNSName
     let secret: [UInt8]
 
-    public init(name: DNSName, secret: [UInt8]) {
+    package init(name: DNSName, secret: [UInt8]) {
         self.name = name
         algorithm = Self.hmacSHA256
         self.secret = secret
     }
 
-    public var description: String { "TSIG key \(name) (\(algorithm))" }
-    public var debugDescription: String { description }
+    package var description: String { "TSIG key \(name) (\(algorithm))" }
+    package var debugDescription: String { description }
 
     /// Reads a key file as `tsig-keygen` (BIND 9) writes it:
     /// `key "NAME" { algorithm hmac-sha256; secret "BASE64"; };`. Only HMAC-SHA256 is accepted.
-    public static func parse(keyFile text: String) throws(DNSError) -> TSIGKey {
+    package static func parse(keyFile text: String) throws(DNSError) -> TSIGKey {
         var tokens: [String] = []
         var current = ""
         var quoted = false
@@ -57,8 +57,8 @@ public struct TSIGKey: Sendable, CustomStringConvertible, CustomDebugStringConve
 
 /// TSIG signing and verification over the exact wire bytes (RFC 8945 §4.3, §5.3), as dnspython's
 /// `dns/tsig.py` does it.
-public enum TSIG {
-    public static let defaultFudge: UInt16 = 300
+package enum TSIG {
+    package static let defaultFudge: UInt16 = 300
 
     /// The TSIG variables digested after the message (RFC 8945 §4.3.3).
     static func variables(key: TSIGKey, time: UInt64, fudge: UInt16, error: UInt16, other: [UInt8]) -> [UInt8] {
@@ -93,7 +93,7 @@ public enum TSIG {
 
     /// Signs an encoded message: appends a TSIG record and counts it in ARCOUNT. Returns the signed
     /// bytes and the MAC, which the response's MAC covers.
-    public static func sign(_ message: [UInt8], key: TSIGKey, time: UInt64, fudge: UInt16 = defaultFudge,
+    package static func sign(_ message: [UInt8], key: TSIGKey, time: UInt64, fudge: UInt16 = defaultFudge,
                             requestMAC: [UInt8]? = nil) throws(DNSError) -> (bytes: [UInt8], mac: [UInt8]) {
         guard message.count >= 12 else { throw .malformed("message shorter than its header") }
         var parts = requestPrefix(requestMAC)
@@ -136,7 +136,7 @@ public enum TSIG {
     /// `requestMAC` when this is a response), and its time is within its fudge of `now`. Returns the
     /// TSIG data (its `error` may still say BADTIME etc. when the server signed an error).
     @discardableResult
-    public static func verify(_ bytes: [UInt8], key: TSIGKey, now: UInt64, requestMAC: [UInt8]? = nil) throws(DNSError) -> TSIGData {
+    package static func verify(_ bytes: [UInt8], key: TSIGKey, now: UInt64, requestMAC: [UInt8]? = nil) throws(DNSError) -> TSIGData {
         guard let (offset, record) = try lastRecord(bytes), case let .tsig(tsig) = record.data else {
             throw .tsig("the message is not signed")
         }

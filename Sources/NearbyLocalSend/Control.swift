@@ -7,7 +7,7 @@ import NearbyCore
 /// line over a Unix socket in the run directory (this user's only: 0700 directory, 0077 umask),
 /// `{"accept":true,"query":"…"}`, answered by one line, the `accepted` / `declined` event (or an
 /// `error` event). At most 8 clients at once, 4 KiB a request.
-public enum LocalSendControl {
+package enum LocalSendControl {
     struct Request: Codable {
         var accept: Bool
         var query: String?
@@ -17,12 +17,12 @@ public enum LocalSendControl {
     static let maxClients = 8
 
     /// The socket of the LocalSend node of this identity.
-    public static func address(paths: NearbyPaths, environment: [String: String], peerID: PeerID) -> NodeAddress {
+    package static func address(paths: NearbyPaths, environment: [String: String], peerID: PeerID) -> NodeAddress {
         NodeAddress(paths: paths, environment: environment, peerID: peerID, service: .localSendControl)
     }
 
     /// Serves answers until cancelled.
-    public static func serve(_ address: NodeAddress, receiver: LocalSendReceiver) async throws(NearbyError) {
+    package static func serve(_ address: NodeAddress, receiver: LocalSendReceiver) async throws(NearbyError) {
         try RunDirectory.prepare(address.directory)
         unlink(address.socket)
         let server: NIOAsyncChannel<any Channel, Never>
@@ -95,7 +95,7 @@ public enum LocalSendControl {
     }
 
     /// Asks the running LocalSend node; nil when none runs (no socket, or nobody listening on it).
-    public static func ask(_ address: NodeAddress, query: String?, accept: Bool) async throws(NearbyError) -> String? {
+    package static func ask(_ address: NodeAddress, query: String?, accept: Bool) async throws(NearbyError) -> String? {
         guard FileManager.default.fileExists(atPath: address.socket) else { return nil }
         let channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>
         do {

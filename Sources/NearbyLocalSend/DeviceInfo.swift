@@ -3,50 +3,50 @@ import Foundation
 import NearbyCore
 
 /// LocalSend's defaults (protocol v2, section 1).
-public enum LocalSendDefaults {
-    public static let port = 53317
-    public static let multicastGroup = "224.0.0.167"
-    public static let protocolVersion = "2.1"
-    public static let apiPrefix = "/api/localsend/v2"
+package enum LocalSendDefaults {
+    package static let port = 53317
+    package static let multicastGroup = "224.0.0.167"
+    package static let protocolVersion = "2.1"
+    package static let apiPrefix = "/api/localsend/v2"
 }
 
 /// The bounds on what a LocalSend peer sends us, each checked before the bytes are decoded.
-public enum LocalSendLimits {
+package enum LocalSendLimits {
     /// A discovery datagram; a larger one is dropped unread.
-    public static let datagramBytes = 8 * 1024
+    package static let datagramBytes = 8 * 1024
     /// A JSON body of a request or an answer (register, info, prepare-upload and its answer).
-    public static let jsonBodyBytes = 256 * 1024
+    package static let jsonBodyBytes = 256 * 1024
     /// Nesting of objects and arrays in any JSON we read.
-    public static let jsonDepth = 8
+    package static let jsonDepth = 8
     /// An alias as kept and shown (characters), after escaping what a terminal would act on.
-    public static let aliasCharacters = 64
+    package static let aliasCharacters = 64
     /// A fingerprint (an HTTPS peer's is 64 hex digits; an HTTP peer's is any short string).
-    public static let fingerprintBytes = 128
+    package static let fingerprintBytes = 128
     /// Devices one browse keeps at once; announcements from more are ignored, and said once.
-    public static let devices = 256
+    package static let devices = 256
 }
 
 /// An announcement, a register body or an info answer: what a LocalSend device says about itself.
 /// Every field a device may leave out is optional; the ones we use are checked and bounded.
-public struct DeviceMessage: Codable, Sendable, Equatable {
-    public var alias: String
-    public var version: String?
-    public var deviceModel: String?
-    public var deviceType: String?
-    public var fingerprint: String?
-    public var port: Int?
-    public var `protocol`: String?
-    public var download: Bool?
+package struct DeviceMessage: Codable, Sendable, Equatable {
+    package var alias: String
+    package var version: String?
+    package var deviceModel: String?
+    package var deviceType: String?
+    package var fingerprint: String?
+    package var port: Int?
+    package var `protocol`: String?
+    package var download: Bool?
     /// v2.0/2.1: true in an announcement, false in a UDP answer. v2.2 (the official app from 1.18)
     /// sends neither: every multicast message is an announcement.
-    public var announce: Bool?
+    package var announce: Bool?
     /// v1's name for `announce`, still read and sent for the older apps.
-    public var announcement: Bool?
+    package var announcement: Bool?
 
     /// Whether a multicast message asks to be answered (`announce`, else `announcement`, else yes).
-    public var isAnnouncement: Bool { announce ?? announcement ?? true }
+    package var isAnnouncement: Bool { announce ?? announcement ?? true }
 
-    public init(
+    package init(
         alias: String, version: String? = LocalSendDefaults.protocolVersion, deviceModel: String? = nil,
         deviceType: String? = "headless", fingerprint: String?, port: Int? = LocalSendDefaults.port,
         protocol: String? = "https", download: Bool? = false, announce: Bool? = nil
@@ -63,7 +63,7 @@ public struct DeviceMessage: Codable, Sendable, Equatable {
     }
 
     /// The JSON bytes, keys sorted (what we send).
-    public func encoded() -> [UInt8] {
+    package func encoded() -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return (try? Array(encoder.encode(self))) ?? Array("{}".utf8)
@@ -71,7 +71,7 @@ public struct DeviceMessage: Codable, Sendable, Equatable {
 
     /// Decodes what a peer sent, or nil: too large, too deep, not JSON, or missing what a device
     /// must say (an alias; a fingerprint, when `needsFingerprint`).
-    public static func decode(_ bytes: some Collection<UInt8>, limit: Int, needsFingerprint: Bool = true) -> DeviceMessage? {
+    package static func decode(_ bytes: some Collection<UInt8>, limit: Int, needsFingerprint: Bool = true) -> DeviceMessage? {
         guard bytes.count <= limit, JSONShape.depth(of: bytes, limit: LocalSendLimits.jsonDepth) != nil else { return nil }
         guard let message = try? JSONDecoder().decode(DeviceMessage.self, from: Data(bytes)) else { return nil }
         if needsFingerprint {
@@ -86,19 +86,19 @@ public struct DeviceMessage: Codable, Sendable, Equatable {
 
 /// A LocalSend device as nearby shows it: a bounded, terminal-safe alias, a peer ID made from its
 /// fingerprint, and where to reach it.
-public struct LocalSendDevice: Sendable, Equatable {
-    public var id: String
-    public var alias: String
-    public var fingerprint: String
-    public var host: String
-    public var port: Int
-    public var https: Bool
-    public var version: String?
-    public var deviceType: String?
-    public var deviceModel: String?
-    public var interface: String?
+package struct LocalSendDevice: Sendable, Equatable {
+    package var id: String
+    package var alias: String
+    package var fingerprint: String
+    package var host: String
+    package var port: Int
+    package var https: Bool
+    package var version: String?
+    package var deviceType: String?
+    package var deviceModel: String?
+    package var interface: String?
 
-    public init(_ message: DeviceMessage, host: String, interface: String?) {
+    package init(_ message: DeviceMessage, host: String, interface: String?) {
         fingerprint = message.fingerprint ?? ""
         id = Self.peerID(fingerprint: fingerprint)
         alias = Self.shown(message.alias, limit: LocalSendLimits.aliasCharacters)
@@ -119,7 +119,7 @@ public struct LocalSendDevice: Sendable, Equatable {
 
     /// nearby's form of a peer ID (13 base-36 digits) for a LocalSend device: the first 64 bits of
     /// its fingerprint when that is SHA-256 hex (an HTTPS device's), else of SHA-256 of the string.
-    public static func peerID(fingerprint: String) -> String {
+    package static func peerID(fingerprint: String) -> String {
         let lower = fingerprint.lowercased()
         var value: UInt64 = 0
         if lower.utf8.count == 64, let head = UInt64(lower.prefix(16), radix: 16) {
@@ -130,10 +130,10 @@ public struct LocalSendDevice: Sendable, Equatable {
         return Base36.encode(value, width: PeerID.length)
     }
 
-    public var ref: PeerRef { PeerRef(id: id, name: alias) }
+    package var ref: PeerRef { PeerRef(id: id, name: alias) }
 
     /// The discovery info of a `found` event.
-    public var info: [String: String] {
+    package var info: [String: String] {
         var info = ["fingerprint": fingerprint, "protocol": https ? "https" : "http"]
         if let deviceType { info["device_type"] = deviceType }
         if let deviceModel { info["device_model"] = deviceModel }
@@ -141,7 +141,7 @@ public struct LocalSendDevice: Sendable, Equatable {
     }
 
     /// Whether `query` names this device: its ID, a prefix of it, or its alias.
-    public func matches(_ query: String) -> Bool {
+    package func matches(_ query: String) -> Bool {
         !query.isEmpty && (id.hasPrefix(query.lowercased()) || alias == query)
     }
 }
@@ -149,8 +149,8 @@ public struct LocalSendDevice: Sendable, Equatable {
 /// The nesting depth of a JSON text, counted without decoding it (brackets outside strings), so
 /// that a deeply nested body is refused before a recursive decoder sees it. Nil when deeper than
 /// `limit` or when its brackets or strings do not close.
-public enum JSONShape {
-    public static func depth(of bytes: some Collection<UInt8>, limit: Int) -> Int? {
+package enum JSONShape {
+    package static func depth(of bytes: some Collection<UInt8>, limit: Int) -> Int? {
         var depth = 0, deepest = 0
         var inString = false, escaped = false
         for byte in bytes {

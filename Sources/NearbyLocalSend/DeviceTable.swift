@@ -8,8 +8,8 @@ import NearbyCore
 /// place of the oldest unconfirmed device. A device not heard from for `lifetime` is lost
 /// (LocalSend has no goodbye; a browse announces itself every few seconds so that live devices
 /// answer again).
-public struct DeviceTable: Sendable {
-    public enum Change: Sendable, Equatable {
+package struct DeviceTable: Sendable {
+    package enum Change: Sendable, Equatable {
         case found(LocalSendDevice)
         case updated(LocalSendDevice, changed: [String])
         /// The table is full: this device (and others, until some are lost) is ignored. Said once per filling.
@@ -24,23 +24,23 @@ public struct DeviceTable: Sendable {
 
     private var entries: [String: Entry] = [:]
     private var saidFull = false
-    public let capacity: Int
-    public let perAddress: Int
-    public let lifetime: Duration
-    public let ownFingerprint: String
+    package let capacity: Int
+    package let perAddress: Int
+    package let lifetime: Duration
+    package let ownFingerprint: String
 
-    public init(ownFingerprint: String, capacity: Int = LocalSendLimits.devices, perAddress: Int = 8, lifetime: Duration = .seconds(35)) {
+    package init(ownFingerprint: String, capacity: Int = LocalSendLimits.devices, perAddress: Int = 8, lifetime: Duration = .seconds(35)) {
         self.ownFingerprint = ownFingerprint.uppercased()
         self.capacity = capacity
         self.perAddress = max(1, perAddress)
         self.lifetime = lifetime
     }
 
-    public var count: Int { entries.count }
-    public var devices: [LocalSendDevice] { entries.values.map(\.device).sorted { $0.id < $1.id } }
+    package var count: Int { entries.count }
+    package var devices: [LocalSendDevice] { entries.values.map(\.device).sorted { $0.id < $1.id } }
 
     /// A device was heard. Nil when there is nothing to report (ourselves, or nothing changed).
-    public mutating func heard(_ device: LocalSendDevice, confirmed: Bool = false, at now: ContinuousClock.Instant) -> Change? {
+    package mutating func heard(_ device: LocalSendDevice, confirmed: Bool = false, at now: ContinuousClock.Instant) -> Change? {
         let key = device.fingerprint.uppercased()
         guard key != ownFingerprint else { return nil }
         if var entry = entries[key] {
@@ -88,7 +88,7 @@ public struct DeviceTable: Sendable {
     }
 
     /// The devices not heard from for `lifetime`, removed.
-    public mutating func expire(at now: ContinuousClock.Instant) -> [LocalSendDevice] {
+    package mutating func expire(at now: ContinuousClock.Instant) -> [LocalSendDevice] {
         let gone = entries.filter { now - $0.value.lastHeard > lifetime }
         for key in gone.keys { entries[key] = nil }
         if !gone.isEmpty, entries.count < capacity { saidFull = false }
@@ -100,28 +100,28 @@ public struct DeviceTable: Sendable {
 /// address per `interval`, at most `perSecond` answers in all, and an address whose register
 /// failed is left alone for `backoff` — so forged announcements naming another host make this
 /// node no reflector: a handful of connection attempts to that host, not one per datagram.
-public struct ReplyGate: Sendable {
+package struct ReplyGate: Sendable {
     private var last: [String: ContinuousClock.Instant] = [:]
     private var windowStart: ContinuousClock.Instant?
     private var inWindow = 0
-    public let interval: Duration
-    public let perSecond: Int
+    package let interval: Duration
+    package let perSecond: Int
 
-    public let backoff: Duration
+    package let backoff: Duration
 
-    public init(interval: Duration = .seconds(1), perSecond: Int = 8, backoff: Duration = .seconds(30)) {
+    package init(interval: Duration = .seconds(1), perSecond: Int = 8, backoff: Duration = .seconds(30)) {
         self.interval = interval
         self.perSecond = perSecond
         self.backoff = backoff
     }
 
     /// The register to `address` failed: it is not tried again for `backoff`.
-    public mutating func failed(_ address: String, at now: ContinuousClock.Instant) {
+    package mutating func failed(_ address: String, at now: ContinuousClock.Instant) {
         last[address] = now + backoff - interval
     }
 
     /// Whether to register with `address` now (the announcement's source address).
-    public mutating func allows(_ address: String, at now: ContinuousClock.Instant) -> Bool {
+    package mutating func allows(_ address: String, at now: ContinuousClock.Instant) -> Bool {
         let fingerprint = address
         if let start = windowStart, now - start < .seconds(1) {
             guard inWindow < perSecond else { return false }

@@ -6,8 +6,8 @@ import Synchronization
 /// announcements — `POST /register` to the announcer, else a UDP answer to the group — and keep the
 /// devices heard in a `DeviceTable`. Announcing again every `announceEvery` makes live devices
 /// answer again, which is how a device that went away is noticed (LocalSend has no goodbye).
-public struct LocalSendDiscovery: Sendable {
-    public enum Sighting: Sendable, Equatable {
+package struct LocalSendDiscovery: Sendable {
+    package enum Sighting: Sendable, Equatable {
         case found(LocalSendDevice)
         case updated(LocalSendDevice, changed: [String])
         case lost(LocalSendDevice)
@@ -15,15 +15,15 @@ public struct LocalSendDiscovery: Sendable {
         case full(LocalSendDevice)
     }
 
-    public let identity: LocalSendIdentity
+    package let identity: LocalSendIdentity
     /// What we say about ourselves (`announce` is set per message).
-    public private(set) var me: DeviceMessage
+    package private(set) var me: DeviceMessage
     let http: LocalSendHTTP?
-    public var announceEvery: Duration = .seconds(10)
+    package var announceEvery: Duration = .seconds(10)
     /// Registers sent at once at most; more announcements meanwhile get the UDP answer.
     static let registersInFlight = 4
 
-    public init(identity: LocalSendIdentity, alias: String, port: Int, http: LocalSendHTTP?) {
+    package init(identity: LocalSendIdentity, alias: String, port: Int, http: LocalSendHTTP?) {
         self.identity = identity
         me = DeviceMessage(
             alias: alias, deviceModel: "nearby", deviceType: "headless", fingerprint: identity.fingerprint, port: port,
@@ -32,7 +32,7 @@ public struct LocalSendDiscovery: Sendable {
     }
 
     /// The same, announcing `port` (where its `registrations` server listens).
-    public func announcing(port: Int) -> LocalSendDiscovery {
+    package func announcing(port: Int) -> LocalSendDiscovery {
         var copy = self
         copy.me.port = port
         return copy
@@ -50,7 +50,7 @@ public struct LocalSendDiscovery: Sendable {
     /// also sweeps the local /24 once (`scan(_:)`), for devices whose multicast does not reach us.
     /// `registrations`: a server on the port `me` announces, where devices answer our announcement
     /// with `POST /register` (`RegisterRoutes`; the official apps answer no other way).
-    public func run(
+    package func run(
         _ link: MulticastLink, scan: Bool = false, registrations: LocalSendServer? = nil,
         report: @escaping @Sendable (Sighting) -> Bool
     ) async {

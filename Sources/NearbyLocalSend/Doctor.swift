@@ -7,18 +7,18 @@ import NearbyCore
 /// order: the multicast group joined (on which interfaces), TCP 53317 free or taken, devices
 /// answering our announcement; with PEER: the device found, its `/info` answering, and the
 /// certificate it shows hashing to the fingerprint it announced.
-public struct LocalSendDoctor: Sendable {
+package struct LocalSendDoctor: Sendable {
     let discovery: LocalSendDiscovery
     let http: LocalSendHTTP
 
-    public init(discovery: LocalSendDiscovery, http: LocalSendHTTP) {
+    package init(discovery: LocalSendDiscovery, http: LocalSendHTTP) {
         self.discovery = discovery
         self.http = http
     }
 
     static let routeHint = "LocalSend devices announce to 224.0.0.167 by the routing table: this host and theirs need a route for 224.0.0.0/4 (or a default route) on the shared link, and the Wi-Fi must not isolate clients"
 
-    public func run(peer: String?, within limit: Duration, record: @Sendable (DoctorCheck) -> Void) async {
+    package func run(peer: String?, within limit: Duration, record: @Sendable (DoctorCheck) -> Void) async {
         let link: MulticastLink
         do {
             link = try await MulticastLink.open()

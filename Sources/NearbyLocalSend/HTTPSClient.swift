@@ -11,22 +11,22 @@ import Synchronization
 /// NIOSSL's TLS: no hand-written parser). The certificate it shows must hash to the fingerprint
 /// we expect, when we expect one; otherwise the connection is refused before a byte of ours is
 /// sent. Answers larger than `LocalSendLimits.jsonBodyBytes` are cut off with an error.
-public struct LocalSendHTTP: Sendable {
-    public struct Response: Sendable {
-        public var status: Int
-        public var body: [UInt8]
+package struct LocalSendHTTP: Sendable {
+    package struct Response: Sendable {
+        package var status: Int
+        package var body: [UInt8]
         /// The fingerprint of the certificate the device showed (nil over plain HTTP).
-        public var fingerprint: String?
+        package var fingerprint: String?
     }
 
     /// What a request sends: nothing, JSON, or a file read in chunks (`sent` told the bytes written so far).
-    public enum Body: Sendable {
+    package enum Body: Sendable {
         case none
         case json([UInt8])
         case file(path: String, size: UInt64, sent: @Sendable (UInt64) -> Void)
     }
 
-    public enum Failure: Error, Sendable {
+    package enum Failure: Error, Sendable {
         /// The certificate's SHA-256 is not the fingerprint the device announced.
         case fingerprintMismatch(expected: String, got: String)
         case timedOut(String)
@@ -39,7 +39,7 @@ public struct LocalSendHTTP: Sendable {
 
     /// Client TLS: any self-signed certificate, checked by fingerprint (`certificateVerification`
     /// must not be `.none`, or the callback never runs); an empty trust store so no CA bundle matters.
-    public init(identity: LocalSendIdentity) throws {
+    package init(identity: LocalSendIdentity) throws {
         var configuration = TLSConfiguration.makeClientConfiguration()
         configuration.minimumTLSVersion = .tlsv12
         configuration.certificateVerification = .noHostnameVerification
@@ -58,7 +58,7 @@ public struct LocalSendHTTP: Sendable {
     /// `progress`: the deadline of several requests sent at once (a session's uploads), pushed back
     /// by each one's bytes: a request the device has not taken up yet (a receiver that serves one
     /// connection at a time) waits for its TLS handshake as long as a sibling makes progress.
-    public func request(
+    package func request(
         host: String, port: Int, https: Bool, method: HTTPMethod, path: String, body: Body,
         expectedFingerprint: String?, timeout: Duration, idle: Duration = .seconds(30), progress: Watchdog? = nil
     ) async throws(Failure) -> Response {
@@ -241,7 +241,7 @@ public struct LocalSendHTTP: Sendable {
 
 /// A deadline that can be pushed back: `expired()` returns once `arm`'s last span passed without
 /// another `arm` (an idle timeout), or when the task is cancelled.
-public final class Watchdog: Sendable {
+package final class Watchdog: Sendable {
     private let state = Mutex<(deadline: ContinuousClock.Instant?, span: Duration?)>((nil, nil))
 
     func arm(_ span: Duration) { state.withLock { $0 = (.now + span, span) } }

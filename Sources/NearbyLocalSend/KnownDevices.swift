@@ -7,12 +7,12 @@ import Synchronization
 /// known alias that comes with another fingerprint is refused loudly. This is weaker than nearby's
 /// pinning: a LocalSend sender's fingerprint is a claim in its request (senders show no
 /// certificate), so it catches a careless impostor, not a careful one (docs/security.md).
-public final class LocalSendKnownDevices: Sendable {
-    public let path: String
+package final class LocalSendKnownDevices: Sendable {
+    package let path: String
     private let pins = Mutex<[String: String]?>(nil)
     static let maxEntries = 4096
 
-    public init(paths: NearbyPaths) { path = paths.home + "/localsend_known" }
+    package init(paths: NearbyPaths) { path = paths.home + "/localsend_known" }
 
     private func loaded(_ pins: inout [String: String]?) -> [String: String] {
         if let pins { return pins }
@@ -28,7 +28,7 @@ public final class LocalSendKnownDevices: Sendable {
     }
 
     /// Nil when the alias is new or came with this fingerprint before; else the sentence to show.
-    public func check(alias: String, fingerprint: String) -> String? {
+    package func check(alias: String, fingerprint: String) -> String? {
         pins.withLock { pins in
             guard let pinned = loaded(&pins)[alias], pinned != fingerprint.uppercased() else { return nil }
             return "LOCALSEND FINGERPRINT CHANGED: '\(alias)' came with fingerprint \(pinned) before and \(fingerprint.uppercased()) now; someone may be using its name. If that device really was reinstalled, remove its line from \(path)"
@@ -36,13 +36,13 @@ public final class LocalSendKnownDevices: Sendable {
     }
 
     /// Whether a sender with this fingerprint had a transfer accepted before (any alias).
-    public func knows(fingerprint: String) -> Bool {
+    package func knows(fingerprint: String) -> Bool {
         let wanted = fingerprint.uppercased()
         return pins.withLock { pins in loaded(&pins).values.contains(wanted) }
     }
 
     /// Pins the alias to the fingerprint (first accepted transfer only).
-    public func remember(alias: String, fingerprint: String) {
+    package func remember(alias: String, fingerprint: String) {
         pins.withLock { pins in
             var table = loaded(&pins)
             guard table[alias] == nil, table.count < Self.maxEntries, !alias.contains("\n") else { return }

@@ -13,14 +13,14 @@ import Darwin
 /// What this machine shows LocalSend devices: a self-signed certificate whose SHA-256 (of its DER
 /// bytes, UPPERCASE hex, as the official app writes it) is the fingerprint LocalSend announces. Its own key, not the nearby
 /// identity's: LocalSend's weaker model never gets to sign with the key nearby sessions trust.
-public struct LocalSendIdentity: Sendable {
-    public let certificatePEM: String
-    public let privateKeyPEM: String
-    public let fingerprint: String
-    public let created: Date
+package struct LocalSendIdentity: Sendable {
+    package let certificatePEM: String
+    package let privateKeyPEM: String
+    package let fingerprint: String
+    package let created: Date
 
     /// The certificate as DER bytes, for TLS.
-    public var certificateDER: [UInt8] { Self.der(ofPEM: certificatePEM) ?? [] }
+    package var certificateDER: [UInt8] { Self.der(ofPEM: certificatePEM) ?? [] }
 
     static func der(ofPEM pem: String) -> [UInt8]? {
         try? NIOSSLCertificate(bytes: Array(pem.utf8), format: .pem).toDERBytes()
@@ -30,12 +30,12 @@ public struct LocalSendIdentity: Sendable {
     /// app computes it (`fingerprint_from_cert_der` in localsend/localsend `packages/core`). Peers
     /// that follow it compare fingerprints as written; nearby compares every one it reads without
     /// regard to case (`sameFingerprint`).
-    public static func fingerprint(ofDER der: some DataProtocol) -> String {
+    package static func fingerprint(ofDER der: some DataProtocol) -> String {
         Hex.encode(SHA256.hash(data: der)).uppercased()
     }
 
     /// Whether two fingerprints are the same, whatever the case of their hex digits.
-    public static func sameFingerprint(_ a: String, _ b: String) -> Bool { a.uppercased() == b.uppercased() }
+    package static func sameFingerprint(_ a: String, _ b: String) -> Bool { a.uppercased() == b.uppercased() }
 
     /// A new key and certificate (ten years, as LocalSend's own).
     static func make(now: Date = Date()) throws -> LocalSendIdentity {
@@ -57,11 +57,11 @@ public struct LocalSendIdentity: Sendable {
 /// Keeps the LocalSend identity in `$NEARBY_HOME/localsend.json` (mode 0600), beside nearby's own
 /// identity: made once, atomically (a private temporary file `link(2)`ed to the final name, so two
 /// first runs agree on one), then reused, so devices remember this machine by the same fingerprint.
-public struct LocalSendIdentityStore: Sendable {
-    public let path: String
+package struct LocalSendIdentityStore: Sendable {
+    package let path: String
     static let fileVersion = 1
 
-    public init(paths: NearbyPaths) { path = paths.home + "/localsend.json" }
+    package init(paths: NearbyPaths) { path = paths.home + "/localsend.json" }
 
     struct File: Codable {
         var version: Int
@@ -71,7 +71,7 @@ public struct LocalSendIdentityStore: Sendable {
         var created: Date
     }
 
-    public func load() throws(NearbyError) -> LocalSendIdentity? {
+    package func load() throws(NearbyError) -> LocalSendIdentity? {
         guard let data = try IdentityStore.read(path) else { return nil }
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
@@ -90,7 +90,7 @@ public struct LocalSendIdentityStore: Sendable {
             certificatePEM: file.certificate, privateKeyPEM: file.privateKey, fingerprint: fingerprint, created: file.created)
     }
 
-    public func loadOrCreate() throws(NearbyError) -> LocalSendIdentity {
+    package func loadOrCreate() throws(NearbyError) -> LocalSendIdentity {
         if let identity = try load() { return identity }
         let made: LocalSendIdentity
         do { made = try LocalSendIdentity.make() } catch {

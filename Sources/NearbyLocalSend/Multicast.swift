@@ -13,20 +13,20 @@ import Darwin
 /// interface so an announcement leaves on each of them, not only on the default route's.
 /// Datagrams larger than `LocalSendLimits.datagramBytes` are dropped unread; what waits for the
 /// reader is bounded (the newest `queued`, older ones dropped).
-public final class MulticastLink: Sendable {
-    public struct Datagram: Sendable {
-        public var bytes: [UInt8]
-        public var host: String
-        public var interface: String?
+package final class MulticastLink: Sendable {
+    package struct Datagram: Sendable {
+        package var bytes: [UInt8]
+        package var host: String
+        package var interface: String?
     }
 
-    public struct Joined: Sendable, Equatable {
-        public var interface: String
-        public var address: String
+    package struct Joined: Sendable, Equatable {
+        package var interface: String
+        package var address: String
     }
 
-    public let datagrams: AsyncStream<Datagram>
-    public let joined: [Joined]
+    package let datagrams: AsyncStream<Datagram>
+    package let joined: [Joined]
     private let listener: any Channel
     private let senders: [any Channel]
     private let group: SocketAddress
@@ -52,7 +52,7 @@ public final class MulticastLink: Sendable {
     }
 
     /// Binds, joins and starts listening. `port` is LocalSend's (53317), other values for tests.
-    public static func open(port: Int = LocalSendDefaults.port, group: String = LocalSendDefaults.multicastGroup) async throws(NearbyError) -> MulticastLink {
+    package static func open(port: Int = LocalSendDefaults.port, group: String = LocalSendDefaults.multicastGroup) async throws(NearbyError) -> MulticastLink {
         let loop = MultiThreadedEventLoopGroup.singleton
         let (stream, continuation) = AsyncStream.makeStream(of: Datagram.self, bufferingPolicy: .bufferingNewest(queued))
         let names = Dictionary(interfaces().map { ($0.interfaceIndex, $0.name) }, uniquingKeysWith: { first, _ in first })
@@ -100,14 +100,14 @@ public final class MulticastLink: Sendable {
     }
 
     /// Sends `bytes` to the group on every joined interface.
-    public func announce(_ bytes: [UInt8]) {
+    package func announce(_ bytes: [UInt8]) {
         for sender in senders {
             let buffer = sender.allocator.buffer(bytes: bytes)
             sender.writeAndFlush(AddressedEnvelope(remoteAddress: group, data: buffer), promise: nil)
         }
     }
 
-    public func close() {
+    package func close() {
         listener.close(promise: nil)
         for sender in senders { sender.close(promise: nil) }
     }

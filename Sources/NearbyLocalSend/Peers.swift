@@ -3,15 +3,15 @@ import Synchronization
 
 /// Where a send goes: a device found by discovery (its fingerprint known from its announcement),
 /// or an address given as `HOST:PORT` / `HOST` (its fingerprint learnt from the certificate it shows).
-public struct LocalSendTarget: Sendable {
-    public var host: String
-    public var port: Int
-    public var https: Bool
+package struct LocalSendTarget: Sendable {
+    package var host: String
+    package var port: Int
+    package var https: Bool
     /// Nil until known: an address given by hand shows its certificate first.
-    public var fingerprint: String?
-    public var ref: PeerRef
+    package var fingerprint: String?
+    package var ref: PeerRef
 
-    public init(_ device: LocalSendDevice) {
+    package init(_ device: LocalSendDevice) {
         host = device.host
         port = device.port
         https = device.https
@@ -19,7 +19,7 @@ public struct LocalSendTarget: Sendable {
         ref = device.ref
     }
 
-    public init(host: String, port: Int) {
+    package init(host: String, port: Int) {
         self.host = host
         self.port = port
         https = true
@@ -30,7 +30,7 @@ public struct LocalSendTarget: Sendable {
     /// An address given by hand, asked who it is (`GET /info`): its alias, and the fingerprint of
     /// the certificate it shows, which every later request of the transfer must show again. When
     /// it does not answer, the address as it is (the transfer's own requests will say why).
-    public static func asking(host: String, port: Int, http: LocalSendHTTP) async -> LocalSendTarget {
+    package static func asking(host: String, port: Int, http: LocalSendHTTP) async -> LocalSendTarget {
         var target = LocalSendTarget(host: host, port: port)
         guard let response = try? await http.request(
             host: host, port: port, https: true, method: .GET, path: LocalSendDefaults.apiPrefix + "/info", body: .none,
@@ -45,7 +45,7 @@ public struct LocalSendTarget: Sendable {
     }
 
     /// `HOST:PORT`, `[V6]:PORT` or a bare IPv4 address; nil for anything else (a name or ID).
-    public static func address(_ peer: String) -> (host: String, port: Int)? {
+    package static func address(_ peer: String) -> (host: String, port: Int)? {
         if peer.hasPrefix("["), let close = peer.firstIndex(of: "]") {
             let host = String(peer[peer.index(after: peer.startIndex)..<close])
             let rest = peer[peer.index(after: close)...]
@@ -66,7 +66,7 @@ public struct LocalSendTarget: Sendable {
 extension LocalSendDiscovery {
     /// Looks for the device `query` names (ID, ID prefix or alias) until `timeout`. Two devices
     /// with that alias are refused with both listed.
-    public func find(_ query: String, link: MulticastLink, registrations: LocalSendServer? = nil, timeout: Duration) async throws(NearbyError) -> LocalSendDevice {
+    package func find(_ query: String, link: MulticastLink, registrations: LocalSendServer? = nil, timeout: Duration) async throws(NearbyError) -> LocalSendDevice {
         let state = Locked<(found: LocalSendDevice?, seen: [LocalSendDevice])>((nil, []))
         // Until found, or the deadline (the core's race).
         _ = await firstResult(within: timeout) {

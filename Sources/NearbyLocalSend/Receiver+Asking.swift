@@ -6,7 +6,7 @@ import NearbyCore
 /// answers it through the node's control socket (`LocalSendControl`). Unanswered, it is declined
 /// after `LocalSendReceiver.askFor`; at most `maxAsked` wait at once.
 extension LocalSendReceiver {
-    public static let askFor: Duration = .seconds(60)
+    package static let askFor: Duration = .seconds(60)
     static let maxAsked = 8
 
     struct Asked: Sendable {
@@ -32,7 +32,7 @@ extension LocalSendReceiver {
     }
 
     /// What an answer did, for the client that gave it: the event line, or why nothing was answered.
-    public enum Answered: Sendable {
+    package enum Answered: Sendable {
         case line(String)
         case failure(NearbyError)
     }
@@ -71,7 +71,7 @@ extension LocalSendReceiver {
 
     /// The answer of `nearby accept [QUERY] [--decline]`: the waiting transfer QUERY names (its
     /// invitation ID, or the sender's alias or ID prefix), else the oldest; none waiting: the next.
-    public func answer(query: String?, accept: Bool, token: Int) async -> Answered {
+    package func answer(query: String?, accept: Bool, token: Int) async -> Answered {
         let index = asking.firstIndex { entry in
             entry.decided == nil && (query.map { entry.asked.id == $0 || entry.asked.device.matches($0) } ?? true)
         }
@@ -121,7 +121,7 @@ extension LocalSendReceiver {
     }
 
     /// The client of `token` is gone (Ctrl-C): it no longer waits for the next transfer.
-    public nonisolated func forget(_ token: Int) {
+    package nonisolated func forget(_ token: Int) {
         let gone = answerers.withLock { state -> CheckedContinuation<Answered, Never>? in
             guard let index = state.waiting.firstIndex(where: { $0.token == token }) else {
                 if state.forgotten.count >= 256 { state.forgotten.removeAll() }

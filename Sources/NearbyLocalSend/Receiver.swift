@@ -3,21 +3,21 @@ import NIOHTTP1
 import NearbyCore
 
 /// Who may send us what: nearby's consent rules, for LocalSend senders.
-public struct LocalSendPolicy: Sendable {
+package struct LocalSendPolicy: Sendable {
     /// Nil: every file offer is refused (`--save-dir` not given).
-    public var saveDirectory: String?
-    public var pin: String?
-    public var autoAccept = false
+    package var saveDirectory: String?
+    package var pin: String?
+    package var autoAccept = false
     /// Aliases or ID prefixes whose transfers are accepted.
-    public var acceptFrom: [String] = []
+    package var acceptFrom: [String] = []
     /// `accept --localsend`: the first transfer (from `acceptFrom` when given) is accepted, then the command ends.
-    public var acceptFirst = false
+    package var acceptFirst = false
     /// `accept --localsend --decline`: the first transfer is declined.
-    public var declineFirst = false
+    package var declineFirst = false
     /// Files one request may offer.
-    public var maxFiles = 1000
+    package var maxFiles = 1000
 
-    public init(saveDirectory: String?, pin: String?) {
+    package init(saveDirectory: String?, pin: String?) {
         self.saveDirectory = saveDirectory
         self.pin = pin
     }
@@ -28,7 +28,7 @@ public struct LocalSendPolicy: Sendable {
 /// ends it. Senders on different addresses are served at once, each session on its own account
 /// (`LocalSendSessions`: one per address, a floor rate, the strangers' quota); `ended` tells a
 /// node-less `accept` how its transfer went.
-public actor LocalSendReceiver {
+package actor LocalSendReceiver {
     struct Offered: Sendable {
         var id: String
         var token: String
@@ -77,10 +77,10 @@ public actor LocalSendReceiver {
     private var wrongPINs: [String: (count: Int, since: ContinuousClock.Instant)] = [:]
     /// A transfer was answered (accepted or declined) by the policy or a person.
     var hasAnswered: Bool { answered }
-    public nonisolated let ended: AsyncStream<NearbyError?>
+    package nonisolated let ended: AsyncStream<NearbyError?>
     private let endedFeed: AsyncStream<NearbyError?>.Continuation
 
-    public init(
+    package init(
         me: DeviceMessage, policy: LocalSendPolicy, events: any EventSink, known: LocalSendKnownDevices,
         partials: PartialFiles = PartialFiles(limits: .from(environment: ProcessInfo.processInfo.environment))
     ) {
@@ -94,7 +94,7 @@ public actor LocalSendReceiver {
         (ended, endedFeed) = AsyncStream.makeStream(of: NearbyError?.self, bufferingPolicy: .bufferingNewest(1))
     }
 
-    public func handle(_ request: LocalSendRequest, body: BodyReader) async -> LocalSendAnswer {
+    package func handle(_ request: LocalSendRequest, body: BodyReader) async -> LocalSendAnswer {
         let prefix = LocalSendDefaults.apiPrefix
         do {
             switch (request.method, request.path) {

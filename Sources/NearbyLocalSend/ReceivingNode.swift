@@ -5,14 +5,14 @@ import NearbyCore
 /// announced and said), discovery announcing that port and answering others, and the policy's
 /// decisions. `advertise --localsend` runs it until interrupted; `accept --localsend` until its
 /// first transfer ends (`untilFirstTransfer`).
-public struct LocalSendReceivingNode: Sendable {
-    public let identity: LocalSendIdentity
-    public let alias: String
-    public let policy: LocalSendPolicy
-    public let known: LocalSendKnownDevices
-    public let events: any EventSink
+package struct LocalSendReceivingNode: Sendable {
+    package let identity: LocalSendIdentity
+    package let alias: String
+    package let policy: LocalSendPolicy
+    package let known: LocalSendKnownDevices
+    package let events: any EventSink
 
-    public init(identity: LocalSendIdentity, alias: String, policy: LocalSendPolicy, known: LocalSendKnownDevices, events: any EventSink) {
+    package init(identity: LocalSendIdentity, alias: String, policy: LocalSendPolicy, known: LocalSendKnownDevices, events: any EventSink) {
         self.identity = identity
         self.alias = alias
         self.policy = policy
@@ -25,7 +25,7 @@ public struct LocalSendReceivingNode: Sendable {
     /// `control`: where `nearby accept --localsend` from another shell reaches this node (advertise
     /// only); it also holds the lock that keeps a second one of this identity from starting.
     /// `firstTransferWithin`: no transfer answered in that time ends it with that error (`accept --timeout`).
-    public func run(
+    package func run(
         port: Int = LocalSendDefaults.port, untilFirstTransfer: Bool, control: NodeAddress? = nil,
         firstTransferWithin: (Duration, NearbyError)? = nil
     ) async throws(NearbyError) -> NearbyError? {

@@ -3,7 +3,7 @@ import NearbyCore
 
 /// What a `LocalSendServer` answers with: the receiving node's routes (`LocalSendReceiver`), or
 /// only discovery's (`RegisterRoutes`) while browsing.
-public protocol LocalSendRoutes: Sendable {
+package protocol LocalSendRoutes: Sendable {
     func handle(_ request: LocalSendRequest, body: BodyReader) async -> LocalSendAnswer
     /// A sender whose certificate has this fingerprint is known (pinned): its connections are not
     /// counted as a stranger's (`Admission`).
@@ -11,11 +11,11 @@ public protocol LocalSendRoutes: Sendable {
 }
 
 extension LocalSendRoutes {
-    public func knows(fingerprint: String) async -> Bool { false }
+    package func knows(fingerprint: String) async -> Bool { false }
 }
 
 extension LocalSendReceiver: LocalSendRoutes {
-    public nonisolated func knows(fingerprint: String) async -> Bool { known.knows(fingerprint: fingerprint) }
+    package nonisolated func knows(fingerprint: String) async -> Bool { known.knows(fingerprint: fingerprint) }
 }
 
 /// The routes a browsing command serves (browse, send, doctor): official LocalSend apps (1.18 on)

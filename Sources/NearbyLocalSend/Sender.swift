@@ -9,12 +9,12 @@ import Synchronization
 /// each file's SHA-256, then one `upload` per file the device accepted, `cancel` when interrupted.
 /// The device's answers become nearby's outcomes: 403 declined (exit 3), 401 a PIN, 409 busy,
 /// 429 too many requests, no answer in time (exit 4).
-public struct LocalSendSender: Sendable {
+package struct LocalSendSender: Sendable {
     let http: LocalSendHTTP
     let me: DeviceMessage
     let events: any EventSink
 
-    public init(http: LocalSendHTTP, me: DeviceMessage, events: any EventSink) {
+    package init(http: LocalSendHTTP, me: DeviceMessage, events: any EventSink) {
         self.http = http
         var me = me
         me.announce = nil
@@ -40,7 +40,7 @@ public struct LocalSendSender: Sendable {
 
     /// The files, offered, accepted and uploaded (`parallelUploads` at once). `timeout` bounds the wait
     /// for the device's answer (a person decides on the other side).
-    public func sendFiles(_ files: [OutgoingFile], to target: LocalSendTarget, pin: String?, timeout: Duration) async throws(NearbyError) {
+    package func sendFiles(_ files: [OutgoingFile], to target: LocalSendTarget, pin: String?, timeout: Duration) async throws(NearbyError) {
         var offers: [Offer] = []
         for (index, file) in files.enumerated() {
             offers.append(Offer(id: "f\(index + 1)", file: file, sha256: try await Self.sha256(of: file)))
@@ -80,7 +80,7 @@ public struct LocalSendSender: Sendable {
 
     /// A text, the way LocalSend apps send one: a `text/plain` file whose preview is the text. A
     /// device that shows it from the preview answers 204; one that wants it uploaded gets it.
-    public func sendText(_ text: String, to target: LocalSendTarget, pin: String?, timeout: Duration) async throws(NearbyError) {
+    package func sendText(_ text: String, to target: LocalSendTarget, pin: String?, timeout: Duration) async throws(NearbyError) {
         let bytes = Array(text.utf8)
         let sha = Hex.encode(SHA256.hash(data: bytes))
         let body = Self.prepareBody(info: me, offers: [("t1", "message.txt", UInt64(bytes.count), sha, "text/plain", text)])

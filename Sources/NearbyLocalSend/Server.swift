@@ -17,12 +17,12 @@ import Darwin
 /// core's `Admission`, as nearby's links are (caps per address and in all, the oldest idle
 /// stranger's connection evicted for a newcomer, a handshake and an idle deadline), and a sender
 /// whose certificate is known gives its place back. What the routes decide is `LocalSendReceiver`'s.
-public struct LocalSendServer: Sendable {
+package struct LocalSendServer: Sendable {
     /// Strangers' connections: 64 in all, 8 from one address, 10 s to the first request, 30 s idle
     /// (`NEARBY_LOCALSEND_TOTAL`, `_PER_ADDRESS`, `_HANDSHAKE_MS`, `_IDLE_MS` for tests).
-    public static let admissionLimits = Admission.Limits(total: 64, perAddress: 8, handshake: .seconds(10), idle: .seconds(30))
+    package static let admissionLimits = Admission.Limits(total: 64, perAddress: 8, handshake: .seconds(10), idle: .seconds(30))
         .with(prefix: "LOCALSEND")
-    public static let maxURIBytes = 4096
+    package static let maxURIBytes = 4096
 
     /// A connection accepted, with its place among the strangers' connections (nil: over a cap,
     /// closed already). Refused connections are handed on rather than failed in the initializer:
@@ -38,15 +38,15 @@ public struct LocalSendServer: Sendable {
     /// is simply closed, where an unused `NIOAsyncChannel` would trap on deinit.
     let channel: NIOAsyncChannel<Admitted, Never>
     /// The port we listen on: 53317 unless it was taken.
-    public let port: Int
+    package let port: Int
     /// 53317 was taken, so `port` is another one.
-    public let moved: Bool
+    package let moved: Bool
     /// Requests being answered now: `accept --localsend` ends once the answer that ended its
     /// transfer has gone out (`settled`).
     let answering = Locked(0)
 
     /// Waits (at most `limit`) until no request is being answered.
-    public func settled(within limit: Duration = .seconds(2)) async {
+    package func settled(within limit: Duration = .seconds(2)) async {
         let deadline = ContinuousClock.now + limit
         while answering.withLock({ $0 }) > 0, ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(10))
@@ -54,7 +54,7 @@ public struct LocalSendServer: Sendable {
     }
 
     /// Listens on `port` (LocalSend's own by default), else on any free port.
-    public static func bind(
+    package static func bind(
         identity: LocalSendIdentity, port: Int = LocalSendDefaults.port, admission: Admission = Admission(limits: admissionLimits)
     ) async throws(NearbyError) -> LocalSendServer {
         let tls: NIOSSLContext
@@ -121,7 +121,7 @@ public struct LocalSendServer: Sendable {
     }
 
     /// Serves until cancelled, each connection (admitted by `Admission` when accepted) in its own child task.
-    public func run(_ receiver: some LocalSendRoutes) async {
+    package func run(_ receiver: some LocalSendRoutes) async {
         try? await channel.executeThenClose { connections in
             try await withThrowingDiscardingTaskGroup { group in
                 for try await admitted in connections {
@@ -256,14 +256,14 @@ public struct LocalSendServer: Sendable {
 }
 
 /// A request as the routes see it: method, path, query and who sent it.
-public struct LocalSendRequest: Sendable {
-    public var method: HTTPMethod
-    public var path: String
-    public var query: [String: String]
-    public var host: String
-    public var contentLength: Int?
+package struct LocalSendRequest: Sendable {
+    package var method: HTTPMethod
+    package var path: String
+    package var query: [String: String]
+    package var host: String
+    package var contentLength: Int?
     /// The fingerprint of the TLS certificate the sender showed (uppercase hex), nil when it showed none.
-    public var clientFingerprint: String?
+    package var clientFingerprint: String?
 
     init(head: HTTPRequestHead, host: String) {
         method = head.method
@@ -282,7 +282,7 @@ public struct LocalSendRequest: Sendable {
         contentLength = head.headers.first(name: "Content-Length").flatMap { Int($0) }
     }
 
-    public init(
+    package init(
         method: HTTPMethod, path: String, query: [String: String] = [:], host: String = "10.0.0.9", contentLength: Int? = nil,
         clientFingerprint: String? = nil
     ) {
@@ -296,13 +296,13 @@ public struct LocalSendRequest: Sendable {
 }
 
 /// An answer: a status and a JSON body (empty for none).
-public struct LocalSendAnswer: Sendable, Equatable {
-    public var status: Int
-    public var body: [UInt8]
+package struct LocalSendAnswer: Sendable, Equatable {
+    package var status: Int
+    package var body: [UInt8]
     /// False when the request's body was not read to its end: the connection cannot be reused.
-    public var keepAlive = true
+    package var keepAlive = true
 
-    public static func status(_ code: Int, _ message: String? = nil, keepAlive: Bool = true) -> LocalSendAnswer {
+    package static func status(_ code: Int, _ message: String? = nil, keepAlive: Bool = true) -> LocalSendAnswer {
         let body = message.map { Array(#"{"message":"#.utf8) + Array(EventEncoderQuote.quoted($0).utf8) + Array("}".utf8) } ?? []
         return LocalSendAnswer(status: code, body: body, keepAlive: keepAlive)
     }
@@ -324,19 +324,19 @@ enum EventEncoderQuote {
 }
 
 /// The body of the request being answered, part by part; a route reads it whole (bounded) or streams it.
-public struct BodyReader: Sendable {
+package struct BodyReader: Sendable {
     let next: @Sendable () async throws -> HTTPServerRequestPart?
     /// Gives the connection `span` before its idle deadline (a request whose body was read, waiting
     /// for our answer: `nearby accept` may take longer than the idle deadline).
     let hold: @Sendable (Duration) -> Void
 
-    public init(next: @escaping @Sendable () async throws -> HTTPServerRequestPart?, hold: @escaping @Sendable (Duration) -> Void = { _ in }) {
+    package init(next: @escaping @Sendable () async throws -> HTTPServerRequestPart?, hold: @escaping @Sendable (Duration) -> Void = { _ in }) {
         self.next = next
         self.hold = hold
     }
 
     /// The next chunk, or nil at the end of the body.
-    public func chunk() async throws -> ByteBuffer? {
+    package func chunk() async throws -> ByteBuffer? {
         while let part = try await next() {
             switch part {
             case let .body(buffer): return buffer
@@ -348,7 +348,7 @@ public struct BodyReader: Sendable {
     }
 
     /// The whole body, or nil when it is longer than `limit` (what was read is dropped).
-    public func whole(limit: Int) async throws -> [UInt8]? {
+    package func whole(limit: Int) async throws -> [UInt8]? {
         var bytes: [UInt8] = []
         while var buffer = try await chunk() {
             guard bytes.count + buffer.readableBytes <= limit else { return nil }

@@ -1,6 +1,6 @@
 /// A `Range: bytes=…` header against a body of `size` bytes (RFC 9110 §14): one range only, which
 /// is what a browser or a phone's download manager sends to resume. Pure.
-public enum ByteRange: Equatable, Sendable {
+package enum ByteRange: Equatable, Sendable {
     /// No Range header, or one we ignore (another unit, several ranges): the whole body, 200.
     case whole
     /// Bytes `lower..<upper`, 206.
@@ -8,7 +8,7 @@ public enum ByteRange: Equatable, Sendable {
     /// Cannot be satisfied: 416 with `Content-Range: bytes */SIZE`.
     case unsatisfiable
 
-    public static func parse(_ header: String?, size: UInt64) -> ByteRange {
+    package static func parse(_ header: String?, size: UInt64) -> ByteRange {
         guard let header, header.utf8.count <= 200 else { return .whole }
         let trimmed = header.trimmingSpaces
         guard trimmed.hasPrefix("bytes=") else { return .whole }

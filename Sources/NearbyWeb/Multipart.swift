@@ -2,8 +2,8 @@
 /// beginnings, data and ends out, never more than one part header (`maxHeaderBytes`) plus one
 /// delimiter held. A part's own `Content-Length`, when it gives one, is a bound it must keep
 /// (`partLargerThanDeclared`). `MultipartParserTests` drive it without sockets.
-public struct MultipartParser: Sendable {
-    public enum Event: Equatable, Sendable {
+package struct MultipartParser: Sendable {
+    package enum Event: Equatable, Sendable {
         /// A part begins: its form field's name and, for a file, the file name as the browser sent it
         /// (untrusted: `WebUploads` keeps only a sanitized base name).
         case begin(field: String, filename: String?)
@@ -11,7 +11,7 @@ public struct MultipartParser: Sendable {
         case end
     }
 
-    public enum Failure: Error, Equatable, Sendable {
+    package enum Failure: Error, Equatable, Sendable {
         case malformed(String)
         case headerTooLarge
         case tooManyParts
@@ -31,10 +31,10 @@ public struct MultipartParser: Sendable {
     private var declared: Int?
     private var carried = 0
 
-    public var isDone: Bool { state == .done }
+    package var isDone: Bool { state == .done }
 
     /// `boundary` from the request's Content-Type (1–70 characters, RFC 2046).
-    public init?(boundary: String, maxHeaderBytes: Int = 8192, maxParts: Int = 1000) {
+    package init?(boundary: String, maxHeaderBytes: Int = 8192, maxParts: Int = 1000) {
         guard (1...70).contains(boundary.utf8.count) else { return nil }
         delimiter = Array("\r\n--".utf8) + Array(boundary.utf8)
         self.maxHeaderBytes = maxHeaderBytes
@@ -42,7 +42,7 @@ public struct MultipartParser: Sendable {
     }
 
     /// The boundary parameter of a `multipart/form-data` Content-Type, or nil.
-    public static func boundary(ofContentType value: String?) -> String? {
+    package static func boundary(ofContentType value: String?) -> String? {
         guard let value, value.lowercased().hasPrefix("multipart/form-data") else { return nil }
         for parameter in value.split(separator: ";").dropFirst() {
             let pair = parameter.split(separator: "=", maxSplits: 1)
@@ -54,7 +54,7 @@ public struct MultipartParser: Sendable {
         return nil
     }
 
-    public mutating func feed(_ bytes: some Collection<UInt8>) throws(Failure) -> [Event] {
+    package mutating func feed(_ bytes: some Collection<UInt8>) throws(Failure) -> [Event] {
         guard state != .done else { return [] }
         pending.append(contentsOf: bytes)
         var events: [Event] = []
@@ -125,7 +125,7 @@ public struct MultipartParser: Sendable {
     }
 
     /// The body ended: every part must have ended with the closing delimiter.
-    public func finish() throws(Failure) {
+    package func finish() throws(Failure) {
         guard state == .done else { throw .malformed("the body ended inside a part") }
     }
 

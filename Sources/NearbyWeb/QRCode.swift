@@ -3,13 +3,13 @@ import CQRencode
 /// The QR code of a page's address, made by libqrencode (medium error correction), drawn for a
 /// terminal with half blocks: two rows of modules per line, dark on light with the 4-module quiet
 /// zone a phone's camera needs, so it reads on dark and light terminal themes alike.
-public struct QRCode: Sendable, Equatable {
-    public let width: Int
+package struct QRCode: Sendable, Equatable {
+    package let width: Int
     /// Row by row, true for a dark module.
-    public let modules: [Bool]
+    package let modules: [Bool]
 
     /// Nil when libqrencode cannot encode `text` (too long for a QR code).
-    public init?(_ text: String) {
+    package init?(_ text: String) {
         guard let code = text.withCString({ QRcode_encodeString($0, 0, QR_ECLEVEL_M, QR_MODE_8, 1) }) else { return nil }
         defer { QRcode_free(code) }
         let width = Int(code.pointee.width)
@@ -18,14 +18,14 @@ public struct QRCode: Sendable, Equatable {
         modules = (0..<(width * width)).map { data[$0] & 1 == 1 }
     }
 
-    public func isDark(_ row: Int, _ column: Int) -> Bool {
+    package func isDark(_ row: Int, _ column: Int) -> Bool {
         guard row >= 0, row < width, column >= 0, column < width else { return false }
         return modules[row * width + column]
     }
 
     /// The lines to print: light is a full block (the terminal's foreground), dark a space, so the
     /// code shows as dark modules on a light square whatever the theme.
-    public func terminalLines(quietZone: Int = 4) -> [String] {
+    package func terminalLines(quietZone: Int = 4) -> [String] {
         var lines: [String] = []
         var row = -quietZone
         while row < width + quietZone {

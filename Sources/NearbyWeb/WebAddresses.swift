@@ -3,8 +3,8 @@ import NIOCore
 /// The page's addresses: one URL per IPv4 address of this host's interfaces that are up and not
 /// loopback (what a phone on the same LAN can reach), then IPv6 global ones; loopback only when
 /// there is nothing else. `NEARBY_WEB_HOST` names the one address to give instead.
-public enum WebAddresses {
-    public static func urls(port: Int, token: WebToken, environment: [String: String]) -> [String] {
+package enum WebAddresses {
+    package static func urls(port: Int, token: WebToken, environment: [String: String]) -> [String] {
         if let host = environment["NEARBY_WEB_HOST"], !host.isEmpty { return [url(host, port, token)] }
         var v4: [String] = []
         var v6: [String] = []

@@ -7,21 +7,21 @@ import Synchronization
 /// before it is read (a `Content-Length` is required, at most `maxBody`), parsed as it streams
 /// (`MultipartParser`: part headers bounded, parts counted), and each file part lands through
 /// `WebReceiving` (the node's receive-to-disk path). `received` yields each file placed.
-public final class WebDropBox: WebSite {
-    public let token: WebToken
-    public let device: String
+package final class WebDropBox: WebSite {
+    package let token: WebToken
+    package let device: String
     let receiving: any WebReceiving
     let maxBody: UInt64
     let maxFiles: Int
-    public let received: AsyncStream<String>
+    package let received: AsyncStream<String>
     let feed: AsyncStream<String>.Continuation
     private let serial = Mutex<UInt64>(0)
     private let active = Mutex(0)
 
     /// Uploads being received now (Ctrl-C during one is not a clean end).
-    public var uploading: Int { active.withLock { $0 } }
+    package var uploading: Int { active.withLock { $0 } }
 
-    public init(token: WebToken, device: String, receiving: any WebReceiving, maxBody: UInt64, maxFiles: Int = 1000) {
+    package init(token: WebToken, device: String, receiving: any WebReceiving, maxBody: UInt64, maxFiles: Int = 1000) {
         self.token = token
         self.device = device
         self.receiving = receiving
@@ -30,7 +30,7 @@ public final class WebDropBox: WebSite {
         (received, feed) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .unbounded)
     }
 
-    public func answer(_ request: WebRequest, body: WebBody, reply: WebReply) async throws -> Bool {
+    package func answer(_ request: WebRequest, body: WebBody, reply: WebReply) async throws -> Bool {
         switch WebRoute.of(method: request.method, uri: request.uri, token: token, items: 0, uploads: true) {
         case .notFound, .item:
             try await reply.notFound()

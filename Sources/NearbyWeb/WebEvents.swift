@@ -3,24 +3,24 @@ import NearbyCore
 extension Events {
     /// `send-file --web`, `accept --web`, `advertise --web`: where a browser finds the page. `url` is
     /// the first of `urls`, one per address of this host that a phone on the LAN can reach.
-    public struct WebServing: EventBody {
-        public static let event = "web-serving"
-        public var url: String
-        public var urls: [String]
-        public var port: Int
+    package struct WebServing: EventBody {
+        package static let event = "web-serving"
+        package var url: String
+        package var urls: [String]
+        package var port: Int
         /// "send" (files to download) or "receive" (an upload page).
-        public var mode: String
+        package var mode: String
         /// Items a `send` page offers (a directory counts once: it goes as one .zip).
-        public var items: Int?
+        package var items: Int?
         /// Where uploads land (`receive`).
-        public var saveDir: String?
+        package var saveDir: String?
 
         enum CodingKeys: String, CodingKey {
             case url, urls, port, mode, items
             case saveDir = "save_dir"
         }
 
-        public init(urls: [String], port: Int, mode: String, items: Int? = nil, saveDir: String? = nil) {
+        package init(urls: [String], port: Int, mode: String, items: Int? = nil, saveDir: String? = nil) {
             url = urls.first ?? ""
             self.urls = urls
             self.port = port
@@ -31,20 +31,20 @@ extension Events {
     }
 
     /// A browser's download ended: whole (`complete`) or not, with the range it asked for.
-    public struct WebDownload: EventBody {
-        public static let event = "web-download"
-        public var address: String
+    package struct WebDownload: EventBody {
+        package static let event = "web-download"
+        package var address: String
         /// The browser's User-Agent, as text (cut to 200 characters; escaped like every string).
-        public var userAgent: String
-        public var path: String
+        package var userAgent: String
+        package var path: String
         /// Bytes sent in this response, and the bytes it was to send.
-        public var bytes: UInt64
-        public var total: UInt64
+        package var bytes: UInt64
+        package var total: UInt64
         /// Where the response started in the file (non-zero for a resumed download, `Range`).
-        public var offset: UInt64
-        public var complete: Bool
+        package var offset: UInt64
+        package var complete: Bool
         /// Every item of the share has now been downloaded whole at least once.
-        public var allDone: Bool
+        package var allDone: Bool
 
         enum CodingKeys: String, CodingKey {
             case address, path, bytes, total, offset, complete
@@ -52,7 +52,7 @@ extension Events {
             case allDone = "all_done"
         }
 
-        public init(address: String, userAgent: String, path: String, bytes: UInt64, total: UInt64, offset: UInt64, complete: Bool, allDone: Bool) {
+        package init(address: String, userAgent: String, path: String, bytes: UInt64, total: UInt64, offset: UInt64, complete: Bool, allDone: Bool) {
             self.address = address
             self.userAgent = String(userAgent.unicodeScalars.prefix(200).map(Character.init))
             self.path = path
@@ -65,7 +65,7 @@ extension Events {
     }
 
     /// The kinds of this module, for readers of event lines (`HumanRenderer`).
-    public static let webKinds: [any EventBody.Type] = [WebServing.self, WebDownload.self]
+    package static let webKinds: [any EventBody.Type] = [WebServing.self, WebDownload.self]
 }
 
 extension PeerRef {

@@ -2,21 +2,21 @@
 /// inline, no font, image or script from anywhere — the phone may have no internet), readable on a
 /// phone (viewport, one column, tap targets of 48 px and more), with the device's name on top.
 /// Everything shown that is not ours (file names, the device's name) goes through `html(_:)`.
-public enum WebPages {
+package enum WebPages {
     /// The headers every page goes with: nothing may be loaded from elsewhere, nothing framed.
-    public static let securityHeaders: [(String, String)] = [
+    package static let securityHeaders: [(String, String)] = [
         ("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; form-action 'self'; img-src data:; frame-ancestors 'none'; base-uri 'none'"),
         ("X-Content-Type-Options", "nosniff"),
         ("Referrer-Policy", "no-referrer"),
         ("Cache-Control", "no-store"),
     ]
 
-    public struct Item: Sendable {
-        public var name: String
-        public var size: UInt64
+    package struct Item: Sendable {
+        package var name: String
+        package var size: UInt64
         /// Files inside, for a directory sent as a zip; nil for a file.
-        public var files: Int?
-        public init(name: String, size: UInt64, files: Int?) {
+        package var files: Int?
+        package init(name: String, size: UInt64, files: Int?) {
             self.name = name
             self.size = size
             self.files = files
@@ -24,7 +24,7 @@ public enum WebPages {
     }
 
     /// `send-file --web`: each item with its size and a download link.
-    public static func share(device: String, items: [Item]) -> String {
+    package static func share(device: String, items: [Item]) -> String {
         var rows = ""
         for (index, item) in items.enumerated() {
             let shown = item.files == nil ? item.name : item.name + ".zip"
@@ -44,7 +44,7 @@ public enum WebPages {
     }
 
     /// `accept --web`: several files at once, progress shown by a small script; the form alone works too.
-    public static func upload(device: String, message: String? = nil) -> String {
+    package static func upload(device: String, message: String? = nil) -> String {
         let note = message.map { "<p class=\"done\" id=\"result\">\(html($0))</p>" } ?? "<p id=\"result\"></p>"
         return page(title: "Send to \(device)", body: """
             <h1>Send files to <b>\(html(device))</b></h1>
@@ -109,7 +109,7 @@ public enum WebPages {
     }
 
     /// Text for HTML, in an element or a quoted attribute.
-    public static func html(_ text: String) -> String {
+    package static func html(_ text: String) -> String {
         var out = ""
         out.reserveCapacity(text.utf8.count)
         for scalar in text.unicodeScalars {
@@ -141,7 +141,7 @@ public enum WebPages {
     }
 
     /// 1234567 → "1.2 MB".
-    public static func size(_ bytes: UInt64) -> String {
+    package static func size(_ bytes: UInt64) -> String {
         let units = ["bytes", "kB", "MB", "GB", "TB"]
         var value = Double(bytes)
         var unit = 0

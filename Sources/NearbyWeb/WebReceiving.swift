@@ -12,12 +12,12 @@ import Darwin
 /// `ResourceBudget`, the strangers' quota of partial files (`PartialFiles`, which may take a partial
 /// back while it is written), an unresumable stranger's partial name (`Transfer.partialName`, so a
 /// later run deletes what a crash left), `SafePath.placeWithoutOverwriting`.
-public protocol WebReceiving: Sendable {
+package protocol WebReceiving: Sendable {
     /// A file begins: `name` is what the browser sent (untrusted), `address` who sent it.
     func begin(name: String, from address: String, transfer: String) throws(NearbyError) -> any WebIncomingFile
 }
 
-public protocol WebIncomingFile: AnyObject, Sendable {
+package protocol WebIncomingFile: AnyObject, Sendable {
     var name: String { get }
     var received: UInt64 { get }
     func write(_ bytes: UnsafeRawBufferPointer) throws(NearbyError)
@@ -32,14 +32,14 @@ public protocol WebIncomingFile: AnyObject, Sendable {
 /// existing file (`name (1).ext`), at most `maxBytes` (the strangers' partial-bytes quota,
 /// `NEARBY_PARTIAL_BYTES`), its open descriptor charged to the stranger's account and its bytes to
 /// the strangers' quota under the browser's address.
-public struct DiskReceiving: WebReceiving {
-    public let directory: String
-    public let maxBytes: UInt64
-    public let budget: ResourceBudget
-    public let partials: PartialFiles
-    public let events: any EventSink
+package struct DiskReceiving: WebReceiving {
+    package let directory: String
+    package let maxBytes: UInt64
+    package let budget: ResourceBudget
+    package let partials: PartialFiles
+    package let events: any EventSink
 
-    public init(directory: String, maxBytes: UInt64, budget: ResourceBudget = .shared, partials: PartialFiles, events: any EventSink) {
+    package init(directory: String, maxBytes: UInt64, budget: ResourceBudget = .shared, partials: PartialFiles, events: any EventSink) {
         self.directory = directory
         self.maxBytes = maxBytes
         self.budget = budget
@@ -48,11 +48,11 @@ public struct DiskReceiving: WebReceiving {
     }
 
     /// The strangers' quota of partial bytes, as the core reads it (1 GiB unless `NEARBY_PARTIAL_BYTES`).
-    public static func quota(_ environment: [String: String]) -> UInt64 {
+    package static func quota(_ environment: [String: String]) -> UInt64 {
         environment["NEARBY_PARTIAL_BYTES"].flatMap(UInt64.init) ?? 1 << 30
     }
 
-    public func begin(name claimed: String, from address: String, transfer: String) throws(NearbyError) -> any WebIncomingFile {
+    package func begin(name claimed: String, from address: String, transfer: String) throws(NearbyError) -> any WebIncomingFile {
         // Only the base name: no directory, no `..`, no control characters (SafePath's rules).
         let name = SafePath.components(of: claimed).last ?? "unnamed"
         let account = budget.account()

@@ -3,7 +3,7 @@ import NIOHTTP1
 import NearbyCore
 
 /// Writes one answer on a connection: a bare 404, a page, a short text, or a streamed body.
-public struct WebReply: Sendable {
+package struct WebReply: Sendable {
     let outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>
     let channel: any Channel
     let deadline: ConnectionDeadline
@@ -12,7 +12,7 @@ public struct WebReply: Sendable {
 
     /// A wrong or missing token, or a path that names nothing: 404 with no body, no page, no
     /// header that says what serves here; the connection closes.
-    public func notFound() async throws {
+    package func notFound() async throws {
         var headers = HTTPHeaders()
         headers.add(name: "Content-Length", value: "0")
         headers.add(name: "Connection", value: "close")
@@ -20,11 +20,11 @@ public struct WebReply: Sendable {
         try await outbound.write(.end(nil))
     }
 
-    public func page(_ html: String, status: HTTPResponseStatus = .ok, head: Bool = false, close: Bool = false) async throws {
+    package func page(_ html: String, status: HTTPResponseStatus = .ok, head: Bool = false, close: Bool = false) async throws {
         try await whole(Array(html.utf8), type: "text/html; charset=utf-8", status: status, head: head, close: close)
     }
 
-    public func text(_ text: String, status: HTTPResponseStatus, close: Bool = false) async throws {
+    package func text(_ text: String, status: HTTPResponseStatus, close: Bool = false) async throws {
         try await whole(Array(text.utf8), type: "text/plain; charset=utf-8", status: status, head: false, close: close)
     }
 
@@ -72,7 +72,7 @@ public struct WebReply: Sendable {
 /// 16 connections per address, 128 in all, 10 s to the first request, 30 s of silence — with the
 /// test knobs `NEARBY_WEB_TOTAL`, `_PER_ADDRESS`, `_HANDSHAKE_MS`, `_IDLE_MS`.
 extension Admission.Limits {
-    public static func web(environment: [String: String]) -> Admission.Limits {
+    package static func web(environment: [String: String]) -> Admission.Limits {
         Admission.Limits().with(environment: environment, prefix: "WEB")
     }
 }

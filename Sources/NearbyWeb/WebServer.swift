@@ -9,11 +9,11 @@ import Synchronization
 /// before a byte is read, its request head bounded in size (NIOHTTP1's decoder limits) and in time
 /// (the admission's `handshake` for the first, `idle` for the next), and closed when silent for
 /// `idle`. What the routes do is `WebSite`'s.
-public struct WebServer: Sendable {
+package struct WebServer: Sendable {
     static let maxURIBytes = 2048
 
     let channel: NIOAsyncChannel<any Channel, Never>
-    public let port: Int
+    package let port: Int
     let admission: Admission
 
     static let decoderLimits: NIOHTTPDecoderLimitConfiguration = {
@@ -25,7 +25,7 @@ public struct WebServer: Sendable {
     }()
 
     /// Listens on every address (`port` 0: any free port).
-    public static func bind(port: Int, admission: Admission) async throws(NearbyError) -> WebServer {
+    package static func bind(port: Int, admission: Admission) async throws(NearbyError) -> WebServer {
         do {
             let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .serverChannelOption(.backlog, value: 256)
@@ -48,7 +48,7 @@ public struct WebServer: Sendable {
     }
 
     /// Serves until cancelled, each admitted connection in its own child task.
-    public func run(_ site: some WebSite) async {
+    package func run(_ site: some WebSite) async {
         try? await channel.executeThenClose { connections in
             try await withThrowingDiscardingTaskGroup { group in
                 for try await connection in connections {
@@ -113,11 +113,11 @@ public struct WebServer: Sendable {
 }
 
 /// A request as the routes see it.
-public struct WebRequest: Sendable {
-    public var method: String
-    public var uri: String
-    public var address: String
-    public var headers: HTTPHeaders
+package struct WebRequest: Sendable {
+    package var method: String
+    package var uri: String
+    package var address: String
+    package var headers: HTTPHeaders
 
     init(head: HTTPRequestHead, address: String) {
         method = head.method.rawValue
@@ -126,7 +126,7 @@ public struct WebRequest: Sendable {
         headers = head.headers
     }
 
-    public init(method: String, uri: String, address: String = "10.0.0.9", headers: HTTPHeaders = [:]) {
+    package init(method: String, uri: String, address: String = "10.0.0.9", headers: HTTPHeaders = [:]) {
         self.method = method
         self.uri = uri
         self.address = address
@@ -136,16 +136,16 @@ public struct WebRequest: Sendable {
 
 /// What answers the requests: the share (`WebShare`) or the upload page (`WebDropBox`). Returns
 /// whether the connection may carry another request.
-public protocol WebSite: Sendable {
+package protocol WebSite: Sendable {
     func answer(_ request: WebRequest, body: WebBody, reply: WebReply) async throws -> Bool
 }
 
 /// The request's body, chunk by chunk.
-public struct WebBody: Sendable {
+package struct WebBody: Sendable {
     let next: @Sendable () async throws -> HTTPServerRequestPart?
 
     /// The next chunk, or nil at the end of the body.
-    public func chunk() async throws -> ByteBuffer? {
+    package func chunk() async throws -> ByteBuffer? {
         while let part = try await next() {
             switch part {
             case let .body(buffer): return buffer

@@ -12,29 +12,29 @@ import Darwin
 
 /// What `send-file --web` offers: each path given is one item, a file as itself, a directory as one
 /// streamed .zip (`ZipLayout`).
-public struct WebShareItem: Sendable {
-    public enum Content: Sendable {
+package struct WebShareItem: Sendable {
+    package enum Content: Sendable {
         case file(OutgoingFile)
         case directory([OutgoingFile], ZipLayout)
     }
 
-    public let name: String
-    public let content: Content
+    package let name: String
+    package let content: Content
 
-    public var size: UInt64 {
+    package var size: UInt64 {
         switch content {
         case let .file(file): file.size
         case let .directory(_, layout): layout.totalSize
         }
     }
 
-    public var downloadName: String {
+    package var downloadName: String {
         if case .directory = content { return name + ".zip" }
         return name
     }
 
     /// One item per path, in the order given; nil's reason when a directory cannot be one zip.
-    public static func items(_ files: [OutgoingFile]) throws(NearbyError) -> [WebShareItem] {
+    package static func items(_ files: [OutgoingFile]) throws(NearbyError) -> [WebShareItem] {
         var order: [String] = []
         var groups: [String: [OutgoingFile]] = [:]
         for file in files {
@@ -95,19 +95,19 @@ struct Coverage: Sendable, Equatable {
 
 /// `send-file --web`: the page and the downloads, with events; `finished` yields once every item
 /// was downloaded whole.
-public final class WebShare: WebSite {
-    public let token: WebToken
-    public let device: String
-    public let items: [WebShareItem]
+package final class WebShare: WebSite {
+    package let token: WebToken
+    package let device: String
+    package let items: [WebShareItem]
     let events: any EventSink
     let budget: ResourceBudget
     let coverage: Mutex<Coverage>
     let active = Mutex(0)
-    public let finished: AsyncStream<Void>
+    package let finished: AsyncStream<Void>
     let finish: AsyncStream<Void>.Continuation
     static let block = 256 * 1024
 
-    public init(token: WebToken, device: String, items: [WebShareItem], events: any EventSink, budget: ResourceBudget = .shared) {
+    package init(token: WebToken, device: String, items: [WebShareItem], events: any EventSink, budget: ResourceBudget = .shared) {
         self.token = token
         self.device = device
         self.items = items
@@ -118,9 +118,9 @@ public final class WebShare: WebSite {
     }
 
     /// Downloads being answered now.
-    public var answering: Int { active.withLock { $0 } }
+    package var answering: Int { active.withLock { $0 } }
 
-    public func answer(_ request: WebRequest, body: WebBody, reply: WebReply) async throws -> Bool {
+    package func answer(_ request: WebRequest, body: WebBody, reply: WebReply) async throws -> Bool {
         switch WebRoute.of(method: request.method, uri: request.uri, token: token, items: items.count, uploads: false) {
         case .notFound, .upload:
             try await reply.notFound()

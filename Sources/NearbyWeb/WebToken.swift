@@ -1,15 +1,15 @@
 /// The only key to a web share: 128 random bits (the system's CSPRNG), written as 26 lowercase
 /// base-32 letters so it survives a QR code, a URL and a person reading it aloud. A request whose
 /// path does not start with `/TOKEN/` gets a bare 404 (`WebRoute.notFound`).
-public struct WebToken: Sendable, Equatable, CustomStringConvertible {
-    public let text: String
+package struct WebToken: Sendable, Equatable, CustomStringConvertible {
+    package let text: String
 
     static let alphabet = Array("abcdefghijklmnopqrstuvwxyz234567".utf8)
 
-    public init(text: String) { self.text = text }
+    package init(text: String) { self.text = text }
 
     /// A new token from `SystemRandomNumberGenerator` (getrandom(2) on Linux, arc4random on macOS).
-    public static func random() -> WebToken {
+    package static func random() -> WebToken {
         var generator = SystemRandomNumberGenerator()
         return make(from: (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) })
     }
@@ -32,7 +32,7 @@ public struct WebToken: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// Compares in time that depends only on the lengths: a guesser learns nothing from how fast a 404 comes.
-    public func matches<S: Collection>(_ candidate: S) -> Bool where S.Element == UInt8 {
+    package func matches<S: Collection>(_ candidate: S) -> Bool where S.Element == UInt8 {
         let mine = Array(text.utf8)
         guard candidate.count == mine.count else { return false }
         var difference: UInt8 = 0
@@ -40,11 +40,11 @@ public struct WebToken: Sendable, Equatable, CustomStringConvertible {
         return difference == 0
     }
 
-    public var description: String { text }
+    package var description: String { text }
 }
 
 /// What a request asks for, decided from its method and path alone (pure: `WebRouteTests`).
-public enum WebRoute: Equatable, Sendable {
+package enum WebRoute: Equatable, Sendable {
     /// The share's page: the files (sending) or the upload form (receiving).
     case page
     /// Shared item `index` (a file, or a directory as one .zip).
@@ -55,7 +55,7 @@ public enum WebRoute: Equatable, Sendable {
     case notFound
 
     /// `/TOKEN/`, `/TOKEN/N/NAME`, `POST /TOKEN/upload`; a query string is ignored.
-    public static func of(method: String, uri: String, token: WebToken, items: Int, uploads: Bool) -> WebRoute {
+    package static func of(method: String, uri: String, token: WebToken, items: Int, uploads: Bool) -> WebRoute {
         let path = uri.utf8.split(separator: UInt8(ascii: "?"), maxSplits: 1, omittingEmptySubsequences: false).first.map(Array.init) ?? []
         let parts = path.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
         // "", TOKEN, rest…

@@ -6,14 +6,14 @@ import CZlib
 /// (zlib's) in a data descriptor after its bytes, then the central directory. Pure: the bytes of
 /// every header, for entries and CRCs given; `ZipLayoutTests` check it, `unzip -t` checks it in e2e.
 /// No Zip64: a directory of 4 GiB or more, or of 65,535 entries or more, is not offered as one zip.
-public struct ZipLayout: Sendable, Equatable {
-    public struct Entry: Sendable, Equatable {
-        public var name: String
-        public var size: UInt64
+package struct ZipLayout: Sendable, Equatable {
+    package struct Entry: Sendable, Equatable {
+        package var name: String
+        package var size: UInt64
         /// Seconds since 1970 (shown in the zip as DOS local time, UTC here).
-        public var modified: Double
-        public var directory: Bool
-        public init(name: String, size: UInt64, modified: Double, directory: Bool = false) {
+        package var modified: Double
+        package var directory: Bool
+        package init(name: String, size: UInt64, modified: Double, directory: Bool = false) {
             self.name = name
             self.size = directory ? 0 : size
             self.modified = modified
@@ -23,16 +23,16 @@ public struct ZipLayout: Sendable, Equatable {
         var nameBytes: [UInt8] { Array(stored.utf8) }
     }
 
-    public let entries: [Entry]
+    package let entries: [Entry]
     /// Where each entry's local header starts.
-    public let offsets: [UInt64]
-    public let centralDirectoryOffset: UInt64
-    public let totalSize: UInt64
+    package let offsets: [UInt64]
+    package let centralDirectoryOffset: UInt64
+    package let totalSize: UInt64
 
     static let limit: UInt64 = 0xFFFF_FFFF
 
     /// Nil when the entries need Zip64 (too large or too many) or a name is over 65,535 bytes.
-    public init?(_ entries: [Entry]) {
+    package init?(_ entries: [Entry]) {
         guard entries.count < 0xFFFF else { return nil }
         var offset: UInt64 = 0
         var offsets: [UInt64] = []
@@ -53,7 +53,7 @@ public struct ZipLayout: Sendable, Equatable {
     /// Bit 3 (sizes and CRC in a data descriptor), bit 11 (names in UTF-8).
     static let flags: UInt16 = 0x0808
 
-    public func localHeader(_ index: Int) -> [UInt8] {
+    package func localHeader(_ index: Int) -> [UInt8] {
         let entry = entries[index]
         var out = ZipBytes()
         out.u32(0x0403_4B50)
@@ -70,7 +70,7 @@ public struct ZipLayout: Sendable, Equatable {
         return out.bytes
     }
 
-    public func descriptor(_ index: Int, crc: UInt32) -> [UInt8] {
+    package func descriptor(_ index: Int, crc: UInt32) -> [UInt8] {
         var out = ZipBytes()
         out.u32(0x0807_4B50)
         out.u32(crc)
@@ -79,7 +79,7 @@ public struct ZipLayout: Sendable, Equatable {
         return out.bytes
     }
 
-    public func centralDirectory(crcs: [UInt32]) -> [UInt8] {
+    package func centralDirectory(crcs: [UInt32]) -> [UInt8] {
         var out = ZipBytes()
         for (index, entry) in entries.enumerated() {
             out.u32(0x0201_4B50)
@@ -113,7 +113,7 @@ public struct ZipLayout: Sendable, Equatable {
     }
 
     /// zlib's CRC-32 of `bytes`, continuing from `crc` (0 to begin).
-    public static func crc32(_ crc: UInt32, _ bytes: UnsafeRawBufferPointer) -> UInt32 {
+    package static func crc32(_ crc: UInt32, _ bytes: UnsafeRawBufferPointer) -> UInt32 {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return crc }
         var value = UInt(crc)
         var rest = bytes.count

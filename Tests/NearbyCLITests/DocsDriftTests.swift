@@ -33,7 +33,7 @@ import Testing
         var codes = Set<String>()
         for file in ["Sources/NearbyCore/Support/NearbyError.swift", "Sources/NearbyCore/Discovery/WideArea/WideAreaFailure.swift"] {
             let text = try read(file)
-            guard let start = text.range(of: "public var code: String {") else { continue }
+            guard let start = text.range(of: "package var code: String {") else { continue }
             let rest = text[start.upperBound...]
             let body = rest.range(of: "\n    }\n").map { rest[..<$0.lowerBound] } ?? rest
             for match in body.matches(of: /case [^:\n]+: "([a-z][a-z-]+)"/) { codes.insert(String(match.output.1)) }

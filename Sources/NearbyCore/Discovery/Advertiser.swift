@@ -4,18 +4,18 @@ import Dispatch
 /// Publishes this node: `_<service>._tcp`, instance name = peer ID, the MPC-compatible TXT record.
 /// Stopping it deallocates the registration, so avahi-daemon sends goodbye packets and browsers see
 /// the peer lost at once.
-public final class Advertiser: @unchecked Sendable {
-    public let service: ServiceType
-    public let instance: String
-    public let port: UInt16
-    public let txt: TXTRecord
+package final class Advertiser: @unchecked Sendable {
+    package let service: ServiceType
+    package let instance: String
+    package let port: UInt16
+    package let txt: TXTRecord
     private let queue = DispatchQueue(label: "nearby.advertiser")
     private var operation: DNSServiceOperation?
     /// Set once the daemon confirmed: anything heard from it after that means it went away.
     private var confirmed = false
     private var onLost: (@Sendable () -> Void)?
 
-    public init(service: ServiceType, instance: String, port: UInt16, txt: TXTRecord) {
+    package init(service: ServiceType, instance: String, port: UInt16, txt: TXTRecord) {
         self.service = service
         self.instance = instance
         self.port = port
@@ -25,14 +25,14 @@ public final class Advertiser: @unchecked Sendable {
     /// The name the daemon registered: `instance`, or the daemon's alternative (`ID #2`) when
     /// another host already uses it — a squatter must not keep the node down, and peers know us by
     /// the identity the handshake proves, never by the instance name (`DiscoveredPeer.claimedID`).
-    public var registeredName: String { queue.sync { registered ?? instance } }
+    package var registeredName: String { queue.sync { registered ?? instance } }
     private var registered: String?
 
     /// Registers and waits until the daemon confirms. A registration renamed because of a conflict
     /// is kept under the daemon's alternative name (`registeredName`). Once
     /// confirmed, `lost` is called (once) if the daemon goes away: Avahi's compat layer says so with
     /// an error on the connection or with a second callback, and the registration is gone with it.
-    public func start(lost: (@Sendable () -> Void)? = nil) async throws(NearbyError) {
+    package func start(lost: (@Sendable () -> Void)? = nil) async throws(NearbyError) {
         DNSSD.silenceAvahiWarnings()
         let wire = try txt.encode()
         let once = OneShot<Result<Void, NearbyError>>()
@@ -83,13 +83,13 @@ public final class Advertiser: @unchecked Sendable {
 
     /// Withdraws the registration. Returns once the daemon has been told (at most 2 s), without
     /// blocking a thread while it waits.
-    public func stop() async {
+    package func stop() async {
         await cancelled()?.released()
     }
 
     /// Withdraws the registration and returns at once; the daemon is told on the advertiser's
     /// queue (or, if the process ends first, by the daemon itself when our connection closes).
-    public func withdraw() { _ = cancelled() }
+    package func withdraw() { _ = cancelled() }
 
     private func cancelled() -> DNSServiceOperation? {
         queue.sync {

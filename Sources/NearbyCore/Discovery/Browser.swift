@@ -2,29 +2,29 @@ import CDNSSD
 import Dispatch
 
 /// A peer as discovery reports it.
-public struct DiscoveredPeer: Sendable, Equatable {
-    public var instance: String
-    public var txt: TXTRecord
-    public var host: String?
-    public var port: Int?
-    public var addresses: [String]
-    public var interface: String?
-    public var elapsed: Duration
+package struct DiscoveredPeer: Sendable, Equatable {
+    package var instance: String
+    package var txt: TXTRecord
+    package var host: String?
+    package var port: Int?
+    package var addresses: [String]
+    package var interface: String?
+    package var elapsed: Duration
     /// The unicast DNS domain it was found in (`--domain`); nil for mDNS (`local.`).
-    public var domain: String? = nil
+    package var domain: String? = nil
 
     /// `nearby` with our protocol key, `mpc` with MPC's display name key, else `other`.
-    public var kind: PeerKind {
+    package var kind: PeerKind {
         txt.protocolVersion != nil ? .nearby : txt.displayName != nil ? .mpc : .other
     }
-    public var ref: PeerRef { PeerRef(id: claimedID, name: txt.displayName) }
+    package var ref: PeerRef { PeerRef(id: claimedID, name: txt.displayName) }
 }
 
 /// Browses one service type: `DNSServiceBrowse`, then per instance and interface `DNSServiceResolve`
 /// and `DNSServiceQueryRecord` for A and AAAA (Avahi has no `DNSServiceGetAddrInfo`). All state lives
 /// on one serial queue; the `PeerTable` decides what each result means.
-public final class Browser: @unchecked Sendable {
-    public enum Update: Sendable, Equatable {
+package final class Browser: @unchecked Sendable {
+    package enum Update: Sendable, Equatable {
         case found(DiscoveredPeer)
         case updated(DiscoveredPeer, changed: [String])
         case lost(DiscoveredPeer)
@@ -38,8 +38,8 @@ public final class Browser: @unchecked Sendable {
     }
 
     /// The DNS-SD type browsed, e.g. `_nearby._tcp` or any other such as `_http._tcp`.
-    public let registrationType: String
-    public let domain = "local."
+    package let registrationType: String
+    package let domain = "local."
     private let queue = DispatchQueue(label: "nearby.browser")
     private let clock = ContinuousClock()
     private let started: ContinuousClock.Instant
@@ -50,18 +50,18 @@ public final class Browser: @unchecked Sendable {
     private var continuation: AsyncStream<Update>.Continuation?
     private var stopped = false
 
-    public convenience init(service: ServiceType) {
+    package convenience init(service: ServiceType) {
         self.init(registrationType: service.registrationType)
     }
 
     /// Browses any DNS-SD service type (see `DNSSDType.parse`).
-    public init(registrationType: String) {
+    package init(registrationType: String) {
         self.registrationType = registrationType
         started = clock.now
     }
 
     /// Starts browsing; results arrive on the returned stream until `stop()` or a failure.
-    public func start() throws(NearbyError) -> AsyncStream<Update> {
+    package func start() throws(NearbyError) -> AsyncStream<Update> {
         DNSSD.silenceAvahiWarnings()
         let (stream, continuation) = AsyncStream<Update>.makeStream()
         continuation.onTermination = { [weak self] _ in self?.stop() }
@@ -89,7 +89,7 @@ public final class Browser: @unchecked Sendable {
     }
 
     /// Stops every query and ends the stream. Safe to call more than once, from anywhere.
-    public func stop() {
+    package func stop() {
         queue.async { [self] in
             guard !stopped else { return }
             stopped = true

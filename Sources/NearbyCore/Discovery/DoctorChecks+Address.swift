@@ -9,9 +9,9 @@ import Darwin
 /// `nearby doctor HOST:PORT`, and the peer not found by name: which subnets this host is on, and
 /// whether an address is on one of them. mDNS is link-local (it does not cross routers), so a peer
 /// on another subnet is reached by address or not at all.
-public enum Subnets {
+package enum Subnets {
     /// The bytes of an IPv4 or IPv6 address (a `%zone` is ignored); nil for anything else.
-    public static func bytes(_ address: String) -> [UInt8]? {
+    package static func bytes(_ address: String) -> [UInt8]? {
         let plain = String(address.split(separator: "%", maxSplits: 1).first ?? "")
         var v4 = in_addr()
         if inet_pton(AF_INET, plain, &v4) == 1 { return withUnsafeBytes(of: &v4) { Array($0) } }
@@ -21,7 +21,7 @@ public enum Subnets {
     }
 
     /// Whether `address` is inside `network` (`10.99.0.2/24`: the address of an interface with its prefix).
-    public static func contains(_ network: String, _ address: String) -> Bool {
+    package static func contains(_ network: String, _ address: String) -> Bool {
         let parts = network.split(separator: "/", maxSplits: 1)
         guard parts.count == 2, let bits = Int(parts[1]), let net = bytes(String(parts[0])), let host = bytes(address),
               net.count == host.count, (0...net.count * 8).contains(bits)
@@ -35,7 +35,7 @@ public enum Subnets {
     }
 
     /// `10.99.0.0/24` for `10.99.0.2/24`: the network an interface's address is on.
-    public static func network(_ cidr: String) -> String {
+    package static func network(_ cidr: String) -> String {
         let parts = cidr.split(separator: "/", maxSplits: 1)
         guard parts.count == 2, let bits = Int(parts[1]), var net = bytes(String(parts[0])) else { return cidr }
         for index in 0..<net.count {
@@ -50,7 +50,7 @@ public enum Subnets {
 
     /// The subnets mDNS reaches from here: `10.99.0.0/24 on nb0`, of interfaces that are up, not
     /// loopback, and not IPv6 link-local (every link has fe80::/64).
-    public static func ours(_ interfaces: [NetworkInterface]) -> [String] {
+    package static func ours(_ interfaces: [NetworkInterface]) -> [String] {
         interfaces.filter { $0.up && !$0.loopback }.flatMap { interface in
             interface.networks.filter { !$0.lowercased().hasPrefix("fe80") }.map { "\(network($0)) on \(interface.name)" }
         }
@@ -58,7 +58,7 @@ public enum Subnets {
 
     /// The `subnet` check of `doctor HOST:PORT`: ok when HOST is on one of this host's subnets,
     /// warn when it is on none (found only by address). nil when HOST is a name, not an address.
-    public static func check(host: String, port: Int, interfaces: [NetworkInterface]) -> DoctorCheck? {
+    package static func check(host: String, port: Int, interfaces: [NetworkInterface]) -> DoctorCheck? {
         guard bytes(host) != nil else { return nil }
         let address = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
         if host.lowercased().hasPrefix("fe80") || host.hasPrefix("127.") || host == "::1" {
@@ -78,7 +78,7 @@ public enum Subnets {
     }
 
     /// The words a `peer` check that found nothing adds: a peer behind a router is not found by name.
-    public static func notFoundHint(_ interfaces: [NetworkInterface]) -> String {
+    package static func notFoundHint(_ interfaces: [NetworkInterface]) -> String {
         let subnets = ours(interfaces)
         let here = subnets.isEmpty ? "" : " (this host is on \(subnets.joined(separator: ", ")))"
         return "if it is on another subnet\(here), mDNS does not cross routers: name it by address, '\(Spelling.command(.doctor, "HOST:PORT"))'"

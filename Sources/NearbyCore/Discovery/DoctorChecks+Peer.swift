@@ -5,7 +5,7 @@ import Foundation
 extension DoctorCheck {
     /// `identity`: the handshake proved the advertised ID's key, or why not. nil when no handshake ran.
     /// `advertised`: false for a peer named by `HOST:PORT` (there is no advertised ID to compare).
-    public static func identity(_ outcome: PeerExamination.Identity, peer name: String, advertised: Bool = true) -> DoctorCheck? {
+    package static func identity(_ outcome: PeerExamination.Identity, peer name: String, advertised: Bool = true) -> DoctorCheck? {
         switch outcome {
         case .notRun:
             return nil
@@ -39,7 +39,7 @@ extension DoctorCheck {
     /// was not asked because no handshake ran. `address` is the peer's `HOST:PORT` that answered.
     /// `explained`: what another check already found that keeps the peer from seeing this host
     /// (another subnet): a peer that does not see it is then `skip`, not a one-way multicast `fail`.
-    public static func peerSeesUs(
+    package static func peerSeesUs(
         _ visibility: PeerExamination.Visibility, peer name: String, instance: String?, address: String, explained: String? = nil
     ) -> DoctorCheck? {
         let probe = "\(instance ?? "?") (\(DoctorProbe.registrationType))"

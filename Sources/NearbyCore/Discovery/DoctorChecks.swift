@@ -7,19 +7,19 @@ import Darwin
 #endif
 
 /// One finding of `nearby doctor`: what was checked, how it went, and what a person can do about it.
-public struct DoctorCheck: Sendable, Equatable {
+package struct DoctorCheck: Sendable, Equatable {
     /// `skip`: not judged, because another check already explained what it would find (the detail
     /// says which); it counts as neither a warning nor a failure.
-    public enum Status: String, Sendable, Codable { case ok, warn, fail, skip }
+    package enum Status: String, Sendable, Codable { case ok, warn, fail, skip }
 
-    public var name: String
-    public var status: Status
-    public var detail: String
-    public var hint: String?
+    package var name: String
+    package var status: Status
+    package var detail: String
+    package var hint: String?
     /// The exit status a `fail` stands for (docs/exit-codes.md).
-    public var exitStatus: ExitStatus
+    package var exitStatus: ExitStatus
 
-    public init(_ name: String, _ status: Status, _ detail: String, hint: String? = nil, exitStatus: ExitStatus = .failure) {
+    package init(_ name: String, _ status: Status, _ detail: String, hint: String? = nil, exitStatus: ExitStatus = .failure) {
         self.name = name
         self.status = status
         self.detail = detail
@@ -28,29 +28,29 @@ public struct DoctorCheck: Sendable, Equatable {
     }
 
     /// The status of the run: 0 when nothing failed, else the first failure's.
-    public static func exitStatus(of checks: [DoctorCheck]) -> ExitStatus {
+    package static func exitStatus(of checks: [DoctorCheck]) -> ExitStatus {
         checks.first { $0.status == .fail }?.exitStatus ?? .success
     }
 
-    public static let daemonHint =
+    package static let daemonHint =
         "start it: 'sudo systemctl start avahi-daemon' (or 'avahi-daemon -D'); it needs D-Bus: 'systemctl status dbus'"
     /// The daemon check when this host's DNS-SD daemon cannot be used: the error's one sentence
     /// (not running, or access refused), with the hint for that cause and the error's exit status.
-    public static func daemonFailed(_ error: NearbyError) -> DoctorCheck {
+    package static func daemonFailed(_ error: NearbyError) -> DoctorCheck {
         let refused = error == .daemonUnavailable(code: NearbyError.accessRefused)
         return DoctorCheck(
             "daemon", .fail, error.errorDescription ?? "\(error)",
             hint: refused ? accessHint : daemonHint, exitStatus: error.exitStatus)
     }
 
-    public static let accessHint =
+    package static let accessHint =
         "avahi-daemon runs but refuses this user: see the <policy> entries of /etc/dbus-1/system.d/avahi-dbus.conf"
-    public static let multicastHint =
+    package static let multicastHint =
         "multicast looks blocked or you are alone on this link: a firewall dropping UDP 5353, Wi-Fi client isolation, or IGMP snooping"
 
     /// The hint of a multicast check that failed: the local rule the firewall check found when
     /// there is one (that is what to fix first), else `otherwise`.
-    public static func multicastHint(firewall rules: [String], otherwise: String) -> String {
+    package static func multicastHint(firewall rules: [String], otherwise: String) -> String {
         guard let rule = rules.first else { return otherwise }
         let more = rules.count > 1 ? " (and \(rules.count - 1) more, see the firewall check)" : " (see the firewall check)"
         return "this host's firewall drops mDNS: '\(rule)'\(more); remove that rule or let UDP 5353 in and out "
@@ -59,16 +59,16 @@ public struct DoctorCheck: Sendable, Equatable {
 }
 
 /// A network interface as `getifaddrs` shows it.
-public struct NetworkInterface: Sendable, Equatable {
-    public var name: String
-    public var up: Bool
-    public var multicast: Bool
-    public var loopback: Bool
-    public var addresses: [String]
+package struct NetworkInterface: Sendable, Equatable {
+    package var name: String
+    package var up: Bool
+    package var multicast: Bool
+    package var loopback: Bool
+    package var addresses: [String]
     /// Each address with its prefix length, `10.99.0.2/24` (the subnets this host is on).
-    public var networks: [String]
+    package var networks: [String]
 
-    public init(name: String, up: Bool, multicast: Bool, loopback: Bool, addresses: [String], networks: [String] = []) {
+    package init(name: String, up: Bool, multicast: Bool, loopback: Bool, addresses: [String], networks: [String] = []) {
         self.name = name
         self.up = up
         self.multicast = multicast
@@ -78,7 +78,7 @@ public struct NetworkInterface: Sendable, Equatable {
     }
 
     /// Every interface with its IPv4 and IPv6 addresses, in the system's order.
-    public static func list() -> [NetworkInterface] {
+    package static func list() -> [NetworkInterface] {
         var head: UnsafeMutablePointer<ifaddrs>?
         guard getifaddrs(&head) == 0, let first = head else { return [] }
         defer { freeifaddrs(head) }
@@ -130,7 +130,7 @@ public struct NetworkInterface: Sendable, Equatable {
     }
 
     /// The interfaces check: multicast DNS needs an interface that is up, not loopback, with multicast.
-    public static func check(_ interfaces: [NetworkInterface], daemonConfig: String?) -> DoctorCheck {
+    package static func check(_ interfaces: [NetworkInterface], daemonConfig: String?) -> DoctorCheck {
         let usable = interfaces.filter { $0.up && $0.multicast && !$0.loopback && !$0.addresses.isEmpty }
         var detail = interfaces.filter { !$0.loopback }.map { interface in
             let state = [interface.up ? "up" : "down", interface.multicast ? "multicast" : "no multicast"].joined(separator: ", ")
@@ -150,7 +150,7 @@ public struct NetworkInterface: Sendable, Equatable {
     }
 
     /// `allow-interfaces=` and `deny-interfaces=` lines of an avahi-daemon.conf that are set.
-    public static func interfaceRestrictions(_ config: String) -> [String] {
+    package static func interfaceRestrictions(_ config: String) -> [String] {
         config.split(whereSeparator: \.isNewline).compactMap { line in
             let trimmed = line.trimmingCharacters(in: .whitespaces)
             guard !trimmed.hasPrefix("#"), let eq = trimmed.firstIndex(of: "=") else { return nil }
@@ -164,16 +164,16 @@ public struct NetworkInterface: Sendable, Equatable {
 
 extension Events {
     /// `doctor`: one check's outcome.
-    public struct Check: EventBody {
-        public static let event = "check"
-        public var check: String
-        public var status: DoctorCheck.Status
-        public var detail: String
-        @Null public var hint: String?
+    package struct Check: EventBody {
+        package static let event = "check"
+        package var check: String
+        package var status: DoctorCheck.Status
+        package var detail: String
+        @Null package var hint: String?
 
         enum CodingKeys: String, CodingKey { case check, status, detail, hint }
 
-        public init(_ result: DoctorCheck) {
+        package init(_ result: DoctorCheck) {
             check = result.name
             status = result.status
             detail = result.detail
@@ -183,19 +183,19 @@ extension Events {
     }
 
     /// `doctor`'s last line: how many checks passed, warned and failed, and the exit status.
-    public struct Summary: EventBody {
-        public static let event = "summary"
-        public var ok: Int
-        public var warn: Int
-        public var fail: Int
-        public var exitStatus: Int32
+    package struct Summary: EventBody {
+        package static let event = "summary"
+        package var ok: Int
+        package var warn: Int
+        package var fail: Int
+        package var exitStatus: Int32
 
         enum CodingKeys: String, CodingKey {
             case ok, warn, fail
             case exitStatus = "exit_status"
         }
 
-        public init(_ checks: [DoctorCheck]) {
+        package init(_ checks: [DoctorCheck]) {
             ok = checks.filter { $0.status == .ok }.count
             warn = checks.filter { $0.status == .warn }.count
             fail = checks.filter { $0.status == .fail }.count
@@ -205,10 +205,10 @@ extension Events {
 }
 
 /// Local firewall rules that would drop mDNS, read from `nft list ruleset` where that is allowed.
-public enum FirewallRules {
+package enum FirewallRules {
     /// The firewall check: rules that mention port 5353 and drop or reject. `ruleset` is nil when
     /// it could not be read (nft missing, or not root): that is said, not guessed at.
-    public static func check(ruleset: String?) -> DoctorCheck {
+    package static func check(ruleset: String?) -> DoctorCheck {
         guard let ruleset else {
             return DoctorCheck("firewall", .ok, "local firewall rules not readable here (nft missing, or not root): not checked")
         }
@@ -222,14 +222,14 @@ public enum FirewallRules {
     }
 
     /// The rules of `ruleset` that mention port 5353 and drop or reject, as written there.
-    public static func dropping(_ ruleset: String) -> [String] {
+    package static func dropping(_ ruleset: String) -> [String] {
         ruleset.split(whereSeparator: \.isNewline)
             .map { $0.trimmingCharacters(in: .whitespaces) }
             .filter { $0.contains("5353") && ($0.contains("drop") || $0.contains("reject")) }
     }
 
     /// `nft list ruleset`'s output, or nil when it cannot be run or read. At most 1 MiB is read.
-    public static func read() -> String? {
+    package static func read() -> String? {
         let candidates = ["/usr/sbin/nft", "/sbin/nft", "/usr/bin/nft"]
         guard let nft = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else { return nil }
         let process = Process()

@@ -4,19 +4,19 @@ import Synchronization
 /// The other end of `nearby doctor`'s "both directions" check: a node asked by a peer whether it
 /// sees the peer's `_nearby-doctor._tcp` instance browses that fixed type (never one a peer chose)
 /// for a bounded time and says what it saw.
-public enum DoctorProbe {
+package enum DoctorProbe {
     /// The MPC-style service name of doctor's self-advertisement probe: `_nearby-doctor._tcp`.
-    public static let service = "nearby-doctor"
-    public static let registrationType = "_\(service)._tcp"
+    package static let service = "nearby-doctor"
+    package static let registrationType = "_\(service)._tcp"
     /// The reason a node gives when its own daemon cannot browse (the words of every version).
-    public static let daemonDown = "this host's DNS-SD daemon does not answer"
+    package static let daemonDown = "this host's DNS-SD daemon does not answer"
 
     /// At most this many probes browse at once in one process; more are answered "busy" at once,
     /// so a peer that opens many links cannot make the node open many daemon queries.
-    public static let slots = Slots(limit: 4)
+    package static let slots = Slots(limit: 4)
 
     /// Browses for `instance` until it is found or `limit` passes; answers as soon as it is seen.
-    public static func look(for instance: String, within limit: Duration) async -> FrameBody.ProbeReply {
+    package static func look(for instance: String, within limit: Duration) async -> FrameBody.ProbeReply {
         let started = ContinuousClock.now
         let waited = { Int((ContinuousClock.now - started) / .milliseconds(1)) }
         let browser = Browser(registrationType: registrationType)
@@ -39,14 +39,14 @@ public enum DoctorProbe {
     }
 
     /// A counting limit on probes running at once.
-    public final class Slots: Sendable {
-        public let limit: Int
+    package final class Slots: Sendable {
+        package let limit: Int
         private let used = Mutex(0)
 
-        public init(limit: Int) { self.limit = limit }
+        package init(limit: Int) { self.limit = limit }
 
         /// Takes a slot; false when all are in use.
-        public func take() -> Bool {
+        package func take() -> Bool {
             used.withLock { used in
                 guard used < limit else { return false }
                 used += 1
@@ -54,7 +54,7 @@ public enum DoctorProbe {
             }
         }
 
-        public func give() { used.withLock { $0 = max(0, $0 - 1) } }
+        package func give() { used.withLock { $0 = max(0, $0 - 1) } }
     }
 
     /// The answer to a probe for `instance`: whether this host sees it within `wait`, or busy when

@@ -2,12 +2,12 @@
 /// Every command matches peers through it, so one rule says what a name means everywhere (`send`,
 /// `browse --peer`, `accept`, `disconnect` …), and `text` — the user's words, not the peer's ID —
 /// is what the sentences about that peer say.
-public struct PeerQuery: Sendable, Hashable, CustomStringConvertible {
-    public let text: String
+package struct PeerQuery: Sendable, Hashable, CustomStringConvertible {
+    package let text: String
 
     /// Refuses an empty PEER at once: it would match nothing, and a command would wait out its
     /// timeout looking for it.
-    public init(_ text: String) throws(NearbyError) {
+    package init(_ text: String) throws(NearbyError) {
         guard !text.isEmpty else { throw .invalidArgument(Self.emptyRule) }
         self.text = text
     }
@@ -15,20 +15,20 @@ public struct PeerQuery: Sendable, Hashable, CustomStringConvertible {
     /// How long browsing runs before a name is taken as unambiguous: every peer that answers the
     /// first query (mDNS responders wait 20-120 ms before answering a shared query) has had time to
     /// be seen by then.
-    public static let ambiguityWindow = Duration.milliseconds(300)
+    package static let ambiguityWindow = Duration.milliseconds(300)
 
-    public static let emptyRule = "the peer is empty: name it by ID, ID prefix, display name, or HOST:PORT"
+    package static let emptyRule = "the peer is empty: name it by ID, ID prefix, display name, or HOST:PORT"
 
     /// Checks every PEER a command was given, before it does anything.
-    public static func check(_ texts: [String?]) throws(NearbyError) {
+    package static func check(_ texts: [String?]) throws(NearbyError) {
         for case let text? in texts { _ = try PeerQuery(text) }
     }
 
-    public var description: String { text }
+    package var description: String { text }
 
     /// Whether this query names the peer `id` called `name`: its full ID, a prefix of it, or its
     /// display name exactly.
-    public func matches(id: String, name: String?) -> Bool {
+    package func matches(id: String, name: String?) -> Bool {
         Self.matches(text, id: id, name: name)
     }
 
@@ -37,7 +37,7 @@ public struct PeerQuery: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// What a query names among some peers.
-    public enum Choice<Peer> {
+    package enum Choice<Peer> {
         case none
         case one(Peer)
         /// Two or more, none by its full ID: the user must say which.
@@ -46,7 +46,7 @@ public struct PeerQuery: Sendable, Hashable, CustomStringConvertible {
 
     /// The one ambiguity rule: a full ID names its peer; otherwise a query that matches exactly one
     /// peer names it, and one that matches several names none of them.
-    public func choose<Peer>(_ peers: [Peer], id: (Peer) -> String, name: (Peer) -> String?) -> Choice<Peer> {
+    package func choose<Peer>(_ peers: [Peer], id: (Peer) -> String, name: (Peer) -> String?) -> Choice<Peer> {
         let matching = peers.filter { matches(id: id($0), name: name($0)) }
         if let exact = matching.first(where: { id($0) == text }) { return .one(exact) }
         guard let first = matching.first else { return .none }
@@ -54,17 +54,17 @@ public struct PeerQuery: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The error for an ambiguous choice: every candidate by ID and name.
-    public func ambiguity<Peer>(_ peers: [Peer], id: (Peer) -> String, name: (Peer) -> String?) -> NearbyError {
+    package func ambiguity<Peer>(_ peers: [Peer], id: (Peer) -> String, name: (Peer) -> String?) -> NearbyError {
         .peerAmbiguous(text, candidates: peers.map { "\(id($0)) (\(name($0) ?? "?"))" }.sorted())
     }
 }
 
 extension PeerQuery {
-    public func choose(_ peers: [DiscoveredPeer]) -> Choice<DiscoveredPeer> {
+    package func choose(_ peers: [DiscoveredPeer]) -> Choice<DiscoveredPeer> {
         choose(peers, id: \.claimedID, name: \.txt.displayName)
     }
 
-    public func ambiguity(_ peers: [DiscoveredPeer]) -> NearbyError {
+    package func ambiguity(_ peers: [DiscoveredPeer]) -> NearbyError {
         ambiguity(peers, id: \.claimedID, name: \.txt.displayName)
     }
 }

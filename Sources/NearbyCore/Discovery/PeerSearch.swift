@@ -3,54 +3,54 @@ import Synchronization
 
 /// What a lookup that found nothing saw instead, for the `peer-not-found` error: peers on the
 /// service whose names are near the one asked for, and peers of that name on other service types.
-public struct PeerSearchReport: Sendable, Equatable {
+package struct PeerSearchReport: Sendable, Equatable {
     /// A peer seen on another service type.
-    public struct Sighting: Sendable, Equatable, Codable {
+    package struct Sighting: Sendable, Equatable, Codable {
         /// The DNS-SD type, `_chat._tcp`.
-        public var service: String
-        public var peer: PeerRef
+        package var service: String
+        package var peer: PeerRef
     }
 
     /// The DNS-SD type that was searched, `_nearby._tcp`.
-    public var service: String
-    public var near: [PeerRef] = []
-    public var elsewhere: [Sighting] = []
+    package var service: String
+    package var near: [PeerRef] = []
+    package var elsewhere: [Sighting] = []
     /// `db:5432` that named no peer, and `db` no host the system resolves.
-    public var unresolvedHost: String?
+    package var unresolvedHost: String?
     /// Where the search looked (`local.`, `office.example.org.`); empty: `local.` alone.
-    public var domains: [String] = []
+    package var domains: [String] = []
 
-    public init(service: String, near: [PeerRef] = [], elsewhere: [Sighting] = []) {
+    package init(service: String, near: [PeerRef] = [], elsewhere: [Sighting] = []) {
         self.service = service
         self.near = near
         self.elsewhere = elsewhere
     }
 
     /// The peers among `peers` whose names are near `query` without matching it.
-    public static func near(_ query: String, among peers: some Sequence<DiscoveredPeer>, excluding me: String) -> [PeerRef] {
+    package static func near(_ query: String, among peers: some Sequence<DiscoveredPeer>, excluding me: String) -> [PeerRef] {
         peers.filter { $0.isNear(query) && $0.claimedID != me }.sorted { $0.instance < $1.instance }.map(\.ref)
     }
 
     /// The command to run next: a doctor run on the peer, with the service that was used.
-    public func hint(for query: String) -> String {
+    package func hint(for query: String) -> String {
         let option = service == ServiceType.default.registrationType ? [] : [Spelling.option(.service, Self.shortName(service) ?? service)]
         return Spelling.command(.doctor, option + Self.domainOptions(domains) + [Self.shellQuoted(query)])
     }
 
     /// ` (local., office.example.org.)` after the service when the search went beyond the link.
-    public var places: String { Self.places(domains) }
+    package var places: String { Self.places(domains) }
 
-    public static func places(_ domains: [String]) -> String {
+    package static func places(_ domains: [String]) -> String {
         domains.allSatisfy { $0 == "local." } ? "" : " (" + domains.joined(separator: ", ") + ")"
     }
 
     /// `--domain D` for every unicast domain searched, for a doctor that looks in the same places.
-    public static func domainOptions(_ domains: [String]) -> [String] {
+    package static func domainOptions(_ domains: [String]) -> [String] {
         domains.filter { $0 != "local." }.map { Spelling.option(.domain, shellQuoted($0.hasSuffix(".") ? String($0.dropLast()) : $0)) }
     }
 
     /// The sentences after "peer X was not found": what was seen instead, then what to do.
-    public func sentences(for query: String) -> String {
+    package func sentences(for query: String) -> String {
         var parts: [String] = []
         if let host = unresolvedHost {
             parts.append("nor is '\(host)' a host name this machine resolves — name a peer by its display name or ID as it advertises (a peer called '\(host):…' is found that way too), a host by its address and port, such as 192.0.2.10:\(query.split(separator: ":").last ?? "PORT")")
@@ -77,7 +77,7 @@ public struct PeerSearchReport: Sendable, Equatable {
     }
 
     /// `text` as one shell word: as it is when plain, else single-quoted with `'\''` for each `'`.
-    public static func shellQuoted(_ text: String) -> String {
+    package static func shellQuoted(_ text: String) -> String {
         let plain = text.unicodeScalars.allSatisfy { $0.isASCII && (plainCharacters.contains($0)) }
         return plain && !text.isEmpty ? text : "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
     }
@@ -88,7 +88,7 @@ public struct PeerSearchReport: Sendable, Equatable {
 extension DiscoveredPeer {
     /// Whether this peer's name is near `query` without matching it: the same letters in another
     /// case, or one name beginning the other (at least two characters either way).
-    public func isNear(_ query: String) -> Bool {
+    package func isNear(_ query: String) -> Bool {
         let asked = query.lowercased()
         for original in [txt.displayName, instance].compactMap({ $0 }) where original != query {
             let name = original.lowercased()
@@ -101,7 +101,7 @@ extension DiscoveredPeer {
 
 /// Browses every other service type on the link for a peer named like `query`, while a lookup
 /// waits: `finish()` stops it and returns what it saw. Best effort — a failure finds nothing.
-public final class ElsewhereSearch: Sendable {
+package final class ElsewhereSearch: Sendable {
     private let query: String
     private let skipping: String
     private let state = Mutex<(seen: [PeerSearchReport.Sighting], stops: [@Sendable () -> Void], stopped: Bool)>(([], [], false))
@@ -109,12 +109,12 @@ public final class ElsewhereSearch: Sendable {
     /// At most this many other types are browsed.
     static let maxTypes = 16
 
-    public init(query: String, skipping: String) {
+    package init(query: String, skipping: String) {
         self.query = query
         self.skipping = skipping
     }
 
-    public func start() {
+    package func start() {
         let types = TypeBrowser()
         guard let updates = try? types.start() else { return }
         guard keep({ types.stop() }) else { return }
@@ -153,7 +153,7 @@ public final class ElsewhereSearch: Sendable {
         return kept
     }
 
-    public func finish() -> [PeerSearchReport.Sighting] {
+    package func finish() -> [PeerSearchReport.Sighting] {
         let (seen, stops) = state.withLock { state in
             state.stopped = true
             defer { state.stops = [] }

@@ -4,18 +4,18 @@
 ///
 /// Avahi reports one service once per interface *and* per IP family, so adds and removes are counted
 /// per interface, and a peer is `found` once and `lost` once, when its last report is withdrawn.
-public struct PeerTable: Sendable {
-    public struct Snapshot: Equatable, Sendable {
-        public var instance: String
-        public var txt: TXTRecord
-        public var host: String?
-        public var port: Int?
-        public var addresses: [String]
-        public var interfaceIndex: UInt32?
-        public var firstSeen: Duration
+package struct PeerTable: Sendable {
+    package struct Snapshot: Equatable, Sendable {
+        package var instance: String
+        package var txt: TXTRecord
+        package var host: String?
+        package var port: Int?
+        package var addresses: [String]
+        package var interfaceIndex: UInt32?
+        package var firstSeen: Duration
     }
 
-    public enum Action: Equatable, Sendable {
+    package enum Action: Equatable, Sendable {
         case resolve(instance: String, interface: UInt32)
         case stopResolve(instance: String, interface: UInt32)
         case queryAddresses(instance: String, interface: UInt32, host: String)
@@ -30,8 +30,8 @@ public struct PeerTable: Sendable {
     /// How long `found` waits for an address of the other family once the first one arrived (it is
     /// announced at once when both are in), and how long it waits for any address at all after the
     /// service resolved.
-    public static let addressSettle = Duration.milliseconds(100)
-    public static let addressGiveUp = Duration.milliseconds(1500)
+    package static let addressSettle = Duration.milliseconds(100)
+    package static let addressGiveUp = Duration.milliseconds(1500)
 
     private struct Peer {
         var reports: [UInt32: Int] = [:]
@@ -47,15 +47,15 @@ public struct PeerTable: Sendable {
 
     private var peers: [String: Peer] = [:]
 
-    public init() {}
+    package init() {}
 
-    public var count: Int { peers.count }
+    package var count: Int { peers.count }
 
-    public func snapshot(_ instance: String) -> Snapshot? {
+    package func snapshot(_ instance: String) -> Snapshot? {
         peers[instance].map { Self.snapshot(instance, $0) }
     }
 
-    public mutating func serviceAdded(instance: String, interface: UInt32, at now: Duration) -> [Action] {
+    package mutating func serviceAdded(instance: String, interface: UInt32, at now: Duration) -> [Action] {
         var peer = peers[instance] ?? Peer(firstSeen: now)
         let previous = peer.reports[interface, default: 0]
         peer.reports[interface] = previous + 1
@@ -63,7 +63,7 @@ public struct PeerTable: Sendable {
         return previous == 0 ? [.resolve(instance: instance, interface: interface)] : []
     }
 
-    public mutating func serviceRemoved(instance: String, interface: UInt32) -> [Action] {
+    package mutating func serviceRemoved(instance: String, interface: UInt32) -> [Action] {
         guard var peer = peers[instance], let reports = peer.reports[interface] else { return [] }
         if reports > 1 {
             peer.reports[interface] = reports - 1
@@ -85,7 +85,7 @@ public struct PeerTable: Sendable {
         return actions
     }
 
-    public mutating func resolved(
+    package mutating func resolved(
         instance: String, interface: UInt32, host: String, port: Int, txt: [UInt8]
     ) -> [Action] {
         guard var peer = peers[instance], peer.reports[interface] != nil else { return [] }
@@ -121,7 +121,7 @@ public struct PeerTable: Sendable {
         return actions
     }
 
-    public mutating func addressChanged(instance: String, address: String, added: Bool) -> [Action] {
+    package mutating func addressChanged(instance: String, address: String, added: Bool) -> [Action] {
         guard var peer = peers[instance] else { return [] }
         let had = peer.addresses.contains(address)
         if added, !had {
@@ -141,7 +141,7 @@ public struct PeerTable: Sendable {
     }
 
     /// A settle timer fired: announce the peer if it is still there and not announced yet.
-    public mutating func settled(instance: String) -> [Action] {
+    package mutating func settled(instance: String) -> [Action] {
         guard var peer = peers[instance], !peer.announced, peer.host != nil else { return [] }
         peer.announced = true
         peers[instance] = peer
@@ -149,7 +149,7 @@ public struct PeerTable: Sendable {
     }
 
     /// The daemon went away: every peer is gone as far as we can tell.
-    public mutating func removeAll() -> [Action] {
+    package mutating func removeAll() -> [Action] {
         let lost = peers.sorted { $0.key < $1.key }.filter { $0.value.announced }.map { Action.lost(Self.snapshot($0.key, $0.value)) }
         peers = [:]
         return lost

@@ -15,19 +15,19 @@ import Darwin
 ///
 /// It is a cache: losing it costs nothing. A missing, unreadable or corrupt file reads as empty, and
 /// writes replace the file atomically (temporary file + `rename(2)`), so a reader never sees half of one.
-public struct RecentPeers: Sendable {
+package struct RecentPeers: Sendable {
     /// One peer, as last seen on one service type.
-    public struct Entry: Codable, Equatable, Sendable {
-        public var id: String
-        public var name: String?
-        public var service: String
-        public var lastSeen: Date
+    package struct Entry: Codable, Equatable, Sendable {
+        package var id: String
+        package var name: String?
+        package var service: String
+        package var lastSeen: Date
         /// Where the peer answered or was advertised, the address that worked first; with `port`,
         /// what a command tries before discovery has answered. Absent in entries of older versions.
-        public var addresses: [String]?
-        public var port: Int?
+        package var addresses: [String]?
+        package var port: Int?
 
-        public init(id: String, name: String?, service: String, lastSeen: Date, addresses: [String]? = nil, port: Int? = nil) {
+        package init(id: String, name: String?, service: String, lastSeen: Date, addresses: [String]? = nil, port: Int? = nil) {
             self.id = id
             self.name = name
             self.service = service
@@ -49,33 +49,33 @@ public struct RecentPeers: Sendable {
 
     static let fileVersion = 1
     /// Newest entries kept; older ones fall off.
-    public static let capacity = 100
+    package static let capacity = 100
     /// A larger file is not ours (or not sane): completion must stay fast, so it reads as empty.
     static let maxFileBytes = 1 << 20
     /// How long remembered addresses are tried first: a day after the peer was last seen or reached.
-    public static let addressLifetime: TimeInterval = 24 * 3600
+    package static let addressLifetime: TimeInterval = 24 * 3600
     /// At most this many remembered addresses per peer (an entry is data from the network).
     static let maxAddresses = 8
 
     /// Whether addresses are remembered and tried: yes unless `NEARBY_REMEMBER=0`.
-    public static func remembersAddresses(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> Bool {
+    package static func remembersAddresses(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> Bool {
         environment["NEARBY_REMEMBER"] != "0"
     }
 
-    public let path: String
+    package let path: String
     let capacity: Int
 
-    public init(paths: NearbyPaths, capacity: Int = RecentPeers.capacity) {
+    package init(paths: NearbyPaths, capacity: Int = RecentPeers.capacity) {
         self.init(path: paths.recentPeersFile, capacity: capacity)
     }
 
-    public init(path: String, capacity: Int = RecentPeers.capacity) {
+    package init(path: String, capacity: Int = RecentPeers.capacity) {
         self.path = path
         self.capacity = max(1, capacity)
     }
 
     /// The entries, newest first; empty when there is no usable file.
-    public func load() -> [Entry] {
+    package func load() -> [Entry] {
         guard let handle = FileHandle(forReadingAtPath: path) else { return [] }
         defer { try? handle.close() }
         guard let data = try? handle.read(upToCount: Self.maxFileBytes + 1), data.count <= Self.maxFileBytes,
@@ -85,7 +85,7 @@ public struct RecentPeers: Sendable {
     }
 
     /// The service types recent peers were seen on, the most recently seen first, each once.
-    public func services() -> [String] {
+    package func services() -> [String] {
         var seen = Set<String>()
         return load().map(\.service).filter { seen.insert($0).inserted }
     }
@@ -98,7 +98,7 @@ public struct RecentPeers: Sendable {
     /// session's CPU time. A day's `addressLifetime` does not notice a minute.
     static let refreshInterval: TimeInterval = 60
 
-    public func record(_ entries: [Entry]) throws {
+    package func record(_ entries: [Entry]) throws {
         let loaded = load()
         let current = Dictionary(loaded.map { (Self.key(service: $0.service, id: $0.id), $0) }, uniquingKeysWith: { first, _ in first })
         let news = entries.contains { entry in
@@ -124,7 +124,7 @@ public struct RecentPeers: Sendable {
 
     /// Records a peer `nearby browse` found, at most once per peer and file in this process, and
     /// never our own advertisement. Failures are ignored: browsing must not suffer for a cache.
-    public func recordOnce(_ peer: DiscoveredPeer, service: ServiceType, selfID: PeerID?, now: Date = Date()) {
+    package func recordOnce(_ peer: DiscoveredPeer, service: ServiceType, selfID: PeerID?, now: Date = Date()) {
         guard peer.instance != selfID?.rawValue,
             Self.recorded.insert(path + "\n" + Self.key(service: service.name, id: peer.instance))
         else { return }
@@ -137,7 +137,7 @@ public struct RecentPeers: Sendable {
     /// The entry `query` names on `service` — its exact ID, else the only entry whose ID begins with
     /// it or whose name it is — when that entry has addresses seen within `addressLifetime`. A name
     /// two remembered peers share names neither: discovery decides, with its ambiguity rule.
-    public func remembered(_ query: String, service: String, excluding me: String?, now: Date = Date()) -> Entry? {
+    package func remembered(_ query: String, service: String, excluding me: String?, now: Date = Date()) -> Entry? {
         guard !query.isEmpty else { return nil }
         let entries = load().filter { $0.service == service && $0.id != me }
         let named = entries.first { $0.id == query }.map { [$0] }
@@ -151,7 +151,7 @@ public struct RecentPeers: Sendable {
 
     /// Forgets where a peer was (it answered with another identity, or not at all); the entry stays
     /// for completion.
-    public func forgetAddresses(id: String, service: String) throws {
+    package func forgetAddresses(id: String, service: String) throws {
         var entries = load()
         guard let index = entries.firstIndex(where: { $0.id == id && $0.service == service }), entries[index].addresses != nil else { return }
         (entries[index].addresses, entries[index].port) = (nil, nil)
@@ -159,7 +159,7 @@ public struct RecentPeers: Sendable {
     }
 
     /// In `PeerAddresses.connectionOrder`, each once, at most `maxAddresses`.
-    public static func ordered(_ addresses: [String]) -> [String] {
+    package static func ordered(_ addresses: [String]) -> [String] {
         var seen = Set<String>()
         return Array(PeerAddresses.connectionOrder(addresses.filter { seen.insert($0).inserted }).prefix(maxAddresses))
     }
@@ -168,7 +168,7 @@ public struct RecentPeers: Sendable {
     /// names, newest first, without duplicates. Names a shell word cannot carry sensibly (control
     /// characters, a leading `-` that would read as an option) are left out; they come from the
     /// network and are untrusted.
-    public func candidates(service: String?) -> [String] {
+    package func candidates(service: String?) -> [String] {
         var seen = Set<String>()
         var words: [String] = []
         for entry in load() where service == nil || entry.service == service {
@@ -239,8 +239,8 @@ private final class RecordedKeys: @unchecked Sendable {
 
 /// The order in which a peer's addresses are tried, by every connection and every check: IPv4
 /// first, then IPv6, link-local last (it needs its interface, and works only on that link).
-public enum PeerAddresses {
-    public static func connectionOrder(_ addresses: [String]) -> [String] {
+package enum PeerAddresses {
+    package static func connectionOrder(_ addresses: [String]) -> [String] {
         let linkLocal = { (address: String) in address.lowercased().hasPrefix("fe80") }
         return addresses.filter { !$0.contains(":") } + addresses.filter { $0.contains(":") && !linkLocal($0) } + addresses.filter(linkLocal)
     }

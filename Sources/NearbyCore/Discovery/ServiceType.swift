@@ -1,11 +1,11 @@
 /// An MPC service type such as `chat-v2`: validated by MPC's rules before anything touches the network
 /// (a bad one crashes an iOS app; here it is a clear error).
-public struct ServiceType: Hashable, Sendable, CustomStringConvertible {
-    public let name: String
+package struct ServiceType: Hashable, Sendable, CustomStringConvertible {
+    package let name: String
 
-    public static let `default` = ServiceType(unchecked: "nearby")
+    package static let `default` = ServiceType(unchecked: "nearby")
 
-    public init(_ name: String) throws(NearbyError) {
+    package init(_ name: String) throws(NearbyError) {
         func refuse(_ rule: String) -> NearbyError { .invalidServiceType(name, rule: rule) }
         let bytes = Array(name.utf8)
         guard !bytes.isEmpty else { throw refuse("it must not be empty (1–15 characters)") }
@@ -34,7 +34,7 @@ public struct ServiceType: Hashable, Sendable, CustomStringConvertible {
     /// A `--service` value: MPC's short form (`chat`). The full DNS-SD form `_chat._tcp`, which
     /// `browse` takes for foreign types (`DNSSDType.parse`, the one parser of that form), is refused
     /// with the short form to use instead, so a user who types what avahi-browse shows learns the rule.
-    public init(option text: String) throws(NearbyError) {
+    package init(option text: String) throws(NearbyError) {
         do {
             try self.init(text)
         } catch {
@@ -47,16 +47,16 @@ public struct ServiceType: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The DNS-SD registration type, e.g. `_chat-v2._tcp`.
-    public var registrationType: String { "_\(name)._tcp" }
+    package var registrationType: String { "_\(name)._tcp" }
 
-    public var description: String { name }
+    package var description: String { name }
 }
 
 /// A peer's display name, as MPC limits it: 1–63 bytes of UTF-8.
-public enum DisplayName {
-    public static let maxBytes = 63
+package enum DisplayName {
+    package static let maxBytes = 63
 
-    public static func validate(_ name: String) throws(NearbyError) {
+    package static func validate(_ name: String) throws(NearbyError) {
         let count = name.utf8.count
         guard count > 0 else { throw .invalidDisplayName(name, rule: "it must not be empty") }
         guard count <= maxBytes else {
@@ -71,7 +71,7 @@ public enum DisplayName {
     }
 
     /// A usable default from the host name, cut to the limit on a character boundary.
-    public static func fromHostName(_ host: String) -> String {
+    package static func fromHostName(_ host: String) -> String {
         var name = host.split(separator: ".").first.map(String.init) ?? ""
         while name.utf8.count > maxBytes { name.removeLast() }
         return name.isEmpty ? "nearby" : name
@@ -80,7 +80,7 @@ public enum DisplayName {
     /// The name a new identity starts with: the host name and the first four characters of the
     /// peer ID, `vm-k3x9`. Hosts that share a name (every lab VM is `vm`, many Pis `raspberrypi`)
     /// still show up as different peers; `identity --rename` picks a better one.
-    public static func fromHostName(_ host: String, peerID: PeerID) -> String {
+    package static func fromHostName(_ host: String, peerID: PeerID) -> String {
         let suffix = "-" + peerID.rawValue.prefix(4)
         var name = fromHostName(host)
         while name.utf8.count + suffix.utf8.count > maxBytes { name.removeLast() }

@@ -1,38 +1,38 @@
 /// The MPC-compatible TXT record: `_d=<display name>`, the user's discovery info (keys that start with
 /// `_` get one more `_`, as MPC does), and our protocol key `_nb`, by which nearby nodes tell each
 /// other apart from plain MPC apps.
-public struct TXTRecord: Equatable, Sendable {
-    public static let displayNameKey = "_d"
-    public static let protocolKey = "_nb"
-    public static let protocolVersion = "2"
+package struct TXTRecord: Equatable, Sendable {
+    package static let displayNameKey = "_d"
+    package static let protocolKey = "_nb"
+    package static let protocolVersion = "2"
     /// Each `key=value` entry: a DNS character-string holds at most 255 bytes.
-    public static let maxEntryBytes = 255
+    package static let maxEntryBytes = 255
     /// The whole record on the wire (entries with their length bytes), as MPC limits discovery info.
-    public static let maxRecordBytes = 400
+    package static let maxRecordBytes = 400
 
-    public var displayName: String?
+    package var displayName: String?
     /// The user's discovery info, keys unescaped.
-    public var info: [String: String]
+    package var info: [String: String]
     /// `_nb`'s value when the publisher is a nearby node, nil for a plain MPC app.
-    public var protocolVersion: String?
+    package var protocolVersion: String?
     /// Every entry as published, keys as given (the first of a repeated key wins, RFC 6763 6.4);
     /// what `browse` shows for a service type that is not nearby's.
-    public var raw: [String: String] = [:]
+    package var raw: [String: String] = [:]
 
     /// Two records are the same when they say the same to nearby and MPC; `raw` is what one was
     /// decoded from, not part of its meaning (a record built here has none).
-    public static func == (lhs: TXTRecord, rhs: TXTRecord) -> Bool {
+    package static func == (lhs: TXTRecord, rhs: TXTRecord) -> Bool {
         lhs.displayName == rhs.displayName && lhs.info == rhs.info && lhs.protocolVersion == rhs.protocolVersion
     }
 
-    public init(displayName: String?, info: [String: String], protocolVersion: String?) {
+    package init(displayName: String?, info: [String: String], protocolVersion: String?) {
         self.displayName = displayName
         self.info = info
         self.protocolVersion = protocolVersion
     }
 
     /// Parses `KEY=VALUE` arguments as given on the command line.
-    public static func parseInfo(_ pairs: [String]) throws(NearbyError) -> [String: String] {
+    package static func parseInfo(_ pairs: [String]) throws(NearbyError) -> [String: String] {
         var info: [String: String] = [:]
         for pair in pairs {
             guard let eq = pair.firstIndex(of: "=") else {
@@ -48,7 +48,7 @@ public struct TXTRecord: Equatable, Sendable {
     }
 
     /// The entries in publishing order: `_d`, then user keys sorted, then `_nb`.
-    public func entries() -> [(key: String, value: String)] {
+    package func entries() -> [(key: String, value: String)] {
         var out: [(String, String)] = []
         if let displayName { out.append((Self.displayNameKey, displayName)) }
         for key in info.keys.sorted() {
@@ -59,7 +59,7 @@ public struct TXTRecord: Equatable, Sendable {
     }
 
     /// Checks the limits and returns the wire form (length-prefixed character-strings).
-    public func encode() throws(NearbyError) -> [UInt8] {
+    package func encode() throws(NearbyError) -> [UInt8] {
         var wire: [UInt8] = []
         for (key, value) in entries() {
             let entry = "\(key)=\(value)"
@@ -84,7 +84,7 @@ public struct TXTRecord: Equatable, Sendable {
     }
 
     /// Reads a TXT record from the network. Untrusted: malformed strings are skipped, not trusted.
-    public static func decode(_ bytes: some Collection<UInt8>) -> TXTRecord {
+    package static func decode(_ bytes: some Collection<UInt8>) -> TXTRecord {
         var record = TXTRecord(displayName: nil, info: [:], protocolVersion: nil)
         var index = bytes.startIndex
         while index != bytes.endIndex {

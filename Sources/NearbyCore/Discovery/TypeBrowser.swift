@@ -2,13 +2,13 @@ import CDNSSD
 import Dispatch
 
 /// Full DNS-SD service types as `browse --service` and `browse --types` take and print them.
-public enum DNSSDType {
+package enum DNSSDType {
     /// The meta-query every responder answers with the types it publishes (RFC 6763 9).
-    public static let metaQuery = "_services._dns-sd._udp"
+    package static let metaQuery = "_services._dns-sd._udp"
 
     /// `_http._tcp` (trailing dot and `.local.` allowed) → `_http._tcp`; nil for anything that is
     /// not a DNS-SD type, such as an MPC service name like `chat`, so the old meaning stays.
-    public static func parse(_ text: String) -> String? {
+    package static func parse(_ text: String) -> String? {
         var name = text
         for suffix in [".", "local.", "local"] where name.hasSuffix(suffix) && name != suffix {
             if suffix == "." || name.hasSuffix("." + suffix) { name.removeLast(suffix.count) }
@@ -26,7 +26,7 @@ public enum DNSSDType {
     }
 
     /// The meta-query's answer (`_http` in `_tcp.` or `_tcp.local.`) as a type, `_http._tcp`.
-    public static func fromMetaAnswer(name: String, type: String) -> String? {
+    package static func fromMetaAnswer(name: String, type: String) -> String? {
         let proto = type.split(separator: ".").first.map(String.init) ?? ""
         return parse("\(name).\(proto)")
     }
@@ -34,13 +34,13 @@ public enum DNSSDType {
 
 /// How many instances each type has. The daemon reports an instance once per interface and IP
 /// family and withdraws each of those separately, so an instance counts while any report stands.
-public struct TypeCounter: Sendable, Equatable {
+package struct TypeCounter: Sendable, Equatable {
     private var reports: [String: [String: Int]] = [:]
 
-    public init() {}
+    package init() {}
 
     /// Applies one add or remove of `instance` of `type`; returns the type's new count when it changed.
-    public mutating func apply(type: String, instance: String, added: Bool) -> Int? {
+    package mutating func apply(type: String, instance: String, added: Bool) -> Int? {
         let before = count(type)
         var instances = reports[type, default: [:]]
         let next = (instances[instance] ?? 0) + (added ? 1 : -1)
@@ -50,19 +50,19 @@ public struct TypeCounter: Sendable, Equatable {
         return after == before ? nil : after
     }
 
-    public func count(_ type: String) -> Int { reports[type]?.count ?? 0 }
+    package func count(_ type: String) -> Int { reports[type]?.count ?? 0 }
 }
 
 /// Browses the meta-query and, per type found, that type's instances; yields a type with its count
 /// whenever the count changes (0: the type is gone). Confined to one serial queue, as `Browser` is.
-public final class TypeBrowser: @unchecked Sendable {
-    public enum Update: Sendable, Equatable {
+package final class TypeBrowser: @unchecked Sendable {
+    package enum Update: Sendable, Equatable {
         case type(String, instances: Int)
         case failed(NearbyError)
     }
 
     /// At most this many types are followed: the answers come from the network.
-    public static let maxTypes = 256
+    package static let maxTypes = 256
     private let queue = DispatchQueue(label: "nearby.types")
     private var meta: DNSServiceOperation?
     private var perType: [String: DNSServiceOperation] = [:]
@@ -71,9 +71,9 @@ public final class TypeBrowser: @unchecked Sendable {
     private var continuation: AsyncStream<Update>.Continuation?
     private var stopped = false
 
-    public init() {}
+    package init() {}
 
-    public func start() throws(NearbyError) -> AsyncStream<Update> {
+    package func start() throws(NearbyError) -> AsyncStream<Update> {
         DNSSD.silenceAvahiWarnings()
         let (stream, continuation) = AsyncStream<Update>.makeStream()
         continuation.onTermination = { [weak self] _ in self?.stop() }
@@ -93,7 +93,7 @@ public final class TypeBrowser: @unchecked Sendable {
         return stream
     }
 
-    public func stop() {
+    package func stop() {
         queue.async { [self] in
             guard !stopped else { return }
             stopped = true

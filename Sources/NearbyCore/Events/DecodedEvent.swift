@@ -4,16 +4,16 @@ import Foundation
 /// its time, and its typed body when this version knows the kind and the line has every field the
 /// kind has. A line of a kind this version does not know (a newer node), or one missing a field
 /// (an older node), keeps its fields as `JSONValue`s, so it can still be shown.
-public struct DecodedEvent: Sendable {
-    public var kind: String
-    public var time: Date?
+package struct DecodedEvent: Sendable {
+    package var kind: String
+    package var time: Date?
     /// Nil for a kind this version does not know, or a line it cannot read as that kind.
-    public var body: (any EventBody)?
+    package var body: (any EventBody)?
     /// The line's fields other than `event` and `time`; for our own events, only when asked for.
-    public var fields: [String: JSONValue]
+    package var fields: [String: JSONValue]
 
     /// Our own event, as it is emitted: nothing to decode.
-    public init(_ body: some EventBody, at time: Date = Date()) {
+    package init(_ body: some EventBody, at time: Date = Date()) {
         kind = type(of: body).event
         self.time = time
         self.body = body
@@ -21,7 +21,7 @@ public struct DecodedEvent: Sendable {
     }
 
     /// Reads one event line; nil when it is not a JSON object with a string `event`.
-    public init?(line: String, kinds: [any EventBody.Type] = Events.kinds) {
+    package init?(line: String, kinds: [any EventBody.Type] = Events.kinds) {
         let data = Data(line.utf8)
         guard case let .object(object)? = try? JSONDecoder().decode(JSONValue.self, from: data),
               case let .string(kind)? = object["event"]
@@ -33,7 +33,7 @@ public struct DecodedEvent: Sendable {
     }
 
     /// The fields of the line, also for our own events (encoded on demand: for the generic line).
-    public var allFields: [String: JSONValue] {
+    package var allFields: [String: JSONValue] {
         guard fields.isEmpty, let body,
               let value = try? JSONDecoder().decode(JSONValue.self, from: JSONEncoder().encode(body)),
               case let .object(object) = value
@@ -46,7 +46,7 @@ public struct DecodedEvent: Sendable {
     }
 
     /// RFC 3339, with or without fractions of a second.
-    public static func date(_ text: String) -> Date? {
+    package static func date(_ text: String) -> Date? {
         (try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text))
             ?? (try? Date.ISO8601FormatStyle().parse(text))
     }
@@ -54,7 +54,7 @@ public struct DecodedEvent: Sendable {
 
 extension Events {
     /// Every kind the core emits, for `DecodedEvent` (a command adds its own).
-    public static let kinds: [any EventBody.Type] = [
+    package static let kinds: [any EventBody.Type] = [
         IdentityShown.self, Advertising.self, Browsing.self, PeerSeen.self, PeerUpdated.self, Lost.self, Failure.self,
         Invitation.self, Invited.self, Accepted.self, Declined.self, Connecting.self, Connected.self, Disconnected.self,
         Message.self, Sent.self, Rejected.self, FileStarted.self, Progress.self, FileSent.self, FileReceived.self,
@@ -65,7 +65,7 @@ extension Events {
 }
 
 /// A JSON value, typed: what a line of an unknown kind is read as.
-public enum JSONValue: Codable, Sendable, Equatable {
+package enum JSONValue: Codable, Sendable, Equatable {
     case null
     case bool(Bool)
     case number(Double)
@@ -73,7 +73,7 @@ public enum JSONValue: Codable, Sendable, Equatable {
     case array([JSONValue])
     case object([String: JSONValue])
 
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
             self = .null
@@ -90,7 +90,7 @@ public enum JSONValue: Codable, Sendable, Equatable {
         }
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         switch self {
         case .null: try container.encodeNil()
@@ -103,7 +103,7 @@ public enum JSONValue: Codable, Sendable, Equatable {
     }
 
     /// A string, number or boolean as text; nil for objects, arrays and null.
-    public var scalar: String? {
+    package var scalar: String? {
         switch self {
         case let .string(string): string
         case let .bool(bool): String(bool)

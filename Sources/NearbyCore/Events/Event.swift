@@ -2,30 +2,30 @@ import Foundation
 
 /// One kind of JSON-lines event. The envelope adds `event` and `time`; the body's own fields follow,
 /// in snake_case (keys of user data, such as discovery info, are kept as given). Every kind and field is documented in docs/events.md and docs/events.schema.json.
-public protocol EventBody: Codable, Sendable {
+package protocol EventBody: Codable, Sendable {
     static var event: String { get }
 }
 
-public struct PeerRef: Codable, Sendable, Equatable {
-    public var id: String
+package struct PeerRef: Codable, Sendable, Equatable {
+    package var id: String
     /// Written as `null` when unknown, so every `peer` object has both fields.
-    @Null public var name: String?
-    public init(id: String, name: String?) {
+    @Null package var name: String?
+    package init(id: String, name: String?) {
         self.id = id
         self.name = name
     }
 
 }
 
-public enum Events {
-    public struct IdentityShown: EventBody {
-        public static let event = "identity"
-        public var peer: PeerRef
-        public var fingerprint: String
-        public var path: String
-        public var created: String
+package enum Events {
+    package struct IdentityShown: EventBody {
+        package static let event = "identity"
+        package var peer: PeerRef
+        package var fingerprint: String
+        package var path: String
+        package var created: String
 
-        public init(peer: PeerRef, fingerprint: String, path: String, created: String) {
+        package init(peer: PeerRef, fingerprint: String, path: String, created: String) {
             self.peer = peer
             self.fingerprint = fingerprint
             self.path = path
@@ -33,18 +33,18 @@ public enum Events {
         }
     }
 
-    public struct Advertising: EventBody {
-        public static let event = "advertising"
-        public var peer: PeerRef
-        public var service: String
-        public var domain: String
-        public var port: Int
-        public var info: SortedInfo
+    package struct Advertising: EventBody {
+        package static let event = "advertising"
+        package var peer: PeerRef
+        package var service: String
+        package var domain: String
+        package var port: Int
+        package var info: SortedInfo
         /// The DNS-SD instance name, only when it is not the peer ID: another host already used
         /// that, and the daemon gave us its alternative (`ID #2`).
-        public var instance: String?
+        package var instance: String?
 
-        public init(peer: PeerRef, service: String, domain: String, port: Int, info: [String: String], instance: String? = nil) {
+        package init(peer: PeerRef, service: String, domain: String, port: Int, info: [String: String], instance: String? = nil) {
             self.peer = peer
             self.service = service
             self.domain = domain
@@ -54,21 +54,21 @@ public enum Events {
         }
     }
 
-    public struct Browsing: EventBody {
-        public static let event = "browsing"
-        public var service: String
-        public var domain: String
+    package struct Browsing: EventBody {
+        package static let event = "browsing"
+        package var service: String
+        package var domain: String
         /// When browsing ends by itself: after this many seconds (`--timeout`, `--peer`'s default)…
-        public var stopsAfter: Double? = nil
+        package var stopsAfter: Double? = nil
         /// …or, with `--now`, once the answers stop coming. Omitted otherwise (Ctrl-C ends it).
-        public var now: Bool? = nil
+        package var now: Bool? = nil
 
         enum CodingKeys: String, CodingKey {
             case service, domain, now
             case stopsAfter = "stops_after"
         }
 
-        public init(service: String, domain: String, stopsAfter: Double? = nil, now: Bool = false) {
+        package init(service: String, domain: String, stopsAfter: Double? = nil, now: Bool = false) {
             self.service = service
             self.domain = domain
             self.stopsAfter = stopsAfter
@@ -77,21 +77,21 @@ public enum Events {
     }
 
     /// `found` and `updated` share their fields: everything known about the peer at that moment.
-    public struct PeerSeen: EventBody {
-        public static let event = "found"
-        public var peer: PeerRef
-        public var service: String
-        public var kind: PeerKind
-        @Null public var protocolVersion: String?
-        public var info: SortedInfo
-        @Null public var host: String?
-        @Null public var port: Int?
-        public var addresses: [String]
-        @Null public var interface: String?
-        public var isSelf: Bool
-        public var elapsedMs: Int
+    package struct PeerSeen: EventBody {
+        package static let event = "found"
+        package var peer: PeerRef
+        package var service: String
+        package var kind: PeerKind
+        @Null package var protocolVersion: String?
+        package var info: SortedInfo
+        @Null package var host: String?
+        @Null package var port: Int?
+        package var addresses: [String]
+        @Null package var interface: String?
+        package var isSelf: Bool
+        package var elapsedMs: Int
         /// The unicast DNS domain (`--domain`); absent on mDNS.
-        public var domain: String?
+        package var domain: String?
 
         enum CodingKeys: String, CodingKey {
             case peer, service, kind
@@ -101,7 +101,7 @@ public enum Events {
             case elapsedMs = "elapsed_ms"
         }
 
-        public init(
+        package init(
             peer: PeerRef, service: String, kind: PeerKind, protocolVersion: String?, info: [String: String],
             host: String?, port: Int?, addresses: [String], interface: String?, isSelf: Bool, elapsedMs: Int
         ) {
@@ -120,73 +120,73 @@ public enum Events {
 
     }
 
-    public struct PeerUpdated: EventBody {
-        public static let event = "updated"
-        public var changed: [String]
-        public var seen: PeerSeen
+    package struct PeerUpdated: EventBody {
+        package static let event = "updated"
+        package var changed: [String]
+        package var seen: PeerSeen
 
-        public init(changed: [String], seen: PeerSeen) {
+        package init(changed: [String], seen: PeerSeen) {
             self.changed = changed
             self.seen = seen
         }
 
-        public func encode(to encoder: any Encoder) throws {
+        package func encode(to encoder: any Encoder) throws {
             try seen.encode(to: encoder)
             var container = encoder.container(keyedBy: Key.self)
             try container.encode(changed, forKey: .changed)
         }
 
-        public init(from decoder: any Decoder) throws {
+        package init(from decoder: any Decoder) throws {
             seen = try PeerSeen(from: decoder)
             changed = try decoder.container(keyedBy: Key.self).decode([String].self, forKey: .changed)
         }
         enum Key: String, CodingKey { case changed }
     }
 
-    public struct Lost: EventBody {
-        public static let event = "lost"
-        public var peer: PeerRef
-        public var service: String
-        public var elapsedMs: Int
+    package struct Lost: EventBody {
+        package static let event = "lost"
+        package var peer: PeerRef
+        package var service: String
+        package var elapsedMs: Int
         /// The unicast DNS domain (`--domain`); absent on mDNS.
-        public var domain: String?
+        package var domain: String?
 
         enum CodingKeys: String, CodingKey {
             case peer, service, domain
             case elapsedMs = "elapsed_ms"
         }
 
-        public init(peer: PeerRef, service: String, elapsedMs: Int) {
+        package init(peer: PeerRef, service: String, elapsedMs: Int) {
             self.peer = peer
             self.service = service
             self.elapsedMs = elapsedMs
         }
     }
 
-    public struct Failure: EventBody {
-        public static let event = "error"
-        public var code: String
-        public var message: String
-        public var exitStatus: Int32
+    package struct Failure: EventBody {
+        package static let event = "error"
+        package var code: String
+        package var message: String
+        package var exitStatus: Int32
         /// `peer-not-found` after a lookup: peers on the service with a name near the one asked
         /// for, the same name on other service types, and the command to run next.
-        public var near: [PeerRef]?
-        public var elsewhere: [PeerSearchReport.Sighting]?
-        public var hint: String?
+        package var near: [PeerRef]?
+        package var elsewhere: [PeerSearchReport.Sighting]?
+        package var hint: String?
 
         enum CodingKeys: String, CodingKey {
             case code, message, near, elsewhere, hint
             case exitStatus = "exit_status"
         }
 
-        public init(code: String, message: String, exitStatus: Int32) {
+        package init(code: String, message: String, exitStatus: Int32) {
             self.code = code
             self.message = message
             self.exitStatus = exitStatus
         }
 
         /// The event for `error`, with what a failed lookup saw when it carries that.
-        public init(_ error: NearbyError, message: String? = nil) {
+        package init(_ error: NearbyError, message: String? = nil) {
             self.init(code: error.code, message: message ?? error.errorDescription ?? "\(error)", exitStatus: error.exitStatus.rawValue)
             if case let .peerNotFound(query, _, seen?) = error {
                 near = seen.near
@@ -198,15 +198,15 @@ public enum Events {
 }
 
 /// A string map written with its keys sorted, so the same info prints the same line every time.
-public struct SortedInfo: Codable, Sendable, Equatable {
-    public var values: [String: String]
-    public init(_ values: [String: String]) { self.values = values }
+package struct SortedInfo: Codable, Sendable, Equatable {
+    package var values: [String: String]
+    package init(_ values: [String: String]) { self.values = values }
 
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         values = try decoder.singleValueContainer().decode([String: String].self)
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: AnyKey.self)
         for key in values.keys.sorted() {
             try container.encode(values[key], forKey: AnyKey(stringValue: key))
@@ -221,7 +221,7 @@ public struct SortedInfo: Codable, Sendable, Equatable {
     }
 }
 
-public enum PeerKind: String, Codable, Sendable {
+package enum PeerKind: String, Codable, Sendable {
     /// A nearby node: its TXT record carries our protocol key.
     case nearby
     /// A plain Multipeer Connectivity app (iPhone, Mac) or anything else advertising the MPC format.
@@ -238,10 +238,10 @@ public enum PeerKind: String, Codable, Sendable {
 /// makes the same event print the same way every time. What a terminal would act on (DEL, C1,
 /// bidi and zero-width characters, which JSON allows raw) is written as `\uXXXX`: the same value
 /// for a JSON reader (`TerminalText.jsonLine`).
-public struct EventEncoder: Sendable {
-    public init() {}
+package struct EventEncoder: Sendable {
+    package init() {}
 
-    public func line(_ body: some EventBody, at date: Date = Date()) -> String {
+    package func line(_ body: some EventBody, at date: Date = Date()) -> String {
         TerminalText.jsonLine(encoded(body, at: date))
     }
 
@@ -262,7 +262,7 @@ public struct EventEncoder: Sendable {
     }
 
     /// RFC 3339, UTC, milliseconds: `2026-11-21T21:20:23.123Z`.
-    public static func timestamp(_ date: Date) -> String {
+    package static func timestamp(_ date: Date) -> String {
         let since = date.timeIntervalSince1970
         var seconds = time_t(since.rounded(.down))
         let milliseconds = min(999, max(0, Int(((since - Double(seconds)) * 1000).rounded(.down))))

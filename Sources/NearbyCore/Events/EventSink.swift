@@ -8,7 +8,7 @@ import Darwin
 #endif
 
 /// Where events go. Commands and the core emit through this, so tests can capture them.
-public protocol EventSink: Sendable {
+package protocol EventSink: Sendable {
     func emit(_ body: some EventBody)
     /// An event line already encoded elsewhere (a node's answer to a client), passed on as is.
     func emitLine(_ line: String)
@@ -18,64 +18,64 @@ public protocol EventSink: Sendable {
 /// lines emitted on an event loop in one tick go together (`TickBuffer`) to `OutputQueue.standard`,
 /// whose thread writes them, so a pipe's reader sees every line as soon as the tick that made it
 /// ends, and a reader that does not read holds up no event loop.
-public final class LineSink: EventSink {
+package final class LineSink: EventSink {
     private let fd: Int32
     private let encoder = EventEncoder()
     private let output = TickBuffer { fd, text in OutputQueue.standard.append(text, fd: fd) }
 
-    public init(fileDescriptor: Int32 = STDOUT_FILENO) { fd = fileDescriptor }
+    package init(fileDescriptor: Int32 = STDOUT_FILENO) { fd = fileDescriptor }
 
-    public func emit(_ body: some EventBody) { output.append(encoder.line(body) + "\n", fd: fd) }
+    package func emit(_ body: some EventBody) { output.append(encoder.line(body) + "\n", fd: fd) }
 
     /// A line from elsewhere (a running node, maybe an older one) is made as safe as our own.
-    public func emitLine(_ line: String) { output.append(TerminalText.jsonLine(line) + "\n", fd: fd) }
+    package func emitLine(_ line: String) { output.append(TerminalText.jsonLine(line) + "\n", fd: fd) }
 }
 
 /// Keeps events in memory: for tests.
-public final class MemorySink: EventSink {
+package final class MemorySink: EventSink {
     private let storage = Mutex<[String]>([])
     private let encoder = EventEncoder()
-    public init() {}
-    public func emit(_ body: some EventBody) { emitLine(encoder.line(body)) }
-    public func emitLine(_ line: String) { storage.withLock { $0.append(line) } }
-    public var lines: [String] { storage.withLock { $0 } }
+    package init() {}
+    package func emit(_ body: some EventBody) { emitLine(encoder.line(body)) }
+    package func emitLine(_ line: String) { storage.withLock { $0.append(line) } }
+    package var lines: [String] { storage.withLock { $0 } }
 }
 
 /// Sends every event to two sinks: the node's own output and the client that asked for the work.
-public struct TeeSink: EventSink {
+package struct TeeSink: EventSink {
     let first: any EventSink
     let second: any EventSink
-    public init(_ first: any EventSink, _ second: any EventSink) {
+    package init(_ first: any EventSink, _ second: any EventSink) {
         self.first = first
         self.second = second
     }
-    public func emit(_ body: some EventBody) {
+    package func emit(_ body: some EventBody) {
         first.emit(body)
         second.emit(body)
     }
-    public func emitLine(_ line: String) {
+    package func emitLine(_ line: String) {
         first.emitLine(line)
         second.emitLine(line)
     }
 }
 
 /// Discards events.
-public struct NullSink: EventSink {
-    public init() {}
-    public func emit(_ body: some EventBody) {}
-    public func emitLine(_ line: String) {}
+package struct NullSink: EventSink {
+    package init() {}
+    package func emit(_ body: some EventBody) {}
+    package func emitLine(_ line: String) {}
 }
 
 /// Words for people on stderr, through swift-log: errors always, chatter only with `--verbose`.
-public struct Console: Sendable {
-    public init(verbose: Bool) {}
+package struct Console: Sendable {
+    package init(verbose: Bool) {}
 
     /// The caller's place is the log line's (its repeats are counted per place: `NearbyLog.repeats`).
-    public func info(_ message: @autoclosure () -> String, file: String = #fileID, line: UInt = #line) {
+    package func info(_ message: @autoclosure () -> String, file: String = #fileID, line: UInt = #line) {
         NearbyLog.logger.info("\(message())", file: file, function: "", line: line)
     }
 
-    public func error(_ message: String) { NearbyLog.logger.error("\(message)") }
+    package func error(_ message: String) { NearbyLog.logger.error("\(message)") }
 }
 
 /// `write(2)` until done; gives up quietly when the reader is gone (EPIPE), retries on EINTR.

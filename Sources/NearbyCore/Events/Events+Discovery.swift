@@ -1,7 +1,7 @@
 import Foundation
 
 extension Events.IdentityShown {
-    public init(_ identity: Identity, path: String) {
+    package init(_ identity: Identity, path: String) {
         self.init(
             peer: PeerRef(id: identity.peerID.rawValue, name: identity.displayName),
             fingerprint: identity.fingerprint, path: path,
@@ -11,7 +11,7 @@ extension Events.IdentityShown {
 
 extension Events.PeerSeen {
     /// `selfID` marks our own advertisement, seen from the same identity.
-    public init(_ peer: DiscoveredPeer, service: ServiceType, selfID: PeerID?) {
+    package init(_ peer: DiscoveredPeer, service: ServiceType, selfID: PeerID?) {
         self.init(
             peer: peer.ref, service: service.name, kind: peer.kind, protocolVersion: peer.txt.protocolVersion,
             info: peer.txt.info, host: peer.host, port: peer.port, addresses: peer.addresses,
@@ -22,7 +22,7 @@ extension Events.PeerSeen {
 }
 
 extension Events.Lost {
-    public init(_ peer: DiscoveredPeer, service: ServiceType) {
+    package init(_ peer: DiscoveredPeer, service: ServiceType) {
         self.init(peer: peer.ref, service: service.name, elapsedMs: Int(peer.elapsed / .milliseconds(1)))
         domain = peer.domain
     }
@@ -30,7 +30,7 @@ extension Events.Lost {
 
 extension DiscoveredPeer {
     /// Whether `query` names this peer: its full ID, a prefix of it, or its display name (`PeerQuery`'s rule).
-    public func matches(_ query: String) -> Bool {
+    package func matches(_ query: String) -> Bool {
         PeerQuery.matches(query, id: claimedID, name: txt.displayName)
     }
 }
@@ -38,12 +38,12 @@ extension DiscoveredPeer {
 extension Events {
     /// `browse --types`: a service type announced on the link and how many instances it has now
     /// (0 when the last one went away).
-    public struct ServiceTypeSeen: EventBody {
-        public static let event = "type"
-        public var type: String
-        public var instances: Int
+    package struct ServiceTypeSeen: EventBody {
+        package static let event = "type"
+        package var type: String
+        package var instances: Int
 
-        public init(type: String, instances: Int) {
+        package init(type: String, instances: Int) {
             self.type = type
             self.instances = instances
         }
@@ -51,20 +51,20 @@ extension Events {
 
     /// `browse --service _http._tcp`: one instance of a DNS-SD type that is not nearby's, with its
     /// TXT record decoded as key/value pairs; `state` is `found`, `updated` or `lost`.
-    public struct ServiceSeen: EventBody {
-        public static let event = "service"
-        public var state: String
-        public var type: String
-        public var name: String
-        @Null public var host: String?
-        @Null public var port: Int?
-        public var addresses: [String]
-        @Null public var interface: String?
-        public var txt: SortedInfo
+    package struct ServiceSeen: EventBody {
+        package static let event = "service"
+        package var state: String
+        package var type: String
+        package var name: String
+        @Null package var host: String?
+        @Null package var port: Int?
+        package var addresses: [String]
+        @Null package var interface: String?
+        package var txt: SortedInfo
 
         enum CodingKeys: String, CodingKey { case state, type, name, host, port, addresses, interface, txt }
 
-        public init(state: String, type: String, peer: DiscoveredPeer) {
+        package init(state: String, type: String, peer: DiscoveredPeer) {
             self.state = state
             self.type = type
             name = peer.instance
@@ -80,13 +80,13 @@ extension Events {
 extension Events {
     /// `browse` that ended (--timeout, --now) without finding anything: what was looked for, how
     /// long, and the command to run next. Only a JSON reader gets it; a person reads it on stderr.
-    public struct NothingFound: EventBody {
-        public static let event = "nothing-found"
-        public var service: String
-        public var seconds: Double
-        public var hint: String
+    package struct NothingFound: EventBody {
+        package static let event = "nothing-found"
+        package var service: String
+        package var seconds: Double
+        package var hint: String
 
-        public init(service: String, seconds: Double, hint: String) {
+        package init(service: String, seconds: Double, hint: String) {
             self.service = service
             self.seconds = seconds
             self.hint = hint
@@ -97,18 +97,18 @@ extension Events {
 extension Events {
     /// A lookup of a peer by name still running after 2 s: what it looks for, and where. Goes to
     /// the command that asked (on a terminal, a line on stderr).
-    public struct Looking: EventBody {
-        public static let event = "looking"
-        public var peer: String
-        public var service: String
-        public var seconds: Double
+    package struct Looking: EventBody {
+        package static let event = "looking"
+        package var peer: String
+        package var service: String
+        package var seconds: Double
         /// Peers seen whose name or ID is close to the one asked for (a typo, another case, a prefix
         /// of the name): what the user may have meant.
-        public var near: [PeerRef]?
+        package var near: [PeerRef]?
         /// How much longer the lookup goes on (until `--timeout`).
-        public var remaining: Double?
+        package var remaining: Double?
 
-        public init(peer: String, service: String, seconds: Double, near: [PeerRef]? = nil, remaining: Double? = nil) {
+        package init(peer: String, service: String, seconds: Double, near: [PeerRef]? = nil, remaining: Double? = nil) {
             self.peer = peer
             self.service = service
             self.seconds = seconds

@@ -5,15 +5,15 @@ extension Events {
     /// The link carrying a transfer went (or an attempt to get it back failed): attempt `attempt`
     /// of this outage starts after `after` seconds. `seconds`: how long the outage has lasted so far;
     /// `retryFor`: how long it may last before the transfer fails.
-    public struct Reconnecting: EventBody {
-        public static let event = "reconnecting"
-        public var peer: PeerRef
-        public var path: String
-        public var attempt: Int
-        public var after: Double
-        public var seconds: Double
-        public var retryFor: Double
-        public var reason: String
+    package struct Reconnecting: EventBody {
+        package static let event = "reconnecting"
+        package var peer: PeerRef
+        package var path: String
+        package var attempt: Int
+        package var after: Double
+        package var seconds: Double
+        package var retryFor: Double
+        package var reason: String
 
         enum CodingKeys: String, CodingKey {
             case peer, path, attempt, after, seconds, reason
@@ -23,14 +23,14 @@ extension Events {
 
     /// The peer was reached again and the file goes on from `offset`: the prefix the receiver kept
     /// and we checked (0 when it kept nothing). `attempts` it took, `seconds` the outage lasted.
-    public struct Resumed: EventBody {
-        public static let event = "resumed"
-        public var transfer: String
-        public var peer: PeerRef
-        public var path: String
-        public var offset: UInt64
-        public var bytes: UInt64
-        public var attempts: Int
-        public var seconds: Double
+    package struct Resumed: EventBody {
+        package static let event = "resumed"
+        package var transfer: String
+        package var peer: PeerRef
+        package var path: String
+        package var offset: UInt64
+        package var bytes: UInt64
+        package var attempts: Int
+        package var seconds: Double
     }
 }

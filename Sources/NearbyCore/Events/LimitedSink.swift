@@ -6,23 +6,23 @@
 /// `daemon-unavailable`, which no stranger causes. A file channel the node refused for its budget
 /// (`file-failed` received with code `busy` or `quota`: a peer can open thousands) is summarised
 /// per peer, at most 3 a second, the rest counted in a `suppressed` event that names the peer.
-public final class LimitedSink: EventSink {
+package final class LimitedSink: EventSink {
     private let base: any EventSink
     private let gate: RepeatGate<Kind>
     private let refusals: RepeatGate<Kind>
 
     /// One kind of repeat: the event and its code (and the peer, for refused file channels).
-    public struct Kind: Hashable, Sendable {
-        public var event: String
-        public var code: String
-        public var peer: String?
-        public var name: String?
+    package struct Kind: Hashable, Sendable {
+        package var event: String
+        package var code: String
+        package var peer: String?
+        package var name: String?
     }
 
     /// The codes of a receiving `file-failed` that the node's budget, not the transfer, decided.
     static let refusalCodes: Set<String> = ["busy", "quota"]
 
-    public init(
+    package init(
         _ base: any EventSink, burst: Int = 5, window: Duration = .seconds(10), refusalBurst: Int = 3, refusalWindow: Duration = .seconds(1)
     ) {
         self.base = base
@@ -35,7 +35,7 @@ public final class LimitedSink: EventSink {
         refusals = RepeatGate(burst: refusalBurst, window: refusalWindow, report: report)
     }
 
-    public func emit(_ body: some EventBody) {
+    package func emit(_ body: some EventBody) {
         if let failed = body as? Events.FileFailed, failed.direction == "receive", Self.refusalCodes.contains(failed.code) {
             let kind = Kind(event: Events.FileFailed.event, code: failed.code, peer: failed.peer.id, name: failed.peer.name)
             if refusals.admit(kind) { base.emit(body) }
@@ -46,10 +46,10 @@ public final class LimitedSink: EventSink {
     }
 
     /// Lines relayed from another node were limited there.
-    public func emitLine(_ line: String) { base.emitLine(line) }
+    package func emitLine(_ line: String) { base.emitLine(line) }
 
     /// Reports what is still held back: the node is stopping.
-    public func drain() {
+    package func drain() {
         gate.drain()
         refusals.drain()
     }
@@ -68,14 +68,14 @@ public final class LimitedSink: EventSink {
 
 extension Events {
     /// How many events of one kind and code a node held back in the last `seconds` (`LimitedSink`).
-    public struct Suppressed: EventBody {
-        public static let event = "suppressed"
+    package struct Suppressed: EventBody {
+        package static let event = "suppressed"
         /// The kind of event held back (`rejected`, `error`).
-        public var of: String
-        public var code: String
-        public var count: Int
-        public var seconds: Int
+        package var of: String
+        package var code: String
+        package var count: Int
+        package var seconds: Int
         /// The peer whose refused file channels were counted (`file-failed`); absent otherwise.
-        public var peer: PeerRef?
+        package var peer: PeerRef?
     }
 }

@@ -18,14 +18,14 @@ import Darwin
 /// Lines keep their order, across descriptors too (a progress bar on stderr between lines on a
 /// terminal). Whatever waits when the process exits is written first, for as long as the reader
 /// takes it (`drain`).
-public final class OutputQueue: Sendable {
-    public struct Limits: Sendable, Equatable {
+package final class OutputQueue: Sendable {
+    package struct Limits: Sendable, Equatable {
         /// Bytes waiting beyond which links in session stop reading.
-        public var bytes: Int
+        package var bytes: Int
         /// Bytes waiting beyond which a line is dropped (and counted).
-        public var dropAt: Int
+        package var dropAt: Int
 
-        public init(bytes: Int, dropAt: Int) {
+        package init(bytes: Int, dropAt: Int) {
             self.bytes = max(bytes, 1)
             self.dropAt = max(dropAt, self.bytes)
         }
@@ -34,7 +34,7 @@ public final class OutputQueue: Sendable {
         /// dropped past four times that. Between the two: what the links that had taken their
         /// share of `MemoryBudget.frames` still complete once the queue is full, and what a peer
         /// that closes its side sent before (NIO reads a closing connection to its end at once).
-        public static func standard(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> Limits {
+        package static func standard(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> Limits {
             let bytes = environment["NEARBY_OUTPUT_QUEUE_BYTES"].flatMap(Int.init).map { max($0, 1024) } ?? 2 << 20
             return Limits(bytes: bytes, dropAt: 4 * bytes)
         }
@@ -53,28 +53,28 @@ public final class OutputQueue: Sendable {
         var written: UInt64 = 0
     }
 
-    public let limits: Limits
+    package let limits: Limits
     private let state = Mutex(State())
     private let wake = DispatchSemaphore(value: 0)
     private let write: @Sendable (Int32, String) -> Void
     /// How a count of dropped lines is printed (a `suppressed` event as JSON, unless set otherwise).
     private let notice = Mutex<@Sendable (Events.Suppressed) -> String>({ EventEncoder().line($0) + "\n" })
 
-    public init(limits: Limits = .standard(), write: @escaping @Sendable (Int32, String) -> Void = { writeText($0, $1) }) {
+    package init(limits: Limits = .standard(), write: @escaping @Sendable (Int32, String) -> Void = { writeText($0, $1) }) {
         self.limits = limits
         self.write = write
     }
 
     /// This process's stdout and stderr, bounded by the process's `ResourceBudget`.
-    public static let standard = OutputQueue(limits: ResourceBudget.shared.limits.output)
+    package static let standard = OutputQueue(limits: ResourceBudget.shared.limits.output)
 
     /// How `suppressed` notices are printed (for people, on a terminal).
-    public func renderNotices(_ render: @escaping @Sendable (Events.Suppressed) -> String) {
+    package func renderNotices(_ render: @escaping @Sendable (Events.Suppressed) -> String) {
         notice.withLock { $0 = render }
     }
 
     /// Queues `text` for `fd`; never waits. Past `limits.dropAt` the line is dropped and counted.
-    public func append(_ text: String, fd: Int32) {
+    package func append(_ text: String, fd: Int32) {
         let size = text.utf8.count
         let signal = state.withLock { state -> Bool in
             guard state.queued + size <= limits.dropAt || state.queued == 0 else {
@@ -89,16 +89,16 @@ public final class OutputQueue: Sendable {
     }
 
     /// Whether more than `limits.bytes` wait: links in session should not read now.
-    public var isFull: Bool { state.withLock { $0.queued > limits.bytes } }
+    package var isFull: Bool { state.withLock { $0.queued > limits.bytes } }
 
     /// Bytes waiting now.
-    public var queued: Int { state.withLock { $0.queued } }
+    package var queued: Int { state.withLock { $0.queued } }
 
     /// Calls `resume` (on any thread) once at most half the limit waits; at once when it already is
     /// (then nil). Else returns a number for `forget`: a link that closes meanwhile leaves nothing
     /// behind, however long the reader takes.
     @discardableResult
-    public func whenRoom(_ resume: @escaping @Sendable () -> Void) -> UInt64? {
+    package func whenRoom(_ resume: @escaping @Sendable () -> Void) -> UInt64? {
         let waiter = state.withLock { state -> UInt64? in
             guard state.queued > limits.bytes / 2 else { return nil }
             state.nextWaiter += 1
@@ -110,7 +110,7 @@ public final class OutputQueue: Sendable {
     }
 
     /// The waiter `whenRoom` numbered is no longer interested.
-    public func forget(_ waiter: UInt64) {
+    package func forget(_ waiter: UInt64) {
         state.withLock { _ = $0.waiters.removeValue(forKey: waiter) }
     }
 
@@ -118,7 +118,7 @@ public final class OutputQueue: Sendable {
     var waiting: Int { state.withLock { $0.waiters.count } }
 
     /// Waits until everything queued is written, or until the reader took nothing for `stall`.
-    public func drain(stall: Duration = .seconds(5)) {
+    package func drain(stall: Duration = .seconds(5)) {
         var last = state.withLock { $0.written }
         var since = ContinuousClock.now
         while true {
@@ -254,7 +254,7 @@ struct OutputDrops {
 }
 
 /// `write(2)` until done, retrying on EINTR; gives up quietly when the reader is gone.
-public func writeText(_ fd: Int32, _ text: String) {
+package func writeText(_ fd: Int32, _ text: String) {
     var text = text
     text.withUTF8 { _ = writeAll(fd, UnsafeRawBufferPointer($0)) }
 }

@@ -4,26 +4,26 @@ import Synchronization
 /// still coming, which arrived, and which failed for good. `nearby accept` ends with its verdict —
 /// a transfer that did not deliver every byte is never success — and stops waiting once every file
 /// it was sent is in and nothing more comes.
-public struct TransferTally: Sendable, Equatable {
-    public private(set) var inProgress: Set<String> = []
-    public private(set) var received = 0
+package struct TransferTally: Sendable, Equatable {
+    package private(set) var inProgress: Set<String> = []
+    package private(set) var received = 0
     /// Failures not made good since (a retry of the same file that arrived clears it), oldest first.
-    public private(set) var failures: [Failure] = []
+    package private(set) var failures: [Failure] = []
 
-    public struct Failure: Sendable, Equatable {
-        public let transfer: String
-        public let path: String
-        public let code: String
-        public let reason: String
+    package struct Failure: Sendable, Equatable {
+        package let transfer: String
+        package let path: String
+        package let code: String
+        package let reason: String
 
         /// The error a command ends with for it (exit status by code: io-error 8, integrity 9, else 5).
-        public var error: NearbyError { .transferFailed(path: path, code: code, reason: reason) }
+        package var error: NearbyError { .transferFailed(path: path, code: code, reason: reason) }
     }
 
-    public init() {}
+    package init() {}
 
     /// Files received and none in progress: what was sent is in.
-    public var settled: Bool { inProgress.isEmpty && (received > 0 || !failures.isEmpty) }
+    package var settled: Bool { inProgress.isEmpty && (received > 0 || !failures.isEmpty) }
 
     mutating func started(_ transfer: String) { inProgress.insert(transfer) }
 
@@ -42,27 +42,27 @@ public struct TransferTally: Sendable, Equatable {
 
 /// Passes every event on and keeps the `TransferTally` of incoming files up to date; `changes`
 /// wakes a waiter whenever it moves.
-public final class TransferLedger: EventSink {
+package final class TransferLedger: EventSink {
     private let base: any EventSink
     private let state = Mutex<(tally: TransferTally, waiter: AsyncStream<Void>.Continuation?)>((TransferTally(), nil))
 
-    public init(_ base: any EventSink) { self.base = base }
+    package init(_ base: any EventSink) { self.base = base }
 
-    public var tally: TransferTally { state.withLock { $0.tally } }
+    package var tally: TransferTally { state.withLock { $0.tally } }
 
     /// Yields once per change (the newest waiter only).
-    public func changes() -> AsyncStream<Void> {
+    package func changes() -> AsyncStream<Void> {
         let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         state.withLock { $0.waiter = continuation }
         return stream
     }
 
-    public func emit(_ body: some EventBody) {
+    package func emit(_ body: some EventBody) {
         base.emit(body)
         record(body)
     }
 
-    public func emitLine(_ line: String) { base.emitLine(line) }
+    package func emitLine(_ line: String) { base.emitLine(line) }
 
     func record(_ body: some EventBody) {
         let waiter = state.withLock { state -> AsyncStream<Void>.Continuation? in

@@ -3,13 +3,13 @@ import Foundation
 
 /// The long-term identity of this user on this machine: a P-256 key pair (what TLS 1.3 certificates
 /// are made from), the peer ID derived from its public key, and a display name.
-public struct Identity: Sendable {
+package struct Identity: Sendable {
     private let key: SigningKey
-    public let peerID: PeerID
-    public var displayName: String
-    public let created: Date
+    package let peerID: PeerID
+    package var displayName: String
+    package let created: Date
 
-    public init(privateKey: P256.Signing.PrivateKey, displayName: String, created: Date = Date()) {
+    package init(privateKey: P256.Signing.PrivateKey, displayName: String, created: Date = Date()) {
         self.key = SigningKey(value: privateKey)
         self.peerID = PeerID(publicKeyDER: privateKey.publicKey.derRepresentation)
         self.displayName = displayName
@@ -17,12 +17,12 @@ public struct Identity: Sendable {
     }
 
     /// The key itself, as it was loaded or made: there is no path that could invent another one.
-    public var privateKey: P256.Signing.PrivateKey { key.value }
+    package var privateKey: P256.Signing.PrivateKey { key.value }
 
-    public var publicKeyDER: Data { privateKey.publicKey.derRepresentation }
+    package var publicKeyDER: Data { privateKey.publicKey.derRepresentation }
 
     /// SHA-256 of the public key, hex: what `known_peers` pins and what a user compares by hand.
-    public var fingerprint: String {
+    package var fingerprint: String {
         Hex.encode(SHA256.hash(data: publicKeyDER))
     }
 }

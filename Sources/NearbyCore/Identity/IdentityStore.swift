@@ -9,12 +9,12 @@ import Darwin
 #endif
 
 /// Where nearby keeps its files: `$NEARBY_HOME`, else `$XDG_CONFIG_HOME/nearby`, else `~/.config/nearby`.
-public struct NearbyPaths: Sendable {
-    public let home: String
+package struct NearbyPaths: Sendable {
+    package let home: String
 
-    public init(home: String) { self.home = home }
+    package init(home: String) { self.home = home }
 
-    public init(environment: [String: String]) {
+    package init(environment: [String: String]) {
         if let home = environment["NEARBY_HOME"], !home.isEmpty {
             self.home = home
         } else if let xdg = environment["XDG_CONFIG_HOME"], !xdg.isEmpty {
@@ -25,33 +25,33 @@ public struct NearbyPaths: Sendable {
         }
     }
 
-    public var identityFile: String { home + "/identity.json" }
+    package var identityFile: String { home + "/identity.json" }
     /// Peers `nearby browse` found lately, for shell completion (`RecentPeers`).
-    public var recentPeersFile: String { home + "/recent-peers.json" }
+    package var recentPeersFile: String { home + "/recent-peers.json" }
     /// The directories strangers made in a node's save directory, per service (`PartialFiles`).
-    public func strangersDirectories(service: String) -> String { home + "/strangers-directories-\(service).tsv" }
+    package func strangersDirectories(service: String) -> String { home + "/strangers-directories-\(service).tsv" }
 }
 
 /// Loads the identity, creating it once on first use. Creation is atomic and safe when two first runs
 /// race: each writes a complete private temporary file and `link(2)`s it to the final name, which
 /// succeeds for exactly one of them; the loser reads the winner's identity.
-public struct IdentityStore: Sendable {
-    public let paths: NearbyPaths
+package struct IdentityStore: Sendable {
+    package let paths: NearbyPaths
     static let fileVersion = 1
 
-    public init(paths: NearbyPaths) { self.paths = paths }
+    package init(paths: NearbyPaths) { self.paths = paths }
 
-    public var path: String { paths.identityFile }
+    package var path: String { paths.identityFile }
 
     /// The existing identity, or nil when there is none yet.
-    public func load() throws(NearbyError) -> Identity? {
+    package func load() throws(NearbyError) -> Identity? {
         guard let data = try Self.read(path) else { return nil }
         return try decode(data)
     }
 
     /// An identity file's bytes, nil when there is none yet; any other failure is `identityIO`.
     /// (The LocalSend identity beside it is read the same way.)
-    public static func read(_ path: String) throws(NearbyError) -> Data? {
+    package static func read(_ path: String) throws(NearbyError) -> Data? {
         do {
             return try Data(contentsOf: URL(fileURLWithPath: path))
         } catch let error as CocoaError where error.code == .fileReadNoSuchFile {
@@ -61,12 +61,12 @@ public struct IdentityStore: Sendable {
         }
     }
 
-    public func loadOrCreate(defaultName: @autoclosure () -> String) throws(NearbyError) -> Identity {
+    package func loadOrCreate(defaultName: @autoclosure () -> String) throws(NearbyError) -> Identity {
         try loadOrCreate(namedAfter: { _ in defaultName() })
     }
 
     /// As `loadOrCreate(defaultName:)`, with a default name made from the new peer ID.
-    public func loadOrCreate(namedAfter defaultName: (PeerID) -> String) throws(NearbyError) -> Identity {
+    package func loadOrCreate(namedAfter defaultName: (PeerID) -> String) throws(NearbyError) -> Identity {
         if let identity = try load() { return identity }
         let key = P256.Signing.PrivateKey()
         let identity = Identity(privateKey: key, displayName: defaultName(PeerID(publicKeyDER: key.publicKey.derRepresentation)))
@@ -83,7 +83,7 @@ public struct IdentityStore: Sendable {
     }
 
     /// Changes the display name; the key, and so the peer ID, never change.
-    public func rename(to name: String) throws(NearbyError) -> Identity {
+    package func rename(to name: String) throws(NearbyError) -> Identity {
         try DisplayName.validate(name)
         var identity = try loadOrCreate(defaultName: name)
         identity.displayName = name

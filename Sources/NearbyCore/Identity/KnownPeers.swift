@@ -25,14 +25,14 @@ import Darwin
 /// appended with `O_APPEND|O_NOFOLLOW`; `known_peers` is never re-created. The parsed pins are kept
 /// in memory and updated with each pin: the file is read again only when its inode, size or
 /// modification time change under us (a user removed a line).
-public final class KnownPeers: Sendable {
-    public let path: String
-    public var autoPath: String { path + ".auto" }
+package final class KnownPeers: Sendable {
+    package let path: String
+    package var autoPath: String { path + ".auto" }
     /// How much of `known_peers` is read (a pin line is under 250 bytes).
-    public static let maxBytes = 16 << 20
+    package static let maxBytes = 16 << 20
     /// How many strangers `known_peers.auto` keeps (`NEARBY_AUTO_PIN_CAP`).
-    public static let defaultAutoCap = 1000
-    public let autoCap: Int
+    package static let defaultAutoCap = 1000
+    package let autoCap: Int
 
     struct Pin {
         var key: String
@@ -54,15 +54,15 @@ public final class KnownPeers: Sendable {
     }
     let state = Mutex(State())
 
-    public init(paths: NearbyPaths, autoCap: Int = KnownPeers.defaultAutoCap) {
+    package init(paths: NearbyPaths, autoCap: Int = KnownPeers.defaultAutoCap) {
         path = paths.home + "/known_peers"
         self.autoCap = max(1, autoCap)
     }
 
-    public enum Verdict: Equatable, Sendable { case known, new, changed }
+    package enum Verdict: Equatable, Sendable { case known, new, changed }
 
     /// Checks `key` for `id` against the pins, without pinning anything.
-    public func verify(id: PeerID, key: Data) throws(NearbyError) -> Verdict {
+    package func verify(id: PeerID, key: Data) throws(NearbyError) -> Verdict {
         let encoded = key.base64EncodedString()
         return try state.withLock { state throws(NearbyError) -> Verdict in
             try refresh(&state)
@@ -75,7 +75,7 @@ public final class KnownPeers: Sendable {
     /// Pins `key` for `id` when the peer is new; `.changed` when another key is pinned for it.
     /// A `stranger` (let in by `--auto-accept`) goes to the capped list; anyone else to `known_peers`,
     /// taking a stranger's pin there when it was one.
-    public func pin(id: PeerID, key: Data, name: String, stranger: Bool = false) throws(NearbyError) -> Verdict {
+    package func pin(id: PeerID, key: Data, name: String, stranger: Bool = false) throws(NearbyError) -> Verdict {
         let encoded = key.base64EncodedString()
         let line = "\(id.rawValue) \(encoded) \(Self.safe(name))\n"
         return try state.withLock { state throws(NearbyError) -> Verdict in
@@ -95,16 +95,16 @@ public final class KnownPeers: Sendable {
     }
 
     /// Whether `id` is pinned in `known_peers` (a peer you chose), not only among the strangers.
-    public func chosen(_ id: PeerID) -> Bool { state.withLock { $0.pins[id.rawValue] != nil } }
+    package func chosen(_ id: PeerID) -> Bool { state.withLock { $0.pins[id.rawValue] != nil } }
 
     /// Backwards-compatible check-and-pin, for callers that pin on first contact.
-    public func check(id: PeerID, key: Data, name: String) throws(NearbyError) -> Verdict {
+    package func check(id: PeerID, key: Data, name: String) throws(NearbyError) -> Verdict {
         try pin(id: id, key: key, name: name)
     }
 
     /// Whether `query` names a pinned peer: an ID it is a prefix of, or a name (`nearby accept`
     /// never takes it for an invitation ID, which the inviter chooses).
-    public func names(_ query: String) -> Bool {
+    package func names(_ query: String) -> Bool {
         guard !query.isEmpty else { return false }
         return state.withLock { state in
             try? refresh(&state)
@@ -114,14 +114,14 @@ public final class KnownPeers: Sendable {
     }
 
     /// The file whose line pins `id`: where a user removes it when the peer really has a new key.
-    public func file(pinning id: PeerID) -> String {
+    package func file(pinning id: PeerID) -> String {
         state.withLock { state in
             state.pins[id.rawValue] == nil && strangers(&state)[id.rawValue] != nil ? autoPath : path
         }
     }
 
     /// How many strangers are pinned now (tests, docs).
-    public var strangerCount: Int { state.withLock { strangers(&$0).count } }
+    package var strangerCount: Int { state.withLock { strangers(&$0).count } }
 
     // MARK: Strangers
 

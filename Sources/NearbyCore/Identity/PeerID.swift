@@ -4,11 +4,11 @@ import Foundation
 /// A peer's stable identity on the network: the first 64 bits of SHA-256 of its public key
 /// (SubjectPublicKeyInfo DER), in base 36, padded to 13 characters. Used as the DNS-SD instance name,
 /// so two machines with the same display name never collide.
-public struct PeerID: Hashable, Sendable, Comparable, CustomStringConvertible, Codable {
-    public static let length = 13
-    public let rawValue: String
+package struct PeerID: Hashable, Sendable, Comparable, CustomStringConvertible, Codable {
+    package static let length = 13
+    package let rawValue: String
 
-    public init(publicKeyDER: some DataProtocol) {
+    package init(publicKeyDER: some DataProtocol) {
         let digest = SHA256.hash(data: publicKeyDER)
         var value: UInt64 = 0
         for byte in digest.prefix(8) { value = value << 8 | UInt64(byte) }
@@ -16,15 +16,15 @@ public struct PeerID: Hashable, Sendable, Comparable, CustomStringConvertible, C
     }
 
     /// A peer ID read from the network or the user; nil unless it has our exact form.
-    public init?(_ string: String) {
+    package init?(_ string: String) {
         guard string.utf8.count == Self.length, Base36.decode(string) != nil else { return nil }
         rawValue = string
     }
 
-    public var description: String { rawValue }
-    public static func < (lhs: PeerID, rhs: PeerID) -> Bool { lhs.rawValue < rhs.rawValue }
+    package var description: String { rawValue }
+    package static func < (lhs: PeerID, rhs: PeerID) -> Bool { lhs.rawValue < rhs.rawValue }
 
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let string = try decoder.singleValueContainer().decode(String.self)
         guard let id = PeerID(string) else {
             throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not a peer ID: \(string)"))
@@ -32,23 +32,23 @@ public struct PeerID: Hashable, Sendable, Comparable, CustomStringConvertible, C
         self = id
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         try container.encode(rawValue)
     }
 }
 
 /// Lowercase hexadecimal, as fingerprints and SHA-256 sums are shown.
-public enum Hex {
-    public static func encode(_ bytes: some Sequence<UInt8>) -> String {
+package enum Hex {
+    package static func encode(_ bytes: some Sequence<UInt8>) -> String {
         bytes.map { String(format: "%02x", $0) }.joined()
     }
 }
 
-public enum Base36 {
+package enum Base36 {
     private static let digits = Array("0123456789abcdefghijklmnopqrstuvwxyz".utf8)
 
-    public static func encode(_ value: UInt64, width: Int = 0) -> String {
+    package static func encode(_ value: UInt64, width: Int = 0) -> String {
         var value = value
         var out: [UInt8] = []
         repeat {
@@ -59,7 +59,7 @@ public enum Base36 {
         return String(decoding: out.reversed(), as: UTF8.self)
     }
 
-    public static func decode(_ string: String) -> UInt64? {
+    package static func decode(_ string: String) -> UInt64? {
         guard !string.isEmpty else { return nil }
         var value: UInt64 = 0
         for byte in string.utf8 {

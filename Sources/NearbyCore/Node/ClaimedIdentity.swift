@@ -6,9 +6,9 @@
 extension DiscoveredPeer {
     /// The peer ID this record claims: its instance name without the ` #N` a DNS-SD daemon adds
     /// when another host had the name first (only when what is left is a peer ID).
-    public var claimedID: String { Self.claimedID(instance) }
+    package var claimedID: String { Self.claimedID(instance) }
 
-    public static func claimedID(_ instance: String) -> String {
+    package static func claimedID(_ instance: String) -> String {
         guard let mark = instance.range(of: " #", options: .backwards) else { return instance }
         let number = instance[mark.upperBound...]
         let id = String(instance[..<mark.lowerBound])

@@ -9,7 +9,7 @@ import Darwin
 #endif
 
 /// A command's side of the control socket.
-public enum ControlClient {
+package enum ControlClient {
     static func connect(_ address: NodeAddress) async -> NIOAsyncChannel<ByteBuffer, ByteBuffer>? {
         guard FileManager.default.fileExists(atPath: address.socket) else { return nil }
         return try? await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -55,7 +55,7 @@ public enum ControlClient {
     /// Returns the node's exit status for the work, or nil when no node is running (a socket file
     /// nobody listens on is a node that is gone). Cancelling the caller closes the connection, and
     /// the node drops the work.
-    public static func perform(
+    package static func perform(
         _ request: ControlRequest, address: NodeAddress, output: @escaping @Sendable (String) -> Void
     ) async throws(NearbyError) -> Int32? {
         guard let channel = await connect(address) else { return nil }
@@ -87,7 +87,7 @@ public enum ControlClient {
     }
 
     /// How a stream through the running node went.
-    public enum StreamResult: Sendable {
+    package enum StreamResult: Sendable {
         /// It ran: what it was, and how it ended (done, or cut: the same failure as without a node).
         case ran(StreamInfo, StreamOutcome)
         /// It never started: the node's exit status.
@@ -98,7 +98,7 @@ public enum ControlClient {
     /// the peer and the peer's bytes to `sink` (`StreamWire` records) until the node sends the
     /// stream's outcome. Nil when no node is running. `passing`: the descriptors the request's
     /// `PassOffer` names, sent when the node asks for them (PassedStdio.swift).
-    public static func stream(
+    package static func stream(
         _ request: ControlRequest, address: NodeAddress, source: any ByteSource, sink: any ByteSink, passing: [Int32] = [],
         output: @escaping @Sendable (String) -> Void
     ) async throws(NearbyError) -> StreamResult? {
@@ -196,7 +196,7 @@ extension ControlClient {
     /// `send --lines` through the running node: the request, then `source`'s bytes as they come
     /// (the node cuts them into lines), then EOF; the node's event lines go to `output`. Nil when no
     /// node is running.
-    public static func sendLines(
+    package static func sendLines(
         _ request: ControlRequest, address: NodeAddress, source: any ByteSource, output: @escaping @Sendable (String) -> Void
     ) async throws(NearbyError) -> Int32? {
         guard let channel = await connect(address) else { return nil }

@@ -8,7 +8,7 @@ import Darwin
 #endif
 
 /// What a client asks the running node to do: one JSON line, one case per command.
-public enum ControlRequest: Codable, Sendable, Equatable {
+package enum ControlRequest: Codable, Sendable, Equatable {
     case invite(peer: String, context: String?, timeout: Double)
     /// `query`: an invitation ID or a peer; nil takes the oldest pending invitation, or the next.
     /// `timeout`: seconds to wait for an invitation when none is pending (nil: no limit).
@@ -33,7 +33,7 @@ public enum ControlRequest: Codable, Sendable, Equatable {
     indirect case expecting(NodeExpectations, ControlRequest)
 
     /// This request, checked against `expectations` by the node when any were given.
-    public func expecting(_ expectations: NodeExpectations) -> ControlRequest {
+    package func expecting(_ expectations: NodeExpectations) -> ControlRequest {
         expectations.isEmpty ? self : .expecting(expectations, self)
     }
 
@@ -67,17 +67,17 @@ public enum ControlRequest: Codable, Sendable, Equatable {
 /// The options a command was given for a node of its own (`--name`, `--encryption`, `--save-dir`).
 /// Through a running node they cannot apply, so the node refuses the request when it is not
 /// already what they ask for: an option is honoured or refused, never silently ignored.
-public struct NodeExpectations: Codable, Sendable, Equatable {
-    public var displayName: String?
-    public var encryption: EncryptionPreference?
+package struct NodeExpectations: Codable, Sendable, Equatable {
+    package var displayName: String?
+    package var encryption: EncryptionPreference?
     /// Absolute and standardized.
-    public var saveDirectory: String?
+    package var saveDirectory: String?
     /// `--domain`: unicast DNS domains the node must serve (`lab.test.`), as `domainText` spells them.
-    public var domains: [String]?
+    package var domains: [String]?
     /// `--no-link`: the node must stay off the link (mDNS).
-    public var offLink: Bool?
+    package var offLink: Bool?
 
-    public init(
+    package init(
         displayName: String? = nil, encryption: EncryptionPreference? = nil, saveDirectory: String? = nil, domains: [String]? = nil,
         offLink: Bool? = nil
     ) {
@@ -96,7 +96,7 @@ public struct NodeExpectations: Codable, Sendable, Equatable {
 /// own line, the very object the node printed (`{"event":"connected",…}`), not a string of JSON
 /// inside another; the others are `{"status":N}` and `{"stream_ready":{…}}`. Which one a line is,
 /// is decided by its keys, strictly: anything else is an error, not a guess.
-public enum ControlReply: Sendable, Equatable {
+package enum ControlReply: Sendable, Equatable {
     /// One event line, exactly as the node printed it.
     case event(String)
     case streamReady(StreamInfo)
@@ -155,43 +155,43 @@ public enum ControlReply: Sendable, Equatable {
 }
 
 /// Which stream a node opened for a client: what the client's own `stream-closed` names.
-public struct StreamInfo: Codable, Sendable, Equatable {
-    public var stream: String
-    public var peer: PeerRef
-    public var name: String
+package struct StreamInfo: Codable, Sendable, Equatable {
+    package var stream: String
+    package var peer: PeerRef
+    package var name: String
     /// The node reads the client's input itself (`PassedInput`, or its passed stdin): the client
     /// sends none of it.
-    public var readsInput: Bool?
+    package var readsInput: Bool?
     /// The node writes the client's passed stdout itself: the client receives none of the bytes.
-    public var writesOutput: Bool?
+    package var writesOutput: Bool?
 }
 
 /// The descriptors a stream's client can pass to the node, in this order: its stdin (`input`),
 /// its stdout (`output`). Never a terminal; none with `NEARBY_PASS_FDS=0`.
-public struct PassOffer: Codable, Sendable, Equatable {
-    public var input: Bool
-    public var output: Bool
+package struct PassOffer: Codable, Sendable, Equatable {
+    package var input: Bool
+    package var output: Bool
 
-    public init(input: Bool, output: Bool) {
+    package init(input: Bool, output: Bool) {
         self.input = input
         self.output = output
     }
 
-    public var count: Int { (input ? 1 : 0) + (output ? 1 : 0) }
+    package var count: Int { (input ? 1 : 0) + (output ? 1 : 0) }
 }
 
 /// A stream client's stdin when it is a regular file: the node opens it itself and reads it from
 /// `offset` to its end, instead of the client reading it and copying every byte over the control
 /// socket (the copy took a quarter of the speed of a stream through a node). The node takes it only
 /// when what it opens is that same file (device and inode), else the client copies as before.
-public struct PassedInput: Codable, Sendable, Equatable {
-    public var path: String
-    public var device: UInt64
-    public var inode: UInt64
-    public var offset: UInt64
+package struct PassedInput: Codable, Sendable, Equatable {
+    package var path: String
+    package var device: UInt64
+    package var inode: UInt64
+    package var offset: UInt64
 
     /// This process's stdin, when the node could read it (Linux, a regular file), else nil.
-    public static func standardInput() -> PassedInput? {
+    package static func standardInput() -> PassedInput? {
         #if os(Linux)
         var info = stat()
         guard fstat(STDIN_FILENO, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }

@@ -13,12 +13,12 @@ import Darwin
 /// that goes away (Ctrl-C, killed) takes its request with it: the work it waited for is cancelled,
 /// so an interrupted `nearby accept` leaves no waiter behind to swallow the next invitation.
 /// At most `maxClients` are served at once, each request line at most `LineReader.requestLimit`.
-public enum ControlServer {
+package enum ControlServer {
     /// Clients served at once: 16, or `NEARBY_CONTROL_CLIENTS` (for tests). One more is told so and closed.
     static let maxClients = ProcessInfo.processInfo.environment["NEARBY_CONTROL_CLIENTS"].flatMap(Int.init).map { max($0, 1) } ?? 16
 
     /// Serves requests until the calling task is cancelled.
-    public static func run(node: Node, address: NodeAddress, active: ActiveRequests, ready: @Sendable () -> Void = {}) async throws(NearbyError) {
+    package static func run(node: Node, address: NodeAddress, active: ActiveRequests, ready: @Sendable () -> Void = {}) async throws(NearbyError) {
         let server: NIOAsyncChannel<ControlConnection, Never>
         do {
             // Created under umask 0077: the socket is never reachable by others, not even before chmod.
@@ -177,10 +177,10 @@ public enum ControlServer {
 }
 
 /// How many control requests are being served: a node that stops lets them finish first.
-public final class ActiveRequests: Sendable {
+package final class ActiveRequests: Sendable {
     private let state = Mutex<(count: Int, idle: [OneShot<Void>])>((0, []))
-    public init() {}
-    public var count: Int { state.withLock { $0.count } }
+    package init() {}
+    package var count: Int { state.withLock { $0.count } }
     func begin() { state.withLock { $0.count += 1 } }
     func end() {
         let waiters = state.withLock { state -> [OneShot<Void>] in
@@ -193,7 +193,7 @@ public final class ActiveRequests: Sendable {
     }
 
     /// Waits until no request is being served, or `deadline`, or the caller is cancelled.
-    public func idle(by deadline: ContinuousClock.Instant) async {
+    package func idle(by deadline: ContinuousClock.Instant) async {
         let waiter = OneShot<Void>()
         let busy = state.withLock { state -> Bool in
             guard state.count > 0 else { return false }

@@ -10,7 +10,7 @@ extension Node {
     /// that goes mid-folder is got back for up to `retryFor` seconds (`ResumingTransfer`), and the
     /// files not delivered yet go on the new one (those cut resume from their partial files); nil:
     /// the default.
-    public func sendFiles(
+    package func sendFiles(
         _ files: [OutgoingFile], to query: String, timeout: Double, retryFor: Double? = nil, client: (any EventSink)?
     ) async throws(NearbyError) {
         let sink: any EventSink = client.map { TeeSink(events, $0) } ?? events

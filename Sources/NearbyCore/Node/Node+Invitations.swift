@@ -100,7 +100,7 @@ extension Node {
     /// Answers an invitation (by ID, by peer, or the oldest pending), or waits for the next one that
     /// matches. Returns the peer now in session, or nil when we declined. Cancelling the calling task
     /// (Ctrl-C, the client went away) stops the wait and leaves no waiter behind.
-    public func accept(
+    package func accept(
         _ query: String?, decline: Bool, timeout: Double? = nil, client: (any EventSink)?
     ) async throws(NearbyError) -> AuthenticatedPeer? {
         let sink: any EventSink = client ?? NullSink()
@@ -138,7 +138,7 @@ extension Node {
     // MARK: Messages and leaving
 
     /// Leaves sessions; the peers see `disconnected` with our reason.
-    public func disconnect(_ query: String?, all: Bool, client: (any EventSink)?) async throws(NearbyError) -> [PeerRef] {
+    package func disconnect(_ query: String?, all: Bool, client: (any EventSink)?) async throws(NearbyError) -> [PeerRef] {
         let targets: [Link]
         if all {
             targets = Array(sessions.values)

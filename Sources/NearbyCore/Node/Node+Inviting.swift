@@ -7,7 +7,7 @@ extension Node {
     /// Invites a peer and waits for the answer. Already connected: returns at once. A remembered
     /// address is tried first while discovery runs; when it leads nowhere (it failed, or another
     /// identity answered there) the invitation is tried once more with discovery alone.
-    public func invite(_ query: String, context: String?, timeout: Double, client: (any EventSink)?) async throws(NearbyError) -> AuthenticatedPeer {
+    package func invite(_ query: String, context: String?, timeout: Double, client: (any EventSink)?) async throws(NearbyError) -> AuthenticatedPeer {
         if let context, context.utf8.count > FrameBody.maxContextBytes {
             throw .invalidArgument("the invitation context is \(context.utf8.count) bytes; the maximum is \(FrameBody.maxContextBytes)")
         }
@@ -186,5 +186,5 @@ extension Node {
     }
 
     /// `HOST:PORT` (`[v6]:PORT` too) as host and port, or nil.
-    public static func parseHostPort(_ text: String) -> (host: String, port: Int)? { Dialer.parseHostPort(text) }
+    package static func parseHostPort(_ text: String) -> (host: String, port: Int)? { Dialer.parseHostPort(text) }
 }

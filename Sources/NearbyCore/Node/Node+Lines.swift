@@ -21,7 +21,7 @@ extension Node {
 
     /// Sends one message per line of `source` as each line is read, until the source ends or every
     /// target has left the session (`MessageDelivery`).
-    public nonisolated func sendLines(
+    package nonisolated func sendLines(
         from source: any ByteSource, to queries: [String], all: Bool, unreliable: Bool, timeout: Double, client: (any EventSink)?
     ) async throws(NearbyError) {
         let targets = try await sendTargets(queries, all: all, timeout: timeout, client: client)
@@ -29,7 +29,7 @@ extension Node {
     }
 
     /// One message (`send`, `send --unreliable`) to peers, inviting those not connected yet.
-    public func sendMessage(
+    package func sendMessage(
         _ payload: [UInt8], to queries: [String], all: Bool, unreliable: Bool, timeout: Double, client: (any EventSink)?
     ) async throws(NearbyError) {
         let limit = unreliable ? Datagram.maxPayload : Frame.maxPayload

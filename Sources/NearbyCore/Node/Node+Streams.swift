@@ -11,7 +11,7 @@ extension Node {
     // MARK: Opening
 
     /// Opens a stream to a peer (inviting it first if needed) and runs it until both directions end.
-    public func openStream(
+    package func openStream(
         to query: String, name: String, timeout: Double, source: any ByteSource, sink: any ByteSink,
         client: (any EventSink)?, ready: @escaping @Sendable (StreamInfo) async -> Void = { _ in }
     ) async throws(NearbyError) -> StreamSummary {
@@ -26,7 +26,7 @@ extension Node {
     }
 
     /// Waits for an incoming stream (named `name`, from `from`, when given) and runs it.
-    public func listenForStream(
+    package func listenForStream(
         name: String?, from: String?, source: any ByteSource, sink: any ByteSink, client: (any EventSink)?,
         ready: @escaping @Sendable (StreamInfo) async -> Void = { _ in }
     ) async throws(NearbyError) -> StreamSummary {

@@ -10,10 +10,10 @@ import NIOSSL
 /// `Dialer`'s, being seen is `Presence`'s, the policies are `InvitationPolicy` and `FileIntake`
 /// (docs/architecture.md). Every connection, timer and browser task is a child of `run()`, the peer
 /// listener's accept loop too, so stopping the node ends them.
-public actor Node {
-    public nonisolated let identity: Identity
-    public nonisolated let configuration: NodeConfiguration
-    public nonisolated let events: any EventSink
+package actor Node {
+    package nonisolated let identity: Identity
+    package nonisolated let configuration: NodeConfiguration
+    package nonisolated let events: any EventSink
     let knownPeers: KnownPeers
     let tls: SessionTLS.Contexts
     /// Unreliable messages (Node+Lines.swift).
@@ -24,7 +24,7 @@ public actor Node {
     private var listener: (any Channel)?
     /// Where the listener hands what it accepted to `accept`'s loop.
     private var arrivals: AsyncStream<Negotiated>.Continuation?
-    public private(set) var port = 0
+    package private(set) var port = 0
     /// Finding peers and connecting to them (discovery, remembered addresses, addresses in turn).
     let dialer: Dialer
     var invitations = Invitations()
@@ -47,12 +47,12 @@ public actor Node {
     private nonisolated let jobs: AsyncStream<@Sendable () async -> Void>
     private nonisolated let jobQueue: AsyncStream<@Sendable () async -> Void>.Continuation
 
-    public enum SessionChange: Sendable {
+    package enum SessionChange: Sendable {
         case connected(PeerID)
         case disconnected(PeerID, remaining: Int)
     }
 
-    public init(identity: Identity, configuration: NodeConfiguration, paths: NearbyPaths, events: any EventSink) throws(NearbyError) {
+    package init(identity: Identity, configuration: NodeConfiguration, paths: NearbyPaths, events: any EventSink) throws(NearbyError) {
         self.identity = identity
         self.configuration = configuration
         self.events = events
@@ -79,10 +79,10 @@ public actor Node {
 
     /// The `advertising` event: who this node is, on which service and port, with what info — in
     /// its first place (`local.` unless `--no-link`).
-    public var advertisingEvent: Events.Advertising { advertisingEvents[0] }
+    package var advertisingEvent: Events.Advertising { advertisingEvents[0] }
 
     /// One `advertising` event per place the node is in: the link, then each domain.
-    public var advertisingEvents: [Events.Advertising] {
+    package var advertisingEvents: [Events.Advertising] {
         let renamed = advertisedAs.flatMap { $0 == identity.peerID.rawValue ? nil : $0 }
         return configuration.domains.map {
             Events.Advertising(
@@ -90,14 +90,14 @@ public actor Node {
                 domain: $0, port: port, info: configuration.info, instance: $0 == "local." ? renamed : nil)
         }
     }
-    public var sessionCount: Int { sessions.count }
-    public var connectedPeers: [AuthenticatedPeer] { sessions.values.map(\.peer).sorted { $0.id < $1.id } }
+    package var sessionCount: Int { sessions.count }
+    package var connectedPeers: [AuthenticatedPeer] { sessions.values.map(\.peer).sorted { $0.id < $1.id } }
 
     // MARK: Lifetime
 
     /// Runs the node's work until cancelled: every connection, timer and browser task is a child of
     /// this call, so cancelling it ends them all.
-    public nonisolated func run() async {
+    package nonisolated func run() async {
         await withDiscardingTaskGroup { group in
             for await job in jobs {
                 group.addTask { await job() }
@@ -111,7 +111,7 @@ public actor Node {
     }
 
     /// Opens the listening socket and, when configured, advertises.
-    public func start() async throws(NearbyError) {
+    package func start() async throws(NearbyError) {
         let (connections, arrivals) = AsyncStream<Negotiated>.makeStream()
         let listener = try await Connections.listen(port: configuration.port, preference: configuration.encryption, tls: tls.server) { negotiated in
             arrivals.yield(negotiated)
@@ -130,7 +130,7 @@ public actor Node {
 
     /// Says goodbye to every peer, withdraws the advertisement, closes everything. Bounded: a peer
     /// that does not read its goodbye holds nobody up for more than half a second.
-    public func stop(reason: String = "the node stopped") async {
+    package func stop(reason: String = "the node stopped") async {
         guard !stopping else { return }
         stopping = true
         await presence.stop()
@@ -152,7 +152,7 @@ public actor Node {
     }
 
     /// Session changes, for commands that stay "until the peer leaves".
-    public func sessionChanges() -> AsyncStream<SessionChange> { watchers.watch() }
+    package func sessionChanges() -> AsyncStream<SessionChange> { watchers.watch() }
 
     // MARK: Connections
 

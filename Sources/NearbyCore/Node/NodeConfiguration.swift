@@ -1,40 +1,40 @@
 import Foundation
 
 /// How a node runs.
-public struct NodeConfiguration: Sendable {
-    public var service: ServiceType
-    public var encryption: EncryptionPreference = .required
+package struct NodeConfiguration: Sendable {
+    package var service: ServiceType
+    package var encryption: EncryptionPreference = .required
     /// Publish a DNS-SD advertisement (advertise, accept). Initiating and one-shot nodes do not.
-    public var advertise = false
-    public var displayName: String?
-    public var info: [String: String] = [:]
+    package var advertise = false
+    package var displayName: String?
+    package var info: [String: String] = [:]
     /// Where received files land; nil: this node takes no files (every offer is refused).
-    public var saveDirectory: String?
-    public var port = 0
-    public var autoAccept = false
-    public var acceptFrom: [String] = []
+    package var saveDirectory: String?
+    package var port = 0
+    package var autoAccept = false
+    package var acceptFrom: [String] = []
     /// Who set the accepting policy, for the `by` of `accepted` events: nil when the flags did
     /// (`--auto-accept`, `--accept-from`); a command that accepts for itself names itself.
-    public var acceptedBy: String?
+    package var acceptedBy: String?
     /// How long an incoming stream waits for `nearby stream --listen` before it is refused
     /// (`NEARBY_STREAM_WAIT` seconds: tests need not wait 30 s).
-    public var unclaimedStreamWait = Duration.seconds(30)
+    package var unclaimedStreamWait = Duration.seconds(30)
     /// How long an authenticated link that we did not open has to send its invitation before it is
     /// closed (`NEARBY_INVITE_DEADLINE` seconds).
-    public var invitationDeadline = Duration.seconds(5)
+    package var invitationDeadline = Duration.seconds(5)
     /// How long the node browses for a `nearby doctor` probe's instance before it answers "not
     /// seen" (`NEARBY_PROBE_WAIT` seconds).
-    public var probeWait = Duration.seconds(3)
+    package var probeWait = Duration.seconds(3)
     /// How many strangers `--auto-accept` pins before the least recently seen is forgotten
     /// (`NEARBY_AUTO_PIN_CAP`; docs/security.md).
-    public var autoPinCap = KnownPeers.defaultAutoCap
+    package var autoPinCap = KnownPeers.defaultAutoCap
     /// `--domain`: the unicast DNS domains this node also browses and registers in.
-    public var wideAreas: [WideAreaSettings] = []
+    package var wideAreas: [WideAreaSettings] = []
     /// On the link (mDNS) too; false only with `--no-link` (and a domain).
-    public var link = true
+    package var link = true
 
     /// Where this node browses and registers, as events and sentences name it.
-    public var domains: [String] { (link || wideAreas.isEmpty ? ["local."] : []) + wideAreas.map(\.domainText) }
+    package var domains: [String] { (link || wideAreas.isEmpty ? ["local."] : []) + wideAreas.map(\.domainText) }
     /// The disk quota on strangers' partial files and empty directories (`NEARBY_PARTIAL_FILES`,
     /// `NEARBY_PARTIAL_BYTES`, `NEARBY_PARTIAL_LIFETIME`, `NEARBY_PARTIAL_DIRECTORIES`,
     /// `NEARBY_PARTIAL_DIRECTORIES_PER_PEER`; docs/security.md): the process's budget's, or the
@@ -42,7 +42,7 @@ public struct NodeConfiguration: Sendable {
     var partialQuota = ResourceBudget.shared.limits.disk
 
     /// The waits and caps a user (or a test) may change through the environment.
-    public mutating func apply(environment: [String: String]) {
+    package mutating func apply(environment: [String: String]) {
         if let wait = Duration.seconds(parsing: environment["NEARBY_STREAM_WAIT"]) { unclaimedStreamWait = wait }
         if let deadline = Duration.seconds(parsing: environment["NEARBY_INVITE_DEADLINE"]) { invitationDeadline = deadline }
         if let wait = Duration.seconds(parsing: environment["NEARBY_PROBE_WAIT"]) { probeWait = min(wait, .seconds(30)) }
@@ -51,5 +51,5 @@ public struct NodeConfiguration: Sendable {
         partialQuota = .from(environment: environment)
     }
 
-    public init(service: ServiceType) { self.service = service }
+    package init(service: ServiceType) { self.service = service }
 }

@@ -9,11 +9,11 @@ import Darwin
 
 /// Where a node's control socket and lock live: `$XDG_RUNTIME_DIR/nearby`, else `$NEARBY_HOME/run`;
 /// one per identity and service type. The directory is 0700: the socket is the same user's only.
-public struct NodeAddress: Sendable {
-    public let directory: String
-    public let name: String
+package struct NodeAddress: Sendable {
+    package let directory: String
+    package let name: String
 
-    public init(paths: NearbyPaths, environment: [String: String], peerID: PeerID, service: ServiceType) {
+    package init(paths: NearbyPaths, environment: [String: String], peerID: PeerID, service: ServiceType) {
         if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
             directory = runtime + "/nearby"
         } else {
@@ -22,18 +22,18 @@ public struct NodeAddress: Sendable {
         name = "\(peerID.rawValue)-\(service.name)"
     }
 
-    public var socket: String { "\(directory)/\(name).sock" }
-    public var lock: String { "\(directory)/\(name).lock" }
+    package var socket: String { "\(directory)/\(name).sock" }
+    package var lock: String { "\(directory)/\(name).lock" }
 }
 
 /// At most one node per identity and service: an exclusive `flock` on the lock file, which the
 /// kernel releases when the process dies however it dies — so a killed node's leftovers never
 /// count as "running". The lock file holds the pid, for the error message.
-public final class NodeLock: Sendable {
+package final class NodeLock: Sendable {
     private let fd: Int32
-    public let address: NodeAddress
+    package let address: NodeAddress
 
-    public init(_ address: NodeAddress) throws(NearbyError) {
+    package init(_ address: NodeAddress) throws(NearbyError) {
         self.address = address
         try RunDirectory.prepare(address.directory)
         let fd = try RunDirectory.openLock(address.lock)
@@ -52,13 +52,13 @@ public final class NodeLock: Sendable {
         unlink(address.socket)
     }
 
-    public func release() {
+    package func release() {
         unlink(address.socket)
         close(fd)
     }
 
     /// The nodes of `peerID` running now, from the locks in `directory`: each one's service and pid.
-    public static func running(in directory: String, peerID: PeerID) -> [(service: String, pid: Int32?)] {
+    package static func running(in directory: String, peerID: PeerID) -> [(service: String, pid: Int32?)] {
         let prefix = peerID.rawValue + "-", suffix = ".lock"
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
         return names.sorted().compactMap { name in

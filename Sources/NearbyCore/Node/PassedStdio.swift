@@ -106,7 +106,7 @@ extension PassOffer {
     /// order: its stdin unless `keepInput` (a listener's terminal: no input at all), and its stdout,
     /// each when open and not a terminal (a terminal stays with the command that reads and writes
     /// it), and only to a node of this user (its socket is ours). Nothing with `NEARBY_PASS_FDS=0`.
-    public static func standard(
+    package static func standard(
         socket: String, environment: [String: String], keepInput: Bool
     ) -> (offer: PassOffer, descriptors: [Int32])? {
         #if os(Linux) || canImport(Darwin)

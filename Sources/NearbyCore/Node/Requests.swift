@@ -3,19 +3,19 @@ import NIOCore
 /// The one place each request is carried out, whoever asked: a client of a running node (over the
 /// control socket, `ControlServer`) or the command that started this node in its own process. So a
 /// command's failures, options and events are the same both ways; only where the node lives differs.
-public enum Requests {
+package enum Requests {
     /// The one who asked, as the request meets it.
-    public struct Asker: Sendable {
+    package struct Asker: Sendable {
         /// Its copy of the work's events; nil when the node's own output is the asker's (in process).
-        public var events: (any EventSink)?
+        package var events: (any EventSink)?
         /// Its input: the lines of `send --lines`, a stream's bytes to the peer.
-        public var input: (any ByteSource)?
+        package var input: (any ByteSource)?
         /// Where a stream's bytes from the peer go.
-        public var output: (any ByteSink)?
+        package var output: (any ByteSink)?
         /// A stream is set up: its bytes flow from now on.
-        public var ready: @Sendable (StreamInfo) async -> Void
+        package var ready: @Sendable (StreamInfo) async -> Void
 
-        public init(
+        package init(
             events: (any EventSink)? = nil, input: (any ByteSource)? = nil, output: (any ByteSink)? = nil,
             ready: @escaping @Sendable (StreamInfo) async -> Void = { _ in }
         ) {
@@ -27,7 +27,7 @@ public enum Requests {
     }
 
     /// What a request came to, for a command that goes on after it (stays in the session, reports a stream).
-    public enum Served: Sendable {
+    package enum Served: Sendable {
         case done
         /// `invite`, `accept`: the peer now in session (nil: declined, or nothing to accept).
         case peer(AuthenticatedPeer?)
@@ -42,7 +42,7 @@ public enum Requests {
         return try await checked(inner, by: node)
     }
 
-    public static func serve(_ request: ControlRequest, node: Node, asker: Asker) async throws(NearbyError) -> Served {
+    package static func serve(_ request: ControlRequest, node: Node, asker: Asker) async throws(NearbyError) -> Served {
         try PeerQuery.check(request.namedPeers)
         let client = asker.events
         switch request {
@@ -80,7 +80,7 @@ public enum Requests {
 extension ControlRequest {
     /// Every PEER the request names, for `PeerQuery.check`: an empty one is refused before any work,
     /// by a running node as by the command itself.
-    public var namedPeers: [String?] {
+    package var namedPeers: [String?] {
         switch self {
         case let .invite(peer, _, _), let .sendFiles(peer, _, _, _), let .stream(peer, _, _, _, _): [peer]
         case let .accept(query, _, _): [query]

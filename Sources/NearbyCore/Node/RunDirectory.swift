@@ -12,9 +12,9 @@ import Darwin
 /// this user, with mode 0700; otherwise the node refuses to start (exit 8, code
 /// `unsafe-run-directory`). The lock is opened with `O_NOFOLLOW` and must be a regular file of ours
 /// with one link before it is truncated; the socket is created under a 0077 umask.
-public enum RunDirectory {
+package enum RunDirectory {
     /// Creates the directory 0700, or checks the one that is there.
-    public static func prepare(_ directory: String) throws(NearbyError) {
+    package static func prepare(_ directory: String) throws(NearbyError) {
         let parent = (directory as NSString).deletingLastPathComponent
         if !parent.isEmpty {
             try? FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
@@ -44,7 +44,7 @@ public enum RunDirectory {
 
     /// Opens (creating) the lock file without following a symlink; refuses anything but a regular
     /// file of ours with a single link. Nothing is truncated here.
-    public static func openLock(_ path: String) throws(NearbyError) -> Int32 {
+    package static func openLock(_ path: String) throws(NearbyError) -> Int32 {
         let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             let error = errno
@@ -61,7 +61,7 @@ public enum RunDirectory {
 
     /// Runs `body` (which creates the control socket) with umask 0077, so the socket is never
     /// reachable by others, not even between bind and chmod.
-    public static func withPrivateUmask<T>(_ body: () async throws -> T) async rethrows -> T {
+    package static func withPrivateUmask<T>(_ body: () async throws -> T) async rethrows -> T {
         let previous = umask(0o077)
         defer { umask(previous) }
         return try await body()

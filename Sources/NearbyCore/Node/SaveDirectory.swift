@@ -1,7 +1,7 @@
 /// Where a node may put files: only where it was told (`--save-dir`, or this variable).
-public enum SaveDirectory {
-    public static let environmentVariable = "NEARBY_SAVE_DIR"
-    public static var howToEnable: String {
+package enum SaveDirectory {
+    package static let environmentVariable = "NEARBY_SAVE_DIR"
+    package static var howToEnable: String {
         "start the node with \(Spelling.option(.saveDirectory, "DIR")) (advertise, accept) or set \(environmentVariable)"
     }
 }

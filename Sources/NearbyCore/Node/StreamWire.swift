@@ -7,20 +7,20 @@ import NIOCore
 /// without `end` is a client that left (Ctrl-C, killed), never the end of its input; one that ends
 /// without `outcome` is a node that went away: either way the stream was cut, and nobody takes a
 /// truncated stream for a finished one.
-public enum StreamWire {
-    public enum Kind: UInt8, Sendable {
+package enum StreamWire {
+    package enum Kind: UInt8, Sendable {
         case data = 0
         case end = 1
         case outcome = 2
     }
 
-    public enum Record: Sendable, Equatable {
+    package enum Record: Sendable, Equatable {
         case data(ByteBuffer)
         case end
         case outcome(StreamOutcome)
     }
 
-    public enum Violation: Error, Equatable {
+    package enum Violation: Error, Equatable {
         case unknownKind(UInt8)
         case badLength(kind: UInt8, length: UInt32)
         case dataAfterEnd
@@ -34,7 +34,7 @@ public enum StreamWire {
     static let maxData: UInt32 = 16 << 20
     static let maxOutcome: UInt32 = 64 << 10
 
-    public static func header(_ kind: Kind, length: Int) -> ByteBuffer {
+    package static func header(_ kind: Kind, length: Int) -> ByteBuffer {
         var buffer = ByteBuffer()
         buffer.reserveCapacity(headerSize)
         buffer.writeInteger(kind.rawValue)
@@ -42,9 +42,9 @@ public enum StreamWire {
         return buffer
     }
 
-    public static var end: ByteBuffer { header(.end, length: 0) }
+    package static var end: ByteBuffer { header(.end, length: 0) }
 
-    public static func outcome(_ outcome: StreamOutcome) -> ByteBuffer {
+    package static func outcome(_ outcome: StreamOutcome) -> ByteBuffer {
         let json = (try? JSONEncoder().encode(outcome)) ?? Data("{}".utf8)
         var buffer = header(.outcome, length: json.count)
         buffer.writeBytes(json)
@@ -53,7 +53,7 @@ public enum StreamWire {
 
     /// Splits what arrives into records, without copying data: a data record comes out in as many
     /// pieces as it arrived in.
-    public struct Reader: Sendable {
+    package struct Reader: Sendable {
         private enum State: Sendable {
             case header(ByteBuffer)
             case data(remaining: Int)
@@ -63,14 +63,14 @@ public enum StreamWire {
 
         private var state: State = .header(ByteBuffer())
         /// The sender's `end` arrived.
-        public private(set) var ended = false
-        public var finished: Bool { if case .finished = state { true } else { false } }
+        package private(set) var ended = false
+        package var finished: Bool { if case .finished = state { true } else { false } }
 
-        public init() {}
+        package init() {}
 
         /// The next record (or piece of a data record) from `input`, consuming it; nil when `input`
         /// holds no complete one yet.
-        public mutating func next(from input: inout ByteBuffer) throws(Violation) -> Record? {
+        package mutating func next(from input: inout ByteBuffer) throws(Violation) -> Record? {
             while true {
                 switch state {
                 case .finished:
@@ -135,29 +135,29 @@ public enum StreamWire {
 
 /// How a stream that ran through a running node ended, for its client: done, or the failure the
 /// client reports exactly as it would have run the stream itself.
-public struct StreamOutcome: Codable, Sendable, Equatable {
-    public var failure: Failure?
+package struct StreamOutcome: Codable, Sendable, Equatable {
+    package var failure: Failure?
     /// Bytes the node itself read from the client's passed stdin, and wrote to its passed stdout:
     /// nil for a direction the client carried itself (and counted).
-    public var sent: UInt64?
-    public var received: UInt64?
+    package var sent: UInt64?
+    package var received: UInt64?
 
-    public struct Failure: Codable, Sendable, Equatable {
-        public var path: String
-        public var code: String
-        public var reason: String
+    package struct Failure: Codable, Sendable, Equatable {
+        package var path: String
+        package var code: String
+        package var reason: String
     }
 
-    public static let done = StreamOutcome(failure: nil)
+    package static let done = StreamOutcome(failure: nil)
 
-    public init(failure: Failure?, sent: UInt64? = nil, received: UInt64? = nil) {
+    package init(failure: Failure?, sent: UInt64? = nil, received: UInt64? = nil) {
         self.failure = failure
         self.sent = sent
         self.received = received
     }
 
     /// The outcome of a failure: stream failures are `transferFailed` (StreamLife.Cause.error).
-    public init(_ error: NearbyError) {
+    package init(_ error: NearbyError) {
         switch error {
         case let .transferFailed(path, code, reason): failure = Failure(path: path, code: code, reason: reason)
         default: failure = Failure(path: "the stream", code: error.code, reason: error.errorDescription ?? "failed")
@@ -165,5 +165,5 @@ public struct StreamOutcome: Codable, Sendable, Equatable {
     }
 
     /// The error the client throws; nil when the stream is done.
-    public var error: NearbyError? { failure.map { .transferFailed(path: $0.path, code: $0.code, reason: $0.reason) } }
+    package var error: NearbyError? { failure.map { .transferFailed(path: $0.path, code: $0.code, reason: $0.reason) } }
 }

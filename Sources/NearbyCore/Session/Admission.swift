@@ -98,16 +98,16 @@ struct AdmissionTable: Sendable {
 /// (`NIOAsyncChannel`), close the refused channel and hand a marker on (`LocalSendServer.Admitted`)
 /// rather than failing the initializer's future: a failed child initializer is an error on the
 /// server channel, and it ends the server's stream of connections.
-public final class Admission: Sendable {
-    public struct Limits: Sendable, Equatable {
-        public var total: Int
-        public var perAddress: Int
+package final class Admission: Sendable {
+    package struct Limits: Sendable, Equatable {
+        package var total: Int
+        package var perAddress: Int
         /// From accept to the first complete request (or the end of the identity handshake).
-        public var handshake: Duration
+        package var handshake: Duration
         /// Silence allowed between requests.
-        public var idle: Duration
+        package var idle: Duration
 
-        public init(total: Int = 128, perAddress: Int = 16, handshake: Duration = .seconds(10), idle: Duration = .seconds(30)) {
+        package init(total: Int = 128, perAddress: Int = 16, handshake: Duration = .seconds(10), idle: Duration = .seconds(30)) {
             self.total = max(1, total)
             self.perAddress = max(1, perAddress)
             self.handshake = handshake
@@ -116,7 +116,7 @@ public final class Admission: Sendable {
 
         /// `self` with `NEARBY_<PREFIX>_TOTAL`, `_PER_ADDRESS`, `_HANDSHAKE_MS` and `_IDLE_MS` from
         /// `environment` (test knobs), e.g. `NEARBY_LOCALSEND_PER_ADDRESS`.
-        public func with(environment: [String: String] = ProcessInfo.processInfo.environment, prefix: String) -> Limits {
+        package func with(environment: [String: String] = ProcessInfo.processInfo.environment, prefix: String) -> Limits {
             var limits = self
             func number(_ name: String) -> Int? { environment["NEARBY_\(prefix)_\(name)"].flatMap(Int.init).flatMap { $0 > 0 ? $0 : nil } }
             if let total = number("TOTAL") { limits.total = total }
@@ -127,24 +127,24 @@ public final class Admission: Sendable {
         }
     }
 
-    public static let defaultTotal = 128
-    public static let defaultPerAddress = 16
+    package static let defaultTotal = 128
+    package static let defaultPerAddress = 16
 
-    public let limits: Limits
+    package let limits: Limits
     private let state: Mutex<(table: AdmissionTable, tickets: [UInt64: Ticket])>
 
-    public init(limits: Limits) {
+    package init(limits: Limits) {
         self.limits = limits
         state = Mutex((AdmissionTable(total: limits.total, perAddress: limits.perAddress), [:]))
     }
 
-    public convenience init(total: Int = defaultTotal, perAddress: Int = defaultPerAddress) {
+    package convenience init(total: Int = defaultTotal, perAddress: Int = defaultPerAddress) {
         self.init(limits: Limits(total: total, perAddress: perAddress))
     }
 
     /// A stranger's place; `release` gives it back (once, whoever calls first). `onEvict` runs when
     /// the owner takes the place for a newcomer.
-    public final class Ticket: Sendable {
+    package final class Ticket: Sendable {
         private let owner: Admission
         let place: AdmissionTable.Place
         private let evict = Mutex<(@Sendable () -> Void)?>(nil)
@@ -155,25 +155,25 @@ public final class Admission: Sendable {
         }
 
         /// The IP address this place is charged to.
-        public var address: String { place.address }
-        public var limits: Limits { owner.limits }
+        package var address: String { place.address }
+        package var limits: Limits { owner.limits }
 
         /// What closes the connection holding this place, when the owner needs the place back.
-        public func onEvict(_ action: @escaping @Sendable () -> Void) { evict.withLock { $0 = action } }
+        package func onEvict(_ action: @escaping @Sendable () -> Void) { evict.withLock { $0 = action } }
 
         /// The connection is in the middle of a request (true) or waiting for the next (false):
         /// an idle place is evicted before a working one.
-        public func working(_ busy: Bool) { owner.state.withLock { $0.table.mark(place, working: busy) } }
+        package func working(_ busy: Bool) { owner.state.withLock { $0.table.mark(place, working: busy) } }
 
         /// No longer a stranger's place: the peer is known, or the connection closed.
-        public func release() { owner.leave(self) }
+        package func release() { owner.leave(self) }
 
         fileprivate func evicted() { evict.withLock { $0 }?() }
     }
 
     /// A ticket, or nil when the address is at its cap, or the table is full of places held by
     /// addresses that hold no more than this one.
-    public func admit(_ address: String) -> Ticket? {
+    package func admit(_ address: String) -> Ticket? {
         let (ticket, evicted) = state.withLock { state -> (Ticket?, Ticket?) in
             guard case let .admitted(serial, evicting) = state.table.admit(address) else { return (nil, nil) }
             let ticket = Ticket(owner: self, place: .init(address: address, serial: serial))
@@ -190,7 +190,7 @@ public final class Admission: Sendable {
     /// Admits a channel just accepted (call it from the child-channel initializer): a place in the
     /// process's descriptor `budget` and among the strangers' connections, both given back when it
     /// closes, and the channel closed if its place is evicted. Nil (close the channel) when over a cap.
-    public func admit(_ channel: any Channel, budget: ResourceBudget = .shared) -> Ticket? {
+    package func admit(_ channel: any Channel, budget: ResourceBudget = .shared) -> Ticket? {
         let from = channel.remoteAddress.map(PreambleHandler.describe) ?? "?"
         guard budget.takeConnection() else {
             NearbyLog.logger.debug("closing a connection from \(from): \(budget.limits.descriptors) connections and files are open, the most this process keeps")
@@ -207,7 +207,7 @@ public final class Admission: Sendable {
     }
 
     /// Places held now.
-    public var held: Int { state.withLock { $0.table.count } }
+    package var held: Int { state.withLock { $0.table.count } }
 
     private func leave(_ ticket: Ticket) {
         state.withLock { state in
@@ -217,7 +217,7 @@ public final class Admission: Sendable {
 
     /// The IP address of a peer, without the port (an IPv4 client of a dual-stack listener counts
     /// as its IPv4 address).
-    public static func key(_ address: SocketAddress?) -> String {
+    package static func key(_ address: SocketAddress?) -> String {
         guard let ip = address?.ipAddress else { return "unknown" }
         return ip.hasPrefix("::ffff:") && ip.contains(".") ? String(ip.dropFirst(7)) : ip
     }

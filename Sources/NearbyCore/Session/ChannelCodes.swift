@@ -1,13 +1,13 @@
 /// What a channel carries, as the `open` frame names it. A name this version does not know is kept
 /// (capped) so the refusal can say it, never a decoding failure.
-public enum ChannelKind: Codable, Equatable, Sendable, CustomStringConvertible {
+package enum ChannelKind: Codable, Equatable, Sendable, CustomStringConvertible {
     case file
     case stream
     /// An empty directory of a sent tree: made on the receiving side, no data.
     case directory
     case other(String)
 
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let name = try decoder.singleValueContainer().decode(String.self)
         self = switch name {
         case "file": .file
@@ -17,12 +17,12 @@ public enum ChannelKind: Codable, Equatable, Sendable, CustomStringConvertible {
         }
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         try container.encode(description)
     }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .file: "file"
         case .stream: "stream"
@@ -35,7 +35,7 @@ public enum ChannelKind: Codable, Equatable, Sendable, CustomStringConvertible {
 /// Why a channel ended early, for programs: carried by `reset` and refusing `openReply` frames, and
 /// by `file-failed` events and the error of a transfer (docs/events.md). A peer's code this version
 /// does not know is kept (capped), never a decoding failure.
-public enum TransferCode: Codable, Hashable, Sendable, CustomStringConvertible {
+package enum TransferCode: Codable, Hashable, Sendable, CustomStringConvertible {
     /// Interrupted by its sender (Ctrl-C, the client went away).
     case cancelled
     /// The session ended under it.
@@ -63,24 +63,24 @@ public enum TransferCode: Codable, Hashable, Sendable, CustomStringConvertible {
         (.busy, "busy"), (.quota, "quota"),
     ]
 
-    public init(_ name: String) {
+    package init(_ name: String) {
         self = Self.names.first { $0.1 == name }?.0 ?? .other(String(name.prefix(32)))
     }
 
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         self.init(try decoder.singleValueContainer().decode(String.self))
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         try container.encode(description)
     }
 
-    public var description: String {
+    package var description: String {
         if case let .other(name) = self { return name }
         return Self.names.first { $0.0 == self }?.1 ?? "refused"
     }
 
     /// A transfer cut this way may resume: what arrived was not at fault.
-    public var resumable: Bool { self == .cancelled || self == .connectionLost }
+    package var resumable: Bool { self == .cancelled || self == .connectionLost }
 }

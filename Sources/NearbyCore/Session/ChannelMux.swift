@@ -7,20 +7,20 @@ import NIOCore
 /// that never existed, an open over the cap — gets a `ProtocolViolation` or a refusal, and nothing
 /// is ever buffered beyond a window. Modelled on swift-nio-ssh's channel multiplexer and window
 /// manager.
-public struct ChannelMux: Sendable {
-    public struct Limits: Sendable, Equatable {
+package struct ChannelMux: Sendable {
+    package struct Limits: Sendable, Equatable {
         /// Channels open at once on one link, both directions together.
-        public var channels: Int
+        package var channels: Int
         /// Bytes the peer may send on a channel before we grant more.
-        public var window: Int
+        package var window: Int
 
-        public init(channels: Int = 64, window: Int = ChannelMux.defaultWindow) {
+        package init(channels: Int = 64, window: Int = ChannelMux.defaultWindow) {
             self.channels = channels
             self.window = window
         }
     }
 
-    public enum Phase: Sendable, Equatable {
+    package enum Phase: Sendable, Equatable {
         /// We sent `open` and wait for the peer's reply.
         case opening
         /// The peer sent `open`: nothing may flow until we accept.
@@ -38,7 +38,7 @@ public struct ChannelMux: Sendable {
         var peerClosed = false
     }
 
-    public enum Inbound: Sendable, Equatable {
+    package enum Inbound: Sendable, Equatable {
         case deliver
         /// A frame for a channel that has ended (its last window credits, data in flight when we
         /// reset it): dropped, and no reason to end the link.
@@ -49,27 +49,27 @@ public struct ChannelMux: Sendable {
 
     /// The window each side grants when a channel opens (docs/protocol.md). 8 MiB: with 4 MiB a
     /// file transfer waited for credit on the lab link.
-    public static let defaultWindow = 8 << 20
+    package static let defaultWindow = 8 << 20
 
-    public let limits: Limits
+    package let limits: Limits
     private let isClient: Bool
     private(set) var entries: [UInt32: Entry] = [:]
     private var nextOwn: UInt32
     private var highestPeer: UInt32 = 0
 
     /// The side that opened the connection numbers its channels odd, the other even.
-    public init(isClient: Bool, limits: Limits = Limits()) {
+    package init(isClient: Bool, limits: Limits = Limits()) {
         self.isClient = isClient
         self.limits = limits
         nextOwn = isClient ? 1 : 2
     }
 
-    public func isOurs(_ id: UInt32) -> Bool { (id % 2 == 1) == isClient }
-    public var count: Int { entries.count }
-    public func phase(of id: UInt32) -> Phase? { entries[id]?.phase }
+    package func isOurs(_ id: UInt32) -> Bool { (id % 2 == 1) == isClient }
+    package var count: Int { entries.count }
+    package func phase(of id: UInt32) -> Phase? { entries[id]?.phase }
 
     /// Opens a channel of ours: its ID, or nil at the cap.
-    public mutating func open() -> UInt32? {
+    package mutating func open() -> UInt32? {
         guard entries.count < limits.channels else { return nil }
         let id = nextOwn
         nextOwn += 2
@@ -78,7 +78,7 @@ public struct ChannelMux: Sendable {
     }
 
     /// We accept the peer's offer: data may flow, up to a window.
-    public mutating func accept(_ id: UInt32) {
+    package mutating func accept(_ id: UInt32) {
         guard var entry = entries[id], entry.phase == .offered else { return }
         entry.phase = .open
         entry.allowance = limits.window
@@ -86,11 +86,11 @@ public struct ChannelMux: Sendable {
     }
 
     /// The channel is over (done, refused, reset): later frames on it are ignored.
-    public mutating func finish(_ id: UInt32) { entries[id] = nil }
+    package mutating func finish(_ id: UInt32) { entries[id] = nil }
 
     /// `count` bytes of the peer's data were consumed (written to disk, taken by a reader). Returns
     /// the window frame to send once enough has been consumed to be worth one — a quarter window.
-    public mutating func consumed(_ id: UInt32, _ count: Int) -> Frame? {
+    package mutating func consumed(_ id: UInt32, _ count: Int) -> Frame? {
         guard var entry = entries[id] else { return nil }
         entry.consumed += count
         defer { entries[id] = entry }
@@ -104,7 +104,7 @@ public struct ChannelMux: Sendable {
     }
 
     /// Checks a frame on a channel above 0 against the rules.
-    public mutating func receive(_ id: UInt32, _ message: ChannelMessage) throws(ProtocolViolation) -> Inbound {
+    package mutating func receive(_ id: UInt32, _ message: ChannelMessage) throws(ProtocolViolation) -> Inbound {
         guard id != 0 else { throw .unexpected("\(message.kind) frame on channel 0") }
         if case .open = message {
             guard !isOurs(id), id > highestPeer else { throw .unexpected("open on channel \(id), which is not the peer's next") }

@@ -5,10 +5,10 @@ import NIOSSL
 import Synchronization
 
 /// A connection after the preamble: frames in both directions, over TLS or not.
-public struct FrameChannel: Sendable {
-    public let channel: NIOAsyncChannel<Frame, Frame>
-    public let encrypted: Bool
-    public let remote: String
+package struct FrameChannel: Sendable {
+    package let channel: NIOAsyncChannel<Frame, Frame>
+    package let encrypted: Bool
+    package let remote: String
     /// The public key (SPKI DER) the peer's TLS certificate carries; nil without TLS.
     let certificateKey: KeyBox
     /// Message frames of the session, delivered on the event loop once the node arms it.
@@ -29,7 +29,7 @@ public struct FrameChannel: Sendable {
 }
 
 /// What the preamble leads to.
-public enum Negotiated: Sendable {
+package enum Negotiated: Sendable {
     case frames(FrameChannel)
     /// Not a nearby peer (an MPC app, a port scanner): closed.
     case foreign(remote: String, what: String)
@@ -223,7 +223,7 @@ final class PreambleHandler: ChannelInboundHandler, RemovableChannelHandler {
 
 /// Opening connections and listening for them. Each connection negotiates on its own (a slow
 /// or silent client never holds up the next one) and is handed over once its preamble is done.
-public enum Connections {
+package enum Connections {
     /// Reads of up to 256 KiB (NIO's default stops at 64 KiB): a bulk transfer costs a quarter of
     /// the read calls and TLS unwraps. For the control socket's clients (links that carry files or
     /// streams read with `bulkReads`, within `MemoryBudget.bulkReads`).
@@ -268,7 +268,7 @@ public enum Connections {
     /// Listens on every address (IPv6 and IPv4, or IPv4 alone where the host has no IPv6) and calls
     /// `handle` with each negotiated connection. A connection over the process's `budget`, or over
     /// the `gate`'s caps on links that are not sessions, is closed at once.
-    public static func listen(
+    package static func listen(
         port: Int, preference: EncryptionPreference, tls: NIOSSLContext, gate: Admission = Admission(),
         budget: ResourceBudget = .shared, handle: @escaping @Sendable (Negotiated) -> Void
     ) async throws(NearbyError) -> any Channel {
@@ -303,10 +303,10 @@ public enum Connections {
     /// Connects and runs the preamble; cancelling the calling task ends the wait at once. The
     /// connection takes a place in the process's `budget` until it closes.
     /// How long a TCP connection may take to be made: 10 s, or $NEARBY_CONNECT_TIMEOUT_MS (a test knob).
-    public static let connectTimeout = ProcessInfo.processInfo.environment["NEARBY_CONNECT_TIMEOUT_MS"]
+    package static let connectTimeout = ProcessInfo.processInfo.environment["NEARBY_CONNECT_TIMEOUT_MS"]
         .flatMap(Int64.init).map { TimeAmount.milliseconds(max($0, 1)) } ?? .seconds(10)
 
-    public static func connect(
+    package static func connect(
         host: String, port: Int, preference: EncryptionPreference, tls: NIOSSLContext, timeout: TimeAmount = connectTimeout,
         budget: ResourceBudget = .shared
     ) async throws -> Negotiated {

@@ -5,7 +5,7 @@ import NIOPosix
 /// preamble agree on encryption (the handshake and probe that follow are in Connections+Examine).
 extension Connections {
     /// nil when a TCP connection to `host:port` was made (and closed at once), else why not.
-    public static func reachable(host: String, port: Int, timeout: Duration) async -> String? {
+    package static func reachable(host: String, port: Int, timeout: Duration) async -> String? {
         let milliseconds = max(1, Int64(timeout / .milliseconds(1)))
         do {
             let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -24,7 +24,7 @@ extension Connections {
     /// What the preamble says: whether both sides agree, in the words of the `encryption` check.
     /// With `keep`, an agreed connection is handed back (`frames`) for the handshake; else it is
     /// closed at once.
-    public static func preambleVerdict(
+    package static func preambleVerdict(
         host: String, port: Int, preference: EncryptionPreference, tls: SessionTLS.Contexts, timeout: Duration, keep: Bool = false
     ) async -> (ok: Bool, detail: String, frames: FrameChannel?) {
         let milliseconds = max(1, Int64(timeout / .milliseconds(1)))

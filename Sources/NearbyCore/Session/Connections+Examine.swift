@@ -5,8 +5,8 @@ import NIOCore
 /// encryption, whether the handshake proves the identity it advertised, and whether the peer sees
 /// this host's DNS-SD probe. The connection never becomes a session: no invitation is sent, nothing
 /// is pinned, and the peer's user sees no event.
-public struct PeerExamination: Sendable {
-    public enum Identity: Sendable {
+package struct PeerExamination: Sendable {
+    package enum Identity: Sendable {
         /// Not run: the preamble did not lead to frames.
         case notRun
         /// The peer proved the key of the ID it advertised; `pin` says what known_peers holds.
@@ -16,7 +16,7 @@ public struct PeerExamination: Sendable {
         case failed(String, ExitStatus)
     }
 
-    public enum Visibility: Sendable {
+    package enum Visibility: Sendable {
         /// Not asked: no handshake.
         case notAsked
         /// Not asked: this host has no probe published to ask about.
@@ -28,15 +28,15 @@ public struct PeerExamination: Sendable {
     }
 
     /// The preamble: agreed, and what it says.
-    public var encryption: (ok: Bool, detail: String)
-    public var identity = Identity.notRun
-    public var visibility = Visibility.notAsked
+    package var encryption: (ok: Bool, detail: String)
+    package var identity = Identity.notRun
+    package var visibility = Visibility.notAsked
 }
 
 extension Connections {
     /// Connects, runs the preamble, the handshake as a client with `identity`, then asks the probe
     /// about `instance` (when given and the peer speaks it) and waits `replyWithin` for the answer.
-    public static func examine(
+    package static func examine(
         host: String, port: Int, preference: EncryptionPreference, tls: SessionTLS.Contexts, identity: Identity,
         expected: PeerID?, knownPeers: KnownPeers, probe instance: String?, replyWithin: Duration
     ) async -> PeerExamination {

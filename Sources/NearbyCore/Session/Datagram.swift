@@ -10,16 +10,16 @@ import NIOCore
 /// sequence number counts from 1 per direction and is the nonce, and the first 16 bytes are the
 /// authenticated data. Each direction has its own key, chosen by its sender and sent inside the TLS
 /// session, so a nonce is never used twice with one key.
-public enum Datagram {
+package enum Datagram {
     /// The largest message: with the 32 bytes of framing and IP/UDP headers it fits the 1,280-byte
     /// IPv6 minimum MTU, so a datagram is never fragmented on the way.
-    public static let maxPayload = 1200
-    public static let headerSize = 16
-    public static let overhead = headerSize + 16
-    public static let keyBytes = 32
+    package static let maxPayload = 1200
+    package static let headerSize = 16
+    package static let overhead = headerSize + 16
+    package static let keyBytes = 32
 
     /// The datagram carrying `payload`.
-    public static func seal(_ payload: ByteBuffer, key: SymmetricKey, tag: UInt64, sequence: UInt64) throws -> ByteBuffer {
+    package static func seal(_ payload: ByteBuffer, key: SymmetricKey, tag: UInt64, sequence: UInt64) throws -> ByteBuffer {
         var header = ByteBuffer()
         header.writeInteger(tag)
         header.writeInteger(sequence)
@@ -31,19 +31,19 @@ public enum Datagram {
     }
 
     /// The session tag at the front of a datagram, to find its key; nil when it is too short to be one.
-    public static func tag(of datagram: ByteBuffer) -> UInt64? {
+    package static func tag(of datagram: ByteBuffer) -> UInt64? {
         guard datagram.readableBytes >= overhead else { return nil }
         return datagram.getInteger(at: datagram.readerIndex, as: UInt64.self)
     }
 
-    public static func sequence(of datagram: ByteBuffer) -> UInt64? {
+    package static func sequence(of datagram: ByteBuffer) -> UInt64? {
         guard datagram.readableBytes >= overhead else { return nil }
         return datagram.getInteger(at: datagram.readerIndex + 8, as: UInt64.self)
     }
 
     /// The message, or nil when the datagram was not sealed with `key` as it is (tampered, forged,
     /// truncated, or too big to be ours).
-    public static func open(_ datagram: ByteBuffer, key: SymmetricKey) -> [UInt8]? {
+    package static func open(_ datagram: ByteBuffer, key: SymmetricKey) -> [UInt8]? {
         guard datagram.readableBytes >= overhead, datagram.readableBytes <= maxPayload + overhead,
               let sequence = sequence(of: datagram)
         else { return nil }
@@ -68,16 +68,16 @@ public enum Datagram {
 /// The sliding window of sequence numbers already accepted (as in IPsec and WireGuard): a datagram
 /// is new when its number is above the highest seen, or within the last `size` and not seen yet.
 /// Anything older is dropped as a possible replay. Check before authenticating, commit after.
-public struct ReplayWindow: Sendable, Equatable {
-    public static let size: UInt64 = 1024
-    public private(set) var highest: UInt64 = 0
+package struct ReplayWindow: Sendable, Equatable {
+    package static let size: UInt64 = 1024
+    package private(set) var highest: UInt64 = 0
     /// Bit i of the window: sequence `highest - i` was accepted.
     private var bits = [UInt64](repeating: 0, count: Int(size / 64))
 
-    public init() {}
+    package init() {}
 
     /// Whether `sequence` may be new (0 is never sent).
-    public func check(_ sequence: UInt64) -> Bool {
+    package func check(_ sequence: UInt64) -> Bool {
         guard sequence > 0 else { return false }
         if sequence > highest { return true }
         let offset = highest - sequence
@@ -86,7 +86,7 @@ public struct ReplayWindow: Sendable, Equatable {
     }
 
     /// Records `sequence` as accepted; false when it was not new after all.
-    public mutating func commit(_ sequence: UInt64) -> Bool {
+    package mutating func commit(_ sequence: UInt64) -> Bool {
         guard check(sequence) else { return false }
         if sequence > highest {
             shift(by: sequence - highest)
@@ -117,21 +117,21 @@ public struct ReplayWindow: Sendable, Equatable {
 extension FrameBody {
     /// Sent each way once the session begins: where and how to send this side unreliable messages —
     /// its UDP port, the tag to put on datagrams for it, and the key it seals its own datagrams with.
-    public struct Datagrams: Codable, Equatable, Sendable {
-        public var port: Int
+    package struct Datagrams: Codable, Equatable, Sendable {
+        package var port: Int
         /// 16 hex digits.
-        public var tag: String
+        package var tag: String
         /// 32 bytes, base64.
-        public var key: String
+        package var key: String
 
-        public init(port: Int, tag: UInt64, key: [UInt8]) {
+        package init(port: Int, tag: UInt64, key: [UInt8]) {
             self.port = port
             self.tag = String(format: "%016llx", tag)
             self.key = Data(key).base64EncodedString()
         }
 
         /// The checked contents, or nil when malformed.
-        public var checked: (port: Int, tag: UInt64, key: [UInt8])? {
+        package var checked: (port: Int, tag: UInt64, key: [UInt8])? {
             guard (1...65535).contains(port), tag.utf8.count == 16, let tagValue = UInt64(tag, radix: 16),
                   let bytes = Data(base64Encoded: key), bytes.count == Datagram.keyBytes
             else { return nil }

@@ -11,7 +11,7 @@ import Synchronization
 /// again is dropped and counted in a `datagrams-dropped` event (at most one a second). Only a
 /// datagram that authenticated is ever said to be a peer's: a forged one carrying a session's tag
 /// is reported by the address it came from.
-public final class DatagramHub: Sendable {
+package final class DatagramHub: Sendable {
     /// Keys as bytes: the state lives behind a lock, and plain bytes cross isolation domains.
     struct Sending {
         let key: [UInt8]
@@ -41,7 +41,7 @@ public final class DatagramHub: Sendable {
     private let state = Mutex(State())
     private let events: any EventSink
 
-    public init(events: any EventSink) { self.events = events }
+    package init(events: any EventSink) { self.events = events }
 
     // MARK: Setting up a session
 
@@ -247,12 +247,12 @@ extension Events {
     /// authentication`), seen before (`replayed`), or for no session of this node. `dropped` counts
     /// since the node started; at most one such event a second. `peer` only for a datagram that
     /// authenticated (a replay); `address` is where the latest one came from, by its IP header.
-    public struct DatagramsDropped: EventBody {
-        public static let event = "datagrams-dropped"
-        public var peer: PeerRef?
-        public var address: String?
-        public var dropped: Int
-        public var reason: String
+    package struct DatagramsDropped: EventBody {
+        package static let event = "datagrams-dropped"
+        package var peer: PeerRef?
+        package var address: String?
+        package var dropped: Int
+        package var reason: String
     }
 }
 

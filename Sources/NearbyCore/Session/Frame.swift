@@ -3,8 +3,8 @@ import NIOCore
 /// One unit of the session protocol (docs/protocol.md): a 9-byte header — type (1), channel (4),
 /// payload length (4), big-endian — then the payload. Channel 0 is the session itself (control
 /// frames and messages); later channels carry files and streams.
-public struct Frame: Equatable, Sendable {
-    public enum Kind: UInt8, Sendable {
+package struct Frame: Equatable, Sendable {
+    package enum Kind: UInt8, Sendable {
         case hello = 0x01
         case auth = 0x02
         case invite = 0x03
@@ -29,21 +29,21 @@ public struct Frame: Equatable, Sendable {
         case datagrams = 0x20
     }
 
-    public static let headerSize = 9
+    package static let headerSize = 9
     /// The largest payload a peer may send: checked against the header before anything is buffered.
-    public static let maxPayload = 1 << 20
+    package static let maxPayload = 1 << 20
     /// Frames with a JSON body (`FrameBody`: hello, auth, invite, answer, goodbye, probe, probeReply,
     /// datagrams, and the channel frames but data and window) are small JSON documents. Each type's own bound:
     /// `Kind.maxPayload` (FrameLimits.swift).
-    public static let maxBodyPayload = 16 << 10
+    package static let maxBodyPayload = 16 << 10
 
-    public var kind: Kind
-    public var channel: UInt32
-    public var payload: ByteBuffer
+    package var kind: Kind
+    package var channel: UInt32
+    package var payload: ByteBuffer
     /// Set on a batch (`Frame.batch`): these bytes, already whole frames, go out as they are.
     var encoded: ByteBuffer?
 
-    public init(kind: Kind, channel: UInt32 = 0, payload: ByteBuffer = ByteBuffer()) {
+    package init(kind: Kind, channel: UInt32 = 0, payload: ByteBuffer = ByteBuffer()) {
         self.kind = kind
         self.channel = channel
         self.payload = payload
@@ -60,7 +60,7 @@ public struct Frame: Equatable, Sendable {
     }
 }
 
-public enum ProtocolViolation: Error, Equatable, Sendable, CustomStringConvertible {
+package enum ProtocolViolation: Error, Equatable, Sendable, CustomStringConvertible {
     case frameTooLarge(Int)
     /// A frame larger than its type allows (`Frame.Kind.maxPayload`), refused from its header.
     case oversized(Frame.Kind, Int, limit: Int)
@@ -68,7 +68,7 @@ public enum ProtocolViolation: Error, Equatable, Sendable, CustomStringConvertib
     case malformed(String)
     case unexpected(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case let .frameTooLarge(size): "frame of \(size) bytes exceeds the maximum of \(Frame.maxPayload)"
         case let .oversized(kind, size, limit): "\(kind) frame of \(size) bytes exceeds the maximum of \(limit) for its type"
@@ -83,7 +83,7 @@ public enum ProtocolViolation: Error, Equatable, Sendable, CustomStringConvertib
 /// `Frame.Kind.maxPayload`), so an untrusted peer cannot make us buffer more than that. Messages
 /// only travel on channel 0, data only on a channel above it. The pipeline's `FrameSplitter` is
 /// built on it (and also refuses in-session types before a session).
-public enum FrameDecoder {
+package enum FrameDecoder {
     struct Header {
         let kind: Frame.Kind
         let channel: UInt32
@@ -106,7 +106,7 @@ public enum FrameDecoder {
     }
 
     /// Takes one frame off the front of `buffer`, or nil when it is not all there yet.
-    public static func parse(_ buffer: inout ByteBuffer) throws(ProtocolViolation) -> Frame? {
+    package static func parse(_ buffer: inout ByteBuffer) throws(ProtocolViolation) -> Frame? {
         guard let header = try header(of: buffer), buffer.readableBytes >= Frame.headerSize + header.length else { return nil }
         buffer.moveReaderIndex(forwardBy: Frame.headerSize)
         guard let payload = buffer.readSlice(length: header.length) else { return nil }
@@ -115,8 +115,8 @@ public enum FrameDecoder {
 }
 
 /// Frames to bytes (the pipeline's `FrameWriter`, `Frame.batch`, tests).
-public enum FrameEncoder {
-    public static func write(_ frame: Frame, into out: inout ByteBuffer) {
+package enum FrameEncoder {
+    package static func write(_ frame: Frame, into out: inout ByteBuffer) {
         if var encoded = frame.encoded {
             out.writeBuffer(&encoded)
             return

@@ -6,7 +6,7 @@ import Synchronization
 /// can make a node hold at most one frame with a JSON body (16 KiB) per connection, never a 1 MiB one.
 extension Frame.Kind {
     /// The largest payload this type may carry.
-    public var maxPayload: Int {
+    package var maxPayload: Int {
         switch self {
         case .message, .data: Frame.maxPayload
         case .ping, .pong, .window: Frame.maxTinyPayload
@@ -19,7 +19,7 @@ extension Frame.Kind {
     /// Whether the type may arrive before a session began: the handshake, the invitation and its
     /// answer, a doctor's probe, keepalives and a goodbye. Messages, datagram setup and every
     /// channel frame only come once the invitation was accepted.
-    public var allowedBeforeSession: Bool {
+    package var allowedBeforeSession: Bool {
         switch self {
         case .hello, .auth, .invite, .answer, .goodbye, .probe, .probeReply, .ping, .pong: true
         case .message, .datagrams, .open, .openReply, .start, .data, .window, .close, .reset: false
@@ -29,7 +29,7 @@ extension Frame.Kind {
 
 extension Frame {
     /// Ping, pong and window: empty, or 4 bytes.
-    public static let maxTinyPayload = 64
+    package static let maxTinyPayload = 64
 }
 
 /// Whether a connection's session has begun, shared by the node (which begins it before it sends

@@ -3,17 +3,17 @@ import Foundation
 import NIOCore
 
 /// A peer whose identity has been proven in this connection.
-public struct AuthenticatedPeer: Sendable, Equatable {
-    public let id: PeerID
-    public let name: String
-    public let key: Data
-    public let verificationCode: String
-    public let encrypted: Bool
-    public let address: String
+package struct AuthenticatedPeer: Sendable, Equatable {
+    package let id: PeerID
+    package let name: String
+    package let key: Data
+    package let verificationCode: String
+    package let encrypted: Bool
+    package let address: String
     /// What the peer said it speaks beyond protocol 2 (its hello's `features`, bounded).
-    public let features: [String]
+    package let features: [String]
 
-    public var ref: PeerRef { PeerRef(id: id.rawValue, name: name) }
+    package var ref: PeerRef { PeerRef(id: id.rawValue, name: name) }
 }
 
 /// The first two frames each way, as a pure state machine: `hello` (ID, name, key, a commitment to
@@ -24,10 +24,10 @@ public struct AuthenticatedPeer: Sendable, Equatable {
 /// nonce matches its commitment, the signature is good, the TLS certificate carries the same key, the
 /// ID is the one we meant to reach, and a known peer still has its pinned key. Nothing is pinned
 /// here: that happens when a session starts.
-public struct HandshakeStateMachine: Sendable {
-    public static let version = 2
+package struct HandshakeStateMachine: Sendable {
+    package static let version = 2
 
-    public enum Action: Equatable, Sendable {
+    package enum Action: Equatable, Sendable {
         case send(Frame)
         case established(AuthenticatedPeer)
     }
@@ -60,7 +60,7 @@ public struct HandshakeStateMachine: Sendable {
     let nonce: Data
     var state = State.idle
 
-    public init(
+    package init(
         isClient: Bool, identity: Identity, displayName: String, expected: PeerID?, encrypted: Bool, address: String,
         certificateKey: @escaping @Sendable () -> Data?,
         pinned: @escaping @Sendable (PeerID, Data, String) throws(NearbyError) -> Bool,
@@ -80,7 +80,7 @@ public struct HandshakeStateMachine: Sendable {
     var commitment: Data { SessionMath.commitment(to: nonce) }
 
     /// Both sides speak first: our hello, committing to our nonce without showing it.
-    public mutating func start() -> [Action] {
+    package mutating func start() -> [Action] {
         state = .awaitingHello
         return [.send(FrameBody.frame(.hello, FrameBody.Hello(
             version: Self.version, id: identity.peerID.rawValue, name: displayName,
@@ -88,7 +88,7 @@ public struct HandshakeStateMachine: Sendable {
             features: FrameBody.features)))]
     }
 
-    public mutating func received(_ message: WireMessage) throws -> [Action] {
+    package mutating func received(_ message: WireMessage) throws -> [Action] {
         switch (state, message) {
         case let (.awaitingHello, .hello(hello)):
             return try self.hello(hello)
@@ -174,10 +174,10 @@ public struct HandshakeStateMachine: Sendable {
 }
 
 /// Drives the handshake state machine over a connection, with a deadline.
-public enum Handshake {
+package enum Handshake {
     /// From the TCP connection to a proven identity — preamble, TLS, hello and auth together — however
     /// slowly the bytes come: 10 s (`NEARBY_HANDSHAKE_DEADLINE` seconds, for tests).
-    public static let deadline: TimeAmount = {
+    package static let deadline: TimeAmount = {
         let text = ProcessInfo.processInfo.environment["NEARBY_HANDSHAKE_DEADLINE"]
         guard let seconds = Duration.seconds(parsing: text) else { return .seconds(10) }
         return .nanoseconds(Int64(seconds / .nanoseconds(1)))
@@ -187,7 +187,7 @@ public enum Handshake {
         return milliseconds % 1000 == 0 ? "\(milliseconds / 1000) s" : "\(Double(milliseconds) / 1000) s"
     }
 
-    public static func run(
+    package static func run(
         inbound: inout NIOAsyncChannelInboundStream<Frame>.AsyncIterator,
         outbound: NIOAsyncChannelOutboundWriter<Frame>,
         connection: FrameChannel,
@@ -227,11 +227,11 @@ public enum Handshake {
     }
 }
 
-public enum HandshakeFailure: Error, CustomStringConvertible {
+package enum HandshakeFailure: Error, CustomStringConvertible {
     case closed
     case incompatible(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .closed: "the peer closed the connection during the handshake"
         case let .incompatible(why): why

@@ -9,9 +9,9 @@ import Synchronization
 /// (invite, answer, leave, offer or accept a channel, send messages: Link+Intentions.swift), so its
 /// channels, writer, transport and shortcut are touched only in the Link*.swift files. Dropping the
 /// link drops all it owned.
-public final class Link: Sendable, Hashable {
-    public let peer: AuthenticatedPeer
-    public let isClient: Bool
+package final class Link: Sendable, Hashable {
+    package let peer: AuthenticatedPeer
+    package let isClient: Bool
     let outbound: NIOAsyncChannelOutboundWriter<Frame>
     let transport: any Channel
     let shortcut: MessageShortcut
@@ -170,8 +170,8 @@ public final class Link: Sendable, Hashable {
         transport.close(promise: nil)
     }
 
-    public static func == (lhs: Link, rhs: Link) -> Bool { lhs === rhs }
-    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+    package static func == (lhs: Link, rhs: Link) -> Bool { lhs === rhs }
+    package func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 }
 
 /// Sends pings and cuts a link that has been silent too long: a peer that vanished (SIGKILL, cable

@@ -3,7 +3,7 @@ import Foundation
 
 /// `--encryption`, with Multipeer Connectivity's rules: `required` and `none` refuse each other,
 /// `optional` takes what the other side wants, and two `optional`s encrypt.
-public enum EncryptionPreference: String, CaseIterable, Sendable, Codable {
+package enum EncryptionPreference: String, CaseIterable, Sendable, Codable {
     case required, optional, none
 
     var wire: UInt8 {
@@ -25,7 +25,7 @@ public enum EncryptionPreference: String, CaseIterable, Sendable, Codable {
 
     /// The outcome for a connection between `self` and `other`: true = TLS, false = plaintext,
     /// nil = incompatible.
-    public func agree(with other: EncryptionPreference) -> Bool? {
+    package func agree(with other: EncryptionPreference) -> Bool? {
         switch (self, other) {
         case (.required, .none), (.none, .required): nil
         case (.none, _), (_, .none): false
@@ -37,28 +37,28 @@ public enum EncryptionPreference: String, CaseIterable, Sendable, Codable {
 /// The plaintext preamble that opens every connection, before TLS: the client says `NBY1` and its
 /// encryption preference, the server answers `NBY1` and the decision. Anything else on our port (an
 /// MPC app, a port scanner) is recognised from its first bytes and closed cleanly.
-public enum Preamble {
-    public static let magic: [UInt8] = Array("NBY1".utf8)
-    public static let size = 5
+package enum Preamble {
+    package static let magic: [UInt8] = Array("NBY1".utf8)
+    package static let size = 5
 
-    public enum Decision: UInt8, Sendable {
+    package enum Decision: UInt8, Sendable {
         case plaintext = 0
         case tls = 1
         case refusedRequired = 0xFE  // server requires encryption, client wants none
         case refusedNone = 0xFF  // server wants none, client requires encryption
     }
 
-    public static func hello(_ preference: EncryptionPreference) -> [UInt8] { magic + [preference.wire] }
-    public static func reply(_ decision: Decision) -> [UInt8] { magic + [decision.rawValue] }
+    package static func hello(_ preference: EncryptionPreference) -> [UInt8] { magic + [preference.wire] }
+    package static func reply(_ decision: Decision) -> [UInt8] { magic + [decision.rawValue] }
 
-    public enum ClientHello: Equatable, Sendable {
+    package enum ClientHello: Equatable, Sendable {
         case nearby(EncryptionPreference)
         /// Not our protocol: what the first bytes suggest it is.
         case foreign(String)
     }
 
     /// Reads what a client sent first. MPC's own session traffic does not begin with our magic.
-    public static func parseClient(_ bytes: [UInt8]) -> ClientHello {
+    package static func parseClient(_ bytes: [UInt8]) -> ClientHello {
         guard bytes.count >= size, Array(bytes.prefix(4)) == magic else {
             return .foreign(describeForeign(bytes))
         }
@@ -66,7 +66,7 @@ public enum Preamble {
         return .nearby(preference)
     }
 
-    public static func decide(server: EncryptionPreference, client: EncryptionPreference) -> Decision {
+    package static func decide(server: EncryptionPreference, client: EncryptionPreference) -> Decision {
         switch server.agree(with: client) {
         case true?: .tls
         case false?: .plaintext
@@ -74,7 +74,7 @@ public enum Preamble {
         }
     }
 
-    public static func parseServer(_ bytes: [UInt8]) -> Decision? {
+    package static func parseServer(_ bytes: [UInt8]) -> Decision? {
         guard bytes.count >= size, Array(bytes.prefix(4)) == magic else { return nil }
         return Decision(rawValue: bytes[4])
     }
@@ -90,13 +90,13 @@ public enum Preamble {
 }
 
 /// Shared facts both sides compute the same way.
-public enum SessionMath {
+package enum SessionMath {
     /// The short code both sides show in their invitation events, for humans who want to check that
     /// they are talking to each other and not to someone in between: derived from both identity
     /// keys and both nonces of this session. Each nonce is committed to before the other side's is
     /// known, so a party in the middle cannot pick its nonces until both codes match: one try in a
     /// million per attempted connection.
-    public static func verificationCode(
+    package static func verificationCode(
         clientKey: Data, serverKey: Data, clientNonce: Data, serverNonce: Data
     ) -> String {
         var hasher = SHA256()
@@ -112,7 +112,7 @@ public enum SessionMath {
     }
 
     /// The commitment a hello carries: SHA-256(`"nearby nonce commitment v2"` ‖ nonce).
-    public static func commitment(to nonce: Data) -> Data {
+    package static func commitment(to nonce: Data) -> Data {
         var hasher = SHA256()
         hasher.update(data: Data("nearby nonce commitment v2".utf8))
         hasher.update(data: nonce)
@@ -121,7 +121,7 @@ public enum SessionMath {
 
     /// What each side signs to prove it holds its identity key: its role and both hellos' keys and
     /// nonce commitments (fresh in every session), so a signature cannot be replayed into another.
-    public static func authTranscript(
+    package static func authTranscript(
         signerIsClient: Bool, clientKey: Data, serverKey: Data, clientCommitment: Data, serverCommitment: Data
     ) -> Data {
         var data = Data("nearby auth v2 ".utf8)
@@ -135,7 +135,7 @@ public enum SessionMath {
 
     /// Two nodes that invite each other at the same moment keep exactly one connection: the one
     /// opened by the peer with the smaller ID.
-    public static func keepsOwnInvitation(own: PeerID, other: PeerID) -> Bool { own < other }
+    package static func keepsOwnInvitation(own: PeerID, other: PeerID) -> Bool { own < other }
 }
 
 extension Preamble {

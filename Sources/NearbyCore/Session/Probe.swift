@@ -7,9 +7,9 @@ extension FrameBody {
     /// Listed in the hello's `features` by a node that answers `probe`. A node whose hello does not
     /// list it is an older one: it would take a probe as an unknown frame type (a protocol
     /// violation), so it is never sent one.
-    public static let probeFeature = "probe"
+    package static let probeFeature = "probe"
     /// What this build speaks beyond protocol 2, sent in every hello.
-    public static let features = [probeFeature]
+    package static let features = [probeFeature]
 
     /// A peer's `features`, bounded: at most 16 names of at most 32 bytes each are kept.
     static func bounded(features: [String]?) -> [String] {
@@ -18,30 +18,30 @@ extension FrameBody {
 
     /// The question: the asker's instance name under the fixed type `_nearby-doctor._tcp` (the
     /// type is not sent: a node never browses a type a peer chose).
-    public struct Probe: Codable, Equatable, Sendable {
-        public var instance: String
+    package struct Probe: Codable, Equatable, Sendable {
+        package var instance: String
 
-        public init(instance: String) { self.instance = instance }
+        package init(instance: String) { self.instance = instance }
 
         /// A DNS-SD instance label: 1–63 UTF-8 bytes, no control characters.
-        public var isValid: Bool {
+        package var isValid: Bool {
             !instance.isEmpty && instance.utf8.count <= 63
                 && !instance.unicodeScalars.contains { $0.properties.generalCategory == .control }
         }
     }
 
     /// The answer: whether the instance was seen, after how long, and where it pointed.
-    public struct ProbeReply: Codable, Equatable, Sendable {
-        public var seen: Bool
+    package struct ProbeReply: Codable, Equatable, Sendable {
+        package var seen: Bool
         /// Milliseconds the node browsed before it saw the instance, or gave up.
-        public var waited: Int
+        package var waited: Int
         /// The addresses the node resolved the instance to (empty when not seen).
-        public var addresses: [String]
+        package var addresses: [String]
         /// Why the node did not look (too many probes at once, its daemon does not answer); nil
         /// when it looked.
-        public var reason: String?
+        package var reason: String?
 
-        public init(seen: Bool, waited: Int, addresses: [String] = [], reason: String? = nil) {
+        package init(seen: Bool, waited: Int, addresses: [String] = [], reason: String? = nil) {
             self.seen = seen
             self.waited = waited
             self.addresses = addresses
@@ -50,7 +50,7 @@ extension FrameBody {
 
         /// The same reply cut to what a reader shows: at most 8 addresses of at most 64 bytes,
         /// the reason at most 256 bytes, the time between 0 and a day.
-        public var bounded: ProbeReply {
+        package var bounded: ProbeReply {
             ProbeReply(
                 seen: seen, waited: min(max(waited, 0), 86_400_000),
                 addresses: addresses.filter { $0.utf8.count <= 64 }.prefix(8).map { $0 },

@@ -5,8 +5,8 @@ import NIOCore
 /// go in, actions come out. It knows the protocol's rules for a single link (one invitation per
 /// connection, messages only in a session, answers only to our own invitation); the node decides
 /// what spans links (crossed invitations, policies, who answers).
-public struct SessionStateMachine: Sendable {
-    public enum State: Equatable, Sendable {
+package struct SessionStateMachine: Sendable {
+    package enum State: Equatable, Sendable {
         case awaitingInvite
         case inviting(String)
         case invited(String)
@@ -16,7 +16,7 @@ public struct SessionStateMachine: Sendable {
         case closed
     }
 
-    public enum Action: Equatable, Sendable {
+    package enum Action: Equatable, Sendable {
         case send(Frame)
         /// The peer invites us: the node decides (policy, `nearby accept`, crossed invitations).
         case invitation(FrameBody.Invite)
@@ -38,25 +38,25 @@ public struct SessionStateMachine: Sendable {
         case close(reason: String)
     }
 
-    public private(set) var state = State.awaitingInvite
+    package private(set) var state = State.awaitingInvite
 
     /// The answer to an invitation from a peer we are already in a live session with.
-    public static let alreadyInSession = "already in session"
+    package static let alreadyInSession = "already in session"
 
     /// Whether the peer opened this connection: only such a link may carry a probe.
-    public let inbound: Bool
+    package let inbound: Bool
 
-    public init(inbound: Bool = true) { self.inbound = inbound }
+    package init(inbound: Bool = true) { self.inbound = inbound }
 
     /// Client side: send our invitation.
-    public mutating func invite(id: String, context: String?, timeout: Double) -> [Action] {
+    package mutating func invite(id: String, context: String?, timeout: Double) -> [Action] {
         guard state == .awaitingInvite else { return [] }
         state = .inviting(id)
         return [.send(FrameBody.frame(.invite, FrameBody.Invite(invitation: id, context: context, timeout: timeout)))]
     }
 
     /// Server side: answer the invitation we were given.
-    public mutating func answer(accept: Bool, reason: String? = nil, closing closeReason: String = "we declined the invitation") -> [Action] {
+    package mutating func answer(accept: Bool, reason: String? = nil, closing closeReason: String = "we declined the invitation") -> [Action] {
         guard case let .invited(id) = state else { return [] }
         let frame = FrameBody.frame(.answer, FrameBody.Answer(invitation: id, accept: accept, reason: accept ? nil : reason ?? "declined"))
         if accept {
@@ -68,13 +68,13 @@ public struct SessionStateMachine: Sendable {
     }
 
     /// Either side: leave with a goodbye.
-    public mutating func leave(telling reason: String) -> [Action] {
+    package mutating func leave(telling reason: String) -> [Action] {
         guard state != .closed else { return [] }
         state = .closed
         return [.send(FrameBody.frame(.goodbye, FrameBody.Goodbye(reason: reason)))]
     }
 
-    public mutating func received(_ message: WireMessage) throws -> [Action] {
+    package mutating func received(_ message: WireMessage) throws -> [Action] {
         guard state != .closed else { return [] }
         switch message {
         case .ping:
@@ -133,7 +133,7 @@ public struct SessionStateMachine: Sendable {
 
     /// The keepalive's decision after `silence` without hearing anything: ping, or give up.
     /// With a ping every second and a limit of 6 s, a vanished peer is noticed within 7 s.
-    public static func keepalive(silence: Duration, limit: Duration = .seconds(6)) -> Action {
+    package static func keepalive(silence: Duration, limit: Duration = .seconds(6)) -> Action {
         silence > limit
             ? .close(reason: "connection lost (nothing heard for \(limit.components.seconds) s)")
             : .send(Frame(kind: .ping))

@@ -9,15 +9,15 @@ import X509
 /// handshake, records its public key, and the session then checks that key against the peer ID it
 /// expected (and against `known_peers`). `trustRoots` is empty so a Linux machine without a CA
 /// bundle works the same.
-public enum SessionTLS {
+package enum SessionTLS {
     /// The contexts for both sides of a connection. Blocking work (certificate signing, BoringSSL
     /// setup): build them off the event loop, once per node.
-    public struct Contexts: Sendable {
-        public let client: NIOSSLContext
-        public let server: NIOSSLContext
+    package struct Contexts: Sendable {
+        package let client: NIOSSLContext
+        package let server: NIOSSLContext
     }
 
-    public static func contexts(for identity: Identity) throws -> Contexts {
+    package static func contexts(for identity: Identity) throws -> Contexts {
         let key = identity.privateKey
         let name = try DistinguishedName { CommonName(identity.peerID.rawValue) }
         let now = Date()
@@ -57,7 +57,7 @@ public enum SessionTLS {
 
     /// Accepts whatever self-signed certificate the peer shows and reports its public key (SPKI DER),
     /// which the session then checks against the identity the peer claims and signs for.
-    public static func verifier(
+    package static func verifier(
         recording: @escaping @Sendable ([UInt8]) -> Void
     ) -> NIOSSLCustomVerificationCallback {
         { certificates, promise in

@@ -6,7 +6,7 @@ import NIOCore
 /// enum and never looks at a payload's bytes again. A payload that does not decode is a
 /// `ProtocolViolation` with a reason, here, before any machine sees it; messages and data keep the
 /// frame's own buffer (no copy).
-public enum WireMessage: Equatable, Sendable {
+package enum WireMessage: Equatable, Sendable {
     case hello(FrameBody.Hello)
     case auth(FrameBody.Auth)
     case invite(FrameBody.Invite)
@@ -24,7 +24,7 @@ public enum WireMessage: Equatable, Sendable {
     case channel(UInt32, ChannelMessage)
 
     /// Decodes a frame the `FrameDecoder` took off the wire (its size already checked against its type).
-    public init(_ frame: Frame) throws(ProtocolViolation) {
+    package init(_ frame: Frame) throws(ProtocolViolation) {
         switch frame.kind {
         case .hello: self = .hello(try Self.body(of: frame))
         case .auth: self = .auth(try Self.body(of: frame))
@@ -52,7 +52,7 @@ public enum WireMessage: Equatable, Sendable {
     }
 
     /// The frame type it came as, for sentences and the rules that go by type.
-    public var kind: Frame.Kind {
+    package var kind: Frame.Kind {
         switch self {
         case .hello: .hello
         case .auth: .auth
@@ -70,7 +70,7 @@ public enum WireMessage: Equatable, Sendable {
     }
 
     /// The channel it came on: 0 but for channel frames.
-    public var channel: UInt32 {
+    package var channel: UInt32 {
         if case let .channel(id, _) = self { return id }
         return 0
     }
@@ -90,7 +90,7 @@ public enum WireMessage: Equatable, Sendable {
 }
 
 /// What a frame on a channel above 0 says (docs/protocol.md, "Channels").
-public enum ChannelMessage: Equatable, Sendable {
+package enum ChannelMessage: Equatable, Sendable {
     case open(FrameBody.Open)
     case openReply(FrameBody.OpenReply)
     case start(FrameBody.Start)
@@ -101,7 +101,7 @@ public enum ChannelMessage: Equatable, Sendable {
     case close(FrameBody.Close)
     case reset(FrameBody.Reset)
 
-    public var kind: Frame.Kind {
+    package var kind: Frame.Kind {
         switch self {
         case .open: .open
         case .openReply: .openReply

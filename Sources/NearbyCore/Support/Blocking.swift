@@ -8,7 +8,7 @@ import Synchronization
 /// whole-file hash) stops at its next step instead of making Ctrl-C wait for it. `Serial` runs one
 /// file's or descriptor's jobs in order on the same pool. Public for the other protocols' receivers
 /// (LocalSend, the web server).
-public enum Blocking {
+package enum Blocking {
     /// The process's pool for blocking work. More threads than cores: a write to a pipe whose reader
     /// is slow blocks its thread, and must not hold up every other file and lookup.
     static let pool: NIOThreadPool = {
@@ -17,14 +17,14 @@ public enum Blocking {
         return pool
     }()
 
-    public final class Cancellation: Sendable {
+    package final class Cancellation: Sendable {
         private let flag = Atomic(false)
-        public var isCancelled: Bool { flag.load(ordering: .relaxed) }
+        package var isCancelled: Bool { flag.load(ordering: .relaxed) }
         func cancel() { flag.store(true, ordering: .relaxed) }
     }
 
     /// The result of `work`, run on the pool; throws what `work` throws, or when the pool is gone.
-    public static func run<T: Sendable>(_ work: @escaping @Sendable (Cancellation) throws -> T) async throws -> T {
+    package static func run<T: Sendable>(_ work: @escaping @Sendable (Cancellation) throws -> T) async throws -> T {
         let cancellation = Cancellation()
         return try await withTaskCancellationHandler {
             try await pool.runIfActive { try work(cancellation) }

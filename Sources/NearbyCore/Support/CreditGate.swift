@@ -3,7 +3,7 @@ import Synchronization
 /// Flow-control credit a peer grants us, summed as it comes: however many window frames arrive,
 /// this holds one number, never a queue of them. One sender takes from it, waiting while it is
 /// empty; closing it (reset, lost link) ends that wait.
-public final class CreditGate: Sendable {
+package final class CreditGate: Sendable {
     private struct State {
         var available: Int
         var closed = false
@@ -12,10 +12,10 @@ public final class CreditGate: Sendable {
 
     private let state: Mutex<State>
 
-    public init(initial: Int) { state = Mutex(State(available: initial)) }
+    package init(initial: Int) { state = Mutex(State(available: initial)) }
 
     /// More credit from the peer. Absurd totals are clamped: we never have that much to send anyway.
-    public func add(_ count: Int) {
+    package func add(_ count: Int) {
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
             state.available = min(state.available + max(0, count), Int(Int32.max))
             defer { state.waiter = nil }
@@ -25,7 +25,7 @@ public final class CreditGate: Sendable {
     }
 
     /// No more credit will come.
-    public func close() {
+    package func close() {
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
             state.closed = true
             defer { state.waiter = nil }
@@ -36,7 +36,7 @@ public final class CreditGate: Sendable {
 
     /// Takes up to `limit` bytes of credit, waiting while there is none; nil once closed or when the
     /// calling task is cancelled.
-    public func take(upTo limit: Int) async -> Int? {
+    package func take(upTo limit: Int) async -> Int? {
         while true {
             let taken = state.withLock { state -> Int?? in
                 if state.closed { return .some(nil) }
@@ -68,7 +68,7 @@ public final class CreditGate: Sendable {
 
     /// Takes exactly `count` bytes of credit, waiting for as long as that takes; false (nothing
     /// kept) once closed or when the calling task is cancelled.
-    public func take(exactly count: Int) async -> Bool {
+    package func take(exactly count: Int) async -> Bool {
         var taken = 0
         while taken < count {
             guard let more = await take(upTo: count - taken) else {
@@ -81,5 +81,5 @@ public final class CreditGate: Sendable {
     }
 
     /// Gives back credit taken but not used.
-    public func giveBack(_ count: Int) { add(count) }
+    package func giveBack(_ count: Int) { add(count) }
 }

@@ -1,6 +1,6 @@
 /// The result of `work`, or nil when `deadline` passes first or the calling task is cancelled;
 /// `work` is cancelled either way once one of them has ended.
-public func firstResult<T: Sendable>(
+package func firstResult<T: Sendable>(
     until deadline: ContinuousClock.Instant, _ work: @escaping @Sendable () async -> T?
 ) async -> T? {
     await withTaskGroup(of: T?.self) { group in
@@ -16,7 +16,7 @@ public func firstResult<T: Sendable>(
 }
 
 /// The result of `work`, or nil when `limit` passes first or the calling task is cancelled.
-public func firstResult<T: Sendable>(within limit: Duration, _ work: @escaping @Sendable () async -> T?) async -> T? {
+package func firstResult<T: Sendable>(within limit: Duration, _ work: @escaping @Sendable () async -> T?) async -> T? {
     await firstResult(until: .now + limit, work)
 }
 

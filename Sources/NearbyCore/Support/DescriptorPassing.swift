@@ -10,11 +10,11 @@ import Darwin
 /// descriptor directly (a `dup` of it), while NIO does not read it (the caller pauses its
 /// reads first). The receiver gets new descriptors for the same open files: what the sender does
 /// with its own copies no longer matters to them.
-public enum DescriptorPassing {
+package enum DescriptorPassing {
     /// Descriptors per message, at most: a stream passes two (stdin, stdout).
-    public static let maxDescriptors = 4
+    package static let maxDescriptors = 4
 
-    public enum Failure: Error, Equatable, Sendable {
+    package enum Failure: Error, Equatable, Sendable {
         /// A system call failed (errno).
         case system(Int32)
         /// Nothing came before the deadline.
@@ -25,7 +25,7 @@ public enum DescriptorPassing {
 
     /// Sends one byte and `descriptors` (none is allowed: "I send nothing") on `socket`, waiting
     /// for room until `deadline` when the socket is non-blocking and full.
-    public static func send(
+    package static func send(
         _ descriptors: [Int32], on socket: Int32, until deadline: ContinuousClock.Instant = .now + .seconds(2)
     ) throws(Failure) {
         precondition(descriptors.count <= maxDescriptors)
@@ -70,7 +70,7 @@ public enum DescriptorPassing {
     /// most `limit` are kept; any beyond, and all of a message the kernel cut short, are closed
     /// here, so a confused or hostile sender cannot leave descriptors in this process. The ones
     /// returned are close-on-exec.
-    public static func receive(
+    package static func receive(
         on socket: Int32, limit: Int, until deadline: ContinuousClock.Instant = .now + .seconds(2)
     ) throws(Failure) -> [Int32] {
         var byte: UInt8 = 0

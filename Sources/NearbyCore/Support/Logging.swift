@@ -5,11 +5,11 @@ import Synchronization
 /// Logging through swift-log, to stderr, in words for people: `nearby: error: …` always,
 /// `nearby: [info] …` and below only when asked for (`--verbose`, or `NEARBY_LOG_LEVEL=debug|trace`).
 /// stdout stays pure JSON lines.
-public enum NearbyLog {
+package enum NearbyLog {
     private static let bootstrapped = Mutex(false)
 
     /// Sets up swift-log once per process; later calls only change the level.
-    public static func bootstrap(verbose: Bool, environment: [String: String]) {
+    package static func bootstrap(verbose: Bool, environment: [String: String]) {
         let fromEnvironment = environment["NEARBY_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0.lowercased()) }
         let level = fromEnvironment ?? (verbose ? .info : .warning)
         StderrLogHandler.level.withLock { $0 = level }
@@ -20,11 +20,11 @@ public enum NearbyLog {
         if first { LoggingSystem.bootstrap { StderrLogHandler(label: $0) } }
     }
 
-    public static let logger = Logger(label: "nearby")
+    package static let logger = Logger(label: "nearby")
 
     /// Where log lines go instead of straight to stderr: the CLI's terminal writer, which clears a
     /// progress bar before a line and draws it again after. Each call gets one whole line.
-    public static func route(_ write: @escaping @Sendable (String) -> Void) {
+    package static func route(_ write: @escaping @Sendable (String) -> Void) {
         output.withLock { $0 = Route(write: write) }
     }
 
@@ -94,7 +94,7 @@ extension NearbyLog {
     }
 
     /// Writes the summaries of log lines still held back: the node is stopping.
-    public static func drainRepeats() { repeats.drain() }
+    package static func drainRepeats() { repeats.drain() }
 
     /// The last line held back from each place, with its level, for its summary.
     static let examples = Mutex<[String: (Logger.Level, String)]>([:])

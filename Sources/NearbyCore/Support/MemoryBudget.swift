@@ -16,10 +16,10 @@ import CDNSSD
 /// held whole while it arrives or waits for the node (a message of up to 1 MiB), and `bulkReads`,
 /// for the big read buffers a link carrying a file or a stream reads with (the others read with
 /// small ones).
-public final class MemoryBudget: Sendable {
+package final class MemoryBudget: Sendable {
     /// A share asked for: granted now, or later (`onGrant`), or given up before.
-    public final class Share: Sendable {
-        public let bytes: Int
+    package final class Share: Sendable {
+        package let bytes: Int
         fileprivate let state = Mutex<Phase>(.waiting)
         fileprivate let onGrant: @Sendable () -> Void
 
@@ -30,7 +30,7 @@ public final class MemoryBudget: Sendable {
             self.onGrant = onGrant
         }
 
-        public var isGranted: Bool { state.withLock { $0 == .granted } }
+        package var isGranted: Bool { state.withLock { $0 == .granted } }
     }
 
     private struct State {
@@ -38,18 +38,18 @@ public final class MemoryBudget: Sendable {
         var waiting: [Share] = []
     }
 
-    public let limit: Int
+    package let limit: Int
     private let state = Mutex(State())
 
-    public init(limit: Int) { self.limit = max(limit, 1) }
+    package init(limit: Int) { self.limit = max(limit, 1) }
 
     /// Bytes granted now.
-    public var used: Int { state.withLock { $0.used } }
+    package var used: Int { state.withLock { $0.used } }
     /// Shares waiting now.
-    public var waiting: Int { state.withLock { $0.waiting.count } }
+    package var waiting: Int { state.withLock { $0.waiting.count } }
 
     /// Takes `bytes` now if they fit, else nil (no waiting).
-    public func tryTake(_ bytes: Int) -> Share? {
+    package func tryTake(_ bytes: Int) -> Share? {
         let share = Share(bytes: bytes, onGrant: {})
         return state.withLock { state -> Share? in
             // Nobody jumps the queue: with shares waiting, a new one waits too (here: refused).
@@ -62,7 +62,7 @@ public final class MemoryBudget: Sendable {
 
     /// Charges `bytes` already held (a frame that went up, `WaitingFrames`): granted whatever is
     /// used, so that the shares asked for after it wait until it is given back.
-    public func charge(_ bytes: Int) -> Share {
+    package func charge(_ bytes: Int) -> Share {
         let share = Share(bytes: bytes, onGrant: {})
         state.withLock { state in
             state.used += bytes
@@ -74,7 +74,7 @@ public final class MemoryBudget: Sendable {
     /// Asks for `bytes`: granted at once (the share says so), or once enough is given back, in the
     /// order asked, and then `onGrant` is called (on the thread that gave back). A share larger than
     /// the whole limit is granted when nothing else is held.
-    public func take(_ bytes: Int, onGrant: @escaping @Sendable () -> Void) -> Share {
+    package func take(_ bytes: Int, onGrant: @escaping @Sendable () -> Void) -> Share {
         let share = Share(bytes: bytes, onGrant: onGrant)
         state.withLock { state in
             if state.waiting.isEmpty, fits(bytes, state.used) {
@@ -88,7 +88,7 @@ public final class MemoryBudget: Sendable {
     }
 
     /// Gives back a share (granted or still waiting); a share given back twice counts once.
-    public func give(_ share: Share) {
+    package func give(_ share: Share) {
         let granted = state.withLock { state -> [Share] in
             let was = share.state.withLock { phase -> Share.Phase in
                 defer { phase = .released }
@@ -118,12 +118,12 @@ public final class MemoryBudget: Sendable {
     /// Frames held whole while they arrive or wait for the node, over every link: the process's
     /// `ResourceBudget` owns it (4 MiB, `NEARBY_FRAME_BUDGET_BYTES`). Each becomes a line of
     /// output: the more at once, the more the output queue takes past its limit when it fills.
-    public static var frames: MemoryBudget { ResourceBudget.shared.frames }
+    package static var frames: MemoryBudget { ResourceBudget.shared.frames }
 
     /// The big read buffers of links carrying files or streams (`ResourceBudget`; 16 MiB, that is
     /// 8 links reading 2 × 512 KiB at a time with room for TLS's buffer of as much,
     /// `NEARBY_BULK_READ_BUDGET_BYTES`).
-    public static var bulkReads: MemoryBudget { ResourceBudget.shared.bulkReads }
+    package static var bulkReads: MemoryBudget { ResourceBudget.shared.bulkReads }
 
     /// Blocks over 1 MiB (a 1 MiB message, its event line, the buffer that gathered it) are mapped
     /// on their own and given back to the system when freed. glibc's default raises that threshold
@@ -137,7 +137,7 @@ public final class MemoryBudget: Sendable {
     /// system and the next one faulted its pages in again (`exc_page_fault`, 5–7 % of a streaming
     /// sender's profile, ab.sh's "stream through a node" at 0.94). So the top of a heap is kept up to
     /// `trimThreshold` (`NEARBY_TRIM_THRESHOLD_BYTES`): memory a bulk transfer reuses, not a peak.
-    public static func returnBigBlocks() {
+    package static func returnBigBlocks() {
         #if os(Linux)
         let threshold = setting("NEARBY_MMAP_THRESHOLD_BYTES", 1 << 20)
         guard threshold > 0 else { return }

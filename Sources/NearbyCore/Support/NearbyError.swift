@@ -1,7 +1,7 @@
 import Foundation
 
 /// The documented exit statuses of `nearby` (docs/exit-codes.md). Scripts rely on these numbers.
-public enum ExitStatus: Int32, Sendable, CaseIterable {
+package enum ExitStatus: Int32, Sendable, CaseIterable {
     case success = 0
     case failure = 1
     case peerNotFound = 2
@@ -21,7 +21,7 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
     /// The same status swift-argument-parser uses for usage errors.
     case usage = 64
 
-    public var summary: String {
+    package var summary: String {
         switch self {
         case .success: "success"
         case .failure: "unexpected failure"
@@ -44,7 +44,7 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
 }
 
 /// Every failure a user can meet, with a stable machine-readable `code` and an exit status.
-public enum NearbyError: Error, LocalizedError, Equatable, Sendable {
+package enum NearbyError: Error, LocalizedError, Equatable, Sendable {
     case invalidServiceType(String, rule: String)
     case invalidDisplayName(String, rule: String)
     case invalidDiscoveryInfo(String, rule: String)
@@ -78,9 +78,9 @@ public enum NearbyError: Error, LocalizedError, Equatable, Sendable {
     case wideArea(WideAreaFailure)
 
     /// kDNSServiceErr_Refused: what Avahi's compat layer says when D-Bus denies us the daemon.
-    public static let accessRefused: Int32 = -65553
+    package static let accessRefused: Int32 = -65553
 
-    public var code: String {
+    package var code: String {
         switch self {
         case .invalidServiceType: "invalid-service-type"
         case .invalidDisplayName: "invalid-name"
@@ -114,7 +114,7 @@ public enum NearbyError: Error, LocalizedError, Equatable, Sendable {
         }
     }
 
-    public var exitStatus: ExitStatus {
+    package var exitStatus: ExitStatus {
         switch self {
         case .invalidServiceType, .invalidDisplayName, .invalidDiscoveryInfo, .invalidArgument: .usage
         case .identityCorrupt: .identityCheckFailed
@@ -137,7 +137,7 @@ public enum NearbyError: Error, LocalizedError, Equatable, Sendable {
         }
     }
 
-    public var errorDescription: String? {
+    package var errorDescription: String? {
         switch self {
         case let .invalidServiceType(value, rule):
             "invalid service type '\(value)': \(rule)"

@@ -4,7 +4,7 @@ import Synchronization
 /// cancelled: the building block of every waiter in the node (invitations, `accept`, stream
 /// listeners). Whoever settles it first wins; later settles are ignored, so a late answer can never
 /// resume a continuation twice or wake a waiter that has gone.
-public final class OneShot<Value: Sendable>: Sendable {
+package final class OneShot<Value: Sendable>: Sendable {
     private enum State {
         case empty
         case waiting(CheckedContinuation<Value?, Never>)
@@ -13,15 +13,15 @@ public final class OneShot<Value: Sendable>: Sendable {
 
     private let state = Mutex<State>(.empty)
 
-    public init() {}
+    package init() {}
 
     /// Settles with `value`; false when it was settled (or abandoned) already.
     @discardableResult
-    public func settle(_ value: Value) -> Bool { finish(value) }
+    package func settle(_ value: Value) -> Bool { finish(value) }
 
     /// Settles with nothing: the waiter sees nil.
     @discardableResult
-    public func abandon() -> Bool { finish(nil) }
+    package func abandon() -> Bool { finish(nil) }
 
     private func finish(_ value: Value?) -> Bool {
         let (changed, waiter): (Bool, CheckedContinuation<Value?, Never>?) = state.withLock { state in
@@ -39,15 +39,15 @@ public final class OneShot<Value: Sendable>: Sendable {
         return changed
     }
 
-    public var isSettled: Bool { state.withLock { if case .settled = $0 { true } else { false } } }
+    package var isSettled: Bool { state.withLock { if case .settled = $0 { true } else { false } } }
 
     /// The value, or nil when abandoned, at `deadline`, or when the waiting task was cancelled.
-    public func wait(until deadline: ContinuousClock.Instant) async -> Value? {
+    package func wait(until deadline: ContinuousClock.Instant) async -> Value? {
         await firstResult(until: deadline) { await self.wait() }
     }
 
     /// The value, or nil when abandoned or when the waiting task was cancelled.
-    public func wait() async -> Value? {
+    package func wait() async -> Value? {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Value?, Never>) in
                 let now: Value?? = state.withLock { state in

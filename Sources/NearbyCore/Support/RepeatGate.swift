@@ -6,8 +6,8 @@ import Synchronization
 /// the summary of a window also comes when the flood has stopped (not only with the next line of
 /// its kind). Summaries go to `report`, before the line that found them due. The timer is a task
 /// scheduled on an event loop (no detached work): `drain` cancels it.
-public final class RepeatGate<Key: Hashable & Sendable>: Sendable {
-    public typealias Summary = RepeatLimiter<Key>.Summary
+package final class RepeatGate<Key: Hashable & Sendable>: Sendable {
+    package typealias Summary = RepeatLimiter<Key>.Summary
 
     private struct State {
         var limiter: RepeatLimiter<Key>
@@ -18,7 +18,7 @@ public final class RepeatGate<Key: Hashable & Sendable>: Sendable {
     private let state: Mutex<State>
     private let report: @Sendable (Summary) -> Void
 
-    public init(
+    package init(
         burst: Int = RepeatLimiter<Key>.defaultBurst, window: Duration = RepeatLimiter<Key>.defaultWindow,
         report: @escaping @Sendable (Summary) -> Void
     ) {
@@ -27,7 +27,7 @@ public final class RepeatGate<Key: Hashable & Sendable>: Sendable {
     }
 
     /// Whether a line of kind `key` is printed now.
-    public func admit(_ key: Key) -> Bool {
+    package func admit(_ key: Key) -> Bool {
         let now = ContinuousClock.now
         let (show, summary, arm) = state.withLock { state -> (Bool, Summary?, ContinuousClock.Instant?) in
             let (show, summary) = state.limiter.admit(key, now: now)
@@ -41,7 +41,7 @@ public final class RepeatGate<Key: Hashable & Sendable>: Sendable {
     }
 
     /// Reports every window's held-back lines now, ended or not: for a node that stops.
-    public func drain() {
+    package func drain() {
         let summaries = state.withLock { state in
             state.timer?.cancel()
             state.timer = nil

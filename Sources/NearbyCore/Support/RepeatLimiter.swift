@@ -6,23 +6,23 @@
 /// A window starts with the first line of its kind and lasts `window`; the next line after it
 /// starts a new one. So a flood that never stops prints `burst` lines and one summary per window
 /// and kind, and a quiet kind prints every line.
-public struct RepeatLimiter<Key: Hashable & Sendable>: Sendable {
-    public static var defaultBurst: Int { 5 }
-    public static var defaultWindow: Duration { .seconds(10) }
+package struct RepeatLimiter<Key: Hashable & Sendable>: Sendable {
+    package static var defaultBurst: Int { 5 }
+    package static var defaultWindow: Duration { .seconds(10) }
     /// Kinds counted at once. Kinds are few (event codes, places in the code), none named by a
     /// peer; this only keeps memory bounded if one ever were: a kind beyond them is printed as it
     /// comes.
-    public static var maxKinds: Int { 64 }
+    package static var maxKinds: Int { 64 }
 
-    public let burst: Int
-    public let window: Duration
+    package let burst: Int
+    package let window: Duration
 
     /// How many lines of a kind were held back in a window that ended.
-    public struct Summary: Sendable, Equatable {
-        public var key: Key
-        public var count: Int
+    package struct Summary: Sendable, Equatable {
+        package var key: Key
+        package var count: Int
         /// The window's length, rounded up to whole seconds ("in the last 10 s").
-        public var seconds: Int
+        package var seconds: Int
     }
 
     private struct Slot: Sendable {
@@ -33,14 +33,14 @@ public struct RepeatLimiter<Key: Hashable & Sendable>: Sendable {
 
     private var slots: [Key: Slot] = [:]
 
-    public init(burst: Int = Self.defaultBurst, window: Duration = Self.defaultWindow) {
+    package init(burst: Int = Self.defaultBurst, window: Duration = Self.defaultWindow) {
         self.burst = max(1, burst)
         self.window = window
     }
 
     /// Whether a line of kind `key` is printed now; with the summary of its kind's previous window,
     /// to print first, when that window ended with lines held back.
-    public mutating func admit(_ key: Key, now: ContinuousClock.Instant) -> (show: Bool, summary: Summary?) {
+    package mutating func admit(_ key: Key, now: ContinuousClock.Instant) -> (show: Bool, summary: Summary?) {
         var summary: Summary?
         if let slot = slots[key], now - slot.start >= window {
             summary = self.summary(key, slot)
@@ -67,7 +67,7 @@ public struct RepeatLimiter<Key: Hashable & Sendable>: Sendable {
 
     /// The summaries of every window that has ended by `now` with lines held back (each reported
     /// once), and when the next one ends: the caller looks again then.
-    public mutating func due(now: ContinuousClock.Instant) -> (summaries: [Summary], next: ContinuousClock.Instant?) {
+    package mutating func due(now: ContinuousClock.Instant) -> (summaries: [Summary], next: ContinuousClock.Instant?) {
         var summaries: [Summary] = []
         var next: ContinuousClock.Instant?
         for (key, slot) in slots {
@@ -89,7 +89,7 @@ public struct RepeatLimiter<Key: Hashable & Sendable>: Sendable {
     }
 
     /// `19873` as `19,873`.
-    public static func grouped(_ count: Int) -> String {
+    package static func grouped(_ count: Int) -> String {
         let digits = String(count.magnitude)
         var out = ""
         for (index, digit) in digits.enumerated() {

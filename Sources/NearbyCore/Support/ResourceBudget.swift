@@ -28,28 +28,28 @@ import Synchronization
 /// Disk: the strangers' partial files and empty directories in the save directory (`Limits.disk`,
 /// kept by each node's `PartialFiles`). Every number is in `Limits`, each with its environment
 /// variable (docs/security.md, "One budget").
-public final class ResourceBudget: Sendable {
-    public struct Limits: Sendable, Equatable {
+package final class ResourceBudget: Sendable {
+    package struct Limits: Sendable, Equatable {
         /// Connections and open files together.
-        public var descriptors: Int
+        package var descriptors: Int
         /// Files open for strangers at once, all of them together.
-        public var strangerFiles: Int
+        package var strangerFiles: Int
         /// Files open at once for one stranger's link.
-        public var strangerFilesPerLink: Int
+        package var strangerFilesPerLink: Int
         /// Messages held whole while they arrive or wait for the node, over every link
         /// (`NEARBY_FRAME_BUDGET_BYTES`, 4 MiB).
-        public var frameBytes = 4 << 20
+        package var frameBytes = 4 << 20
         /// Room for links carrying files or streams to read in bulk, 2 MiB each
         /// (`NEARBY_BULK_READ_BUDGET_BYTES`, 16 MiB).
-        public var bulkReadBytes = 16 << 20
+        package var bulkReadBytes = 16 << 20
         /// Event lines waiting for stdout (`NEARBY_OUTPUT_QUEUE_BYTES`, 2 MiB; dropped past 8 MiB).
-        public var output = OutputQueue.Limits(bytes: 2 << 20, dropAt: 8 << 20)
+        package var output = OutputQueue.Limits(bytes: 2 << 20, dropAt: 8 << 20)
         /// Event lines waiting for one control client (`NEARBY_CONTROL_CLIENT_QUEUE_BYTES`, 1 MiB).
-        public var controlClientBytes = 1 << 20
+        package var controlClientBytes = 1 << 20
         /// Strangers' partial files and empty directories (`NEARBY_PARTIAL_*`).
         var disk = PartialQuota.Limits()
 
-        public init(descriptors: Int, strangerFiles: Int? = nil, strangerFilesPerLink: Int = 16) {
+        package init(descriptors: Int, strangerFiles: Int? = nil, strangerFilesPerLink: Int = 16) {
             self.descriptors = max(1, descriptors)
             self.strangerFiles = max(0, min(strangerFiles ?? descriptors / 4, self.descriptors))
             self.strangerFilesPerLink = max(0, strangerFilesPerLink)
@@ -73,12 +73,12 @@ public final class ResourceBudget: Sendable {
     }
 
     /// Why an open was refused: a sentence for the peer and the event.
-    public enum Refusal: Error, Equatable, Sendable, CustomStringConvertible {
+    package enum Refusal: Error, Equatable, Sendable, CustomStringConvertible {
         case descriptors(limit: Int)
         case strangerFiles(limit: Int)
         case strangerFilesPerLink(limit: Int)
 
-        public var description: String {
+        package var description: String {
             switch self {
             case let .descriptors(limit):
                 "the node holds as many connections and open files as it allows (\(limit)); try again later"
@@ -91,23 +91,23 @@ public final class ResourceBudget: Sendable {
     }
 
     /// The process's budget, from `RLIMIT_NOFILE` and the environment when the process starts.
-    public static let shared = ResourceBudget(
+    package static let shared = ResourceBudget(
         limits: .forProcess(descriptors: descriptorLimit(), environment: ProcessInfo.processInfo.environment))
     /// Never more descriptors than this, whatever the limit: each connection costs memory too.
-    public static let ceiling = 4096
+    package static let ceiling = 4096
 
-    public let limits: Limits
+    package let limits: Limits
     /// Messages arriving and waiting, over every link (`ReadGate`, `WaitingFrames`).
-    public let frames: MemoryBudget
+    package let frames: MemoryBudget
     /// The big read buffers of links carrying files or streams.
-    public let bulkReads: MemoryBudget
+    package let bulkReads: MemoryBudget
     private struct Counts {
         var descriptors = 0
         var strangerFiles = 0
     }
     private let counts = Mutex(Counts())
 
-    public init(limits: Limits) {
+    package init(limits: Limits) {
         self.limits = limits
         frames = MemoryBudget(limit: limits.frameBytes)
         bulkReads = MemoryBudget(limit: limits.bulkReadBytes)
@@ -131,7 +131,7 @@ public final class ResourceBudget: Sendable {
     // MARK: Connections
 
     /// Takes a descriptor for one connection; false when the budget is spent.
-    public func takeConnection() -> Bool {
+    package func takeConnection() -> Bool {
         counts.withLock { counts in
             guard counts.descriptors < limits.descriptors else { return false }
             counts.descriptors += 1
@@ -139,11 +139,11 @@ public final class ResourceBudget: Sendable {
         }
     }
 
-    public func giveConnection() { counts.withLock { $0.descriptors -= 1 } }
+    package func giveConnection() { counts.withLock { $0.descriptors -= 1 } }
 
     /// Takes `count` descriptors at once for what a local client hands the node (a stream's stdin
     /// and stdout, `PassedDescriptor`): all of them, or none and false when the budget cannot hold them.
-    public func takeDescriptors(_ count: Int) -> Bool {
+    package func takeDescriptors(_ count: Int) -> Bool {
         counts.withLock { counts in
             guard counts.descriptors + count <= limits.descriptors else { return false }
             counts.descriptors += count
@@ -151,20 +151,20 @@ public final class ResourceBudget: Sendable {
         }
     }
 
-    public func giveDescriptors(_ count: Int) { counts.withLock { $0.descriptors -= count } }
+    package func giveDescriptors(_ count: Int) { counts.withLock { $0.descriptors -= count } }
 
     /// Descriptors charged now (connections and files).
-    public var descriptorsInUse: Int { counts.withLock { $0.descriptors } }
-    public var strangerFilesInUse: Int { counts.withLock { $0.strangerFiles } }
+    package var descriptorsInUse: Int { counts.withLock { $0.descriptors } }
+    package var strangerFilesInUse: Int { counts.withLock { $0.strangerFiles } }
 
     // MARK: Accounts
 
     /// What one link holds: the owner its files are charged to.
-    public func account() -> Account { Account(budget: self) }
+    package func account() -> Account { Account(budget: self) }
 
     /// One link's share of the budget. Whether its peer is a stranger is known once the session
     /// starts (`markStranger`); files opened after that are counted as a stranger's.
-    public final class Account: Sendable {
+    package final class Account: Sendable {
         let budget: ResourceBudget
         private struct State {
             var stranger = false
@@ -174,14 +174,14 @@ public final class ResourceBudget: Sendable {
 
         init(budget: ResourceBudget) { self.budget = budget }
 
-        public func markStranger() { state.withLock { $0.stranger = true } }
-        public var isStranger: Bool { state.withLock { $0.stranger } }
+        package func markStranger() { state.withLock { $0.stranger = true } }
+        package var isStranger: Bool { state.withLock { $0.stranger } }
         /// Files this link holds open now.
-        public var files: Int { state.withLock { $0.files } }
+        package var files: Int { state.withLock { $0.files } }
 
         /// Charges one open file to this link: the charge to give back when the file is closed,
         /// or why it may not be opened.
-        public func takeFile() -> Result<Charge, Refusal> {
+        package func takeFile() -> Result<Charge, Refusal> {
             state.withLock { (state: inout State) -> Result<Charge, Refusal> in
                 let limits = budget.limits
                 if state.stranger, state.files >= limits.strangerFilesPerLink {
@@ -213,7 +213,7 @@ public final class ResourceBudget: Sendable {
 
     /// One descriptor charged to an account; given back once, however many times `release` is
     /// called (an owner may end by more than one path).
-    public final class Charge: Sendable {
+    package final class Charge: Sendable {
         private let account: Account
         private let stranger: Bool
         private let released = Atomic(false)
@@ -223,7 +223,7 @@ public final class ResourceBudget: Sendable {
             self.stranger = stranger
         }
 
-        public func release() {
+        package func release() {
             guard !released.exchange(true, ordering: .relaxed) else { return }
             account.give(stranger: stranger)
         }

@@ -5,25 +5,25 @@ import Synchronization
 /// them by case and never spells one itself: the `nearby` CLI installs its spelling when it starts
 /// (NearbyCLI/Spelling+CLI.swift, beside the options it declares). A program that installs none
 /// gets plain words ("the save directory option", "the doctor command").
-public struct Spelling: Sendable {
-    public enum Option: Sendable, CaseIterable {
+package struct Spelling: Sendable {
+    package enum Option: Sendable, CaseIterable {
         case name, encryption, saveDirectory, service, domain, noLink, dnsServer, dnsKey, acceptFrom, autoAccept, retryFor
     }
 
-    public enum Command: Sendable, CaseIterable {
+    package enum Command: Sendable, CaseIterable {
         case advertise, accept, doctor, identity, invite, send, sendLines, stream, streamListen
     }
 
-    public var option: @Sendable (Option) -> String
-    public var command: @Sendable (Command) -> String
+    package var option: @Sendable (Option) -> String
+    package var command: @Sendable (Command) -> String
 
-    public init(option: @escaping @Sendable (Option) -> String, command: @escaping @Sendable (Command) -> String) {
+    package init(option: @escaping @Sendable (Option) -> String, command: @escaping @Sendable (Command) -> String) {
         self.option = option
         self.command = command
     }
 
     /// Words for a program that installs no spelling of its own.
-    public static let plain = Spelling(
+    package static let plain = Spelling(
         option: { option in
             let words = switch option {
             case .name: "display name"
@@ -45,20 +45,20 @@ public struct Spelling: Sendable {
     private static let installed = Mutex(plain)
 
     /// Makes `spelling` the one every sentence uses from now on.
-    public static func install(_ spelling: Spelling) { installed.withLock { $0 = spelling } }
+    package static func install(_ spelling: Spelling) { installed.withLock { $0 = spelling } }
 
     /// The option as the person types it, with its value when given: `--service chat`.
-    public static func option(_ option: Option, _ value: String? = nil) -> String {
+    package static func option(_ option: Option, _ value: String? = nil) -> String {
         let spelled = installed.withLock { $0.option }(option)
         return value.map { spelled + " " + $0 } ?? spelled
     }
 
     /// The command as the person types it, with its arguments: `nearby invite 10.0.0.2:4000`.
-    public static func command(_ command: Command, _ arguments: String...) -> String {
+    package static func command(_ command: Command, _ arguments: String...) -> String {
         Self.command(command, arguments)
     }
 
-    public static func command(_ command: Command, _ arguments: [String]) -> String {
+    package static func command(_ command: Command, _ arguments: [String]) -> String {
         ([installed.withLock { $0.command }(command)] + arguments).joined(separator: " ")
     }
 }

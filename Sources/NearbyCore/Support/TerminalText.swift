@@ -9,9 +9,9 @@
 /// terminals), format characters (Unicode category Cf: U+200B–U+200F, U+202A–U+202E,
 /// U+2066–U+2069, U+061C, U+FEFF, soft hyphen, tags …) and the line and paragraph separators
 /// U+2028 and U+2029. The rest is written as a visible escape.
-public enum TerminalText {
+package enum TerminalText {
     /// Whether `scalar` may reach a terminal as itself.
-    public static func isShowable(_ scalar: Unicode.Scalar) -> Bool {
+    package static func isShowable(_ scalar: Unicode.Scalar) -> Bool {
         if scalar.value < 0x7F { return scalar.value >= 0x20 }
         switch scalar.properties.generalCategory {
         case .control, .format, .lineSeparator, .paragraphSeparator: return false
@@ -20,7 +20,7 @@ public enum TerminalText {
     }
 
     /// Whether all of `text` may reach a terminal as it is.
-    public static func isShowable(_ text: String) -> Bool {
+    package static func isShowable(_ text: String) -> Bool {
         // Printable ASCII is the common case: no scalar decoding for it.
         if ByteScan.isPrintableASCII(text) { return true }
         return text.unicodeScalars.allSatisfy(isShowable)
@@ -28,7 +28,7 @@ public enum TerminalText {
 
     /// `text` for a line on a terminal: `\n`, `\t` and `\r` written as those two characters, every
     /// other unshowable scalar as `\u{1b}`; cut to `limit` characters (scalars), then `…`.
-    public static func escaped(_ text: String, limit: Int = .max) -> String {
+    package static func escaped(_ text: String, limit: Int = .max) -> String {
         if text.utf8.count <= limit, isShowable(text) { return text }
         var out = String.UnicodeScalarView()
         var count = 0
@@ -59,7 +59,7 @@ public enum TerminalText {
     ///
     /// Safe on a whole line because valid JSON holds such scalars only inside strings, never right
     /// after an unescaped backslash; a line that is not JSON stays not JSON, but harmless.
-    public static func jsonLine(_ line: String) -> String {
+    package static func jsonLine(_ line: String) -> String {
         if isShowable(line) { return line }
         var out = String.UnicodeScalarView()
         out.reserveCapacity(line.unicodeScalars.underestimatedCount + 16)

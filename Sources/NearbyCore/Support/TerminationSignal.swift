@@ -12,7 +12,7 @@ import Darwin
 /// advertisement, say goodbye) instead of dying mid-way. The handlers are installed once, on first
 /// use, and a signal is sticky: once one arrived, every wait returns at once — the process is
 /// ending, and no signal is lost between two waits.
-public enum TerminationSignal {
+package enum TerminationSignal {
     private struct State: ~Copyable {
         var received: Int32?
         var waiters: [UUID: OneShot<Int32>] = [:]
@@ -43,10 +43,10 @@ public enum TerminationSignal {
     }
 
     /// Starts listening for signals (Ctrl-C no longer kills the process outright).
-    public static func install() { _ = installed }
+    package static func install() { _ = installed }
 
     /// The first SIGINT or SIGTERM, when it arrives; nil when the waiting task is cancelled first.
-    public static func next() async -> Int32? {
+    package static func next() async -> Int32? {
         install()
         let id = UUID()
         let waiter = OneShot<Int32>()

@@ -12,7 +12,7 @@ import Darwin
 /// 200,000 system calls. Text written anywhere else (a plain thread, a test) goes out at once, after
 /// whatever waits. Nothing waits longer than the loop's tick, order is kept, and what still waits
 /// when the process exits is written by `atexit`.
-public final class TickBuffer: Sendable {
+package final class TickBuffer: Sendable {
     private struct Pending {
         var pieces: [(fd: Int32, text: String)] = []
         var bytes = 0
@@ -27,12 +27,12 @@ public final class TickBuffer: Sendable {
     /// A burst is written once it holds this much, without waiting for the tick to end.
     static let burst = 256 << 10
 
-    public init(write: @escaping @Sendable (Int32, String) -> Void) {
+    package init(write: @escaping @Sendable (Int32, String) -> Void) {
         self.write = write
     }
 
     /// Writes `text` on `fd` now, or at the end of the current tick when called on an event loop.
-    public func append(_ text: String, fd: Int32) {
+    package func append(_ text: String, fd: Int32) {
         let loop = MultiThreadedEventLoopGroup.currentEventLoop
         let (schedule, full, register) = pending.withLock { state in
             state.pieces.append((fd, text))
@@ -49,7 +49,7 @@ public final class TickBuffer: Sendable {
     }
 
     /// Writes everything waiting, joined per run of the same descriptor.
-    public func drain() {
+    package func drain() {
         writing.withLock { _ in
             let pieces = pending.withLock { state in
                 state.scheduled = false

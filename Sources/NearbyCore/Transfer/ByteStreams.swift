@@ -11,13 +11,13 @@ import Darwin
 
 /// Where a stream's outgoing bytes come from: stdin, or a client's control connection. A source has
 /// exactly one reader (the stream's sending task).
-public protocol ByteSource: Sendable {
+package protocol ByteSource: Sendable {
     /// The next chunk, or nil at the end.
     func next() async throws -> ByteBuffer?
 }
 
 /// Where a stream's incoming bytes go: stdout, or a client's control connection.
-public protocol ByteSink: Sendable {
+package protocol ByteSink: Sendable {
     func write(_ buffer: ByteBuffer) async throws
     /// The other side finished: close (stdout) or half-close (a connection).
     func finish() async
@@ -26,7 +26,7 @@ public protocol ByteSink: Sendable {
 /// Reads a file descriptor (stdin) on a thread of its own, a few chunks ahead at most: blocking
 /// reads never occupy the async runtime's threads, and memory stays bounded. Nothing is read before
 /// the first `next()`, so a stream that fails to open consumes none of its input.
-public final class DescriptorSource: ByteSource, @unchecked Sendable {
+package final class DescriptorSource: ByteSource, @unchecked Sendable {
     private let fd: Int32
     private let chunk: Int
     /// Only the one reader touches these.
@@ -38,7 +38,7 @@ public final class DescriptorSource: ByteSource, @unchecked Sendable {
 
     /// 512 KiB by default, two data frames: a file on stdin costs 2,048 reads and wake-ups of the
     /// stream's task per GiB, not 4,096 (a pipe gives less per read: `fill`).
-    public init(fd: Int32, chunk: Int = 512 << 10) {
+    package init(fd: Int32, chunk: Int = 512 << 10) {
         self.fd = fd
         self.chunk = chunk
     }
@@ -109,7 +109,7 @@ public final class DescriptorSource: ByteSource, @unchecked Sendable {
         return filled
     }
 
-    public func next() async throws -> ByteBuffer? {
+    package func next() async throws -> ByteBuffer? {
         var current = iterator ?? start()
         let value = try await current.next()
         iterator = current
@@ -122,7 +122,7 @@ public final class DescriptorSource: ByteSource, @unchecked Sendable {
 /// the caller: the stream's next bytes arrive and decrypt while the last ones are still being
 /// written, and memory stays bounded. A failed write fails the next `write`; `finish` waits for
 /// every write and closes the descriptor, so the reader of a pipe sees the end.
-public final class DescriptorSink: ByteSink {
+package final class DescriptorSink: ByteSink {
     private let fd: Int32
     private let queue = Blocking.Serial()
     /// Bytes handed to the queue and not yet written may not exceed this.
@@ -130,9 +130,9 @@ public final class DescriptorSink: ByteSink {
     private let room = CreditGate(initial: DescriptorSink.ahead)
     private let failure = Mutex<Int32>(0)
 
-    public init(fd: Int32) { self.fd = fd }
+    package init(fd: Int32) { self.fd = fd }
 
-    public func write(_ buffer: ByteBuffer) async throws {
+    package func write(_ buffer: ByteBuffer) async throws {
         try check()
         guard await room.take(exactly: buffer.readableBytes) else { throw CancellationError() }
         try check()
@@ -151,7 +151,7 @@ public final class DescriptorSink: ByteSink {
         if error != 0 { throw NearbyError.ioFailure(path: "stdout", reason: String(cString: strerror(error))) }
     }
 
-    public func finish() async {
+    package func finish() async {
         let fd = self.fd
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             queue.async {

@@ -11,24 +11,24 @@ import Darwin
 /// skipped inside directories. A path given that is neither a regular file nor a directory (a
 /// FIFO, `/dev/null`) is refused; inside a directory, such entries are skipped, each reported with
 /// why (`Skipped`, a `skipped` event).
-public struct OutgoingFile: Sendable, Equatable, Codable {
-    public var source: String
-    public var relative: String
-    public var size: UInt64
-    public var modified: Double
+package struct OutgoingFile: Sendable, Equatable, Codable {
+    package var source: String
+    package var relative: String
+    package var size: UInt64
+    package var modified: Double
     /// An empty directory of a sent tree (`photos/empty`): recreated on the receiving side.
-    public var directory: Bool? = nil
+    package var directory: Bool? = nil
 }
 
-public enum FileList {
+package enum FileList {
     /// An entry inside a sent directory that is not sent, and why.
-    public struct Skipped: Sendable, Equatable {
+    package struct Skipped: Sendable, Equatable {
         /// As it would have been sent: under the directory's own name.
-        public var path: String
-        public var reason: String
+        package var path: String
+        package var reason: String
     }
 
-    public static func collect(
+    package static func collect(
         _ paths: [String], relativeTo base: String = FileManager.default.currentDirectoryPath,
         skipped: (Skipped) -> Void = { _ in }
     ) throws(NearbyError) -> [OutgoingFile] {

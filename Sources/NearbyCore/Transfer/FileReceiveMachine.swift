@@ -2,8 +2,8 @@
 /// receiving half of the file protocol (docs/protocol.md). The link's task feeds it what the sender
 /// does; a step the protocol does not allow is an `Illegal` error, which ends the file (or the link)
 /// before a byte is written out of place.
-public struct FileReceiveMachine: Sendable, Equatable {
-    public enum State: Sendable, Equatable {
+package struct FileReceiveMachine: Sendable, Equatable {
+    package enum State: Sendable, Equatable {
         /// Offered and accepted; `resumable` bytes of an earlier attempt are on disk.
         case offered(resumable: UInt64)
         /// The sender started at `skipped`; `position` bytes of the file are written or queued.
@@ -14,7 +14,7 @@ public struct FileReceiveMachine: Sendable, Equatable {
         case reset
     }
 
-    public enum Illegal: Error, Sendable, Equatable {
+    package enum Illegal: Error, Sendable, Equatable {
         /// `start` at an offset that was not offered (only 0 or the resumable length are).
         case startMismatch(offset: UInt64)
         case secondStart
@@ -28,16 +28,16 @@ public struct FileReceiveMachine: Sendable, Equatable {
         case afterEnd
     }
 
-    public let size: UInt64
-    public private(set) var state: State
+    package let size: UInt64
+    package private(set) var state: State
 
-    public init(size: UInt64, resumable: UInt64 = 0) {
+    package init(size: UInt64, resumable: UInt64 = 0) {
         self.size = size
         state = .offered(resumable: resumable <= size ? resumable : 0)
     }
 
     /// The sender starts at `offset`: 0, or the resumable length we offered. True when it resumes.
-    public mutating func start(at offset: UInt64) throws(Illegal) -> Bool {
+    package mutating func start(at offset: UInt64) throws(Illegal) -> Bool {
         switch state {
         case let .offered(resumable):
             guard offset == 0 || offset == resumable else { throw .startMismatch(offset: offset) }
@@ -49,7 +49,7 @@ public struct FileReceiveMachine: Sendable, Equatable {
     }
 
     /// `count` bytes arrive: where in the file they go.
-    public mutating func data(_ count: Int) throws(Illegal) -> UInt64 {
+    package mutating func data(_ count: Int) throws(Illegal) -> UInt64 {
         switch state {
         case .offered: throw .dataBeforeStart
         case let .receiving(position, skipped):
@@ -62,7 +62,7 @@ public struct FileReceiveMachine: Sendable, Equatable {
 
     /// Whether the sender's `close`, announcing `bytes`, may end the file: only once every announced
     /// byte arrived. Checked before the file is put in place; `close` once it is.
-    public func closable(announced bytes: UInt64) throws(Illegal) {
+    package func closable(announced bytes: UInt64) throws(Illegal) {
         switch state {
         case .offered: throw .closeBeforeStart
         case let .receiving(position, _):
@@ -72,7 +72,7 @@ public struct FileReceiveMachine: Sendable, Equatable {
     }
 
     /// What the receiver does about the sender's close.
-    public enum Ending: Sendable, Equatable {
+    package enum Ending: Sendable, Equatable {
         /// Every announced byte arrived and the hashes agree: put the file in place (then `close`).
         case place
         /// The file failed (code `integrity`): nothing is kept; the sentence goes to both sides.
@@ -82,7 +82,7 @@ public struct FileReceiveMachine: Sendable, Equatable {
     /// The sender closed announcing `bytes` and its SHA-256 `theirs`; `ours` is the hash of what
     /// arrived. A short file is told by its byte count (its hash may well be right for what came),
     /// a damaged one by the two hashes.
-    public func ending(announced bytes: UInt64, theirs: String, ours: String) -> Ending {
+    package func ending(announced bytes: UInt64, theirs: String, ours: String) -> Ending {
         func grouped(_ value: UInt64) -> String { RepeatLimiter<String>.grouped(Int(clamping: value)) }
         switch state {
         case .offered: return .fail(reason: "the file ended before it started")
@@ -100,14 +100,14 @@ public struct FileReceiveMachine: Sendable, Equatable {
     }
 
     /// The file is complete and in place.
-    public mutating func close(announced bytes: UInt64) throws(Illegal) {
+    package mutating func close(announced bytes: UInt64) throws(Illegal) {
         try closable(announced: bytes)
         state = .closed
     }
 
     /// Stops the file. False when it had ended already.
     @discardableResult
-    public mutating func reset() -> Bool {
+    package mutating func reset() -> Bool {
         switch state {
         case .closed, .reset: return false
         case .offered, .receiving:
@@ -117,15 +117,15 @@ public struct FileReceiveMachine: Sendable, Equatable {
     }
 
     /// Bytes of the file in place (written or queued), and how many of them an earlier attempt left.
-    public var position: UInt64 {
+    package var position: UInt64 {
         if case let .receiving(position, _) = state { return position }
         return state == .closed ? size : 0
     }
-    public var skipped: UInt64 {
+    package var skipped: UInt64 {
         if case let .receiving(_, skipped) = state { return skipped }
         return 0
     }
-    public var started: Bool {
+    package var started: Bool {
         if case .offered = state { return false }
         return true
     }
@@ -133,7 +133,7 @@ public struct FileReceiveMachine: Sendable, Equatable {
 
 extension FileReceiveMachine.Illegal: CustomStringConvertible {
     /// In words, for the error that cuts the link.
-    public var description: String {
+    package var description: String {
         switch self {
         case let .startMismatch(offset): "a start at \(offset), which was not offered"
         case .secondStart: "a second start"

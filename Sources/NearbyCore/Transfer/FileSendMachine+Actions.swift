@@ -2,7 +2,7 @@
 /// step of the receiver (its answer, its close, its reset, the link's end) goes in, and what to do
 /// comes out. `FileSender` only carries them out (frames, reading and hashing the file, events).
 extension FileSendMachine {
-    public enum Action: Sendable, Equatable {
+    package enum Action: Sendable, Equatable {
         /// A frame for the receiver on the file's channel: `open`, `start`, `close`.
         case send(Frame)
         /// The receiver has the first `offset` bytes, with this SHA-256: see whether they are ours,
@@ -18,12 +18,12 @@ extension FileSendMachine {
     }
 
     /// Our offer.
-    public func offer(_ open: FrameBody.Open) -> [Action] {
+    package func offer(_ open: FrameBody.Open) -> [Action] {
         [.send(FrameBody.frame(.open, open, channel: channel))]
     }
 
     /// The receiver's answer: refused, accepted from the start, or with some bytes already there.
-    public mutating func answered(_ reply: FrameBody.OpenReply) -> [Action] {
+    package mutating func answered(_ reply: FrameBody.OpenReply) -> [Action] {
         let accepted: UInt64?
         do {
             accepted = try replied(accept: reply.accept, offset: reply.offset)
@@ -38,7 +38,7 @@ extension FileSendMachine {
     }
 
     /// Whether the receiver's first `offset` bytes are ours: resume after them, or start over.
-    public mutating func prefixChecked(_ offset: UInt64, ours: Bool) -> [Action] {
+    package mutating func prefixChecked(_ offset: UInt64, ours: Bool) -> [Action] {
         begin(at: ours ? offset : 0)
     }
 
@@ -52,7 +52,7 @@ extension FileSendMachine {
     }
 
     /// Every byte went out: our `close`, with the file's SHA-256.
-    public mutating func ended(sha256: String) -> [Action] {
+    package mutating func ended(sha256: String) -> [Action] {
         do {
             try finished(sha256: sha256)
         } catch {
@@ -62,7 +62,7 @@ extension FileSendMachine {
     }
 
     /// The receiver's `close`: the same SHA-256 delivers the file, another fails it.
-    public mutating func receiverClosed(_ close: FrameBody.Close) -> [Action] {
+    package mutating func receiverClosed(_ close: FrameBody.Close) -> [Action] {
         do {
             return try confirmed(sha256: close.sha256) ? [.delivered(close)] : [.fail(code: "integrity", reason: "the receiver's SHA-256 differs")]
         } catch {
@@ -71,7 +71,7 @@ extension FileSendMachine {
     }
 
     /// The receiver's `reset`: while we send it stopped the file; after our close it refused it.
-    public mutating func receiverReset(_ stop: FrameBody.Reset) -> [Action] {
+    package mutating func receiverReset(_ stop: FrameBody.Reset) -> [Action] {
         let afterOurClose = if case .halfClosed = state { true } else { false }
         reset()
         let reason = afterOurClose ? "the receiver refused the file: \(stop.reason)" : "the receiver stopped: \(stop.reason)"
@@ -79,7 +79,7 @@ extension FileSendMachine {
     }
 
     /// The link went (or the session ended) before the file did.
-    public mutating func lost(_ reason: String) -> [Action] {
+    package mutating func lost(_ reason: String) -> [Action] {
         reset()
         return [.fail(code: "connection-lost", reason: reason)]
     }

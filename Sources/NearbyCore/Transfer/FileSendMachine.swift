@@ -3,8 +3,8 @@
 /// come the actions the sender carries out (`FileSendMachine+Actions.swift`: send this frame, check
 /// the receiver's prefix, send the data, the file is delivered or failed); an answer out of turn is
 /// an `Illegal` error, never a file reported sent.
-public struct FileSendMachine: Sendable, Equatable {
-    public enum State: Sendable, Equatable {
+package struct FileSendMachine: Sendable, Equatable {
+    package enum State: Sendable, Equatable {
         /// Our `open` went out; waiting for the receiver's answer.
         case opening
         /// The receiver took the file; we may start at `offset`.
@@ -19,7 +19,7 @@ public struct FileSendMachine: Sendable, Equatable {
         case reset
     }
 
-    public enum Illegal: Error, Sendable, Equatable {
+    package enum Illegal: Error, Sendable, Equatable {
         case secondReply
         case dataBeforeStart
         case startTwice
@@ -32,19 +32,19 @@ public struct FileSendMachine: Sendable, Equatable {
         case afterEnd
     }
 
-    public let size: UInt64
+    package let size: UInt64
     /// The channel the file goes on: the frames the machine asks for carry it.
-    public let channel: UInt32
-    public private(set) var state = State.opening
+    package let channel: UInt32
+    package private(set) var state = State.opening
 
-    public init(size: UInt64, channel: UInt32 = 0) {
+    package init(size: UInt64, channel: UInt32 = 0) {
         self.size = size
         self.channel = channel
     }
 
     /// The receiver answered: accepted from `offset` (what it has, at most the file), or refused.
     /// Returns the offset to resume from, nil when refused.
-    public mutating func replied(accept: Bool, offset: UInt64) throws(Illegal) -> UInt64? {
+    package mutating func replied(accept: Bool, offset: UInt64) throws(Illegal) -> UInt64? {
         guard state == .opening else { throw state == .reset || state == .closed ? .afterEnd : .secondReply }
         guard accept else {
             state = .reset
@@ -56,7 +56,7 @@ public struct FileSendMachine: Sendable, Equatable {
     }
 
     /// We start sending at `offset`: what was accepted, or 0 when the receiver's bytes are not ours.
-    public mutating func start(at offset: UInt64) throws(Illegal) {
+    package mutating func start(at offset: UInt64) throws(Illegal) {
         switch state {
         case let .accepted(accepted):
             state = .sending(position: offset <= accepted ? offset : 0)
@@ -67,7 +67,7 @@ public struct FileSendMachine: Sendable, Equatable {
     }
 
     /// `count` more bytes go out.
-    public mutating func sent(_ count: Int) throws(Illegal) {
+    package mutating func sent(_ count: Int) throws(Illegal) {
         switch state {
         case let .sending(position):
             guard count >= 0, position + UInt64(count) <= size else { throw .pastEnd(size: size) }
@@ -78,7 +78,7 @@ public struct FileSendMachine: Sendable, Equatable {
     }
 
     /// Our `close` goes out with the file's SHA-256.
-    public mutating func finished(sha256: String) throws(Illegal) {
+    package mutating func finished(sha256: String) throws(Illegal) {
         switch state {
         case let .sending(position):
             guard position == size else { throw .closeBeforeEnd(position: position, size: size) }
@@ -90,7 +90,7 @@ public struct FileSendMachine: Sendable, Equatable {
 
     /// The receiver's `close`: true when it confirms our SHA-256 (the file is delivered), false when
     /// it differs (damaged on the way: the transfer failed).
-    public mutating func confirmed(sha256: String) throws(Illegal) -> Bool {
+    package mutating func confirmed(sha256: String) throws(Illegal) -> Bool {
         switch state {
         case let .halfClosed(ours):
             state = ours == sha256 ? .closed : .reset
@@ -102,7 +102,7 @@ public struct FileSendMachine: Sendable, Equatable {
 
     /// Stops the file. False when it had ended already.
     @discardableResult
-    public mutating func reset() -> Bool {
+    package mutating func reset() -> Bool {
         switch state {
         case .closed, .reset: return false
         default:
@@ -111,7 +111,7 @@ public struct FileSendMachine: Sendable, Equatable {
         }
     }
 
-    public var position: UInt64 {
+    package var position: UInt64 {
         switch state {
         case let .sending(position): position
         case .halfClosed, .closed: size
@@ -122,7 +122,7 @@ public struct FileSendMachine: Sendable, Equatable {
 
 extension FileSendMachine.Illegal: CustomStringConvertible {
     /// In words, for the error that fails the transfer.
-    public var description: String {
+    package var description: String {
         switch self {
         case .secondReply: "a second answer to the offer"
         case .dataBeforeStart: "data before the receiver took the file"

@@ -18,7 +18,7 @@ import Darwin
 /// A small file (`inline`: at most `inlineBytes`) skips the queues: a write of a few KiB to the page
 /// cache costs less than the two hops and wake-ups that would carry it, so it is written and hashed
 /// at once, on the caller's thread.
-public final class FileWriter: Sendable {
+package final class FileWriter: Sendable {
     private struct State {
         var failure: Int32 = 0
         /// `close()` was called: nothing more is queued.
@@ -34,9 +34,9 @@ public final class FileWriter: Sendable {
     static let inlineBytes: UInt64 = 256 << 10
     /// Written and hashed on the caller's thread (a small file), not on the queues.
     let inline: Bool
-    public let descriptor: Int32
+    package let descriptor: Int32
     /// The descriptor's place in the `ResourceBudget`: given back once it is closed.
-    public let charge: ResourceBudget.Charge?
+    package let charge: ResourceBudget.Charge?
     private let queue = Blocking.Serial()
     /// Hashes what `queue` wrote, in the order written.
     private let hashQueue = Blocking.Serial()
@@ -49,7 +49,7 @@ public final class FileWriter: Sendable {
     }
     private let hashing: Hashing
 
-    public init(descriptor: Int32, hasher: SHA256 = SHA256(), charge: ResourceBudget.Charge? = nil, inline: Bool = false) {
+    package init(descriptor: Int32, hasher: SHA256 = SHA256(), charge: ResourceBudget.Charge? = nil, inline: Bool = false) {
         self.descriptor = descriptor
         self.charge = charge
         self.inline = inline
@@ -57,11 +57,11 @@ public final class FileWriter: Sendable {
     }
 
     /// The errno of a write that failed so far, 0 if none.
-    public var failure: Int32 { state.withLock { $0.failure } }
+    package var failure: Int32 { state.withLock { $0.failure } }
 
     /// Queues `payload` for `offset`; waits only while `ahead` bytes are queued. Returns the errno of
     /// an earlier failed write (nothing is queued then), or `ECANCELED` when the task was cancelled.
-    public func write(_ payload: ByteBuffer, at offset: UInt64) async -> Int32 {
+    package func write(_ payload: ByteBuffer, at offset: UInt64) async -> Int32 {
         if inline { return writeInline(payload, at: offset) }
         guard await room.take(exactly: payload.readableBytes) else { return ECANCELED }
         let earlier = state.withLock { $0.closing ? EBADF : $0.failure }
@@ -105,7 +105,7 @@ public final class FileWriter: Sendable {
     }
 
     /// Waits for every queued write and its hashing; the hash of everything written, and the errno of a failed write.
-    public func finish() async -> (hasher: SHA256, failure: Int32) {
+    package func finish() async -> (hasher: SHA256, failure: Int32) {
         if inline { return (hashing.hasher, state.withLock { $0.failure }) }
         let hasher = await withCheckedContinuation { (continuation: CheckedContinuation<SHA256, Never>) in
             queue.async { [hashing, hashQueue] in
@@ -116,7 +116,7 @@ public final class FileWriter: Sendable {
     }
 
     /// Closes the descriptor once every queued write is done (now, if there are none).
-    public func close() {
+    package func close() {
         let first = state.withLock { state in
             defer { state.closing = true }
             guard !state.closing else { return false }

@@ -3,41 +3,41 @@
 /// round trip (its offer, then its confirmation) of its own; a big file goes alone, as it always
 /// did. A file may start while fewer than `files` are in flight and their bytes, with its own, stay
 /// within `bytes` — or whenever nothing is in flight, whatever its size.
-public struct FilesInFlight: Sendable, Equatable {
-    public struct Limits: Sendable, Equatable {
+package struct FilesInFlight: Sendable, Equatable {
+    package struct Limits: Sendable, Equatable {
         /// Files in flight at once: as many as a receiver keeps open for a peer it does not know
         /// (`ResourceBudget.Limits.strangerFilesPerLink`, 16: a file holds a descriptor there from
         /// its start until it is in place), a quarter of the session's channels.
-        public var files: Int
+        package var files: Int
         /// Bytes of the files in flight together: one channel's window, so that a folder of big
         /// files never has the receiver hold more than one big file does.
-        public var bytes: UInt64
+        package var bytes: UInt64
 
-        public init(files: Int = 16, bytes: UInt64 = UInt64(ChannelMux.defaultWindow)) {
+        package init(files: Int = 16, bytes: UInt64 = UInt64(ChannelMux.defaultWindow)) {
             self.files = max(1, files)
             self.bytes = bytes
         }
     }
 
-    public let limits: Limits
-    public private(set) var files = 0
-    public private(set) var bytes: UInt64 = 0
+    package let limits: Limits
+    package private(set) var files = 0
+    package private(set) var bytes: UInt64 = 0
 
-    public init(limits: Limits = Limits()) { self.limits = limits }
+    package init(limits: Limits = Limits()) { self.limits = limits }
 
     /// Whether a file of `size` bytes may start now.
-    public func admits(_ size: UInt64) -> Bool {
+    package func admits(_ size: UInt64) -> Bool {
         files == 0 || (files < limits.files && bytes + size <= limits.bytes)
     }
 
     /// A file of `size` bytes started.
-    public mutating func started(_ size: UInt64) {
+    package mutating func started(_ size: UInt64) {
         files += 1
         bytes += size
     }
 
     /// A file of `size` bytes ended (sent, refused or failed).
-    public mutating func ended(_ size: UInt64) {
+    package mutating func ended(_ size: UInt64) {
         files = max(0, files - 1)
         bytes -= min(bytes, size)
     }

@@ -3,14 +3,14 @@ import NIOCore
 /// Cuts a byte stream into lines for `send --lines`: each line (without its "\n") is one message.
 /// A line still being read is buffered up to `limit` bytes; a longer one is refused rather than
 /// buffered, so memory stays bounded whatever stdin holds.
-public struct LineSplitter: Sendable {
-    public let limit: Int
+package struct LineSplitter: Sendable {
+    package let limit: Int
     private var pending = ByteBuffer()
 
-    public init(limit: Int) { self.limit = limit }
+    package init(limit: Int) { self.limit = limit }
 
     /// The complete lines `chunk` finishes, in order.
-    public mutating func append(_ chunk: ByteBuffer) throws(NearbyError) -> [ByteBuffer] {
+    package mutating func append(_ chunk: ByteBuffer) throws(NearbyError) -> [ByteBuffer] {
         var chunk = chunk
         var lines: [ByteBuffer] = []
         while let newline = chunk.readableBytesView.firstIndex(of: UInt8(ascii: "\n")) {
@@ -35,7 +35,7 @@ public struct LineSplitter: Sendable {
     }
 
     /// At the end of the input: the last line when it had no "\n".
-    public mutating func finish() -> ByteBuffer? {
+    package mutating func finish() -> ByteBuffer? {
         defer { pending = ByteBuffer() }
         return pending.readableBytes > 0 ? pending : nil
     }

@@ -13,7 +13,7 @@ import Darwin
 /// transfer writing it, expires what nobody resumed, and removes the empty directories a
 /// stranger's path made with its last partial. Public for the other protocols' receivers
 /// (LocalSend, the web server), whose strangers' uploads are charged to the same quota.
-public final class PartialFiles: Sendable {
+package final class PartialFiles: Sendable {
     private struct State {
         var claimed: Set<String> = []
         var quota: PartialQuota
@@ -30,13 +30,13 @@ public final class PartialFiles: Sendable {
     private let state: Mutex<State>
     /// The generation of the record last written.
     private let written = Mutex(0)
-    public let limits: PartialQuota.Limits
+    package let limits: PartialQuota.Limits
 
     /// The record of the directories strangers made (`NearbyPaths.strangersDirectories`; nil: none
     /// kept): a restarted node reads it (`adopt`) to remove them as this run would have.
     let record: String?
 
-    public init(limits: PartialQuota.Limits = PartialQuota.Limits(), record: String? = nil) {
+    package init(limits: PartialQuota.Limits = PartialQuota.Limits(), record: String? = nil) {
         self.limits = limits
         self.record = record
         state = Mutex(State(quota: PartialQuota(limits: limits), directories: StrangerDirectories(limits: limits)))
@@ -45,17 +45,17 @@ public final class PartialFiles: Sendable {
     static var now: Double { Date().timeIntervalSince1970 }
 
     /// Claims `path`; false when another transfer holds it.
-    public func claim(_ path: String) -> Bool { state.withLock { $0.claimed.insert(path).inserted } }
-    public func release(_ path: String) { _ = state.withLock { $0.claimed.remove(path) } }
+    package func claim(_ path: String) -> Bool { state.withLock { $0.claimed.insert(path).inserted } }
+    package func release(_ path: String) { _ = state.withLock { $0.claimed.remove(path) } }
 
     /// What the quota counts now (tests, logs).
-    public var counted: (files: Int, bytes: UInt64) { state.withLock { ($0.quota.count, $0.quota.bytes) } }
+    package var counted: (files: Int, bytes: UInt64) { state.withLock { ($0.quota.count, $0.quota.bytes) } }
 
     // MARK: Directories
 
     /// Makes `directory` below `root` for a stranger's file, level by level, remembering the
     /// levels it made so that they go again with the partial. Throws the errno.
-    public func makeDirectories(_ directory: String, below root: String, owner: String = "") throws(NearbyError) {
+    package func makeDirectories(_ directory: String, below root: String, owner: String = "") throws(NearbyError) {
         guard directory.hasPrefix(root + "/") else { return }
         var path = root
         var made = false
@@ -203,7 +203,7 @@ public final class PartialFiles: Sendable {
 
     /// A stranger's transfer starts writing `path` (`bytes` already there when it resumes); `stop`
     /// ends that transfer should the quota take its partial while it is written.
-    public func begin(_ path: String, owner: String, bytes: UInt64, stop: @escaping @Sendable () -> Void) {
+    package func begin(_ path: String, owner: String, bytes: UInt64, stop: @escaping @Sendable () -> Void) {
         let victims = state.withLock { state in
             state.stops[path] = stop
             state.owners[path] = owner
@@ -213,7 +213,7 @@ public final class PartialFiles: Sendable {
     }
 
     /// `count` more bytes of a stranger's partial were written.
-    public func grew(_ path: String, by count: Int) {
+    package func grew(_ path: String, by count: Int) {
         let victims = state.withLock { state in
             take(state.quota.grew(path, by: UInt64(count), now: Self.now), from: &state)
         }
@@ -230,7 +230,7 @@ public final class PartialFiles: Sendable {
 
     /// `path` is no longer a partial file: placed under its final name, or deleted by its transfer
     /// (`deleted`: then the empty directories the stranger's path made go too).
-    public func gone(_ path: String, deleted: Bool) {
+    package func gone(_ path: String, deleted: Bool) {
         let (owner, held) = state.withLock { state in
             state.stops[path] = nil
             let owner = state.owners.removeValue(forKey: path)
@@ -296,7 +296,7 @@ public final class PartialFiles: Sendable {
 
     /// Sweeps until cancelled, often enough that a partial lives at most a quarter of its lifetime
     /// (at most a minute) past it.
-    public func sweepUntilCancelled(adopting root: String? = nil) async {
+    package func sweepUntilCancelled(adopting root: String? = nil) async {
         if let root { adopt(below: root) }
         let interval = Duration.milliseconds(Int64(max(50, min(60_000, limits.lifetime * 250))))
         while !Task.isCancelled {

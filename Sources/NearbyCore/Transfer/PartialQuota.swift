@@ -3,18 +3,18 @@
 /// partial of the stranger with the most bytes goes (one no transfer is writing first); a partial
 /// nobody writes expires `lifetime` seconds after it was last written. Pure: it says which partials
 /// to delete, `PartialFiles` deletes them. Partials of the peers you chose are not counted here.
-public struct PartialQuota: Sendable {
-    public struct Limits: Sendable, Equatable {
-        public var files = 256
-        public var bytes: UInt64 = 1 << 30
+package struct PartialQuota: Sendable {
+    package struct Limits: Sendable, Equatable {
+        package var files = 256
+        package var bytes: UInt64 = 1 << 30
         /// Seconds a partial nobody writes is kept for a resume.
-        public var lifetime: Double = 24 * 3600
+        package var lifetime: Double = 24 * 3600
         /// Empty directories strangers offered, all of them together (`StrangerDirectories`).
         var directories = 256
         /// Empty directories one stranger offered (each level of a deep path counts).
         var directoriesPerPeer = 64
 
-        public init(files: Int = 256, bytes: UInt64 = 1 << 30, lifetime: Double = 24 * 3600, directories: Int = 256, directoriesPerPeer: Int = 64) {
+        package init(files: Int = 256, bytes: UInt64 = 1 << 30, lifetime: Double = 24 * 3600, directories: Int = 256, directoriesPerPeer: Int = 64) {
             self.files = files
             self.bytes = bytes
             self.lifetime = lifetime
@@ -25,7 +25,7 @@ public struct PartialQuota: Sendable {
         /// The defaults, with `NEARBY_PARTIAL_FILES`, `NEARBY_PARTIAL_BYTES`,
         /// `NEARBY_PARTIAL_LIFETIME` (seconds), `NEARBY_PARTIAL_DIRECTORIES` and
         /// `NEARBY_PARTIAL_DIRECTORIES_PER_PEER` from `environment`.
-        public static func from(environment: [String: String]) -> Limits {
+        package static func from(environment: [String: String]) -> Limits {
             var limits = Limits()
             func count(_ name: String) -> Int? { environment[name].flatMap(Int.init).flatMap { $0 >= 0 ? $0 : nil } }
             if let files = count("NEARBY_PARTIAL_FILES") { limits.files = files }

@@ -11,12 +11,12 @@ import Darwin
 /// format characters (bidi overrides such as U+202E, zero-width spaces: Unicode category Cf, which
 /// make `‮txt.exe` look like `exe.txt`), no backslash tricks, each component at most 255 bytes, at
 /// most 32 levels deep.
-public enum SafePath {
-    public static let maxDepth = 32
-    public static let maxComponentBytes = 255
+package enum SafePath {
+    package static let maxDepth = 32
+    package static let maxComponentBytes = 255
 
     /// The relative components to use, never empty.
-    public static func components(of claimed: String) -> [String] {
+    package static func components(of claimed: String) -> [String] {
         let raw = claimed.split(whereSeparator: { $0 == "/" || $0 == "\\" })
         var parts: [String] = []
         for piece in raw {
@@ -33,10 +33,10 @@ public enum SafePath {
     }
 
     /// The relative path, joined with `/`.
-    public static func relative(_ claimed: String) -> String { components(of: claimed).joined(separator: "/") }
+    package static func relative(_ claimed: String) -> String { components(of: claimed).joined(separator: "/") }
 
     /// `name.ext`, then `name (1).ext`, `name (2).ext` …: the n-th candidate for a final name.
-    public static func candidate(_ name: String, _ n: Int) -> String {
+    package static func candidate(_ name: String, _ n: Int) -> String {
         guard n > 0 else { return name }
         let dot = name.lastIndex(of: ".").flatMap { $0 == name.startIndex ? nil : $0 }
         guard let dot else { return "\(name) (\(n))" }
@@ -45,7 +45,7 @@ public enum SafePath {
 
     /// Moves `temporary` to the first free candidate name in `directory` without ever replacing a
     /// file: `link(2)` fails when the name exists, then the next candidate is tried.
-    public static func placeWithoutOverwriting(_ temporary: String, in directory: String, as name: String) throws(NearbyError) -> String {
+    package static func placeWithoutOverwriting(_ temporary: String, in directory: String, as name: String) throws(NearbyError) -> String {
         for n in 0..<10_000 {
             let destination = directory + "/" + candidate(name, n)
             if link(temporary, destination) == 0 {

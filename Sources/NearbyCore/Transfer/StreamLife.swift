@@ -3,9 +3,9 @@
 /// done only when both have. Anything that stops it before that (the session ends, the peer resets
 /// it, our input or output fails, Ctrl-C) cuts it, and the first cause is the one reported: a
 /// truncated stream never reads like a finished one, on either side.
-public struct StreamLife: Sendable, Equatable {
+package struct StreamLife: Sendable, Equatable {
     /// Why a stream stopped before both directions ended.
-    public enum Cause: Error, Sendable, Equatable {
+    package enum Cause: Error, Sendable, Equatable {
         /// The session carrying it ended (the peer was killed, the network went away).
         case sessionEnded(String)
         /// The peer reset the stream (its side failed or was interrupted).
@@ -16,7 +16,7 @@ public struct StreamLife: Sendable, Equatable {
         case cancelled
     }
 
-    public enum State: Sendable, Equatable {
+    package enum State: Sendable, Equatable {
         /// Both directions flow.
         case open
         /// We sent our `close`; the peer's bytes still flow.
@@ -30,17 +30,17 @@ public struct StreamLife: Sendable, Equatable {
     }
 
     /// A step that the protocol or our own code must never take.
-    public enum Violation: Error, Equatable {
+    package enum Violation: Error, Equatable {
         case secondClose(ours: Bool)
         case dataAfterClose(ours: Bool)
     }
 
-    public private(set) var state: State = .open
+    package private(set) var state: State = .open
 
-    public init() {}
+    package init() {}
 
     /// We are about to send bytes.
-    public func mayWrite() throws(Violation) {
+    package func mayWrite() throws(Violation) {
         switch state {
         case .sentClose, .closed: throw .dataAfterClose(ours: true)
         case .open, .receivedClose, .cut: return
@@ -48,7 +48,7 @@ public struct StreamLife: Sendable, Equatable {
     }
 
     /// The peer's bytes arrived: legal until its `close`.
-    public func mayRead() throws(Violation) {
+    package func mayRead() throws(Violation) {
         switch state {
         case .receivedClose, .closed: throw .dataAfterClose(ours: false)
         case .open, .sentClose, .cut: return
@@ -56,7 +56,7 @@ public struct StreamLife: Sendable, Equatable {
     }
 
     /// Our input ended and our `close` went out.
-    public mutating func sentClose() throws(Violation) {
+    package mutating func sentClose() throws(Violation) {
         switch state {
         case .open: state = .sentClose
         case .receivedClose: state = .closed
@@ -66,7 +66,7 @@ public struct StreamLife: Sendable, Equatable {
     }
 
     /// The peer's `close` arrived.
-    public mutating func receivedClose() throws(Violation) {
+    package mutating func receivedClose() throws(Violation) {
         switch state {
         case .open: state = .receivedClose
         case .sentClose: state = .closed
@@ -78,7 +78,7 @@ public struct StreamLife: Sendable, Equatable {
     /// Stops the stream for `cause`. False when it had ended already (done, or cut by an earlier
     /// cause, which stays the one reported).
     @discardableResult
-    public mutating func cut(_ cause: Cause) -> Bool {
+    package mutating func cut(_ cause: Cause) -> Bool {
         switch state {
         case .closed, .cut: return false
         case .open, .sentClose, .receivedClose:
@@ -88,18 +88,18 @@ public struct StreamLife: Sendable, Equatable {
     }
 
     /// Why it was cut, or nil while it runs or once it is done.
-    public var cause: Cause? {
+    package var cause: Cause? {
         if case let .cut(cause) = state { return cause }
         return nil
     }
 
-    public var isDone: Bool { state == .closed }
+    package var isDone: Bool { state == .closed }
 }
 
 extension StreamLife.Cause {
     /// The failure a command reports for a stream cut by this cause: the same sentence, `code` and
     /// exit status whether the stream ran in this process or through a running node.
-    public func error(label: String) -> NearbyError {
+    package func error(label: String) -> NearbyError {
         let cut = "\(label) was cut"
         switch self {
         case let .sessionEnded(reason): return .transferFailed(path: cut, code: "connection-lost", reason: "the session ended: \(reason)")
@@ -110,7 +110,7 @@ extension StreamLife.Cause {
     }
 
     /// The cause a failure of our own side means.
-    public init(_ error: any Error) {
+    package init(_ error: any Error) {
         switch error {
         case let error as NearbyError where error.code == "cancelled": self = .cancelled
         case let error as NearbyError: self = .failed(code: error.code, reason: error.errorDescription ?? "failed")

@@ -92,7 +92,7 @@ final class Counts: Sendable {
 }
 
 /// What a finished stream moved.
-public struct StreamSummary: Sendable {
-    public var sent: UInt64
-    public var received: UInt64
+package struct StreamSummary: Sendable {
+    package var sent: UInt64
+    package var received: UInt64
 }

@@ -9,14 +9,14 @@ import Darwin
 
 /// What both ends of a file transfer share: the chunk and window, the file's key, hashing, partial
 /// file names, writing, and the numbers events show.
-public enum Transfer {
+package enum Transfer {
     static let chunk = 256 << 10
     /// How far a sender may run ahead of what the receiver has written: memory stays bounded (one
     /// window per channel).
     static let window = ChannelMux.defaultWindow
-    public static let progressInterval = Duration.milliseconds(100)
+    package static let progressInterval = Duration.milliseconds(100)
     /// 0666 less this process's umask (read once: setting it back at once is the only way to read it).
-    public static let finishedMode: mode_t = {
+    package static let finishedMode: mode_t = {
         let mask = umask(0o022)
         umask(mask)
         return 0o666 & ~mask
@@ -63,15 +63,15 @@ public enum Transfer {
         var hasher: SHA256
     }
 
-    public static func errorText(_ code: Int32) -> String { String(cString: strerror(code)) }
+    package static func errorText(_ code: Int32) -> String { String(cString: strerror(code)) }
 
     /// Seconds since `start`, to the millisecond.
-    public static func seconds(since start: ContinuousClock.Instant) -> Double {
+    package static func seconds(since start: ContinuousClock.Instant) -> Double {
         ((ContinuousClock.now - start) / .milliseconds(1)).rounded() / 1000
     }
 
     /// Bytes per second, whole.
-    public static func rate(_ bytes: UInt64, _ seconds: Double) -> Double { seconds > 0 ? (Double(bytes) / seconds).rounded() : 0 }
+    package static func rate(_ bytes: UInt64, _ seconds: Double) -> Double { seconds > 0 ? (Double(bytes) / seconds).rounded() : 0 }
 }
 
 extension Transfer {
@@ -81,7 +81,7 @@ extension Transfer {
     /// under the file system's name limit (255 bytes) and a peer resumes only its own partials. A
     /// stranger's digest starts with `s-`, so that a node finds them again after a restart
     /// (`PartialFiles.adopt`). LocalSend's uploads are named the same way.
-    public static func partialName(of name: String, key: String, from peer: String, alone: String = "", stranger: Bool = false) -> String {
+    package static func partialName(of name: String, key: String, from peer: String, alone: String = "", stranger: Bool = false) -> String {
         var hasher = SHA256()
         hasher.update(data: Data("\(peer)\u{0}\(name)\u{0}\(key)".utf8))
         var shown = String.UnicodeScalarView()
@@ -96,14 +96,14 @@ extension Transfer {
 
     /// What `partialName`'s `alone` ends with for an upload that cannot be resumed (LocalSend's):
     /// such a stranger's partial is deleted at once when a later run finds it (`PartialFiles.adopt`).
-    public static let unresumable = "-u"
+    package static let unresumable = "-u"
 
     /// Whether `name` is a stranger's partial that cannot be resumed (`unresumable`).
     static func isUnresumablePartial(_ name: String) -> Bool { name.hasSuffix(unresumable + ".nearby-part") }
 
     /// `pwrite(2)` until everything is written, retrying on EINTR. Returns 0, or the errno that
     /// stopped it. Public for the other protocols' receivers (LocalSend), which write files the same way.
-    public static func pwriteAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: UInt64) -> Int32 {
+    package static func pwriteAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: UInt64) -> Int32 {
         var written = 0
         while written < bytes.count {
             let n = pwrite(fd, bytes.baseAddress.map { $0 + written }, bytes.count - written, off_t(offset) + off_t(written))

@@ -3,18 +3,18 @@ import NearbyDNS
 
 /// RFC 6763 §11: the browse domains a network offers, from the PTR records of
 /// `b._dns-sd._udp.<domain>` (browse domains) and `lb._dns-sd._udp.<domain>` (the default one).
-public struct BrowseDomain: Sendable, Equatable {
-    public var domain: String
+package struct BrowseDomain: Sendable, Equatable {
+    package var domain: String
     /// Named by `lb._dns-sd._udp`: the one to browse when the user names none.
-    public var isDefault: Bool
+    package var isDefault: Bool
     /// Where it was found: the domain whose `b._dns-sd._udp` named it.
-    public var from: String
+    package var from: String
 }
 
 extension WideAreaDNS {
     /// Where to look when no `--domain` is given: the `search` and `domain` lines of
     /// /etc/resolv.conf, and the reverse zone (`in-addr.arpa`) of each local IPv4 /24 network.
-    public static func candidateDomains(resolvConf path: String = "/etc/resolv.conf") -> [DNSName] {
+    package static func candidateDomains(resolvConf path: String = "/etc/resolv.conf") -> [DNSName] {
         var names: [DNSName] = []
         if let text = try? String(contentsOfFile: path, encoding: .utf8) {
             for line in text.split(separator: "\n") {
@@ -33,7 +33,7 @@ extension WideAreaDNS {
 
     /// For `doctor PEER` on mDNS: the DNS-SD domains the network offers (none when the resolver
     /// does not answer within `within`), so a peer not on this link can be looked for there.
-    public static func offeredDomains(environment: [String: String], within limit: Duration = .milliseconds(1500)) async -> [String] {
+    package static func offeredDomains(environment: [String: String], within limit: Duration = .milliseconds(1500)) async -> [String] {
         guard var settings = try? WideAreaSettings(domain: "invalid", server: nil, keyPath: "") else { return [] }
         settings.apply(environment: environment)
         settings.timeout = limit
@@ -44,7 +44,7 @@ extension WideAreaDNS {
     }
 
     /// The domains `b._dns-sd._udp` and `lb._dns-sd._udp` name under each of `candidates`.
-    public func browseDomains(in candidates: [DNSName]) async throws(NearbyError) -> [BrowseDomain] {
+    package func browseDomains(in candidates: [DNSName]) async throws(NearbyError) -> [BrowseDomain] {
         let server = try queryServer()
         var found: [BrowseDomain] = []
         for candidate in candidates {

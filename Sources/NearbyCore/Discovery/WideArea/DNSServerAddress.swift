@@ -3,16 +3,16 @@ import NearbyDNS
 
 /// A DNS server as given to `--dns-server HOST[:PORT]` (an IPv6 address in brackets when a port
 /// follows: `[::1]:5353`).
-public struct DNSServerAddress: Sendable, Equatable, CustomStringConvertible {
-    public var host: String
-    public var port: Int
+package struct DNSServerAddress: Sendable, Equatable, CustomStringConvertible {
+    package var host: String
+    package var port: Int
 
-    public init(host: String, port: Int = 53) {
+    package init(host: String, port: Int = 53) {
         self.host = host
         self.port = port
     }
 
-    public static func parse(_ text: String) throws(NearbyError) -> DNSServerAddress {
+    package static func parse(_ text: String) throws(NearbyError) -> DNSServerAddress {
         let bad = NearbyError.invalidArgument("invalid \(Spelling.option(.dnsServer)) '\(text)': expected HOST or HOST:PORT ([IPv6]:PORT)")
         if text.hasPrefix("[") {
             guard let close = text.firstIndex(of: "]") else { throw bad }
@@ -30,10 +30,10 @@ public struct DNSServerAddress: Sendable, Equatable, CustomStringConvertible {
         return DNSServerAddress(host: String(host), port: port)
     }
 
-    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    package var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 
     /// The first `nameserver` of /etc/resolv.conf (or `path`), as the system's resolver uses it.
-    public static func systemResolver(path: String = "/etc/resolv.conf") -> DNSServerAddress? {
+    package static func systemResolver(path: String = "/etc/resolv.conf") -> DNSServerAddress? {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
         for line in text.split(separator: "\n") {
             let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
@@ -45,8 +45,8 @@ public struct DNSServerAddress: Sendable, Equatable, CustomStringConvertible {
 
 /// Whether a reply answers our question: same ID, a response, same opcode and same question
 /// (names compared case-insensitively). Anything else, from anyone, is ignored (RFC 5452).
-public enum DNSReplyMatch {
-    public static func matches(_ reply: DNSMessage, _ query: DNSMessage) -> Bool {
+package enum DNSReplyMatch {
+    package static func matches(_ reply: DNSMessage, _ query: DNSMessage) -> Bool {
         reply.id == query.id && reply.isResponse && reply.opcode == query.opcode && reply.questions == query.questions
     }
 }

@@ -7,18 +7,18 @@ import NearbyDNS
 /// socket (a random source port, the kernel's) with a random ID, retried within the deadline;
 /// TCP when the reply is truncated. Replies from elsewhere, with another ID or another question,
 /// or that do not parse are ignored; the wait goes on until the deadline.
-public struct DNSTransport: Sendable {
-    public let server: DNSServerAddress
+package struct DNSTransport: Sendable {
+    package let server: DNSServerAddress
     /// The whole exchange, all tries together (`NEARBY_DNS_TIMEOUT` seconds, default 3).
-    public let deadline: Duration
-    public static let tries = 3
+    package let deadline: Duration
+    package static let tries = 3
     /// Messages on one TCP connection that answer nothing we asked before the exchange gives up.
-    public static let maxStrayMessages = 8
+    package static let maxStrayMessages = 8
     /// The UDP payload we announce (EDNS0, RFC 6891) and the most we read of one datagram: the
     /// size DNS Flag Day 2020 settled on, below any path's MTU. Larger answers come over TCP.
-    public static let udpPayloadSize = 1232
+    package static let udpPayloadSize = 1232
 
-    public init(server: DNSServerAddress, deadline: Duration = .seconds(3)) {
+    package init(server: DNSServerAddress, deadline: Duration = .seconds(3)) {
         self.server = server
         self.deadline = deadline
     }
@@ -26,14 +26,14 @@ public struct DNSTransport: Sendable {
     struct TimedOut: Error {}
 
     /// A random message ID from the system's generator.
-    public static func randomID() -> UInt16 {
+    package static func randomID() -> UInt16 {
         var generator = SystemRandomNumberGenerator()
         return UInt16.random(in: 0...UInt16.max, using: &generator)
     }
 
     /// Exchanges `query`; `check` sees each candidate reply's bytes and may refuse it (a TSIG that
     /// does not verify) by returning false.
-    public func exchange(
+    package func exchange(
         _ query: DNSMessage, wire: [UInt8], check: @escaping @Sendable (DNSMessage, [UInt8]) -> Bool = { _, _ in true }
     ) async throws(NearbyError) -> DNSMessage {
         let address: SocketAddress

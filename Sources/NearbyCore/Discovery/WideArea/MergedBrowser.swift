@@ -5,17 +5,17 @@ import Synchronization
 /// `local.` and its wide-area domains at once. A peer found in two places is one peer (by ID): found
 /// once, its addresses merged, lost when the last place loses it. If one place fails, the whole
 /// browse fails, as a single browser's would.
-public final class MergedBrowser: PeerBrowsing, @unchecked Sendable {
-    public let sources: [any PeerBrowsing]
+package final class MergedBrowser: PeerBrowsing, @unchecked Sendable {
+    package let sources: [any PeerBrowsing]
     private let lock = NSLock()
     private var task: Task<Void, Never>?
 
-    public init(sources: [any PeerBrowsing]) { self.sources = sources }
+    package init(sources: [any PeerBrowsing]) { self.sources = sources }
 
-    public var domain: String { domains.joined(separator: ", ") }
-    public var domains: [String] { sources.map(\.domain) }
+    package var domain: String { domains.joined(separator: ", ") }
+    package var domains: [String] { sources.map(\.domain) }
 
-    public func start() throws(NearbyError) -> AsyncStream<Browser.Update> {
+    package func start() throws(NearbyError) -> AsyncStream<Browser.Update> {
         var streams: [AsyncStream<Browser.Update>] = []
         for source in sources {
             do {
@@ -53,12 +53,12 @@ public final class MergedBrowser: PeerBrowsing, @unchecked Sendable {
         return stream
     }
 
-    public func stop() {
+    package func stop() {
         lock.withLock { task }?.cancel()
         for source in sources { source.stop() }
     }
 
-    public func firstLook() async -> Bool {
+    package func firstLook() async -> Bool {
         for source in sources where !(await source.firstLook()) { return false }
         return true
     }

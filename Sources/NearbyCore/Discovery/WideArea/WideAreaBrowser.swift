@@ -6,23 +6,23 @@ import NearbyDNS
 /// then each instance's SRV and TXT and its host's A and AAAA, and reports what changed as the
 /// mDNS `Browser` does. An instance whose `_lease` has ended is treated as gone. If the first poll
 /// fails the stream fails; a later failure is logged and the next poll tries again.
-public final class WideAreaBrowser: PeerBrowsing, @unchecked Sendable {
-    public let settings: WideAreaSettings
-    public let registrationType: String
-    public var domain: String { settings.domainText }
+package final class WideAreaBrowser: PeerBrowsing, @unchecked Sendable {
+    package let settings: WideAreaSettings
+    package let registrationType: String
+    package var domain: String { settings.domainText }
     private let dns: WideAreaDNS
     private let lock = NSLock()
     private var task: Task<Void, Never>?
     /// Settled once the first poll ended: true when it succeeded.
     private let first = OneShot<Bool>()
 
-    public init(settings: WideAreaSettings, registrationType: String) {
+    package init(settings: WideAreaSettings, registrationType: String) {
         self.settings = settings
         self.registrationType = registrationType
         dns = WideAreaDNS(settings: settings)
     }
 
-    public func start() throws(NearbyError) -> AsyncStream<Browser.Update> {
+    package func start() throws(NearbyError) -> AsyncStream<Browser.Update> {
         let typeName: DNSName
         do {
             typeName = try DNSName(registrationType).appending(settings.domain)
@@ -57,15 +57,15 @@ public final class WideAreaBrowser: PeerBrowsing, @unchecked Sendable {
         return stream
     }
 
-    public func stop() {
+    package func stop() {
         lock.withLock { task }?.cancel()
     }
 
-    public func firstLook() async -> Bool { await first.wait() ?? false }
+    package func firstLook() async -> Bool { await first.wait() ?? false }
 
     /// At most this many instances are followed per poll: each costs four queries, and a hostile
     /// server could list thousands.
-    public static let maxInstances = 256
+    package static let maxInstances = 256
 
     /// One look at the domain: every live instance of the type, keyed by instance name.
     static func poll(_ dns: WideAreaDNS, typeName: DNSName, domain: String, started: ContinuousClock.Instant) async throws(NearbyError) -> [String: DiscoveredPeer] {
@@ -109,7 +109,7 @@ public final class WideAreaBrowser: PeerBrowsing, @unchecked Sendable {
 
 /// What the node and `browse` need from a browser, mDNS (`Browser`) or unicast DNS
 /// (`WideAreaBrowser`).
-public protocol PeerBrowsing: AnyObject, Sendable {
+package protocol PeerBrowsing: AnyObject, Sendable {
     var domain: String { get }
     /// Every place it searches (`MergedBrowser`: the link and each domain).
     var domains: [String] { get }
@@ -122,16 +122,16 @@ public protocol PeerBrowsing: AnyObject, Sendable {
 }
 
 extension PeerBrowsing {
-    public var domains: [String] { [domain] }
+    package var domains: [String] { [domain] }
 }
 
 extension Browser: PeerBrowsing {
-    public func firstLook() async -> Bool { true }
+    package func firstLook() async -> Bool { true }
 }
 
 /// The browser for a service: mDNS on the link (unless `link` is false and a domain is given) and
 /// unicast DNS in each domain, merged into one when there is more than one place.
-public func makeBrowser(_ service: ServiceType, wideAreas: [WideAreaSettings], link: Bool = true) -> any PeerBrowsing {
+package func makeBrowser(_ service: ServiceType, wideAreas: [WideAreaSettings], link: Bool = true) -> any PeerBrowsing {
     var sources: [any PeerBrowsing] = link || wideAreas.isEmpty ? [Browser(service: service)] : []
     sources += wideAreas.map { WideAreaBrowser(settings: $0, registrationType: service.registrationType) }
     return sources.count == 1 ? sources[0] : MergedBrowser(sources: sources)

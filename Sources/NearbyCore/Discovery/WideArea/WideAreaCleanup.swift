@@ -8,15 +8,15 @@ import NearbyDNS
 /// - The update requires the TXT RRset exactly as read (RFC 2136 §2.4.2): the server checks it
 ///   against its own data, so a forged answer, a peer that refreshed meanwhile, or a replay of the
 ///   update after either, deletes nothing (NXRRSET).
-public enum WideAreaCleanup {
-    public static func isCandidate(_ name: DNSName, typeName: DNSName, own: String) -> Bool {
+package enum WideAreaCleanup {
+    package static func isCandidate(_ name: DNSName, typeName: DNSName, own: String) -> Bool {
         guard name.labels.count == typeName.labels.count + 1, name.isSubdomain(of: typeName),
               let label = name.firstLabel, label.lowercased() != own.lowercased()
         else { return false }
         return true
     }
 
-    public static func removal(of name: DNSName, typeName: DNSName, domain: DNSName, txt: [DNSRecord], cutoff: UInt64) -> DNSUpdate? {
+    package static func removal(of name: DNSName, typeName: DNSName, domain: DNSName, txt: [DNSRecord], cutoff: UInt64) -> DNSUpdate? {
         let sets = txt.filter { $0.type == .txt && $0.name == name }
         // One TXT record per instance is what nearby writes; anything else is not ours to judge.
         guard sets.count == 1, case let .txt(strings) = sets[0].data,

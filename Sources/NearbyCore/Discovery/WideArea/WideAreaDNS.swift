@@ -3,13 +3,13 @@ import NearbyDNS
 
 /// Queries and signed updates against the domain's DNS server, for the registrar, the browser and
 /// `doctor --domain`.
-public struct WideAreaDNS: Sendable {
-    public let settings: WideAreaSettings
+package struct WideAreaDNS: Sendable {
+    package let settings: WideAreaSettings
 
-    public init(settings: WideAreaSettings) { self.settings = settings }
+    package init(settings: WideAreaSettings) { self.settings = settings }
 
     /// Where queries go: `--dns-server`, else the system's resolver.
-    public func queryServer() throws(NearbyError) -> DNSServerAddress {
+    package func queryServer() throws(NearbyError) -> DNSServerAddress {
         if let server = settings.server { return server }
         guard let system = DNSServerAddress.systemResolver(path: settings.resolvConf) else {
             throw .wideArea(.noServer(domain: settings.domainText, reason: "no nameserver in \(settings.resolvConf)"))
@@ -18,7 +18,7 @@ public struct WideAreaDNS: Sendable {
     }
 
     /// The records of `type` at `name` in the answer (none for NXDOMAIN or no data).
-    public func lookup(_ name: DNSName, _ type: DNSType, server: DNSServerAddress? = nil) async throws(NearbyError) -> [DNSRecord] {
+    package func lookup(_ name: DNSName, _ type: DNSType, server: DNSServerAddress? = nil) async throws(NearbyError) -> [DNSRecord] {
         let server = if let server { server } else { try queryServer() }
         var query = DNSMessage.query(id: DNSTransport.randomID(), name: name, type: type)
         // EDNS0: answers up to the size we read over UDP; larger ones come truncated, then over TCP.
@@ -40,7 +40,7 @@ public struct WideAreaDNS: Sendable {
 
     /// The server updates go to: `--dns-server`, else SRV `_dns-update._udp.DOMAIN`, else the
     /// zone's SOA primary (RFC 2136 §4), port 53.
-    public func updateServer() async throws(NearbyError) -> DNSServerAddress {
+    package func updateServer() async throws(NearbyError) -> DNSServerAddress {
         if let server = settings.server { return server }
         let name = try? settings.domain.prepending("_udp").prepending("_dns-update")
         if let name, case let .srv(_, _, port, target)? = try? await lookup(name, .srv).first?.data {
@@ -62,7 +62,7 @@ public struct WideAreaDNS: Sendable {
     }
 
     /// Sends a signed UPDATE and returns once the server applied it; every refusal in words.
-    public func send(_ update: DNSUpdate, key: TSIGKey, server: DNSServerAddress) async throws(NearbyError) {
+    package func send(_ update: DNSUpdate, key: TSIGKey, server: DNSServerAddress) async throws(NearbyError) {
         let message = update.message(id: DNSTransport.randomID())
         let signed: (bytes: [UInt8], mac: [UInt8])
         do {

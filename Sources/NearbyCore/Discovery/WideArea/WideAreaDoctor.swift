@@ -3,11 +3,11 @@ import NearbyDNS
 /// `nearby doctor --domain`: the server answers, the zone exists, the key is accepted (a probe
 /// record registered and deleted), the clock is close enough for TSIG, this node's records are
 /// there, and with a PEER, PTR → SRV → A/AAAA resolves. Each failure named in words with a hint.
-public struct WideAreaDoctor: Sendable {
-    public let settings: WideAreaSettings
+package struct WideAreaDoctor: Sendable {
+    package let settings: WideAreaSettings
     let dns: WideAreaDNS
 
-    public init(settings: WideAreaSettings) {
+    package init(settings: WideAreaSettings) {
         self.settings = settings
         dns = WideAreaDNS(settings: settings)
     }
@@ -18,7 +18,7 @@ public struct WideAreaDoctor: Sendable {
     static let clockHint = "set the clock right (NTP): TSIG refuses signatures more than 300 s off"
 
     /// Runs the checks in order, stopping where the next one cannot mean anything.
-    public func run(service: ServiceType, selfID: PeerID, record: (DoctorCheck) -> Void) async {
+    package func run(service: ServiceType, selfID: PeerID, record: (DoctorCheck) -> Void) async {
         let domain = settings.domainText
         let queryServer: DNSServerAddress
         do {
@@ -93,7 +93,7 @@ public struct WideAreaDoctor: Sendable {
     }
 
     /// PEER's chain: PTR → SRV → A/AAAA, as `browse --domain` walks it. Returns the peer if found.
-    public func findPeer(_ query: String, service: ServiceType, selfID: PeerID, record: (DoctorCheck) -> Void) async -> DiscoveredPeer? {
+    package func findPeer(_ query: String, service: ServiceType, selfID: PeerID, record: (DoctorCheck) -> Void) async -> DiscoveredPeer? {
         do {
             let typeName = try DNSName(service.registrationType).appending(settings.domain)
             let seen = try await WideAreaBrowser.poll(dns, typeName: typeName, domain: settings.domainText, started: .now)

@@ -2,7 +2,7 @@ import NearbyDNS
 
 /// What goes wrong with wide-area DNS-SD (`--domain`), each in one sentence with its own exit
 /// status (docs/exit-codes.md). None of them ever shows the TSIG secret.
-public enum WideAreaFailure: Equatable, Sendable {
+package enum WideAreaFailure: Equatable, Sendable {
     /// No answer, or no route, from the DNS server.
     case unreachable(server: String, reason: String)
     /// The server does not know our key, or our signature did not check out (BADKEY, BADSIG).
@@ -21,7 +21,7 @@ public enum WideAreaFailure: Equatable, Sendable {
     /// read, so the server changed nothing.
     case changed(server: String, rcode: String)
 
-    public var code: String {
+    package var code: String {
         switch self {
         case .unreachable, .noServer: "dns-unreachable"
         case .keyRejected: "dns-key-rejected"
@@ -32,7 +32,7 @@ public enum WideAreaFailure: Equatable, Sendable {
         }
     }
 
-    public var exitStatus: ExitStatus {
+    package var exitStatus: ExitStatus {
         switch self {
         case .unreachable, .noServer: .dnsUnreachable
         case .keyRejected, .clockSkew: .dnsKeyRejected
@@ -42,7 +42,7 @@ public enum WideAreaFailure: Equatable, Sendable {
         }
     }
 
-    public var message: String {
+    package var message: String {
         switch self {
         case let .unreachable(server, reason):
             "the DNS server \(server) did not answer (\(reason)); is it running and reachable?"

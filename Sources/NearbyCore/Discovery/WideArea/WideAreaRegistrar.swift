@@ -6,8 +6,8 @@ import NearbyDNS
 /// PTR `_<service>._tcp.DOMAIN` → `<peer ID>._<service>._tcp.DOMAIN`, its SRV and TXT (the same
 /// TXT as on mDNS, plus the `_lease` expiry), and A/AAAA for `nearby-<peer ID>.DOMAIN`. Refreshed
 /// every third of the lease while running; deleted on `stop()`.
-public actor WideAreaRegistrar {
-    public let settings: WideAreaSettings
+package actor WideAreaRegistrar {
+    package let settings: WideAreaSettings
     private let dns: WideAreaDNS
     private let key: TSIGKey
     private let instance: String
@@ -21,7 +21,7 @@ public actor WideAreaRegistrar {
     private var written: [[UInt8]]?
 
     /// Reads the key at once, so a bad key file fails before anything is sent.
-    public init(settings: WideAreaSettings, service: ServiceType, instance: String, port: UInt16, txt: TXTRecord) throws(NearbyError) {
+    package init(settings: WideAreaSettings, service: ServiceType, instance: String, port: UInt16, txt: TXTRecord) throws(NearbyError) {
         self.settings = settings
         dns = WideAreaDNS(settings: settings)
         key = try settings.loadKey()
@@ -76,7 +76,7 @@ public actor WideAreaRegistrar {
 
     /// Registers, and keeps the registration fresh until `stop()`. Throws the server's refusal in
     /// words (unreachable, BADKEY/BADSIG, BADTIME, NOTAUTH/REFUSED).
-    public func start() async throws(NearbyError) {
+    package func start() async throws(NearbyError) {
         let server = try await dns.updateServer()
         self.server = server
         try await register(server)
@@ -151,7 +151,7 @@ public actor WideAreaRegistrar {
     /// Deletes our records, only while they are what we wrote (so a replay of this update after we
     /// registered again deletes nothing). Bounded by the DNS timeout; a failure is logged, and the
     /// lease ends them.
-    public func stop() async {
+    package func stop() async {
         refresher?.cancel()
         refresher = nil
         guard registered, let server else { return }
@@ -193,8 +193,8 @@ public actor WideAreaRegistrar {
 }
 
 /// The `_lease=<UNIX seconds>` entry of a TXT record.
-public enum WideAreaLease {
-    public static func expiry(_ strings: [[UInt8]]) -> UInt64? {
+package enum WideAreaLease {
+    package static func expiry(_ strings: [[UInt8]]) -> UInt64? {
         let prefix = Array("\(WideAreaSettings.leaseKey)=".utf8)
         for string in strings where string.starts(with: prefix) {
             return UInt64(String(decoding: string.dropFirst(prefix.count), as: UTF8.self))
@@ -204,7 +204,7 @@ public enum WideAreaLease {
 
     /// Whether a TXT record says its lease has ended; a record without `_lease` (another DNS-SD
     /// implementation, or `nsupdate` by hand) has none and stays until deleted.
-    public static func ended(_ strings: [[UInt8]], now: UInt64) -> Bool {
+    package static func ended(_ strings: [[UInt8]], now: UInt64) -> Bool {
         guard let expiry = expiry(strings) else { return false }
         return expiry < now
     }

@@ -9,29 +9,29 @@ import NearbyDNS
 /// stops; browsers treat an instance whose lease has passed as gone, and a registering node deletes
 /// instances whose lease passed long ago, so a node killed with SIGKILL is reported lost once its
 /// lease ends and its records do not stay in the zone.
-public struct WideAreaSettings: Sendable {
-    public var domain: DNSName
+package struct WideAreaSettings: Sendable {
+    package var domain: DNSName
     /// As the user gave it, for events and messages.
-    public var domainText: String
+    package var domainText: String
     /// `--dns-server`; nil: found from the domain (SRV `_dns-update._udp`, else the SOA primary)
     /// for updates, and the system resolver for queries.
-    public var server: DNSServerAddress?
+    package var server: DNSServerAddress?
     /// `--dns-key`, else `$NEARBY_HOME/dns.key`.
-    public var keyPath: String
-    public var lease = Duration.seconds(60)
-    public var ttl: UInt32 = 5
+    package var keyPath: String
+    package var lease = Duration.seconds(60)
+    package var ttl: UInt32 = 5
     /// Each exchange with the server, all its tries (`NEARBY_DNS_TIMEOUT`).
-    public var timeout = Duration.seconds(3)
+    package var timeout = Duration.seconds(3)
     /// Seconds added to our clock when signing (`NEARBY_DNS_CLOCK_SKEW`, tests only: shows BADTIME
     /// against a real server without changing the machine's clock).
-    public var clockSkew: Int64 = 0
+    package var clockSkew: Int64 = 0
     /// The system resolver's configuration (`NEARBY_RESOLV_CONF`, tests only: a lab host's resolver).
-    public var resolvConf = "/etc/resolv.conf"
+    package var resolvConf = "/etc/resolv.conf"
 
-    public static let defaultKeyFile = "dns.key"
-    public static let leaseKey = "_lease"
+    package static let defaultKeyFile = "dns.key"
+    package static let leaseKey = "_lease"
 
-    public init(domain: String, server: DNSServerAddress?, keyPath: String) throws(NearbyError) {
+    package init(domain: String, server: DNSServerAddress?, keyPath: String) throws(NearbyError) {
         let trimmed = domain.hasSuffix(".") ? String(domain.dropLast()) : domain
         guard !trimmed.isEmpty, trimmed.lowercased() != "local" else {
             throw .invalidArgument("\(Spelling.option(.domain)) '\(domain)': give a unicast DNS domain such as office.example.com (without \(Spelling.option(.domain)), nearby uses local.)")
@@ -47,7 +47,7 @@ public struct WideAreaSettings: Sendable {
     }
 
     /// Test and tuning knobs from the environment.
-    public mutating func apply(environment: [String: String]) {
+    package mutating func apply(environment: [String: String]) {
         if let lease = Duration.seconds(parsing: environment["NEARBY_DNS_LEASE"]) { self.lease = max(lease, .seconds(3)) }
         if let ttl = environment["NEARBY_DNS_TTL"].flatMap(UInt32.init), (1...3600).contains(ttl) { self.ttl = ttl }
         if let timeout = Duration.seconds(parsing: environment["NEARBY_DNS_TIMEOUT"]) { self.timeout = min(timeout, .seconds(60)) }
@@ -56,15 +56,15 @@ public struct WideAreaSettings: Sendable {
     }
 
     /// How often a browser asks again: never faster than the records' TTL allows, at least 1 s.
-    public var pollInterval: Duration { .seconds(max(Int(ttl), 1)) }
+    package var pollInterval: Duration { .seconds(max(Int(ttl), 1)) }
     /// How often a registered node rewrites its records and lease.
-    public var refreshInterval: Duration { lease / 3 }
+    package var refreshInterval: Duration { lease / 3 }
 
-    public var leaseSeconds: Int { Int(lease / .seconds(1)) }
+    package var leaseSeconds: Int { Int(lease / .seconds(1)) }
 
     /// Reads the TSIG key. The file must be the owner's alone (0600 or stricter), as it signs
     /// changes to the zone; its contents never appear in any message.
-    public func loadKey() throws(NearbyError) -> TSIGKey {
+    package func loadKey() throws(NearbyError) -> TSIGKey {
         let attributes: [FileAttributeKey: Any]
         do {
             attributes = try FileManager.default.attributesOfItem(atPath: keyPath)
