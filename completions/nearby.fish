@@ -264,7 +264,7 @@ complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options 
 complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby doctor" no-link' -l 'no-link' -d 'With --domain: stay off the link (no mDNS); register and browse in the domains only.'
 complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby doctor" dns-server' -l 'dns-server' -d 'The DNS server for --domain: HOST or HOST:PORT ([IPv6]:PORT).' -rfka ''
 complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby doctor" dns-key' -l 'dns-key' -d 'The TSIG key file for --domain, as tsig-keygen writes it (HMAC-SHA256, mode 0600).' -rF
-complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby doctor" timeout' -l 'timeout' -d 'Seconds each discovery check may wait (default 5).' -rfka ''
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby doctor" timeout' -l 'timeout' -d 'Seconds the discovery checks may wait, side by side, from the start (default 5).' -rfka ''
 complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby doctor" encryption' -l 'encryption' -d 'Session encryption: required (the default), optional or none (MPC\'s rules: required and none refuse each other).' -rfka 'required optional none'
 complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby doctor" localsend' -l 'localsend' -d 'Talk to LocalSend devices (protocol v2) instead of nearby peers (or set NEARBY_LOCALSEND=1).'
 complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby doctor" v verbose' -l 'verbose' -s 'v' -d 'Explain what happens on stderr (quiet by default).'

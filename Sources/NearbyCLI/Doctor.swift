@@ -55,7 +55,7 @@ extension Nearby {
 
         @OptionGroup var serviceOptions: ServiceOptions
 
-        @Option(help: ArgumentHelp("Seconds each discovery check may wait (default 5).", valueName: "seconds"))
+        @Option(help: ArgumentHelp("Seconds the discovery checks may wait, side by side, from the start (default 5).", valueName: "seconds"))
         var timeout: Double = 5
 
         @OptionGroup var session: SessionOptions
@@ -76,6 +76,10 @@ extension Nearby {
                 let service = try serviceOptions.resolve(context)
                 let identity = try context.identity()
                 let limit = Duration.milliseconds(Int64(timeout * 1000))
+                // One deadline for the discovery checks, from the start: they run side by side, so
+                // `--timeout 5` ends a search for a peer that is not there about 5 s after the start.
+                let deadline = ContinuousClock.now + limit
+                let left = { max(deadline - ContinuousClock.now, .milliseconds(200)) }
                 let record: (DoctorCheck) -> Void = { check in
                     checks.append(check)
                     context.events.emit(Events.Check(check))
@@ -99,16 +103,17 @@ extension Nearby {
                 let named = peer.flatMap { Node.parseHostPort($0) == nil ? $0 : nil }
                 let (paths, environment) = (context.paths, context.environment)
                 let notFoundHints = [DoctorCheck.multicastHint(firewall: dropping, otherwise: ""), Subnets.notFoundHint(interfaces)]
+                let lookFor = left()
                 async let looked: PeerCheck? = Self.findPeer(
                     ifNamed: named, service: service, selfID: identity.peerID, paths: paths, environment: environment, survey: survey,
-                    notFoundHints: notFoundHints, firewall: dropping, within: limit)
+                    notFoundHints: notFoundHints, firewall: dropping, within: lookFor)
                 // The probe stays published to the end: PEER is asked whether it sees it.
-                let (selfCheck, selfProbe) = await Self.selfAdvertisement(identity: identity, firewall: dropping, within: limit)
+                let (selfCheck, selfProbe) = await Self.selfAdvertisement(identity: identity, firewall: dropping, within: left())
                 defer { selfProbe?.advertiser.withdraw() }
                 record(selfCheck)
                 record(await Self.responders(
                     survey, selfID: identity.peerID, ownHost: selfProbe?.host,
-                    hint: DoctorCheck.multicastHint(firewall: dropping, otherwise: DoctorCheck.multicastHint), within: limit))
+                    hint: DoctorCheck.multicastHint(firewall: dropping, otherwise: DoctorCheck.multicastHint), within: left()))
                 let peerCheck = await looked
                 guard let peer else { return }
                 let target: Target

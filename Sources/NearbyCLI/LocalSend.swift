@@ -151,19 +151,18 @@ enum LocalSendCommands {
         if let outcome { throw outcome }
     }
 
-    /// `work`, or `failure` when `limit` passes first (no limit: `work` alone).
+    /// `work`, or `failure` when `limit` passes first (no limit: `work` alone): the core's one
+    /// deadline race (`firstResult`), with `work`'s own error passed on.
     static func withDeadline<T: Sendable>(_ limit: Duration?, else failure: NearbyError, _ work: @escaping @Sendable () async throws -> T) async throws -> T {
         guard let limit else { return try await work() }
-        return try await withThrowingTaskGroup(of: T.self) { group in
-            group.addTask { try await work() }
-            group.addTask {
-                try await Task.sleep(for: limit)
-                throw failure
-            }
-            defer { group.cancelAll() }
-            guard let first = try await group.next() else { throw failure }
-            return first
+        let outcome: Result<T, any Error>? = await firstResult(within: limit) {
+            do { return .success(try await work()) } catch { return .failure(error) }
         }
+        guard let outcome else {
+            try Task.checkCancellation()
+            throw failure
+        }
+        return try outcome.get()
     }
 
     /// `doctor --localsend [PEER]`: the checks as `check` events, then the `summary`; the exit

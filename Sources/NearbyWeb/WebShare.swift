@@ -182,17 +182,23 @@ package final class WebShare: WebSite {
         let meter = Meter(events: events, transfer: transfer, peer: peer, path: item.downloadName, total: upper - lower)
         var sent: UInt64 = 0
         var failure: (any Error)?
+        var bodyWritten = false
         do {
             switch item.content {
             case let .file(file): try await sendFile(file.source, from: lower, to: upper, reply: reply) { sent += $0; meter.add($0) }
             case let .directory(files, layout): try await sendZip(files, layout, reply: reply) { sent += $0; meter.add($0) }
             }
+            bodyWritten = true
             try await reply.end()
             try await reply.drained()
         } catch {
             failure = error
         }
-        let complete = failure == nil && sent == upper - lower
+        // The body has a Content-Length: once every byte of it was written, the end of the response
+        // adds none, so a client that closed as soon as it had them all (as a resuming download
+        // does) got the whole file.
+        let complete = sent == upper - lower && (failure == nil || bodyWritten)
+        if complete { failure = nil }
         // What was sent counts even when the response was cut: a browser that resumes with
         // `Range: bytes=N-` holds the first N bytes, and cannot hold more than were sent.
         let all = coverage.withLock { coverage -> Bool in

@@ -12,6 +12,8 @@ WA_ENV=(env NEARBY_DNS_TTL=1 NEARBY_DNS_LEASE=4 NEARBY_DNS_TIMEOUT=2)
 # The router, named and each host's key ($NEARBY_HOME/dns.key, 0600), once per lab.
 wa_setup() {
     lab_router_up || return 1
+    # Each test runs in a subshell of its own: the named an earlier test started is in the lab's record.
+    [[ -n ${LAB_NAMED_PID:-} ]] || LAB_NAMED_PID=$(cat "$LAB_DIR/.named" 2>/dev/null)
     if [[ -z ${LAB_NAMED_PID:-} ]] || [[ -f $LAB_DIR/rc/$LAB_NAMED_PID ]]; then
         lab_named_start "$WA_ZONE" || return 1
     fi

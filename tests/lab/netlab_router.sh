@@ -25,7 +25,13 @@ LAB_ROUTER_B=10.99.1.254
 lab_router_up() {
     _lab_require_up || return 1
     local rt="${LAB_PREFIX}rt" br="${LAB_PREFIX}br"
-    if [[ -f $LAB_DIR/.router ]]; then return 0; fi
+    if [[ -f $LAB_DIR/.router ]]; then
+        # Up already (an earlier test, maybe in another subshell of the same lab): its far host again.
+        LAB_FAR=$(sed -n 's/^far=//p' "$LAB_DIR/.router")
+        LAB_N=$LAB_FAR
+        export LAB_N LAB_FAR
+        return 0
+    fi
     local tool
     for tool in named tsig-keygen dig; do
         command -v "$tool" >/dev/null || { _lab_err "missing tool: $tool (scripts/install-deps)"; return 1; }
@@ -123,6 +129,7 @@ ZONE
     _lab_spawn named "$dir/named.log" "$dir/named.log" \
         ip netns exec "${LAB_PREFIX}rt" named -g -n 1 -c "$dir/named.conf" || return 1
     LAB_NAMED_PID=$_LAB_SPAWNED
+    printf '%s\n' "$LAB_NAMED_PID" > "$LAB_DIR/.named"
     local deadline=$(( $(_lab_now_us) + LAB_UP_TIMEOUT * 1000000 ))
     until ip netns exec "${LAB_PREFIX}h1" dig +short +time=1 +tries=1 @"$LAB_ROUTER_A" "$zone" SOA 2>/dev/null | grep -q .; do
         if [[ -f $LAB_DIR/rc/$LAB_NAMED_PID ]] || (( $(_lab_now_us) >= deadline )); then
@@ -137,4 +144,5 @@ lab_named_stop() {
     kill -TERM "$LAB_NAMED_PID" 2>/dev/null
     lab_wait_pid "$LAB_NAMED_PID" 10 >/dev/null || true
     LAB_NAMED_PID=
+    rm -f "$LAB_DIR/.named"
 }

@@ -35,10 +35,16 @@ extension DiscoveryCache {
 }
 
 extension Dialer {
-    /// Marks a record as an impostor; true when another record claims the same ID (worth trying).
+    /// Marks a record as an impostor when another record claims the same ID (worth trying), and
+    /// says so. The only record of an ID is never marked: a host that did not answer once (a
+    /// firewall, an outage) is still the one to try next time, in a node that runs for days.
     func passOver(_ record: String, claiming id: PeerID?) -> Bool {
         guard let id, !discovery.impostors.contains(record), discovery.impostors.count < 256 else { return false }
+        let others = discovery.peers.values.contains {
+            $0.claimedID == id.rawValue && $0.impostorKey != record && !discovery.impostors.contains($0.impostorKey)
+        }
+        guard others else { return false }
         discovery.impostors.insert(record)
-        return discovery.peers.values.contains { $0.claimedID == id.rawValue && !discovery.impostors.contains($0.impostorKey) }
+        return true
     }
 }

@@ -24,17 +24,24 @@ extension Node {
     ) async throws(NearbyError) -> AuthenticatedPeer {
         var remembering = true
         var known = known
+        // Why the last record passed over failed: the answer when no other record claims the peer.
+        var passedOver: NearbyError?
         for _ in 0..<4 {
             let attempt = Attempt(
                 query: query, context: context, timeout: timeout, deadline: deadline, client: client, remembering: remembering, known: known)
-            switch try await invite(attempt) {
-            case let .reached(peer): return peer
-            case .againWithoutRemembered: remembering = false
-            case .passedOver: break
+            do throws(NearbyError) {
+                switch try await invite(attempt) {
+                case let .reached(peer): return peer
+                case .againWithoutRemembered: remembering = false
+                case let .passedOver(failure): passedOver = failure
+                }
+            } catch {
+                if case .peerNotFound = error, let passedOver { throw passedOver }
+                throw error
             }
             known = nil
         }
-        throw .invitationTimedOut(peer: query, seconds: timeout)
+        throw passedOver ?? .invitationTimedOut(peer: query, seconds: timeout)
     }
 
     /// One try of `invite`.
@@ -54,8 +61,9 @@ extension Node {
         case reached(AuthenticatedPeer)
         /// The remembered address led nowhere: forgotten; try again with discovery alone.
         case againWithoutRemembered
-        /// The record tried claims the peer's ID, but its host is not it: try the next that does.
-        case passedOver
+        /// The record tried claims the peer's ID, but its host is not it (or did not answer): try the
+        /// next that does.
+        case passedOver(NearbyError)
     }
 
     private func invite(_ attempt: Attempt) async throws(NearbyError) -> Tried {
@@ -114,7 +122,7 @@ extension Node {
             } catch {
                 invitations.forget(invitation)
                 if case .connectionFailed = error, let record = target.record, await dialer.passOver(record, claiming: target.expected) {
-                    return .passedOver
+                    return .passedOver(error)
                 }
                 throw error
             }
@@ -150,7 +158,7 @@ extension Node {
                 return .againWithoutRemembered
             }
             if remembered == nil, case .identityMismatch = error, let record = target.record, await dialer.passOver(record, claiming: target.expected) {
-                return .passedOver
+                return .passedOver(error)
             }
             throw error
         case nil:

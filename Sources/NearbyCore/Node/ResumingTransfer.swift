@@ -30,9 +30,14 @@ extension Node {
                 return
             } catch {
                 // A peer that broke the protocol is not given another go.
-                var violated = false
-                if case .violation? = used?.closeReason { violated = true }
-                guard policy.bound > .zero, RetryPolicy.retryable(error), !violated, !Task.isCancelled else {
+                // Nor one that left on purpose (its goodbye: Ctrl-C, `disconnect`, its node stopping):
+                // only a link that failed, or a peer that vanished, is waited for.
+                var over = false
+                switch used?.closeReason {
+                case .violation?, .peerLeft?: over = true
+                default: break
+                }
+                guard policy.bound > .zero, RetryPolicy.retryable(error), !over, !Task.isCancelled else {
                     held.release()
                     throw error
                 }

@@ -13,6 +13,9 @@ enum CloseReason: Sendable, Equatable, CustomStringConvertible {
     case violation(String)
     /// The connection ended with nobody saying why.
     case lost
+    /// The peer said goodbye (`peer left: <why>`): it left on purpose — Ctrl-C, `disconnect`, its
+    /// node stopping — so a transfer cut by it is not tried again (a peer that vanishes is).
+    case peerLeft(String)
     /// Anything else, in its own words: the peer left, went silent, declined; a newer connection
     /// replaced it; it never invited…
     case ended(String)
@@ -25,6 +28,7 @@ enum CloseReason: Sendable, Equatable, CustomStringConvertible {
         case let .violation(what): "protocol violation: \(what)"
         case .lost: "connection lost"
         case let .ended(words): words
+        case let .peerLeft(words): words
         }
     }
 

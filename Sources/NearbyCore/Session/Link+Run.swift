@@ -109,6 +109,13 @@ extension Link {
     func received(_ message: WireMessage, owner: some LinkOwner) async throws {
         let (actions, connected) = try session.withLock { machine in (try machine.received(message), machine.state == .connected) }
         if !connected { shortcut.disarm() }
+        if case .goodbye = message {
+            // The machine closes with the peer's words; the reason says the peer left on purpose.
+            for action in actions {
+                if case let .close(reason) = action { await finish(because: .peerLeft(reason)) } else { await perform([action], owner: owner) }
+            }
+            return
+        }
         await perform(actions, owner: owner)
     }
 
