@@ -16,10 +16,10 @@ lss_node() {
         fail "no LocalSend node on h1"; cat "$OUT/node.jsonl.err" >&2; return 1; }
 }
 
-# lss_attack CASE ARGS...: a stranger on h2 (sets LSS_ATTACK); its lines go to $OUT/attack-CASE.jsonl.
+# lss_attack CASE ARGS...: a stranger on h2 (sets LSS_ATTACK); its lines go to $OUT/attack-CASE.out.
 lss_attack() {
     local case=$1
-    lab_bg 2 "$OUT/attack-$case.jsonl" python3 "$LSS_ROGUE" "$@" >/dev/null
+    lab_bg 2 "$OUT/attack-$case.out" python3 "$LSS_ROGUE" "$@" >/dev/null
     LSS_ATTACK=$LAB_PID
     LS_PIDS+=("$LSS_ATTACK")
 }
@@ -52,8 +52,8 @@ test_localsend_an_official_peer_that_compares_fingerprints_as_written_sends_to_n
     expect_json "$OUT/node.jsonl" 'select(.event=="advertising" and (.info.fingerprint|test("^[0-9A-F]{64}$")))' "an uppercase fingerprint" || return 1
     openssl req -x509 -newkey rsa:2048 -nodes -keyout "$OUT/key.pem" -out "$OUT/cert.pem" -days 2 -subj "/CN=LocalSend User" >/dev/null 2>&1 || { fail "openssl"; return 1; }
     head -c 300000 /dev/urandom >"$OUT/strict.bin"
-    lab_run 2 python3 "$LSS_ROGUE" strict "$OUT/cert.pem" "$OUT/key.pem" "$OUT/strict.bin" >"$OUT/strict.jsonl" 2>&1
-    expect_json "$OUT/strict.jsonl" 'select(.status==200)' "the strict peer's upload" || { cat "$OUT/strict.jsonl" >&2; return 1; }
+    lab_run 2 python3 "$LSS_ROGUE" strict "$OUT/cert.pem" "$OUT/key.pem" "$OUT/strict.bin" >"$OUT/strict.out" 2>&1
+    expect_json "$OUT/strict.out" 'select(.status==200)' "the strict peer's upload" || { cat "$OUT/strict.out" >&2; return 1; }
     cmp -s "$OUT/strict.bin" "$OUT/in/strict.bin" || { fail "strict.bin differs"; return 1; }
 }
 
@@ -67,7 +67,7 @@ test_localsend_connection_floods_leave_room_for_a_friend() {
         # shellcheck disable=SC2086
         lss_attack $case 10.99.0.1 53317 ${attack#* } || return 1
         # Its first count comes 5 s after every thread started.
-        lab_wait_line "$OUT/attack-$case.jsonl" 'select(.opened)' 120 >/dev/null || { fail "the $case attack did not start"; return 1; }
+        lab_wait_line "$OUT/attack-$case.out" 'select(.opened)' 120 >/dev/null || { fail "the $case attack did not start"; return 1; }
         lss_friend "$case" || return 1
         lss_health "$case" || return 1
         kill "$LSS_ATTACK" 2>/dev/null
@@ -81,7 +81,7 @@ test_localsend_a_kept_alive_session_locks_nobody_out() {
     trap 'ls_teardown; trap - RETURN' RETURN
     lss_node || return 1
     lss_attack monopoly 10.99.0.1 53317 20 || return 1
-    lab_wait_line "$OUT/attack-monopoly.jsonl" 'select(.upload == 0)' 20 >/dev/null || { fail "the stranger's session did not start"; cat "$OUT/attack-monopoly.jsonl" >&2; return 1; }
+    lab_wait_line "$OUT/attack-monopoly.out" 'select(.upload == 0)' 20 >/dev/null || { fail "the stranger's session did not start"; cat "$OUT/attack-monopoly.out" >&2; return 1; }
     lss_friend monopoly || return 1
     lss_health monopoly || return 1
 }
@@ -90,8 +90,8 @@ test_localsend_a_declared_terabyte_is_refused_at_prepare_upload() {
     ls_setup || return 1
     trap 'ls_teardown; trap - RETURN' RETURN
     lss_node || return 1
-    lab_run 2 python3 "$LSS_ROGUE" terabyte 10.99.0.1 53317 >"$OUT/tera.jsonl" 2>&1
-    expect_json "$OUT/tera.jsonl" 'select(.prepare==413 and (.said|test("bytes of unfinished files")))' "413 in words" || { cat "$OUT/tera.jsonl" >&2; return 1; }
+    lab_run 2 python3 "$LSS_ROGUE" terabyte 10.99.0.1 53317 >"$OUT/tera.out" 2>&1
+    expect_json "$OUT/tera.out" 'select(.prepare==413 and (.said|test("bytes of unfinished files")))' "413 in words" || { cat "$OUT/tera.out" >&2; return 1; }
     [[ -z $(ls -A "$OUT/in") ]] || { fail "the refused terabyte left $(ls -A "$OUT/in")"; return 1; }
     lss_friend terabyte || return 1
 }
@@ -101,7 +101,7 @@ test_localsend_a_crash_leaves_no_strangers_partial() {
     trap 'ls_teardown; trap - RETURN' RETURN
     lss_node || return 1
     lss_attack slow-upload 10.99.0.1 53317 100000000 || return 1
-    lab_wait_line "$OUT/attack-slow-upload.jsonl" 'select(.started)' 30 >/dev/null || { fail "the upload did not start"; return 1; }
+    lab_wait_line "$OUT/attack-slow-upload.out" 'select(.started)' 30 >/dev/null || { fail "the upload did not start"; return 1; }
     [[ -n $(find "$OUT/in" -name '*.nearby-part') ]] || { fail "no partial file while uploading"; return 1; }
     kill -KILL "$LSS_NODE"
     lab_wait_pid "$LSS_NODE" 10 >/dev/null
@@ -125,7 +125,7 @@ test_localsend_decoys_do_not_hide_the_drop_box() {
     for round in 1 2 3; do
         lss_friend "decoys$round" DropBox || return 1
     done
-    lab_wait_line "$OUT/attack-decoys.jsonl" 'select(.bursts >= 3)' 5 >/dev/null || { fail "the decoys were not sent"; return 1; }
+    lab_wait_line "$OUT/attack-decoys.out" 'select(.bursts >= 3)' 5 >/dev/null || { fail "the decoys were not sent"; return 1; }
     lss_health decoys || return 1
 }
 
@@ -142,7 +142,7 @@ while True:
     c, _ = s.accept(); print("{\"connection\": 1}", flush=True); c.close()' >/dev/null
     LS_PIDS+=("$LAB_PID")
     lab_wait_line "$OUT/victim.out" 'select(.listening)' 10 >/dev/null || { fail "no victim listening"; return 1; }
-    lab_run 2 python3 "$LSS_ROGUE" forge 10.99.0.3 7778 3000 >"$OUT/forge.jsonl" 2>&1 || { fail "forging failed"; cat "$OUT/forge.jsonl" >&2; return 1; }
+    lab_run 2 python3 "$LSS_ROGUE" forge 10.99.0.3 7778 3000 >"$OUT/forge.out" 2>&1 || { fail "forging failed"; cat "$OUT/forge.out" >&2; return 1; }
     # Registers go out within seconds of an announcement: the victim is watched for 10 s.
     sleep 10
     local count
