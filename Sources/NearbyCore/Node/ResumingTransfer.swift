@@ -32,6 +32,9 @@ extension Node {
                 // A peer that broke the protocol is not given another go.
                 // Nor one that left on purpose (its goodbye: Ctrl-C, `disconnect`, its node stopping):
                 // only a link that failed, or a peer that vanished, is waited for.
+                // The link's own end says why: the file's channel may fail a moment before the link
+                // reads the goodbye that follows, so let the link finish first (2 s at most).
+                if RetryPolicy.retryable(error), let used { _ = await used.detached(by: .now + .seconds(2)) }
                 var over = false
                 switch used?.closeReason {
                 case .violation?, .peerLeft?: over = true
