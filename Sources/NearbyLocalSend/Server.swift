@@ -72,13 +72,6 @@ package struct LocalSendServer: Sendable {
         } catch {
             throw .identityIO(path: "localsend.json", reason: "its certificate cannot serve TLS: \(error)")
         }
-        let limits = {
-            var limits = NIOHTTPDecoderLimitConfiguration()
-            limits.maxHeaderFieldSize = 8 * 1024
-            limits.maxHeaderListSize = 16 * 1024
-            limits.maxHeaderFieldCount = 64
-            return limits
-        }()
         func attempt(_ port: Int) async throws -> NIOAsyncChannel<Admitted, Never> {
             try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .serverChannelOption(.backlog, value: 64)
@@ -101,7 +94,7 @@ package struct LocalSendServer: Sendable {
                             // what a pipelining client sends ahead waits in NIOAsyncChannel's bounded buffer.
                             position: .last, withPipeliningAssistance: false, withServerUpgrade: nil, withErrorHandling: true,
                             withOutboundHeaderValidation: true, withEncoderConfiguration: .init(),
-                            withDecoderLimitConfiguration: limits)
+                            withDecoderLimitConfiguration: HTTPLimits.decoder)
                         return Admitted(channel: channel, ticket: ticket)
                     }
                 }

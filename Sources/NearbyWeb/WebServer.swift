@@ -16,14 +16,6 @@ package struct WebServer: Sendable {
     package let port: Int
     let admission: Admission
 
-    static let decoderLimits: NIOHTTPDecoderLimitConfiguration = {
-        var limits = NIOHTTPDecoderLimitConfiguration()
-        limits.maxHeaderFieldSize = 8 * 1024
-        limits.maxHeaderListSize = 16 * 1024
-        limits.maxHeaderFieldCount = 64
-        return limits
-    }()
-
     /// Listens on every address (`port` 0: any free port).
     package static func bind(port: Int, admission: Admission) async throws(NearbyError) -> WebServer {
         do {
@@ -37,7 +29,7 @@ package struct WebServer: Sendable {
                         try channel.pipeline.syncOperations.configureHTTPServerPipeline(
                             position: .last, withPipeliningAssistance: false, withServerUpgrade: nil, withErrorHandling: true,
                             withOutboundHeaderValidation: true, withEncoderConfiguration: .init(),
-                            withDecoderLimitConfiguration: decoderLimits)
+                            withDecoderLimitConfiguration: HTTPLimits.decoder)
                         return channel
                     }
                 }
