@@ -14,8 +14,8 @@ package struct LocalSendPolicy: Sendable {
     package var acceptFirst = false
     /// `accept --localsend --decline`: the first transfer is declined.
     package var declineFirst = false
-    /// Files one request may offer.
-    package var maxFiles = 1000
+    /// The bounds on a prepare-upload's file list (`NEARBY_LOCALSEND_FILES`, `_LIST_BYTES`).
+    package var list = PrepareUploadList.Limits.from(environment: ProcessInfo.processInfo.environment)
 
     package init(saveDirectory: String?, pin: String?) {
         self.saveDirectory = saveDirectory
@@ -106,16 +106,19 @@ package actor LocalSendReceiver {
                 return LocalSendAnswer(status: 200, body: me.encoded())
             case (.POST, prefix + "/prepare-upload"):
                 // The PIN before the body, as the official app checks it: a wrong one costs nothing more.
-                if let refused = checkPIN(request) {
-                    _ = try await body.whole(limit: LocalSendLimits.jsonBodyBytes)
+                if var refused = checkPIN(request) {
+                    try await drain(body, limit: policy.list.bodyBytes)
+                    refused.keepAlive = false
                     return refused
                 }
-                guard let bytes = try await body.whole(limit: LocalSendLimits.jsonBodyBytes) else {
-                    return .status(413, "the request is larger than \(LocalSendLimits.jsonBodyBytes) bytes", keepAlive: false)
+                // Read as it arrives, each file charged as it is read (Receiver+List).
+                switch try await readList(request, body: body) {
+                case let .failure(refused): return refused.answer
+                case let .success(offer):
+                    // Read whole: the sender now waits for our answer, perhaps a person's.
+                    body.hold(Self.askFor + .seconds(5))
+                    return await prepare(offer, request: request)
                 }
-                // Read whole: the sender now waits for our answer, perhaps a person's.
-                body.hold(Self.askFor + .seconds(5))
-                return await prepare(bytes, request: request)
             case (.POST, prefix + "/upload"):
                 return await upload(request, body: body)
             case (.POST, prefix + "/cancel"):
@@ -129,34 +132,17 @@ package actor LocalSendReceiver {
         }
     }
 
-    struct Prepare: Decodable {
-        struct File: Decodable {
-            var id: String
-            var fileName: String
-            var size: UInt64
-            var fileType: String?
-            var sha256: String?
-            var preview: String?
-        }
-        var info: DeviceMessage
-        var files: [String: File]
-    }
-
-    func prepare(_ bytes: [UInt8], request: LocalSendRequest) async -> LocalSendAnswer {
-        guard JSONShape.depth(of: bytes, limit: LocalSendLimits.jsonDepth) != nil,
-              let offer = try? JSONDecoder().decode(Prepare.self, from: Data(bytes)), !offer.files.isEmpty
-        else { return .status(400, "not a prepare-upload body") }
-        guard offer.files.count <= policy.maxFiles else { return .status(400, "more than \(policy.maxFiles) files in one request") }
+    func prepare(_ offer: Offer, request: LocalSendRequest) async -> LocalSendAnswer {
         let device = LocalSendDevice(offer.info, host: request.host, interface: nil)
         let peer = device.ref
         let pinned = isPinned(device, shown: request.clientFingerprint)
         if let busy = admitSession(from: request.host, pinned: pinned) { return busy }
         let invitation = "ls-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
         let count = offer.files.count
-        let total = offer.files.values.reduce(UInt64(0)) { $0 &+ $1.size }
-        // A stranger's (--auto-accept takes it) is charged to the strangers' quota before anything is said.
+        let total = offer.total
+        // A stranger's (--auto-accept takes it) was charged to the strangers' quota as its list was read.
         let stranger = policy.autoAccept && !pinned
-        if stranger, let over = overQuota(files: offer.files.count, bytes: total) { return over }
+        if stranger, let over = overQuota(bytes: total, files: count) { return over }
         let context = "LocalSend: \(count) file\(count == 1 ? "" : "s"), \(total) bytes"
         let expires = EventEncoder.timestamp(Date())
         let text = Self.text(offer)
@@ -216,7 +202,8 @@ package actor LocalSendReceiver {
             return .status(204)
         }
         var files: [String: Offered] = [:]
-        for (key, file) in offer.files {
+        for entry in offer.files {
+            let (key, file) = (entry.key, entry.file)
             // A folder's files come with relative paths: the shape is kept, each part sanitized.
             let parts = SafePath.components(of: file.fileName)
             let name = parts.last ?? "unnamed"
@@ -234,8 +221,8 @@ package actor LocalSendReceiver {
     }
 
     /// A LocalSend text: one `text/*` file whose preview is the text.
-    static func text(_ offer: Prepare) -> String? {
-        guard offer.files.count == 1, let file = offer.files.values.first, file.fileType?.hasPrefix("text/") == true,
+    static func text(_ offer: Offer) -> String? {
+        guard offer.files.count == 1, let file = offer.files.first?.file, file.fileType?.hasPrefix("text/") == true,
               let preview = file.preview, preview.utf8.count == file.size else { return nil }
         return preview
     }
