@@ -256,7 +256,7 @@ test_localsend_receive_bounds() {
     done
     expect_json "$OUT/rogue.out" 'select(.case=="big-json" and .status==413)' "a 300 KB body: 413" || { cat "$OUT/rogue.out" >&2; return 1; }
     expect_json "$OUT/rogue.out" 'select(.case=="deep-json" and .status==400)' "5,000 deep: 400" || return 1
-    expect_json "$OUT/rogue.out" 'select(.case=="many-files" and .status==400)' "1,500 files: 400" || return 1
+    expect_json "$OUT/rogue.out" 'select(.case=="many-files" and .status==413)' "10,001 files: 413" || return 1
     expect_json "$OUT/rogue.out" 'select(.case=="huge-header" and (.status==431 or .status==400 or .status=="closed"))' "a 40 KB header refused" || return 1
     expect_json "$OUT/rogue.out" 'select(.case=="overrun" and (.status==400 or .status=="closed"))' "more than announced" || return 1
     expect_json "$OUT/rogue.out" 'select(.case=="bad-token" and .status==403)' "a wrong token: 403" || return 1
