@@ -54,6 +54,17 @@ test_localsend_a_folder_from_an_official_format_peer_keeps_its_shape() {
     trap 'ls_teardown; trap - RETURN' RETURN
     mkdir -p "$OUT/in" "$OUT/src"
     lsf_tree "$OUT/src/Photos 2024" 300
+    # A receiver that takes fewer files refuses the list in words, to either sender.
+    NEARBY_LOCALSEND_FILES=250 nearby_ls_node 1 "$OUT/small.jsonl" advertise --save-dir "$OUT/in" --auto-accept || return 1
+    lab_run 2 python3 "$LSF_PEER" official 10.99.0.1 53317 "$OUT/src/Photos 2024" >"$OUT/refused.out" 2>&1
+    expect_json "$OUT/refused.out" 'select(.prepare==413 and (.said|contains("at most 250 files in one transfer")))' "413 in words" || {
+        cat "$OUT/refused.out" >&2; return 1; }
+    lab_run 2 "$NEARBY" send-file --localsend 10.99.0.1 "$OUT/src/Photos 2024" >/dev/null 2>"$OUT/refused.err"
+    expect_eq "$?" 3 "nearby's sender, refused" || return 1
+    grep -q "at most 250 files in one transfer" "$OUT/refused.err" || { fail "no sentence: $(cat "$OUT/refused.err")"; return 1; }
+    ! grep -q "HTTP 413" "$OUT/refused.err" || { fail "a status number for words: $(cat "$OUT/refused.err")"; return 1; }
+    stop "$NODE_PID" >/dev/null
+    [[ -z $(ls -A "$OUT/in") ]] || { fail "a refused list left something"; return 1; }
     nearby_ls_node 1 "$OUT/node.jsonl" advertise --save-dir "$OUT/in" --auto-accept || return 1
     lab_run 2 python3 "$LSF_PEER" official 10.99.0.1 53317 "$OUT/src/Photos 2024" >"$OUT/peer.out" 2>&1
     expect_json "$OUT/peer.out" 'select(.prepare==200 and .accepted==300 and (.failed|length)==0)' "the official-format folder's uploads" || {
