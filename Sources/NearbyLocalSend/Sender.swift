@@ -43,7 +43,10 @@ package struct LocalSendSender: Sendable {
     package func sendFiles(_ files: [OutgoingFile], to target: LocalSendTarget, pin: String?, timeout: Duration) async throws(NearbyError) {
         var offers: [Offer] = []
         // A folder's files go with their paths under the folder's name, as the official app sends
-        // them; LocalSend has no empty folders, so those stay behind.
+        // them; LocalSend has no empty folders, so those stay behind, each said.
+        for empty in files where empty.directory == true {
+            events.emit(Events.Skipped(path: empty.relative, reason: "an empty folder: LocalSend carries files only"))
+        }
         for (index, file) in files.filter({ $0.directory != true }).enumerated() {
             offers.append(Offer(id: "f\(index + 1)", file: file, sha256: try await Self.sha256(of: file)))
         }

@@ -38,6 +38,7 @@ test_localsend_a_folder_of_5000_files_goes_nearby_to_nearby_with_its_shape() {
     diff -r "$OUT/src/trip" "$OUT/in/trip" >"$OUT/diff.out" 2>&1
     # LocalSend carries no empty folder: only that differs.
     expect_eq "$(cat "$OUT/diff.out")" "Only in $OUT/src/trip: empty" "diff -r of the folder" || { head "$OUT/diff.out" >&2; return 1; }
+    expect_json "$OUT/send.jsonl" 'select(.event=="skipped" and .path=="trip/empty" and (.reason|contains("empty folder")))' "the empty folder, said" || return 1
     expect_eq "$(grep -c '"event":"file-sent"' "$OUT/send.jsonl")" 5000 "one file-sent a file" || return 1
     expect_eq "$(grep -c '"event":"file-received"' "$OUT/node.jsonl")" 5000 "one file-received a file" || return 1
     [[ -z $(find "$OUT/in" -name '*.nearby-part') ]] || { fail "a partial file was left"; return 1; }
