@@ -163,7 +163,8 @@ nearby_ls_node() {
     local host=$1 file=$2; shift 2
     lab_bg "$host" "$file" "$NEARBY" "$@" --localsend >/dev/null
     NODE_PID=$LAB_PID
-    lab_wait_line "$file" 'select(.event=="advertising" and .service=="localsend")' 15 >/dev/null || {
+    # 30 s: on a loaded machine (load 10-24, three labs at once) a node's first start took 15-16 s.
+    lab_wait_line "$file" 'select(.event=="advertising" and .service=="localsend")' 30 >/dev/null || {
         fail "no advertising event from h$host"; cat "$file" "$file.err" >&2; return 1; }
 }
 
