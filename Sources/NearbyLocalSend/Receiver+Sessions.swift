@@ -64,7 +64,7 @@ extension LocalSendReceiver {
     func admitSession(from host: String, pinned: Bool, limits: LocalSendSessions.Limits = LocalSendSessions.limits) -> LocalSendAnswer? {
         let now = ContinuousClock.now
         expireSlow(now: now)
-        for session in sessions.values where now - session.lastActivity > Self.sessionIdle && !session.files.values.contains(where: { $0.state == .receiving }) {
+        for session in sessions.values where now - session.lastActivity > Self.sessionIdle && session.receiving == 0 {
             expire(session, reason: "\(session.peer.name ?? session.peer.id) sent nothing for \(Int(Self.sessionIdle / .seconds(1))) s")
         }
         // A node-less `accept` takes one transfer: one session at a time.

@@ -57,7 +57,31 @@ package actor LocalSendReceiver {
         /// Let in by `--auto-accept` alone (not chosen, not accepted by a person), as the core's
         /// strangers are: charged to the strangers' quota and held to the floor rate.
         var stranger = true
-        var finished: Bool { files.values.allSatisfy { $0.state == .done || $0.state == .failed } }
+        /// Files neither done nor failed, and files being uploaded now: counted as their states
+        /// change (`set`), so that a folder's thousands of uploads cost no walk of the list each.
+        var unsettled = 0
+        var receiving = 0
+        var finished: Bool { unsettled == 0 }
+
+        /// Changes one file's state in place (never through a copy of `files`: a copy of a
+        /// 5,000-entry map for each upload made a folder's uploads quadratic).
+        /// What an upload needs of its session, without its file map.
+        struct Summary {
+            var peer: PeerRef
+            var host: String
+            var stranger: Bool
+            var deadline: ContinuousClock.Instant
+        }
+        var summary: Summary { Summary(peer: peer, host: host, stranger: stranger, deadline: deadline) }
+
+        mutating func set(_ key: String, _ state: Offered.State) {
+            guard let old = files[key]?.state, old != state else { return }
+            func open(_ state: Offered.State) -> Bool { state == .waiting || state == .receiving }
+            if open(old), !open(state) { unsettled -= 1 } else if !open(old), open(state) { unsettled += 1 }
+            if old == .receiving { receiving -= 1 }
+            if state == .receiving { receiving += 1 }
+            files[key]?.state = state
+        }
     }
 
     let me: DeviceMessage
@@ -214,7 +238,8 @@ package actor LocalSendReceiver {
         // A UUID, as the official app's session IDs and tokens are.
         let id = UUID().uuidString.lowercased()
         sessions[id] = Session(
-            id: id, host: request.host, peer: peer, files: files, deadline: LocalSendSessions.deadline(for: total), pinned: pinned, stranger: stranger)
+            id: id, host: request.host, peer: peer, files: files, deadline: LocalSendSessions.deadline(for: total), pinned: pinned, stranger: stranger,
+            unsettled: files.count)
         let tokens = files.mapValues(\.token)
         let answer = (try? JSONEncoder().encode(["sessionId": AnyCodableString.string(id), "files": .map(tokens)])).map(Array.init) ?? []
         return LocalSendAnswer(status: 200, body: answer)
@@ -232,12 +257,17 @@ package actor LocalSendReceiver {
             return .status(400, "Missing parameters", keepAlive: false)
         }
         expireSlow()
-        guard var current = sessions[id], current.host == request.host,
-              let file = current.files[fileID], file.token == token, file.state == .waiting,
-              let directory = policy.saveDirectory
-        else { return .status(403, "Invalid token or IP address", keepAlive: false) }
+        // What the upload needs, read in a closure: a copy of the session held while it is
+        // changed below would copy its whole file map.
+        let found = sessions[id].flatMap { current -> (file: Offered, session: Session.Summary)? in
+            guard current.host == request.host, let file = current.files[fileID], file.token == token, file.state == .waiting else { return nil }
+            return (file, current.summary)
+        }
+        guard let (file, current) = found, let directory = policy.saveDirectory else {
+            return .status(403, "Invalid token or IP address", keepAlive: false)
+        }
         if let length = request.contentLength, length != Int(clamping: file.size) {
-            sessions[id]?.files[fileID]?.state = .failed
+            sessions[id]?.set(fileID, .failed)
             let reason = "Content-Length \(length) is not the size announced (\(file.size))"
             events.emit(Events.FileFailed.make(
                 transfer: "ls-\(id.prefix(8))-\(fileID)", direction: "receive", peer: current.peer, path: file.name,
@@ -245,9 +275,8 @@ package actor LocalSendReceiver {
             if sessions[id]?.finished == true, policy.acceptFirst { finish(.transferFailed(path: file.name, code: "too-large", reason: reason)) }
             return .status(400, reason, keepAlive: false)
         }
-        current.files[fileID]?.state = .receiving
-        current.lastActivity = .now
-        sessions[id] = current
+        sessions[id]?.set(fileID, .receiving)
+        sessions[id]?.lastActivity = .now
         let incoming = IncomingUpload(
             root: directory, folders: file.folders, name: file.name, partialTag: String(id.prefix(8)) + "-" + String(fileID.prefix(16).filter { $0.isLetter || $0.isNumber }),
             size: file.size, sha256: file.sha256, peer: current.peer, owner: current.stranger ? current.host : nil, partials: partials,
@@ -257,11 +286,11 @@ package actor LocalSendReceiver {
         sessions[id]?.files[fileID]?.attempts += 1
         if let outcome, outcome.error.code == "integrity", (sessions[id]?.files[fileID]?.attempts ?? Self.maxAttempts) < Self.maxAttempts {
             // As the official app: the sender may upload it again with the same token.
-            sessions[id]?.files[fileID]?.state = .waiting
+            sessions[id]?.set(fileID, .waiting)
             sessions[id]?.lastActivity = .now
             return outcome.answer
         }
-        sessions[id]?.files[fileID]?.state = outcome == nil ? .done : .failed
+        sessions[id]?.set(fileID, outcome == nil ? .done : .failed)
         sessions[id]?.lastActivity = .now
         if let outcome, sessions[id]?.failure == nil { sessions[id]?.failure = outcome.error }
         if outcome?.error.code == "timeout", let slow = sessions[id] { expire(slow, reason: outcome?.error.errorDescription ?? "too slow") }

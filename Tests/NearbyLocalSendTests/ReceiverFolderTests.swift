@@ -74,5 +74,7 @@ import Testing
         #expect(Set(found) == ["trip/a/x.bin", "trip/a/x (1).bin", "trip/escape.bin", "etc/abs.bin", "trip/win/w.bin", "trip/b/c/y.bin"])
         #expect(try String(contentsOfFile: directory + "/trip/a/x.bin", encoding: .utf8) == "old")
         #expect(try String(contentsOfFile: directory + "/trip/a/x (1).bin", encoding: .utf8) == "0!")
+        // Every file settled: the session is over (counted as states change, not by a walk).
+        #expect(await receiver.sessions.isEmpty)
     }
 }
