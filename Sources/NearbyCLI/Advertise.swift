@@ -66,10 +66,11 @@ extension Nearby {
             if web.web, localSend.localsend { throw ValidationError("--web is served beside nearby's own node, not with --localsend") }
         }
 
-        /// Waits for SIGINT/SIGTERM; with --web, serves the upload page (into --save-dir) meanwhile.
-        static func webPage(_ context: CommandContext, web: Bool, saveDir: String?, device: String) async throws -> Int32? {
+        /// Waits for SIGINT/SIGTERM; with --web, serves the upload page (into --save-dir) meanwhile,
+        /// on the node's admission and strangers' quota.
+        static func webPage(_ context: CommandContext, web: Bool, node: Node, device: String) async throws -> Int32? {
             guard web else { return await TerminationSignal.next() }
-            let (server, box) = try await WebCommands.dropBox(context, saveDir: saveDir, device: device)
+            let (server, box) = try await WebCommands.dropBox(context, node: node, device: device)
             return await withTaskGroup(of: Int32??.self) { group in
                 group.addTask {
                     await server.run(box)
@@ -119,12 +120,12 @@ extension Nearby {
                 if web.web, configuration.saveDirectory == nil {
                     throw NearbyError.invalidArgument("--web needs --save-dir (or NEARBY_SAVE_DIR): where should uploads go?")
                 }
-                let (useWeb, saveDir) = (web.web, configuration.saveDirectory)
+                let useWeb = web.web
                 try await LocalNode.run(configuration, identity: identity, context: context, serve: true) { local in
                     let advertising = await local.node.advertisingEvent
                     for event in await local.node.advertisingEvents { context.events.emit(event) }
                     console.info("advertising \(service.registrationType) as \(identity.peerID) on port \(advertising.port); Ctrl-C to stop")
-                    let signal = try await Self.webPage(context, web: useWeb, saveDir: saveDir, device: name ?? identity.displayName)
+                    let signal = try await Self.webPage(context, web: useWeb, node: local.node, device: name ?? identity.displayName)
                     console.info("signal \(signal ?? 0): saying goodbye and withdrawing the advertisement")
                 }
             }

@@ -120,15 +120,15 @@ package final class WebDropBox: WebSite {
                             value += 1
                             return "web-up-\(value)-\(UInt32.random(in: 0...UInt32.max))"
                         }
-                        file = try receiving.begin(name: filename.isEmpty ? "unnamed" : filename, from: request.address, transfer: transfer)
+                        file = try await receiving.begin(name: filename.isEmpty ? "unnamed" : filename, from: request.address, transfer: transfer)
                     case .begin(_, nil):
                         file = nil
                     case let .data(data):
-                        try data.withUnsafeBytes { try file?.write($0) }
+                        try await file?.write(ByteBuffer(bytes: data))
                     case .end:
                         if let done = file {
                             file = nil
-                            let placed = try done.finish()
+                            let placed = try await done.finish()
                             outcome.placed.append(placed)
                             feed.yield(placed)
                         }
@@ -139,9 +139,14 @@ package final class WebDropBox: WebSite {
             try parser.finish()
             outcome.status = .ok
         } catch let error as NearbyError {
-            file?.abandon(error)
+            await file?.abandon(error)
             outcome.failure = (error.errorDescription ?? error.code) + "."
-            outcome.status = error.code == "too-large" ? .payloadTooLarge : .internalServerError
+            switch error.code {
+            case "too-large": outcome.status = .payloadTooLarge
+            case "quota": outcome.status = .insufficientStorage
+            case "busy": outcome.status = .serviceUnavailable
+            default: outcome.status = .internalServerError
+            }
         } catch let error as MultipartParser.Failure {
             let reason: String
             switch error {
@@ -150,10 +155,10 @@ package final class WebDropBox: WebSite {
             case .tooManyParts: reason = "more than \(maxFiles) parts in one form."
             case .partLargerThanDeclared: reason = "a part was larger than it declared."
             }
-            file?.abandon(.transferFailed(path: file?.name ?? "", code: "malformed", reason: reason))
+            await file?.abandon(.transferFailed(path: file?.name ?? "", code: "malformed", reason: reason))
             outcome.failure = reason
         } catch {
-            file?.abandon(.connectionFailed("the browser at \(request.address) stopped sending"))
+            await file?.abandon(.connectionFailed("the browser at \(request.address) stopped sending"))
             outcome.failure = "the connection ended early."
         }
         return outcome
