@@ -204,3 +204,75 @@ test_web_pages_at_phone_size() {
         [[ -z ${WEB_SHOTS:-} ]] || cp "$OUT/$shot.png" "$WEB_SHOTS/"
     done
 }
+
+# advertise --web on a node: the page's connections take places in the node's one admission table,
+# beside its links' (here 2 per address): a stranger holding its places through one protocol gets
+# none through the other, while another host is served. Separate tables would let h2 in twice.
+test_web_node_shares_admission_with_its_links() {
+    mkdir -p "$OUT/save"
+    web_start 1 "$OUT/adv.jsonl" NEARBY_STRANGER_CONNECTIONS_PER_ADDRESS=2 NEARBY_STRANGER_CONNECTIONS_HANDSHAKE_MS=120000 \
+        NEARBY_HANDSHAKE_DEADLINE=120 -- advertise --service s-web-adm --encryption none --web --save-dir "$OUT/save" || return 1
+    local host web_port node_port holder
+    host=$(lab_addr 1)
+    web_port=$(jq -r 'select(.event=="web-serving") | .port' "$OUT/adv.jsonl")
+    node_port=$(jq -r 'select(.event=="advertising") | .port' "$OUT/adv.jsonl" | head -1)
+    # web_hold K PORT: h_K holds 2 silent connections to PORT on h1 (sets holder).
+    web_hold() {
+        lab_bg "$1" "$OUT/hold-$2.json" python3 "$ROOT/tests/e2e/rogue_web.py" hold "$host" "$2" 2 120 >/dev/null
+        holder=$LAB_PID
+        lab_wait_line "$OUT/hold-$2.json" 'select(.held==2)' 15 >/dev/null || { fail "h$1 could not hold 2 connections to $2"; return 1; }
+    }
+    # web_probe K PORT WANT: h_K's connection to PORT is closed at once (true) or kept (false), within 4 tries.
+    web_probe() {
+        local try
+        for try in 1 2 3 4; do
+            rogue_web "$1" probe "$host" "$2" >"$OUT/probe.json" 2>&1
+            [[ $(jq -r .closed "$OUT/probe.json" 2>/dev/null) == "$3" ]] && return 0
+        done
+        fail "h$1's connection to port $2: closed is not $3 ($(cat "$OUT/probe.json"))"
+    }
+    web_probe 2 "$web_port" false || return 1
+    # Through nearby's port: then h2 has no place left on the web page, h3 has.
+    web_hold 2 "$node_port" || return 1
+    web_probe 2 "$web_port" true || return 1
+    web_probe 3 "$web_port" false || return 1
+    kill "$holder"; lab_wait_pid "$holder" 10
+    web_probe 2 "$web_port" false || return 1
+    # Through the web page: then h2 has no place left for a link, h3 has.
+    web_hold 2 "$web_port" || return 1
+    web_probe 2 "$node_port" true || return 1
+    web_probe 3 "$node_port" false || return 1
+    kill "$holder"; lab_wait_pid "$holder" 10
+    stop "$WEB_PID"
+    expect_eq $? 0 "advertise --web ends with Ctrl-C" || return 1
+}
+
+# advertise --web on a node: a browser's upload is a partial file in the node's one strangers'
+# quota (here 1 file), beside those of the strangers on its links: a link's file taking the place
+# takes the browser's partial back (file-failed quota, nothing left of it). Separate quotas would
+# let both through.
+test_web_node_shares_the_strangers_quota_with_its_links() {
+    mkdir -p "$OUT/save" "$OUT/up"
+    head -c 3000000 /dev/urandom >"$OUT/up/slow.bin"
+    head -c 300000 /dev/urandom >"$OUT/up/link.bin"
+    web_start 1 "$OUT/adv.jsonl" NEARBY_PARTIAL_FILES=1 -- \
+        advertise --service s-web-quota --encryption none --auto-accept --web --save-dir "$OUT/save" || return 1
+    local port curler status
+    port=$(jq -r 'select(.event=="advertising") | .port' "$OUT/adv.jsonl" | head -1)
+    lab_bg 2 "$OUT/curl.out" curl -sS -H 'Expect:' --limit-rate 30k -F "file=@$OUT/up/slow.bin" -H 'Accept: text/plain' \
+        -w '\n%{http_code}\n' "${WEB_URL}upload" >/dev/null
+    curler=$LAB_PID
+    await "$OUT/adv.jsonl" 'select(.event=="progress" and .peer.id=="web-10.99.0.2")' 20 "the browser's upload under way" || return 1
+    nb 3 send-file "$(lab_addr 1):$port" "$OUT/up/link.bin" --service s-web-quota --encryption none --timeout 20 \
+        >"$OUT/send.jsonl" 2>"$OUT/send.err"; status=$?
+    expect_eq "$status" 0 "the link's send-file" || { show "$OUT/send.jsonl" "$OUT/send.err"; return 1; }
+    cmp -s "$OUT/up/link.bin" "$OUT/save/link.bin" || { fail "the link's file did not arrive whole"; return 1; }
+    await "$OUT/adv.jsonl" 'select(.event=="file-failed" and .peer.id=="web-10.99.0.2" and .code=="quota")' 20 \
+        "the browser's upload taken back by the quota" || return 1
+    lab_wait_pid "$curler" 30
+    grep -q '^507$' "$OUT/curl.out" || { fail "the browser was not told 507"; cat "$OUT/curl.out" "$OUT/curl.out.err" >&2; return 1; }
+    [[ ! -e $OUT/save/slow.bin ]] || { fail "the taken-back upload was kept"; return 1; }
+    expect_eq "$(find "$OUT/save" -name '*.nearby-part' | wc -l)" 0 "partial files left" || return 1
+    stop "$WEB_PID"
+    expect_eq $? 0 "advertise --web ends with Ctrl-C" || return 1
+}
