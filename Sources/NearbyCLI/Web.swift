@@ -90,12 +90,15 @@ enum WebCommands {
 
     /// `advertise --web`: the upload page beside the node, into its --save-dir, on the node's own
     /// admission and strangers' quota (one table of strangers' connections, one account each).
-    static func dropBox(_ context: CommandContext, node: Node, device: String) async throws -> (WebServer, WebDropBox) {
-        guard let saveDir = node.configuration.saveDirectory else {
+    /// (A LocalSend node's too: `advertise --localsend --web`.)
+    static func dropBox(
+        _ context: CommandContext, saveDir: String?, device: String, partials: PartialFiles, admission: Admission
+    ) async throws -> (WebServer, WebDropBox) {
+        guard let saveDir else {
             throw NearbyError.invalidArgument("--web needs --save-dir (or NEARBY_SAVE_DIR): where should uploads go?")
         }
-        let server = try await WebServer.bind(port: port(context), admission: node.admission)
-        let (token, box) = dropBox(context, saveDir: saveDir, device: device, partials: node.partials)
+        let server = try await WebServer.bind(port: port(context), admission: admission)
+        let (token, box) = dropBox(context, saveDir: saveDir, device: device, partials: partials)
         announce(context, server: server, token: token, mode: "receive", items: nil, saveDir: saveDir)
         return (server, box)
     }

@@ -212,39 +212,60 @@ test_web_node_shares_admission_with_its_links() {
     mkdir -p "$OUT/save"
     web_start 1 "$OUT/adv.jsonl" NEARBY_STRANGER_CONNECTIONS_PER_ADDRESS=2 NEARBY_STRANGER_CONNECTIONS_HANDSHAKE_MS=120000 \
         NEARBY_HANDSHAKE_DEADLINE=120 -- advertise --service s-web-adm --encryption none --web --save-dir "$OUT/save" || return 1
-    local host web_port node_port holder
-    host=$(lab_addr 1)
-    web_port=$(jq -r 'select(.event=="web-serving") | .port' "$OUT/adv.jsonl")
-    node_port=$(jq -r 'select(.event=="advertising") | .port' "$OUT/adv.jsonl" | head -1)
-    # web_hold K PORT: h_K holds 2 silent connections to PORT on h1 (sets holder).
-    web_hold() {
-        lab_bg "$1" "$OUT/hold-$2.json" python3 "$ROOT/tests/e2e/rogue_web.py" hold "$host" "$2" 2 120 >/dev/null
-        holder=$LAB_PID
-        lab_wait_line "$OUT/hold-$2.json" 'select(.held==2)' 15 >/dev/null || { fail "h$1 could not hold 2 connections to $2"; return 1; }
-    }
-    # web_probe K PORT WANT: h_K's connection to PORT is closed at once (true) or kept (false), within 4 tries.
-    web_probe() {
-        local try
-        for try in 1 2 3 4; do
-            rogue_web "$1" probe "$host" "$2" >"$OUT/probe.json" 2>&1
-            [[ $(jq -r .closed "$OUT/probe.json" 2>/dev/null) == "$3" ]] && return 0
-        done
-        fail "h$1's connection to port $2: closed is not $3 ($(cat "$OUT/probe.json"))"
-    }
-    web_probe 2 "$web_port" false || return 1
-    # Through nearby's port: then h2 has no place left on the web page, h3 has.
-    web_hold 2 "$node_port" || return 1
-    web_probe 2 "$web_port" true || return 1
-    web_probe 3 "$web_port" false || return 1
-    kill "$holder"; lab_wait_pid "$holder" 10
-    web_probe 2 "$web_port" false || return 1
-    # Through the web page: then h2 has no place left for a link, h3 has.
-    web_hold 2 "$web_port" || return 1
-    web_probe 2 "$node_port" true || return 1
-    web_probe 3 "$node_port" false || return 1
-    kill "$holder"; lab_wait_pid "$holder" 10
+    web_one_table "$(jq -r 'select(.event=="advertising") | .port' "$OUT/adv.jsonl" | head -1)" || return 1
     stop "$WEB_PID"
     expect_eq $? 0 "advertise --web ends with Ctrl-C" || return 1
+}
+
+# The same beside a LocalSend receiver: the page's connections and LocalSend's HTTPS take places in
+# its one table (here 2 per address).
+test_web_localsend_node_shares_admission_with_its_https() {
+    mkdir -p "$OUT/save"
+    web_start 1 "$OUT/adv.jsonl" NEARBY_LOCALSEND_PER_ADDRESS=2 NEARBY_LOCALSEND_HANDSHAKE_MS=120000 -- \
+        advertise --localsend --web --save-dir "$OUT/save" || return 1
+    web_one_table "$(jq -r 'select(.event=="advertising" and .service=="localsend") | .port' "$OUT/adv.jsonl" | head -1)" || return 1
+    stop "$WEB_PID"
+    expect_eq $? 0 "advertise --localsend --web ends with Ctrl-C" || return 1
+}
+
+# web_one_table PORT: h1's web page (WEB_URL) and its other protocol on PORT share one admission
+# table of 2 places per address: h2 holding 2 silent connections through one gets none through the
+# other, while h3 is let in.
+web_one_table() {
+    local other=$1 host web_port holder
+    host=$(lab_addr 1)
+    web_port=$(jq -r 'select(.event=="web-serving") | .port' "$OUT/adv.jsonl")
+    [[ $other =~ ^[0-9]+$ && $web_port =~ ^[0-9]+$ ]] || { fail "no ports in the node's events ('$other', '$web_port')"; return 1; }
+    web_probe 2 "$host" "$web_port" false || return 1
+    # Through the other protocol: then h2 has no place left on the web page, h3 has.
+    web_hold 2 "$host" "$other" || return 1; holder=$LAB_PID
+    web_probe 2 "$host" "$web_port" true || return 1
+    web_probe 3 "$host" "$web_port" false || return 1
+    kill "$holder"; lab_wait_pid "$holder" 10
+    web_probe 2 "$host" "$web_port" false || return 1
+    # Through the web page: then h2 has no place left for the other protocol, h3 has.
+    web_hold 2 "$host" "$web_port" || return 1; holder=$LAB_PID
+    web_probe 2 "$host" "$other" true || return 1
+    web_probe 3 "$host" "$other" false || return 1
+    kill "$holder"
+    lab_wait_pid "$holder" 10 || true
+}
+
+# web_hold K HOST PORT: h_K holds 2 silent connections to HOST:PORT (LAB_PID is the holder).
+web_hold() {
+    lab_bg "$1" "$OUT/hold-$3.json" python3 "$ROOT/tests/e2e/rogue_web.py" hold "$2" "$3" 2 120 >/dev/null
+    lab_wait_line "$OUT/hold-$3.json" 'select(.held==2)' 15 >/dev/null || { fail "h$1 could not hold 2 connections to $3"; return 1; }
+}
+
+# web_probe K HOST PORT WANT: h_K's connection to HOST:PORT is closed at once (true) or kept (false),
+# within 4 tries (a place is taken or given back a moment after the client's connect or close).
+web_probe() {
+    local try
+    for try in 1 2 3 4; do
+        rogue_web "$1" probe "$2" "$3" >"$OUT/probe.json" 2>&1
+        [[ $(jq -r .closed "$OUT/probe.json" 2>/dev/null) == "$4" ]] && return 0
+    done
+    fail "h$1's connection to port $3: closed is not $4 ($(cat "$OUT/probe.json"))"
 }
 
 # advertise --web on a node: a browser's upload is a partial file in the node's one strangers'
