@@ -205,6 +205,31 @@ test_web_pages_at_phone_size() {
     done
 }
 
+# accept --web killed during an upload leaves a stranger's unresumable partial; the next accept
+# --web on that directory deletes it as it starts (as a node does), and never shows it as a file.
+test_web_a_crash_leaves_no_partial() {
+    mkdir -p "$OUT/save" "$OUT/up"
+    head -c 3000000 /dev/urandom >"$OUT/up/cut.bin"
+    web_start 1 "$OUT/accept.jsonl" -- accept --web --save-dir "$OUT/save" || return 1
+    lab_bg 2 "$OUT/curl.out" curl -sS -H 'Expect:' --limit-rate 30k -F "file=@$OUT/up/cut.bin" "${WEB_URL}upload" >/dev/null
+    local curler=$LAB_PID left
+    await "$OUT/accept.jsonl" 'select(.event=="progress" and .peer.id=="web-10.99.0.2")' 20 "the upload under way" || return 1
+    kill -KILL "$WEB_PID"
+    lab_wait_pid "$WEB_PID" 10
+    lab_wait_pid "$curler" 30
+    expect_eq "$(find "$OUT/save" -name '*-u.nearby-part' | wc -l)" 1 "the killed upload's partial file" || { ls -la "$OUT/save" >&2; return 1; }
+    web_start 1 "$OUT/again.jsonl" -- accept --web --save-dir "$OUT/save" || return 1
+    for _ in $(seq 1 100); do
+        left=$(find "$OUT/save" -name '*.nearby-part' | wc -l)
+        (( left == 0 )) && break
+        sleep 0.1
+    done
+    expect_eq "$left" 0 "partial files after the restart" || { ls -la "$OUT/save" >&2; return 1; }
+    expect_eq "$(find "$OUT/save" -type f | wc -l)" 0 "files in the save directory" || return 1
+    stop "$WEB_PID"
+    expect_eq $? 0 "accept --web ends with Ctrl-C" || return 1
+}
+
 # advertise --web on a node: the page's connections take places in the node's one admission table,
 # beside its links' (here 2 per address): a stranger holding its places through one protocol gets
 # none through the other, while another host is served. Separate tables would let h2 in twice.
