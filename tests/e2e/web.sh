@@ -52,6 +52,8 @@ test_web_upload_in_a_browser_byte_exact() {
     head -c 2500000 /dev/urandom >"$OUT/up/photo.jpg"
     head -c 70000 /dev/urandom >"$OUT/up/clip.bin"
     printf 'typed without JavaScript\n' >"$OUT/up/plain.txt"
+    # A file of the user's under the name of one that arrives: never written over.
+    printf 'mine\n' >"$OUT/save/photo.jpg"
     web_start 1 "$OUT/accept.jsonl" -- accept --web --save-dir "$OUT/save" --count 3 || return 1
     expect_json "$OUT/accept.jsonl" 'select(.event=="web-serving" and .mode=="receive")' "web-serving for uploads" || return 1
     web_browser 2 upload "$WEB_URL" "$OUT/up/photo.jpg" "$OUT/up/clip.bin" >"$OUT/browser.json" 2>"$OUT/browser.err" || {
@@ -61,9 +63,11 @@ test_web_upload_in_a_browser_byte_exact() {
     lab_wait_pid "$WEB_PID" 30
     expect_eq $? 0 "accept --web --count 3's exit status" || { cat "$OUT/accept.jsonl.err" >&2; return 1; }
     local name
-    for name in photo.jpg clip.bin plain.txt; do
+    for name in clip.bin plain.txt; do
         cmp "$OUT/up/$name" "$OUT/save/$name" || { fail "$name differs"; return 1; }
     done
+    cmp "$OUT/up/photo.jpg" "$OUT/save/photo (1).jpg" || { fail "photo.jpg did not land beside the user's as 'photo (1).jpg'"; return 1; }
+    expect_eq "$(cat "$OUT/save/photo.jpg")" mine "the user's photo.jpg" || return 1
     expect_eq "$(find "$OUT/save" -name '*.nearby-part' | wc -l)" 0 "partial files left" || return 1
     expect_eq "$(count_json "$OUT/accept.jsonl" 'select(.event=="file-received")')" 3 "file-received events" || return 1
     expect_json "$OUT/accept.jsonl" 'select(.event=="file-received" and .peer.id=="web-10.99.0.2" and .bytes==2500000)' "file-received names the browser's address" || return 1
