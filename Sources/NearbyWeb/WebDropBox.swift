@@ -74,6 +74,8 @@ package final class WebDropBox: WebSite {
         }
     }
 
+    static let writeBlock = 256 << 10
+
     struct Outcome {
         var placed: [String] = []
         var failure: String?
@@ -107,6 +109,9 @@ package final class WebDropBox: WebSite {
             return outcome
         }
         var file: (any WebIncomingFile)?
+        // A file's bytes go to its writer in blocks of `writeBlock`, not chunk by chunk (each write
+        // is two hops through the writer's queues).
+        var block = ByteBuffer()
         var read: UInt64 = 0
         do {
             while var chunk = try await body.chunk() {
@@ -124,9 +129,18 @@ package final class WebDropBox: WebSite {
                     case .begin(_, nil):
                         file = nil
                     case let .data(data):
-                        try await file?.write(ByteBuffer(bytes: data))
+                        guard let file else { break }
+                        block.writeBytes(data)
+                        if block.readableBytes >= Self.writeBlock {
+                            try await file.write(block)
+                            block = ByteBuffer()
+                        }
                     case .end:
                         if let done = file {
+                            if block.readableBytes > 0 {
+                                try await done.write(block)
+                                block = ByteBuffer()
+                            }
                             file = nil
                             let placed = try await done.finish()
                             outcome.placed.append(placed)
