@@ -33,6 +33,9 @@ package struct LocalSendHTTP: Sendable {
         case unreachable(String)
         case protocolError(String)
         case io(path: String, reason: String)
+        /// The connection ended before a byte of the answer came (`bodySent`: after some of the
+        /// request's body went out): on a kept connection, what a device closing it idle looks like.
+        case closedBeforeAnswer(String, bodySent: Bool)
     }
 
     let tls: NIOSSLContext
@@ -53,131 +56,38 @@ package struct LocalSendHTTP: Sendable {
         tls = try NIOSSLContext(configuration: configuration)
     }
 
-    /// Sends one request and reads the answer. `timeout` bounds connecting and waiting for the
-    /// answer; while a file goes out, `idle` bounds each wait for the device to take more bytes.
-    /// `progress`: the deadline of several requests sent at once (a session's uploads), pushed back
-    /// by each one's bytes: a request the device has not taken up yet (a receiver that serves one
-    /// connection at a time) waits for its TLS handshake as long as a sibling makes progress.
+    /// Sends one request on a connection of its own (`Connection: close`) and reads the answer.
+    /// `timeout` bounds connecting and waiting for the answer; while a file goes out, `idle` bounds
+    /// each wait for the device to take more bytes. `progress`: the deadline of several requests
+    /// sent at once (a session's uploads), pushed back by each one's bytes: a request the device has
+    /// not taken up yet (a receiver that serves one connection at a time) waits for its TLS
+    /// handshake as long as a sibling makes progress.
     package func request(
         host: String, port: Int, https: Bool, method: HTTPMethod, path: String, body: Body,
         expectedFingerprint: String?, timeout: Duration, idle: Duration = .seconds(30), progress: Watchdog? = nil,
         answerLimit: Int = LocalSendLimits.jsonBodyBytes
     ) async throws(Failure) -> Response {
-        let seen = Locked<String?>(nil)
-        let handshake = Locked<EventLoopFuture<Void>?>(nil)
-        let expected = expectedFingerprint?.uppercased()
-        let tls = self.tls
-        let channel: NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>
+        let opened = try await open(host: host, port: port, https: https, expectedFingerprint: expectedFingerprint, timeout: timeout)
+        let ask = Ask(method: method, path: path, body: body, keepAlive: false, timeout: timeout, idle: idle, answerLimit: answerLimit)
+        let answer: Answer
         do {
-            channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                .connectTimeout(.milliseconds(Int64(timeout / .milliseconds(1))))
-                .connect(host: host, port: port) { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        let sync = channel.pipeline.syncOperations
-                        if https {
-                            let handler = try NIOSSLClientHandler(context: tls, serverHostname: nil) { certificates, promise in
-                                guard let leaf = certificates.first, let der = try? leaf.toDERBytes() else {
-                                    promise.succeed(.failed)
-                                    return
-                                }
-                                let got = LocalSendIdentity.fingerprint(ofDER: der)
-                                seen.withLock { $0 = got }
-                                promise.succeed(expected == nil || expected == got ? .certificateVerified : .failed)
-                            }
-                            try sync.addHandler(handler)
-                            let gate = TLSHandshakeDone(promise: channel.eventLoop.makePromise())
-                            handshake.withLock { $0 = gate.promise.futureResult }
-                            try sync.addHandler(gate)
-                        }
-                        try sync.addHTTPClientHandlers()
-                        return try NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>(wrappingChannelSynchronously: channel)
-                    }
-                }
-        } catch {
-            throw .unreachable("cannot connect to \(host):\(port): \(Self.describe(error))")
-        }
-        let watchdog = progress ?? Watchdog()
-        let handshakeDone = handshake.withLock { $0 }
-        do {
-            return try await withThrowingTaskGroup(of: Response?.self) { group in
-                group.addTask {
-                    try await channel.executeThenClose { inbound, outbound in
-                        // Nothing is written before the handshake is over: NIOSSL would hold every
-                        // byte written meanwhile (a whole file) for a receiver that is not serving us yet.
-                        if let handshakeDone {
-                            if progress == nil { watchdog.arm(timeout) }
-                            try await handshakeDone.get()
-                        }
-                        var headers = HTTPHeaders()
-                        headers.add(name: "Host", value: "\(host):\(port)")
-                        headers.add(name: "Connection", value: "close")
-                        switch body {
-                        case .none:
-                            headers.add(name: "Content-Length", value: "0")
-                        case let .json(bytes):
-                            headers.add(name: "Content-Type", value: "application/json")
-                            headers.add(name: "Content-Length", value: String(bytes.count))
-                        case let .file(_, size, _):
-                            headers.add(name: "Content-Type", value: "application/octet-stream")
-                            headers.add(name: "Content-Length", value: String(size))
-                        }
-                        try await outbound.write(.head(HTTPRequestHead(version: .http1_1, method: method, uri: path, headers: headers)))
-                        switch body {
-                        case .none: break
-                        case let .json(bytes): try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: bytes))))
-                        case let .file(path, size, sent):
-                            watchdog.arm(idle)
-                            try await Self.stream(path: path, size: size, to: outbound, sent: { bytes in
-                                watchdog.arm(idle)
-                                sent(bytes)
-                            })
-                        }
-                        try await outbound.write(.end(nil))
-                        watchdog.arm(timeout)
-                        var status = 0
-                        var collected: [UInt8] = []
-                        for try await part in inbound {
-                            switch part {
-                            case let .head(head): status = Int(head.status.code)
-                            case var .body(buffer):
-                                guard collected.count + buffer.readableBytes <= answerLimit else {
-                                    throw Failure.protocolError("the answer is larger than \(answerLimit) bytes")
-                                }
-                                collected += buffer.readBytes(length: buffer.readableBytes) ?? []
-                            case .end:
-                                return Response(status: status, body: collected, fingerprint: seen.withLock { $0 })
-                            }
-                        }
-                        throw Failure.protocolError("the connection closed before a whole answer came")
-                    }
-                }
-                group.addTask {
-                    if case .file = body {} else { watchdog.arm(timeout) }
-                    await watchdog.expired()
-                    return nil
-                }
-                defer { group.cancelAll() }
-                guard let first = try await group.next(), let response = first else {
-                    channel.channel.close(promise: nil)
-                    throw Failure.timedOut("\(host):\(port) did not answer within \(Self.seconds(watchdog.lastSpan ?? timeout)) s")
-                }
-                return response
+            answer = try await opened.channel.executeThenClose { inbound, outbound in
+                try await Self.exchange(ask, on: opened, reader: PartReader(inbound.makeAsyncIterator()), outbound: outbound, progress: progress)
             }
         } catch let failure as Failure {
-            throw failure
+            guard case let .closedBeforeAnswer(reason, _) = failure else { throw failure }
+            throw .protocolError(reason)
         } catch {
-            if let expected, let got = seen.withLock({ $0 }), got != expected {
-                throw .fingerprintMismatch(expected: expected, got: got)
-            }
-            if Task.isCancelled { throw .protocolError("cancelled") }
             throw .protocolError(Self.describe(error))
         }
+        return answer.response
     }
 
-    /// Writes the file in 64 KiB chunks, each write waiting for the channel to take the last.
+    /// Writes the file in 64 KiB chunks, each write waiting for the channel to take the last
+    /// (`writing` told before each chunk is handed to the connection, `sent` after).
     static func stream(
         path: String, size: UInt64, to outbound: NIOAsyncChannelOutboundWriter<HTTPClientRequestPart>,
-        sent: (UInt64) -> Void
+        sent: (UInt64) -> Void, writing: () -> Void = {}
     ) async throws {
         guard let handle = FileHandle(forReadingAtPath: path) else { throw Failure.io(path: path, reason: "cannot open it") }
         defer { try? handle.close() }
@@ -190,6 +100,7 @@ package struct LocalSendHTTP: Sendable {
                 throw Failure.io(path: path, reason: "cannot read it: \(error.localizedDescription)")
             }
             guard !chunk.isEmpty else { throw Failure.io(path: path, reason: "it shrank while being sent") }
+            writing()
             try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: chunk))))
             done += UInt64(chunk.count)
             sent(done)

@@ -22,10 +22,11 @@ package struct LocalSendSender: Sendable {
         self.events = events
     }
 
-    /// Files uploaded at once: two, as the official app's sender does (the protocol lets `upload`
-    /// be called in parallel). A receiver that serves one connection at a time (localsend-cli) takes
-    /// the second when the first is done: until then it waits for its TLS handshake, with nothing
-    /// written, as long as the first makes progress (`LocalSendHTTP.request`'s `progress`).
+    /// Files uploaded at once: two lanes, as the official app's sender has two upload isolates
+    /// (the protocol lets `upload` be called in parallel), each uploading its files one after another
+    /// over one kept connection (`lane`). A receiver that serves one connection at a time
+    /// (localsend-cli) takes the second lane's when the first's is done: until then that one waits
+    /// for its TLS handshake, with nothing written, as long as the first makes progress.
     static let parallelUploads = 2
 
     /// How long the device may take no bytes of any upload of the session.
@@ -60,17 +61,12 @@ package struct LocalSendSender: Sendable {
         let progress = Watchdog()
         progress.arm(Self.uploadIdle)
         do {
+            let queue = UploadQueue(accepted)
             try await withThrowingTaskGroup(of: Void.self) { group in
-                // Up to `parallelUploads` at once.
-                var next = accepted.makeIterator()
-                for _ in 0..<Self.parallelUploads {
-                    guard let (offer, token) = next.next() else { break }
-                    group.addTask { try await upload(offer, token: token, session: answer.sessionId, to: target, progress: progress) }
+                for _ in 0..<min(Self.parallelUploads, accepted.count) {
+                    group.addTask { try await lane(queue, session: answer.sessionId, to: target, progress: progress) }
                 }
-                while try await group.next() != nil {
-                    guard let (offer, token) = next.next() else { continue }
-                    group.addTask { try await upload(offer, token: token, session: answer.sessionId, to: target, progress: progress) }
-                }
+                try await group.waitForAll()
             }
         } catch {
             // Whatever stopped it, the device's session ends too (it would wait for the rest).
@@ -149,45 +145,6 @@ package struct LocalSendSender: Sendable {
         }
     }
 
-    func upload(_ offer: Offer, token: String, session: String, to target: LocalSendTarget, progress: Watchdog? = nil) async throws(NearbyError) {
-        let transfer = "ls-" + offer.id + "-" + String(session.prefix(8).filter { $0.isLetter || $0.isNumber })
-        let file = offer.file
-        events.emit(Events.FileStarted.make(transfer: transfer, direction: "send", peer: target.ref, path: file.relative, bytes: file.size))
-        let started = ContinuousClock.now
-        let pacer = ProgressPacer()
-        let events = self.events
-        let response: LocalSendHTTP.Response
-        do {
-            response = try await http.request(
-                host: target.host, port: target.port, https: target.https, method: .POST,
-                path: Self.uploadPath(session: session, file: offer.id, token: token),
-                body: .file(path: file.source, size: file.size, sent: { bytes in
-                    guard pacer.due(bytes == file.size) else { return }
-                    let seconds = max(0.001, Double((ContinuousClock.now - started) / .milliseconds(1)) / 1000)
-                    events.emit(Events.Progress(
-                        transfer: transfer, direction: "send", peer: target.ref, path: file.relative, bytes: bytes,
-                        total: file.size, rate: (Double(bytes) / seconds).rounded()))
-                }),
-                expectedFingerprint: target.fingerprint, timeout: .seconds(30), idle: Self.uploadIdle, progress: progress)
-        } catch {
-            let failure = Task.isCancelled ? NearbyError.cancelled("sending \(file.relative) to \(Self.name(target))") : Self.nearbyError(error, target: target)
-            events.emit(Events.FileFailed.make(
-                transfer: transfer, direction: "send", peer: target.ref, path: file.relative, code: failure.code,
-                reason: failure.errorDescription ?? failure.code))
-            throw failure
-        }
-        guard response.status == 200 else {
-            let failure = Self.refusal(response, target: target, pin: nil)
-            events.emit(Events.FileFailed.make(
-                transfer: transfer, direction: "send", peer: target.ref, path: file.relative, code: failure.code,
-                reason: failure.errorDescription ?? failure.code))
-            throw failure
-        }
-        let seconds = Double((ContinuousClock.now - started) / .milliseconds(1)) / 1000
-        events.emit(Events.FileSent.make(
-            transfer: transfer, peer: target.ref, path: file.relative, bytes: file.size, sha256: offer.sha256, seconds: seconds))
-    }
-
     /// Tells the device the session is over; waited for at most 2 s, also from a cancelled task.
     func cancel(_ session: String, at target: LocalSendTarget) async {
         await http.fireAndWait(
@@ -247,7 +204,7 @@ package struct LocalSendSender: Sendable {
         case let .timedOut(reason):
             if let waited { return .invitationTimedOut(peer: name(target), seconds: Double(waited / .milliseconds(1)) / 1000) }
             return .connectionFailed(reason)
-        case let .unreachable(reason), let .protocolError(reason):
+        case let .unreachable(reason), let .protocolError(reason), let .closedBeforeAnswer(reason, _):
             if Task.isCancelled { return .cancelled("sending to \(name(target))") }
             return .connectionFailed("\(name(target)): \(reason)")
         case let .io(path, reason):
