@@ -86,6 +86,24 @@ test_localsend_a_kept_alive_session_locks_nobody_out() {
     lss_health monopoly || return 1
 }
 
+# Keep-alive: a stranger's connection serves request after request (as the official apps' and
+# nearby's senders keep theirs for a session's uploads), and one kept idle after its answers is
+# closed at the idle deadline (NEARBY_LOCALSEND_IDLE_MS, 30 s unless set), not held forever.
+test_localsend_a_kept_alive_connection_left_idle_is_closed() {
+    ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
+    # The handshake deadline shorter than the idle one, as by default (10 s and 30 s): the server's
+    # watchdog sleeps to the deadline it holds, so the idle one is seen only when it is the later.
+    NEARBY_LOCALSEND_HANDSHAKE_MS=2000 NEARBY_LOCALSEND_IDLE_MS=4000 lss_node || return 1
+    lab_run 2 timeout 150 python3 "$LSS_ROGUE" kept-idle 10.99.0.1 53317 >"$OUT/idle.out" 2>&1
+    expect_json "$OUT/idle.out" 'select(.answers==[200,200] and .kept==["keep-alive","keep-alive"])' "two answers on one kept connection" || {
+        cat "$OUT/idle.out" >&2; return 1; }
+    expect_json "$OUT/idle.out" 'select(.closed and .closed_after >= 2 and .closed_after <= 60)' "closed at the idle deadline" || {
+        cat "$OUT/idle.out" >&2; return 1; }
+    echo "    an idle kept connection closed after $(jq -r .closed_after "$OUT/idle.out") s (idle deadline 4 s)"
+    lss_health kept-idle || return 1
+}
+
 test_localsend_a_declared_terabyte_is_refused_at_prepare_upload() {
     ls_setup || return 1
     trap 'ls_teardown; trap - RETURN' RETURN

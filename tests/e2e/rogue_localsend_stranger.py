@@ -119,6 +119,38 @@ def half_hello(host, port):
         s.recv(1)
 
 
+def kept_idle(host, port):
+    """Two requests on one kept-alive connection, then silence: how long until the node closes it."""
+    with tls(host, port, timeout=120) as s:
+        answers, kept, data = [], [], b""
+        for _ in range(2):
+            s.sendall(f"GET {API}/info HTTP/1.1\r\nHost: {host}\r\nConnection: keep-alive\r\n\r\n".encode())
+            while b"\r\n\r\n" not in data:
+                chunk = s.recv(65536)
+                if not chunk:
+                    out(answers=answers, closed="before an answer")
+                    return
+                data += chunk
+            head, data = data.split(b"\r\n\r\n", 1)
+            lines = head.decode(errors="replace").split("\r\n")
+            fields = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+            length = int(fields.get("content-length", "0"))
+            while len(data) < length:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+            data = data[length:]
+            answers.append(int(lines[0].split(" ", 2)[1]))
+            kept.append(fields.get("connection", ""))
+        idle = time.monotonic()
+        try:
+            closed = s.recv(1) == b""
+        except OSError:
+            closed = True
+        out(answers=answers, kept=kept, closed=closed, closed_after=round(time.monotonic() - idle, 1))
+
+
 def monopoly(host, port, every):
     files = {f"m{i}": {"id": f"m{i}", "fileName": f"m{i}.bin", "size": 1, "fileType": "application/octet-stream"} for i in range(60)}
     status, answer = prepare(host, port, files)
@@ -236,6 +268,8 @@ if __name__ == "__main__":
         keep(n, lambda: one(host, port))
     elif case == "monopoly":
         monopoly(args[0], int(args[1]), float(args[2]))
+    elif case == "kept-idle":
+        kept_idle(args[0], int(args[1]))
     elif case == "terabyte":
         terabyte(args[0], int(args[1]))
     elif case == "slow-upload":
