@@ -62,6 +62,32 @@ EOF_NFT
     stop "$NODE_PID" >/dev/null
 }
 
+# The sender keeps its connections for a session's uploads; a receiver that closes one (here: an
+# official-format receiver answering every 7th upload with `Connection: close`) gets a new one,
+# and every file arrives once.
+test_localsend_a_receiver_closing_kept_connections_gets_every_file() {
+    ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
+    mkdir -p "$OUT/in" "$OUT/src"
+    lsf_tree "$OUT/src/set" 60
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$OUT/key.pem" -out "$OUT/cert.pem" \
+        -days 2 -subj /CN=closer >/dev/null 2>&1 || { fail "openssl"; return 1; }
+    lab_bg 1 "$OUT/closer.out" python3 "$ROOT/tests/e2e/rogue_localsend_receiver.py" closing 53317 "$OUT/cert.pem" "$OUT/key.pem" "$OUT/in" 7 >/dev/null
+    LS_PIDS+=("$LAB_PID")
+    lab_wait_line "$OUT/closer.out" 'select(.listening)' 15 >/dev/null || { fail "no receiver on h1"; cat "$OUT/closer.out.err" >&2; return 1; }
+    lab_run 2 "$NEARBY" send-file --localsend 10.99.0.1 "$OUT/src/set" >"$OUT/send.jsonl" 2>"$OUT/send.err"
+    expect_eq "$?" 0 "send-file --localsend to a receiver that closes kept connections" || { cat "$OUT/send.err" >&2; return 1; }
+    diff -r "$OUT/src/set" "$OUT/in/set" >&2 || { fail "the folder differs"; return 1; }
+    expect_eq "$(count_json "$OUT/closer.out" 'select(.upload)')" 60 "one upload a file, none twice" || return 1
+    expect_eq "$(count_json "$OUT/send.jsonl" 'select(.event=="file-sent")')" 60 "file-sent events" || return 1
+    local connections closed
+    connections=$(count_json "$OUT/closer.out" 'select(.connection)')
+    closed=$(count_json "$OUT/closer.out" 'select(.closing)')
+    echo "    60 uploads, $closed connections closed by the receiver: $connections connections"
+    # The first request's, the two lanes', and one more for each connection the receiver closed.
+    (( connections <= closed + 4 )) || { fail "$connections connections for 60 uploads"; return 1; }
+}
+
 test_localsend_a_folder_from_an_official_format_peer_keeps_its_shape() {
     ls_setup || return 1
     trap 'ls_teardown; trap - RETURN' RETURN
