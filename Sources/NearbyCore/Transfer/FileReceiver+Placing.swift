@@ -43,8 +43,8 @@ extension FileReceiver {
         let synced = await GroupSync.shared.sync(writer.descriptor)
         close(writer.descriptor)
         // The writer's place in the budget covers the look for a copy already there (one open at a
-        // time), and is given back after it.
-        defer { writer.charge?.release() }
+        // time), and is given back before the sender hears the answer: a sender that starts its
+        // next file on our close finds the place free.
         let placed: String
         // The same file sent again, its complete copy already there: no second copy.
         let existing = await AlreadyThere.copy(of: sha, size: size, in: directory, as: name)
@@ -57,8 +57,10 @@ extension FileReceiver {
                 placed = try SafePath.placeWithoutOverwriting(partial, in: directory, as: name)
             }
         } catch {
+            writer.charge?.release()
             return await unplaced(on: link, reason: (error as? NearbyError)?.errorDescription ?? "cannot place the file")
         }
+        writer.charge?.release()
         link.endChannel(channel)
         services.partials.gone(partial, deleted: existing != nil)
         services.partials.release(partial)

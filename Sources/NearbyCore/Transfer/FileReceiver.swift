@@ -109,6 +109,10 @@ extension FileReceiver {
     /// descriptor for a moment, charged to the link: with none to spare, the file starts over. Read
     /// and hashed on NIO's thread pool (`Blocking`); a cancelled caller stops it at the next block.
     static func resumable(_ partial: String, upTo size: UInt64, charging account: ResourceBudget.Account) async -> Resume? {
+        // Mostly there is none (a new file): known from one lstat, without a descriptor or a hop to
+        // the pool — a folder's thousands of offers each cost one syscall on the link's task.
+        var info = stat()
+        guard lstat(partial, &info) == 0 || errno != ENOENT else { return nil }
         guard case let .success(charge) = account.takeFile() else { return nil }
         defer { charge.release() }
         return try? await Blocking.run { cancellation -> Resume? in
