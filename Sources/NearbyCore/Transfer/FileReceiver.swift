@@ -33,6 +33,8 @@ final class FileReceiver: Sendable {
         var writer: FileWriter?
         var started = ContinuousClock.now
         var lastProgress = ContinuousClock.now
+        /// The bytes the last `progress` event said: the one at the end is not said twice.
+        var reported: UInt64 = 0
     }
 
     let transfer: String
@@ -228,6 +230,7 @@ extension FileReceiver {
         let due = progress.withLock { progress -> (UInt64, UInt64, ContinuousClock.Instant)? in
             guard ContinuousClock.now - progress.lastProgress >= Transfer.progressInterval else { return nil }
             progress.lastProgress = .now
+            progress.reported = progress.machine.position
             return (progress.machine.position, progress.machine.skipped, progress.started)
         }
         if let (position, skipped, started) = due {
