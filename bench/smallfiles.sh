@@ -69,7 +69,7 @@ nearby_row() { # label binary service
     rm -rf "$WORK/dst/$1/d"
     if [[ -n ${PERF:-} ]]; then
         mkdir -p "$PERF"
-        perf record -q -g -F "${PERF_FREQ:-999}" -o "$PERF/$1-recv-$ROUND.data" -p "${NODE[$1]}" 2>/dev/null & watcher=$!
+        perf record -q -g -F "${PERF_FREQ:-999}" -o "$PERF/$1-recv-$ROUND.data" -p "${NODE[$1]}" 2>"$PERF/$1-recv-$ROUND.err" & watcher=$!
         watch=(perf record -q -g -F "${PERF_FREQ:-999}" -o "$PERF/$1-send-$ROUND.data" --)
     elif [[ -n ${STRACE:-} ]]; then
         mkdir -p "$STRACE"
@@ -79,7 +79,7 @@ nearby_row() { # label binary service
     [[ -z $watcher ]] || sleep 1   # attached before the send starts
     r0=$(cpu "${NODE[$1]}") t0=$(now)
     (cd "$WORK/src" && lab_run 2 /usr/bin/time -f '%U %S' -o "$WORK/t/send" "${watch[@]}" "$2" send-file sf-recv d --service "$3" >"$WORK/send.jsonl")
-    if [[ -n $watcher ]]; then kill -INT "$watcher"; wait "$watcher" || true; fi
+    if [[ -n $watcher ]]; then kill -INT "$watcher" 2>/dev/null || true; wait "$watcher" || true; fi
     # The receiving node has put every file in place before it confirms the last one.
     record "$1" $(( $(now) - t0 )) "$(secs "$WORK/t/send")" "$(awk -v t=$(( $(cpu "${NODE[$1]}") - r0 )) -v hz="$HZ" 'BEGIN { print t / hz }')"
     # The longest the sender went without a confirmation (a stall shows here, not in the median).
