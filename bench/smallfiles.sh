@@ -14,6 +14,10 @@
 #   bench/smallfiles.sh [FILES] [KiB]   (root; default 5000 4; ROUNDS=3; NEARBY=path, else a release build)
 #   NEARBY_B=path adds a second nearby row (another build, e.g. the one before a change);
 #   TOOLS="nearby scp wormhole" picks rows.
+#   PERF=DIR records each nearby round with `perf record -g` on both sides: DIR/ROW-send-N.data (the
+#   send-file) and DIR/ROW-recv-N.data (the receiving node, attached for the round); read them with
+#   `perf report --no-children -i FILE` (and --children). PERF_FREQ (default 999) is the sample rate.
+#   STRACE=DIR counts syscalls the same way (`strace -c -f`): DIR/ROW-send-N.txt, DIR/ROW-recv-N.txt.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 FILES=${1:-5000} KIB=${2:-4} ROUNDS=${ROUNDS:-3} TOOLS=" ${TOOLS:-nearby scp wormhole} "
@@ -42,7 +46,7 @@ cpu() { local s; read -ra s </proc/"$1"/stat; echo $((s[13] + s[14] + s[15] + s[
 # timed FILE CMD...: GNU time's user + system seconds of CMD and its children, into FILE.
 timed() { local out=$1; shift; /usr/bin/time -f '%U %S' -o "$out" "$@"; }
 secs() { awk '{ print $1 + $2 }' "$1"; }
-declare -A US=() SEND=() RECV=()
+declare -A US=() SEND=() RECV=() WAIT=()
 record() { US[$1]="${US[$1]:-} $2"; SEND[$1]="${SEND[$1]:-} $3"; RECV[$1]="${RECV[$1]:-} $4"; }
 median() { tr ' ' '\n' <<<"$1" | sed '/^$/d' | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 check() { diff -r "$WORK/src/d" "$1" >/dev/null || { echo "smallfiles: $2 delivered different files" >&2; exit 1; }; rm -rf "$1"; }
@@ -59,13 +63,28 @@ start_node() { # label binary service
 ROWS=()
 if [[ $TOOLS == *" nearby "* ]]; then ROWS+=(nearby); start_node nearby "$NEARBY" sfa; fi
 if [[ -n $NEARBY_B ]]; then ROWS+=(nearby_b); start_node nearby_b "$NEARBY_B" sfb; fi
+ROUND=0
 nearby_row() { # label binary service
-    local t0 r0 received
+    local t0 r0 received watch=() watcher=
     rm -rf "$WORK/dst/$1/d"
+    if [[ -n ${PERF:-} ]]; then
+        mkdir -p "$PERF"
+        perf record -q -g -F "${PERF_FREQ:-999}" -o "$PERF/$1-recv-$ROUND.data" -p "${NODE[$1]}" 2>"$PERF/$1-recv-$ROUND.err" & watcher=$!
+        watch=(perf record -q -g -F "${PERF_FREQ:-999}" -o "$PERF/$1-send-$ROUND.data" --)
+    elif [[ -n ${STRACE:-} ]]; then
+        mkdir -p "$STRACE"
+        strace -c -f -o "$STRACE/$1-recv-$ROUND.txt" -p "${NODE[$1]}" 2>/dev/null & watcher=$!
+        watch=(strace -c -f -o "$STRACE/$1-send-$ROUND.txt" --)
+    fi
+    [[ -z $watcher ]] || sleep 1   # attached before the send starts
     r0=$(cpu "${NODE[$1]}") t0=$(now)
-    (cd "$WORK/src" && lab_run 2 /usr/bin/time -f '%U %S' -o "$WORK/t/send" "$2" send-file sf-recv d --service "$3" >"$WORK/send.jsonl")
+    (cd "$WORK/src" && lab_run 2 /usr/bin/time -f '%U %S' -o "$WORK/t/send" "${watch[@]}" "$2" send-file sf-recv d --service "$3" >"$WORK/send.jsonl")
+    if [[ -n $watcher ]]; then kill -INT "$watcher" 2>/dev/null || true; wait "$watcher" || true; fi
     # The receiving node has put every file in place before it confirms the last one.
     record "$1" $(( $(now) - t0 )) "$(secs "$WORK/t/send")" "$(awk -v t=$(( $(cpu "${NODE[$1]}") - r0 )) -v hz="$HZ" 'BEGIN { print t / hz }')"
+    # The longest the sender went without a confirmation (a stall shows here, not in the median).
+    WAIT[$1]="${WAIT[$1]:-} $(jq -r 'select(.event=="file-sent") | .time' "$WORK/send.jsonl" |
+        awk -F'[T:Z]' '{ t = $2 * 3600 + $3 * 60 + $4; if (NR > 1 && t - p > m) m = t - p; p = t } END { printf "%.3f", m }')"
     received=$(jq -c 'select(.event=="file-sent")' "$WORK/send.jsonl" | wc -l)
     (( received == FILES )) || { echo "smallfiles: $1 reported $received file-sent events of $FILES" >&2; exit 1; }
     check "$WORK/dst/$1/d" "$1"
@@ -136,7 +155,7 @@ wormhole_row() {
     check "$WORK/dst/wh/d" wormhole-william
 }
 
-for _ in $(seq "$ROUNDS"); do
+for ROUND in $(seq "$ROUNDS"); do
     for row in "${ROWS[@]}"; do
         case $row in
         nearby) nearby_row nearby "$NEARBY" sfa ;;
@@ -166,5 +185,8 @@ for row in "${ROWS[@]}"; do
         "$(awk -v a="${RATE[$row]}" -v b="$top" 'BEGIN { print a / b }')" "${CS[$row]}" \
         "$(awk -v a="${CS[$row]}" -v b="$lows" 'BEGIN { print (b > 0 ? a / b : 0) }')" "${CR[$row]}" \
         "$(awk -v a="${CR[$row]}" -v b="$lowr" 'BEGIN { print (b > 0 ? a / b : 0) }')" "${each% }"
+done
+for row in nearby nearby_b; do
+    [[ -z ${WAIT[$row]:-} ]] || printf '%-34s %s\n' "$(name "$row"): longest wait" "for a confirmation, s, each round:${WAIT[$row]}"
 done
 [[ -z ${RATE[scp]:-} || -z ${RATE[nearby]:-} ]] || awk -v a="${RATE[nearby]}" -v b="${RATE[scp]}" 'BEGIN { printf "%-34s %9.2f\n", "nearby vs scp (files/s, x)", a / b }'

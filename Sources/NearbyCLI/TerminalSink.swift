@@ -65,8 +65,12 @@ final class TerminalSink: EventSink {
 
     func emit(_ body: some EventBody) {
         let now = Date()
-        // Programs get the line; people get the event itself, rendered without a round trip.
-        guard human || Self.barKinds.contains(type(of: body).event) else { return writer.line(encoder.line(body, at: now), fd: fd) }
+        // Programs get the line; people get the event itself, rendered without a round trip. The
+        // bar's kinds are decoded for programs only when there is a terminal to draw it on: a
+        // folder of thousands of files makes three of them a file.
+        guard human || (writer.stderrIsTerminal && Self.barKinds.contains(type(of: body).event)) else {
+            return writer.line(encoder.line(body, at: now), fd: fd)
+        }
         show(DecodedEvent(body, at: now)) { encoder.line(body, at: now) }
     }
 
@@ -74,7 +78,7 @@ final class TerminalSink: EventSink {
     func emitLine(_ line: String) {
         let line = TerminalText.jsonLine(line)
         // Programs get the line as it is; only the few kinds the bar needs are decoded for them.
-        guard human || Self.barPrefixes.contains(where: line.hasPrefix),
+        guard human || (writer.stderrIsTerminal && Self.barPrefixes.contains(where: line.hasPrefix)),
               let event = HumanRenderer.decode(line)
         else { return writer.line(line, fd: fd) }
         show(event) { line }

@@ -10,9 +10,12 @@ import Testing
     final class Reader: Sendable {
         private let gate = DispatchSemaphore(value: 0)
         private let opened = Flag()
+        /// Set once the writer has called `write` (and waits in it while the reader is closed).
+        let entered = Flag()
         let writes = Mutex<[(Int32, String)]>([])
 
         func write(_ fd: Int32, _ text: String) {
+            entered.set()
             if !opened.isSet {
                 gate.wait()
                 gate.signal()
@@ -79,10 +82,14 @@ import Testing
     }
 
     @Test func ordersAcrossDescriptorsAreKept() {
+        // The writer joins what waits when it takes a batch: line 0 held in a closed reader, the
+        // other 99 are one batch, whatever the machine's load (a batch boundary may split a run).
         let reader = Reader()
-        reader.open()
         let queue = OutputQueue(limits: .init(bytes: 1 << 20, dropAt: 1 << 22)) { reader.write($0, $1) }
-        for index in 0..<100 { queue.append("\(index)\n", fd: index % 3 == 0 ? 2 : 1) }
+        queue.append("0\n", fd: 2)
+        until { reader.entered.isSet }
+        for index in 1..<100 { queue.append("\(index)\n", fd: index % 3 == 0 ? 2 : 1) }
+        reader.open()
         until { queue.queued == 0 }
         #expect(reader.text == (0..<100).map { "\($0)\n" }.joined())
         let descriptors = reader.writes.withLock { $0.map(\.0) }

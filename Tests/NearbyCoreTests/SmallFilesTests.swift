@@ -120,3 +120,80 @@ import Darwin
         try roundTrips(FrameBody.Close(sha256: "ef", bytes: 3, alreadyThere: false, savedAs: nil))
     }
 }
+
+/// What a file costs besides its bytes: its hashes in hex, and the look for a partial to resume.
+@Suite struct PerFileCostTests {
+    @Test func hexIsTwoLowercaseDigitsAByteAsTheFormatterWrote() {
+        let bytes: [UInt8] = [0x00, 0x01, 0x0f, 0x10, 0x7f, 0x80, 0xab, 0xff]
+        #expect(Hex.encode(bytes) == "00010f107f80abff")
+        #expect(Hex.encode([UInt8]()) == "")
+        let all = (0...255).map { UInt8($0) }
+        #expect(Hex.encode(all) == all.map { String(format: "%02x", $0) }.joined())
+    }
+
+    @Test func anOfferWithNoPartialFileTakesNoDescriptor() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("resumable-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // A link allowed no open file at all: the look for a partial must not need one.
+        let budget = ResourceBudget(limits: .init(descriptors: 64, strangerFiles: 0, strangerFilesPerLink: 0))
+        let account = budget.account()
+        account.markStranger()
+        #expect(await FileReceiver.resumable(directory + "/.none.nearby-part", upTo: 10, charging: account) == nil)
+        #expect(account.files == 0)
+        // One that is there is read (with a descriptor to spare), and its descriptor given back.
+        let friend = budget.account()
+        let partial = directory + "/.some.nearby-part"
+        try Data("hello".utf8).write(to: URL(fileURLWithPath: partial))
+        let resume = await FileReceiver.resumable(partial, upTo: 10, charging: friend)
+        #expect(resume?.bytes == 5)
+        #expect(friend.files == 0)
+    }
+}
+
+/// Of the files in flight, only so many send at once; the others wait their turn, in order.
+@Suite struct StartPermitsTests {
+    @Test func theLimitsKeepStartedWithinFiles() {
+        #expect(FilesInFlight.Limits().files == 32 && FilesInFlight.Limits().started == 16)
+        #expect(FilesInFlight.Limits(files: 1).started == 1, "one file after another, as before")
+        #expect(FilesInFlight.Limits(files: 8, started: 0).started == 1)
+    }
+
+    @Test func aPlaceGivenBackGoesToTheWaiter() async {
+        let permits = StartPermits(2)
+        #expect(await permits.take())
+        #expect(await permits.take())
+        #expect(permits.available == 0)
+        let waiter = Task { await permits.take() }
+        while permits.waitingCount < 1 { await Task.yield() }
+        permits.release()
+        #expect(await waiter.value, "the waiter got the place given back")
+        #expect(permits.available == 0 && permits.waitingCount == 0)
+        permits.release()
+        permits.release()
+        #expect(permits.available == 2)
+    }
+
+    @Test func aCancelledWaiterTakesNothing() async {
+        let permits = StartPermits(1)
+        #expect(await permits.take())
+        let waiter = Task { await permits.take() }
+        while permits.waitingCount < 1 { await Task.yield() }
+        waiter.cancel()
+        #expect(await waiter.value == false)
+        permits.release()
+        #expect(permits.available == 1, "the place went back to the free ones, not to the cancelled waiter")
+        let late = Task { await permits.take() }
+        #expect(await late.value)
+    }
+
+    @Test func aTaskCancelledBeforeItAsksTakesNothing() async {
+        let permits = StartPermits(1)
+        let task = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return await permits.take()
+        }
+        #expect(await task.value == false)
+        #expect(permits.available == 1)
+    }
+}

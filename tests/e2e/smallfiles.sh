@@ -19,7 +19,7 @@ PY
 }
 
 # 1,500 files (the lab's debug build: a few seconds): byte-exact, one file-sent and one file-received
-# for each, several in flight at once on the receiver, nothing left behind.
+# for each, several in flight at once on the receiver, one session throughout, nothing left behind.
 test_folder_of_many_small_files_arrives_byte_exact() {
     trap files_done RETURN
     local id1 adv dir=$OUT/save src=$OUT/src status count=1501 most
@@ -39,6 +39,11 @@ test_folder_of_many_small_files_arrives_byte_exact() {
     expect_eq "$(jq -r 'select(.event=="file-received") | .path' "$adv" | sort -u | wc -l)" "$count" "distinct file-received paths" || return 1
     diff -r "$src/many" "$dir/many" >&2 || { fail "the received folder differs (diff -r above)"; return 1; }
     files_no_parts "$dir" "after the folder" || return 1
+    # One session from start to end: 32 files offered at once still open their channels in order
+    # (a peer ends the link on "open on channel N, which is not the peer's next"), so nothing broke
+    # the protocol and the sender never had to reconnect.
+    expect_eq "$(count_json "$adv" 'select(.event=="error")')" 0 "error events on h1 (a protocol violation ends the link)" || return 1
+    expect_eq "$(count_json "$OUT/send.jsonl" 'select(.event=="reconnecting")')" 0 "reconnections of the sender" || return 1
     # Files in flight at once: the most files the receiver had started and not yet received.
     most=$(jq -s '[.[] | select(.direction=="receive" and .event=="file-started" or .event=="file-received")
         | if .event=="file-started" then 1 else -1 end] | reduce .[] as $d ({n: 0, max: 0}; .n += $d | .max = ([.max, .n] | max)) | .max' "$adv")

@@ -25,8 +25,8 @@ extension Node {
         let first = files.first?.relative ?? ""
         try await resuming(first, peer: &peer, policy: policy, sink: sink, client: client) { (link: Link, sink: any EventSink) async throws(NearbyError) in
             let rest = files.filter { !delivered.contains($0) }
-            try await FolderSender.send(rest) { (file: OutgoingFile, batch: Events.Progress.Batch?) async throws(NearbyError) in
-                try await link.offerFile(file, sender: sender, sink: sink, batch: batch)
+            try await FolderSender.send(rest) { (file: OutgoingFile, batch: Events.Progress.Batch?, permits: StartPermits) async throws(NearbyError) in
+                try await link.offerFile(file, sender: sender, sink: sink, batch: batch, permits: permits)
                 delivered.add(file)
             }
         }

@@ -5,10 +5,12 @@
 extension Node {
     static let handover = Duration.seconds(2)
 
-    /// Waits until the peer's other links (sessions `link` replaced, still closing) are gone.
+    /// Waits until the peer's other links (sessions `link` replaced, still closing) are gone. Once
+    /// none is left, the link is marked handed over: a link that comes later is newer and replaces
+    /// this one, so its later offers (a folder's thousands) need not ask the node again.
     func handOver(to link: Link) async {
         let older = links.filter { $0 !== link && $0.peer.id == link.peer.id && sessions[link.peer.id] !== $0 }
-        guard !older.isEmpty else { return }
+        guard !older.isEmpty else { return link.handedOver.store(true, ordering: .releasing) }
         await Link.untilDetached(Array(older), by: .now + Self.handover)
     }
 }

@@ -36,7 +36,7 @@ extension Node: LinkOwner {
         if offer.kind == .stream {
             await streamOffered(offer, channel: channel, on: link)
         } else {
-            await handOver(to: link)
+            if !link.handedOver.load(ordering: .acquiring) { await handOver(to: link) }
             await intake.fileOffered(offer, channel: channel, on: link)
         }
     }

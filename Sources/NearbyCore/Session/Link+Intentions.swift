@@ -87,22 +87,35 @@ extension Link: ChannelPort {
     /// Whether `stream` still waits on this link (not reset, the link not gone).
     func holds(_ stream: StreamChannel) -> Bool { channels.holds(stream.id, stream) }
 
-    /// A channel of ours for a file we send.
-    func openSending() throws(NearbyError) -> OutgoingChannel {
-        try openChannel { id in
+    /// A channel of ours for a file or directory we send, and our `open` on it, in one step.
+    func openSending(offering open: FrameBody.Open) throws(NearbyError) -> OutgoingChannel {
+        try openOffering(open) { id in
             let channel = OutgoingChannel(id: id)
             return (.sending(channel), channel)
+        }
+    }
+
+    /// A new channel of ours, with `open` written on it before the next channel can be numbered:
+    /// the peer takes only a number higher than any before (`ChannelMux`), and tasks that offer at
+    /// once (a folder's files) would otherwise race between numbering and writing. The write is
+    /// queued on the connection's event loop inside the channel table's lock — always queued, never
+    /// run in place, so the queue's order is the numbers' order.
+    func openOffering<Made: Sendable>(_ open: FrameBody.Open, _ make: (UInt32) -> (LinkChannels.End, Made)) throws(NearbyError) -> Made {
+        let transport = transport
+        return try openChannel { id in
+            let frame = FrameBody.frame(.open, open, channel: id)
+            transport.eventLoop.execute { transport.writeAndFlush(frame, promise: nil) }
+            return make(id)
         }
     }
 
     /// Offers the peer a stream named `name` and waits for its answer: the stream, once accepted.
     /// The caller ends its channel (`endChannel`) when it is over.
     func offerStream(name: String) async throws(NearbyError) -> StreamChannel {
-        let stream = try openChannel { [peer] id in
+        let stream = try openOffering(FrameBody.Open(kind: .stream, path: name, size: 0, key: "")) { [peer] id in
             let stream = StreamChannel(id: id, name: name, peer: peer.ref)
             return (.stream(stream), stream)
         }
-        await send(FrameBody.frame(.open, FrameBody.Open(kind: .stream, path: name, size: 0, key: ""), channel: stream.id))
         var replies = stream.replies.makeAsyncIterator()
         guard let reply = await replies.next() else {
             endChannel(stream.id)
@@ -125,16 +138,16 @@ extension Link: ChannelPort {
 
     /// Offers the peer `file` on a channel of its own and sends it (`FileSender`), to its end.
     func offerFile(
-        _ file: OutgoingFile, sender: PeerID, sink: any EventSink, batch: Events.Progress.Batch?
+        _ file: OutgoingFile, sender: PeerID, sink: any EventSink, batch: Events.Progress.Batch?, permits: StartPermits? = nil
     ) async throws(NearbyError) {
-        let channel = try openSending()
-        defer { endChannel(channel.id) }
-        try await FileSender.send(file, over: channel, link: self, sender: sender, sink: sink, batch: batch)
+        try await FileSender.send(
+            file, opening: { (open: FrameBody.Open) throws(NearbyError) -> OutgoingChannel in try openSending(offering: open) },
+            link: self, sender: sender, sink: sink, batch: batch, permits: permits)
     }
 
     /// Asks the peer to make the empty `directory` (`DirectorySender`).
     func offerDirectory(_ directory: OutgoingFile, sink: any EventSink) async throws(NearbyError) {
-        let channel = try openSending()
+        let channel = try openSending(offering: DirectorySender.offer(directory))
         defer { endChannel(channel.id) }
         try await DirectorySender.make(directory, over: channel, link: self, sink: sink)
     }

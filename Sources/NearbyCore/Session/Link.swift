@@ -33,6 +33,8 @@ package final class Link: Sendable, Hashable {
     private let reason = Mutex<CloseReason?>(nil)
     /// A ping or pong written and not yet sent: the next waits for it (`send`).
     private let keepaliveUnsent = Atomic(false)
+    /// No older link of the peer is left to wait for before its offers (`Node.handOver`).
+    let handedOver = Atomic(false)
 
     init(
         peer: AuthenticatedPeer, isClient: Bool, outbound: NIOAsyncChannelOutboundWriter<Frame>, transport: any Channel,

@@ -3,9 +3,14 @@
 enum DirectorySender {
     /// Sender: asks the receiver to make `directory` under its save directory. A receiver that
     /// does not make directories (an older nearby) leaves it out: a `skipped` event says so.
+    /// The offer of `directory`, written with its channel's making (`Link.openSending`).
+    static func offer(_ directory: OutgoingFile) -> FrameBody.Open {
+        FrameBody.Open(kind: .directory, path: directory.relative, size: 0, key: "")
+    }
+
+    /// Waits for the answer to the offer `channel` was opened with.
     static func make(_ directory: OutgoingFile, over channel: OutgoingChannel, link: any ChannelPort, sink: any EventSink) async throws(NearbyError) {
         var signals = channel.signals.makeAsyncIterator()
-        await link.send(FrameBody.frame(.open, FrameBody.Open(kind: .directory, path: directory.relative, size: 0, key: ""), channel: channel.id))
         guard case let .reply(reply)? = await signals.next() else {
             throw .transferFailed(path: directory.relative, code: "connection-failed", reason: "the session ended before the peer answered")
         }

@@ -25,26 +25,28 @@ extension FileReceiver {
         // Complete and verified: the file is ours to place now, whatever the peer does next (its
         // reset, or the link lost, finds the file closed and leaves it alone). Its channel stays in
         // the link's table until it is placed, so a peer has at most a session's channels waiting.
-        let (skipped, started) = progress.withLock { progress in
+        let (skipped, started, reported) = progress.withLock { progress in
             let skipped = progress.machine.skipped
             progress.writer = nil
             _ = try? progress.machine.close(announced: end.bytes)
-            return (skipped, progress.started)
+            return (skipped, progress.started, progress.reported)
         }
         // Every write is done: the descriptor is ours again. Private while incomplete; the usual
         // mode (0666 less the umask) once it is a real file.
         _ = fchmod(writer.descriptor, Transfer.finishedMode)
-        services.spawn { [self] in await place(writer, sha: sha, skipped: skipped, started: started, on: link) }
+        services.spawn { [self] in await place(writer, sha: sha, skipped: skipped, started: started, reported: reported, on: link) }
     }
 
     /// Makes the file durable, then gives it its final name — `name.ext`, else `name (1).ext` …, or
     /// the copy already there — and tells both sides.
-    private func place(_ writer: FileWriter, sha: String, skipped: UInt64, started: ContinuousClock.Instant, on link: any ChannelPort) async {
+    private func place(
+        _ writer: FileWriter, sha: String, skipped: UInt64, started: ContinuousClock.Instant, reported: UInt64, on link: any ChannelPort
+    ) async {
         let synced = await GroupSync.shared.sync(writer.descriptor)
         close(writer.descriptor)
         // The writer's place in the budget covers the look for a copy already there (one open at a
-        // time), and is given back after it.
-        defer { writer.charge?.release() }
+        // time), and is given back before the sender hears the answer: a sender that starts its
+        // next file on our close finds the place free.
         let placed: String
         // The same file sent again, its complete copy already there: no second copy.
         let existing = await AlreadyThere.copy(of: sha, size: size, in: directory, as: name)
@@ -57,13 +59,16 @@ extension FileReceiver {
                 placed = try SafePath.placeWithoutOverwriting(partial, in: directory, as: name)
             }
         } catch {
+            writer.charge?.release()
             return await unplaced(on: link, reason: (error as? NearbyError)?.errorDescription ?? "cannot place the file")
         }
+        writer.charge?.release()
         link.endChannel(channel)
         services.partials.gone(partial, deleted: existing != nil)
         services.partials.release(partial)
         let seconds = Transfer.seconds(since: started)
-        if size > 0 {
+        // The last progress says the whole file, once: a data frame's may have said it already.
+        if size > 0, reported < size {
             services.events.emit(Events.Progress(
                 transfer: transfer, direction: "receive", peer: peer, path: relative, bytes: size,
                 total: size, rate: Transfer.rate(size - skipped, seconds)))

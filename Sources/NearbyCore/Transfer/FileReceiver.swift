@@ -33,6 +33,8 @@ final class FileReceiver: Sendable {
         var writer: FileWriter?
         var started = ContinuousClock.now
         var lastProgress = ContinuousClock.now
+        /// The bytes the last `progress` event said: the one at the end is not said twice.
+        var reported: UInt64 = 0
     }
 
     let transfer: String
@@ -109,6 +111,10 @@ extension FileReceiver {
     /// descriptor for a moment, charged to the link: with none to spare, the file starts over. Read
     /// and hashed on NIO's thread pool (`Blocking`); a cancelled caller stops it at the next block.
     static func resumable(_ partial: String, upTo size: UInt64, charging account: ResourceBudget.Account) async -> Resume? {
+        // Mostly there is none (a new file): known from one lstat, without a descriptor or a hop to
+        // the pool — a folder's thousands of offers each cost one syscall on the link's task.
+        var info = stat()
+        guard lstat(partial, &info) == 0 || errno != ENOENT else { return nil }
         guard case let .success(charge) = account.takeFile() else { return nil }
         defer { charge.release() }
         return try? await Blocking.run { cancellation -> Resume? in
@@ -224,6 +230,7 @@ extension FileReceiver {
         let due = progress.withLock { progress -> (UInt64, UInt64, ContinuousClock.Instant)? in
             guard ContinuousClock.now - progress.lastProgress >= Transfer.progressInterval else { return nil }
             progress.lastProgress = .now
+            progress.reported = progress.machine.position
             return (progress.machine.position, progress.machine.skipped, progress.started)
         }
         if let (position, skipped, started) = due {

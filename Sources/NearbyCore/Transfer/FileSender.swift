@@ -13,13 +13,18 @@ import Darwin
 enum FileSender {
     /// Sends `file` on `channel` (a channel of `link`, in its table): offer, resume check, data
     /// within the receiver's window, close and the receiver's confirmation. Outside the node actor:
-    /// reading, hashing and waiting for credit never hold it up.
+    /// reading, hashing and waiting for credit never hold it up. With `permits` (a folder's files),
+    /// the data waits for a place among the files sending at once, held until the file ends.
+    ///
+    /// `opening` makes the file's channel and writes our offer on it in one step (`Link.openSending`):
+    /// the peer takes channel numbers only in increasing order, so many files offered at once must
+    /// leave in the order their channels were numbered. It is called once the file could be opened.
     static func send(
-        _ file: OutgoingFile, over channel: OutgoingChannel, link: any ChannelPort, sender: PeerID, sink: any EventSink,
-        batch: Events.Progress.Batch? = nil
+        _ file: OutgoingFile, opening: (FrameBody.Open) throws(NearbyError) -> OutgoingChannel, link: any ChannelPort,
+        sender: PeerID, sink: any EventSink, batch: Events.Progress.Batch? = nil, permits: StartPermits? = nil
     ) async throws(NearbyError) {
         let key = Transfer.key(sender: sender, file: file)
-        let transfer = String(key.prefix(12)) + "-\(channel.id)"
+        var transfer = String(key.prefix(12))
         let peer = link.peer.ref
         func failed(_ code: String, _ reason: String) -> NearbyError {
             // The receiver keeps what arrived only when the transfer was cut (cancel, lost link);
@@ -28,16 +33,22 @@ enum FileSender {
             sink.emit(Events.FileFailed(transfer: transfer, direction: "send", peer: peer, path: file.relative, code: code, reason: reason, resumable: resumable))
             return .transferFailed(path: file.relative, code: code, reason: reason)
         }
+        let fd = open(file.source, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw failed("io-error", "cannot open \(file.source): \(Transfer.errorText(errno))") }
+        let reader = FileReader(descriptor: fd, inline: file.size <= FileWriter.inlineBytes)
+        defer { reader.close() }
+        // The offer is out once the channel is made.
+        let channel = try opening(FrameBody.Open(kind: .file, path: file.relative, size: file.size, key: key))
+        defer { link.endChannel(channel.id) }
+        transfer += "-\(channel.id)"
         /// Cancelled (Ctrl-C): tell the receiver from a task that is not cancelled itself.
         func cancelled() async -> NearbyError {
             await Task { await link.send(FrameBody.frame(.reset, FrameBody.Reset(reason: "the sender cancelled", code: .cancelled), channel: channel.id)) }.value
             _ = failed("cancelled", "cancelled by the sender")
             return .cancelled("sending \(file.relative)")
         }
-        let fd = open(file.source, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw failed("io-error", "cannot open \(file.source): \(Transfer.errorText(errno))") }
-        let reader = FileReader(descriptor: fd, inline: file.size <= FileWriter.inlineBytes)
-        defer { reader.close() }
+        var placed = false
+        defer { if placed { permits?.release() } }
 
         var signals = channel.signals.makeAsyncIterator()
         var machine = FileSendMachine(size: file.size, channel: channel.id)
@@ -149,7 +160,7 @@ enum FileSender {
             _ = try await carry(machine.ended(sha256: sha))
         }
 
-        var next = try await carry(machine.offer(FrameBody.Open(kind: .file, path: file.relative, size: file.size, key: key)))
+        var next: FileSendMachine.Action?
         var hasher = SHA256()
         while true {
             switch next {
@@ -163,6 +174,10 @@ enum FileSender {
                 if ours, let prefix { hasher = prefix }
                 next = try await carry(machine.prefixChecked(offset, ours: ours))
             case let .sendData(offset)?:
+                if let permits {
+                    guard await permits.take() else { throw await cancelled() }
+                    placed = true
+                }
                 try await sendData(from: offset, hasher: hasher)
                 next = try await carry(heard())
             case let .delivered(confirmed)?:

@@ -1,20 +1,27 @@
+import Synchronization
+
 /// How many files of one `send-file` go at once on one session, as a pure value: small files travel
 /// many at a time, each on a channel of its own, so that a 4 KiB file costs its bytes and not a
 /// round trip (its offer, then its confirmation) of its own; a big file goes alone, as it always
-/// did. A file may start while fewer than `files` are in flight and their bytes, with its own, stay
-/// within `bytes` — or whenever nothing is in flight, whatever its size.
+/// did. A file may be offered while fewer than `files` are in flight and their bytes, with its own,
+/// stay within `bytes` — or whenever nothing is in flight, whatever its size. Of the files in
+/// flight, at most `started` send their bytes at once (`StartPermits`): the others' offers are
+/// answered meanwhile, so that the next file's round trip is over before a place is free for it.
 package struct FilesInFlight: Sendable, Equatable {
     package struct Limits: Sendable, Equatable {
-        /// Files in flight at once: as many as a receiver keeps open for a peer it does not know
-        /// (`ResourceBudget.Limits.strangerFilesPerLink`, 16: a file holds a descriptor there from
-        /// its start until it is in place), a quarter of the session's channels.
+        /// Files in flight at once (offered and not yet confirmed): half the session's 64 channels.
         package var files: Int
+        /// Files sending at once: as many as a receiver keeps open for a peer it does not know
+        /// (`ResourceBudget.Limits.strangerFilesPerLink`, 16: a file holds a descriptor there from
+        /// its start until it is in place). Never more than `files`.
+        package var started: Int
         /// Bytes of the files in flight together: one channel's window, so that a folder of big
         /// files never has the receiver hold more than one big file does.
         package var bytes: UInt64
 
-        package init(files: Int = 16, bytes: UInt64 = UInt64(ChannelMux.defaultWindow)) {
+        package init(files: Int = 32, started: Int = 16, bytes: UInt64 = UInt64(ChannelMux.defaultWindow)) {
             self.files = max(1, files)
+            self.started = max(1, min(started, self.files))
             self.bytes = bytes
         }
     }
@@ -25,12 +32,12 @@ package struct FilesInFlight: Sendable, Equatable {
 
     package init(limits: Limits = Limits()) { self.limits = limits }
 
-    /// Whether a file of `size` bytes may start now.
+    /// Whether a file of `size` bytes may be offered now.
     package func admits(_ size: UInt64) -> Bool {
         files == 0 || (files < limits.files && bytes + size <= limits.bytes)
     }
 
-    /// A file of `size` bytes started.
+    /// A file of `size` bytes was offered.
     package mutating func started(_ size: UInt64) {
         files += 1
         bytes += size
@@ -40,5 +47,66 @@ package struct FilesInFlight: Sendable, Equatable {
     package mutating func ended(_ size: UInt64) {
         files = max(0, files - 1)
         bytes -= min(bytes, size)
+    }
+}
+
+/// The places of files that send their bytes at once (`FilesInFlight.Limits.started`): a file takes
+/// one when the receiver has accepted it, before its first byte, and gives it back when it ends —
+/// once the receiver confirmed it, which it does after closing the file, so that the receiver
+/// never holds more files open for this sender than there are places. Waiters are served in
+/// order; a cancelled one stops waiting (and takes nothing).
+package final class StartPermits: Sendable {
+    private struct State {
+        var available: Int
+        var next: UInt64 = 0
+        var waiting: [(id: UInt64, ready: CheckedContinuation<Bool, Never>)] = []
+    }
+
+    private let state: Mutex<State>
+
+    package init(_ count: Int) { state = Mutex(State(available: max(1, count))) }
+
+    /// Places free now, and tasks waiting for one (tests).
+    package var available: Int { state.withLock { $0.available } }
+    package var waitingCount: Int { state.withLock { $0.waiting.count } }
+
+    /// Takes a place, waiting for one; false (nothing taken) when the calling task is cancelled.
+    package func take() async -> Bool {
+        let id = state.withLock { state in
+            defer { state.next += 1 }
+            return state.next
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (ready: CheckedContinuation<Bool, Never>) in
+                let now = state.withLock { state -> Bool? in
+                    if Task.isCancelled { return false }
+                    guard state.available > 0 else {
+                        state.waiting.append((id, ready))
+                        return nil
+                    }
+                    state.available -= 1
+                    return true
+                }
+                if let now { ready.resume(returning: now) }
+            }
+        } onCancel: {
+            let waiter = state.withLock { state -> CheckedContinuation<Bool, Never>? in
+                guard let index = state.waiting.firstIndex(where: { $0.id == id }) else { return nil }
+                return state.waiting.remove(at: index).ready
+            }
+            waiter?.resume(returning: false)
+        }
+    }
+
+    /// Gives a place back: to the first waiter, else to the free ones.
+    package func release() {
+        let waiter = state.withLock { state -> CheckedContinuation<Bool, Never>? in
+            guard !state.waiting.isEmpty else {
+                state.available += 1
+                return nil
+            }
+            return state.waiting.removeFirst().ready
+        }
+        waiter?.resume(returning: true)
     }
 }

@@ -1,20 +1,24 @@
 import Foundation
 
 /// The files of one `send-file`, many at once (`FilesInFlight`): `sendOne` sends one (its channel,
-/// `FileSender`, its events) and is run for each file as the limits let it start. After a failure
+/// `FileSender`, its events) and is run for each file as the limits let it be offered; of those,
+/// `StartPermits` lets `started` send their bytes at once. After a failure
 /// no further file starts; those in flight finish, and the first failure is thrown.
 enum FolderSender {
     /// The limits from the environment: `NEARBY_FILES_IN_FLIGHT` (1 sends one file after another,
-    /// as before) and `NEARBY_BYTES_IN_FLIGHT`.
+    /// as before; the files sending at once are at most 16 of them) and `NEARBY_BYTES_IN_FLIGHT`.
     static var limits: FilesInFlight.Limits {
         let environment = ProcessInfo.processInfo.environment
         var limits = FilesInFlight.Limits()
-        if let files = environment["NEARBY_FILES_IN_FLIGHT"].flatMap(Int.init), files > 0 { limits.files = min(files, 64) }
+        if let files = environment["NEARBY_FILES_IN_FLIGHT"].flatMap(Int.init), files > 0 {
+            limits = FilesInFlight.Limits(files: min(files, 64), started: limits.started, bytes: limits.bytes)
+        }
         if let bytes = environment["NEARBY_BYTES_IN_FLIGHT"].flatMap(UInt64.init), bytes > 0 { limits.bytes = bytes }
         return limits
     }
 
-    typealias SendOne = @Sendable (OutgoingFile, Events.Progress.Batch?) async throws(NearbyError) -> Void
+    /// Sends one file; it takes one of `permits` before its first byte (`FileSender`).
+    typealias SendOne = @Sendable (OutgoingFile, Events.Progress.Batch?, StartPermits) async throws(NearbyError) -> Void
 
     static func send(_ files: [OutgoingFile], limits: FilesInFlight.Limits = FolderSender.limits, _ sendOne: @escaping SendOne) async throws(NearbyError) {
         let total = files.reduce(UInt64(0)) { $0 + $1.size }
@@ -25,6 +29,7 @@ enum FolderSender {
             batches.append(files.count > 1 ? Events.Progress.Batch(file: index + 1, files: files.count, before: before, total: total) : nil)
             before += file.size
         }
+        let permits = StartPermits(limits.started)
         let failure = await withTaskGroup(of: (size: UInt64, failure: NearbyError?).self) { group -> NearbyError? in
             var flight = FilesInFlight(limits: limits)
             var next = 0
@@ -36,7 +41,7 @@ enum FolderSender {
                     flight.started(file.size)
                     group.addTask {
                         do throws(NearbyError) {
-                            try await sendOne(file, batch)
+                            try await sendOne(file, batch, permits)
                             return (file.size, nil)
                         } catch {
                             return (file.size, error)

@@ -87,7 +87,7 @@ extension Transfer {
         var shown = String.UnicodeScalarView()
         var bytes = 0
         for scalar in name.unicodeScalars {
-            bytes += String(scalar).utf8.count
+            bytes += scalar.utf8.count
             if bytes > 64 { break }
             shown.append(scalar)
         }
