@@ -168,7 +168,8 @@ run_bounded() {
     ) &
     timer=$!
     wait "$test_pid"; status=$?
-    kill -KILL $(descendants "$timer") "$timer" 2>/dev/null
+    # The timer first: killed after its sleep, it would live long enough to report it ("Killed").
+    kill -KILL "$timer" $(descendants "$timer") 2>/dev/null
     wait "$timer" 2>/dev/null
     return "$status"
 }

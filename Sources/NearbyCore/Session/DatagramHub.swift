@@ -108,6 +108,8 @@ package final class DatagramHub: Sendable {
     }
 
     static let receiveGrace = TimeAmount.seconds(2)
+    /// Bytes asked for as the UDP socket's receive buffer.
+    static let receiveBuffer: SocketOptionValue = 1 << 20
 
     func close() {
         let sockets = state.withLock { state in
@@ -121,7 +123,10 @@ package final class DatagramHub: Sendable {
     private func socket(family: Int32, host: String) async -> (any Channel)? {
         if let existing = state.withLock({ $0.sockets[family] }) { return existing }
         let any = host.contains(":") ? "::" : "0.0.0.0"
+        // A larger receive buffer than the default (the kernel caps it at `net.core.rmem_max`): a
+        // burst of messages waits there while the node is busy for a moment, rather than being lost.
         let bootstrap = DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .channelOption(.socketOption(.so_rcvbuf), value: Self.receiveBuffer)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(Inbound(hub: self)) }
             }
