@@ -73,13 +73,6 @@ final class PassedDescriptor: Sendable {
     /// F_SETPIPE_SZ (Linux's fcntl.h, behind _GNU_SOURCE, which Swift's Glibc does not see).
     private static let setPipeSize: Int32 = 1031
     #endif
-
-    /// Waits (100 ms at most) until the descriptor is ready for `events`; the caller checks
-    /// whether it should go on, and asks again.
-    func ready(for events: Int16) -> Bool {
-        var waiting = pollfd(fd: fd, events: events, revents: 0)
-        return poll(&waiting, 1, 100) != 0
-    }
 }
 
 /// A stream's client's stdin, passed to the node and read here (a pipe, a socket, a device; a
