@@ -26,7 +26,8 @@ extension Nearby {
 
                 With --web (and --save-dir): also serves an upload page for any device with a \
                 browser on the LAN ('web-serving' with its url, a QR code at a terminal), its files \
-                landing in --save-dir as any stranger's do.
+                landing in --save-dir as any stranger's do (with --localsend too: beside a LocalSend \
+                receiver).
                   nearby advertise --web --save-dir ~/Downloads
                 """)
 
@@ -63,13 +64,14 @@ extension Nearby {
 
         func validate() throws {
             if let port, !(0...65535).contains(port) { throw ValidationError("--port must be between 0 and 65535") }
-            if web.web, localSend.localsend { throw ValidationError("--web is served beside nearby's own node, not with --localsend") }
         }
 
-        /// Waits for SIGINT/SIGTERM; with --web, serves the upload page (into --save-dir) meanwhile.
-        static func webPage(_ context: CommandContext, web: Bool, saveDir: String?, device: String) async throws -> Int32? {
+        /// Waits for SIGINT/SIGTERM; with --web, serves the upload page (into --save-dir) meanwhile,
+        /// on the node's admission and strangers' quota.
+        static func webPage(_ context: CommandContext, web: Bool, node: Node, device: String) async throws -> Int32? {
             guard web else { return await TerminationSignal.next() }
-            let (server, box) = try await WebCommands.dropBox(context, saveDir: saveDir, device: device)
+            let (server, box) = try await WebCommands.dropBox(
+                context, saveDir: node.configuration.saveDirectory, device: device, partials: node.partials, admission: node.admission)
             return await withTaskGroup(of: Int32??.self) { group in
                 group.addTask {
                     await server.run(box)
@@ -92,8 +94,13 @@ extension Nearby {
                     var policy = LocalSendPolicy(saveDirectory: try receive.resolve(context.environment), pin: localSendPIN.pin)
                     policy.autoAccept = autoAccept
                     policy.acceptFrom = acceptFrom
+                    if web.web, policy.saveDirectory == nil {
+                        throw NearbyError.invalidArgument("--web needs --save-dir (or NEARBY_SAVE_DIR): where should uploads go?")
+                    }
+                    let name = try naming.resolve()
                     return try await LocalSendCommands.serve(
-                        context, policy: policy, name: try naming.resolve(), port: port, untilFirstTransfer: false)
+                        context, policy: policy, name: name, port: port, untilFirstTransfer: false,
+                        webDevice: web.web ? try LocalSendCommands.alias(context, name: name) : nil)
                 }
                 // Every refusal happens here, before anything touches the disk or the network.
                 let service = try serviceOptions.resolve(context)
@@ -119,12 +126,12 @@ extension Nearby {
                 if web.web, configuration.saveDirectory == nil {
                     throw NearbyError.invalidArgument("--web needs --save-dir (or NEARBY_SAVE_DIR): where should uploads go?")
                 }
-                let (useWeb, saveDir) = (web.web, configuration.saveDirectory)
+                let useWeb = web.web
                 try await LocalNode.run(configuration, identity: identity, context: context, serve: true) { local in
                     let advertising = await local.node.advertisingEvent
                     for event in await local.node.advertisingEvents { context.events.emit(event) }
                     console.info("advertising \(service.registrationType) as \(identity.peerID) on port \(advertising.port); Ctrl-C to stop")
-                    let signal = try await Self.webPage(context, web: useWeb, saveDir: saveDir, device: name ?? identity.displayName)
+                    let signal = try await Self.webPage(context, web: useWeb, node: local.node, device: name ?? identity.displayName)
                     console.info("signal \(signal ?? 0): saying goodbye and withdrawing the advertisement")
                 }
             }

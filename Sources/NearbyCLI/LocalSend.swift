@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import NearbyCore
 import NearbyLocalSend
+import NearbyWeb
 
 /// `--localsend` (or NEARBY_LOCALSEND=1): the command talks LocalSend (protocol v2) instead of
 /// nearby's own protocol. Every command that takes it branches into `LocalSendCommands` at once.
@@ -118,7 +119,12 @@ enum LocalSendCommands {
     /// `advertise --localsend` (until Ctrl-C) and `accept --localsend` (until its first transfer
     /// ends: a file that did not arrive whole fails the command, as nearby's `accept`). `timeout`
     /// bounds accept's wait for a transfer, as nearby's `accept --timeout` (exit 4, `no-invitation`).
-    static func serve(_ context: CommandContext, policy: LocalSendPolicy, name: String?, port: Int?, untilFirstTransfer: Bool, timeout: Double? = nil) async throws {
+    /// `webDevice`: with `advertise --web`, the upload page beside the node (named so), on the node's
+    /// admission and strangers' quota.
+    static func serve(
+        _ context: CommandContext, policy: LocalSendPolicy, name: String?, port: Int?, untilFirstTransfer: Bool, timeout: Double? = nil,
+        webDevice: String? = nil
+    ) async throws {
         let peerID = try context.identity().peerID
         let control = LocalSendControl.address(paths: context.paths, environment: context.environment, peerID: peerID)
         let noInvitation = NearbyError.noInvitation(from: policy.acceptFrom.first, seconds: timeout ?? 0)
@@ -137,13 +143,18 @@ enum LocalSendCommands {
         let node = LocalSendReceivingNode(
             identity: try identity(context), alias: try alias(context, name: name), policy: policy,
             known: LocalSendKnownDevices(paths: context.paths), events: context.events)
+        var page: (server: WebServer, box: WebDropBox)?
+        if let webDevice {
+            page = try await WebCommands.dropBox(context, saveDir: policy.saveDirectory, device: webDevice, partials: node.partials, admission: node.admission)
+        }
+        let beside: (@Sendable () async -> Void)? = page.map { page in { @Sendable in await page.server.run(page.box) } }
         let what = untilFirstTransfer ? (policy.declineFirst ? "waiting for a LocalSend transfer to decline" : "waiting for a LocalSend transfer") : "serving LocalSend"
         let outcome: NearbyError?
         do {
             outcome = try await interruptible(what) {
                 try await node.run(
                     port: port ?? LocalSendDefaults.port, untilFirstTransfer: untilFirstTransfer, control: untilFirstTransfer ? nil : control,
-                    firstTransferWithin: wait.map { ($0, noInvitation) })
+                    firstTransferWithin: wait.map { ($0, noInvitation) }, beside: beside)
             }
         } catch let error as NearbyError where error.code == "cancelled" && !untilFirstTransfer {
             return

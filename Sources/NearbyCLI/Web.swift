@@ -54,12 +54,12 @@ enum WebCommands {
         guard let saveDir else {
             throw NearbyError.invalidArgument("--web takes files only with --save-dir (or NEARBY_SAVE_DIR): where should they go?")
         }
-        let quota = DiskReceiving.quota(context.environment)
-        let receiving = DiskReceiving(directory: saveDir, maxBytes: quota, partials: PartialFiles(limits: .from(environment: context.environment)), events: context.events)
-        let token = WebToken.random()
+        // The strangers' quota, as a node keeps it; a partial an earlier run left (a crash during an
+        // upload) is deleted as this starts, and the sweep runs while it serves.
+        let partials = PartialFiles(limits: .from(environment: context.environment))
         let server = try await WebServer.bind(
             port: port(context), admission: Admission(limits: .web(environment: context.environment)))
-        let box = WebDropBox(token: token, device: device, receiving: receiving, maxBody: quota + 64 * 1024)
+        let (token, box) = dropBox(context, saveDir: saveDir, device: device, partials: partials)
         announce(context, server: server, token: token, mode: "receive", items: nil, saveDir: saveDir)
         var until: (@Sendable () async -> Void)?
         if let wanted = count {
@@ -78,7 +78,7 @@ enum WebCommands {
         let counted = until
         do {
             try await interruptible("receiving files from browsers") {
-                try await serve(server, box, until: counted, timeout: timeout) {
+                try await serve(server, box, until: counted, timeout: timeout, beside: { await partials.sweepUntilCancelled(adopting: saveDir) }) {
                     // Only with --count: the files it waited for did not all come.
                     NearbyError.noInvitation(from: "a browser (\(count ?? 0) file\(count == 1 ? "" : "s") expected)", seconds: timeout ?? 0)
                 }
@@ -88,28 +88,38 @@ enum WebCommands {
         }
     }
 
-    /// `advertise --web`: the upload page beside the node, into its --save-dir, until `stop` returns.
-    static func dropBox(_ context: CommandContext, saveDir: String?, device: String) async throws -> (WebServer, WebDropBox) {
-        guard let saveDir else { throw NearbyError.invalidArgument("--web needs --save-dir (or NEARBY_SAVE_DIR): where should uploads go?") }
-        let quota = DiskReceiving.quota(context.environment)
-        let token = WebToken.random()
-        let server = try await WebServer.bind(
-            port: port(context), admission: Admission(limits: .web(environment: context.environment)))
-        let box = WebDropBox(
-            token: token, device: device, receiving: DiskReceiving(directory: saveDir, maxBytes: quota, partials: PartialFiles(limits: .from(environment: context.environment)), events: context.events),
-            maxBody: quota + 64 * 1024)
+    /// `advertise --web`: the upload page beside the node, into its --save-dir, on the node's own
+    /// admission and strangers' quota (one table of strangers' connections, one account each).
+    /// (A LocalSend node's too: `advertise --localsend --web`.)
+    static func dropBox(
+        _ context: CommandContext, saveDir: String?, device: String, partials: PartialFiles, admission: Admission
+    ) async throws -> (WebServer, WebDropBox) {
+        guard let saveDir else {
+            throw NearbyError.invalidArgument("--web needs --save-dir (or NEARBY_SAVE_DIR): where should uploads go?")
+        }
+        let server = try await WebServer.bind(port: port(context), admission: admission)
+        let (token, box) = dropBox(context, saveDir: saveDir, device: device, partials: partials)
         announce(context, server: server, token: token, mode: "receive", items: nil, saveDir: saveDir)
         return (server, box)
+    }
+
+    /// The upload page into `saveDir`, its files through `partials` (a body at most their quota).
+    static func dropBox(_ context: CommandContext, saveDir: String, device: String, partials: PartialFiles) -> (WebToken, WebDropBox) {
+        let token = WebToken.random()
+        let receiving = DiskReceiving(directory: saveDir, partials: partials, events: context.events)
+        return (token, WebDropBox(token: token, device: device, receiving: receiving, maxBody: partials.limits.bytes + 64 * 1024))
     }
 
     /// Runs `site` until `until` returns (nil: never), or `timeout` passes: then `late` is thrown
     /// when `until` was given, else the command ends well.
     static func serve(
         _ server: WebServer, _ site: some WebSite, until: (@Sendable () async -> Void)?, timeout: Double?,
-        late: @escaping @Sendable () -> NearbyError
+        beside: (@Sendable () async -> Void)? = nil, late: @escaping @Sendable () -> NearbyError
     ) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await server.run(site) }
+            // Work that runs until cancelled, beside the server.
+            if let beside { group.addTask { await beside() } }
             if let until { group.addTask { await until() } }
             if let timeout {
                 group.addTask {

@@ -11,6 +11,10 @@ package struct LocalSendReceivingNode: Sendable {
     package let policy: LocalSendPolicy
     package let known: LocalSendKnownDevices
     package let events: any EventSink
+    /// The strangers' quota on unfinished files, as nearby's own receiver keeps it, and the places of
+    /// strangers' connections: the node's for every protocol it serves (a web page beside it too).
+    package let partials = PartialFiles(limits: .from(environment: ProcessInfo.processInfo.environment))
+    package let admission = Admission(limits: LocalSendServer.admissionLimits)
 
     package init(identity: LocalSendIdentity, alias: String, policy: LocalSendPolicy, known: LocalSendKnownDevices, events: any EventSink) {
         self.identity = identity
@@ -25,13 +29,14 @@ package struct LocalSendReceivingNode: Sendable {
     /// `control`: where `nearby accept --localsend` from another shell reaches this node (advertise
     /// only); it also holds the lock that keeps a second one of this identity from starting.
     /// `firstTransferWithin`: no transfer answered in that time ends it with that error (`accept --timeout`).
+    /// `beside`: work that runs with the node until it stops (`advertise --web`'s page).
     package func run(
         port: Int = LocalSendDefaults.port, untilFirstTransfer: Bool, control: NodeAddress? = nil,
-        firstTransferWithin: (Duration, NearbyError)? = nil
+        firstTransferWithin: (Duration, NearbyError)? = nil, beside: (@Sendable () async -> Void)? = nil
     ) async throws(NearbyError) -> NearbyError? {
         let lock = try control.map { address throws(NearbyError) in try NodeLock(address) }
         defer { lock?.release() }
-        let server = try await LocalSendServer.bind(identity: identity, port: port)
+        let server = try await LocalSendServer.bind(identity: identity, port: port, admission: admission)
         if server.moved {
             NearbyLog.logger.warning("TCP port \(port) is taken (another LocalSend app on this machine?): serving LocalSend on port \(server.port) instead, and announcing that port")
         }
@@ -42,9 +47,8 @@ package struct LocalSendReceivingNode: Sendable {
             throw .identityIO(path: known.path, reason: "the LocalSend certificate cannot be used for TLS: \(error)")
         }
         let discovery = LocalSendDiscovery(identity: identity, alias: alias, port: server.port, http: http)
-        // The strangers' quota on unfinished files, as nearby's own receiver keeps it; a partial an
-        // earlier run left (a crash during an upload) is deleted as this starts (`Transfer.unresumable`).
-        let partials = PartialFiles(limits: .from(environment: ProcessInfo.processInfo.environment))
+        // A partial an earlier run left (a crash during an upload) is deleted as this starts
+        // (`Transfer.unresumable`: the sweep below adopts the save directory first).
         let receiver = LocalSendReceiver(me: discovery.me, policy: policy, events: events, known: known, partials: partials)
         var info = ["fingerprint": identity.fingerprint, "protocol": "https"]
         if let pin = policy.pin, !pin.isEmpty { info["pin"] = "required" }
@@ -59,6 +63,12 @@ package struct LocalSendReceivingNode: Sendable {
             group.addTask {
                 await discovery.run(link) { _ in true }
                 return nil
+            }
+            if let beside {
+                group.addTask {
+                    await beside()
+                    return nil
+                }
             }
             if let directory = policy.saveDirectory {
                 group.addTask {

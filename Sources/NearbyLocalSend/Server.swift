@@ -1,6 +1,5 @@
 import NIOCore
 import NIOHTTP1
-import NIOPosix
 import NIOSSL
 import NearbyCore
 import Synchronization
@@ -24,21 +23,10 @@ package struct LocalSendServer: Sendable {
         .with(prefix: "LOCALSEND")
     package static let maxURIBytes = 4096
 
-    /// A connection accepted, with its place among the strangers' connections (nil: over a cap,
-    /// closed already). Refused connections are handed on rather than failed in the initializer:
-    /// a failed child initializer is an error on the server channel, which ends an async server's
-    /// stream of connections, and with it the server.
-    struct Admitted: Sendable {
-        let channel: any Channel
-        let ticket: Admission.Ticket?
-    }
-
-    /// Connections come out as plain channels, not reading (autoRead off), and are wrapped in an
-    /// `NIOAsyncChannel` only by the task that serves them: one still queued when the server stops
-    /// is simply closed, where an unused `NIOAsyncChannel` would trap on deinit.
-    let channel: NIOAsyncChannel<Admitted, Never>
+    /// The accept side, as every HTTP server of a node has it (the core's `HTTPListener`).
+    let listener: HTTPListener
     /// The port we listen on: 53317 unless it was taken.
-    package let port: Int
+    package var port: Int { listener.port }
     /// 53317 was taken, so `port` is another one.
     package let moved: Bool
     /// Requests being answered now: `accept --localsend` ends once the answer that ended its
@@ -72,39 +60,16 @@ package struct LocalSendServer: Sendable {
         } catch {
             throw .identityIO(path: "localsend.json", reason: "its certificate cannot serve TLS: \(error)")
         }
-        func attempt(_ port: Int) async throws -> NIOAsyncChannel<Admitted, Never> {
-            try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                .serverChannelOption(.backlog, value: 64)
-                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-                .childChannelOption(.maxMessagesPerRead, value: 4)
-                .childChannelOption(.autoRead, value: false)
-                .bind(host: "0.0.0.0", port: port) { channel in
-                    // Over a cap: closed as soon as accepted.
-                    guard let ticket = admission.admit(channel) else {
-                        channel.close(promise: nil)
-                        return channel.eventLoop.makeSucceededFuture(Admitted(channel: channel, ticket: nil))
-                    }
-                    return channel.eventLoop.makeCompletedFuture {
-                        let sync = channel.pipeline.syncOperations
-                        try sync.addHandler(NIOSSLServerHandler(context: tls) { _, verified in verified.succeed(.certificateVerified) })
-                        try sync.configureHTTPServerPipeline(
-                            // No pipelining assistance: it stops reading while an answer is pending, and a
-                            // sender that leaves while its request waits for `nearby accept` must be noticed
-                            // (its EOF read). Requests are still answered one after another (`serve`), and
-                            // what a pipelining client sends ahead waits in NIOAsyncChannel's bounded buffer.
-                            position: .last, withPipeliningAssistance: false, withServerUpgrade: nil, withErrorHandling: true,
-                            withOutboundHeaderValidation: true, withEncoderConfiguration: .init(),
-                            withDecoderLimitConfiguration: HTTPLimits.decoder)
-                        return Admitted(channel: channel, ticket: ticket)
-                    }
-                }
+        func attempt(_ port: Int) async throws -> HTTPListener {
+            try await HTTPListener.bind(port: port, backlog: 64, admission: admission) { channel in
+                try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls) { _, verified in verified.succeed(.certificateVerified) })
+            }
         }
         do {
-            return LocalSendServer(channel: try await attempt(port), port: port, moved: false)
+            return LocalSendServer(listener: try await attempt(port), moved: false)
         } catch let error as IOError where error.errnoCode == EADDRINUSE && port != 0 {
             do {
-                let other = try await attempt(0)
-                return LocalSendServer(channel: other, port: other.channel.localAddress?.port ?? 0, moved: true)
+                return LocalSendServer(listener: try await attempt(0), moved: true)
             } catch {
                 throw .listenFailed("TCP \(port) is taken and no other port could be had: \(error)")
             }
@@ -115,25 +80,8 @@ package struct LocalSendServer: Sendable {
 
     /// Serves until cancelled, each connection (admitted by `Admission` when accepted) in its own child task.
     package func run(_ receiver: some LocalSendRoutes) async {
-        try? await channel.executeThenClose { connections in
-            try await withThrowingDiscardingTaskGroup { group in
-                for try await admitted in connections {
-                    guard let ticket = admitted.ticket else { continue }
-                    let connection = admitted.channel
-                    group.addTask {
-                        // Wrapped, then reading: nothing arrives before the wrapper is there to take it.
-                        guard let wrapped = try? await connection.eventLoop.submit({
-                            let wrapped = try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(wrappingChannelSynchronously: connection)
-                            try connection.syncOptions?.setOption(.autoRead, value: true)
-                            return wrapped
-                        }).get() else {
-                            connection.close(promise: nil)
-                            return
-                        }
-                        await Self.serve(wrapped, ticket: ticket, receiver: receiver, answering: answering)
-                    }
-                }
-            }
+        await listener.run { [answering] connection, ticket in
+            await Self.serve(connection, ticket: ticket, receiver: receiver, answering: answering)
         }
     }
 
@@ -161,7 +109,7 @@ package struct LocalSendServer: Sendable {
                 channel.eventLoop.scheduleTask(in: .seconds(2)) { channel.close(promise: nil) }
             }
             try? await connection.executeThenClose { inbound, outbound in
-                let parts = PartSource(inbound.makeAsyncIterator())
+                let parts = HTTPPartReader(inbound.makeAsyncIterator())
                 // The certificate the sender showed, if any (the handshake is over once a request arrives).
                 var shown: String??
                 while let part = try await parts.next() {
@@ -348,20 +296,6 @@ package struct BodyReader: Sendable {
             bytes += buffer.readBytes(length: buffer.readableBytes) ?? []
         }
         return bytes
-    }
-}
-
-/// The request parts of one connection, read by one task at a time (the connection's loop, and the
-/// route it hands the body to while it waits).
-final class PartSource: @unchecked Sendable {
-    private var iterator: NIOAsyncChannelInboundStream<HTTPServerRequestPart>.AsyncIterator
-    init(_ iterator: NIOAsyncChannelInboundStream<HTTPServerRequestPart>.AsyncIterator) { self.iterator = iterator }
-    /// The iterator is copied out and back (its state lives in NIO's shared producer), so no access
-    /// to the stored property spans the suspension.
-    func next() async throws -> HTTPServerRequestPart? {
-        var current = iterator
-        defer { iterator = current }
-        return try await current.next()
     }
 }
 

@@ -74,6 +74,8 @@ package final class WebDropBox: WebSite {
         }
     }
 
+    static let writeBlock = 256 << 10
+
     struct Outcome {
         var placed: [String] = []
         var failure: String?
@@ -107,6 +109,9 @@ package final class WebDropBox: WebSite {
             return outcome
         }
         var file: (any WebIncomingFile)?
+        // A file's bytes go to its writer in blocks of `writeBlock`, not chunk by chunk (each write
+        // is two hops through the writer's queues).
+        var block = ByteBuffer()
         var read: UInt64 = 0
         do {
             while var chunk = try await body.chunk() {
@@ -120,15 +125,24 @@ package final class WebDropBox: WebSite {
                             value += 1
                             return "web-up-\(value)-\(UInt32.random(in: 0...UInt32.max))"
                         }
-                        file = try receiving.begin(name: filename.isEmpty ? "unnamed" : filename, from: request.address, transfer: transfer)
+                        file = try await receiving.begin(name: filename.isEmpty ? "unnamed" : filename, from: request.address, transfer: transfer)
                     case .begin(_, nil):
                         file = nil
                     case let .data(data):
-                        try data.withUnsafeBytes { try file?.write($0) }
+                        guard let file else { break }
+                        block.writeBytes(data)
+                        if block.readableBytes >= Self.writeBlock {
+                            try await file.write(block)
+                            block = ByteBuffer()
+                        }
                     case .end:
                         if let done = file {
+                            if block.readableBytes > 0 {
+                                try await done.write(block)
+                                block = ByteBuffer()
+                            }
                             file = nil
-                            let placed = try done.finish()
+                            let placed = try await done.finish()
                             outcome.placed.append(placed)
                             feed.yield(placed)
                         }
@@ -139,9 +153,14 @@ package final class WebDropBox: WebSite {
             try parser.finish()
             outcome.status = .ok
         } catch let error as NearbyError {
-            file?.abandon(error)
+            await file?.abandon(error)
             outcome.failure = (error.errorDescription ?? error.code) + "."
-            outcome.status = error.code == "too-large" ? .payloadTooLarge : .internalServerError
+            switch error.code {
+            case "too-large": outcome.status = .payloadTooLarge
+            case "quota": outcome.status = .insufficientStorage
+            case "busy": outcome.status = .serviceUnavailable
+            default: outcome.status = .internalServerError
+            }
         } catch let error as MultipartParser.Failure {
             let reason: String
             switch error {
@@ -150,10 +169,10 @@ package final class WebDropBox: WebSite {
             case .tooManyParts: reason = "more than \(maxFiles) parts in one form."
             case .partLargerThanDeclared: reason = "a part was larger than it declared."
             }
-            file?.abandon(.transferFailed(path: file?.name ?? "", code: "malformed", reason: reason))
+            await file?.abandon(.transferFailed(path: file?.name ?? "", code: "malformed", reason: reason))
             outcome.failure = reason
         } catch {
-            file?.abandon(.connectionFailed("the browser at \(request.address) stopped sending"))
+            await file?.abandon(.connectionFailed("the browser at \(request.address) stopped sending"))
             outcome.failure = "the connection ended early."
         }
         return outcome

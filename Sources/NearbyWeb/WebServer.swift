@@ -1,39 +1,23 @@
 import NIOCore
 import NIOHTTP1
-import NIOPosix
 import NearbyCore
 import Synchronization
 
-/// The web pages' HTTP server: plain HTTP/1.1 over NIOHTTP1, every connection admitted by the
-/// core's one door (`Admission`: per address and for strangers as a whole, the descriptor budget)
-/// before a byte is read, its request head bounded in size (NIOHTTP1's decoder limits) and in time
+/// The web pages' HTTP server: plain HTTP/1.1 on the core's `HTTPListener`, every connection
+/// admitted by the core's one door (`Admission`: per address and for strangers as a whole, the
+/// descriptor budget) as it is accepted, its request head bounded in size (NIOHTTP1's decoder limits) and in time
 /// (the admission's `handshake` for the first, `idle` for the next), and closed when silent for
 /// `idle`. What the routes do is `WebSite`'s.
 package struct WebServer: Sendable {
     static let maxURIBytes = 2048
 
-    let channel: NIOAsyncChannel<any Channel, Never>
-    package let port: Int
-    let admission: Admission
+    let listener: HTTPListener
+    package var port: Int { listener.port }
 
     /// Listens on every address (`port` 0: any free port).
     package static func bind(port: Int, admission: Admission) async throws(NearbyError) -> WebServer {
         do {
-            let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                .serverChannelOption(.backlog, value: 256)
-                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-                .childChannelOption(.maxMessagesPerRead, value: 4)
-                .childChannelOption(.autoRead, value: false)
-                .bind(host: "0.0.0.0", port: port) { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.configureHTTPServerPipeline(
-                            position: .last, withPipeliningAssistance: false, withServerUpgrade: nil, withErrorHandling: true,
-                            withOutboundHeaderValidation: true, withEncoderConfiguration: .init(),
-                            withDecoderLimitConfiguration: HTTPLimits.decoder)
-                        return channel
-                    }
-                }
-            return WebServer(channel: channel, port: channel.channel.localAddress?.port ?? port, admission: admission)
+            return WebServer(listener: try await HTTPListener.bind(port: port, backlog: 256, admission: admission))
         } catch {
             throw .listenFailed("cannot listen on TCP \(port) for the web page: \(error)")
         }
@@ -41,29 +25,7 @@ package struct WebServer: Sendable {
 
     /// Serves until cancelled, each admitted connection in its own child task.
     package func run(_ site: some WebSite) async {
-        try? await channel.executeThenClose { connections in
-            try await withThrowingDiscardingTaskGroup { group in
-                for try await connection in connections {
-                    let address = Admission.key(connection.remoteAddress)
-                    // Its place (and its descriptor in the budget) is given back when it closes.
-                    guard let ticket = admission.admit(connection) else {
-                        connection.close(promise: nil)
-                        continue
-                    }
-                    group.addTask {
-                        guard let wrapped = try? await connection.eventLoop.submit({
-                            let wrapped = try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(wrappingChannelSynchronously: connection)
-                            try connection.syncOptions?.setOption(.autoRead, value: true)
-                            return wrapped
-                        }).get() else {
-                            connection.close(promise: nil)
-                            return
-                        }
-                        await serve(wrapped, address: address, ticket: ticket, site: site)
-                    }
-                }
-            }
-        }
+        await listener.run { connection, ticket in await serve(connection, address: ticket.address, ticket: ticket, site: site) }
     }
 
     /// One connection: requests one after another. Until a request head arrives the `head`
@@ -76,7 +38,7 @@ package struct WebServer: Sendable {
         deadline.push(limits.handshake)
         defer { deadline.cancel() }
         try? await connection.executeThenClose { inbound, outbound in
-            let parts = PartReader(inbound.makeAsyncIterator())
+            let parts = HTTPPartReader(inbound.makeAsyncIterator())
             while let part = try await parts.next() {
                 guard case let .head(head) = part else { continue }
                 deadline.push(limits.idle)
@@ -207,20 +169,5 @@ final class ConnectionDeadline: Sendable {
             return state.timer
         }
         timer?.cancel()
-    }
-}
-
-/// The request parts of one connection, read by one task at a time (the connection's loop, then the
-/// route it hands the body to).
-final class PartReader: @unchecked Sendable {
-    private var iterator: NIOAsyncChannelInboundStream<HTTPServerRequestPart>.AsyncIterator
-    init(_ iterator: NIOAsyncChannelInboundStream<HTTPServerRequestPart>.AsyncIterator) { self.iterator = iterator }
-
-    /// The iterator is copied out and back (its state lives in NIO's shared producer), so no access
-    /// to the stored property spans the suspension.
-    func next() async throws -> HTTPServerRequestPart? {
-        var current = iterator
-        defer { iterator = current }
-        return try await current.next()
     }
 }

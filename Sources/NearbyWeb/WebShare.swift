@@ -1,6 +1,5 @@
 import NIOCore
 import NIOHTTP1
-import NIOPosix
 import NearbyCore
 import Synchronization
 
@@ -236,8 +235,7 @@ package final class WebShare: WebSite {
     func sendFile(_ path: String, from lower: UInt64, to upper: UInt64, reply: WebReply, sent: (UInt64) -> Void) async throws {
         guard budget.takeDescriptors(1) else { throw NearbyError.transferFailed(path: path, code: "busy", reason: "no descriptor to spare") }
         defer { budget.giveDescriptors(1) }
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw NearbyError.ioFailure(path: path, reason: Transfer.errorText(errno)) }
+        let fd = try await Self.openForReading(path)
         defer { close(fd) }
         var offset = lower
         while offset < upper {
@@ -261,8 +259,7 @@ package final class WebShare: WebSite {
             if file.directory != true {
                 guard budget.takeDescriptors(1) else { throw NearbyError.transferFailed(path: file.source, code: "busy", reason: "no descriptor to spare") }
                 defer { budget.giveDescriptors(1) }
-                let fd = open(file.source, O_RDONLY | O_CLOEXEC)
-                guard fd >= 0 else { throw NearbyError.ioFailure(path: file.source, reason: Transfer.errorText(errno)) }
+                let fd = try await Self.openForReading(file.source)
                 defer { close(fd) }
                 var offset: UInt64 = 0
                 while offset < file.size {
@@ -284,9 +281,21 @@ package final class WebShare: WebSite {
         sent(UInt64(central.count))
     }
 
-    /// Exactly `count` bytes at `offset` (a file that shrank while it is served fails the download).
+    /// `path`, opened for reading on the core's `Blocking` pool (closing a file only read is cheap:
+    /// done where it ends).
+    static func openForReading(_ path: String) async throws -> Int32 {
+        let fd = try await Blocking.run { _ -> Int32 in
+            let fd = open(path, O_RDONLY | O_CLOEXEC)
+            return fd >= 0 ? fd : -errno
+        }
+        guard fd >= 0 else { throw NearbyError.ioFailure(path: path, reason: Transfer.errorText(-fd)) }
+        return fd
+    }
+
+    /// Exactly `count` bytes at `offset` (a file that shrank while it is served fails the download),
+    /// read on the core's `Blocking` pool.
     static func read(_ fd: Int32, count: Int, at offset: UInt64, path: String) async throws -> ByteBuffer {
-        try await NIOThreadPool.singleton.runIfActive {
+        try await Blocking.run { _ in
             var buffer = ByteBufferAllocator().buffer(capacity: count)
             let got = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { pointer -> Int in
                 guard let base = pointer.baseAddress else { return 0 }

@@ -7,6 +7,8 @@
   rogue_web.py names URL                     uploads whose file names try paths and escapes
   rogue_web.py liar URL                      a part larger than it declared; a body longer than declared
   rogue_web.py resume URL OUT CUT            GET, cut after CUT bytes; then Range for the rest
+  rogue_web.py hold HOST PORT N SECONDS      N silent connections held open (prints when all are up)
+  rogue_web.py probe HOST PORT               one connection: closed by the server within 5 s, or not
 Prints one JSON object; exits non-zero when the server answered what it must not.
 """
 import hashlib
@@ -219,6 +221,28 @@ def resume(url, out, cut):
                       "size": os.path.getsize(out), "sha256": digest.hexdigest()}))
 
 
+def hold(host, port, n, seconds):
+    """Holds N connections that send nothing: places in the server's admission table."""
+    held = [connect(host, port) for _ in range(int(n))]
+    print(json.dumps({"held": len(held)}), flush=True)
+    time.sleep(float(seconds))
+    for s in held:
+        s.close()
+
+
+def probe(host, port):
+    """Connects and waits up to 5 s: a server that refused the place closes the connection at once."""
+    try:
+        s = connect(host, port, timeout=5)
+        closed = s.recv(1) == b""
+    except socket.timeout:
+        closed = False
+    except (ConnectionResetError, ConnectionRefusedError, BrokenPipeError):
+        closed = True
+    print(json.dumps({"closed": closed}))
+
+
 if __name__ == "__main__":
     mode, args = sys.argv[1], sys.argv[2:]
-    {"trickle": trickle, "guess": guess, "wrong": wrong, "names": names, "liar": liar, "resume": resume}[mode](*args)
+    {"trickle": trickle, "guess": guess, "wrong": wrong, "names": names, "liar": liar, "resume": resume,
+     "hold": hold, "probe": probe}[mode](*args)

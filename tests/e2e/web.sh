@@ -52,6 +52,8 @@ test_web_upload_in_a_browser_byte_exact() {
     head -c 2500000 /dev/urandom >"$OUT/up/photo.jpg"
     head -c 70000 /dev/urandom >"$OUT/up/clip.bin"
     printf 'typed without JavaScript\n' >"$OUT/up/plain.txt"
+    # A file of the user's under the name of one that arrives: never written over.
+    printf 'mine\n' >"$OUT/save/photo.jpg"
     web_start 1 "$OUT/accept.jsonl" -- accept --web --save-dir "$OUT/save" --count 3 || return 1
     expect_json "$OUT/accept.jsonl" 'select(.event=="web-serving" and .mode=="receive")' "web-serving for uploads" || return 1
     web_browser 2 upload "$WEB_URL" "$OUT/up/photo.jpg" "$OUT/up/clip.bin" >"$OUT/browser.json" 2>"$OUT/browser.err" || {
@@ -61,9 +63,11 @@ test_web_upload_in_a_browser_byte_exact() {
     lab_wait_pid "$WEB_PID" 30
     expect_eq $? 0 "accept --web --count 3's exit status" || { cat "$OUT/accept.jsonl.err" >&2; return 1; }
     local name
-    for name in photo.jpg clip.bin plain.txt; do
+    for name in clip.bin plain.txt; do
         cmp "$OUT/up/$name" "$OUT/save/$name" || { fail "$name differs"; return 1; }
     done
+    cmp "$OUT/up/photo.jpg" "$OUT/save/photo (1).jpg" || { fail "photo.jpg did not land beside the user's as 'photo (1).jpg'"; return 1; }
+    expect_eq "$(cat "$OUT/save/photo.jpg")" mine "the user's photo.jpg" || return 1
     expect_eq "$(find "$OUT/save" -name '*.nearby-part' | wc -l)" 0 "partial files left" || return 1
     expect_eq "$(count_json "$OUT/accept.jsonl" 'select(.event=="file-received")')" 3 "file-received events" || return 1
     expect_json "$OUT/accept.jsonl" 'select(.event=="file-received" and .peer.id=="web-10.99.0.2" and .bytes==2500000)' "file-received names the browser's address" || return 1
@@ -203,4 +207,122 @@ test_web_pages_at_phone_size() {
         expect_eq "$(python3 -c 'import struct,sys; d=open(sys.argv[1],"rb").read(24); print("%dx%d" % struct.unpack(">II", d[16:24]))' "$OUT/$shot.png")" 390x844 "$shot.png's size" || return 1
         [[ -z ${WEB_SHOTS:-} ]] || cp "$OUT/$shot.png" "$WEB_SHOTS/"
     done
+}
+
+# accept --web killed during an upload leaves a stranger's unresumable partial; the next accept
+# --web on that directory deletes it as it starts (as a node does), and never shows it as a file.
+test_web_a_crash_leaves_no_partial() {
+    mkdir -p "$OUT/save" "$OUT/up"
+    head -c 3000000 /dev/urandom >"$OUT/up/cut.bin"
+    web_start 1 "$OUT/accept.jsonl" -- accept --web --save-dir "$OUT/save" || return 1
+    lab_bg 2 "$OUT/curl.out" curl -sS -H 'Expect:' --limit-rate 30k -F "file=@$OUT/up/cut.bin" "${WEB_URL}upload" >/dev/null
+    local curler=$LAB_PID left
+    await "$OUT/accept.jsonl" 'select(.event=="progress" and .peer.id=="web-10.99.0.2")' 20 "the upload under way" || return 1
+    kill -KILL "$WEB_PID"
+    lab_wait_pid "$WEB_PID" 10
+    lab_wait_pid "$curler" 30
+    expect_eq "$(find "$OUT/save" -name '*-u.nearby-part' | wc -l)" 1 "the killed upload's partial file" || { ls -la "$OUT/save" >&2; return 1; }
+    web_start 1 "$OUT/again.jsonl" -- accept --web --save-dir "$OUT/save" || return 1
+    for _ in $(seq 1 100); do
+        left=$(find "$OUT/save" -name '*.nearby-part' | wc -l)
+        (( left == 0 )) && break
+        sleep 0.1
+    done
+    expect_eq "$left" 0 "partial files after the restart" || { ls -la "$OUT/save" >&2; return 1; }
+    expect_eq "$(find "$OUT/save" -type f | wc -l)" 0 "files in the save directory" || return 1
+    stop "$WEB_PID"
+    expect_eq $? 0 "accept --web ends with Ctrl-C" || return 1
+}
+
+# advertise --web on a node: the page's connections take places in the node's one admission table,
+# beside its links' (here 2 per address): a stranger holding its places through one protocol gets
+# none through the other, while another host is served. Separate tables would let h2 in twice.
+test_web_node_shares_admission_with_its_links() {
+    mkdir -p "$OUT/save"
+    web_start 1 "$OUT/adv.jsonl" NEARBY_STRANGER_CONNECTIONS_PER_ADDRESS=2 NEARBY_STRANGER_CONNECTIONS_HANDSHAKE_MS=120000 \
+        NEARBY_HANDSHAKE_DEADLINE=120 -- advertise --service s-web-adm --encryption none --web --save-dir "$OUT/save" || return 1
+    web_one_table "$(jq -r 'select(.event=="advertising") | .port' "$OUT/adv.jsonl" | head -1)" || return 1
+    stop "$WEB_PID"
+    expect_eq $? 0 "advertise --web ends with Ctrl-C" || return 1
+}
+
+# The same beside a LocalSend receiver: the page's connections and LocalSend's HTTPS take places in
+# its one table (here 2 per address).
+test_web_localsend_node_shares_admission_with_its_https() {
+    mkdir -p "$OUT/save"
+    web_start 1 "$OUT/adv.jsonl" NEARBY_LOCALSEND_PER_ADDRESS=2 NEARBY_LOCALSEND_HANDSHAKE_MS=120000 -- \
+        advertise --localsend --web --save-dir "$OUT/save" || return 1
+    web_one_table "$(jq -r 'select(.event=="advertising" and .service=="localsend") | .port' "$OUT/adv.jsonl" | head -1)" || return 1
+    stop "$WEB_PID"
+    expect_eq $? 0 "advertise --localsend --web ends with Ctrl-C" || return 1
+}
+
+# web_one_table PORT: h1's web page (WEB_URL) and its other protocol on PORT share one admission
+# table of 2 places per address: h2 holding 2 silent connections through one gets none through the
+# other, while h3 is let in.
+web_one_table() {
+    local other=$1 host web_port holder
+    host=$(lab_addr 1)
+    web_port=$(jq -r 'select(.event=="web-serving") | .port' "$OUT/adv.jsonl")
+    [[ $other =~ ^[0-9]+$ && $web_port =~ ^[0-9]+$ ]] || { fail "no ports in the node's events ('$other', '$web_port')"; return 1; }
+    web_probe 2 "$host" "$web_port" false || return 1
+    # Through the other protocol: then h2 has no place left on the web page, h3 has.
+    web_hold 2 "$host" "$other" || return 1; holder=$LAB_PID
+    web_probe 2 "$host" "$web_port" true || return 1
+    web_probe 3 "$host" "$web_port" false || return 1
+    kill "$holder"; lab_wait_pid "$holder" 10
+    web_probe 2 "$host" "$web_port" false || return 1
+    # Through the web page: then h2 has no place left for the other protocol, h3 has.
+    web_hold 2 "$host" "$web_port" || return 1; holder=$LAB_PID
+    web_probe 2 "$host" "$other" true || return 1
+    web_probe 3 "$host" "$other" false || return 1
+    kill "$holder"
+    lab_wait_pid "$holder" 10 || true
+}
+
+# web_hold K HOST PORT: h_K holds 2 silent connections to HOST:PORT (LAB_PID is the holder).
+web_hold() {
+    lab_bg "$1" "$OUT/hold-$3.json" python3 "$ROOT/tests/e2e/rogue_web.py" hold "$2" "$3" 2 120 >/dev/null
+    lab_wait_line "$OUT/hold-$3.json" 'select(.held==2)' 15 >/dev/null || { fail "h$1 could not hold 2 connections to $3"; return 1; }
+}
+
+# web_probe K HOST PORT WANT: h_K's connection to HOST:PORT is closed at once (true) or kept (false),
+# within 4 tries (a place is taken or given back a moment after the client's connect or close).
+web_probe() {
+    local try
+    for try in 1 2 3 4; do
+        rogue_web "$1" probe "$2" "$3" >"$OUT/probe.json" 2>&1
+        [[ $(jq -r .closed "$OUT/probe.json" 2>/dev/null) == "$4" ]] && return 0
+    done
+    fail "h$1's connection to port $3: closed is not $4 ($(cat "$OUT/probe.json"))"
+}
+
+# advertise --web on a node: a browser's upload is a partial file in the node's one strangers'
+# quota (here 1 file), beside those of the strangers on its links: a link's file taking the place
+# takes the browser's partial back (file-failed quota, nothing left of it). Separate quotas would
+# let both through.
+test_web_node_shares_the_strangers_quota_with_its_links() {
+    mkdir -p "$OUT/save" "$OUT/up"
+    head -c 3000000 /dev/urandom >"$OUT/up/slow.bin"
+    head -c 300000 /dev/urandom >"$OUT/up/link.bin"
+    web_start 1 "$OUT/adv.jsonl" NEARBY_PARTIAL_FILES=1 -- \
+        advertise --service s-web-quota --encryption none --auto-accept --web --save-dir "$OUT/save" || return 1
+    local port curler status
+    port=$(jq -r 'select(.event=="advertising") | .port' "$OUT/adv.jsonl" | head -1)
+    lab_bg 2 "$OUT/curl.out" curl -sS -H 'Expect:' --limit-rate 30k -F "file=@$OUT/up/slow.bin" -H 'Accept: text/plain' \
+        -w '\n%{http_code}\n' "${WEB_URL}upload" >/dev/null
+    curler=$LAB_PID
+    await "$OUT/adv.jsonl" 'select(.event=="progress" and .peer.id=="web-10.99.0.2")' 20 "the browser's upload under way" || return 1
+    nb 3 send-file "$(lab_addr 1):$port" "$OUT/up/link.bin" --service s-web-quota --encryption none --timeout 20 \
+        >"$OUT/send.jsonl" 2>"$OUT/send.err"; status=$?
+    expect_eq "$status" 0 "the link's send-file" || { show "$OUT/send.jsonl" "$OUT/send.err"; return 1; }
+    cmp -s "$OUT/up/link.bin" "$OUT/save/link.bin" || { fail "the link's file did not arrive whole"; return 1; }
+    await "$OUT/adv.jsonl" 'select(.event=="file-failed" and .peer.id=="web-10.99.0.2" and .code=="quota")' 20 \
+        "the browser's upload taken back by the quota" || return 1
+    lab_wait_pid "$curler" 30
+    grep -q '^507$' "$OUT/curl.out" || { fail "the browser was not told 507"; cat "$OUT/curl.out" "$OUT/curl.out.err" >&2; return 1; }
+    [[ ! -e $OUT/save/slow.bin ]] || { fail "the taken-back upload was kept"; return 1; }
+    expect_eq "$(find "$OUT/save" -name '*.nearby-part' | wc -l)" 0 "partial files left" || return 1
+    stop "$WEB_PID"
+    expect_eq $? 0 "advertise --web ends with Ctrl-C" || return 1
 }

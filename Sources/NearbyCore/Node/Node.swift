@@ -38,8 +38,11 @@ package actor Node {
     private(set) var stopping = false
     /// Incoming streams waiting for a listener, and listeners waiting for one.
     var streamWaits = StreamWaits()
-    /// The partial files being written, over every link, and the quota on strangers' partials.
-    nonisolated let partials: PartialFiles
+    /// The partial files being written, over every link, and the quota on strangers' partials;
+    /// the places of strangers' connections. Both are the node's for every protocol it serves
+    /// (a web page beside it too), so a stranger gets no more by using two.
+    package nonisolated let partials: PartialFiles
+    package nonisolated let admission: Admission
     /// Offers of files and directories, by the node's policy.
     nonisolated let intake: FileIntake
 
@@ -60,6 +63,7 @@ package actor Node {
         (jobs, jobQueue) = AsyncStream.makeStream()
         self.datagrams = DatagramHub(events: events)
         partials = PartialFiles(limits: configuration.partialQuota, record: paths.strangersDirectories(service: configuration.service.name))
+        admission = Admission(limits: configuration.admission)
         do {
             tls = try SessionTLS.contexts(for: identity)
         } catch {
@@ -106,7 +110,7 @@ package actor Node {
     /// Opens the listening socket and, when configured, advertises.
     package func start() async throws(NearbyError) {
         let (connections, arrivals) = AsyncStream<Negotiated>.makeStream()
-        let listener = try await Connections.listen(port: configuration.port, preference: configuration.encryption, tls: tls.server) { negotiated in
+        let listener = try await Connections.listen(port: configuration.port, preference: configuration.encryption, tls: tls.server, gate: admission) { negotiated in
             arrivals.yield(negotiated)
         }
         self.listener = listener

@@ -40,6 +40,10 @@ package struct NodeConfiguration: Sendable {
     /// `NEARBY_PARTIAL_DIRECTORIES_PER_PEER`; docs/security.md): the process's budget's, or the
     /// command context's environment's (`apply`).
     var partialQuota = ResourceBudget.shared.limits.disk
+    /// The one admission of strangers' connections, over every protocol the node serves (its
+    /// links, a web page beside it): `NEARBY_STRANGER_CONNECTIONS_TOTAL`, `_PER_ADDRESS`,
+    /// `_HANDSHAKE_MS`, `_IDLE_MS` (docs/security.md).
+    package var admission = Admission.Limits()
 
     /// The waits and caps a user (or a test) may change through the environment.
     package mutating func apply(environment: [String: String]) {
@@ -49,6 +53,7 @@ package struct NodeConfiguration: Sendable {
         if let cap = environment["NEARBY_AUTO_PIN_CAP"].flatMap(Int.init), cap > 0 { autoPinCap = cap }
         for index in wideAreas.indices { wideAreas[index].apply(environment: environment) }
         partialQuota = .from(environment: environment)
+        admission = Admission.Limits().with(environment: environment, prefix: "STRANGER_CONNECTIONS")
     }
 
     package init(service: ServiceType) { self.service = service }

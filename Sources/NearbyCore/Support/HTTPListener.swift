@@ -1,0 +1,99 @@
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// The accept side of every HTTP server a node runs (the web pages', LocalSend's HTTPS): a listener
+/// whose connections take a place in the node's `Admission` as they are accepted (over a cap:
+/// closed at once), are decoded by NIOHTTP1 within `HTTPLimits.decoder` — behind a TLS handler when
+/// the server has one (`secure`) — and are each served by a child task of `run`. What a server does
+/// with a connection (routes, deadlines) stays its own.
+package struct HTTPListener: Sendable {
+    package typealias Connection = NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>
+
+    /// A connection accepted, with its place among the strangers' connections (nil: over a cap,
+    /// closed already). Refused connections are handed on rather than failed in the initializer:
+    /// a failed child initializer is an error on the server channel, which ends an async server's
+    /// stream of connections, and with it the server.
+    struct Admitted: Sendable {
+        let channel: any Channel
+        let ticket: Admission.Ticket?
+    }
+
+    /// Connections come out as plain channels, not reading (autoRead off), and are wrapped in an
+    /// `NIOAsyncChannel` only by the task that serves them: one still queued when the server stops
+    /// is simply closed, where an unused `NIOAsyncChannel` would trap on deinit.
+    let channel: NIOAsyncChannel<Admitted, Never>
+    /// The port it listens on (the one asked for, or the one the system gave for 0).
+    package let port: Int
+
+    /// Listens on every IPv4 address; throws what NIO throws (an `IOError` with `EADDRINUSE` when the
+    /// port is taken). `secure` adds a TLS handler in front of HTTP.
+    package static func bind(
+        port: Int, backlog: Int32, admission: Admission, secure: (@Sendable (any Channel) throws -> Void)? = nil
+    ) async throws -> HTTPListener {
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.backlog, value: backlog)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.maxMessagesPerRead, value: 4)
+            .childChannelOption(.autoRead, value: false)
+            .bind(host: "0.0.0.0", port: port) { channel in
+                // Over a cap: closed as soon as accepted.
+                guard let ticket = admission.admit(channel) else {
+                    channel.close(promise: nil)
+                    return channel.eventLoop.makeSucceededFuture(Admitted(channel: channel, ticket: nil))
+                }
+                return channel.eventLoop.makeCompletedFuture {
+                    try secure?(channel)
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(
+                        // No pipelining assistance: it stops reading while an answer is pending, and a
+                        // client that leaves while its request waits must be noticed (its EOF read).
+                        // Requests are still answered one after another (each server's loop), and what
+                        // a pipelining client sends ahead waits in NIOAsyncChannel's bounded buffer.
+                        position: .last, withPipeliningAssistance: false, withServerUpgrade: nil, withErrorHandling: true,
+                        withOutboundHeaderValidation: true, withEncoderConfiguration: .init(),
+                        withDecoderLimitConfiguration: HTTPLimits.decoder)
+                    return Admitted(channel: channel, ticket: ticket)
+                }
+            }
+        return HTTPListener(channel: channel, port: channel.channel.localAddress?.port ?? port)
+    }
+
+    /// Serves until cancelled: each admitted connection, wrapped, then reading, in its own child task.
+    package func run(_ serve: @escaping @Sendable (Connection, Admission.Ticket) async -> Void) async {
+        try? await channel.executeThenClose { connections in
+            try await withThrowingDiscardingTaskGroup { group in
+                for try await admitted in connections {
+                    guard let ticket = admitted.ticket else { continue }
+                    let connection = admitted.channel
+                    group.addTask {
+                        // Wrapped, then reading: nothing arrives before the wrapper is there to take it.
+                        guard let wrapped = try? await connection.eventLoop.submit({
+                            let wrapped = try Connection(wrappingChannelSynchronously: connection)
+                            try connection.syncOptions?.setOption(.autoRead, value: true)
+                            return wrapped
+                        }).get() else {
+                            connection.close(promise: nil)
+                            return
+                        }
+                        await serve(wrapped, ticket)
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The request parts of one connection, read by one task at a time (the connection's loop, then the
+/// route it hands the body to).
+package final class HTTPPartReader: @unchecked Sendable {
+    private var iterator: NIOAsyncChannelInboundStream<HTTPServerRequestPart>.AsyncIterator
+    package init(_ iterator: NIOAsyncChannelInboundStream<HTTPServerRequestPart>.AsyncIterator) { self.iterator = iterator }
+
+    /// The iterator is copied out and back (its state lives in NIO's shared producer), so no access
+    /// to the stored property spans the suspension.
+    package func next() async throws -> HTTPServerRequestPart? {
+        var current = iterator
+        defer { iterator = current }
+        return try await current.next()
+    }
+}
