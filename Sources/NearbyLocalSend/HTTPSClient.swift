@@ -10,7 +10,7 @@ import Synchronization
 /// One HTTP/1.1 request to a LocalSend device, over TLS when it says `https` (NIOHTTP1's codec,
 /// NIOSSL's TLS: no hand-written parser). The certificate it shows must hash to the fingerprint
 /// we expect, when we expect one; otherwise the connection is refused before a byte of ours is
-/// sent. Answers larger than `LocalSendLimits.jsonBodyBytes` are cut off with an error.
+/// sent. Answers larger than `answerLimit` (`LocalSendLimits.jsonBodyBytes` unless said) are cut off with an error.
 package struct LocalSendHTTP: Sendable {
     package struct Response: Sendable {
         package var status: Int
@@ -60,7 +60,8 @@ package struct LocalSendHTTP: Sendable {
     /// connection at a time) waits for its TLS handshake as long as a sibling makes progress.
     package func request(
         host: String, port: Int, https: Bool, method: HTTPMethod, path: String, body: Body,
-        expectedFingerprint: String?, timeout: Duration, idle: Duration = .seconds(30), progress: Watchdog? = nil
+        expectedFingerprint: String?, timeout: Duration, idle: Duration = .seconds(30), progress: Watchdog? = nil,
+        answerLimit: Int = LocalSendLimits.jsonBodyBytes
     ) async throws(Failure) -> Response {
         let seen = Locked<String?>(nil)
         let handshake = Locked<EventLoopFuture<Void>?>(nil)
@@ -139,8 +140,8 @@ package struct LocalSendHTTP: Sendable {
                             switch part {
                             case let .head(head): status = Int(head.status.code)
                             case var .body(buffer):
-                                guard collected.count + buffer.readableBytes <= LocalSendLimits.jsonBodyBytes else {
-                                    throw Failure.protocolError("the answer is larger than \(LocalSendLimits.jsonBodyBytes) bytes")
+                                guard collected.count + buffer.readableBytes <= answerLimit else {
+                                    throw Failure.protocolError("the answer is larger than \(answerLimit) bytes")
                                 }
                                 collected += buffer.readBytes(length: buffer.readableBytes) ?? []
                             case .end:

@@ -64,7 +64,7 @@ extension LocalSendReceiver {
     func admitSession(from host: String, pinned: Bool, limits: LocalSendSessions.Limits = LocalSendSessions.limits) -> LocalSendAnswer? {
         let now = ContinuousClock.now
         expireSlow(now: now)
-        for session in sessions.values where now - session.lastActivity > Self.sessionIdle && !session.files.values.contains(where: { $0.state == .receiving }) {
+        for session in sessions.values where now - session.lastActivity > Self.sessionIdle && session.receiving == 0 {
             expire(session, reason: "\(session.peer.name ?? session.peer.id) sent nothing for \(Int(Self.sessionIdle / .seconds(1))) s")
         }
         // A node-less `accept` takes one transfer: one session at a time.
@@ -78,16 +78,13 @@ extension LocalSendReceiver {
         return nil
     }
 
-    /// Nil when a stranger's offer of `files` files and `bytes` bytes fits the strangers' quota on
-    /// unfinished files; else the answer (413) that refuses it before anything is written.
-    func overQuota(files: Int, bytes: UInt64) -> LocalSendAnswer? {
-        let limits = partials.limits
-        if files > limits.files {
-            return .status(413, "this node takes at most \(limits.files) unfinished files from senders it does not know; this transfer has \(files)")
-        }
-        if bytes > limits.bytes {
-            return .status(413, "this node takes at most \(limits.bytes) bytes of unfinished files from senders it does not know; this transfer is \(bytes) bytes")
-        }
-        return nil
+    /// Nil when a stranger's list, `bytes` declared in its first `files` files, still fits the
+    /// strangers' quota on unfinished files; else the answer (413) that refuses it before anything
+    /// is written. Charged entry by entry as the list is read (`readList`). The quota's count of
+    /// files is not charged here: a session writes two at a time, each counted as it is written.
+    func overQuota(bytes: UInt64, files: Int) -> LocalSendAnswer? {
+        let limit = partials.limits.bytes
+        guard bytes > limit else { return nil }
+        return .status(413, "this node takes at most \(limit) bytes of unfinished files from senders it does not know; this transfer offers more (\(bytes) bytes in its first \(files) file\(files == 1 ? "" : "s"))")
     }
 }

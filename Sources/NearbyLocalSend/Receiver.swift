@@ -14,8 +14,8 @@ package struct LocalSendPolicy: Sendable {
     package var acceptFirst = false
     /// `accept --localsend --decline`: the first transfer is declined.
     package var declineFirst = false
-    /// Files one request may offer.
-    package var maxFiles = 1000
+    /// The bounds on a prepare-upload's file list (`NEARBY_LOCALSEND_FILES`, `_LIST_BYTES`).
+    package var list = PrepareUploadList.Limits.from(environment: ProcessInfo.processInfo.environment)
 
     package init(saveDirectory: String?, pin: String?) {
         self.saveDirectory = saveDirectory
@@ -57,7 +57,31 @@ package actor LocalSendReceiver {
         /// Let in by `--auto-accept` alone (not chosen, not accepted by a person), as the core's
         /// strangers are: charged to the strangers' quota and held to the floor rate.
         var stranger = true
-        var finished: Bool { files.values.allSatisfy { $0.state == .done || $0.state == .failed } }
+        /// Files neither done nor failed, and files being uploaded now: counted as their states
+        /// change (`set`), so that a folder's thousands of uploads cost no walk of the list each.
+        var unsettled = 0
+        var receiving = 0
+        var finished: Bool { unsettled == 0 }
+
+        /// Changes one file's state in place (never through a copy of `files`: a copy of a
+        /// 5,000-entry map for each upload made a folder's uploads quadratic).
+        /// What an upload needs of its session, without its file map.
+        struct Summary {
+            var peer: PeerRef
+            var host: String
+            var stranger: Bool
+            var deadline: ContinuousClock.Instant
+        }
+        var summary: Summary { Summary(peer: peer, host: host, stranger: stranger, deadline: deadline) }
+
+        mutating func set(_ key: String, _ state: Offered.State) {
+            guard let old = files[key]?.state, old != state else { return }
+            func open(_ state: Offered.State) -> Bool { state == .waiting || state == .receiving }
+            if open(old), !open(state) { unsettled -= 1 } else if !open(old), open(state) { unsettled += 1 }
+            if old == .receiving { receiving -= 1 }
+            if state == .receiving { receiving += 1 }
+            files[key]?.state = state
+        }
     }
 
     let me: DeviceMessage
@@ -106,16 +130,19 @@ package actor LocalSendReceiver {
                 return LocalSendAnswer(status: 200, body: me.encoded())
             case (.POST, prefix + "/prepare-upload"):
                 // The PIN before the body, as the official app checks it: a wrong one costs nothing more.
-                if let refused = checkPIN(request) {
-                    _ = try await body.whole(limit: LocalSendLimits.jsonBodyBytes)
+                if var refused = checkPIN(request) {
+                    try await drain(body, limit: policy.list.bodyBytes)
+                    refused.keepAlive = false
                     return refused
                 }
-                guard let bytes = try await body.whole(limit: LocalSendLimits.jsonBodyBytes) else {
-                    return .status(413, "the request is larger than \(LocalSendLimits.jsonBodyBytes) bytes", keepAlive: false)
+                // Read as it arrives, each file charged as it is read (Receiver+List).
+                switch try await readList(request, body: body) {
+                case let .failure(refused): return refused.answer
+                case let .success(offer):
+                    // Read whole: the sender now waits for our answer, perhaps a person's.
+                    body.hold(Self.askFor + .seconds(5))
+                    return await prepare(offer, request: request)
                 }
-                // Read whole: the sender now waits for our answer, perhaps a person's.
-                body.hold(Self.askFor + .seconds(5))
-                return await prepare(bytes, request: request)
             case (.POST, prefix + "/upload"):
                 return await upload(request, body: body)
             case (.POST, prefix + "/cancel"):
@@ -129,34 +156,17 @@ package actor LocalSendReceiver {
         }
     }
 
-    struct Prepare: Decodable {
-        struct File: Decodable {
-            var id: String
-            var fileName: String
-            var size: UInt64
-            var fileType: String?
-            var sha256: String?
-            var preview: String?
-        }
-        var info: DeviceMessage
-        var files: [String: File]
-    }
-
-    func prepare(_ bytes: [UInt8], request: LocalSendRequest) async -> LocalSendAnswer {
-        guard JSONShape.depth(of: bytes, limit: LocalSendLimits.jsonDepth) != nil,
-              let offer = try? JSONDecoder().decode(Prepare.self, from: Data(bytes)), !offer.files.isEmpty
-        else { return .status(400, "not a prepare-upload body") }
-        guard offer.files.count <= policy.maxFiles else { return .status(400, "more than \(policy.maxFiles) files in one request") }
+    func prepare(_ offer: Offer, request: LocalSendRequest) async -> LocalSendAnswer {
         let device = LocalSendDevice(offer.info, host: request.host, interface: nil)
         let peer = device.ref
         let pinned = isPinned(device, shown: request.clientFingerprint)
         if let busy = admitSession(from: request.host, pinned: pinned) { return busy }
         let invitation = "ls-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
         let count = offer.files.count
-        let total = offer.files.values.reduce(UInt64(0)) { $0 &+ $1.size }
-        // A stranger's (--auto-accept takes it) is charged to the strangers' quota before anything is said.
+        let total = offer.total
+        // A stranger's (--auto-accept takes it) was charged to the strangers' quota as its list was read.
         let stranger = policy.autoAccept && !pinned
-        if stranger, let over = overQuota(files: offer.files.count, bytes: total) { return over }
+        if stranger, let over = overQuota(bytes: total, files: count) { return over }
         let context = "LocalSend: \(count) file\(count == 1 ? "" : "s"), \(total) bytes"
         let expires = EventEncoder.timestamp(Date())
         let text = Self.text(offer)
@@ -216,7 +226,8 @@ package actor LocalSendReceiver {
             return .status(204)
         }
         var files: [String: Offered] = [:]
-        for (key, file) in offer.files {
+        for entry in offer.files {
+            let (key, file) = (entry.key, entry.file)
             // A folder's files come with relative paths: the shape is kept, each part sanitized.
             let parts = SafePath.components(of: file.fileName)
             let name = parts.last ?? "unnamed"
@@ -227,15 +238,16 @@ package actor LocalSendReceiver {
         // A UUID, as the official app's session IDs and tokens are.
         let id = UUID().uuidString.lowercased()
         sessions[id] = Session(
-            id: id, host: request.host, peer: peer, files: files, deadline: LocalSendSessions.deadline(for: total), pinned: pinned, stranger: stranger)
+            id: id, host: request.host, peer: peer, files: files, deadline: LocalSendSessions.deadline(for: total), pinned: pinned, stranger: stranger,
+            unsettled: files.count)
         let tokens = files.mapValues(\.token)
         let answer = (try? JSONEncoder().encode(["sessionId": AnyCodableString.string(id), "files": .map(tokens)])).map(Array.init) ?? []
         return LocalSendAnswer(status: 200, body: answer)
     }
 
     /// A LocalSend text: one `text/*` file whose preview is the text.
-    static func text(_ offer: Prepare) -> String? {
-        guard offer.files.count == 1, let file = offer.files.values.first, file.fileType?.hasPrefix("text/") == true,
+    static func text(_ offer: Offer) -> String? {
+        guard offer.files.count == 1, let file = offer.files.first?.file, file.fileType?.hasPrefix("text/") == true,
               let preview = file.preview, preview.utf8.count == file.size else { return nil }
         return preview
     }
@@ -245,12 +257,17 @@ package actor LocalSendReceiver {
             return .status(400, "Missing parameters", keepAlive: false)
         }
         expireSlow()
-        guard var current = sessions[id], current.host == request.host,
-              let file = current.files[fileID], file.token == token, file.state == .waiting,
-              let directory = policy.saveDirectory
-        else { return .status(403, "Invalid token or IP address", keepAlive: false) }
+        // What the upload needs, read in a closure: a copy of the session held while it is
+        // changed below would copy its whole file map.
+        let found = sessions[id].flatMap { current -> (file: Offered, session: Session.Summary)? in
+            guard current.host == request.host, let file = current.files[fileID], file.token == token, file.state == .waiting else { return nil }
+            return (file, current.summary)
+        }
+        guard let (file, current) = found, let directory = policy.saveDirectory else {
+            return .status(403, "Invalid token or IP address", keepAlive: false)
+        }
         if let length = request.contentLength, length != Int(clamping: file.size) {
-            sessions[id]?.files[fileID]?.state = .failed
+            sessions[id]?.set(fileID, .failed)
             let reason = "Content-Length \(length) is not the size announced (\(file.size))"
             events.emit(Events.FileFailed.make(
                 transfer: "ls-\(id.prefix(8))-\(fileID)", direction: "receive", peer: current.peer, path: file.name,
@@ -258,9 +275,8 @@ package actor LocalSendReceiver {
             if sessions[id]?.finished == true, policy.acceptFirst { finish(.transferFailed(path: file.name, code: "too-large", reason: reason)) }
             return .status(400, reason, keepAlive: false)
         }
-        current.files[fileID]?.state = .receiving
-        current.lastActivity = .now
-        sessions[id] = current
+        sessions[id]?.set(fileID, .receiving)
+        sessions[id]?.lastActivity = .now
         let incoming = IncomingUpload(
             root: directory, folders: file.folders, name: file.name, partialTag: String(id.prefix(8)) + "-" + String(fileID.prefix(16).filter { $0.isLetter || $0.isNumber }),
             size: file.size, sha256: file.sha256, peer: current.peer, owner: current.stranger ? current.host : nil, partials: partials,
@@ -270,11 +286,11 @@ package actor LocalSendReceiver {
         sessions[id]?.files[fileID]?.attempts += 1
         if let outcome, outcome.error.code == "integrity", (sessions[id]?.files[fileID]?.attempts ?? Self.maxAttempts) < Self.maxAttempts {
             // As the official app: the sender may upload it again with the same token.
-            sessions[id]?.files[fileID]?.state = .waiting
+            sessions[id]?.set(fileID, .waiting)
             sessions[id]?.lastActivity = .now
             return outcome.answer
         }
-        sessions[id]?.files[fileID]?.state = outcome == nil ? .done : .failed
+        sessions[id]?.set(fileID, outcome == nil ? .done : .failed)
         sessions[id]?.lastActivity = .now
         if let outcome, sessions[id]?.failure == nil { sessions[id]?.failure = outcome.error }
         if outcome?.error.code == "timeout", let slow = sessions[id] { expire(slow, reason: outcome?.error.errorDescription ?? "too slow") }

@@ -42,11 +42,16 @@ package struct LocalSendSender: Sendable {
     /// for the device's answer (a person decides on the other side).
     package func sendFiles(_ files: [OutgoingFile], to target: LocalSendTarget, pin: String?, timeout: Duration) async throws(NearbyError) {
         var offers: [Offer] = []
-        for (index, file) in files.enumerated() {
+        // A folder's files go with their paths under the folder's name, as the official app sends
+        // them; LocalSend has no empty folders, so those stay behind, each said.
+        for empty in files where empty.directory == true {
+            events.emit(Events.Skipped(path: empty.relative, reason: "an empty folder: LocalSend carries files only"))
+        }
+        for (index, file) in files.filter({ $0.directory != true }).enumerated() {
             offers.append(Offer(id: "f\(index + 1)", file: file, sha256: try await Self.sha256(of: file)))
         }
         let body = Self.prepareBody(info: me, offers: offers.map { ($0.id, $0.file.relative, $0.file.size, $0.sha256, Self.mediaType($0.file.relative), nil) })
-        let (target, answer) = try await prepare(body, to: target, pin: pin, timeout: timeout)
+        let (target, answer) = try await prepare(body, to: target, pin: pin, timeout: timeout, files: offers.count)
         guard let answer else {
             throw .declined(peer: Self.name(target), reason: "it took none of the files (204: nothing to transfer)")
         }
@@ -84,7 +89,7 @@ package struct LocalSendSender: Sendable {
         let bytes = Array(text.utf8)
         let sha = Hex.encode(SHA256.hash(data: bytes))
         let body = Self.prepareBody(info: me, offers: [("t1", "message.txt", UInt64(bytes.count), sha, "text/plain", text)])
-        let (target, answer) = try await prepare(body, to: target, pin: pin, timeout: timeout)
+        let (target, answer) = try await prepare(body, to: target, pin: pin, timeout: timeout, files: 1)
         if let answer, let token = answer.files["t1"] {
             let response: LocalSendHTTP.Response
             do {
@@ -105,15 +110,18 @@ package struct LocalSendSender: Sendable {
         var files: [String: String]
     }
 
-    /// `prepare-upload`: the device's decision. Nil answer: 204, nothing to send.
-    func prepare(_ body: [UInt8], to target: LocalSendTarget, pin: String?, timeout: Duration) async throws(NearbyError) -> (LocalSendTarget, PrepareAnswer?) {
+    /// `prepare-upload` of `files` files: the device's decision (its answer is bounded by what
+    /// `files` tokens take). Nil answer: 204, nothing to send.
+    func prepare(
+        _ body: [UInt8], to target: LocalSendTarget, pin: String?, timeout: Duration, files: Int
+    ) async throws(NearbyError) -> (LocalSendTarget, PrepareAnswer?) {
         var path = LocalSendDefaults.apiPrefix + "/prepare-upload"
         if let pin { path += "?pin=" + Self.query(pin) }
         let response: LocalSendHTTP.Response
         do {
             response = try await http.request(
                 host: target.host, port: target.port, https: target.https, method: .POST, path: path, body: .json(body),
-                expectedFingerprint: target.fingerprint, timeout: timeout)
+                expectedFingerprint: target.fingerprint, timeout: timeout, answerLimit: LocalSendLimits.jsonBodyBytes + files * 256)
         } catch {
             if Task.isCancelled {
                 // Ctrl-C while the device decides: its pending request goes too (the official app
@@ -133,7 +141,7 @@ package struct LocalSendSender: Sendable {
         case 200:
             guard JSONShape.depth(of: response.body, limit: LocalSendLimits.jsonDepth) != nil,
                   let answer = try? JSONDecoder().decode(PrepareAnswer.self, from: Data(response.body)),
-                  answer.sessionId.utf8.count <= 256, answer.files.count <= 10_000
+                  answer.sessionId.utf8.count <= 256, answer.files.count <= files
             else { throw .connectionFailed("\(Self.name(target)) answered prepare-upload with something that is not a LocalSend session") }
             return (target, answer)
         case 204: return (target, nil)

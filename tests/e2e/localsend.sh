@@ -163,7 +163,8 @@ nearby_ls_node() {
     local host=$1 file=$2; shift 2
     lab_bg "$host" "$file" "$NEARBY" "$@" --localsend >/dev/null
     NODE_PID=$LAB_PID
-    lab_wait_line "$file" 'select(.event=="advertising" and .service=="localsend")' 15 >/dev/null || {
+    # 30 s: on a loaded machine (load 10-24, three labs at once) a node's first start took 15-16 s.
+    lab_wait_line "$file" 'select(.event=="advertising" and .service=="localsend")' 30 >/dev/null || {
         fail "no advertising event from h$host"; cat "$file" "$file.err" >&2; return 1; }
 }
 
@@ -256,7 +257,7 @@ test_localsend_receive_bounds() {
     done
     expect_json "$OUT/rogue.out" 'select(.case=="big-json" and .status==413)' "a 300 KB body: 413" || { cat "$OUT/rogue.out" >&2; return 1; }
     expect_json "$OUT/rogue.out" 'select(.case=="deep-json" and .status==400)' "5,000 deep: 400" || return 1
-    expect_json "$OUT/rogue.out" 'select(.case=="many-files" and .status==400)' "1,500 files: 400" || return 1
+    expect_json "$OUT/rogue.out" 'select(.case=="many-files" and .status==413)' "10,001 files: 413" || return 1
     expect_json "$OUT/rogue.out" 'select(.case=="huge-header" and (.status==431 or .status==400 or .status=="closed"))' "a 40 KB header refused" || return 1
     expect_json "$OUT/rogue.out" 'select(.case=="overrun" and (.status==400 or .status=="closed"))' "more than announced" || return 1
     expect_json "$OUT/rogue.out" 'select(.case=="bad-token" and .status==403)' "a wrong token: 403" || return 1

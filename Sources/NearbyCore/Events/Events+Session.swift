@@ -209,6 +209,11 @@ extension Events {
             path = skipped.path
             reason = skipped.reason
         }
+        /// One another protocol's sender leaves out (LocalSend: an empty folder).
+        package init(path: String, reason: String) {
+            self.path = path
+            self.reason = reason
+        }
     }
 
     package struct FileFailed: EventBody {
