@@ -18,7 +18,8 @@ import Testing
         let (host, _, hostPins) = try await node("host")
         let (guest, _, guestPins) = try await node("guest")
         let port = await host.port
-        let declining = Task { try await host.accept(nil, decline: true, client: nil) }
+        // Bounded: an invitation that never reaches the host (a loaded machine) fails the test, not hangs it.
+        let declining = Task { try await host.accept(nil, decline: true, timeout: TestNodes.patience, client: nil) }
         await #expect(throws: NearbyError.self) {
             try await guest.invite("127.0.0.1:\(port)", context: nil, timeout: TestNodes.patience, client: nil)
         }
@@ -26,7 +27,7 @@ import Testing
         #expect(try hostPins.verify(id: guest.identity.peerID, key: guest.identity.publicKeyDER) == .new)
         #expect(try guestPins.verify(id: host.identity.peerID, key: host.identity.publicKeyDER) == .new)
 
-        let accepting = Task { try await host.accept(nil, decline: false, client: nil) }
+        let accepting = Task { try await host.accept(nil, decline: false, timeout: TestNodes.patience, client: nil) }
         _ = try await guest.invite("127.0.0.1:\(port)", context: nil, timeout: TestNodes.patience, client: nil)
         _ = try await accepting.value
         #expect(try hostPins.verify(id: guest.identity.peerID, key: guest.identity.publicKeyDER) == .known)

@@ -32,12 +32,13 @@ enum TestNodes {
     }
 
     /// The process-wide deadlines a loaded machine misses (the handshake's and a TCP connection's:
-    /// 10 s each, read once from the environment) become `patience`, before the first node of this
+    /// 10 s each; a link's silence, 6 s; read once from the environment) become `patience`, before the first node of this
     /// process uses them; `scripts/test` sets the same variables for the whole run. A variable the
     /// caller set is kept.
     static func relaxDeadlines() {
         setenv("NEARBY_HANDSHAKE_DEADLINE", "\(Int(patience))", 0)
         setenv("NEARBY_CONNECT_TIMEOUT_MS", "\(Int(patience * 1000))", 0)
+        setenv("NEARBY_SILENCE_LIMIT", "\(Int(patience))", 0)
     }
 
     /// Whether `sink` holds `count` lines containing `text` within `seconds` (it returns as soon as

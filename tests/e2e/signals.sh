@@ -70,3 +70,37 @@ test_an_interrupted_accept_leaves_no_ghost_in_the_node() {
     expect_json "$OUT/accept2.jsonl" 'select(.event=="accepted")' "the second accept took the invitation" || return 1
     lab_wait_line "$node" 'select(.event=="message" and .text=="after the ghost")' 5 >/dev/null || fail "the message did not arrive"
 }
+
+# A stream and a `send --lines` whose stdin never sends anything end within a second of Ctrl-C,
+# whoever reads that stdin: the command itself (no node on its host) or its node (the descriptor
+# passed to it, which then lets the stream go). No exit may wait for a read that never returns.
+test_sigint_ends_commands_whose_stdin_never_sends() {
+    trap 'st_done; exec 7>&-' RETURN
+    local id1 adv2 ok=0 t0
+    id1=$(id_of 1) || return 1
+    start_node 1 sig3 --auto-accept || return 1
+    mkfifo "$OUT/never"
+    # Opened read-write, the FIFO never blocks us, and its readers see no end while we hold it.
+    exec 7<>"$OUT/never"
+    st_nb 1 listen : stream --listen --service sig3 || return 1
+    await "$OUT/listen.events" 'select(.event=="waiting")' 10 "the listener" >/dev/null || return 1
+    # One-shot: the command reads its own stdin.
+    st_nb 2 open 'cat "$O/never"' stream "$id1" --service sig3 || return 1
+    await "$OUT/open.events" 'select(.event=="stream-opened")' 20 "the one-shot stream opened" >/dev/null || { show "$OUT/open.events"; return 1; }
+    signals_interrupt "$PID" 130 "stream from a silent stdin" || ok=1
+    spawn 2 "$OUT/lines.jsonl" env F="$OUT/never" sh -c 'exec "$0" "$@" <"$F"' "$NEARBY" send --lines --service sig3 "$id1" || return 1
+    await "$OUT/lines.jsonl" 'select(.event=="connected")' 20 "send --lines in session" >/dev/null || { show "$OUT/lines.jsonl"; return 1; }
+    signals_interrupt "$PID" 130 "send --lines from a silent stdin" || ok=1
+    # Through a node: the node reads the client's stdin, and lets the stream go when the client leaves.
+    start_node 2 sig3 || return 1; adv2=$ADV
+    st_nb 1 listen2 : stream --listen --service sig3 || return 1
+    await "$OUT/listen2.events" 'select(.event=="waiting")' 10 "the second listener" >/dev/null || return 1
+    st_nb 2 open2 'cat "$O/never"' stream "$id1" --service sig3 || return 1
+    await "$adv2" 'select(.event=="stream-opened")' 20 "the stream through h2's node opened" >/dev/null || { show "$OUT/open2.events" "$adv2"; return 1; }
+    signals_interrupt "$PID" 130 "stream through a node from a silent stdin" || ok=1
+    t0=$(now_ms)
+    await "$adv2" 'select(.event=="stream-closed")' 10 "h2's node let the stream go" >/dev/null || { show "$adv2"; return 1; }
+    printf '    the node let the stream go %d ms after the client ended\n' $(( $(now_ms) - t0 ))
+    still_running "$ADV_PID" "h2's node" || return 1
+    return "$ok"
+}

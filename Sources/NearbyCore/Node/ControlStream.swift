@@ -159,7 +159,7 @@ extension ControlServer {
         }
         passed?.stop()
         piped?.stop()
-        // Each closes its descriptor once its thread has left (a tenth of a second at most).
+        // Each closes its descriptor once its job on the descriptors' pool has left (a turn, a tenth of a second, at most).
         output?.stop()
     }
 }

@@ -50,7 +50,30 @@ struct Invitations {
         let query: String?
         let decline: Bool
         let sink: any EventSink
-        let answered = OneShot<AuthenticatedPeer?>()
+        let answered = OneShot<Answer>()
+
+        enum Answer: Sendable {
+            /// The peer now in session; nil when the waiter declined.
+            case answered(AuthenticatedPeer?)
+            case nodeStopped
+        }
+
+        /// Waits for the invitation (until `timeout` seconds, when given): the peer now in session,
+        /// nil when this waiter declined it. Throws when the node stops, the time is up or the
+        /// calling task is cancelled (Ctrl-C, the client went away), which ends the wait at once.
+        func answer(timeout: Double?) async throws(NearbyError) -> AuthenticatedPeer? {
+            let deadline = timeout.map { ContinuousClock.now + .seconds($0) }
+            let answer = if let deadline { await answered.wait(until: deadline) } else { await answered.wait() }
+            switch answer {
+            case let .answered(peer)?: return peer
+            case .nodeStopped?: throw .connectionFailed("the node stopped")
+            case nil:
+                if let timeout, let deadline, !Task.isCancelled, ContinuousClock.now >= deadline {
+                    throw .noInvitation(from: query, seconds: timeout)
+                }
+                throw .cancelled("waiting for an invitation")
+            }
+        }
     }
 
     private(set) var incoming: [String: Incoming] = [:]
@@ -131,7 +154,7 @@ struct Invitations {
 
     /// Every waiter gets nothing (the node stops).
     mutating func endWaiters() {
-        for waiter in waiters { waiter.answered.abandon() }
+        for waiter in waiters { waiter.answered.settle(.nodeStopped) }
         waiters = []
     }
 }

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Sending files: the node finds the session (inviting first); `FolderSender` sends the files, many
 /// at once, each on a channel of the link.
@@ -36,11 +35,4 @@ extension Node {
             }
         }
     }
-}
-
-/// The files of one `send-file` delivered so far (by source), across the links of its retries.
-private final class DeliveredFiles: Sendable {
-    private let sources = Mutex(Set<String>())
-    func contains(_ file: OutgoingFile) -> Bool { sources.withLock { $0.contains(file.source) } }
-    func add(_ file: OutgoingFile) { _ = sources.withLock { $0.insert(file.source) } }
 }

@@ -1,32 +1,9 @@
 import Foundation
 
-/// What a stranger on the link meets after the handshake: pins only for peers that reached a
-/// session, and a deadline for links that never invite (files only with consent: `FileIntake`).
+/// What a stranger on the link meets after the handshake: a deadline for links that never invite
+/// (pins only for peers that reached a session: `Link.pin`; files only with consent: `FileIntake`).
 /// Each piece is called from one line in the node.
 extension Node {
-    /// Pins the peer of a link that reached a session; false (and the link closed, an error event
-    /// naming the file) when `known_peers` cannot be used or now holds another key for it. A
-    /// stranger that `--auto-accept` let in goes to the capped list of strangers (KnownPeers.swift).
-    func pinSession(_ link: Link) -> Bool {
-        let error: NearbyError
-        let stranger = link.takeAutoAccepted()
-        do {
-            switch try knownPeers.pin(id: link.peer.id, key: link.peer.key, name: link.peer.name, stranger: stranger) {
-            case .known, .new:
-                // A peer you chose that `--auto-accept` let in again is still one you chose.
-                if stranger, !knownPeers.chosen(link.peer.id) { link.account.markStranger() }
-                return true
-            case .changed: error = .keyChanged(peer: link.peer.id.rawValue, knownPeers: knownPeers.file(pinning: link.peer.id))
-            }
-        } catch let failure {
-            error = failure
-        }
-        let message = error.errorDescription ?? "\(error)"
-        events.emit(Events.Failure(code: error.code, message: message, exitStatus: error.exitStatus.rawValue))
-        link.close(because: .ended(message))
-        return false
-    }
-
     /// A link that proved its identity but does not invite within the deadline is closed.
     func armInvitationDeadline(_ link: Link) {
         spawn { [self] in

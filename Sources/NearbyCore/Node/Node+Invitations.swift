@@ -33,7 +33,7 @@ extension Node {
                 guard let waiter = invitations.takeWaiter(for: peer) else { continue }
                 await answer(invite.invitation, accept: !waiter.decline, by: Spelling.command(.accept), sink: TeeSink(events, waiter.sink))
                 if !waiter.decline, let link = sessions[peer.id] { waiter.sink.emit(Events.Connected(link.peer, peers: sessions.count)) }
-                waiter.answered.settle(waiter.decline ? nil : peer)
+                waiter.answered.settle(.answered(waiter.decline ? nil : peer))
             case .showListeners:
                 // A stream listener attached to this node waits in vain unless someone accepts: it
                 // shows the invitation, with how to accept it.
@@ -122,17 +122,8 @@ extension Node {
             reason: "waiting for an invitation\(query.map { " from \($0)" } ?? "") on \(service) (Ctrl-C to stop)"))
         let waiter = Invitations.AcceptWaiter(query: query, decline: decline, sink: sink)
         invitations.wait(waiter)
-        let deadline = timeout.map { ContinuousClock.now + .seconds($0) }
-        let answered = if let deadline { await waiter.answered.wait(until: deadline) } else { await waiter.answered.wait() }
-        invitations.removeWaiter(waiter.id)
-        guard let answered else {
-            if stopping { throw .connectionFailed("the node stopped") }
-            if let timeout, let deadline, !Task.isCancelled, ContinuousClock.now >= deadline {
-                throw .noInvitation(from: query, seconds: timeout)
-            }
-            throw .cancelled("waiting for an invitation")
-        }
-        return answered
+        defer { invitations.removeWaiter(waiter.id) }
+        return try await waiter.answer(timeout: timeout)
     }
 
     // MARK: Messages and leaving

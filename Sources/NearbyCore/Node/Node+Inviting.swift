@@ -32,8 +32,8 @@ extension Node {
             do throws(NearbyError) {
                 switch try await invite(attempt) {
                 case let .reached(peer): return peer
-                case .againWithoutRemembered: remembering = false
-                case let .passedOver(failure): passedOver = failure
+                case .retry(.withoutRemembered): remembering = false
+                case let .retry(.passedOver(failure)): passedOver = failure
                 }
             } catch {
                 if case .peerNotFound = error, let passedOver { throw passedOver }
@@ -59,84 +59,32 @@ extension Node {
 
     private enum Tried {
         case reached(AuthenticatedPeer)
-        /// The remembered address led nowhere: forgotten; try again with discovery alone.
-        case againWithoutRemembered
-        /// The record tried claims the peer's ID, but its host is not it (or did not answer): try the
-        /// next that does.
-        case passedOver(NearbyError)
+        case retry(Dialer.Retry)
     }
 
     private func invite(_ attempt: Attempt) async throws(NearbyError) -> Tried {
         let (query, deadline, client) = (attempt.query, attempt.deadline, attempt.client)
         let sink: any EventSink = client.map { TeeSink(events, $0) } ?? events
         if let peer = await alreadyReached(query, client: client) { return .reached(peer) }
-        let remembered: Dialer.Target? = if let known = attempt.known { known } else if attempt.remembering { await dialer.rememberedTarget(query) } else { nil }
-        var target: Dialer.Target
-        if let remembered {
-            target = remembered
-        } else {
-            target = try await dialer.resolve(query, until: deadline, timeout: attempt.timeout, client: client ?? events)
-        }
-        if target.expected == nil, let link = sessions.values.first(where: { $0.peer.address == target.address }) {
-            client?.emit(Events.Connected(link.peer, peers: sessions.count))
-            return .reached(link.peer)
-        }
-        // Its invitation may have arrived while we were looking for it.
-        if let expected = target.expected, let peer = await acceptPendingInvitation(from: expected, client: client) {
-            return .reached(peer)
-        }
-        if let expected = target.expected, let link = sessions[expected] {
-            if !link.isClosing {
-                client?.emit(Events.Connected(link.peer, peers: sessions.count))
-                return .reached(link.peer)
-            }
-            // Closing: let it go first, so the peer does not take our invitation for a duplicate.
-            await Link.untilDetached([link], by: min(deadline, .now + .seconds(2)))
-        }
+        let (target, remembered) = try await dialer.find(
+            query, known: attempt.known, remembering: attempt.remembering, until: deadline, timeout: attempt.timeout, client: client ?? events)
+        if let peer = await inSession(with: target, until: deadline, client: client) { return .reached(peer) }
         let invitation = Invitations.Outgoing(id: Invitations.Outgoing.newID(), context: attempt.context, timeout: attempt.timeout)
         if let expected = target.expected { invitations.outgoing[expected] = invitation }
-        let negotiated: Negotiated
-        let tried = target.hosts
-        if let remembered {
-            switch await dialer.connectRemembered(remembered, query: query, deadline: deadline, sink: sink) {
-            case let .connected(won, at):
-                (negotiated, target) = (won, at)
-            case let .failed(failure):
+        let negotiated: Negotiated, at: Dialer.Target
+        do throws(NearbyError) {
+            switch try await dialer.reach(
+                target, remembered: remembered, query: query, deadline: deadline, timeout: attempt.timeout, client: client ?? events, sink: sink) {
+            case let .connected(won, there): (negotiated, at) = (won, there)
+            case let .retry(retry):
                 invitations.forget(invitation)
-                if case .cancelled = failure.error { throw failure.error }
-                await dialer.forgetRemembered(remembered)
-                // Discovery, browsing since the start, decides. Addresses that did not answer are not
-                // waited on twice; refused ones are tried again, since the ordinary path then waits
-                // for discovery to show a restarted peer's new port.
-                if !failure.refusedEverywhere {
-                    let found = try await dialer.resolve(query, until: deadline, timeout: attempt.timeout, client: client ?? events)
-                    if found.expected == remembered.expected, found.port == remembered.port, Set(found.hosts).isSubset(of: Set(remembered.hosts)) {
-                        throw failure.error
-                    }
-                }
-                return .againWithoutRemembered
+                return .retry(retry)
             }
-        } else {
-            do {
-                (negotiated, target) = try await dialer.connect(target, query: query, deadline: deadline, sink: sink)
-            } catch {
-                invitations.forget(invitation)
-                if case .connectionFailed = error, let record = target.record, await dialer.passOver(record, claiming: target.expected) {
-                    return .passedOver(error)
-                }
-                throw error
-            }
-        }
-        if case let .refused(_, theirs, decision) = negotiated {
+        } catch {
             invitations.forget(invitation)
-            throw Preamble.mismatch(ours: configuration.encryption, theirs: theirs, decision: decision)
+            throw error
         }
-        if case let .foreign(_, what) = negotiated {
-            invitations.forget(invitation)
-            throw .connectionFailed("\(target.address) is not a nearby node (\(what))")
-        }
-        let expected = target.expected
-        spawn { [self] in await serve(negotiated, isClient: true, expected: expected, invitation: invitation, sink: sink) }
+        spawn { [self] in await serve(negotiated, isClient: true, expected: target.expected, invitation: invitation, sink: sink) }
         // The invite frame goes out once the handshake is done (`attach`); then the answer decides,
         // or the deadline, or our own cancellation.
         let outcome = await invitation.outcome.wait(until: deadline)
@@ -144,7 +92,7 @@ extension Node {
         switch outcome {
         case let .connected(peer)?:
             if let client, let link = sessions[peer.id] { client.emit(Events.Connected(link.peer, peers: sessions.count)) }
-            await dialer.rememberReached(peer, at: target, tried: tried)
+            await dialer.rememberReached(peer, at: at, tried: target.hosts)
             return .reached(peer)
         case let .declined(reason)?:
             let who = invitation.link?.peer
@@ -152,14 +100,7 @@ extension Node {
             // The ID is in the event; the sentence says the peer as the user named it.
             throw .declined(peer: query, reason: reason)
         case let .failed(error)?:
-            // A remembered address where another identity answers: forget it, let discovery decide.
-            if let remembered, case .identityMismatch = error {
-                await dialer.forgetRemembered(remembered)
-                return .againWithoutRemembered
-            }
-            if remembered == nil, case .identityMismatch = error, let record = target.record, await dialer.passOver(record, claiming: target.expected) {
-                return .passedOver(error)
-            }
+            if let retry = await dialer.retry(after: error, at: target, remembered: remembered) { return .retry(retry) }
             throw error
         case nil:
             // Out of time, or cancelled: withdraw. Settle first, so closing the link does not report
@@ -170,12 +111,31 @@ extension Node {
                 : .invitationTimedOut(peer: query, seconds: attempt.timeout)
             invitation.outcome.settle(.failed(error))
             if let link = invitation.link {
-                await leave(
-                    link, because: .ended(cancelled ? "invitation withdrawn" : "invitation timed out"),
-                    telling: cancelled ? "invitation withdrawn" : "invitation timed out")
+                let why = cancelled ? "invitation withdrawn" : "invitation timed out"
+                await leave(link, because: .ended(why), telling: why)
             }
             throw error
         }
+    }
+
+    /// The peer at `target` when no connection is needed: a session at that address (HOST:PORT), its
+    /// invitation that arrived while we looked for it, or a live session; a session that is closing
+    /// is let go first (until `deadline`, 2 s at most), so the peer does not take our invitation
+    /// for a duplicate.
+    private func inSession(with target: Dialer.Target, until deadline: ContinuousClock.Instant, client: (any EventSink)?) async -> AuthenticatedPeer? {
+        if target.expected == nil, let link = sessions.values.first(where: { $0.peer.address == target.address }) {
+            client?.emit(Events.Connected(link.peer, peers: sessions.count))
+            return link.peer
+        }
+        guard let expected = target.expected else { return nil }
+        if let peer = await acceptPendingInvitation(from: expected, client: client) { return peer }
+        guard let link = sessions[expected] else { return nil }
+        if !link.isClosing {
+            client?.emit(Events.Connected(link.peer, peers: sessions.count))
+            return link.peer
+        }
+        await Link.untilDetached([link], by: min(deadline, .now + .seconds(2)))
+        return nil
     }
 
     /// The peer `query` names when no invitation is needed: in a live session with us (not one that

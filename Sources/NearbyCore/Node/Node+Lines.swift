@@ -38,16 +38,5 @@ extension Node {
         try await delivery.deliver([ByteBuffer(bytes: payload)], to: targets, unreliable: unreliable, client: client, counted: false)
     }
 
-    // MARK: Datagrams
-
-    /// The session began: tell the peer how to reach us with datagrams.
-    func datagramsConnected(_ link: Link) async {
-        guard let frame = await datagrams.setup(for: link) else {
-            NearbyLog.logger.info("no UDP socket: unreliable messages from \(link.peer.id) cannot arrive")
-            return
-        }
-        await link.send(frame)
-    }
-
     nonisolated var delivery: MessageDelivery { MessageDelivery(events: events, datagrams: datagrams) }
 }

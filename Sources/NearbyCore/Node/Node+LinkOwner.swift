@@ -5,7 +5,7 @@ import NIOCore
 extension Node: LinkOwner {
     func connected(_ link: Link) async {
         connect(link)
-        await datagramsConnected(link)
+        await datagrams.connected(link)
     }
 
     func declined(on link: Link, reason: String) {

@@ -86,14 +86,7 @@ package actor Node {
     package var advertisingEvent: Events.Advertising { advertisingEvents[0] }
 
     /// One `advertising` event per place the node is in: the link, then each domain.
-    package var advertisingEvents: [Events.Advertising] {
-        let renamed = advertisedAs.flatMap { $0 == identity.peerID.rawValue ? nil : $0 }
-        return configuration.domains.map {
-            Events.Advertising(
-                peer: PeerRef(id: identity.peerID.rawValue, name: displayName), service: configuration.service.name,
-                domain: $0, port: port, info: configuration.info, instance: $0 == "local." ? renamed : nil)
-        }
-    }
+    package var advertisingEvents: [Events.Advertising] { presence.advertising(name: displayName, port: port, registeredAs: advertisedAs) }
     package var sessionCount: Int { sessions.count }
     package var connectedPeers: [AuthenticatedPeer] { sessions.values.map(\.peer).sorted { $0.id < $1.id } }
 
@@ -238,7 +231,7 @@ package actor Node {
     }
 
     func connect(_ link: Link) {
-        guard pinSession(link) else { return }
+        guard link.pin(in: knownPeers, events: events) else { return }
         if let previous = sessions[link.peer.id], previous !== link {
             sessions[link.peer.id] = nil
             previous.close(because: .ended("replaced by a new connection"))

@@ -25,6 +25,17 @@ actor Presence {
         self.spawn = spawn
     }
 
+    /// One `advertising` event per place the node is in: the link, then each domain. `registeredAs`:
+    /// the DNS-SD instance name the link's daemon gave us (another host may have had our ID first).
+    nonisolated func advertising(name: String, port: Int, registeredAs: String?) -> [Events.Advertising] {
+        let renamed = registeredAs.flatMap { $0 == instance ? nil : $0 }
+        return configuration.domains.map {
+            Events.Advertising(
+                peer: PeerRef(id: instance, name: name), service: configuration.service.name,
+                domain: $0, port: port, info: configuration.info, instance: $0 == "local." ? renamed : nil)
+        }
+    }
+
     /// Registers in each domain, then on the link; a place that refuses undoes the others and
     /// fails the start.
     func start(port: UInt16, txt: TXTRecord, announcing announcement: Events.Advertising) async throws(NearbyError) {

@@ -45,6 +45,15 @@ package final class DatagramHub: Sendable {
 
     // MARK: Setting up a session
 
+    /// A session began: tells the peer how to reach us with datagrams (`setup`).
+    func connected(_ link: Link) async {
+        guard let frame = await setup(for: link) else {
+            NearbyLog.logger.info("no UDP socket: unreliable messages from \(link.peer.id) cannot arrive")
+            return
+        }
+        await link.send(frame)
+    }
+
     /// Our half of a new session's setup: opens the socket for the link's address family if needed,
     /// and returns the frame telling the peer our port, our tag and our sending key.
     func setup(for link: Link) async -> Frame? {

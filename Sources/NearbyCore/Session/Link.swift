@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 import Synchronization
 
@@ -180,13 +181,20 @@ package final class Link: Sendable, Hashable {
 /// pulled) is reported `disconnected` within `silenceLimit` plus one `interval`.
 enum Keepalive {
     static let interval = Duration.seconds(1)
+    /// How long a link may stay silent before it is taken for lost: 6 s, or
+    /// `NEARBY_SILENCE_LIMIT` seconds (for tests on a loaded machine, which may not run a keepalive
+    /// for seconds; whole seconds, as the reason says them).
+    static let silenceLimit: Duration = {
+        let limit = Duration.seconds(parsing: ProcessInfo.processInfo.environment["NEARBY_SILENCE_LIMIT"]) ?? .seconds(6)
+        return .seconds(max(limit.components.seconds, 1))
+    }()
 
     static func run(_ link: Link) async {
         while !Task.isCancelled {
             try? await Task.sleep(for: interval)
             if Task.isCancelled { return }
             // Silence while we hold the link's reads (its output waits) is ours, not the peer's.
-            switch SessionStateMachine.keepalive(silence: link.shortcut.pacing.silence(link.silence)) {
+            switch SessionStateMachine.keepalive(silence: link.shortcut.pacing.silence(link.silence), limit: silenceLimit) {
             case let .send(frame): await link.send(frame)
             case let .close(reason): link.close(because: .ended(reason)); return
             default: return

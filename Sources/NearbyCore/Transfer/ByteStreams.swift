@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 import NIOCore
 import Synchronization
@@ -23,38 +22,26 @@ package protocol ByteSink: Sendable {
     func finish() async
 }
 
-/// Reads a file descriptor (stdin) on a thread of its own, a few chunks ahead at most: blocking
-/// reads never occupy the async runtime's threads, and memory stays bounded. Nothing is read before
-/// the first `next()`, so a stream that fails to open consumes none of its input.
-package final class DescriptorSource: ByteSource, @unchecked Sendable {
-    private let fd: Int32
-    private let chunk: Int
-    /// Only the one reader touches these.
-    private var iterator: AsyncThrowingStream<ByteBuffer, any Error>.AsyncIterator?
-    /// Chunks the reading thread may read ahead. Starts at 0 and is raised, because libdispatch
-    /// refuses to free a semaphore whose value is below the one it was created with.
-    private let room = DispatchSemaphore(value: 0)
+/// Reads a file descriptor (stdin) on the descriptors' pool (`DescriptorReader`), a few chunks ahead
+/// at most: blocking reads never occupy the async runtime's threads, memory stays bounded, and a
+/// stdin that never sends anything holds up neither Ctrl-C nor anyone else's reads. Nothing is read
+/// before the first `next()`, so a stream that fails to open consumes none of its input.
+package final class DescriptorSource: ByteSource, Sendable {
+    private let reader: DescriptorReader
     static let readAhead = 4
 
     /// 512 KiB by default, two data frames: a file on stdin costs 2,048 reads and wake-ups of the
     /// stream's task per GiB, not 4,096 (a pipe gives less per read: `fill`).
     package init(fd: Int32, chunk: Int = 512 << 10) {
-        self.fd = fd
-        self.chunk = chunk
+        reader = DescriptorReader(fd: fd, ahead: Self.readAhead, name: "stdin") { fd in Self.block(fd, chunk) }
     }
 
-    private func start() -> AsyncThrowingStream<ByteBuffer, any Error>.AsyncIterator {
-        let (stream, continuation) = AsyncThrowingStream<ByteBuffer, any Error>.makeStream()
-        let (fd, chunk, room) = (self.fd, self.chunk, self.room)
-        for _ in 0..<Self.readAhead { room.signal() }
-        Thread.detachNewThread {
-            while true {
-                room.wait()
-                let (buffer, failure, ended) = Self.block(fd, chunk)
-                if Self.deliver(buffer, failure: failure, ended: ended, to: continuation) { return }
-            }
+    /// The next chunk; nil at the end of the input, or once the reading task is cancelled.
+    package func next() async throws -> ByteBuffer? {
+        switch try await reader.next() {
+        case let .chunk(chunk): return chunk
+        case .end, .stopped: return nil
         }
-        return stream.makeAsyncIterator()
     }
 
     /// One block of up to `chunk` bytes from `fd` in a buffer of its own (`fill`): the bytes, the
@@ -67,20 +54,6 @@ package final class DescriptorSource: ByteSource, @unchecked Sendable {
             fill(fd, pointer.baseAddress, chunk, failure: &failure, ended: &ended)
         }
         return (buffer, failure, ended)
-    }
-
-    /// Hands a block to the reader's stream: its bytes, then the error or the end that came with
-    /// them. True once the stream is finished.
-    static func deliver(
-        _ buffer: ByteBuffer, failure: Int32, ended: Bool, to continuation: AsyncThrowingStream<ByteBuffer, any Error>.Continuation
-    ) -> Bool {
-        if buffer.readableBytes > 0 { continuation.yield(buffer) }
-        if failure != 0 {
-            continuation.finish(throwing: NearbyError.ioFailure(path: "stdin", reason: String(cString: strerror(failure))))
-            return true
-        }
-        if ended { continuation.finish() }
-        return ended
     }
 
     /// Reads at least one byte (blocking), then on while more is there at once (a pipe gives at
@@ -107,14 +80,6 @@ package final class DescriptorSource: ByteSource, @unchecked Sendable {
             filled += n
         }
         return filled
-    }
-
-    package func next() async throws -> ByteBuffer? {
-        var current = iterator ?? start()
-        let value = try await current.next()
-        iterator = current
-        room.signal()
-        return value
     }
 }
 

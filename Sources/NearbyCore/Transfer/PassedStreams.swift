@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 import NIOCore
 import Synchronization
@@ -74,112 +73,73 @@ final class PassedDescriptor: Sendable {
     /// F_SETPIPE_SZ (Linux's fcntl.h, behind _GNU_SOURCE, which Swift's Glibc does not see).
     private static let setPipeSize: Int32 = 1031
     #endif
-
-    /// Waits (100 ms at most) until the descriptor is ready for `events`; the caller checks
-    /// whether it should go on, and asks again.
-    func ready(for events: Int16) -> Bool {
-        var waiting = pollfd(fd: fd, events: events, revents: 0)
-        return poll(&waiting, 1, 100) != 0
-    }
 }
 
 /// A stream's client's stdin, passed to the node and read here (a pipe, a socket, a device; a
-/// regular file goes to `PassedInputSource`, which reads it in large blocks). A thread of its own
-/// reads a few chunks ahead, waiting in poll(2) a tenth of a second at a time, so `stop()` ends it
-/// and closes the descriptor soon whatever the writer at the other end does.
-final class PassedStreamSource: ByteSource, @unchecked Sendable {
-    private let descriptor: PassedDescriptor
+/// regular file goes to `PassedInputSource`, which reads it in large blocks), a few chunks ahead on
+/// the descriptors' pool (`DescriptorReader`): `stop()` ends the reading within a turn (a tenth of
+/// a second) and closes the descriptor, whatever the writer at the other end does.
+final class PassedStreamSource: ByteSource, Sendable {
+    private let reader: DescriptorReader
     static let chunk = 256 << 10
     static let readAhead = 4
-    /// Only the one reader touches it.
-    private var iterator: AsyncThrowingStream<ByteBuffer, any Error>.AsyncIterator?
-    private let room = DispatchSemaphore(value: 0)
-    private let state = Mutex<(started: Bool, stopped: Bool)>((false, false))
     private let counted = Mutex<UInt64>(0)
 
-    init(_ descriptor: PassedDescriptor) { self.descriptor = descriptor }
+    init(_ descriptor: PassedDescriptor) {
+        reader = DescriptorReader(fd: descriptor.fd, ahead: Self.readAhead, name: "stdin", read: { fd in
+            let (buffer, failure, ended) = DescriptorSource.block(fd, Self.chunk)
+            // Its own non-blocking open file (`PassedDescriptor`): nothing there yet is no failure.
+            let spurious = (failure == EAGAIN || failure == EWOULDBLOCK) && (buffer.readableBytes > 0 || !ended)
+            return (buffer, spurious ? 0 : failure, ended)
+        }, left: { descriptor.close() })
+    }
 
     /// Bytes handed to the stream.
     var count: UInt64 { counted.withLock { $0 } }
 
     func next() async throws -> ByteBuffer? {
-        let start: Bool = try state.withLock { state in
-            guard !state.stopped else { throw NearbyError.cancelled("the stream's client left") }
-            defer { state.started = true }
-            return !state.started
+        switch try await reader.next() {
+        case let .chunk(chunk):
+            counted.withLock { $0 += UInt64(chunk.readableBytes) }
+            return chunk
+        case .end: return nil
+        // A cancellation or a stop is no end of the input.
+        case .stopped: throw NearbyError.cancelled("the stream's client left")
         }
-        var current = start ? run() : iterator
-        guard current != nil else { return nil }
-        let value = try await current?.next()
-        iterator = current
-        // The stream's iterator ends at a cancellation as at the end: that is no end of the input.
-        if value == nil, Task.isCancelled || stopped { throw NearbyError.cancelled("the stream's client left") }
-        room.signal()
-        if let value { counted.withLock { $0 += UInt64(value.readableBytes) } }
-        return value
     }
 
-    /// No more reads: the reading thread leaves and closes the descriptor (at once when it never ran).
-    func stop() {
-        let started = state.withLock { state in
-            state.stopped = true
-            return state.started
-        }
-        if started { room.signal() } else { descriptor.close() }
-    }
-
-    private var stopped: Bool { state.withLock { $0.stopped } }
-
-    private func run() -> AsyncThrowingStream<ByteBuffer, any Error>.AsyncIterator {
-        let (stream, continuation) = AsyncThrowingStream<ByteBuffer, any Error>.makeStream()
-        for _ in 0..<Self.readAhead { room.signal() }
-        Thread.detachNewThread { [self] in
-            defer { descriptor.close() }
-            while true {
-                room.wait()
-                while !stopped, !descriptor.ready(for: Int16(POLLIN)) {}
-                if stopped {
-                    continuation.finish(throwing: NearbyError.cancelled("the stream's client left"))
-                    return
-                }
-                let (buffer, readFailure, ended) = DescriptorSource.block(descriptor.fd, Self.chunk)
-                var failure = readFailure
-                let count = buffer.readableBytes
-                if failure == EAGAIN || failure == EWOULDBLOCK, count > 0 || !ended { failure = 0 }
-                if DescriptorSource.deliver(buffer, failure: failure, ended: ended, to: continuation) { return }
-                // Nothing read (a spurious wake-up): the chunk's room is not used.
-                if count == 0 { room.signal() }
-            }
-        }
-        return stream.makeAsyncIterator()
-    }
+    /// No more reads: the reading leaves within a turn and closes the descriptor (at once when it never ran).
+    func stop() { reader.stop() }
 }
 
-/// A stream's client's stdout, passed to the node and written here, from a thread of its own (with
+/// A stream's client's stdout, passed to the node and written here on the descriptors' pool (with
 /// SIGPIPE blocked: a reader that left is an error of this stream, never the node's death), up to
-/// `ahead` bytes behind the stream. `finish` writes what is queued, closes the descriptor and then
-/// runs `after` (the client is told, and closes its own copy); `stop` drops what is queued and
-/// closes it, as soon as a blocked write notices (a tenth of a second).
+/// `ahead` bytes behind the stream, one job at a time and in order. A job that finds no room waits a
+/// turn (a tenth of a second) and goes to the back of the pool's queue. `finish` writes what is
+/// queued, closes the descriptor and then runs `after` (the client is told, and closes its own
+/// copy); `stop` drops what is queued and closes it at the next turn.
 final class PassedOutput: ByteSink {
     private let descriptor: PassedDescriptor
     private let after: @Sendable () async -> Void
     static let ahead = 4 << 20
     private let room = CreditGate(initial: PassedOutput.ahead)
     private struct State {
-        var pending: [ByteBuffer] = []
+        var pending = CircularBuffer<ByteBuffer>()
         var failure: Int32 = 0
         var finishing = false
         var stopped = false
         var written: UInt64 = 0
+        /// Bytes of the first pending buffer written so far.
+        var frontSent = 0
+        /// A job is queued or running on the pool.
+        var writing = false
     }
     private let state = Mutex(State())
-    private let wake = DispatchSemaphore(value: 0)
     private let done = OneShot<Void>()
 
     init(_ descriptor: PassedDescriptor, after: @escaping @Sendable () async -> Void = {}) {
         self.descriptor = descriptor
         self.after = after
-        Thread.detachNewThread { [self] in run() }
     }
 
     /// Bytes written to the client's stdout.
@@ -189,8 +149,7 @@ final class PassedOutput: ByteSink {
         try check()
         guard await room.take(exactly: buffer.readableBytes) else { throw CancellationError() }
         try check()
-        state.withLock { $0.pending.append(buffer) }
-        wake.signal()
+        wake { $0.pending.append(buffer) }
     }
 
     private func check() throws {
@@ -200,8 +159,7 @@ final class PassedOutput: ByteSink {
     }
 
     func finish() async {
-        state.withLock { $0.finishing = true }
-        wake.signal()
+        wake { $0.finishing = true }
         await withTaskCancellationHandler {
             _ = await done.wait()
         } onCancel: {
@@ -210,79 +168,100 @@ final class PassedOutput: ByteSink {
         await after()
     }
 
-    /// Drops what is queued; the descriptor closes once the writing thread has left.
+    /// Drops what is queued; the descriptor closes at the writing job's next turn.
     func stop() {
-        state.withLock { $0.stopped = true }
+        wake { $0.stopped = true }
         room.close()
-        wake.signal()
+    }
+
+    /// Changes the state and starts a job unless one is queued or running.
+    private func wake(_ change: (inout State) -> Void) {
+        let start = state.withLock { state in
+            change(&state)
+            defer { state.writing = true }
+            return !state.writing
+        }
+        if start { Blocking.descriptors.submit { [self] _ in turn() } }
     }
 
     private enum Step {
         case write(ByteBuffer)
-        case wait
+        case idle
         case leave
     }
 
-    private func run() {
+    /// One turn on the pool: as much of the first buffer as the descriptor takes within a turn; then
+    /// to the back of the queue while there is more, or the descriptor closed when it is over.
+    private func turn() {
         var blocked = sigset_t()
         sigemptyset(&blocked)
         sigaddset(&blocked, SIGPIPE)
         pthread_sigmask(SIG_BLOCK, &blocked, nil)
-        defer {
+        let step: Step = state.withLock { state in
+            if state.stopped { return .leave }
+            if let first = state.pending.first { return .write(first) }
+            if state.finishing { return .leave }
+            state.writing = false
+            return .idle
+        }
+        switch step {
+        case .idle: return
+        case .leave:
             descriptor.close()
             done.settle(())
-        }
-        while true {
-            let step: Step = state.withLock { state in
-                if state.stopped { return .leave }
-                if !state.pending.isEmpty { return .write(state.pending.removeFirst()) }
-                return state.finishing ? .leave : .wait
-            }
-            switch step {
-            case .leave: return
-            case .wait: wake.wait()
-            case let .write(buffer):
-                let error = buffer.withUnsafeReadableBytes { writeAll($0) }
-                state.withLock { state in
-                    if error == 0 { state.written += UInt64(buffer.readableBytes) }
-                    if error != 0, state.failure == 0 { state.failure = error }
-                }
-                room.add(buffer.readableBytes)
-                BufferPool.received.recycle(buffer)
-                if error != 0 {
-                    // Nothing more reaches the reader: what is queued is given back, unwritten.
-                    let dropped = state.withLock { state in
-                        defer { state.pending = [] }
-                        return state.pending.reduce(0) { $0 + $1.readableBytes }
+            return
+        case var .write(buffer):
+            let (sent, error) = writeSome(&buffer)
+            room.add(sent)
+            let dropped: Int = state.withLock { state in
+                if error == 0 {
+                    state.frontSent += sent
+                    guard buffer.readableBytes == 0 else {
+                        // Part of it went (or none: no room within the turn); the rest at the next turn.
+                        state.pending[state.pending.startIndex] = buffer
+                        return 0
                     }
-                    room.add(dropped)
+                    state.written += UInt64(state.frontSent)
+                    state.frontSent = 0
+                    _ = state.pending.popFirst()
+                    return 0
                 }
+                if state.failure == 0 { state.failure = error }
+                state.frontSent = 0
+                // Nothing more reaches the reader: what is queued is given back, unwritten.
+                defer { state.pending.removeAll() }
+                return state.pending.reduce(0) { $0 + $1.readableBytes } - sent
             }
+            room.add(dropped)
+            if error != 0 || buffer.readableBytes == 0 { BufferPool.received.recycle(buffer) }
+            Blocking.descriptors.submit { [self] _ in turn() }
         }
     }
 
-    /// Writes all of `bytes`, waiting for room in poll(2); errno on failure, ECANCELED when stopped.
-    private func writeAll(_ bytes: UnsafeRawBufferPointer) -> Int32 {
-        guard let base = bytes.baseAddress else { return 0 }
-        var done = 0
-        while done < bytes.count {
-            if state.withLock({ $0.stopped }) { return ECANCELED }
-            guard descriptor.ready(for: Int16(POLLOUT)) else { continue }
-            let n: Int
-            #if os(Linux)
-            n = descriptor.isSocket
-                ? send(descriptor.fd, base + done, bytes.count - done, Int32(MSG_DONTWAIT | MSG_NOSIGNAL))
-                : Glibc.write(descriptor.fd, base + done, bytes.count - done)
-            #else
-            n = Darwin.write(descriptor.fd, base + done, bytes.count - done)
-            #endif
+    /// Writes what the descriptor takes of `buffer` within a turn, moving its reader index: the bytes
+    /// written, and errno on failure (0 otherwise).
+    private func writeSome(_ buffer: inout ByteBuffer) -> (sent: Int, error: Int32) {
+        var sent = 0
+        while buffer.readableBytes > 0, !state.withLock({ $0.stopped }) {
+            guard Blocking.ready(descriptor.fd, for: Int16(POLLOUT)) else { break }
+            let n: Int = buffer.withUnsafeReadableBytes { bytes in
+                guard let base = bytes.baseAddress else { return 0 }
+                #if os(Linux)
+                return descriptor.isSocket
+                    ? send(descriptor.fd, base, bytes.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL))
+                    : Glibc.write(descriptor.fd, base, bytes.count)
+                #else
+                return Darwin.write(descriptor.fd, base, bytes.count)
+                #endif
+            }
             if n < 0 {
                 let code = errno
                 if code == EINTR || code == EAGAIN || code == EWOULDBLOCK { continue }
-                return code
+                return (sent, code)
             }
-            done += n
+            buffer.moveReaderIndex(forwardBy: n)
+            sent += n
         }
-        return 0
+        return (sent, 0)
     }
 }
