@@ -20,5 +20,8 @@ import Darwin
         #expect(await TerminationSignal.next() == SIGTERM)
         // Sticky: the process is ending, every later wait returns at once with the first signal.
         #expect(await TerminationSignal.next() == SIGTERM)
+        // The test process ends on Ctrl-C and kill(1) again, as before this test.
+        signal(SIGINT, SIG_DFL)
+        signal(SIGTERM, SIG_DFL)
     }
 }
