@@ -1,5 +1,4 @@
 import Crypto
-import Dispatch
 import Foundation
 import NIOHTTP1
 import NearbyCore
@@ -254,29 +253,22 @@ package struct LocalSendSender: Sendable {
         }
     }
 
-    /// SHA-256 of a file, read off the cooperative threads.
+    /// SHA-256 of a file, read on the core's blocking pool (`Transfer.hash`): Ctrl-C stops it at
+    /// the next block rather than waiting for a whole file.
     static func sha256(of file: OutgoingFile) async throws(NearbyError) -> String {
-        let result: Result<String, NearbyError> = await withCheckedContinuation { continuation in
-            DispatchQueue.global(qos: .userInitiated).async {
-                guard let handle = FileHandle(forReadingAtPath: file.source) else {
-                    continuation.resume(returning: .failure(.ioFailure(path: file.source, reason: "cannot open it")))
-                    return
-                }
-                defer { try? handle.close() }
-                var hasher = SHA256()
-                var total: UInt64 = 0
-                while let chunk = try? handle.read(upToCount: 1 << 20), !chunk.isEmpty {
-                    hasher.update(data: chunk)
-                    total += UInt64(chunk.count)
-                }
-                guard total == file.size else {
-                    continuation.resume(returning: .failure(.ioFailure(path: file.source, reason: "it changed while being read")))
-                    return
-                }
-                continuation.resume(returning: .success(Hex.encode(hasher.finalize())))
-            }
+        let source = file.source
+        let opened = try? await Blocking.run { _ -> Int32 in open(source, O_RDONLY | O_CLOEXEC) }
+        guard let fd = opened, fd >= 0 else { throw .ioFailure(path: source, reason: "cannot open it") }
+        defer { close(fd) }
+        guard let hasher = await Transfer.hash(fd, count: file.size) else {
+            if Task.isCancelled { throw .cancelled("reading \(source)") }
+            throw .ioFailure(path: source, reason: "it changed while being read")
         }
-        return try result.get()
+        var status = stat()
+        guard fstat(fd, &status) == 0, UInt64(status.st_size) == file.size else {
+            throw .ioFailure(path: source, reason: "it changed while being read")
+        }
+        return Hex.encode(hasher.finalize())
     }
 }
 

@@ -104,3 +104,18 @@ test_sigint_ends_commands_whose_stdin_never_sends() {
     still_running "$ADV_PID" "h2's node" || return 1
     return "$ok"
 }
+
+test_sigint_stops_a_localsend_senders_hash() {
+    # A 64 GiB sparse file: hashing it takes far longer than a second, on any machine.
+    truncate -s 64G "$OUT/big.bin" || { fail "truncate"; return 1; }
+    lab_bg 2 "$OUT/ls.jsonl" "$NEARBY" send-file --localsend 10.99.0.1:53317 "$OUT/big.bin" >/dev/null
+    local pid=$LAB_PID read=0 tries
+    # Interrupted once it has read 64 MiB of the file, in the middle of the hash.
+    for ((tries = 0; tries < 300 && read < 67108864; tries++)); do
+        read=$(awk '$1 == "rchar:" { print $2 }' "/proc/$pid/io" 2>/dev/null || echo 0)
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    (( read >= 67108864 )) || { fail "the sender never read the file (read $read bytes)"; show "$OUT/ls.jsonl"; return 1; }
+    signals_interrupt "$pid" 130 "send-file --localsend while hashing 64 GiB"
+}

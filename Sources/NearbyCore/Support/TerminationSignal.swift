@@ -20,17 +20,38 @@ package enum TerminationSignal {
 
     private static let state = Mutex(State())
     private static let queue = DispatchQueue(label: "nearby.signals")
-    nonisolated(unsafe) private static var sources: [any DispatchSourceSignal] = []
+    nonisolated(unsafe) private static var source: (any DispatchSourceRead)?
+    /// The handler's way out: it writes the signal's number to this pipe (write(2) is
+    /// async-signal-safe), and a read source on the other end delivers it. A signal that comes
+    /// before the read source is registered waits in the pipe: none is lost, none is ignored.
+    /// (Dispatch's own signal sources were not enough: the disposition had to be SIG_IGN while
+    /// Dispatch registered the source on its manager thread, and a SIGINT in that moment was lost.)
     private static let installed: Bool = {
-        sources = [SIGINT, SIGTERM].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            source.setEventHandler { deliver(number) }
-            source.resume()
-            return source
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else { return false }
+        for end in ends {
+            _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+        }
+        signalPipe.store(ends[1], ordering: .releasing)
+        let reading = ends[0]
+        let readable = DispatchSource.makeReadSource(fileDescriptor: reading, queue: queue)
+        readable.setEventHandler {
+            var byte: UInt8 = 0
+            while read(reading, &byte, 1) == 1 { deliver(Int32(byte)) }
+        }
+        readable.resume()
+        source = readable
+        for number in [SIGINT, SIGTERM] {
+            _ = signal(number) { number in
+                var byte = UInt8(truncatingIfNeeded: number)
+                _ = write(TerminationSignal.signalPipe.load(ordering: .acquiring), &byte, 1)
+            }
         }
         return true
     }()
+    /// The pipe's write end, read by the handler.
+    private static let signalPipe = Atomic<Int32>(-1)
 
     private static func deliver(_ number: Int32) {
         let waiters = state.withLock { state in

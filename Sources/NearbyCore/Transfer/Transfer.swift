@@ -49,7 +49,7 @@ package enum Transfer {
 
     /// The hash of the first `count` bytes of the file at `fd`, read on NIO's thread pool; nil when
     /// it cannot be read or the caller was cancelled meanwhile (the read stops at the next block).
-    static func hash(_ fd: Int32, count: UInt64) async -> SHA256? {
+    package static func hash(_ fd: Int32, count: UInt64) async -> SHA256? {
         let state = try? await Blocking.run { cancellation -> HashState? in
             var hasher = SHA256()
             return hash(fd, count: count, into: &hasher, cancellation: cancellation) ? HashState(hasher: hasher) : nil
