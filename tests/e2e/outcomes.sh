@@ -163,7 +163,10 @@ test_outcome_accept_fails_when_a_file_does_not_arrive() {
     # 2. Ctrl-C on accept mid-transfer
     nb_bg 1 "$OUT/acc2.jsonl" accept --save-dir "$dir" --service s-oc-acc; acceptor=$PID
     await "$OUT/acc2.jsonl" 'select(.event=="advertising")' 10 "accept advertising" >/dev/null || return 1
-    nb_bg 2 "$OUT/send2.jsonl" send-file "$id1" "$src/big.bin" --service s-oc-acc; sender=$PID
+    # --retry-for 5: the receiver's goodbye can be lost to the reset its exit sends while data is
+    # still arriving (the sender's write fails before it reads the goodbye), and the sender then
+    # takes the Ctrl-C for an outage (known, docs/faults.md); what this checks is that it ends, and fails.
+    nb_bg 2 "$OUT/send2.jsonl" send-file "$id1" "$src/big.bin" --service s-oc-acc --retry-for 5; sender=$PID
     await "$OUT/acc2.jsonl" 'select(.event=="progress")' 30 "receiving" >/dev/null || return 1
     kill -INT "$acceptor"
     exits "$acceptor" 10 130 "accept after SIGINT mid-transfer" || { show "$OUT/acc2.jsonl"; return 1; }
