@@ -24,7 +24,7 @@ struct FileIntake: Sendable {
     let violated: @Sendable (Link, String) -> Void
 
     func fileOffered(_ offer: FrameBody.Open, channel id: UInt32, on link: Link) async {
-        guard offer.kind == .file || offer.kind == .directory else {
+        guard offer.kind == .file || offer.kind == .directory || offer.kind == .bundle else {
             await refuse(id, on: link, reason: "this node takes no \(offer.kind) channels")
             return
         }
@@ -35,6 +35,20 @@ struct FileIntake: Sendable {
             return
         }
         if offer.kind == .directory { return await directoryOffered(parts, in: saveDirectory, channel: id, on: link) }
+        if offer.kind == .bundle { return await bundleOffered(offer, channel: id, on: link) }
+        let file = await receiver(for: offer, parts: parts, channel: id, in: saveDirectory, on: link, resuming: true)
+        guard link.accept(id, receiving: file) else { return partials.release(file.partial) }
+        await link.send(FrameBody.frame(.openReply, FrameBody.OpenReply(
+            accept: true, offset: file.resume?.bytes ?? 0, prefixSHA256: file.resume.map { Transfer.hex($0.hasher.finalize()) }, reason: nil),
+            channel: id))
+    }
+
+    /// The receiver of a file offered on `id` (on a channel of its own, or in a bundle), its partial
+    /// file named and claimed: with `resuming`, what an interrupted transfer left of it is offered.
+    func receiver(
+        for offer: FrameBody.Open, parts: [String], channel id: UInt32, in saveDirectory: String, on link: Link, resuming: Bool
+    ) async -> FileReceiver {
+        let relative = parts.joined(separator: "/")
         let directory = ([saveDirectory] + parts.dropLast()).joined(separator: "/")
         let name = parts.last ?? "unnamed"
         let fileKey = String(offer.key.filter { $0.isHexDigit }.prefix(32))
@@ -44,21 +58,29 @@ struct FileIntake: Sendable {
         // starts from zero) rather than sharing the one being written.
         var resume: FileReceiver.Resume?
         if partials.claim(partial) {
-            resume = await FileReceiver.resumable(partial, upTo: offer.size, charging: link.account)
+            if resuming { resume = await FileReceiver.resumable(partial, upTo: offer.size, charging: link.account) }
         } else {
             partial = "\(directory)/" + Transfer.partialName(
                 of: name, key: fileKey, from: link.peer.id.rawValue, alone: "-\(id)-\(UInt32.random(in: 0...UInt32.max))",
                 stranger: stranger)
             _ = partials.claim(partial)
         }
-        let file = FileReceiver(
+        return FileReceiver(
             transfer: String(fileKey.prefix(12)) + "-\(id)", channel: id, peer: link.peer.ref,
             relative: relative, directory: directory, name: name, partial: partial, size: offer.size, resume: resume,
             stranger: stranger, services: receiving(on: link))
-        guard link.accept(id, receiving: file) else { return partials.release(partial) }
-        await link.send(FrameBody.frame(.openReply, FrameBody.OpenReply(
-            accept: true, offset: resume?.bytes ?? 0, prefixSHA256: resume.map { Transfer.hex($0.hasher.finalize()) }, reason: nil),
-            channel: id))
+    }
+
+    /// A bundle of small files (`Bundle`): taken whole when it is within the bounds, each file then
+    /// made as a file channel's (`BundleReceiver`).
+    func bundleOffered(_ offer: FrameBody.Open, channel id: UInt32, on link: Link) async {
+        guard let saveDirectory = configuration.saveDirectory else { return }
+        guard offer.size <= Bundle.maxBytes else {
+            return await refuse(id, on: link, reason: "a bundle of more than \(Bundle.maxBytes) bytes")
+        }
+        let bundle = BundleReceiver(channel: id, announced: offer.size, saveDirectory: saveDirectory, intake: self)
+        guard link.accept(id, bundle: bundle) else { return }
+        await link.send(FrameBody.frame(.openReply, FrameBody.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil), channel: id))
     }
 
     /// What a file receiver on `link` needs of the node.

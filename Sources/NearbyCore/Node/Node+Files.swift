@@ -24,7 +24,14 @@ extension Node {
         let first = files.first?.relative ?? ""
         try await resuming(first, peer: &peer, policy: policy, sink: sink, client: client) { (link: Link, sink: any EventSink) async throws(NearbyError) in
             let rest = files.filter { !delivered.contains($0) }
-            try await FolderSender.send(rest) { (file: OutgoingFile, batch: Events.Progress.Batch?, permits: StartPermits) async throws(NearbyError) in
+            // Small files go together in bundles to a peer that takes them (an older one: each alone).
+            var bundle: FolderSender.SendBundle?
+            if link.takesBundles {
+                bundle = { (some: [(OutgoingFile, Events.Progress.Batch?)], permits: StartPermits) async throws(NearbyError) in
+                    try await BundleSender.send(some, link: link, sender: sender, sink: sink, permits: permits) { (file: OutgoingFile) in delivered.add(file) }
+                }
+            }
+            try await FolderSender.send(rest, bundle: bundle) { (file: OutgoingFile, batch: Events.Progress.Batch?, permits: StartPermits) async throws(NearbyError) in
                 try await link.offerFile(file, sender: sender, sink: sink, batch: batch, permits: permits)
                 delivered.add(file)
             }

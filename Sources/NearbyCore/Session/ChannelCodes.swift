@@ -5,14 +5,21 @@ package enum ChannelKind: Codable, Equatable, Sendable, CustomStringConvertible 
     case stream
     /// An empty directory of a sent tree: made on the receiving side, no data.
     case directory
+    /// Many small files on one channel (`Bundle`), to a peer whose hello lists the feature.
+    case bundle
     case other(String)
 
     package init(from decoder: any Decoder) throws {
-        let name = try decoder.singleValueContainer().decode(String.self)
+        self.init(name: try decoder.singleValueContainer().decode(String.self))
+    }
+
+    /// The kind an `open` names.
+    package init(name: String) {
         self = switch name {
         case "file": .file
         case "stream": .stream
         case "directory": .directory
+        case "bundle": .bundle
         default: .other(String(name.prefix(32)))
         }
     }
@@ -27,6 +34,7 @@ package enum ChannelKind: Codable, Equatable, Sendable, CustomStringConvertible 
         case .file: "file"
         case .stream: "stream"
         case .directory: "directory"
+        case .bundle: "bundle"
         case let .other(name): name
         }
     }

@@ -76,6 +76,13 @@ extension Link: ChannelPort {
     /// link is gone.
     func accept(_ id: UInt32, receiving file: FileReceiver) -> Bool { channels.accept(id, .receiving(file)) }
 
+    /// Whether the peer takes small files in bundles (its hello lists `Bundle.feature`); an
+    /// environment of `NEARBY_BUNDLES=0` sends each file alone (benchmarks, tests).
+    var takesBundles: Bool { peer.features.contains(Bundle.feature) && FolderSender.bundling }
+
+    /// The peer's bundle offer on `id` is taken: its files' records may flow (`BundleReceiver`).
+    func accept(_ id: UInt32, bundle: BundleReceiver) -> Bool { channels.accept(id, .bundle(bundle)) }
+
     /// The peer's stream offer waits for a listener: its reset and the link's end reach it meanwhile.
     func hold(_ stream: StreamChannel) -> Bool { channels.hold(stream.id, .stream(stream)) }
 
@@ -88,9 +95,9 @@ extension Link: ChannelPort {
     func holds(_ stream: StreamChannel) -> Bool { channels.holds(stream.id, stream) }
 
     /// A channel of ours for a file or directory we send, and our `open` on it, in one step.
-    func openSending(offering open: FrameBody.Open) throws(NearbyError) -> OutgoingChannel {
+    func openSending(offering open: FrameBody.Open, results: Bool = false) throws(NearbyError) -> OutgoingChannel {
         try openOffering(open) { id in
-            let channel = OutgoingChannel(id: id)
+            let channel = OutgoingChannel(id: id, results: results)
             return (.sending(channel), channel)
         }
     }

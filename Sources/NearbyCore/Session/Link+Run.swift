@@ -150,6 +150,7 @@ extension Link {
             case let .deliver(.stream(stream), message): stream.received(message)
             case let .deliver(.sending(channel), message): try channel.received(message)
             case let .deliver(.receiving(file), message): try await file.received(message, on: self)
+            case let .deliver(.bundle(bundle), message): try await bundle.received(message, on: self)
             }
         } catch {
             owner.violated(self, "\(error)")
@@ -167,6 +168,10 @@ extension Link {
                 file.abandon(code: "cancelled", reason: "cancelled here (\(reason))", keepPartial: true)
             case let .receiving(file):
                 file.abandon(code: "connection-lost", reason: "the peer vanished mid-transfer (\(reason))", keepPartial: true)
+            case let .bundle(bundle) where reason.isOurLeaving:
+                bundle.abandon(code: "cancelled", reason: "cancelled here (\(reason))")
+            case let .bundle(bundle):
+                bundle.abandon(code: "connection-lost", reason: "the peer vanished mid-transfer (\(reason))")
             case let .sending(channel):
                 channel.lost("\(reason)")
             case let .stream(stream):

@@ -11,6 +11,8 @@ final class LinkChannels: Sendable {
     enum End: Sendable {
         case sending(OutgoingChannel)
         case receiving(FileReceiver)
+        /// A bundle of small files we receive (`BundleReceiver`).
+        case bundle(BundleReceiver)
         case stream(StreamChannel)
     }
 

@@ -1,3 +1,4 @@
+import NIOCore
 import Crypto
 import Foundation
 import Synchronization
@@ -9,6 +10,8 @@ final class OutgoingChannel: Sendable {
         case closed(FrameBody.Close)
         case reset(FrameBody.Reset)
         case lost(String)
+        /// A bundle's result records (`Bundle`): data from the receiver, on a bundle's channel only.
+        case data(ByteBuffer)
     }
 
     let id: UInt32
@@ -17,9 +20,12 @@ final class OutgoingChannel: Sendable {
     let continuation: AsyncStream<Signal>.Continuation
     /// What the receiver lets us send, summed however many window frames it sends.
     let credit = CreditGate(initial: Transfer.window)
+    /// A bundle's channel: the receiver answers in data (result records).
+    let results: Bool
 
-    init(id: UInt32) {
+    init(id: UInt32, results: Bool = false) {
         self.id = id
+        self.results = results
         (signals, continuation) = AsyncStream<Signal>.makeStream()
     }
 
@@ -35,6 +41,8 @@ final class OutgoingChannel: Sendable {
         case let .reset(reset):
             continuation.yield(.reset(reset))
             credit.close()
+        case let .data(bytes) where results:
+            continuation.yield(.data(bytes))
         case .open, .start, .data:
             throw .unexpected("\(message.kind) on our own channel \(id)")
         }

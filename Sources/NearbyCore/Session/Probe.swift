@@ -9,7 +9,7 @@ extension FrameBody {
     /// violation), so it is never sent one.
     package static let probeFeature = "probe"
     /// What this build speaks beyond protocol 2, sent in every hello.
-    package static let features = [probeFeature]
+    package static let features = [probeFeature, Bundle.feature]
 
     /// A peer's `features`, bounded: at most 16 names of at most 32 bytes each are kept.
     static func bounded(features: [String]?) -> [String] {

@@ -16,4 +16,13 @@ protocol ChannelPort: AnyObject, Sendable {
     func consumed(_ count: Int, on channel: UInt32) async
     /// The channel is over: later frames on it are ignored.
     func endChannel(_ id: UInt32)
+    /// A received file's end, told to its sender: the confirming `close`, or a `reset` with why. A
+    /// bundle's files (`BundleReceiver`) answer in result records instead.
+    func confirm(_ close: FrameBody.Close, on channel: UInt32) async
+    func reset(_ reset: FrameBody.Reset, on channel: UInt32) async
+}
+
+extension ChannelPort {
+    func confirm(_ close: FrameBody.Close, on channel: UInt32) async { await send(FrameBody.frame(.close, close, channel: channel)) }
+    func reset(_ reset: FrameBody.Reset, on channel: UInt32) async { await send(FrameBody.frame(.reset, reset, channel: channel)) }
 }

@@ -79,9 +79,9 @@ extension FileReceiver {
         // The name it was saved under, when not its own (`x (1).txt`): the sender's events tell two
         // files of one name apart.
         let savedAs = placed.split(separator: "/").last.map(String.init)
-        await link.send(FrameBody.frame(
-            .close, FrameBody.Close(sha256: sha, bytes: size, alreadyThere: existing != nil ? true : nil, savedAs: savedAs == name ? nil : savedAs),
-            channel: channel))
+        await link.confirm(
+            FrameBody.Close(sha256: sha, bytes: size, alreadyThere: existing != nil ? true : nil, savedAs: savedAs == name ? nil : savedAs),
+            on: channel)
     }
 
     /// A complete file that could not be made durable or placed: nothing is kept, both sides hear why.
@@ -92,6 +92,6 @@ extension FileReceiver {
         link.endChannel(channel)
         services.events.emit(Events.FileFailed(
             transfer: transfer, direction: "receive", peer: peer, path: relative, code: "io-error", reason: reason, resumable: false))
-        await link.send(FrameBody.frame(.reset, FrameBody.Reset(reason: reason, code: .ioError), channel: channel))
+        await link.reset(FrameBody.Reset(reason: reason, code: .ioError), on: channel)
     }
 }

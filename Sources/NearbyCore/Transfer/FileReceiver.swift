@@ -220,6 +220,10 @@ extension FileReceiver {
         case let .success(next): (writer, at) = next
         case .failure(.pastEnd):
             return await fail(on: link, code: "protocol", reason: "the sender sent more than the \(size) bytes it announced")
+        case .failure(.afterEnd):
+            // A bundle's file that this side gave up on while its bytes were on the way (a file
+            // channel's are dropped by the multiplexer once it is reset).
+            return
         case let .failure(illegal):
             return services.violated("\(illegal) on channel \(channel)")
         }
@@ -256,7 +260,7 @@ extension FileReceiver {
     func fail(on link: any ChannelPort, code: String, reason: String) async {
         link.endChannel(channel)
         abandon(code: code, reason: reason, keepPartial: false)
-        await link.send(FrameBody.frame(.reset, FrameBody.Reset(reason: reason, code: TransferCode(code)), channel: channel))
+        await link.reset(FrameBody.Reset(reason: reason, code: TransferCode(code)), on: channel)
     }
 
     /// Gives up on an incoming file: nothing under its final name; the partial file kept for a resume

@@ -59,19 +59,38 @@ package final class StartPermits: Sendable {
     private struct State {
         var available: Int
         var next: UInt64 = 0
-        var waiting: [(id: UInt64, ready: CheckedContinuation<Bool, Never>)] = []
+        var waiting: [(id: UInt64, count: Int, ready: CheckedContinuation<Bool, Never>)] = []
+
+        /// The waiters the free places now serve, first come first served (a waiter for several
+        /// is never passed by later ones for fewer).
+        mutating func served() -> [CheckedContinuation<Bool, Never>] {
+            var ready: [CheckedContinuation<Bool, Never>] = []
+            while let first = waiting.first, first.count <= available {
+                available -= first.count
+                ready.append(waiting.removeFirst().ready)
+            }
+            return ready
+        }
     }
 
     private let state: Mutex<State>
+    /// The places there are in all: a take of more waits for as many.
+    package let capacity: Int
 
-    package init(_ count: Int) { state = Mutex(State(available: max(1, count))) }
+    package init(_ count: Int) {
+        capacity = max(1, count)
+        state = Mutex(State(available: capacity))
+    }
 
     /// Places free now, and tasks waiting for one (tests).
     package var available: Int { state.withLock { $0.available } }
     package var waitingCount: Int { state.withLock { $0.waiting.count } }
 
-    /// Takes a place, waiting for one; false (nothing taken) when the calling task is cancelled.
-    package func take() async -> Bool {
+    /// Takes `count` places at once (at most `capacity`), waiting for them; false (nothing taken)
+    /// when the calling task is cancelled. Several at once, never one by one: two takers of several
+    /// could each hold part of what the other waits for.
+    package func take(_ count: Int = 1) async -> Bool {
+        let count = min(max(1, count), capacity)
         let id = state.withLock { state in
             defer { state.next += 1 }
             return state.next
@@ -80,33 +99,33 @@ package final class StartPermits: Sendable {
             await withCheckedContinuation { (ready: CheckedContinuation<Bool, Never>) in
                 let now = state.withLock { state -> Bool? in
                     if Task.isCancelled { return false }
-                    guard state.available > 0 else {
-                        state.waiting.append((id, ready))
+                    guard state.waiting.isEmpty, state.available >= count else {
+                        state.waiting.append((id, count, ready))
                         return nil
                     }
-                    state.available -= 1
+                    state.available -= count
                     return true
                 }
                 if let now { ready.resume(returning: now) }
             }
         } onCancel: {
-            let waiter = state.withLock { state -> CheckedContinuation<Bool, Never>? in
-                guard let index = state.waiting.firstIndex(where: { $0.id == id }) else { return nil }
-                return state.waiting.remove(at: index).ready
+            let (waiter, served) = state.withLock { state -> (CheckedContinuation<Bool, Never>?, [CheckedContinuation<Bool, Never>]) in
+                guard let index = state.waiting.firstIndex(where: { $0.id == id }) else { return (nil, []) }
+                let waiter = state.waiting.remove(at: index).ready
+                // The first waiter gone may let the next ones through.
+                return (waiter, state.served())
             }
             waiter?.resume(returning: false)
+            for ready in served { ready.resume(returning: true) }
         }
     }
 
-    /// Gives a place back: to the first waiter, else to the free ones.
-    package func release() {
-        let waiter = state.withLock { state -> CheckedContinuation<Bool, Never>? in
-            guard !state.waiting.isEmpty else {
-                state.available += 1
-                return nil
-            }
-            return state.waiting.removeFirst().ready
+    /// Gives `count` places back: to the waiters in order, else to the free ones.
+    package func release(_ count: Int = 1) {
+        let served = state.withLock { state in
+            state.available += count
+            return state.served()
         }
-        waiter?.resume(returning: true)
+        for ready in served { ready.resume(returning: true) }
     }
 }

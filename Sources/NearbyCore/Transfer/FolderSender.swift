@@ -17,10 +17,47 @@ enum FolderSender {
         return limits
     }
 
+    /// Whether small files may go in bundles: `NEARBY_BUNDLES=0` sends each alone.
+    static let bundling = ProcessInfo.processInfo.environment["NEARBY_BUNDLES"] != "0"
+
     /// Sends one file; it takes one of `permits` before its first byte (`FileSender`).
     typealias SendOne = @Sendable (OutgoingFile, Events.Progress.Batch?, StartPermits) async throws(NearbyError) -> Void
+    /// Sends small files as one bundle (`BundleSender`), holding places of `permits` while it sends.
+    typealias SendBundle = @Sendable ([(OutgoingFile, Events.Progress.Batch?)], StartPermits) async throws(NearbyError) -> Void
 
-    static func send(_ files: [OutgoingFile], limits: FilesInFlight.Limits = FolderSender.limits, _ sendOne: @escaping SendOne) async throws(NearbyError) {
+    /// What goes at once: a file on a channel of its own, or small files together in a bundle.
+    enum Unit: Equatable, Sendable {
+        case one(Int)
+        case bundle([Int])
+    }
+
+    /// The files as they go: with bundles, the small ones (`Bundle.maxFileBytes`) gathered in
+    /// order, up to `Bundle.maxFiles` files and `Bundle.maxBytes` a bundle; the others alone.
+    static func units(_ files: [OutgoingFile], bundling: Bool) -> [Unit] {
+        guard bundling else { return files.indices.map { .one($0) } }
+        var units: [Unit] = []
+        var gathered: [Int] = []
+        var bytes: UInt64 = 0
+        for (index, file) in files.enumerated() {
+            guard file.size <= Bundle.maxFileBytes else {
+                units.append(.one(index))
+                continue
+            }
+            if gathered.count == Bundle.maxFiles || bytes + file.size > Bundle.maxBytes {
+                units.append(.bundle(gathered))
+                gathered = []
+                bytes = 0
+            }
+            gathered.append(index)
+            bytes += file.size
+        }
+        if !gathered.isEmpty { units.append(.bundle(gathered)) }
+        return units
+    }
+
+    static func send(
+        _ files: [OutgoingFile], limits: FilesInFlight.Limits = FolderSender.limits, bundle sendBundle: SendBundle? = nil, _ sendOne: @escaping SendOne
+    ) async throws(NearbyError) {
         let total = files.reduce(UInt64(0)) { $0 + $1.size }
         // Several files: each progress event also says where the whole batch is.
         var batches: [Events.Progress.Batch?] = []
@@ -29,22 +66,33 @@ enum FolderSender {
             batches.append(files.count > 1 ? Events.Progress.Batch(file: index + 1, files: files.count, before: before, total: total) : nil)
             before += file.size
         }
+        let batched = batches
+        let units = units(files, bundling: sendBundle != nil)
+        let sizes = units.map { unit -> UInt64 in
+            switch unit {
+            case let .one(index): files[index].size
+            case let .bundle(indices): indices.reduce(UInt64(0)) { $0 + files[$1].size }
+            }
+        }
         let permits = StartPermits(limits.started)
         let failure = await withTaskGroup(of: (size: UInt64, failure: NearbyError?).self) { group -> NearbyError? in
             var flight = FilesInFlight(limits: limits)
             var next = 0
             var failure: NearbyError?
             while true {
-                while failure == nil, next < files.count, flight.admits(files[next].size) {
-                    let file = files[next], batch = batches[next]
+                while failure == nil, next < units.count, flight.admits(sizes[next]) {
+                    let unit = units[next], size = sizes[next]
                     next += 1
-                    flight.started(file.size)
+                    flight.started(size)
                     group.addTask {
                         do throws(NearbyError) {
-                            try await sendOne(file, batch, permits)
-                            return (file.size, nil)
+                            switch unit {
+                            case let .one(index): try await sendOne(files[index], batched[index], permits)
+                            case let .bundle(indices): try await sendBundle?(indices.map { (files[$0], batched[$0]) }, permits)
+                            }
+                            return (size, nil)
                         } catch {
-                            return (file.size, error)
+                            return (size, error)
                         }
                     }
                 }
