@@ -109,3 +109,43 @@ test_files_past_the_channel_cap_are_refused_with_the_reason() {
     nb 2 send "$(id_of 1)" "still here" --service s-many-cap --encryption none >/dev/null 2>&1 \
         || { fail "the node did not carry on after the refused offers"; return 1; }
 }
+
+# Bundles (docs/protocol.md): a peer's bundle, well formed — each file placed and answered once, paths
+# that climb out kept inside — or breaking one of its bounds: a file over 64 KiB, bytes past the
+# offer, a 65th file, a path that is not UTF-8, a key over 64 bytes, a close in the middle of a
+# record. Each breaking one ends that link with a protocol violation and leaves nothing behind;
+# the node goes on and a friend's folder still arrives (test peer: rogue_bundle.py).
+test_folder_bundles_from_a_hostile_peer_are_bounded() {
+    trap files_done RETURN
+    local id1 save=$OUT/save src=$OUT/src case n=0 node adv port
+    id1=$(id_of 1) || return 1
+    mkdir -p "$save"
+    start_node 1 s-bundle --auto-accept --save-dir "$save" --encryption optional || return 1
+    node=$ADV_PID adv=$ADV port=$ADV_PORT
+    rogue rogue_bundle.py 3 "$OUT/ok.out" "$(lab_addr 1)" "$port" --case ok || { show "$OUT/ok.out.err"; return 1; }
+    expect_json "$OUT/ok.out" 'select(.closed and (.results | map(.[1]) == [0,0,0,0,0]))' "every file of the bundle placed and answered once" || { show "$OUT/ok.out"; return 1; }
+    expect_eq "$(cat "$save/a/one.txt")" hello "a/one.txt" || return 1
+    [[ -f $save/a/empty && ! -s $save/a/empty ]] || { fail "a/empty (0 bytes) not there"; return 1; }
+    expect_eq "$(cat "$save/escape.txt")" "stay inside" "../../escape.txt, kept inside" || return 1
+    expect_eq "$(cat "$save/abs/y.txt")" absolute "/abs/y.txt, kept inside" || return 1
+    [[ ! -e $OUT/escape.txt ]] || { fail "a bundle's path climbed out of the save directory"; return 1; }
+    for case in too-big past-offer many bad-path bad-key short-close; do
+        n=$((n + 1))
+        rogue rogue_bundle.py 3 "$OUT/$case.out" "$(lab_addr 1)" "$port" --case "$case" --hold 8 || { show "$OUT/$case.out.err"; return 1; }
+        expect_json "$OUT/$case.out" 'select(.closed_by_node)' "the node cut the link of the bundle ($case)" || return 1
+        # Its link ends as a protocol violation (the error events themselves are rate-limited: a
+        # `suppressed` event counts those past the first few).
+        for _ in $(seq 50); do
+            (( $(count_json "$adv" 'select(.event=="disconnected" and (.reason | test("protocol violation: malformed bundle")))') >= n )) && break
+            sleep 0.1
+        done
+        expect_eq "$(count_json "$adv" 'select(.event=="disconnected" and (.reason | test("protocol violation: malformed bundle")))')" "$n" \
+            "links ended for a malformed bundle after $case" || return 1
+        still_running "$node" "the node" || return 1
+    done
+    files_no_parts "$save" "after the hostile bundles" || return 1
+    [[ ! -e $save/big.bin && ! -e $save/p.bin && ! -e $save/s.bin ]] || { fail "a broken bundle left a file"; return 1; }
+    small_tree "$src/friend" 150
+    (cd "$src" && nb 2 send-file "$id1" friend --service s-bundle >"$OUT/send.jsonl" 2>"$OUT/send.err") || { fail "the friend's folder"; show "$OUT/send.err"; return 1; }
+    diff -r "$src/friend" "$save/friend" >&2 || { fail "the friend's folder differs"; return 1; }
+}

@@ -44,7 +44,7 @@ final class BundleReceiver: Sendable {
             do {
                 pieces = try state.withLock { (state: inout State) throws(BundleDecoder.Illegal) in try state.decoder.feed(bytes) }
             } catch {
-                throw .malformed("\(error)")
+                throw .malformed("bundle on channel \(channel): \(error)")
             }
             for piece in pieces { await take(piece, on: link) }
             await link.consumed(bytes.readableBytes, on: channel)
@@ -55,7 +55,7 @@ final class BundleReceiver: Sendable {
                     state.closed = true
                 }
             } catch {
-                throw .malformed("\(error)")
+                throw .malformed("bundle on channel \(channel): \(error)")
             }
             await endIfDone(on: link)
         case let .reset(reset):
