@@ -246,7 +246,13 @@ package struct EventEncoder: Sendable {
     }
 
     private func encoded(_ body: some EventBody, at date: Date) -> String {
-        var line = #"{"event":"# + Self.quoted(type(of: body).event) + #","time":"# + Self.quoted(Self.timestamp(date))
+        // Room for a typical line at once: the fields are appended in place, not copied at each `+`.
+        var line = String()
+        line.reserveCapacity(384)
+        line += #"{"event":"#
+        line += Self.quoted(type(of: body).event)
+        line += #","time":"#
+        line += Self.quoted(Self.timestamp(date))
         if let direct = body as? any DirectJSON {
             direct.writeFields(into: &line)
             return line + "}"

@@ -9,7 +9,7 @@ import Synchronization
 /// hold a descriptor at once: the next waits (and with it the link's reading) until one is placed.
 final class BundleReceiver: Sendable {
     /// Files written and waiting to be placed at once, per bundle.
-    static let unplaced = 4
+    static let unplaced = 16
 
     private struct State {
         var decoder: BundleDecoder
