@@ -146,15 +146,18 @@ test_faults_a_squatted_name_does_not_keep_the_node_down() {
     await "$ADV" 'select(.event=="message" and .text=="by name")' 5 "the message sent by display name" >/dev/null || return 1
 }
 
-# Sending to this machine is refused at once (exit 64, "that is this machine"), by ID or ID prefix,
-# with or without a node running — not after --timeout.
+# Sending to this machine is refused at once (exit 64, "that is this machine"), by ID, ID prefix
+# or display name (run.sh names h1 "Alice Box": a name with a space), with or without a node
+# running — not after --timeout.
 test_faults_sending_to_yourself_is_refused_at_once() {
     trap stop_started RETURN
-    local id1 target way status t0 ms
+    local id1 name1 target way status t0 ms
     id1=$(id_of 1) || return 1
+    name1=$(nb 1 identity | jq -r .peer.name)
+    [[ -n $name1 && $name1 != null ]] || { fail "h1 has no display name"; return 1; }
     for way in alone node; do
         [[ $way == node ]] && { start_node 1 s-fl-self || return 1; }
-        for target in "$id1" "${id1:0:8}"; do
+        for target in "$id1" "${id1:0:8}" "$name1"; do
             t0=$(now_ms)
             nb 1 send "$target" hi --service s-fl-self --timeout 30 >"$OUT/self.jsonl" 2>"$OUT/self.err"; status=$?
             ms=$(( $(now_ms) - t0 ))
