@@ -13,20 +13,23 @@
 #
 #   bench/smallfiles.sh [FILES] [KiB]   (root; default 5000 4; ROUNDS=3; NEARBY=path, else a release build)
 #   NEARBY_B=path adds a second nearby row (another build, e.g. the one before a change);
-#   TOOLS="nearby scp wormhole" picks rows.
+#   TOOLS="nearby scp wormhole magic localsend" picks rows (default all): magic is magic-wormhole
+#   (`pip install magic-wormhole` into /opt/nearby-venv; the same mailbox and relay as
+#   wormhole-william), localsend is `nearby send-file --localsend DIR` to `nearby advertise
+#   --localsend --auto-accept` (LocalSend v2 over HTTPS, one node per build).
 #   PERF=DIR records each nearby round with `perf record -g` on both sides: DIR/ROW-send-N.data (the
 #   send-file) and DIR/ROW-recv-N.data (the receiving node, attached for the round); read them with
 #   `perf report --no-children -i FILE` (and --children). PERF_FREQ (default 999) is the sample rate.
 #   STRACE=DIR counts syscalls the same way (`strace -c -f`): DIR/ROW-send-N.txt, DIR/ROW-recv-N.txt.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-FILES=${1:-5000} KIB=${2:-4} ROUNDS=${ROUNDS:-3} TOOLS=" ${TOOLS:-nearby scp wormhole} "
+FILES=${1:-5000} KIB=${2:-4} ROUNDS=${ROUNDS:-3} TOOLS=" ${TOOLS:-nearby scp wormhole magic localsend} "
 cd "$ROOT"
-if [[ $TOOLS == *" nearby "* && -z ${NEARBY:-} ]]; then
+if [[ ($TOOLS == *" nearby "* || $TOOLS == *" localsend "*) && -z ${NEARBY:-} ]]; then
     swift build -c release --scratch-path .build-release --product nearby >/dev/null
     NEARBY=$ROOT/.build-release/release/nearby
 fi
-[[ $TOOLS != *" nearby "* ]] || NEARBY=$(readlink -f "$NEARBY")
+[[ $TOOLS != *" nearby "* && $TOOLS != *" localsend "* ]] || NEARBY=$(readlink -f "$NEARBY")
 NEARBY_B=${NEARBY_B:+$(readlink -f "$NEARBY_B")}
 source tests/lab/netlab.sh
 
@@ -123,11 +126,16 @@ scp_row() {
 # wormhole-william with its mailbox and transit relay on h1 (wormhole-william has no option for
 # the relay: the lab hosts' /etc/hosts, which `ip netns exec` takes from /etc/netns/NS/, names h1
 # for its default one); the receiver answers its question with y.
-MAILBOX=/opt/nearby-venv/bin/twistd RELAY=/usr/bin/twistd3
-if [[ $TOOLS != *" wormhole "* ]]; then
+MAILBOX=/opt/nearby-venv/bin/twistd RELAY=/usr/bin/twistd3 MAGIC=/opt/nearby-venv/bin/wormhole
+if [[ $TOOLS != *" wormhole "* && $TOOLS != *" magic "* ]]; then
     :
-elif command -v wormhole-william >/dev/null && [[ -x $MAILBOX && -x $RELAY ]]; then
-    ROWS+=(wormhole)
+elif [[ -x $MAILBOX && -x $RELAY ]]; then
+    if [[ $TOOLS == *" wormhole "* ]]; then
+        if command -v wormhole-william >/dev/null; then ROWS+=(wormhole); else echo "smallfiles: wormhole-william is missing: no wormhole row" >&2; fi
+    fi
+    if [[ $TOOLS == *" magic "* ]]; then
+        if [[ -x $MAGIC ]]; then ROWS+=(magic); else echo "smallfiles: magic-wormhole ($MAGIC) is missing: no magic row" >&2; fi
+    fi
     for k in 1 2; do
         NETNS_ETC+=("/etc/netns/$(lab_ns $k)")
         mkdir -p "/etc/netns/$(lab_ns $k)"
@@ -138,8 +146,8 @@ elif command -v wormhole-william >/dev/null && [[ -x $MAILBOX && -x $RELAY ]]; t
     (cd "$WORK" && lab_bg 1 "$WORK/relay.log" "$RELAY" -n --pidfile= transitrelay --port "tcp:4001:interface=$H1" >/dev/null)
     for _ in $(seq 200); do lab_run 2 bash -c "exec 3<>/dev/tcp/$H1/4000" 2>/dev/null && break; sleep 0.3; done
 else
-    echo "smallfiles: wormhole-william, its mailbox server (pip magic-wormhole-mailbox-server in /opt/nearby-venv)" \
-        "or its transit relay (magic-wormhole-transit-relay) is missing: no wormhole row" >&2
+    echo "smallfiles: the wormholes' mailbox server (pip magic-wormhole-mailbox-server in /opt/nearby-venv)" \
+        "or transit relay (magic-wormhole-transit-relay) is missing: no wormhole rows" >&2
 fi
 wormhole_row() {
     local t0 receiver code="7-smallfiles-$RANDOM"
@@ -155,6 +163,39 @@ wormhole_row() {
     check "$WORK/dst/wh/d" wormhole-william
 }
 
+# magic-wormhole (Python) through the same mailbox and relay; the receiver takes the offer at once.
+magic_row() {
+    local t0 receiver code="7-magicfiles-$RANDOM"
+    mkdir -p "$WORK/dst/mw"
+    t0=$(now)
+    lab_bg 1 "$WORK/mw.log" bash -c "cd '$WORK/dst/mw' && /usr/bin/time -f '%U %S' -o '$WORK/t/recv' \
+        '$MAGIC' --relay-url ws://$H1:4000/v1 --transit-helper tcp:$H1:4001 receive --accept-file --hide-progress '$code'" >/dev/null
+    receiver=$LAB_PID
+    (cd "$WORK/src" && lab_run 2 /usr/bin/time -f '%U %S' -o "$WORK/t/send" \
+        "$MAGIC" --relay-url "ws://$H1:4000/v1" --transit-helper "tcp:$H1:4001" send --hide-progress --code "$code" d >/dev/null 2>&1)
+    lab_wait_pid "$receiver" 120 >/dev/null || { echo "smallfiles: magic-wormhole did not finish" >&2; exit 1; }
+    record magic $(( $(now) - t0 )) "$(secs "$WORK/t/send")" "$(secs "$WORK/t/recv")"
+    check "$WORK/dst/mw/d" magic-wormhole
+}
+
+# nearby over LocalSend: a node on h1 that takes LocalSend uploads (its own port), send-file --localsend.
+if [[ $TOOLS == *" localsend "* ]]; then
+    ROWS+=(localsend)
+    mkdir -p "$WORK/dst/ls"
+    lab_bg 1 "$WORK/node-ls.jsonl" "$NEARBY" advertise --service sfl --localsend --auto-accept --save-dir "$WORK/dst/ls" >/dev/null
+    NODE[localsend]=$LAB_PID
+    lab_wait_line "$WORK/node-ls.jsonl" 'select(.event=="advertising")' 20 >/dev/null
+fi
+localsend_row() {
+    local t0 r0
+    rm -rf "$WORK/dst/ls/d"
+    r0=$(cpu "${NODE[localsend]}") t0=$(now)
+    (cd "$WORK/src" && lab_run 2 /usr/bin/time -f '%U %S' -o "$WORK/t/send" "$NEARBY" send-file --localsend "$H1" d >"$WORK/send-ls.jsonl" 2>"$WORK/send-ls.err") ||
+        { echo "smallfiles: send-file --localsend failed: $(tail -1 "$WORK/send-ls.err")" >&2; exit 1; }
+    record localsend $(( $(now) - t0 )) "$(secs "$WORK/t/send")" "$(awk -v t=$(( $(cpu "${NODE[localsend]}") - r0 )) -v hz="$HZ" 'BEGIN { print t / hz }')"
+    check "$WORK/dst/ls/d" "nearby --localsend"
+}
+
 for ROUND in $(seq "$ROUNDS"); do
     for row in "${ROWS[@]}"; do
         case $row in
@@ -162,6 +203,8 @@ for ROUND in $(seq "$ROUNDS"); do
         nearby_b) nearby_row nearby_b "$NEARBY_B" sfb ;;
         scp) scp_row ;;
         wormhole) wormhole_row ;;
+        magic) magic_row ;;
+        localsend) localsend_row ;;
         esac
     done
 done
@@ -176,7 +219,8 @@ done
 best() { local -n values=$1; printf '%s\n' "${values[@]}" | sort -g | { [[ $2 == max ]] && tail -1 || head -1; }; }
 top=$(best RATE max) lows=$(best CS min) lowr=$(best CR min)
 name() { case $1 in nearby) echo "nearby send-file DIR";; nearby_b) echo "nearby send-file DIR (NEARBY_B)";;
-    scp) echo "scp -r (aes128-gcm)";; wormhole) echo "wormhole-william";; esac; }
+    scp) echo "scp -r (aes128-gcm)";; wormhole) echo "wormhole-william";; magic) echo "magic-wormhole";;
+    localsend) echo "nearby send-file --localsend DIR";; esac; }
 printf '%s files of %s KiB, h2 -> h1, into RAM; median of %s rounds; ratios to the best row\n' "$FILES" "$KIB" "$ROUNDS"
 printf '%-34s %9s %6s %13s %6s %13s %6s  %s\n' tool files/s "x" "send ms/file" "x" "recv ms/file" "x" "(each round: s)"
 for row in "${ROWS[@]}"; do

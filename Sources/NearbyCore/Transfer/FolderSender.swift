@@ -1,9 +1,11 @@
 import Foundation
 
 /// The files of one `send-file`, many at once (`FilesInFlight`): `sendOne` sends one (its channel,
-/// `FileSender`, its events) and is run for each file as the limits let it be offered; of those,
-/// `StartPermits` lets `started` send their bytes at once. After a failure
-/// no further file starts; those in flight finish, and the first failure is thrown.
+/// `FileSender`, its events) and is run for each file as the limits let it be offered; to a peer
+/// that takes bundles, `sendBundle` sends the small ones together (`BundleSender`, `units`). Of
+/// those in flight, `StartPermits` lets `started` files send their bytes at once (a bundle holds
+/// as many places as its receiver may keep files open). After a failure no further file starts;
+/// those in flight finish, and the first failure is thrown.
 enum FolderSender {
     /// The limits from the environment: `NEARBY_FILES_IN_FLIGHT` (1 sends one file after another,
     /// as before; the files sending at once are at most 16 of them) and `NEARBY_BYTES_IN_FLIGHT`.
