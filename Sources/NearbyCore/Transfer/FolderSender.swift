@@ -7,8 +7,8 @@ import Foundation
 /// as many places as its receiver may keep files open). After a failure no further file starts;
 /// those in flight finish, and the first failure is thrown.
 enum FolderSender {
-    /// The limits from the environment: `NEARBY_FILES_IN_FLIGHT` (1 sends one file after another,
-    /// as before; the files sending at once are at most 16 of them) and `NEARBY_BYTES_IN_FLIGHT`.
+    /// The limits from the environment: `NEARBY_FILES_IN_FLIGHT` (1 sends one file, or one bundle, after another;
+    /// the files sending at once are at most 16 of them) and `NEARBY_BYTES_IN_FLIGHT`.
     static var limits: FilesInFlight.Limits {
         let environment = ProcessInfo.processInfo.environment
         var limits = FilesInFlight.Limits()
