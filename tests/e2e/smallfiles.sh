@@ -19,7 +19,8 @@ PY
 }
 
 # 1,500 files (the lab's debug build: a few seconds): byte-exact, one file-sent and one file-received
-# for each, several in flight at once on the receiver, one session throughout, nothing left behind.
+# for each, several in flight at once on the receiver, one session throughout, nothing left behind;
+# in bundles (the default between two nodes of this version) and each file on a channel of its own.
 test_folder_of_many_small_files_arrives_byte_exact() {
     trap files_done RETURN
     local id1 adv dir=$OUT/save src=$OUT/src status count=1501 most
@@ -49,11 +50,18 @@ test_folder_of_many_small_files_arrives_byte_exact() {
         | if .event=="file-started" then 1 else -1 end] | reduce .[] as $d ({n: 0, max: 0}; .n += $d | .max = ([.max, .n] | max)) | .max' "$adv")
     printf '    at most %s files in flight on the receiver\n' "$most"
     (( most > 1 )) || { fail "the files went one at a time (at most $most in flight)"; return 1; }
-    # NEARBY_FILES_IN_FLIGHT=1 sends one file after another, as before.
+    # Bundles carried the small files above; NEARBY_BUNDLES=0 sends each on a channel of its own, many
+    # at once (what a receiver that takes no bundles gets), and with NEARBY_FILES_IN_FLIGHT=1 one
+    # after another, as before.
     rm -rf "${dir:?}/many"
-    (cd "$src" && lab_run 2 env NEARBY_FILES_IN_FLIGHT=1 "$NEARBY" send-file "$id1" many --service s-many >/dev/null 2>"$OUT/send1.err"); status=$?
+    (cd "$src" && lab_run 2 env NEARBY_BUNDLES=0 "$NEARBY" send-file "$id1" many --service s-many >"$OUT/send0.jsonl" 2>"$OUT/send0.err"); status=$?
+    expect_eq "$status" 0 "send-file without bundles" || { show "$OUT/send0.err"; return 1; }
+    expect_eq "$(count_json "$OUT/send0.jsonl" 'select(.event=="file-sent")')" "$count" "file-sent events without bundles" || return 1
+    diff -r "$src/many" "$dir/many" >&2 || { fail "the folder sent without bundles differs"; return 1; }
+    rm -rf "${dir:?}/many"
+    (cd "$src" && lab_run 2 env NEARBY_BUNDLES=0 NEARBY_FILES_IN_FLIGHT=1 "$NEARBY" send-file "$id1" many/s0 --service s-many >/dev/null 2>"$OUT/send1.err"); status=$?
     expect_eq "$status" 0 "send-file with one file in flight" || { show "$OUT/send1.err"; return 1; }
-    diff -r "$src/many" "$dir/many" >&2 || { fail "the folder sent one file at a time differs"; return 1; }
+    diff -r "$src/many/s0" "$dir/s0" >&2 || { fail "the folder sent one file at a time differs"; return 1; }
 }
 
 # A folder interrupted (the sender killed while its big file, 1 GB, is on the way, after some small files
