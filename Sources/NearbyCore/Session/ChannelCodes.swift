@@ -8,7 +8,10 @@ package enum ChannelKind: Codable, Equatable, Sendable, CustomStringConvertible 
     case other(String)
 
     package init(from decoder: any Decoder) throws {
-        let name = try decoder.singleValueContainer().decode(String.self)
+        self.init(name: try decoder.singleValueContainer().decode(String.self))
+    }
+
+    package init(name: String) {
         self = switch name {
         case "file": .file
         case "stream": .stream
