@@ -1,4 +1,5 @@
 import Foundation
+import PropertyBased
 import Testing
 @testable import NearbyCore
 
@@ -27,6 +28,18 @@ import Testing
         #expect(SafePath.components(of: long)[0].utf8.count <= 255)
         let deep = (0..<100).map { "d\($0)" }.joined(separator: "/")
         #expect(SafePath.components(of: deep).count == SafePath.maxDepth)
+    }
+
+    /// The plain-ASCII fast path gives what the character-by-character cleaning gives.
+    @Test func fastPathMatchesTheCheckedOne() async {
+        let pieces = ["a", "Z", "0", ".", "..", "...", "/", "\\", " ", "  ", "\t", "\n", "\u{7F}", "~", "-", "é", "e\u{301}", "\u{202E}",
+                      "\u{200B}", "😀", "\r\n", "/\u{301}", String(repeating: "x", count: 250), String(repeating: ".", count: 254)]
+        await propertyCheck(count: 5000, input: Gen.element(of: pieces).compactMap { $0 }.array(of: 0...12)) { parts in
+            let claimed = parts.joined()
+            #expect(SafePath.components(of: claimed) == SafePath.checkedComponents(of: claimed), "\(claimed.debugDescription)")
+        }
+        let deep = (0..<100).map { "d\($0)" }.joined(separator: "/")
+        #expect(SafePath.components(of: deep) == SafePath.checkedComponents(of: deep))
     }
 
     @Test func candidatesKeepTheExtension() {

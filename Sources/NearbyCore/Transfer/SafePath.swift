@@ -17,6 +17,44 @@ package enum SafePath {
 
     /// The relative components to use, never empty.
     package static func components(of claimed: String) -> [String] {
+        var claimed = claimed
+        guard let parts = claimed.withUTF8(plainComponents) else { return checkedComponents(of: claimed) }
+        return bounded(parts)
+    }
+
+    /// The common case without decoding a character: every component printable ASCII, not
+    /// starting or ending with a space, of at most `maxComponentBytes`, not made only of dots but
+    /// `.` and `..` (dropped). Nil for anything else, which `checkedComponents` cleans: the same
+    /// result (`SafePathTests` compares both).
+    private static func plainComponents(_ bytes: UnsafeBufferPointer<UInt8>) -> [String]? {
+        var parts: [String] = []
+        var start = 0
+        var onlyDots = true
+        for index in 0...bytes.count {
+            let byte = index < bytes.count ? bytes[index] : UInt8(ascii: "/")
+            guard byte == UInt8(ascii: "/") || byte == UInt8(ascii: "\\") else {
+                guard byte >= 0x20, byte < 0x7F else { return nil }
+                if byte != UInt8(ascii: ".") { onlyDots = false }
+                continue
+            }
+            let count = index - start
+            if count > 0 {
+                guard bytes[start] != 0x20, bytes[index - 1] != 0x20, count <= maxComponentBytes, !onlyDots || count <= 2 else { return nil }
+                if !onlyDots { parts.append(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)) }
+            }
+            start = index + 1
+            onlyDots = true
+        }
+        return parts
+    }
+
+    private static func bounded(_ parts: [String]) -> [String] {
+        if parts.count > maxDepth { return Array(parts.suffix(maxDepth)) }
+        return parts.isEmpty ? ["unnamed"] : parts
+    }
+
+    /// Any claimed path, character by character.
+    static func checkedComponents(of claimed: String) -> [String] {
         let raw = claimed.split(whereSeparator: { $0 == "/" || $0 == "\\" })
         var parts: [String] = []
         for piece in raw {
@@ -28,8 +66,7 @@ package enum SafePath {
             while clean.utf8.count > maxComponentBytes { clean.removeLast() }
             parts.append(clean)
         }
-        if parts.count > maxDepth { parts = Array(parts.suffix(maxDepth)) }
-        return parts.isEmpty ? ["unnamed"] : parts
+        return bounded(parts)
     }
 
     /// The relative path, joined with `/`.
