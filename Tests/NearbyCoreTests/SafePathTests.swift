@@ -65,6 +65,25 @@ import Testing
     }
 }
 
+@Suite struct MoveWithoutReplacingTests {
+    @Test func movesOnceAndNeverReplaces() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-move-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try "new".write(toFile: dir + "/.tmp", atomically: false, encoding: .utf8)
+        try "old".write(toFile: dir + "/taken", atomically: false, encoding: .utf8)
+        symlink("nowhere", dir + "/dangling")
+        #expect(SafePath.moveWithoutReplacing(dir + "/.tmp", to: dir + "/taken") == EEXIST)
+        #expect(SafePath.moveWithoutReplacing(dir + "/.tmp", to: dir + "/dangling") == EEXIST)
+        #expect(SafePath.moveWithoutReplacing(dir + "/.tmp", to: dir + "/free") == 0)
+        #expect(SafePath.moveWithoutReplacing(dir + "/.tmp", to: dir + "/again") == ENOENT)
+        #expect(try String(contentsOfFile: dir + "/taken", encoding: .utf8) == "old")
+        #expect(try String(contentsOfFile: dir + "/free", encoding: .utf8) == "new")
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: dir + "/dangling") == "nowhere")
+        #expect(!FileManager.default.fileExists(atPath: dir + "/.tmp"))
+    }
+}
+
 @Suite struct InvisibleCharacterTests {
     @Test(arguments: [
         ("\u{202E}txt.exe", "txt.exe"),

@@ -81,19 +81,47 @@ package enum SafePath {
     }
 
     /// Moves `temporary` to the first free candidate name in `directory` without ever replacing a
-    /// file: `link(2)` fails when the name exists, then the next candidate is tried.
+    /// file: the move fails when the name exists, then the next candidate is tried.
     package static func placeWithoutOverwriting(_ temporary: String, in directory: String, as name: String) throws(NearbyError) -> String {
         for n in 0..<10_000 {
             let destination = directory + "/" + candidate(name, n)
-            if link(temporary, destination) == 0 {
-                unlink(temporary)
-                return destination
-            }
-            let error = errno
+            let error = moveWithoutReplacing(temporary, to: destination)
+            if error == 0 { return destination }
             guard error == EEXIST else {
                 throw .ioFailure(path: destination, reason: String(cString: strerror(error)))
             }
         }
         throw .ioFailure(path: directory + "/" + name, reason: "10 000 files of that name already exist")
     }
+
+    /// One system call where the system has it (Linux `renameat2` with `RENAME_NOREPLACE`, macOS
+    /// `renamex_np` with `RENAME_EXCL`), else `link(2)` then `unlink(2)` (a file system without
+    /// the flag answers EINVAL or ENOTSUP, an old kernel ENOSYS): 0, or the errno.
+    static func moveWithoutReplacing(_ source: String, to destination: String) -> Int32 {
+        #if canImport(Glibc)
+        if let renameat2 = Renaming.renameat2 {
+            if renameat2(AT_FDCWD, source, AT_FDCWD, destination, Renaming.noReplace) == 0 { return 0 }
+            let error = errno
+            guard error == EINVAL || error == ENOSYS || error == ENOTSUP else { return error }
+        }
+        #elseif canImport(Darwin)
+        if renamex_np(source, destination, UInt32(RENAME_EXCL)) == 0 { return 0 }
+        let error = errno
+        guard error == EINVAL || error == ENOTSUP else { return error }
+        #endif
+        guard link(source, destination) == 0 else { return errno }
+        unlink(source)
+        return 0
+    }
 }
+
+#if canImport(Glibc)
+/// glibc declares `renameat2` only under `_GNU_SOURCE`, which Swift's Glibc module does not set:
+/// looked up once by name (glibc 2.28 and later have it).
+private enum Renaming {
+    typealias RenameAt2 = @convention(c) (Int32, UnsafePointer<CChar>?, Int32, UnsafePointer<CChar>?, UInt32) -> Int32
+    static let renameat2: RenameAt2? = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "renameat2").map { unsafeBitCast($0, to: RenameAt2.self) }
+    /// `RENAME_NOREPLACE` of linux/fs.h.
+    static let noReplace: UInt32 = 1
+}
+#endif
