@@ -29,6 +29,11 @@ extension Nearby.Doctor {
         func address(_ host: String) -> String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
     }
 
+    /// `2.5 s`: how long a check looked, in its detail.
+    static func seconds(_ duration: Duration) -> String {
+        String(format: "%.1f s", Double(duration / .milliseconds(1)) / 1000)
+    }
+
     /// `_chat._tcp` → `chat`: the `--service` value of a nearby service type.
     static func serviceName(_ type: String) -> String {
         type.hasPrefix("_") && type.hasSuffix("._tcp") ? String(type.dropFirst().dropLast(5)) : type
@@ -38,22 +43,33 @@ extension Nearby.Doctor {
     /// `firewall`: this host's rules that drop mDNS — the first cause named when the peer is not
     /// seen, ahead of whatever the daemon's cache still holds.
     /// Nothing to look for (no PEER, or `HOST:PORT`): nil.
+    /// Everything it does ends by `deadline`, doctor's one deadline.
     static func findPeer(
         ifNamed query: String?, service: ServiceType, selfID: PeerID, paths: NearbyPaths, environment: [String: String], survey: Survey,
-        notFoundHints: [String], firewall: [String] = [], within limit: Duration
+        notFoundHints: [String], firewall: [String] = [], until deadline: ContinuousClock.Instant
     ) async -> PeerCheck? {
         guard let query else { return nil }
         return await findPeer(
             query, service: service, selfID: selfID, paths: paths, environment: environment, survey: survey, notFoundHints: notFoundHints,
-            firewall: firewall, within: limit)
+            firewall: firewall, until: deadline)
     }
 
     static func findPeer(
         _ query: String, service: ServiceType, selfID: PeerID, paths: NearbyPaths, environment: [String: String], survey: Survey,
-        notFoundHints: [String], firewall: [String] = [], within limit: Duration
+        notFoundHints: [String], firewall: [String] = [], until deadline: ContinuousClock.Instant
     ) async -> PeerCheck {
         let quoted = PeerSearchReport.shellQuoted(query)
         let asked = try? PeerQuery(query)
+        let started = ContinuousClock.now
+        let limit = deadline - started
+        // What a peer not found is explained with is looked up beside the browse, not after it:
+        // the DNS-SD domains this network offers, and where the peer was last seen.
+        async let offering = firstResult(until: deadline) { await WideAreaDNS.offeredDomains(environment: environment, within: min(.milliseconds(1500), limit)) }
+        let recent = RecentPeers(paths: paths).load().first { $0.service == service.name && asked?.matches(id: $0.id, name: $0.name) == true }
+        // A peer seen before may still have a node at its last-known address, asked by the checks
+        // that follow: the browse leaves them half of the time.
+        let browseEnds = recent?.port != nil && recent?.addresses?.isEmpty == false ? started + limit / 2 : deadline
+        let looked = seconds(browseEnds - started)
         let browser = Browser(service: service)
         let updates: AsyncStream<Browser.Update>
         do throws(NearbyError) {
@@ -64,8 +80,7 @@ extension Nearby.Doctor {
         }
         defer { browser.stop() }
         let others = Collected()
-        let started = ContinuousClock.now
-        let found = await firstResult(within: limit) { () -> DiscoveredPeer? in
+        let found = await firstResult(until: browseEnds) { () -> DiscoveredPeer? in
             for await update in updates {
                 guard case let .found(peer) = update, peer.instance != selfID.rawValue else { continue }
                 if peer.matches(query) { return peer }
@@ -77,7 +92,7 @@ extension Nearby.Doctor {
         // once browsing has run long enough for another of that name to answer.
         if let first = found, first.instance != query, let asked {
             others.matching.set(first, for: first.instance)
-            _ = await firstResult(until: started + PeerQuery.ambiguityWindow) { () -> DiscoveredPeer? in
+            _ = await firstResult(until: min(started + PeerQuery.ambiguityWindow, deadline)) { () -> DiscoveredPeer? in
                 for await update in updates {
                     guard case let .found(peer) = update, peer.instance != selfID.rawValue, peer.matches(query) else { continue }
                     others.matching.set(peer, for: peer.instance)
@@ -107,7 +122,7 @@ extension Nearby.Doctor {
         if let rule = firewall.first {
             return PeerCheck(check: DoctorCheck(
                 "peer", .fail,
-                "'\(query)' not seen on \(service.registrationType) in \(limit): this host's firewall drops mDNS ('\(rule)'), "
+                "'\(query)' not seen on \(service.registrationType) in \(looked): this host's firewall drops mDNS ('\(rule)'), "
                     + "so peers' announcements do not reach this host",
                 hint: DoctorCheck.multicastHint(firewall: firewall, otherwise: ""), exitStatus: .peerNotFound), found: nil)
         }
@@ -118,23 +133,22 @@ extension Nearby.Doctor {
             let types = Set(elsewhere.map(\.type)).sorted().joined(separator: ", ")
             return PeerCheck(check: DoctorCheck(
                 "peer", .fail,
-                "'\(query)' not found on \(service.registrationType) in \(limit), but \(other.peer.txt.displayName ?? other.peer.instance) "
+                "'\(query)' not found on \(service.registrationType) in \(looked), but \(other.peer.txt.displayName ?? other.peer.instance) "
                     + "(\(other.peer.instance)) is on \(types): add --service \(name)",
                 hint: "nearby doctor \(quoted) --service \(name) (every command that names it needs --service \(name))",
                 exitStatus: .peerNotFound), found: nil)
         }
         let seen = others.names.withLock { $0 }
-        var detail = "'\(query)' not found on \(service.registrationType) in \(limit)"
+        var detail = "'\(query)' not found on \(service.registrationType) in \(looked)"
         detail += seen.isEmpty ? "; no other peer found on it either" : "; found instead: \(seen.prefix(10).joined(separator: ", "))"
-        let recent = RecentPeers(paths: paths).load().first { $0.service == service.name && asked?.matches(id: $0.id, name: $0.name) == true }
         // A unicast DNS-SD domain this network offers: where a peer on another subnet is found.
-        let offered = await WideAreaDNS.offeredDomains(environment: environment)
+        let offered = await offering ?? []
         let offeredDetail = offered.isEmpty ? "" : "; this network offers the DNS-SD domain\(offered.count > 1 ? "s" : "") \(offered.joined(separator: ", "))"
         let offeredHint = offered.first.map { ". If the peer is on another subnet, look there: 'nearby doctor --domain \($0) \(quoted)'" } ?? ""
         if let recent {
             detail += "; seen before as \(recent.name ?? "?") (\(recent.id)), last on \(ISO8601DateFormatter().string(from: recent.lastSeen))"
             // Not advertised now, but its node may still run there: its own checks say why.
-            if let last = await lastKnown(recent) {
+            if let last = await lastKnown(recent, until: deadline) {
                 return PeerCheck(check: DoctorCheck(
                     "peer", .fail, detail + "; not advertised now, but a node answers at its last-known address \(last.address(last.addresses[0]))" + offeredDetail,
                     hint: "the checks below ask that node why it is not advertised" + offeredHint, exitStatus: .peerNotFound), found: nil, lastKnown: last)
@@ -148,27 +162,79 @@ extension Nearby.Doctor {
             exitStatus: .peerNotFound), found: nil)
     }
 
-    /// The first of a recent peer's addresses that takes a TCP connection at its port (2 s each).
-    static func lastKnown(_ recent: RecentPeers.Entry) async -> Target? {
+    /// PEER's checks after the lookup: `subnet` for `HOST:PORT` (or a last-known address), then the
+    /// connection checks against the address given, the peer found, or its last-known address.
+    func peerChecks(
+        _ peerCheck: PeerCheck?, interfaces: [NetworkInterface], identity: Identity, paths: NearbyPaths, probe: String?,
+        until deadline: ContinuousClock.Instant, record: (DoctorCheck) -> Void
+    ) async {
+        guard let peer else { return }
+        var target: Target
+        // What another check found that keeps the peer from seeing this host.
+        var explained: String?
+        // An address (given, or last known): whether mDNS can reach it at all.
+        func subnet(_ host: String, _ port: Int) {
+            guard let subnet = Subnets.check(host: host, port: port, interfaces: interfaces) else { return }
+            record(subnet)
+            if subnet.status == .warn { explained = "the subnet check found \(host) on another subnet, and mDNS does not cross routers" }
+        }
+        if let direct = Node.parseHostPort(peer) {
+            subnet(direct.host, direct.port)
+            target = Target(addresses: [direct.host], port: direct.port, expected: nil, name: peer)
+        } else {
+            guard let peerCheck else { return }
+            record(peerCheck.check)
+            if let last = peerCheck.lastKnown {
+                if let host = last.addresses.first { subnet(host, last.port) }
+                target = last
+            } else {
+                guard let found = peerCheck.found, let port = found.port else { return }
+                // IPv4 first, link-local IPv6 last: the address a hint names is the one to type.
+                let ordered = PeerAddresses.connectionOrder(found.addresses)
+                target = Target(
+                    addresses: ordered.isEmpty ? [found.host].compactMap { $0 } : ordered, port: port,
+                    expected: PeerID(found.claimedID), name: found.txt.displayName ?? found.claimedID)
+            }
+        }
+        await Self.connectChecks(
+            target, identity: identity, preference: session.mode, knownPeers: KnownPeers(paths: paths),
+            probe: probe, until: deadline, explained: explained, record: record)
+    }
+
+    /// The first of a recent peer's addresses that takes a TCP connection at its port (2 s each,
+    /// all by `deadline`).
+    static func lastKnown(_ recent: RecentPeers.Entry, until deadline: ContinuousClock.Instant) async -> Target? {
         guard let port = recent.port, let addresses = recent.addresses else { return nil }
-        for address in PeerAddresses.connectionOrder(addresses).prefix(2) where await Connections.reachable(host: address, port: port, timeout: .seconds(2)) == nil {
+        for address in PeerAddresses.connectionOrder(addresses).prefix(2) where ContinuousClock.now < deadline {
+            guard await Connections.reachable(host: address, port: port, timeout: min(.seconds(2), deadline - .now)) == nil else { continue }
             return Target(addresses: [address], port: port, expected: PeerID(recent.id), name: recent.name ?? recent.id)
         }
         return nil
     }
 
     /// A TCP connection to each address, then on the first that answered one connection for the
-    /// preamble, the handshake and the probe (never an invitation).
+    /// preamble, the handshake and the probe (never an invitation) — all by `deadline`. What the
+    /// deadline cut short is a warning that says so, not a failure of the peer.
     static func connectChecks(
         _ target: Target, identity: Identity, preference: EncryptionPreference, knownPeers: KnownPeers,
-        probe: String?, replyWithin: Duration, explained: String? = nil, record: (DoctorCheck) -> Void
+        probe: String?, until deadline: ContinuousClock.Instant, explained: String? = nil, record: (DoctorCheck) -> Void
     ) async {
         let port = target.port
+        let outOfTime = "run doctor again with a longer --timeout"
         var working: [String] = []
         var failing: [String] = []
+        // Addresses the deadline left no time for, or cut short before they answered.
+        var unjudged = 0
         for address in target.addresses {
-            if let reason = await Connections.reachable(host: address, port: port, timeout: .seconds(2)) {
-                failing.append("\(address): \(reason)")
+            let wait = min(.seconds(2), deadline - .now)
+            guard wait > .zero else {
+                unjudged += 1
+                continue
+            }
+            if let reason = await Connections.reachable(host: address, port: port, timeout: wait) {
+                let cut = wait < .seconds(2) && ContinuousClock.now >= deadline
+                if cut { unjudged += 1 }
+                failing.append("\(address): \(cut ? "no answer before doctor's --timeout ran out" : reason)")
             } else {
                 working.append(address)
             }
@@ -176,6 +242,10 @@ extension Nearby.Doctor {
         let detail = (working.map { "\(target.address($0)) connects" } + failing).joined(separator: "; ")
         let firewall = "a firewall on the peer (or between) drops TCP port \(port): on the peer, 'nft list ruleset' or 'iptables -L -n'"
         guard let reachable = working.first else {
+            if !target.addresses.isEmpty, unjudged == target.addresses.count {
+                let tried = failing.isEmpty ? "" : " (\(detail))"
+                return record(DoctorCheck("connect", .warn, "not checked: doctor's --timeout ran out before a TCP connection to \(target.name)\(tried)", hint: outOfTime))
+            }
             let what = target.expected == nil ? "no TCP connection to \(target.name)" : "found, but no TCP connection to port \(port)"
             record(DoctorCheck("connect", .fail, "\(what): \(detail)", hint: firewall, exitStatus: .connectionFailed))
             return
@@ -192,7 +262,11 @@ extension Nearby.Doctor {
         }
         let examined = await Connections.examine(
             host: reachable, port: port, preference: preference, tls: tls, identity: identity, expected: target.expected,
-            knownPeers: knownPeers, probe: probe, replyWithin: replyWithin)
+            knownPeers: knownPeers, probe: probe, until: deadline)
+        if !examined.encryption.ok, ContinuousClock.now >= deadline {
+            return record(DoctorCheck(
+                "encryption", .warn, "not checked: doctor's --timeout ran out during the preamble (\(examined.encryption.detail))", hint: outOfTime))
+        }
         record(examined.encryption.ok
             ? DoctorCheck("encryption", .ok, examined.encryption.detail)
             : DoctorCheck("encryption", .fail, examined.encryption.detail,

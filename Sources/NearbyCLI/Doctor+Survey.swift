@@ -85,11 +85,12 @@ extension Nearby.Doctor {
 
     /// The responders check: another service on the link, not counting this host's own (its
     /// nodes, advertised under this identity's ID, and anything on this host's own mDNS name).
-    static func responders(_ survey: Survey, selfID: PeerID, ownHost: String?, hint: String, within limit: Duration) async -> DoctorCheck {
+    static func responders(_ survey: Survey, selfID: PeerID, ownHost: String?, hint: String, until deadline: ContinuousClock.Instant) async -> DoctorCheck {
+        let started = ContinuousClock.now
         let own: @Sendable (Seen) -> Bool = { seen in
             seen.peer.instance == selfID.rawValue || (ownHost != nil && seen.peer.host?.lowercased() == ownHost?.lowercased())
         }
-        let other = await firstResult(within: limit) { () -> Seen? in
+        let other = await firstResult(until: deadline) { () -> Seen? in
             for await seen in survey.found where !own(seen) { return seen }
             return nil
         }
@@ -100,6 +101,6 @@ extension Nearby.Doctor {
         }
         let mine = Set(survey.all.filter(own).map(\.type)).sorted()
         let ignored = mine.isEmpty ? "" : " (this host's own not counted: \(mine.prefix(10).joined(separator: ", ")))"
-        return DoctorCheck("responders", .warn, "no other service announced on the link in \(limit)\(ignored)", hint: hint)
+        return DoctorCheck("responders", .warn, "no other service announced on the link in \(seconds(ContinuousClock.now - started))\(ignored)", hint: hint)
     }
 }

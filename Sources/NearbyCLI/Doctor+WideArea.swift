@@ -13,6 +13,8 @@ extension Nearby.Doctor {
             await WideAreaDoctor(settings: settings).run(service: service, selfID: identity.peerID, record: record)
         }
         guard let peer else { return }
+        // The link and each domain have --timeout, as before; the connection checks 2 s more.
+        let limit = Duration.milliseconds(Int64(timeout * 1000))
         // The peer in the first place that has it (the link first); only when none does, every
         // place's reason.
         var misses: [DoctorCheck] = []
@@ -20,7 +22,7 @@ extension Nearby.Doctor {
         if let survey {
             let onLink = await Self.findPeer(
                 peer, service: service, selfID: identity.peerID, paths: context.paths, environment: context.environment, survey: survey,
-                notFoundHints: [], within: .milliseconds(Int64(timeout * 1000)))
+                notFoundHints: [], until: .now + limit)
             found = onLink.found
             if found == nil { misses.append(onLink.check) } else { record(onLink.check) }
         }
@@ -35,7 +37,7 @@ extension Nearby.Doctor {
             expected: PeerID(found.instance), name: found.txt.displayName ?? found.instance)
         await Self.connectChecks(
             target, identity: identity, preference: session.mode, knownPeers: KnownPeers(paths: context.paths),
-            probe: nil, replyWithin: .seconds(Int64(timeout)) + .seconds(2)
+            probe: nil, until: .now + limit + .seconds(2)
         ) { check in
             // Whether the peer sees our mDNS probe means nothing across a router.
             if check.name != "peer-sees-us" { record(check) }

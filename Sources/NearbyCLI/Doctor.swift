@@ -38,7 +38,9 @@ extension Nearby {
                 which interfaces), port (TCP 53317 free or taken), devices (which answer our \
                 announcement); with PEER also peer, info (its /api/localsend/v2/info answers) and \
                 certificate (it hashes to the fingerprint the device announced; exit 9 if not).
-                Nothing invites the peer: it starts no session, pins nothing and shows no invitation.
+                Nothing invites the peer: it starts no session, pins nothing and shows no invitation. \
+                --timeout bounds the whole run (checks run side by side where they can; with --domain, \
+                each place PEER is looked for has it); a check it cuts short is a warning that says so.
                 Exit 0 when nothing failed, else the status of the first failure: 7 daemon, 2 peer \
                 not found, 5 cannot connect or encryption mismatch, 9 identity, 1 otherwise \
                 (peer-sees-us: one-way multicast).
@@ -55,7 +57,7 @@ extension Nearby {
 
         @OptionGroup var serviceOptions: ServiceOptions
 
-        @Option(help: ArgumentHelp("Seconds the discovery checks may wait, side by side, from the start (default 5).", valueName: "seconds"))
+        @Option(help: ArgumentHelp("Seconds the run may take: every check shares one deadline from the start (default 5).", valueName: "seconds"))
         var timeout: Double = 5
 
         @OptionGroup var session: SessionOptions
@@ -68,18 +70,16 @@ extension Nearby {
 
 
         func run() async throws {
+            // One deadline for every check, from the start: they run side by side where they can,
+            // each takes what is left, and the run ends by --timeout.
+            let deadline = ContinuousClock.now + .milliseconds(Int64(timeout * 1000))
             let context = output.configure(CommandContext.current)
-            if localSend.enabled(context) { return try await LocalSendCommands.doctor(context, peer: peer, timeout: timeout, verbose: output.verbose) }
+            if localSend.enabled(context) { return try await LocalSendCommands.doctor(context, peer: peer, until: deadline, verbose: output.verbose) }
             var checks: [DoctorCheck] = []
             try await reporting(context, verbose: output.verbose) {
                 try PeerQuery.check([peer])
                 let service = try serviceOptions.resolve(context)
                 let identity = try context.identity()
-                let limit = Duration.milliseconds(Int64(timeout * 1000))
-                // One deadline for the discovery checks, from the start: they run side by side, so
-                // `--timeout 5` ends a search for a peer that is not there about 5 s after the start.
-                let deadline = ContinuousClock.now + limit
-                let left = { max(deadline - ContinuousClock.now, .milliseconds(200)) }
                 let record: (DoctorCheck) -> Void = { check in
                     checks.append(check)
                     context.events.emit(Events.Check(check))
@@ -103,53 +103,24 @@ extension Nearby {
                 let named = peer.flatMap { Node.parseHostPort($0) == nil ? $0 : nil }
                 let (paths, environment) = (context.paths, context.environment)
                 let notFoundHints = [DoctorCheck.multicastHint(firewall: dropping, otherwise: ""), Subnets.notFoundHint(interfaces)]
-                let lookFor = left()
                 async let looked: PeerCheck? = Self.findPeer(
                     ifNamed: named, service: service, selfID: identity.peerID, paths: paths, environment: environment, survey: survey,
-                    notFoundHints: notFoundHints, firewall: dropping, within: lookFor)
+                    notFoundHints: notFoundHints, firewall: dropping, until: deadline)
                 // The probe stays published to the end: PEER is asked whether it sees it.
-                let (selfCheck, selfProbe) = await Self.selfAdvertisement(identity: identity, firewall: dropping, within: left())
+                let (selfCheck, selfProbe) = await Self.selfAdvertisement(identity: identity, firewall: dropping, until: deadline)
                 defer { selfProbe?.advertiser.withdraw() }
                 record(selfCheck)
-                record(await Self.responders(
+                // Responders waits to the deadline when nothing else is announced: PEER's checks
+                // run beside it (they need the probe published), and are said after it, in order.
+                async let responders = Self.responders(
                     survey, selfID: identity.peerID, ownHost: selfProbe?.host,
-                    hint: DoctorCheck.multicastHint(firewall: dropping, otherwise: DoctorCheck.multicastHint), within: left()))
-                let peerCheck = await looked
-                guard let peer else { return }
-                let target: Target
-                // What another check found that keeps the peer from seeing this host.
-                var explained: String?
-                if let direct = Node.parseHostPort(peer) {
-                    // An address: nothing to look up by name; whether mDNS can reach it at all.
-                    if let subnet = Subnets.check(host: direct.host, port: direct.port, interfaces: interfaces) {
-                        record(subnet)
-                        if subnet.status == .warn { explained = "the subnet check found \(direct.host) on another subnet, and mDNS does not cross routers" }
-                    }
-                    target = Target(addresses: [direct.host], port: direct.port, expected: nil, name: peer)
-                } else {
-                    guard let peerCheck else { return }
-                    record(peerCheck.check)
-                    if let last = peerCheck.lastKnown {
-                        // Its last-known address on another subnet explains why mDNS does not carry it.
-                        if let host = last.addresses.first, let subnet = Subnets.check(host: host, port: last.port, interfaces: interfaces) {
-                            record(subnet)
-                            if subnet.status == .warn { explained = "the subnet check found \(host) on another subnet, and mDNS does not cross routers" }
-                        }
-                        await Self.connectChecks(
-                            last, identity: identity, preference: session.mode, knownPeers: KnownPeers(paths: context.paths),
-                            probe: selfProbe?.name, replyWithin: max(limit, .seconds(3)) + .seconds(2), explained: explained, record: record)
-                        return
-                    }
-                    guard let found = peerCheck.found, let port = found.port else { return }
-                    // IPv4 first, link-local IPv6 last: the address a hint names is the one to type.
-                    let ordered = PeerAddresses.connectionOrder(found.addresses)
-                    target = Target(
-                        addresses: ordered.isEmpty ? [found.host].compactMap { $0 } : ordered, port: port,
-                        expected: PeerID(found.claimedID), name: found.txt.displayName ?? found.claimedID)
-                }
-                await Self.connectChecks(
-                    target, identity: identity, preference: session.mode, knownPeers: KnownPeers(paths: context.paths),
-                    probe: selfProbe?.name, replyWithin: max(limit, .seconds(3)) + .seconds(2), explained: explained, record: record)
+                    hint: DoctorCheck.multicastHint(firewall: dropping, otherwise: DoctorCheck.multicastHint), until: deadline)
+                var ofPeer: [DoctorCheck] = []
+                await peerChecks(
+                    await looked, interfaces: interfaces, identity: identity, paths: context.paths, probe: selfProbe?.name, until: deadline
+                ) { ofPeer.append($0) }
+                record(await responders)
+                ofPeer.forEach(record)
             }
             context.events.emit(Events.Summary(checks))
             let status = DoctorCheck.exitStatus(of: checks)
@@ -164,9 +135,10 @@ extension Nearby {
             let host: String?
         }
 
-        /// Publishes a probe and browses for it: the daemon publishes and sees its own. The probe
-        /// stays published (the caller stops it) when it could be published at all.
-        static func selfAdvertisement(identity: Identity, firewall: [String], within limit: Duration) async -> (DoctorCheck, SelfProbe?) {
+        /// Publishes a probe and browses for it: the daemon publishes and sees its own, by
+        /// `deadline`. The probe stays published (the caller stops it) when it could be published at all.
+        static func selfAdvertisement(identity: Identity, firewall: [String], until deadline: ContinuousClock.Instant) async -> (DoctorCheck, SelfProbe?) {
+            let started = ContinuousClock.now
             let name = "doctor-\(identity.peerID.rawValue)-\(Int.random(in: 1000...9999))"
             do throws(NearbyError) {
                 let type = try ServiceType(DoctorProbe.service)
@@ -175,8 +147,17 @@ extension Nearby {
                 let browser = Browser(service: type)
                 let updates = try browser.start()
                 defer { browser.stop() }
-                try await advertiser.start()
-                let seen = await firstResult(within: limit) { () -> DiscoveredPeer? in
+                let published = await firstResult(until: deadline) { () -> Result<Void, NearbyError>? in
+                    do throws(NearbyError) { try await advertiser.start() } catch { return .failure(error) }
+                    return .success(())
+                }
+                guard let published else {
+                    return (DoctorCheck(
+                        "self-advertisement", .warn, "the daemon had not confirmed a probe published as \(name) when doctor's --timeout ran out",
+                        hint: "run doctor again with a longer --timeout"), nil)
+                }
+                try published.get()
+                let seen = await firstResult(until: deadline) { () -> DiscoveredPeer? in
                     for await update in updates { if case let .found(peer) = update, peer.instance == name { return peer } }
                     return nil
                 }
@@ -186,7 +167,7 @@ extension Nearby {
                     otherwise: "the daemon publishes but does not see its own announcements: check its interfaces (allow-interfaces) and 'journalctl -u avahi-daemon'")
                 return seen != nil
                     ? (DoctorCheck("self-advertisement", .ok, "a probe published as \(name) came back through the daemon (host \(seen?.host ?? "?"))"), probe)
-                    : (DoctorCheck("self-advertisement", .fail, "a probe published as \(name) did not come back in \(limit)", hint: hint), probe)
+                    : (DoctorCheck("self-advertisement", .fail, "a probe published as \(name) did not come back in \(Self.seconds(ContinuousClock.now - started))", hint: hint), probe)
             } catch {
                 return (DoctorCheck("self-advertisement", .fail, "could not publish a probe: \(error.errorDescription ?? "\(error)")",
                                     hint: DoctorCheck.daemonHint, exitStatus: error.exitStatus), nil)

@@ -178,12 +178,12 @@ enum LocalSendCommands {
 
     /// `doctor --localsend [PEER]`: the checks as `check` events, then the `summary`; the exit
     /// status of the first failure.
-    static func doctor(_ context: CommandContext, peer: String?, timeout: Double, verbose: Bool) async throws {
+    static func doctor(_ context: CommandContext, peer: String?, until deadline: ContinuousClock.Instant, verbose: Bool) async throws {
         let checks = LockedValue<[DoctorCheck]>([])
         try await reporting(context, verbose: verbose) {
             let discovery = try discovery(context, name: nil)
             let doctor = LocalSendDoctor(discovery: discovery, http: try client(discovery.identity))
-            await doctor.run(peer: peer, within: .milliseconds(Int(timeout * 1000))) { check in
+            await doctor.run(peer: peer, until: deadline) { check in
                 checks.set(checks.get() + [check])
                 context.events.emit(Events.Check(check))
             }

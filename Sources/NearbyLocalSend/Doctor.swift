@@ -18,7 +18,10 @@ package struct LocalSendDoctor: Sendable {
 
     static let routeHint = "LocalSend devices announce to 224.0.0.167 by the routing table: this host and theirs need a route for 224.0.0.0/4 (or a default route) on the shared link, and the Wi-Fi must not isolate clients"
 
-    package func run(peer: String?, within limit: Duration, record: @Sendable (DoctorCheck) -> Void) async {
+    /// Every check ends by `deadline` (doctor's one deadline, from its start); one it cuts short
+    /// is a warning that says so.
+    package func run(peer: String?, until deadline: ContinuousClock.Instant, record: @Sendable (DoctorCheck) -> Void) async {
+        let started = ContinuousClock.now
         let link: MulticastLink
         do {
             link = try await MulticastLink.open()
@@ -43,7 +46,9 @@ package struct LocalSendDoctor: Sendable {
         // Every device that answers our announcement within the limit (PEER: until it answers).
         let heard = Locked<[LocalSendDevice]>([])
         let wanted = peer.flatMap { LocalSendTarget.address($0) == nil ? $0 : nil }
-        _ = await firstResult(within: limit) {
+        // PEER given by address is asked directly afterwards: the devices leave it half the time.
+        let listening = peer.flatMap(LocalSendTarget.address) == nil ? deadline : started + (deadline - started) / 2
+        _ = await firstResult(until: listening) {
             await discovery.run(link, registrations: registrations) { sighting in
                 guard case let .found(device) = sighting else { return true }
                 heard.withLock { if $0.count < LocalSendLimits.devices { $0.append(device) } }
@@ -52,8 +57,9 @@ package struct LocalSendDoctor: Sendable {
             return true
         }
         let devices = heard.withLock { $0 }
+        let looked = String(format: "%.1f s", Double((ContinuousClock.now - started) / .milliseconds(1)) / 1000)
         if devices.isEmpty {
-            record(DoctorCheck("devices", .warn, "no LocalSend device answered in \(limit)", hint: Self.routeHint))
+            record(DoctorCheck("devices", .warn, "no LocalSend device answered in \(looked)", hint: Self.routeHint))
         } else {
             let names = devices.prefix(8).map { "\($0.alias) (\($0.host))" }.joined(separator: ", ")
             record(DoctorCheck("devices", .ok, "\(devices.count) device\(devices.count == 1 ? "" : "s") answered: \(names)\(devices.count > 8 ? ", …" : "")"))
@@ -66,16 +72,23 @@ package struct LocalSendDoctor: Sendable {
             record(DoctorCheck("peer", .ok, "'\(peer)' is \(device.alias) at \(device.host):\(device.port), fingerprint \(device.fingerprint)"))
             target = LocalSendTarget(device)
         } else {
-            record(DoctorCheck("peer", .fail, "'\(peer)' did not answer in \(limit)",
+            record(DoctorCheck("peer", .fail, "'\(peer)' did not answer in \(looked)",
                                hint: devices.isEmpty ? Self.routeHint : "the devices that answered are listed above; or give its address: nearby doctor --localsend HOST[:PORT]",
                                exitStatus: .peerNotFound))
             return
         }
         let response: LocalSendHTTP.Response
+        let outOfTime = "run doctor again with a longer --timeout"
+        guard deadline > .now else {
+            return record(DoctorCheck("info", .warn, "not checked: doctor's --timeout ran out before \(target.host):\(target.port) was asked", hint: outOfTime))
+        }
         do {
             response = try await http.request(
                 host: target.host, port: target.port, https: target.https, method: .GET, path: LocalSendDefaults.apiPrefix + "/info",
-                body: .none, expectedFingerprint: nil, timeout: max(limit, .seconds(3)))
+                body: .none, expectedFingerprint: nil, timeout: deadline - .now)
+        } catch where ContinuousClock.now >= deadline {
+            record(DoctorCheck("info", .warn, "not checked: \(target.host):\(target.port) had not answered /info when doctor's --timeout ran out", hint: outOfTime))
+            return
         } catch {
             record(DoctorCheck("info", .fail, "\(target.host):\(target.port) did not answer /info: \(error)",
                                hint: "is LocalSend open and set to receive on that device, on port \(target.port)? a firewall may drop TCP \(target.port)",

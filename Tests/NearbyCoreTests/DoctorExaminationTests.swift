@@ -1,4 +1,6 @@
 import Foundation
+import NIOCore
+import NIOPosix
 import Testing
 @testable import NearbyCore
 
@@ -26,7 +28,7 @@ import Testing
         await Connections.examine(
             host: "127.0.0.1", port: port, preference: .required, tls: try SessionTLS.contexts(for: identity), identity: identity,
             expected: expected, knownPeers: KnownPeers(paths: paths), probe: "doctor-test-1",
-            replyWithin: .seconds(TestNodes.patience))  // the node answers after its 300 ms probe wait; a loaded machine adds more
+            until: .now + .seconds(TestNodes.patience))  // the node answers after its 300 ms probe wait; a loaded machine adds more
     }
 
     @Test func theNodeAnswersTheProbeWithoutASessionOrAPin() async throws {
@@ -51,6 +53,23 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: bobPaths.home + "/known_peers"))
         #expect(!FileManager.default.fileExists(atPath: alicePaths.home + "/known_peers"))
         await bob.stop()
+    }
+
+    /// doctor's one deadline holds for the connection too: a listener that never says a word keeps
+    /// `examine` no longer than the deadline (the preamble alone waited 3 s).
+    @Test func aSilentListenerIsLeftAtTheDeadline() async throws {
+        let silent = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0).get()
+        let alicePaths = home()
+        let alice = try IdentityStore(paths: alicePaths).loadOrCreate(defaultName: "alice")
+        let started = ContinuousClock.now
+        let result = await Connections.examine(
+            host: "127.0.0.1", port: silent.localAddress?.port ?? 0, preference: .required, tls: try SessionTLS.contexts(for: alice),
+            identity: alice, expected: nil, knownPeers: KnownPeers(paths: alicePaths), probe: "doctor-test-2", until: started + .milliseconds(500))
+        let elapsed = ContinuousClock.now - started
+        #expect(!result.encryption.ok)
+        // The deadline, and a margin for a loaded machine well under the 3 s the preamble had.
+        #expect(elapsed < .milliseconds(2000), "examine took \(elapsed) with a 500 ms deadline")
+        try await silent.close()
     }
 
     @Test func aChangedPinIsNamedAndNothingIsAsked() async throws {

@@ -137,6 +137,9 @@ import Testing
         let failed = try #require(DoctorCheck.identity(.failed("closed", .connectionFailed), peer: "Bob"))
         #expect(failed.status == .fail && failed.exitStatus == .connectionFailed && failed.detail.contains("handshake"))
         #expect(DoctorCheck.identity(.notRun, peer: "Bob") == nil)
+        // Cut short by doctor's --timeout: not judged, so no failure.
+        let unfinished = try #require(DoctorCheck.identity(.unfinished, peer: "Bob"))
+        #expect(unfinished.status == .warn && unfinished.exitStatus == .success && unfinished.hint?.contains("--timeout") == true)
     }
 
     @Test func visibilityOutcomesBecomeChecks() throws {

@@ -70,7 +70,9 @@ test_doctor_names_one_way_multicast() {
     lab_run 2 avahi-browse -rpt _dr-oneway._tcp >"$OUT/cached.txt" 2>&1
     grep -q "^=.*$id1" "$OUT/cached.txt" || { fail "h2 does not see h1 before the rule"; cat "$OUT/cached.txt" >&2; stop "$ADV_PID"; return 1; }
     mac=$(lab_run 2 cat "/sys/class/net/$LAB_IFACE/address") || return 1
-    doctor_behind_rule droneway "ether saddr $mac udp dport 5353 drop" "$id1" --service dr-oneway || return 1
+    # Every check shares doctor's --timeout, from its start: enough for the lookup and the peer's
+    # 2 s wait before it says it does not see this host.
+    DOCTOR_TIMEOUT=6 doctor_behind_rule droneway "ether saddr $mac udp dport 5353 drop" "$id1" --service dr-oneway || return 1
     expect_eq "$STATUS" 1 "doctor exit status for one-way multicast" || { cat "$OUT/doctor.jsonl" >&2; return 1; }
     check_is peer ok || return 1
     check_is identity ok || return 1
@@ -128,7 +130,8 @@ test_doctor_peer_port_dropped_is_a_firewall() {
     local id1
     id1=$(id_of 1) || return 1
     advertise 1 dr-fw || return 1
-    doctor_behind_rule drfw "tcp dport $ADV_PORT drop" "$id1" --service dr-fw || return 1
+    # Every check shares doctor's --timeout: enough for the lookup and a 2 s connection attempt.
+    DOCTOR_TIMEOUT=6 doctor_behind_rule drfw "tcp dport $ADV_PORT drop" "$id1" --service dr-fw || return 1
     expect_eq "$STATUS" 5 "doctor exit status for a dropped port" || { cat "$OUT/doctor.jsonl" >&2; return 1; }
     check_is peer ok || return 1
     check_is connect fail "no TCP connection" || return 1

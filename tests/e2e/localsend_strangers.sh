@@ -57,6 +57,32 @@ test_localsend_an_official_peer_that_compares_fingerprints_as_written_sends_to_n
     cmp -s "$OUT/strict.bin" "$OUT/in/strict.bin" || { fail "strict.bin differs"; return 1; }
 }
 
+# An independent LocalSend v2 implementation (localsend-cli, no client certificate: a stranger)
+# sends to the --auto-accept node, as a phone would: a 2 MB and a 5 MB file, one after the other,
+# each byte-exact under its own name with no partial left; the node keeps running, then ends with
+# exit 0 on Ctrl-C. (test_localsend_receive_from_localsend_cli covers `accept --localsend`.)
+test_localsend_localsend_cli_sends_to_an_auto_accept_node() {
+    ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
+    lss_node || return 1
+    local f size rc
+    for f in two:2000000 five:5000000; do
+        size=${f#*:} f=${f%%:*}.bin
+        head -c "$size" /dev/urandom >"$OUT/$f"
+        ls_cli 2 send 10.99.0.1 "$OUT/$f" --json >"$OUT/cli-$f.out" 2>"$OUT/cli-$f.err"; rc=$?
+        expect_eq "$rc" 0 "localsend-cli send $f to advertise --localsend --auto-accept" || {
+            cat "$OUT/cli-$f.out" "$OUT/cli-$f.err" "$OUT/node.jsonl.err" >&2; return 1; }
+        lab_wait_line "$OUT/node.jsonl" "select(.event==\"file-received\" and .bytes==$size and (.path|endswith(\"/in/$f\")))" 15 >/dev/null || {
+            fail "no file-received for $f"; cat "$OUT/node.jsonl" >&2; return 1; }
+        cmp -s "$OUT/$f" "$OUT/in/$f" || { fail "$f differs"; return 1; }
+    done
+    [[ -z $(find "$OUT/in" -name '*.nearby-part') ]] || { fail "a partial file was left: $(ls -A "$OUT/in")"; return 1; }
+    lss_health localsend-cli || return 1
+    kill -INT "$LSS_NODE"
+    lab_wait_pid "$LSS_NODE" 10; rc=$?
+    expect_eq "$rc" 0 "the node's exit status on SIGINT" || { cat "$OUT/node.jsonl.err" >&2; return 1; }
+}
+
 test_localsend_connection_floods_leave_room_for_a_friend() {
     ls_setup || return 1
     trap 'ls_teardown; trap - RETURN' RETURN

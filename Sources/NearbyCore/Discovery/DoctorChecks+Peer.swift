@@ -9,6 +9,10 @@ extension DoctorCheck {
         switch outcome {
         case .notRun:
             return nil
+        case .unfinished:
+            return DoctorCheck(
+                "identity", .warn, "the handshake with \(name) had not ended when doctor's --timeout ran out: not checked",
+                hint: "run doctor again with a longer --timeout")
         case let .proved(peer, pin):
             let pinned = pin == .known
                 ? "the key matches its pin in known_peers"
@@ -54,7 +58,10 @@ extension DoctorCheck {
             return DoctorCheck("peer-sees-us", .warn, "\(name)'s node is older and cannot be asked whether it sees this host",
                                hint: "update nearby on \(name)'s host; meanwhile, \(lookThere)")
         case let .noAnswer(why):
-            return DoctorCheck("peer-sees-us", .warn, "\(name) did not say whether it sees this host: \(why)", hint: lookThere)
+            // A peer that does not see the probe says so only after its probe wait (3 s unless set).
+            return DoctorCheck(
+                "peer-sees-us", .warn, "\(name) did not say whether it sees this host: \(why)",
+                hint: "\(lookThere); a node takes up to 3 s to say it does not see this host: a longer --timeout gives it that time")
         case let .answered(reply):
             if reply.seen {
                 let at = reply.addresses.isEmpty ? "" : " at \(reply.addresses.joined(separator: " "))"

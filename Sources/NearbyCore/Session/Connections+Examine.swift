@@ -14,6 +14,8 @@ package struct PeerExamination: Sendable {
         /// known_peers holds another key for this ID.
         case keyChanged(peer: String, knownPeers: String)
         case failed(String, ExitStatus)
+        /// The handshake had not ended when doctor's deadline (`--timeout`) passed: not judged.
+        case unfinished
     }
 
     package enum Visibility: Sendable {
@@ -35,14 +37,36 @@ package struct PeerExamination: Sendable {
 
 extension Connections {
     /// Connects, runs the preamble, the handshake as a client with `identity`, then asks the probe
-    /// about `instance` (when given and the peer speaks it) and waits `replyWithin` for the answer.
+    /// about `instance` (when given and the peer speaks it) and waits for the answer — all of it
+    /// by `deadline` (doctor's one deadline, from its start): the preamble has at most 3 s of what
+    /// is left, and the connection is closed at the deadline, which ends a handshake or a wait for
+    /// the answer that is still running (`unfinished`, `noAnswer`).
     package static func examine(
         host: String, port: Int, preference: EncryptionPreference, tls: SessionTLS.Contexts, identity: Identity,
-        expected: PeerID?, knownPeers: KnownPeers, probe instance: String?, replyWithin: Duration
+        expected: PeerID?, knownPeers: KnownPeers, probe instance: String?, until deadline: ContinuousClock.Instant
     ) async -> PeerExamination {
-        let verdict = await preambleVerdict(host: host, port: port, preference: preference, tls: tls, timeout: .seconds(3), keep: true)
+        // The preamble's own wait is the connection's (10 s): the deadline ends it sooner.
+        typealias Verdict = (ok: Bool, detail: String, frames: FrameChannel?)
+        let verdict: Verdict = await withTaskGroup(of: Verdict?.self) { group in
+            group.addTask {
+                await preambleVerdict(host: host, port: port, preference: preference, tls: tls, timeout: min(.seconds(3), deadline - .now), keep: true)
+            }
+            group.addTask {
+                try? await Task.sleep(until: deadline)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            // A preamble that ended as the deadline passed: its connection is not used, so closed.
+            while let late = await group.next() { if let frames = late?.frames { try? await frames.channel.channel.close().get() } }
+            return first ?? (false, "no answer to the preamble before doctor's --timeout ran out", nil)
+        }
         var result = PeerExamination(encryption: (verdict.ok, verdict.detail))
         guard let frames = verdict.frames else { return result }
+        let channel = frames.channel.channel
+        let left = max(1, Int64((deadline - .now) / .milliseconds(1)))
+        let timer = channel.eventLoop.scheduleTask(in: .milliseconds(left)) { channel.close(promise: nil) }
+        defer { timer.cancel() }
         do {
             (result.identity, result.visibility) = try await frames.channel.executeThenClose { inbound, outbound in
                 var iterator = inbound.makeAsyncIterator()
@@ -52,7 +76,7 @@ extension Connections {
                         inbound: &iterator, outbound: outbound, connection: frames, isClient: true, identity: identity,
                         displayName: identity.displayName, expected: expected, knownPeers: knownPeers)
                 } catch {
-                    return (outcome(of: error), .notAsked)
+                    return (ContinuousClock.now >= deadline ? .unfinished : outcome(of: error), .notAsked)
                 }
                 let pin = (try? knownPeers.verify(id: peer.id, key: peer.key)) ?? .new
                 let proved = PeerExamination.Identity.proved(peer, pin: pin)
@@ -65,11 +89,10 @@ extension Connections {
                     try? await outbound.write(goodbye)
                     return (proved, .unsupported)
                 }
-                let channel = frames.channel.channel
-                return (proved, await ask(instance, inbound: &iterator, outbound: outbound, channel: channel, within: replyWithin))
+                return (proved, await ask(instance, inbound: &iterator, outbound: outbound, channel: channel, within: deadline - .now))
             }
         } catch {
-            result.identity = outcome(of: error)
+            result.identity = ContinuousClock.now >= deadline ? .unfinished : outcome(of: error)
         }
         return result
     }
@@ -84,7 +107,7 @@ extension Connections {
         // Closing the channel at the deadline ends the inbound stream below.
         let timer = channel.eventLoop.scheduleTask(in: .milliseconds(milliseconds)) { channel.close(promise: nil) }
         defer { timer.cancel() }
-        let silent = "no answer within \(milliseconds) ms"
+        let silent = "no answer within \(milliseconds) ms, when doctor's --timeout ran out"
         do {
             try await outbound.write(FrameBody.frame(.probe, FrameBody.Probe(instance: instance)))
             while let message = try await inbound.nextMessage() {
