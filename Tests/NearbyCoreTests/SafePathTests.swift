@@ -1,4 +1,5 @@
 import Foundation
+import PropertyBased
 import Testing
 @testable import NearbyCore
 
@@ -29,6 +30,18 @@ import Testing
         #expect(SafePath.components(of: deep).count == SafePath.maxDepth)
     }
 
+    /// The plain-ASCII fast path gives what the character-by-character cleaning gives.
+    @Test func fastPathMatchesTheCheckedOne() async {
+        let pieces = ["a", "Z", "0", ".", "..", "...", "/", "\\", " ", "  ", "\t", "\n", "\u{7F}", "~", "-", "é", "e\u{301}", "\u{202E}",
+                      "\u{200B}", "😀", "\r\n", "/\u{301}", String(repeating: "x", count: 250), String(repeating: ".", count: 254)]
+        await propertyCheck(count: 5000, input: Gen.element(of: pieces).compactMap { $0 }.array(of: 0...12)) { parts in
+            let claimed = parts.joined()
+            #expect(SafePath.components(of: claimed) == SafePath.checkedComponents(of: claimed), "\(claimed.debugDescription)")
+        }
+        let deep = (0..<100).map { "d\($0)" }.joined(separator: "/")
+        #expect(SafePath.components(of: deep) == SafePath.checkedComponents(of: deep))
+    }
+
     @Test func candidatesKeepTheExtension() {
         #expect(SafePath.candidate("a.txt", 0) == "a.txt")
         #expect(SafePath.candidate("a.txt", 1) == "a (1).txt")
@@ -49,6 +62,25 @@ import Testing
             #expect(!FileManager.default.fileExists(atPath: temporary))
         }
         #expect(try String(contentsOfFile: dir + "/a.txt", encoding: .utf8) == "old")
+    }
+}
+
+@Suite struct MoveWithoutReplacingTests {
+    @Test func movesOnceAndNeverReplaces() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-move-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try "new".write(toFile: dir + "/.tmp", atomically: false, encoding: .utf8)
+        try "old".write(toFile: dir + "/taken", atomically: false, encoding: .utf8)
+        symlink("nowhere", dir + "/dangling")
+        #expect(SafePath.moveWithoutReplacing(dir + "/.tmp", to: dir + "/taken") == EEXIST)
+        #expect(SafePath.moveWithoutReplacing(dir + "/.tmp", to: dir + "/dangling") == EEXIST)
+        #expect(SafePath.moveWithoutReplacing(dir + "/.tmp", to: dir + "/free") == 0)
+        #expect(SafePath.moveWithoutReplacing(dir + "/.tmp", to: dir + "/again") == ENOENT)
+        #expect(try String(contentsOfFile: dir + "/taken", encoding: .utf8) == "old")
+        #expect(try String(contentsOfFile: dir + "/free", encoding: .utf8) == "new")
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: dir + "/dangling") == "nowhere")
+        #expect(!FileManager.default.fileExists(atPath: dir + "/.tmp"))
     }
 }
 

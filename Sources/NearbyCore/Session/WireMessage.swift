@@ -37,17 +37,17 @@ package enum WireMessage: Equatable, Sendable {
         case .probe: self = .probe(try Self.body(of: frame))
         case .probeReply: self = .probeReply(try Self.body(of: frame))
         case .datagrams: self = .datagrams(try Self.body(of: frame))
-        case .open: self = .channel(frame.channel, .open(try Self.body(of: frame)))
-        case .openReply: self = .channel(frame.channel, .openReply(try Self.body(of: frame)))
-        case .start: self = .channel(frame.channel, .start(try Self.body(of: frame)))
+        case .open: self = .channel(frame.channel, .open(try Self.flatBody(of: frame)))
+        case .openReply: self = .channel(frame.channel, .openReply(try Self.flatBody(of: frame)))
+        case .start: self = .channel(frame.channel, .start(try Self.flatBody(of: frame)))
         case .data: self = .channel(frame.channel, .data(frame.payload))
         case .window:
             guard frame.payload.readableBytes == 4, let more = frame.payload.getInteger(at: frame.payload.readerIndex, as: UInt32.self) else {
                 throw .malformed("window frame")
             }
             self = .channel(frame.channel, .window(more))
-        case .close: self = .channel(frame.channel, .close(try Self.body(of: frame)))
-        case .reset: self = .channel(frame.channel, .reset(try Self.body(of: frame)))
+        case .close: self = .channel(frame.channel, .close(try Self.flatBody(of: frame)))
+        case .reset: self = .channel(frame.channel, .reset(try Self.flatBody(of: frame)))
         }
     }
 
@@ -75,12 +75,31 @@ package enum WireMessage: Equatable, Sendable {
         return 0
     }
 
+    /// The file protocol's hot bodies: read in place by `FlatJSON`, which leaves to JSONDecoder
+    /// only what it does not decide (forms peers never send), so the answer is JSONDecoder's.
+    private static func flatBody<T: FlatJSONDecodable>(of frame: Frame) throws(ProtocolViolation) -> T {
+        guard frame.payload.readableBytes <= Frame.maxBodyPayload else {
+            throw .malformed("\(frame.kind) frame: \(frame.payload.readableBytes) bytes")
+        }
+        do {
+            return try FlatJSON.decode(T.self, from: frame.payload)
+        } catch .undecided {
+            return try decoded(frame)
+        } catch {
+            throw .malformed("\(frame.kind) frame")
+        }
+    }
+
     /// A frame's JSON body: bounded (the header check already bounds it by type; this holds
     /// for any caller), then decoded, or a violation naming the frame type.
     private static func body<T: Decodable>(of frame: Frame) throws(ProtocolViolation) -> T {
         guard frame.payload.readableBytes <= Frame.maxBodyPayload else {
             throw .malformed("\(frame.kind) frame: \(frame.payload.readableBytes) bytes")
         }
+        return try decoded(frame)
+    }
+
+    private static func decoded<T: Decodable>(_ frame: Frame) throws(ProtocolViolation) -> T {
         do {
             return try JSONDecoder().decode(T.self, from: Data(frame.payload.readableBytesView))
         } catch {

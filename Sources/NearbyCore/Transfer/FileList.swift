@@ -7,8 +7,8 @@ import Darwin
 #endif
 
 /// The files a `send-file` names: files as themselves, directories recursively with their relative
-/// paths kept (under the directory's own name). Symbolic links are followed for the paths given,
-/// skipped inside directories. A path given that is neither a regular file nor a directory (a
+/// paths kept (under the directory's own name). Symbolic links are followed for the paths given
+/// (a link to a directory sends the directory), skipped inside directories. A path given that is neither a regular file nor a directory (a
 /// FIFO, `/dev/null`) is refused; inside a directory, such entries are skipped, each reported with
 /// why (`Skipped`, a `skipped` event).
 package struct OutgoingFile: Sendable, Equatable, Codable {
@@ -47,26 +47,24 @@ package enum FileList {
                 files.append(try describe(path, relative: name))
                 continue
             }
-            guard let walker = manager.enumerator(atPath: path) else { throw .ioFailure(path: given, reason: "cannot list") }
-            var inside: [String] = []
-            while let entry = walker.nextObject() as? String { inside.append(entry) }
+            guard var inside = DirectoryWalk.entries(of: path) else { throw .ioFailure(path: given, reason: "cannot list") }
             if inside.isEmpty { files.append(Self.emptyDirectory(path, relative: name)) }
-            for entry in inside.sorted() {
-                let full = path + "/" + entry
-                var info = stat()
-                guard lstat(full, &info) == 0 else {
-                    skipped(Skipped(path: name + "/" + entry, reason: "cannot read its attributes"))
+            inside.sort { $0.relative < $1.relative }
+            for entry in inside {
+                let full = path + "/" + entry.relative
+                let relative = name + "/" + entry.relative
+                guard let info = entry.info else {
+                    skipped(Skipped(path: relative, reason: "cannot read its attributes"))
                     continue
                 }
                 switch info.st_mode & S_IFMT {
-                case S_IFREG: files.append(try describe(full, relative: name + "/" + entry))
+                case S_IFREG:
+                    files.append(OutgoingFile(source: full, relative: relative, size: UInt64(clamping: info.st_size), modified: DirectoryWalk.modified(info)))
                 case S_IFDIR:
                     // Its entries follow; an empty one is sent as itself, so the tree arrives as sent.
-                    if (try? manager.contentsOfDirectory(atPath: full))?.isEmpty == true {
-                        files.append(Self.emptyDirectory(full, relative: name + "/" + entry))
-                    }
-                case S_IFLNK: skipped(Skipped(path: name + "/" + entry, reason: "a symbolic link: links inside a directory are not followed"))
-                case let mode: skipped(Skipped(path: name + "/" + entry, reason: "\(kind(mode)), not a regular file"))
+                    if entry.isEmptyDirectory { files.append(Self.emptyDirectory(full, relative: relative)) }
+                case S_IFLNK: skipped(Skipped(path: relative, reason: "a symbolic link: links inside a directory are not followed"))
+                case let mode: skipped(Skipped(path: relative, reason: "\(kind(mode)), not a regular file"))
                 }
             }
         }
@@ -97,12 +95,11 @@ package enum FileList {
         OutgoingFile(source: path, relative: relative, size: 0, modified: 0, directory: true)
     }
 
+    /// A path given, followed if it is a symbolic link (FileManager's `attributesOfItem` did not
+    /// follow it, and announced the link's own size).
     static func describe(_ path: String, relative: String) throws(NearbyError) -> OutgoingFile {
-        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path) else {
-            throw .ioFailure(path: path, reason: "cannot read its attributes")
-        }
-        let size = (attributes[.size] as? NSNumber)?.uint64Value ?? 0
-        let modified = (attributes[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0
-        return OutgoingFile(source: path, relative: relative, size: size, modified: modified)
+        var info = stat()
+        guard stat(path, &info) == 0 else { throw .ioFailure(path: path, reason: "cannot read its attributes") }
+        return OutgoingFile(source: path, relative: relative, size: UInt64(clamping: info.st_size), modified: DirectoryWalk.modified(info))
     }
 }

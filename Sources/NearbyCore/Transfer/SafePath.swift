@@ -17,6 +17,44 @@ package enum SafePath {
 
     /// The relative components to use, never empty.
     package static func components(of claimed: String) -> [String] {
+        var claimed = claimed
+        guard let parts = claimed.withUTF8(plainComponents) else { return checkedComponents(of: claimed) }
+        return bounded(parts)
+    }
+
+    /// The common case without decoding a character: every component printable ASCII, not
+    /// starting or ending with a space, of at most `maxComponentBytes`, not made only of dots but
+    /// `.` and `..` (dropped). Nil for anything else, which `checkedComponents` cleans: the same
+    /// result (`SafePathTests` compares both).
+    private static func plainComponents(_ bytes: UnsafeBufferPointer<UInt8>) -> [String]? {
+        var parts: [String] = []
+        var start = 0
+        var onlyDots = true
+        for index in 0...bytes.count {
+            let byte = index < bytes.count ? bytes[index] : UInt8(ascii: "/")
+            guard byte == UInt8(ascii: "/") || byte == UInt8(ascii: "\\") else {
+                guard byte >= 0x20, byte < 0x7F else { return nil }
+                if byte != UInt8(ascii: ".") { onlyDots = false }
+                continue
+            }
+            let count = index - start
+            if count > 0 {
+                guard bytes[start] != 0x20, bytes[index - 1] != 0x20, count <= maxComponentBytes, !onlyDots || count <= 2 else { return nil }
+                if !onlyDots { parts.append(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)) }
+            }
+            start = index + 1
+            onlyDots = true
+        }
+        return parts
+    }
+
+    private static func bounded(_ parts: [String]) -> [String] {
+        if parts.count > maxDepth { return Array(parts.suffix(maxDepth)) }
+        return parts.isEmpty ? ["unnamed"] : parts
+    }
+
+    /// Any claimed path, character by character.
+    static func checkedComponents(of claimed: String) -> [String] {
         let raw = claimed.split(whereSeparator: { $0 == "/" || $0 == "\\" })
         var parts: [String] = []
         for piece in raw {
@@ -28,8 +66,7 @@ package enum SafePath {
             while clean.utf8.count > maxComponentBytes { clean.removeLast() }
             parts.append(clean)
         }
-        if parts.count > maxDepth { parts = Array(parts.suffix(maxDepth)) }
-        return parts.isEmpty ? ["unnamed"] : parts
+        return bounded(parts)
     }
 
     /// The relative path, joined with `/`.
@@ -44,19 +81,47 @@ package enum SafePath {
     }
 
     /// Moves `temporary` to the first free candidate name in `directory` without ever replacing a
-    /// file: `link(2)` fails when the name exists, then the next candidate is tried.
+    /// file: the move fails when the name exists, then the next candidate is tried.
     package static func placeWithoutOverwriting(_ temporary: String, in directory: String, as name: String) throws(NearbyError) -> String {
         for n in 0..<10_000 {
             let destination = directory + "/" + candidate(name, n)
-            if link(temporary, destination) == 0 {
-                unlink(temporary)
-                return destination
-            }
-            let error = errno
+            let error = moveWithoutReplacing(temporary, to: destination)
+            if error == 0 { return destination }
             guard error == EEXIST else {
                 throw .ioFailure(path: destination, reason: String(cString: strerror(error)))
             }
         }
         throw .ioFailure(path: directory + "/" + name, reason: "10 000 files of that name already exist")
     }
+
+    /// One system call where the system has it (Linux `renameat2` with `RENAME_NOREPLACE`, macOS
+    /// `renamex_np` with `RENAME_EXCL`), else `link(2)` then `unlink(2)` (a file system without
+    /// the flag answers EINVAL or ENOTSUP, an old kernel ENOSYS): 0, or the errno.
+    static func moveWithoutReplacing(_ source: String, to destination: String) -> Int32 {
+        #if canImport(Glibc)
+        if let renameat2 = Renaming.renameat2 {
+            if renameat2(AT_FDCWD, source, AT_FDCWD, destination, Renaming.noReplace) == 0 { return 0 }
+            let error = errno
+            guard error == EINVAL || error == ENOSYS || error == ENOTSUP else { return error }
+        }
+        #elseif canImport(Darwin)
+        if renamex_np(source, destination, UInt32(RENAME_EXCL)) == 0 { return 0 }
+        let error = errno
+        guard error == EINVAL || error == ENOTSUP else { return error }
+        #endif
+        guard link(source, destination) == 0 else { return errno }
+        unlink(source)
+        return 0
+    }
 }
+
+#if canImport(Glibc)
+/// glibc declares `renameat2` only under `_GNU_SOURCE`, which Swift's Glibc module does not set:
+/// looked up once by name (glibc 2.28 and later have it).
+private enum Renaming {
+    typealias RenameAt2 = @convention(c) (Int32, UnsafePointer<CChar>?, Int32, UnsafePointer<CChar>?, UInt32) -> Int32
+    static let renameat2: RenameAt2? = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "renameat2").map { unsafeBitCast($0, to: RenameAt2.self) }
+    /// `RENAME_NOREPLACE` of linux/fs.h.
+    static let noReplace: UInt32 = 1
+}
+#endif
