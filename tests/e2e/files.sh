@@ -631,7 +631,12 @@ test_file_transfer_does_not_starve_messages() {
     printf '    message latency, no transfer (ms):     %s\n' "$idle"
     printf '    message latency, beside 1 GiB (ms):    %s\n' "$busy"
     expect_eq "$(jq .n <<<"$busy")" 20 "latencies measured" || return 1
-    (( $(jq .max <<<"$busy") < 2000 )) || { fail "a message took $(jq .max <<<"$busy") ms beside the transfer"; return 1; }
+    # Starved messages would wait for the whole file (seconds). The bound is 2 s, or 4 times the
+    # idle median when the machine is so busy that starting `nearby send` alone takes long (a
+    # fixed 2 s failed under other labs' load: 2.9 s beside the file, 1.2 s idle median); the
+    # count of messages that came before the file's end (below) still catches starvation.
+    local limit; limit=$(jq -n --argjson idle "$idle" '[2000, 4 * $idle.p50] | max')
+    (( $(jq .max <<<"$busy") < limit )) || { fail "a message took $(jq .max <<<"$busy") ms beside the transfer (bound $limit ms)"; return 1; }
     # Messages arrived while the file was still on its way, not queued behind it. (Not all of them
     # need to: a fast transfer may end before the twenty `nearby send`s do.)
     gap=$(jq -s "$FILES_JQ_MS"'(map(select(.event=="file-received")) | first | ms) as $done
