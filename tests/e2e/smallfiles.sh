@@ -157,3 +157,32 @@ test_folder_bundles_from_a_hostile_peer_are_bounded() {
     (cd "$src" && nb 2 send-file "$id1" friend --service s-bundle >"$OUT/send.jsonl" 2>"$OUT/send.err") || { fail "the friend's folder"; show "$OUT/send.err"; return 1; }
     diff -r "$src/friend" "$save/friend" >&2 || { fail "the friend's folder differs"; return 1; }
 }
+
+# Bundles, the other way: a receiver that takes a bundle and answers it wrongly (a file answered twice,
+# a file the bundle does not have, a result of no known kind, a close before every file was
+# answered; test peer: rogue_bundle_receiver.py). The sender never reports a file it cannot
+# vouch for: each file of the bundle not answered well fails with code `protocol`, the command ends at once (not
+# after --retry-for: a protocol break is not an outage) with a non-zero exit and one sentence.
+test_folder_bundles_to_a_hostile_receiver_fail_in_words() {
+    trap files_done RETURN
+    local src=$OUT/src case rc started took
+    mkdir -p "$src/few"
+    for n in 1 2 3; do head -c $((n * 1000)) /dev/urandom >"$src/few/f$n.bin"; done
+    for case in twice unknown bad-status close-early; do
+        rogue_bg rogue_bundle_receiver.py 1 "$OUT/$case.out" 47400 --case "$case" || return 1
+        lab_wait_line "$OUT/$case.out" '.ready' 10 >/dev/null || { fail "the bad receiver ($case) did not listen"; show "$OUT/$case.out.err"; return 1; }
+        started=$(now_ms)
+        (cd "$src" && nb 2 send-file --encryption none "$(lab_addr 1):47400" few --retry-for 30 >"$OUT/$case.jsonl" 2>"$OUT/$case.err"); rc=$?
+        took=$(( $(now_ms) - started ))
+        printf '    %s: exit %s after %s ms: %s\n' "$case" "$rc" "$took" "$(tail -1 "$OUT/$case.err")"
+        (( rc != 0 )) || { fail "send-file to a receiver that answers a bundle wrongly ($case) exited 0"; return 1; }
+        (( took < 15000 )) || { fail "send-file ($case) took $took ms: a protocol break was retried"; return 1; }
+        # A close after file 0's answer: file 0 was placed (it is reported sent), the two others fail.
+        local sent=0; [[ $case == close-early ]] && sent=1
+        expect_eq "$(count_json "$OUT/$case.jsonl" 'select(.event=="file-sent")')" "$sent" "files reported sent ($case)" || return 1
+        expect_eq "$(count_json "$OUT/$case.jsonl" 'select(.event=="file-failed" and .code=="protocol")')" $((3 - sent)) "files failed with code protocol ($case)" || { show "$OUT/$case.jsonl"; return 1; }
+        expect_eq "$(wc -l <"$OUT/$case.err")" 1 "lines on stderr ($case)" || { show "$OUT/$case.err"; return 1; }
+        lab_wait_line "$OUT/$case.out" '.case' 15 >/dev/null || { fail "the bad receiver ($case) did not finish"; show "$OUT/$case.out.err"; return 1; }
+        expect_json "$OUT/$case.out" 'select(.files == 3 and .closed_by_sender)' "the bad receiver read 3 files and the sender left ($case)" || return 1
+    done
+}
