@@ -60,14 +60,17 @@ def impostor(alias, fingerprint, port):
         time.sleep(1)
 
 
-def listen(seconds):
+def listen(seconds, ready=None):
     """The multicast messages heard on the group for `seconds`: (source address, message) for
-    each that is JSON. Also used by rogue_localsend_stranger.py."""
+    each that is JSON; `ready` is called once the group is joined. Also used by
+    rogue_localsend_stranger.py."""
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_UDP)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind(("", PORT))
     s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, struct.pack("4s4s", socket.inet_aton(GROUP), socket.inet_aton("0.0.0.0")))
     s.settimeout(1)
+    if ready:
+        ready()
     end = time.time() + seconds
     while time.time() < end:
         try:

@@ -229,7 +229,7 @@ def decoys(n):
     send = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_UDP)
     send.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 1)
     bursts = 0
-    for _, message in listen(60):
+    for _, message in listen(60, ready=lambda: out(listening=True)):
         if message.get("deviceModel") == "decoy":
             continue
         for i in range(n):
