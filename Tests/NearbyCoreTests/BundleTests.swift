@@ -148,6 +148,8 @@ import Testing
             if case let .bundle(indices) = $0 { UInt64(indices.count) * Bundle.maxFileBytes <= Bundle.maxBytes } else { false }
         })
         #expect(FolderSender.units(files, bundling: false) == files.indices.map { .one($0) })
+        let long = OutgoingFile(source: "/x", relative: String(repeating: "d/", count: Bundle.maxPathBytes / 2) + "x", size: 1, modified: 0)
+        #expect(FolderSender.units([file(1), long, file(1)], bundling: true) == [.one(1), .bundle([0, 2])], "a path too long for a record goes alone")
     }
 }
 

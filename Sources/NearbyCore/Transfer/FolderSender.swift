@@ -41,7 +41,8 @@ enum FolderSender {
         var gathered: [Int] = []
         var bytes: UInt64 = 0
         for (index, file) in files.enumerated() {
-            guard file.size <= Bundle.maxFileBytes else {
+            // A path too long for a record (it would be cut, and the receiver refuses a cut one) goes alone.
+            guard file.size <= Bundle.maxFileBytes, file.relative.utf8.count <= Bundle.maxPathBytes else {
                 units.append(.one(index))
                 continue
             }
