@@ -18,13 +18,13 @@ import os
 import socket
 import struct
 import sys
-import time
 
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rogue_sender import (ANSWER, AUTH, CLOSE, DATA, GOODBYE, HELLO, INVITE, OPEN, OPEN_REPLY, PING, PONG,  # noqa: E402
+from rogue_bundle import cut_by_node  # noqa: E402  (the other side's end: it reads frames the same way)
+from rogue_sender import (ANSWER, AUTH, CLOSE, DATA, HELLO, INVITE, OPEN, OPEN_REPLY, PING, PONG,  # noqa: E402
                           PROTOCOL_VERSION, Identity, Peer, commitment, run, transcript)
 
 
@@ -100,7 +100,7 @@ def main():
     peer.send(DATA, answers, channel)
     if args.case == "close-early":
         peer.send(CLOSE, {"sha256": "", "bytes": offer["size"]}, channel)
-    print(json.dumps({"case": args.case, "files": files, "closed_by_sender": ended(peer, 10)}), flush=True)
+    print(json.dumps({"case": args.case, "files": files, "closed_by_sender": cut_by_node(peer, 10)}), flush=True)
     return 0
 
 
@@ -112,24 +112,6 @@ def next_of(peer, kinds):
             peer.send(PONG)
         elif kind in kinds:
             return kind, channel, payload
-
-
-def ended(peer, seconds):
-    """Whether the sender said goodbye or closed within `seconds`, reading what it sends meanwhile."""
-    deadline = time.monotonic() + seconds
-    peer.sock.settimeout(0.2)
-    while time.monotonic() < deadline:
-        try:
-            kind, _, _ = peer.frame()
-        except socket.timeout:
-            continue
-        except (EOFError, OSError):
-            return True
-        if kind == GOODBYE:
-            return True
-        if kind == PING:
-            peer.send(PONG)
-    return False
 
 
 if __name__ == "__main__":
