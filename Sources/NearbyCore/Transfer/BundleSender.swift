@@ -136,7 +136,9 @@ enum BundleSender {
                         sink.emit(sent)
                         delivered(item.file)
                     case let .failed(code, reason):
-                        failed(item.file, transfer: transfer(item), TransferCode(code).description, "the peer could not take the file: \(reason)")
+                        failed(
+                            item.file, transfer: transfer(item), TransferCode(code).description,
+                            "the peer could not take the file: \(String(reason.prefix(FrameBody.maxReasonBytes)))")
                     }
                 }
             case .closed?:
@@ -162,7 +164,7 @@ enum BundleSender {
     private static func cancelled(
         _ channel: OutgoingChannel, link: Link, _ failRest: (String, String) -> Void
     ) async -> NearbyError {
-        await Task { await link.send(FrameBody.frame(.reset, FrameBody.Reset(reason: "the sender cancelled", code: .cancelled), channel: channel.id)) }.value
+        await link.tellCancelled(on: channel.id)
         failRest("cancelled", "cancelled by the sender")
         return .cancelled("sending files")
     }

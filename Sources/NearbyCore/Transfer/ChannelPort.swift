@@ -25,4 +25,10 @@ protocol ChannelPort: AnyObject, Sendable {
 extension ChannelPort {
     func confirm(_ close: FrameBody.Close, on channel: UInt32) async { await send(FrameBody.frame(.close, close, channel: channel)) }
     func reset(_ reset: FrameBody.Reset, on channel: UInt32) async { await send(FrameBody.frame(.reset, reset, channel: channel)) }
+
+    /// The sender was cancelled (Ctrl-C): the receiver hears it from a task that is not cancelled
+    /// itself, so the frame still goes out.
+    func tellCancelled(on channel: UInt32) async {
+        await Task { await send(FrameBody.frame(.reset, FrameBody.Reset(reason: "the sender cancelled", code: .cancelled), channel: channel)) }.value
+    }
 }

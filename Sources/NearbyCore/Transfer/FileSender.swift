@@ -43,7 +43,7 @@ enum FileSender {
         transfer += "-\(channel.id)"
         /// Cancelled (Ctrl-C): tell the receiver from a task that is not cancelled itself.
         func cancelled() async -> NearbyError {
-            await Task { await link.send(FrameBody.frame(.reset, FrameBody.Reset(reason: "the sender cancelled", code: .cancelled), channel: channel.id)) }.value
+            await link.tellCancelled(on: channel.id)
             _ = failed("cancelled", "cancelled by the sender")
             return .cancelled("sending \(file.relative)")
         }
