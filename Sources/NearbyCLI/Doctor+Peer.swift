@@ -231,10 +231,13 @@ extension Nearby.Doctor {
                 unjudged += 1
                 continue
             }
-            if let reason = await Connections.reachable(host: address, port: port, timeout: wait) {
-                let cut = wait < .seconds(2) && ContinuousClock.now >= deadline
+            if let unreachable = await Connections.reachable(host: address, port: port, timeout: wait) {
+                // Cut short by the deadline: the wait was shortened to fit it and ran out (NIO's
+                // timer counts whole milliseconds on its own clock, so it may fire a hair before
+                // `deadline` as this clock reads it).
+                let cut = wait < .seconds(2) && (unreachable.timedOut || ContinuousClock.now >= deadline)
                 if cut { unjudged += 1 }
-                failing.append("\(address): \(cut ? "no answer before doctor's --timeout ran out" : reason)")
+                failing.append("\(address): \(cut ? "no answer before doctor's --timeout ran out" : unreachable.reason)")
             } else {
                 working.append(address)
             }

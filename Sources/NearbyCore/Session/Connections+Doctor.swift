@@ -4,8 +4,15 @@ import NIOPosix
 /// What `nearby doctor` asks of a peer's port: can a TCP connection be made at all, and does the
 /// preamble agree on encryption (the handshake and probe that follow are in Connections+Examine).
 extension Connections {
+    /// Why a TCP connection could not be made: the words for the user, and whether it was the
+    /// timeout that ended the attempt (the caller may have shortened it to fit its own deadline).
+    package struct Unreachable: Sendable {
+        package let reason: String
+        package let timedOut: Bool
+    }
+
     /// nil when a TCP connection to `host:port` was made (and closed at once), else why not.
-    package static func reachable(host: String, port: Int, timeout: Duration) async -> String? {
+    package static func reachable(host: String, port: Int, timeout: Duration) async -> Unreachable? {
         let milliseconds = max(1, Int64(timeout / .milliseconds(1)))
         do {
             let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -14,10 +21,10 @@ extension Connections {
             try? await channel.close().get()
             return nil
         } catch let error as ChannelError {
-            if case .connectTimeout = error { return "no answer in \(milliseconds) ms" }
-            return "\(error)"
+            if case .connectTimeout = error { return Unreachable(reason: "no answer in \(milliseconds) ms", timedOut: true) }
+            return Unreachable(reason: "\(error)", timedOut: false)
         } catch {
-            return "\(error)"
+            return Unreachable(reason: "\(error)", timedOut: false)
         }
     }
 
