@@ -64,3 +64,22 @@ import Testing
         #expect(reason.contains("connection lost"))
     }
 }
+
+/// Which reason a link's end keeps (`Link.setReason`): the first, except that a goodbye read after
+/// the connection broke under a write says the peer left — so a sender does not retry a receiver
+/// that left on purpose (its Ctrl-C mid-file).
+@Suite struct CloseReasonTests {
+    @Test func theFirstReasonStands() {
+        #expect(CloseReason.settled(nil, then: .lost) == .lost)
+        #expect(CloseReason.settled(.weLeft("done"), then: .peerLeft("bye")) == .weLeft("done"))
+        #expect(CloseReason.settled(.violation("x"), then: .peerLeft("bye")) == .violation("x"))
+        #expect(CloseReason.settled(.peerLeft("bye"), then: .sendFailed) == .peerLeft("bye"))
+        #expect(CloseReason.settled(.ended("silent"), then: .peerLeft("bye")) == .ended("silent"))
+        #expect(CloseReason.settled(.sendFailed, then: .lost) == .sendFailed)
+    }
+
+    @Test func aGoodbyeReadAfterABrokenWriteSaysThePeerLeft() {
+        #expect(CloseReason.settled(.sendFailed, then: .peerLeft("interrupted")) == .peerLeft("interrupted"))
+        #expect(CloseReason.settled(.lost, then: .peerLeft("interrupted")) == .peerLeft("interrupted"))
+    }
+}

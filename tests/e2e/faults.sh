@@ -2,7 +2,7 @@
 # sender's interface taken down mid-transfer, alone and through a running node), the receiving
 # node SIGKILLed and started again (on another port: discovery finds it), and the bound after which
 # it gives up (exit 5, resumable). A tbf qdisc slows the sender's link so that the cut lands
-# mid-transfer (this kernel has no netem). Sourced by run.sh; uses the helpers of sessions.sh and
+# mid-transfer (this kernel has no netem). A receiver that leaves on purpose is not waited for. Sourced by run.sh; uses the helpers of sessions.sh and
 # files.sh (files_done, files_later, files_random, files_parts …).
 # shellcheck shell=bash
 
@@ -215,4 +215,38 @@ test_faults_doctor_keeps_to_its_timeout() {
     expect_json "$OUT/doctor-far.jsonl" 'select(.event=="check" and .check=="connect" and .status=="warn" and (.detail|contains("--timeout ran out")))' \
         "the connect check cut short by --timeout (a warning, not a failure)" || { show "$OUT/doctor-far.jsonl"; return 1; }
     (( ms <= 2500 )) || fail "doctor $far took $ms ms with --timeout 1.5 (at most 2.5 s)" || return 1
+}
+
+# A receiver that leaves on purpose in the middle of a file (Ctrl-C on a one-shot `accept`, SIGINT
+# to a node) says goodbye, and the sender takes it as that: it ends at once (exit 5, the peer left),
+# without a `reconnecting` and without waiting out --retry-for (docs/faults.md). The leaving node
+# gives the sender half a second to read the goodbye and close before it closes its side.
+test_faults_a_receiver_that_leaves_mid_file_is_not_waited_for() {
+    trap files_done RETURN
+    local id1 dir=$OUT/save src=$OUT/src size=16000000 way receiver sender t0 ms
+    faults_begin "$size" || return 1; id1=$ID1
+    faults_slow 2 16mbit || return 1
+    for way in accept node; do
+        if [[ $way == accept ]]; then
+            nb_bg 1 "$OUT/recv-$way.jsonl" accept --service s-fl-leave --save-dir "$dir"; receiver=$PID
+            await "$OUT/recv-$way.jsonl" 'select(.event=="advertising")' 20 "accept advertising" >/dev/null || return 1
+        else
+            start_node 1 s-fl-leave --auto-accept --save-dir "$dir" || return 1; receiver=$ADV_PID
+            ln -sf "$ADV" "$OUT/recv-$way.jsonl"
+        fi
+        nb_bg 2 "$OUT/$way.jsonl" send-file "$id1" "$src/big.bin" --service s-fl-leave --retry-for 60; sender=$PID
+        await "$OUT/recv-$way.jsonl" 'select(.event=="progress" and .direction=="receive" and .bytes >= '"$((size / 5))"')' 60 \
+            "h1 receiving ($way)" >/dev/null || return 1
+        kill -INT "$receiver"; t0=$(now_ms)
+        exits "$sender" 50 5 "send-file after the receiver's Ctrl-C ($way)" || { show "$OUT/$way.jsonl"; return 1; }
+        ms=$(( $(now_ms) - t0 ))
+        printf '    %-6s the sender ended %d ms after the receiver'"'"'s SIGINT\n' "$way" "$ms"
+        expect_eq "$(count_json "$OUT/$way.jsonl" 'select(.event=="reconnecting")')" 0 \
+            "reconnecting events after a goodbye ($way)" || { show "$OUT/$way.jsonl"; return 1; }
+        expect_json "$OUT/$way.jsonl" 'select(.event=="file-failed" and .resumable)' "a resumable file-failed ($way)" || return 1
+        grep -qi "left" "$OUT/$way.jsonl.err" || fail "stderr does not say the receiver left ($way): $(cat "$OUT/$way.jsonl.err")" || return 1
+        # accept: Ctrl-C cut a file short (130); a node stopped by a signal ends well (0).
+        exits "$receiver" 10 "$([[ $way == accept ]] && echo 130 || echo 0)" "the receiver ($way) after SIGINT" || return 1
+        rm -f "$dir"/*
+    done
 }

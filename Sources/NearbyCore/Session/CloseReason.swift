@@ -32,6 +32,17 @@ enum CloseReason: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// The reason that stands when `next` comes after `current`: the first one to know says why,
+    /// except that a goodbye read after the connection broke under a write explains the break (the
+    /// peer said goodbye and closed while we were still sending: it left on purpose, it did not vanish).
+    static func settled(_ current: CloseReason?, then next: CloseReason) -> CloseReason {
+        guard let current else { return next }
+        switch (current, next) {
+        case (.sendFailed, .peerLeft), (.lost, .peerLeft): return next
+        default: return current
+        }
+    }
+
     /// Whether we ended it ourselves, on purpose: what arrives is cancelled here, not lost.
     var isOurLeaving: Bool {
         if case .weLeft = self { return true }

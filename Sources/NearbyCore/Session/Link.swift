@@ -103,8 +103,9 @@ package final class Link: Sendable, Hashable {
     }
     var silence: Duration { lastHeard.withLock { ContinuousClock.now - $0 } }
 
-    /// Why the link ended, as the first one to know said it.
-    func setReason(_ why: CloseReason) { reason.withLock { if $0 == nil { $0 = why } } }
+    /// Why the link ended, as the first one to know said it (`CloseReason.settled`: a goodbye read
+    /// after a write broke still says the peer left).
+    func setReason(_ why: CloseReason) { reason.withLock { $0 = CloseReason.settled($0, then: why) } }
     /// Why the link ended; nil while it is open.
     var closeReason: CloseReason? { reason.withLock { $0 } }
     /// Whether the link is closing or closed (someone gave a reason).
