@@ -70,7 +70,12 @@ hl_invited_flood() {
     hl_friend_sends "$service" "during the flood" || return 1
     exits "$rogue" 30 0 "the rogue" || { show "$OUT/rogue.out"; return 1; }
     printf '    %s\n' "$(tail -1 "$OUT/rogue.out")"
-    jq -e "select(.attempted) | .invited <= $max and .held <= $max" "$OUT/rogue.out" >/dev/null \
+    # From one address nothing is evicted, so no more than the cap ever got its invitation out. From
+    # many, a newcomer from a lighter address takes the oldest place of the heaviest (closed by the
+    # node), so more may have been invited over the run than the cap — but never held at once.
+    local invited='true'
+    [[ -n ${3:-} ]] || invited=".invited <= $max"
+    jq -e "select(.attempted) | $invited and .held <= $max" "$OUT/rogue.out" >/dev/null \
         || fail "more than $max links held: $(tail -1 "$OUT/rogue.out")" || return 1
     hl_check_node || return 1
     hl_friend_sends "$service" "after the flood" || return 1
