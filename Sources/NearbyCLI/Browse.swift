@@ -110,7 +110,7 @@ extension Nearby {
                 let selfID = try context.identity().peerID
                 let browser = makeBrowser(
                     service, wideAreas: try serviceOptions.wideArea.resolveAll(context), link: serviceOptions.wideArea.link)
-                let updates = try browser.start()
+                let updates = try await browser.start()
                 defer { browser.stop() }
                 let limit = timeout ?? (peer == nil || now ? nil : Self.defaultPeerTimeout)
                 for domain in browser.domains {

@@ -73,7 +73,7 @@ extension Nearby.Doctor {
         let browser = Browser(service: service)
         let updates: AsyncStream<Browser.Update>
         do throws(NearbyError) {
-            updates = try browser.start()
+            updates = try await browser.start()
         } catch {
             return PeerCheck(check: DoctorCheck("peer", .fail, "could not browse: \(error.errorDescription ?? "\(error)")",
                                                 hint: DoctorCheck.daemonHint, exitStatus: error.exitStatus), found: nil)

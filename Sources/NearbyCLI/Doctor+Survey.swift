@@ -35,8 +35,8 @@ extension Nearby.Doctor {
         }
 
         /// Starts browsing the meta-query; throws when the daemon does not answer.
-        func start() throws(NearbyError) {
-            let updates = try types.start()
+        func start() async throws(NearbyError) {
+            let updates = try await types.start()
             let task = Task { [self] in
                 for await update in updates {
                     guard case let .type(type, instances) = update, instances > 0, type != DoctorProbe.registrationType else { continue }
@@ -53,8 +53,9 @@ extension Nearby.Doctor {
                 state.browsers[type] = browser
                 return true
             }
-            guard fresh, let updates = try? browser.start() else { return }
+            guard fresh else { return }
             let task = Task { [self] in
+                guard let updates = try? await browser.start() else { return }
                 for await update in updates {
                     guard case let .found(peer) = update else { continue }
                     let seen = Seen(type: type, peer: peer)

@@ -7,7 +7,8 @@ extension Nearby.Doctor {
     func wideAreaChecks(
         _ domains: [WideAreaSettings], service: ServiceType, identity: Identity, context: CommandContext, record: (DoctorCheck) -> Void
     ) async {
-        let survey = serviceOptions.wideArea.link ? Self.daemonCheck(record: record) : nil
+        let survey = serviceOptions.wideArea.link
+            ? await Self.daemonCheck(until: .now + .milliseconds(Int64(timeout * 1000)), record: record) : nil
         defer { survey?.stop() }
         for settings in domains {
             await WideAreaDoctor(settings: settings).run(service: service, selfID: identity.peerID, record: record)
@@ -47,16 +48,29 @@ extension Nearby.Doctor {
 
 extension Nearby.Doctor {
     /// The `daemon` check: a survey of the link started (the caller stops it), or nil and the
-    /// failure recorded.
-    static func daemonCheck(record: (DoctorCheck) -> Void) -> Survey? {
+    /// failure recorded — also when the daemon runs but does not answer by `deadline` (hung).
+    static func daemonCheck(until deadline: ContinuousClock.Instant, record: (DoctorCheck) -> Void) async -> Survey? {
         let survey = Survey()
-        do throws(NearbyError) {
-            try survey.start()
-        } catch {
-            record(DoctorCheck.daemonFailed(error))
-            return nil
+        let started = ContinuousClock.now
+        let outcome = await firstResult(until: deadline) { () -> Result<Void, NearbyError>? in
+            do throws(NearbyError) {
+                try await survey.start()
+                return .success(())
+            } catch {
+                return .failure(error)
+            }
         }
-        record(DoctorCheck("daemon", .ok, "avahi-daemon answers DNS-SD requests"))
-        return survey
+        switch outcome {
+        case .success?:
+            record(DoctorCheck("daemon", .ok, "avahi-daemon answers DNS-SD requests"))
+            return survey
+        case let .failure(error)?:
+            survey.stop()
+            record(DoctorCheck.daemonFailed(error))
+        case nil:
+            survey.stop()
+            record(DoctorCheck.daemonSilent(after: ContinuousClock.now - started))
+        }
+        return nil
     }
 }

@@ -88,7 +88,7 @@ extension Nearby {
                 if !wideAreas.isEmpty {
                     return await wideAreaChecks(wideAreas, service: service, identity: identity, context: context, record: record)
                 }
-                guard let survey = Self.daemonCheck(record: record) else { return }
+                guard let survey = await Self.daemonCheck(until: deadline, record: record) else { return }
                 defer { survey.stop() }
 
                 let config = try? String(contentsOfFile: "/etc/avahi/avahi-daemon.conf", encoding: .utf8)
@@ -145,7 +145,7 @@ extension Nearby {
                 let advertiser = Advertiser(
                     service: type, instance: name, port: 9, txt: TXTRecord(displayName: "nearby doctor", info: [:], protocolVersion: nil))
                 let browser = Browser(service: type)
-                let updates = try browser.start()
+                let updates = try await browser.start()
                 defer { browser.stop() }
                 let published = await firstResult(until: deadline) { () -> Result<Void, NearbyError>? in
                     do throws(NearbyError) { try await advertiser.start() } catch { return .failure(error) }

@@ -129,7 +129,8 @@ struct LocalNode: Sendable {
             NearbyLog.drainRepeats()
         }
         let node = try Node(identity: identity, configuration: configuration, paths: context.paths, events: events)
-        try await node.start()
+        // Ctrl-C while the daemon takes its time (a hung one holds a registration for 25 s).
+        try await interruptible("starting the node") { try await node.start() }
         let active = ActiveRequests()
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await node.run() }

@@ -52,3 +52,59 @@ test_an_advertisement_comes_back_after_the_daemon_restarts() {
         || { fail "h5 did not find the node after the daemon restarted"; show "$OUT/browse.jsonl"; return 1; }
     expect_json "$OUT/browse.jsonl" "select(.event==\"found\" and .peer.id==\"$id\")" "found again"
 }
+
+# A daemon that runs but answers nothing (SIGSTOPped: as hung as it gets) holds every DNS-SD call
+# for D-Bus's 25 s. Ctrl-C still ends each waiting command within a second (before: `invite` went on
+# for the whole 25 s, the call blocking the very thread that had to notice the signal), and doctor
+# says the daemon hangs within its --timeout.
+test_a_hung_daemon_holds_up_neither_ctrl_c_nor_doctor() {
+    trap files_done RETURN
+    local file=$OUT/file.txt pid status started ms ok=0 avahi
+    echo hello >"$file"
+    avahi=$(cat "$(_lab_hostdir 5)/avahi.pid") || { fail "no avahi pid for h5"; return 1; }
+    kill -STOP "$avahi"
+    files_later kill -CONT "$avahi"
+    local -a commands=(
+        "invite --service dmn3 somebody --timeout 30"
+        "send --service dmn3 somebody hello --timeout 30"
+        "send-file --service dmn3 somebody $file --timeout 30"
+        "browse --service dmn3"
+        "accept --service dmn3"
+        "advertise --service dmn3"
+    )
+    local command
+    for command in "${commands[@]}"; do
+        # shellcheck disable=SC2086
+        lab_bg 5 "$OUT/out.jsonl" "$NEARBY" $command </dev/null >/dev/null; pid=$LAB_PID
+        # Until the command waits on the daemon (its own start takes a moment on a busy machine).
+        sleep 1
+        started=${EPOCHREALTIME/[.,]/}
+        kill -INT "$pid"
+        lab_wait_pid "$pid" 10; status=$?
+        ms=$(( (${EPOCHREALTIME/[.,]/} - started) / 1000 ))
+        echo "    nearby ${command%% --*}: exit $status $ms ms after SIGINT"
+        [[ $status == 124 ]] && { fail "'nearby $command' still runs 10 s after SIGINT"; kill -KILL "$pid"; ok=1; continue; }
+        case ${command%% *} in
+            browse|advertise) [[ $status == 0 || $status == 130 ]] || { fail "'nearby $command' exited $status after SIGINT"; ok=1; } ;;
+            *) [[ $status == 130 ]] || { fail "'nearby $command' exited $status after SIGINT (130 expected)"; ok=1; } ;;
+        esac
+        (( ms <= 3000 )) || { fail "'nearby $command' took $ms ms to end after SIGINT"; ok=1; }
+    done
+    # A lookup keeps to its --timeout (not found: exit 2), whatever the daemon does.
+    started=${EPOCHREALTIME/[.,]/}
+    lab_run 5 "$NEARBY" send --service dmn3 somebody hello --timeout 2 >"$OUT/send.jsonl" 2>"$OUT/send.err"; status=$?
+    ms=$(( (${EPOCHREALTIME/[.,]/} - started) / 1000 ))
+    echo "    send --timeout 2: exit $status after $ms ms"
+    expect_eq "$status" 2 "send --timeout 2 with a hung daemon" || { show "$OUT/send.jsonl"; ok=1; }
+    (( ms <= 6000 )) || { fail "send --timeout 2 took $ms ms with a hung daemon"; ok=1; }
+    started=${EPOCHREALTIME/[.,]/}
+    lab_run 5 "$NEARBY" doctor --service dmn3 --timeout 2 >"$OUT/doctor.jsonl" 2>"$OUT/doctor.err"; status=$?
+    ms=$(( (${EPOCHREALTIME/[.,]/} - started) / 1000 ))
+    echo "    doctor --timeout 2: exit $status after $ms ms"
+    expect_eq "$status" 7 "doctor's exit status with a hung daemon" || { show "$OUT/doctor.jsonl"; ok=1; }
+    expect_json "$OUT/doctor.jsonl" 'select(.event=="check" and .check=="daemon" and .status=="fail" and (.detail|test("did not answer")))' \
+        "the daemon check says the daemon does not answer" || ok=1
+    (( ms <= 6000 )) || { fail "doctor --timeout 2 took $ms ms with a hung daemon"; ok=1; }
+    kill -CONT "$avahi"
+    return "$ok"
+}

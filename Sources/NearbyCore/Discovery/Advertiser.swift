@@ -1,5 +1,6 @@
 import CDNSSD
 import Dispatch
+import Synchronization
 
 /// Publishes this node: `_<service>._tcp`, instance name = peer ID, the MPC-compatible TXT record.
 /// Stopping it deallocates the registration, so avahi-daemon sends goodbye packets and browsers see
@@ -25,8 +26,9 @@ package final class Advertiser: @unchecked Sendable {
     /// The name the daemon registered: `instance`, or the daemon's alternative (`ID #2`) when
     /// another host already uses it — a squatter must not keep the node down, and peers know us by
     /// the identity the handshake proves, never by the instance name (`DiscoveredPeer.claimedID`).
-    package var registeredName: String { queue.sync { registered ?? instance } }
-    private var registered: String?
+    /// (Not kept on the queue: a call on it may be waiting for a hung daemon.)
+    package var registeredName: String { registered.withLock { $0 } ?? instance }
+    private let registered = Mutex<String?>(nil)
 
     /// Registers and waits until the daemon confirms. A registration renamed because of a conflict
     /// is kept under the daemon's alternative name (`registeredName`). Once
@@ -54,7 +56,7 @@ package final class Advertiser: @unchecked Sendable {
                         if let name, name != instance {
                             NearbyLog.logger.warning("another host uses the name \(instance) on the network: advertising as '\(name)'")
                         }
-                        registered = name
+                        registered.withLock { $0 = name }
                         confirmed = true
                         once.settle(.success(()))
                     }
@@ -82,22 +84,25 @@ package final class Advertiser: @unchecked Sendable {
     }
 
     /// Withdraws the registration. Returns once the daemon has been told (at most 2 s), without
-    /// blocking a thread while it waits.
+    /// blocking a thread while it waits — nor while a call to a hung daemon holds the queue.
     package func stop() async {
-        await cancelled()?.released()
+        let deadline = ContinuousClock.now + .seconds(2)
+        let withdrawn = OneShot<DNSServiceOperation?>()
+        queue.async { [self] in withdrawn.settle(cancelled()) }
+        guard let operation = await withdrawn.wait(until: deadline) ?? nil else { return }
+        await operation.released(within: deadline - .now)
     }
 
     /// Withdraws the registration and returns at once; the daemon is told on the advertiser's
     /// queue (or, if the process ends first, by the daemon itself when our connection closes).
-    package func withdraw() { _ = cancelled() }
+    package func withdraw() { queue.async { [self] in _ = cancelled() } }
 
+    /// On the queue.
     private func cancelled() -> DNSServiceOperation? {
-        queue.sync {
-            onLost = nil
-            confirmed = false
-            defer { operation = nil }
-            operation?.cancel()
-            return operation
-        }
+        onLost = nil
+        confirmed = false
+        defer { operation = nil }
+        operation?.cancel()
+        return operation
     }
 }

@@ -60,12 +60,15 @@ package final class Browser: @unchecked Sendable {
         started = clock.now
     }
 
-    /// Starts browsing; results arrive on the returned stream until `stop()` or a failure.
-    package func start() throws(NearbyError) -> AsyncStream<Update> {
+    /// Starts browsing; results arrive on the returned stream until `stop()` or a failure. Waits
+    /// for the daemon on the browser's queue, not on the caller's thread: a cancelled caller stops
+    /// waiting at once (a hung daemon cannot hold up Ctrl-C) and the browse is stopped.
+    package func start() async throws(NearbyError) -> AsyncStream<Update> {
         DNSSD.silenceAvahiWarnings()
         let (stream, continuation) = AsyncStream<Update>.makeStream()
         continuation.onTermination = { [weak self] _ in self?.stop() }
-        let registered: Result<Void, NearbyError> = queue.sync {
+        let registered: Result<Void, NearbyError>? = await queue.outcome { [self] in
+            guard !stopped else { return .failure(.cancelled("browsing")) }
             self.continuation = continuation
             return Result { () throws(NearbyError) in
                 browse = try DNSSD.browse(
@@ -83,6 +86,10 @@ package final class Browser: @unchecked Sendable {
                     : table.serviceRemoved(instance: name, interface: interface))
                 }
             }
+        }
+        guard let registered else {
+            stop()
+            throw .cancelled("browsing")
         }
         try registered.get()
         return stream

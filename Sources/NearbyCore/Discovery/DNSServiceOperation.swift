@@ -78,6 +78,19 @@ final class DNSServiceOperation: @unchecked Sendable {
     }
 }
 
+extension DispatchQueue {
+    /// Runs `work` on this queue and waits for its result without holding a thread of the
+    /// cooperative pool: Avahi's compat layer talks to the daemon over D-Bus inside the DNSService*
+    /// calls and blocks until it answers (25 s for a daemon that is stopped or hung). Nil when the
+    /// waiting task is cancelled first; `work` still runs, and whatever it starts is the owner's to
+    /// stop (a `stop()` queued behind it).
+    func outcome<T: Sendable>(of work: @escaping @Sendable () -> T) async -> T? {
+        let done = OneShot<T>()
+        self.async { done.settle(work()) }
+        return await done.wait()
+    }
+}
+
 /// Holds the Swift closure a C callback's context points at.
 final class CallbackBox<Handler>: @unchecked Sendable {
     let handler: Handler

@@ -43,6 +43,16 @@ package struct DoctorCheck: Sendable, Equatable {
             hint: refused ? accessHint : daemonHint, exitStatus: error.exitStatus)
     }
 
+    /// The daemon check when the daemon took the connection but answered nothing in `waited`:
+    /// running, but hung (or its bus is).
+    package static func daemonSilent(after waited: Duration) -> DoctorCheck {
+        let seconds = Double(waited / .milliseconds(100)).rounded() / 10
+        return DoctorCheck(
+            "daemon", .fail, "avahi-daemon did not answer a DNS-SD request in \(seconds) s: it runs but hangs, or D-Bus does",
+            hint: "restart it: 'sudo systemctl restart avahi-daemon'; see 'journalctl -u avahi-daemon' and 'systemctl status dbus'",
+            exitStatus: .daemonUnavailable)
+    }
+
     package static let accessHint =
         "avahi-daemon runs but refuses this user: see the <policy> entries of /etc/dbus-1/system.d/avahi-dbus.conf"
     package static let multicastHint =

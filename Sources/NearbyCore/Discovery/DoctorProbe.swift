@@ -22,7 +22,7 @@ package enum DoctorProbe {
         let browser = Browser(registrationType: registrationType)
         let updates: AsyncStream<Browser.Update>
         do throws(NearbyError) {
-            updates = try browser.start()
+            updates = try await browser.start()
         } catch {
             return FrameBody.ProbeReply(seen: false, waited: 0, reason: Self.daemonDown)
         }

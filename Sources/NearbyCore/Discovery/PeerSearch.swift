@@ -116,9 +116,9 @@ package final class ElsewhereSearch: Sendable {
 
     package func start() {
         let types = TypeBrowser()
-        guard let updates = try? types.start() else { return }
         guard keep({ types.stop() }) else { return }
         Task { [self] in
+            guard let updates = try? await types.start() else { return }
             var browsed = Set<String>()
             for await update in updates {
                 guard case let .type(type, instances) = update, instances > 0, type != skipping, type.hasSuffix("._tcp"),
@@ -131,9 +131,9 @@ package final class ElsewhereSearch: Sendable {
 
     private func browse(_ type: String) {
         let browser = Browser(registrationType: type)
-        guard let updates = try? browser.start() else { return }
         guard keep({ browser.stop() }) else { return }
         Task { [self] in
+            guard let updates = try? await browser.start() else { return }
             for await update in updates {
                 guard case let .found(peer) = update, peer.matches(query) || peer.isNear(query) else { continue }
                 let sighting = PeerSearchReport.Sighting(service: type, peer: peer.ref)

@@ -73,11 +73,13 @@ package final class TypeBrowser: @unchecked Sendable {
 
     package init() {}
 
-    package func start() throws(NearbyError) -> AsyncStream<Update> {
+    /// Starts browsing for types; waits for the daemon on the queue, as `Browser.start()` does.
+    package func start() async throws(NearbyError) -> AsyncStream<Update> {
         DNSSD.silenceAvahiWarnings()
         let (stream, continuation) = AsyncStream<Update>.makeStream()
         continuation.onTermination = { [weak self] _ in self?.stop() }
-        let started: Result<Void, NearbyError> = queue.sync {
+        let started: Result<Void, NearbyError>? = await queue.outcome { [self] in
+            guard !stopped else { return .failure(.cancelled("browsing for service types")) }
             self.continuation = continuation
             return Result { () throws(NearbyError) in
                 meta = try DNSSD.browseTypes(queue: queue, onFailure: { [weak self] status in self?.fail(status) }) {
@@ -88,6 +90,10 @@ package final class TypeBrowser: @unchecked Sendable {
                     typeChanged(full, added: added)
                 }
             }
+        }
+        guard let started else {
+            stop()
+            throw .cancelled("browsing for service types")
         }
         try started.get()
         return stream

@@ -136,15 +136,34 @@ actor Dialer {
             record: peer.impostorKey)
     }
 
+    /// Starts browsing unless it runs already. The daemon is waited for in a task of the dialer's
+    /// own, not by the caller: remembered addresses are tried meanwhile, and the lookups waiting
+    /// for discovery hear of a failure as of any other change.
     func startDiscovery() {
-        guard let updates = discovery.start(configuration.service, wideAreas: configuration.wideAreas, link: configuration.link) else { return }
+        guard let browser = discovery.begin(configuration.service, wideAreas: configuration.wideAreas, link: configuration.link) else { return }
         spawn { [self] in
+            let updates: AsyncStream<Browser.Update>
+            do throws(NearbyError) {
+                updates = try await browser.start()
+            } catch {
+                await discoveryFailed(browser, error)
+                return
+            }
             for await update in updates { await discovered(update) }
         }
     }
 
+    private func discoveryFailed(_ browser: any PeerBrowsing, _ error: NearbyError) {
+        discovery.startFailed(browser, error)
+        wakeDiscoveryWaiters()
+    }
+
     private func discovered(_ update: Browser.Update) {
         discovery.apply(update)
+        wakeDiscoveryWaiters()
+    }
+
+    private func wakeDiscoveryWaiters() {
         let waiters = discoveryWaiters
         discoveryWaiters = []
         for waiter in waiters { waiter.settle(()) }

@@ -13,19 +13,22 @@ struct DiscoveryCache {
     private(set) var startedAt = ContinuousClock.now
     static let ambiguityWindow = PeerQuery.ambiguityWindow
 
-    /// Starts browsing if nobody has yet; returns the updates to feed back through `apply`.
-    mutating func start(_ service: ServiceType, wideAreas: [WideAreaSettings] = [], link: Bool = true) -> AsyncStream<Browser.Update>? {
+    /// A browser to start (`PeerBrowsing.start`, whose updates go through `apply`) if nobody has
+    /// yet; nil when one runs or is starting.
+    mutating func begin(_ service: ServiceType, wideAreas: [WideAreaSettings] = [], link: Bool = true) -> (any PeerBrowsing)? {
         guard browser == nil else { return nil }
         failure = nil
         let browser = makeBrowser(service, wideAreas: wideAreas, link: link)
         self.browser = browser
         startedAt = .now
-        do {
-            return try browser.start()
-        } catch {
-            failure = error
-            return nil
-        }
+        return browser
+    }
+
+    /// `browser` could not start: those waiting hear why, and the next lookup starts again.
+    mutating func startFailed(_ browser: any PeerBrowsing, _ error: NearbyError) {
+        guard self.browser === browser else { return }
+        failure = error
+        self.browser = nil
     }
 
     mutating func apply(_ update: Browser.Update) {

@@ -15,11 +15,11 @@ package final class MergedBrowser: PeerBrowsing, @unchecked Sendable {
     package var domain: String { domains.joined(separator: ", ") }
     package var domains: [String] { sources.map(\.domain) }
 
-    package func start() throws(NearbyError) -> AsyncStream<Browser.Update> {
+    package func start() async throws(NearbyError) -> AsyncStream<Browser.Update> {
         var streams: [AsyncStream<Browser.Update>] = []
         for source in sources {
             do {
-                streams.append(try source.start())
+                streams.append(try await source.start())
             } catch {
                 for started in sources.prefix(streams.count) { started.stop() }
                 throw error

@@ -113,7 +113,8 @@ package protocol PeerBrowsing: AnyObject, Sendable {
     var domain: String { get }
     /// Every place it searches (`MergedBrowser`: the link and each domain).
     var domains: [String] { get }
-    func start() throws(NearbyError) -> AsyncStream<Browser.Update>
+    /// Starts browsing; may wait for the daemon, never past the caller's cancellation.
+    func start() async throws(NearbyError) -> AsyncStream<Browser.Update>
     func stop()
     /// Returns once the browser has had its first look (a unicast domain: the first poll, whose
     /// failure is a `.failed` update): true when it worked. A browse that ends by time waits for
