@@ -118,25 +118,27 @@ test_peer_sentences_say_the_name_typed() {
 # --timeout 5` in about 5 s, on its own and through a node; `accept --timeout` bounds its wait.
 test_peer_timeout_bounds_the_whole_command() {
     trap 'stop_started; lab_run 1 nft delete table inet pqdrop 2>/dev/null; trap - RETURN' RETURN
-    local status t0 ms where
+    local status t0 ms where ref
     start_node 1 s-pq-drop --name Dropped --auto-accept || return 1
     nft_on 1 pqdrop input "tcp dport $ADV_PORT drop" || return 1
     for where in alone node; do
         [[ $where == node ]] && { start_node 2 s-pq-drop || return 1; }
+        ref=$(overhead_ms 2 send --service s-pq-drop --timeout 0.1 Dropped hi)
         t0=$(now_ms)
         nb 2 send --service s-pq-drop --timeout 5 Dropped hi >"$OUT/$where.jsonl" 2>"$OUT/$where.err"; status=$?
         ms=$(( $(now_ms) - t0 ))
-        printf '    send --timeout 5 to a dropped port (%s): exit %s after %d ms\n' "$where" "$status" "$ms"
+        printf '    send --timeout 5 to a dropped port (%s): exit %s after %d ms (--timeout 0.1: %d ms)\n' "$where" "$status" "$ms" "$ref"
         expect_error "$OUT/$where.jsonl" 5 "$status" connection-failed "send to a dropped port ($where)" || return 1
-        (( ms < 6500 )) || fail "send --timeout 5 ($where) took $ms ms" || { show "$OUT/$where.jsonl"; return 1; }
+        (( ms < 6500 + ref )) || fail "send --timeout 5 ($where) took $ms ms" || { show "$OUT/$where.jsonl"; return 1; }
         ex_says "$OUT/$where.err" "cannot connect to 'Dropped'" "the peer as typed ($where)" || return 1
     done
+    ref=$(overhead_ms 3 accept --service s-pq-drop --timeout 0.1)
     t0=$(now_ms)
     nb 3 accept --service s-pq-drop --timeout 2 >"$OUT/accept.jsonl" 2>"$OUT/accept.err"; status=$?
     ms=$(( $(now_ms) - t0 ))
-    printf '    accept --timeout 2: exit %s after %d ms\n' "$status" "$ms"
+    printf '    accept --timeout 2: exit %s after %d ms (--timeout 0.1: %d ms)\n' "$status" "$ms" "$ref"
     expect_error "$OUT/accept.jsonl" 4 "$status" no-invitation "accept --timeout 2, nobody invites" || return 1
-    (( ms < 4000 )) || fail "accept --timeout 2 took $ms ms" || return 1
+    (( ms < 4000 + ref )) || fail "accept --timeout 2 took $ms ms" || return 1
     ex_says "$OUT/accept.err" "no invitation came within 2 s" "the sentence" || return 1
 }
 
