@@ -81,6 +81,16 @@ import Testing
         #expect(notices.last?.contains(#""of":"rejected""#) == true)
     }
 
+    /// Lines joined in one tick and dropped together are each counted, under its own kind.
+    @Test func droppedJoinedLinesAreCountedEachByItsKind() {
+        var drops = OutputDrops()
+        let big = String(repeating: "x", count: 1 << 20)
+        drops.countLines(#"{"event":"message","text":"\#(big)"}"# + "\n" + #"{"event":"found","peer":"a"}"# + "\n\nplain\n")
+        let summaries = drops.take(now: .now)
+        #expect(summaries.map(\.of) == ["message", "found", "line"])
+        #expect(summaries.map(\.count) == [1, 1, 1])
+    }
+
     @Test func ordersAcrossDescriptorsAreKept() {
         // The writer joins what waits when it takes a batch: line 0 held in a closed reader, the
         // other 99 are one batch, whatever the machine's load (a batch boundary may split a run).

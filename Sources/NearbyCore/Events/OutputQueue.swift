@@ -78,7 +78,7 @@ package final class OutputQueue: Sendable {
         let size = text.utf8.count
         let signal = state.withLock { state -> Bool in
             guard state.queued + size <= limits.dropAt || state.queued == 0 else {
-                for line in text.split(separator: "\n") { state.drops.count(String(line)) }
+                state.drops.countLines(text)
                 return false
             }
             state.pieces.append((fd, text))
@@ -227,7 +227,24 @@ struct OutputDrops {
 
     /// Counts one dropped line, under its event's kind (`line` for text that is not an event).
     mutating func count(_ text: String, now: ContinuousClock.Instant = .now) {
-        let kind = Self.kind(of: text)
+        count(kind: Self.kind(of: text), now: now)
+    }
+
+    /// Counts each line of a dropped `text` (lines joined in one tick), reading only where each
+    /// starts: a dropped 1 MiB message is not split into copies to be counted (that took 44 % of
+    /// the event loops while 200 flooders' closing connections were read to their end).
+    mutating func countLines(_ text: String, now: ContinuousClock.Instant = .now) {
+        let bytes = text.utf8
+        var start = bytes.startIndex
+        while start < bytes.endIndex {
+            let end = bytes[start...].firstIndex(of: UInt8(ascii: "\n")) ?? bytes.endIndex
+            if end > start { count(kind: Self.kind(of: bytes[start..<end]), now: now) }
+            start = end < bytes.endIndex ? bytes.index(after: end) : end
+        }
+    }
+
+    /// Counts one dropped line of `kind`.
+    mutating func count(kind: String, now: ContinuousClock.Instant = .now) {
         if counts[kind] == nil { order.append(kind) }
         counts[kind, default: 0] += 1
         if since == nil { since = now }
@@ -244,10 +261,12 @@ struct OutputDrops {
     }
 
     /// The `event` of a JSON line (it is always the first key), else `line`.
-    static func kind(of text: String) -> String {
-        let prefix = #"{"event":""#
-        guard text.hasPrefix(prefix) else { return "line" }
-        let rest = text.utf8.dropFirst(prefix.utf8.count).prefix(40)
+    static func kind(of text: String) -> String { kind(of: text.utf8[...]) }
+
+    static func kind(of line: Substring.UTF8View) -> String {
+        let prefix = #"{"event":""#.utf8
+        guard line.starts(with: prefix) else { return "line" }
+        let rest = line.dropFirst(prefix.count).prefix(40)
         guard let end = rest.firstIndex(of: UInt8(ascii: "\"")) else { return "line" }
         return String(decoding: rest[..<end], as: UTF8.self)
     }
