@@ -196,7 +196,10 @@ test_budget_control_client_that_stops_reading_is_bounded() {
     [[ -S $socket ]] || { fail "no control socket"; return 1; }
     nb_bg 3 "$OUT/h3.jsonl" advertise --service s-bm-quiet --auto-accept --encryption none || return 1
     await "$OUT/h3.jsonl" 'select(.event=="advertising")' 10 "host 3 advertising" >/dev/null || return 1
-    bm_rogue_bg 1 "$OUT/rogue.out" quiet-client "$socket" --peer "$(id_of 3)" --seconds 20 --hold 3 || return 1; rogue=$PID
+    # A line every millisecond or so: each its own `sent` event, whatever the machine's load. Unpaced,
+    # a loaded node took 70 lines a batch: 1,101 events, which the socket's own buffer (~200 KB)
+    # and the bound held without a drop, and the test proved nothing.
+    bm_rogue_bg 1 "$OUT/rogue.out" quiet-client "$socket" --peer "$(id_of 3)" --seconds 20 --hold 3 --pace 0.001 || return 1; rogue=$PID
     await "$OUT/rogue.out" 'select(.progress)' 120 "the quiet client" >/dev/null || return 1
     bm_check "a control client that reads nothing, $(jq -r 'select(.progress) | .lines' "$OUT/rogue.out") lines" || return 1
     bm_friend_sends "while a client reads nothing" --encryption none || return 1

@@ -27,7 +27,7 @@
         M messages of 1 MiB, which wait for the node above the frame decoder. Holds S seconds:
         {"progress": true, "sessions", "opens", "mib_sent"} once sent, then {"sessions", "cut"}.
 
-    rogue_memory.py quiet-client SOCKET --peer PEER --seconds S [--hold H]
+    rogue_memory.py quiet-client SOCKET --peer PEER --seconds S [--hold H] [--pace SECONDS]
         One control client asking the node for `send --lines` to PEER that writes a short line at
         a time for S seconds and reads nothing of the node's answer (one `sent` event per batch),
         then holds H seconds: {"progress": true, "lines": n}. Then it ends its lines and reads
@@ -329,6 +329,8 @@ def mode_quiet_client(args):
         while time.monotonic() < end:
             sock.sendall(b"line %d of a client that reads nothing\n" % lines)
             lines += 1
+            if args.pace:
+                time.sleep(args.pace)
     except socket.timeout:
         pass
     print(json.dumps({"progress": True, "lines": lines}), flush=True)
@@ -372,6 +374,7 @@ def main():
     parser.add_argument("--mib", type=int, default=8)
     parser.add_argument("--peer", default="")
     parser.add_argument("--pings", type=int, default=20000)
+    parser.add_argument("--pace", type=float, default=0, help="quiet-client: seconds between lines")
     args = parser.parse_args()
     args.host = args.socket = args.target
     return {"messages": mode_messages, "hellos": mode_hellos, "control": mode_control, "stalled": mode_stalled,
