@@ -110,7 +110,7 @@ extension Nearby {
                 let selfID = try context.identity().peerID
                 let browser = makeBrowser(
                     service, wideAreas: try serviceOptions.wideArea.resolveAll(context), link: serviceOptions.wideArea.link)
-                let updates = try await browser.start()
+                guard let updates = try await Self.started({ try await browser.start() }) else { return }
                 defer { browser.stop() }
                 let limit = timeout ?? (peer == nil || now ? nil : Self.defaultPeerTimeout)
                 for domain in browser.domains {
@@ -137,6 +137,16 @@ extension Nearby {
                         doctorService: service == .default ? nil : service.name, context: context)
                 case let .failed(error): throw error
                 }
+            }
+        }
+
+        /// What `start` returns, or nil when Ctrl-C comes first: a daemon that hangs holds a start
+        /// for 25 s, and browse ends on Ctrl-C as it does once browsing (exit 0).
+        static func started<T: Sendable>(_ start: @escaping @Sendable () async throws -> T) async throws -> T? {
+            do {
+                return try await interruptible("browsing") { try await start() }
+            } catch let error as NearbyError where error.code == "cancelled" {
+                return nil
             }
         }
 

@@ -23,7 +23,7 @@ extension Nearby.Browse {
             let looked: String
             if types {
                 let browser = TypeBrowser()
-                let updates = try await browser.start()
+                guard let updates = try await Self.started({ try await browser.start() }) else { return }
                 defer { browser.stop() }
                 looked = "the link (no DNS-SD service types)"
                 context.events.emit(Events.Browsing(service: DNSSDType.metaQuery, domain: "local.", stopsAfter: timeout, now: now))
@@ -32,7 +32,7 @@ extension Nearby.Browse {
                 }
             } else if let type = rawType {
                 let browser = Browser(registrationType: type)
-                let updates = try await browser.start()
+                guard let updates = try await Self.started({ try await browser.start() }) else { return }
                 defer { browser.stop() }
                 looked = type
                 context.events.emit(Events.Browsing(service: type, domain: browser.domain, stopsAfter: timeout, now: now))
