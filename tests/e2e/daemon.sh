@@ -119,6 +119,5 @@ test_a_hung_daemon_holds_up_neither_ctrl_c_nor_doctor() {
     expect_json "$OUT/doctor.jsonl" 'select(.event=="check" and .check=="daemon" and .status=="fail" and (.detail|test("did not answer")))' \
         "the daemon check says the daemon does not answer" || ok=1
     (( ms <= 6000 )) || { fail "doctor --timeout 2 took $ms ms with a hung daemon"; ok=1; }
-    kill -CONT "$avahi"
     return "$ok"
 }

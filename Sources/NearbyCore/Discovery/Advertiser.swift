@@ -87,9 +87,7 @@ package final class Advertiser: @unchecked Sendable {
     /// blocking a thread while it waits — nor while a call to a hung daemon holds the queue.
     package func stop() async {
         let deadline = ContinuousClock.now + .seconds(2)
-        let withdrawn = OneShot<DNSServiceOperation?>()
-        queue.async { [self] in withdrawn.settle(cancelled()) }
-        guard let operation = await withdrawn.wait(until: deadline) ?? nil else { return }
+        guard let operation = await queue.outcome(until: deadline, of: { [self] in cancelled() }) ?? nil else { return }
         await operation.released(within: deadline - .now)
     }
 

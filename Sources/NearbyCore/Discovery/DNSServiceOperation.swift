@@ -82,12 +82,13 @@ extension DispatchQueue {
     /// Runs `work` on this queue and waits for its result without holding a thread of the
     /// cooperative pool: Avahi's compat layer talks to the daemon over D-Bus inside the DNSService*
     /// calls and blocks until it answers (25 s for a daemon that is stopped or hung). Nil when the
-    /// waiting task is cancelled first; `work` still runs, and whatever it starts is the owner's to
-    /// stop (a `stop()` queued behind it).
-    func outcome<T: Sendable>(of work: @escaping @Sendable () -> T) async -> T? {
+    /// waiting task is cancelled first, or `deadline` passes; `work` still runs, and whatever it
+    /// starts is the owner's to stop (a `stop()` queued behind it).
+    func outcome<T: Sendable>(until deadline: ContinuousClock.Instant? = nil, of work: @escaping @Sendable () -> T) async -> T? {
         let done = OneShot<T>()
         self.async { done.settle(work()) }
-        return await done.wait()
+        guard let deadline else { return await done.wait() }
+        return await done.wait(until: deadline)
     }
 }
 
