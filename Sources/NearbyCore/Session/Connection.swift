@@ -275,7 +275,7 @@ package enum Connections {
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .serverChannelOption(.backlog, value: 256)
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             .childChannelOption(.recvAllocator, value: handshakeReads.allocator)
             .childChannelOption(.maxMessagesPerRead, value: handshakeReads.perCycle)
             .childChannelInitializer { channel in
@@ -318,7 +318,7 @@ package enum Connections {
         do {
             channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .connectTimeout(timeout)
-                .channelOption(.socketOption(.tcp_nodelay), value: 1)
+                .channelOption(.tcpOption(.tcp_nodelay), value: 1)
                 .channelOption(.recvAllocator, value: handshakeReads.allocator)
                 .channelOption(.maxMessagesPerRead, value: handshakeReads.perCycle)
                 .channelInitializer { channel in

@@ -34,6 +34,7 @@ package struct HTTPListener: Sendable {
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: backlog)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             .childChannelOption(.maxMessagesPerRead, value: 4)
             .childChannelOption(.autoRead, value: false)
             .bind(host: "0.0.0.0", port: port) { channel in

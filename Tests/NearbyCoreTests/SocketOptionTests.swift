@@ -1,0 +1,88 @@
+import Crypto
+import Foundation
+import NIOCore
+import NIOPosix
+import Synchronization
+import Testing
+
+@testable import NearbyCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Every TCP connection nearby makes or takes has Nagle's algorithm off at the TCP level, and asks
+/// for nothing at the socket level that needs privilege. Read back from live sockets with
+/// getsockopt(2), not from what the bootstrap was told: `.socketOption(.tcp_nodelay)` once asked for
+/// option 1 at SOL_SOCKET, which is SO_DEBUG, refused without CAP_NET_ADMIN (every connection of an
+/// ordinary user failed) and silently granted to root.
+@Suite struct SocketOptionTests {
+    struct Read: Equatable, CustomStringConvertible {
+        let noDelay: Int
+        let debug: Int
+        var description: String { "TCP_NODELAY \(noDelay), SO_DEBUG \(debug)" }
+    }
+
+    static func read(_ channel: any Channel) async throws -> Read {
+        Read(noDelay: try await channel.getOption(.tcpOption(.tcp_nodelay)),
+             debug: try await channel.getOption(.socketOption(NIOBSDSocket.Option(rawValue: SO_DEBUG))))
+    }
+
+    static let wanted = Read(noDelay: 1, debug: 0)
+
+    @Test func aSessionConnectionHasNoDelayOnBothSidesAndNoSocketLevelOption() async throws {
+        TestNodes.relaxDeadlines()
+        let identity = Identity(privateKey: P256.Signing.PrivateKey(), displayName: "options")
+        let tls = try SessionTLS.contexts(for: identity)
+        let accepted = Mutex<[Negotiated]>([])
+        let listener = try await Connections.listen(port: 0, preference: .optional, tls: tls.server) { negotiated in
+            accepted.withLock { $0.append(negotiated) }
+        }
+        defer { listener.close(promise: nil) }
+        let port = try #require(listener.localAddress?.port)
+        let client = try await Connections.connect(host: "127.0.0.1", port: port, preference: .optional, tls: tls.client)
+        guard case let .frames(ours) = client else { Issue.record("not a nearby connection: \(client)"); return }
+        defer { ours.channel.channel.close(promise: nil) }
+        #expect(try await Self.read(ours.channel.channel) == Self.wanted, "the connection nearby makes")
+
+        let deadline = ContinuousClock.now + .seconds(TestNodes.patience)
+        while accepted.withLock({ $0.isEmpty }), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        let first = accepted.withLock { $0.first }
+        guard case let .frames(theirs) = first else {
+            Issue.record("the listener did not negotiate: \(String(describing: first))"); return
+        }
+        defer { theirs.channel.channel.close(promise: nil) }
+        #expect(try await Self.read(theirs.channel.channel) == Self.wanted, "the connection nearby takes")
+    }
+
+    @Test func anHTTPConnectionTakenHasNoDelayAndNoSocketLevelOption() async throws {
+        let listener = try await HTTPListener.bind(port: 0, backlog: 8, admission: Admission())
+        let client = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .connect(host: "127.0.0.1", port: listener.port).get()
+        defer { client.close(promise: nil) }
+        try await listener.channel.executeThenClose { connections in
+            for try await admitted in connections {
+                #expect(try await Self.read(admitted.channel) == Self.wanted, "LocalSend's and the web share's server")
+                admitted.channel.close(promise: nil)
+                break
+            }
+        }
+    }
+
+    /// The compiler cannot tell a TCP option asked for at the socket level; this reads every source.
+    @Test func noSourceAsksForATCPOptionAtTheSocketLevel() throws {
+        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Sources").standardized
+        let files = try #require(FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil))
+        var offenders: [String] = []
+        for case let file as URL in files where file.pathExtension == "swift" {
+            let text = try String(contentsOf: file, encoding: .utf8)
+            for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
+            where line.contains("socketOption(.tcp_") {
+                offenders.append("\(file.lastPathComponent):\(number + 1)")
+            }
+        }
+        #expect(offenders.isEmpty, "TCP options belong at the TCP level (.tcpOption): \(offenders)")
+    }
+}
