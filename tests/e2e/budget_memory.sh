@@ -20,7 +20,7 @@ bm_node() {
     NODE=
     for ((i = 0; i < 100; i++)); do
         for NODE in $(pgrep -f -- "advertise --service $service --port $BM_PORT"); do
-            [[ $(readlink "/proc/$NODE/exe") == "$NEARBY" ]] && break 2
+            [[ $(readlink "/proc/$NODE/exe") == "$NEARBY_BIN" ]] && break 2
         done
         NODE=
         sleep 0.1

@@ -3,7 +3,9 @@
 # avahi-daemon (tests/lab/netlab.sh). Checks what a user sees: JSON lines, exit codes, and what an
 # independent DNS-SD client (avahi-browse, avahi-publish, Avahi's D-Bus API) sees on the wire.
 #
-#   tests/e2e/run.sh [TEST_NAME...]     (root; NEARBY=path/to/nearby, default .build/debug/nearby)
+#   tests/e2e/run.sh [TEST_NAME...]     (root; NEARBY=path/to/nearby, default .build/debug/nearby;
+#                                        root only sets the lab up: every nearby a test starts
+#                                        runs as the ordinary user $LAB_USER, nearby-lab)
 #
 # The tests are the test_* functions of the other *.sh files here (discovery.sh, sessions.sh, …);
 # each runs in the same lab of LAB_HOSTS hosts, with its own output directory $OUT.
@@ -15,13 +17,29 @@
 # Ends with the line "e2e: N passed, M failed" and exits non-zero when anything failed.
 set -u
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-NEARBY=${NEARBY:-$ROOT/.build/debug/nearby}
-NEARBY=$(readlink -f "$NEARBY")
 # shellcheck source=../lab/netlab.sh
 source "$ROOT/tests/lab/netlab.sh"
-
-[[ -x $NEARBY ]] || { echo "e2e: no binary at $NEARBY (swift build first)" >&2; exit 2; }
 [[ $EUID -eq 0 ]] || { echo "e2e: needs root (network namespaces)" >&2; exit 2; }
+
+# Root sets the lab up; nearby runs as its users run it, an ordinary user (tests/lab/as-user):
+# $NEARBY is tests/lab/nearby, which runs the built binary $NEARBY_BIN as the lab's user. A test
+# about root runs "$NEARBY_BIN" itself. The test shells make what they make with umask 000, so
+# that user can write in the directories a test prepares (nearby itself runs with umask 022).
+if [[ -z ${NEARBY_BIN:-} ]]; then
+    NEARBY_BIN=$(readlink -f "${NEARBY:-$ROOT/.build/debug/nearby}")
+    [[ -x $NEARBY_BIN ]] || { echo "e2e: no binary at $NEARBY_BIN (swift build first)" >&2; exit 2; }
+    _lab_ensure_user || exit 2
+    # A clone under a directory the user cannot enter: the user runs a copy (removed on exit).
+    if ! "$ROOT/tests/lab/as-user" test -x "$NEARBY_BIN"; then
+        copy=$(mktemp -d "${LAB_TMPDIR:-/tmp}/nbbin.XXXXXX") && chmod 0755 "$copy" &&
+            cp "$NEARBY_BIN" "$copy/nearby" || { echo "e2e: cannot copy $NEARBY_BIN for $LAB_USER" >&2; exit 2; }
+        NEARBY_BIN=$copy/nearby
+        trap 'rm -rf "$copy"' EXIT
+    fi
+    export NEARBY_BIN
+fi
+NEARBY=$ROOT/tests/lab/nearby
+umask 000
 
 PASSED=0 FAILED=0 FAILED_NAMES=()
 OUT= # per-test output directory
@@ -211,7 +229,7 @@ while next_test; do
         local k pid
         for ((k = 1; k <= LAB_HOSTS; k++)); do
             for pid in $(ip netns pids "$(lab_ns "$k")" 2>/dev/null); do
-                [[ $(readlink "/proc/$pid/exe" 2>/dev/null) == "$NEARBY" ]] && echo "$pid"
+                [[ $(readlink "/proc/$pid/exe" 2>/dev/null) == "$NEARBY_BIN" ]] && echo "$pid"
             done
         done
     }

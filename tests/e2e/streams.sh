@@ -57,7 +57,7 @@ st_listening() { await "$1" 'select(.event=="advertising")' 10 "the listener adv
 st_nearby_pid() {
     local p
     for p in "$1" $(st_descendants "$1"); do
-        [[ $(readlink "/proc/$p/exe" 2>/dev/null) == "$NEARBY" ]] && { echo "$p"; return 0; }
+        [[ $(readlink "/proc/$p/exe" 2>/dev/null) == "$NEARBY_BIN" ]] && { echo "$p"; return 0; }
     done
     return 1
 }

@@ -35,6 +35,8 @@
 : "${LAB_UP_TIMEOUT:=15}"      # seconds lab_up waits for all daemons to be ready
 : "${LAB_KILL_GRACE:=2}"       # seconds between SIGTERM and SIGKILL in lab_down
 : "${LAB_TMPDIR:=/tmp}"        # parent of LAB_DIR (kept short: unix socket paths ≤ 107 bytes)
+: "${LAB_USER:=nearby-lab}"    # the ordinary user the lab's programs run as (tests/lab/as-user)
+export LAB_USER
 LAB_IFACE=nb0                  # name of each host's interface (inside its own namespace)
 
 # ---------------------------------------------------------------------------------------------
@@ -310,6 +312,18 @@ _lab_chain_trap() {
     fi
 }
 
+# The ordinary user (no home, no login shell, no groups): root sets the lab up, the programs
+# under test run as this user (tests/lab/as-user). Several labs start at once: one creates it.
+_lab_ensure_user() {
+    id -u "$LAB_USER" >/dev/null 2>&1 && return 0
+    {
+        flock -x 9
+        id -u "$LAB_USER" >/dev/null 2>&1 ||
+            useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "$LAB_USER"
+    } 9>"$LAB_TMPDIR/.netlab-user.lock"
+    id -u "$LAB_USER" >/dev/null 2>&1 || { _lab_err "could not create the lab's user $LAB_USER"; return 1; }
+}
+
 # ---------------------------------------------------------------------------------------------
 # Public API.
 
@@ -324,11 +338,13 @@ lab_up() {
     fi
     if (( EUID != 0 )); then _lab_err "must run as root"; return 1; fi
     local tool
-    for tool in ip unshare dbus-daemon dbus-send avahi-daemon jq mkfifo; do
+    for tool in ip unshare dbus-daemon dbus-send avahi-daemon jq mkfifo setpriv useradd; do
         command -v "$tool" >/dev/null || { _lab_err "missing tool: $tool"; return 1; }
     done
+    _lab_ensure_user || return 1
 
     LAB_DIR=$(mktemp -d "$LAB_TMPDIR/nbl.XXXXXX") || return 1
+    chmod 0755 "$LAB_DIR"    # the lab's user reaches its home, its run directory and the buses
     if (( ${#LAB_DIR} > 80 )); then
         _lab_err "LAB_DIR too long for unix socket paths: $LAB_DIR"; rm -rf "$LAB_DIR"; return 1
     fi
@@ -386,6 +402,7 @@ _lab_build_net() {
         hd=$(_lab_hostdir "$k")
         mkdir -p "$hd/home" "$hd/run" || return 1
         chmod 0700 "$hd/run"
+        chown "$LAB_USER:" "$hd/home" "$hd/run" || return 1
         ip netns add "$ns" || return 1
         printf '%s\n' "$ns" >> "$LAB_DIR/namespaces"
         # Before the interface exists: no DAD (link-local usable at once), no router solicits.
