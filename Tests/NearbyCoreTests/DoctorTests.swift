@@ -87,6 +87,10 @@ import Testing
 
     @Test func firewallRulesDroppingMDNSAreNamed() {
         #expect(FirewallRules.check(ruleset: nil).status == .ok)
+        // An ordinary user cannot list the rules: said, with the way to have them read.
+        #expect(FirewallRules.check(ruleset: nil, asRoot: false).detail.contains("readable only by root"))
+        #expect(FirewallRules.check(ruleset: nil, asRoot: false).detail.contains("sudo"))
+        #expect(FirewallRules.check(ruleset: nil, asRoot: true).detail.contains("nft missing"))
         #expect(FirewallRules.check(ruleset: "table inet f {\n chain input {\n tcp dport 22 accept\n }\n}").status == .ok)
         let dropped = FirewallRules.check(ruleset: "table inet f {\n chain input {\n  udp dport 5353 drop\n }\n}")
         #expect(dropped.status == .warn)

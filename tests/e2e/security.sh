@@ -240,6 +240,7 @@ test_security_unsafe_run_directory_is_refused() {
     xdg=$(mktemp -d /tmp/nbsec.XXXXXX) && SEC_XDG=$xdg || return 1
     id=$(id_of 1) || return 1
     mkdir -p "$xdg/nearby"
+    chown -R "$LAB_USER:" "$xdg"   # the user's own XDG_RUNTIME_DIR (nearby runs as $LAB_USER)
     # sec_try WHAT: advertise with XDG_RUNTIME_DIR=$xdg must exit 8 with unsafe-run-directory.
     sec_try() {
         lab_run 1 env XDG_RUNTIME_DIR="$xdg" timeout 10 "$NEARBY" advertise --service s-sec-run >"$OUT/run.jsonl" 2>"$OUT/run.err"; status=$?
@@ -249,7 +250,7 @@ test_security_unsafe_run_directory_is_refused() {
     sec_try "a run directory with mode 755" || return 1
     chmod 700 "$xdg/nearby" && chown 65534 "$xdg/nearby"
     sec_try "a run directory owned by another user" || return 1
-    chown 0 "$xdg/nearby"
+    chown "$LAB_USER" "$xdg/nearby"
     lock=$xdg/nearby/$id-s-sec-run.lock
     printf 'precious\n' >"$OUT/victim"
     ln -s "$OUT/victim" "$lock"

@@ -19,7 +19,7 @@ wa_setup() {
     fi
     local k
     for (( k = 1; k <= LAB_N; k++ )); do
-        install -m 600 "$LAB_DIR/named/nearby.key" "$(_lab_hostdir "$k")/home/dns.key" || return 1
+        install -m 600 -o "$LAB_USER" "$LAB_DIR/named/nearby.key" "$(_lab_hostdir "$k")/home/dns.key" || return 1
     done
 }
 
@@ -170,12 +170,12 @@ test_widearea_errors_have_their_own_exit_codes() {
     local home status
     home=$(_lab_hostdir 1)/home
     # A key with our name but another secret: BADSIG.
-    rm -f "$home/wrong.key" "$home/stranger.key"; (umask 077; tsig-keygen -a hmac-sha256 nearby-key >"$home/wrong.key")
+    rm -f "$home/wrong.key" "$home/stranger.key"; (umask 077; tsig-keygen -a hmac-sha256 nearby-key >"$home/wrong.key"); chown "$LAB_USER" "$home/wrong.key"
     wa 1 advertise --service wa --domain "$WA_ZONE" --dns-server "$LAB_ROUTER_A" --dns-key "$home/wrong.key" >"$OUT/badsig.jsonl" 2>"$OUT/err.txt"; status=$?
     expect_eq "$status" 12 "wrong secret exit status" || { cat "$OUT/badsig.jsonl" >&2; return 1; }
     expect_json "$OUT/badsig.jsonl" 'select(.event=="error" and .code=="dns-key-rejected" and (.message|test("BADSIG")))' "BADSIG in words" || return 1
     # A key the server does not know: BADKEY.
-    (umask 077; tsig-keygen -a hmac-sha256 stranger >"$home/stranger.key")
+    (umask 077; tsig-keygen -a hmac-sha256 stranger >"$home/stranger.key"); chown "$LAB_USER" "$home/stranger.key"
     wa 1 advertise --service wa --domain "$WA_ZONE" --dns-server "$LAB_ROUTER_A" --dns-key "$home/stranger.key" >"$OUT/badkey.jsonl" 2>"$OUT/err.txt"; status=$?
     expect_eq "$status" 12 "unknown key exit status" || { cat "$OUT/badkey.jsonl" >&2; return 1; }
     expect_json "$OUT/badkey.jsonl" 'select(.code=="dns-key-rejected" and (.message|test("BADKEY")))' "BADKEY in words" || return 1
@@ -217,7 +217,7 @@ test_widearea_doctor_names_each_fault() {
     done
     expect_json "$OUT/ok.jsonl" 'select(.check=="our-records" and .status=="warn")' "our-records warns when not registered" || return 1
     # A wrong secret: key fails with BADSIG, exit 12.
-    rm -f "$home/doctor-wrong.key"; (umask 077; tsig-keygen -a hmac-sha256 nearby-key >"$home/doctor-wrong.key")
+    rm -f "$home/doctor-wrong.key"; (umask 077; tsig-keygen -a hmac-sha256 nearby-key >"$home/doctor-wrong.key"); chown "$LAB_USER" "$home/doctor-wrong.key"
     wa 1 doctor --service wa --domain "$WA_ZONE" --dns-server "$LAB_ROUTER_A" --dns-key "$home/doctor-wrong.key" >"$OUT/badsig.jsonl" 2>"$OUT/err.txt"; status=$?
     expect_eq "$status" 12 "doctor with a wrong key" || { cat "$OUT/badsig.jsonl" >&2; return 1; }
     expect_json "$OUT/badsig.jsonl" 'select(.check=="key" and .status=="fail" and (.detail|test("BADSIG")) and .hint!=null)' "key check names BADSIG" || return 1

@@ -52,6 +52,7 @@ lab_router_up() {
     hd=$(_lab_hostdir "$k")
     mkdir -p "$hd/home" "$hd/run" || return 1
     chmod 0700 "$hd/run"
+    chown "$LAB_USER:" "$hd/home" "$hd/run" || return 1
     ip netns add "$ns" || return 1
     printf '%s\n' "$ns" >> "$LAB_DIR/namespaces"
     ip netns exec "$ns" sysctl -qw net.ipv6.conf.default.accept_dad=0 net.ipv6.conf.all.accept_dad=0 \

@@ -217,10 +217,15 @@ extension Events {
 /// Local firewall rules that would drop mDNS, read from `nft list ruleset` where that is allowed.
 package enum FirewallRules {
     /// The firewall check: rules that mention port 5353 and drop or reject. `ruleset` is nil when
-    /// it could not be read (nft missing, or not root): that is said, not guessed at.
-    package static func check(ruleset: String?) -> DoctorCheck {
+    /// it could not be read (only root may list the rules, or nft is missing): that is said, with
+    /// how to have them read, not guessed at.
+    package static func check(ruleset: String?, asRoot: Bool = geteuid() == 0) -> DoctorCheck {
         guard let ruleset else {
-            return DoctorCheck("firewall", .ok, "local firewall rules not readable here (nft missing, or not root): not checked")
+            guard asRoot else {
+                return DoctorCheck("firewall", .ok, "local firewall rules are readable only by root: not checked "
+                    + "(the same doctor command with sudo reads them and names a rule that drops mDNS)")
+            }
+            return DoctorCheck("firewall", .ok, "local firewall rules not readable here (nft missing): not checked")
         }
         let suspicious = dropping(ruleset)
         guard suspicious.isEmpty else {
