@@ -111,7 +111,10 @@ struct HumanRenderer: Sendable {
             return "stream\(Text.streamName(e.name)) with \(bold(e.peer)) closed: sent \(Format.size(Double(e.sent))), "
                 + "received \(Format.size(Double(e.received))) (\(Text.clean(e.reason)))"
         case let e as Events.Failure:
-            return paint("error: ", .red) + Text.clean(e.message) + " (\(Text.clean(e.code)), exit \(e.exitStatus))"
+            // Never cut (the end is often the hint to act on): wrapped between words on a
+            // terminal, under the time; bounded only as doctor's details are, for a peer's words in it.
+            let sentence = Text.clean(e.message, limit: Self.longest) + " (\(Text.clean(e.code, limit: 60)), exit \(e.exitStatus))"
+            return paint("error: ", .red) + Self.wrapped(sentence, first: 9 + 7, indent: 9, columns: columns)
         default:
             return diagnosis(body)
         }

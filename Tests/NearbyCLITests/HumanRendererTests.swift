@@ -253,4 +253,24 @@ import Testing
         let piped = renderer.render(try #require(HumanRenderer.decode(json)))
         #expect(piped.hasSuffix("hint: " + hint) && piped.split(separator: "\n").count == 2, "\(piped)")
     }
+
+    /// An error's sentence is ours: on a terminal it is wrapped to its width, never cut — the end
+    /// is the hint to act on.
+    @Test func errorsWrapToTheTerminalAndAreNeverCut() throws {
+        let message = "peer 'Bobs Pi' was not found on _nearby._tcp within 30 s; 'Bob's Pi' (09okw9tg) is on _chat._tcp: "
+            + "add `--service chat`; " + (1...20).map { "word\($0)" }.joined(separator: " ") + "; next: `nearby doctor 'Bobs Pi'`"
+        let failure = Events.Failure(code: "peer-not-found", message: message, exitStatus: 2)
+        var narrow = renderer
+        narrow.columns = 80
+        let text = narrow.render(try #require(HumanRenderer.decode(EventEncoder().line(failure, at: at))))
+        let lines = text.split(separator: "\n")
+        #expect(lines.count > 2, "\(text)")
+        #expect(lines.allSatisfy { $0.count <= 79 }, "\(text)")
+        #expect(!text.contains("…"), "\(text)")
+        let rejoined = lines.map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
+        #expect(rejoined.hasSuffix("error: " + message + " (peer-not-found, exit 2)"), "\(text)")
+        // Into a pipe: one line, whole.
+        let piped = renderer.render(try #require(HumanRenderer.decode(EventEncoder().line(failure, at: at))))
+        #expect(piped.hasSuffix(message + " (peer-not-found, exit 2)") && !piped.contains("\n"), "\(piped)")
+    }
 }
