@@ -20,3 +20,24 @@ test_words_an_error_on_a_terminal_is_wrapped_never_cut() {
     tr -s ' \n' ' ' <"$OUT/plain.txt" >"$OUT/joined.txt"
     ex_says "$OUT/joined.txt" "next: \`nearby doctor --service s-wd-cut '$query'\` (peer-not-found, exit 2)" "the whole hint" || return 1
 }
+
+# `doctor HOST:PORT` where nothing listens says so, in send's words, and blames no firewall.
+test_words_doctor_says_nothing_listens_on_a_refused_port() {
+    doctor 1 "$(lab_addr 2):9"
+    expect_eq "$STATUS" 5 "doctor exit status for a port nothing listens on" || { show "$OUT/doctor.jsonl"; return 1; }
+    check_is connect fail "$(lab_addr 2): refused the connection (nothing listens on that port)" || return 1
+    expect_json "$OUT/doctor.jsonl" 'select(.event=="check" and .check=="connect" and (.hint|contains("nothing listens on port 9"))
+        and (.hint|contains("firewall")|not))' "a hint that nothing listens, not a firewall" || return 1
+    ! grep -E "$WORDS_LIBRARY_TEXT" "$OUT/doctor.jsonl" "$OUT/doctor.err" || fail "library text in doctor's words" || return 1
+}
+
+# No line the suite produced — events on stdout, sentences and logs on stderr, of every test (with
+# E2E_JOBS, every lab's) — holds NIO's or Swift's words instead of ours. Runs last, as the schema test.
+test_every_line_is_free_of_library_text() {
+    local dir=${E2E_SCHEMA_DIR:-$LAB_DIR/out} hits count
+    count=$(find "$dir" -mindepth 2 -maxdepth 2 \( -name '*.jsonl' -o -name '*.err' \) | wc -l)
+    ((count > 0)) || fail "no output to check" || return 1
+    hits=$(find "$dir" -mindepth 2 -maxdepth 2 \( -name '*.jsonl' -o -name '*.err' \) -print0 | xargs -0 grep -HnE "$WORDS_LIBRARY_TEXT")
+    echo "    $count files checked"
+    [[ -z $hits ]] || { fail "library text:"; head -n 40 <<<"$hits" | sed 's/^/      | /' >&2; return 1; }
+}
