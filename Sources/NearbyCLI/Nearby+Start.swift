@@ -89,23 +89,7 @@ enum SubcommandCheck {
     }
 
     /// Levenshtein distance with adjacent transpositions counted as one edit (`sned` → `send`).
-    static func distance(_ a: String, _ b: String) -> Int {
-        let a = Array(a), b = Array(b)
-        guard !a.isEmpty else { return b.count }
-        guard !b.isEmpty else { return a.count }
-        var table = Array(repeating: Array(repeating: 0, count: b.count + 1), count: a.count + 1)
-        for i in 0...a.count { table[i][0] = i }
-        for j in 0...b.count { table[0][j] = j }
-        for i in 1...a.count {
-            for j in 1...b.count {
-                let cost = a[i - 1] == b[j - 1] ? 0 : 1
-                var best = min(table[i - 1][j] + 1, table[i][j - 1] + 1, table[i - 1][j - 1] + cost)
-                if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] { best = min(best, table[i - 2][j - 2] + 1) }
-                table[i][j] = best
-            }
-        }
-        return table[a.count][b.count]
-    }
+    static func distance(_ a: String, _ b: String) -> Int { NearName.distance(a, b) }
 }
 
 /// Help text wrapped to the screen as ArgumentParser would, except that an example (an indented

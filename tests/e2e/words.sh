@@ -31,6 +31,23 @@ test_words_doctor_says_nothing_listens_on_a_refused_port() {
     ! grep -E "$WORDS_LIBRARY_TEXT" "$OUT/doctor.jsonl" "$OUT/doctor.err" || fail "library text in doctor's words" || return 1
 }
 
+# "Bobs Pi" or a letter off for "Bob's Pi": near, in the `looking` event within 2 s and in the error.
+test_words_near_names_are_what_a_person_mistypes() {
+    trap stop_started RETURN
+    local status id1 query
+    id1=$(id_of 1) || return 1
+    start_node 1 s-wd-typo --name "Bob's Pi" || return 1
+    for query in "Bobs Pi" "bob's pj"; do
+        nb 2 send --service s-wd-typo --timeout 4 "$query" hi >"$OUT/typo.jsonl" 2>"$OUT/typo.err"; status=$?
+        expect_error "$OUT/typo.jsonl" 2 "$status" peer-not-found "send '$query'" || { show "$OUT/typo.jsonl"; return 1; }
+        expect_json "$OUT/typo.jsonl" 'select(.event=="looking" and .seconds <= 2.5 and (.near|map(.id)|index("'"$id1"'")) != null)' \
+            "'Bob's Pi' near '$query' in the looking event, within 2 s" || return 1
+        expect_json "$OUT/typo.jsonl" 'select(.event=="error" and (.near|map(.id)|index("'"$id1"'")) != null)' \
+            "'Bob's Pi' near '$query' in the error" || return 1
+        ex_says "$OUT/typo.err" "'Bob's Pi'" "the near name in the sentence ('$query')" || return 1
+    done
+}
+
 # No line the suite produced — events on stdout, sentences and logs on stderr, of every test (with
 # E2E_JOBS, every lab's) — holds NIO's or Swift's words instead of ours. Runs last, as the schema test.
 test_every_line_is_free_of_library_text() {
