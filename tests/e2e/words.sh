@@ -48,6 +48,24 @@ test_words_near_names_are_what_a_person_mistypes() {
     done
 }
 
+# ArgumentParser's refusals (unknown option, missing argument, bad value) end as every other usage
+# error: a final `error` event on stdout in a pipe, exit 64, the words on stderr.
+test_words_every_usage_error_ends_with_an_error_event() {
+    local status command
+    for command in "browse --tiemout 3" "send-file" "advertise --port x" "doctor --timeout soon" "invite" \
+        "identity --nosuch" "accept --from" "" "sned hi"; do
+        # shellcheck disable=SC2086
+        nb 1 $command >"$OUT/usage.jsonl" 2>"$OUT/usage.err"; status=$?
+        expect_error "$OUT/usage.jsonl" 64 "$status" invalid-argument "nearby $command" || { show "$OUT/usage.jsonl"; return 1; }
+        expect_eq "$(tail -n 1 "$OUT/usage.jsonl" | jq -r .event)" error "the last line of nearby $command" || return 1
+        [[ -s $OUT/usage.err ]] || fail "nearby $command: nothing on stderr" || return 1
+    done
+    # On a terminal for people, the words on stderr say it once.
+    term_run 1 "$OUT/tty.txt" -- browse --tiemout 3; status=$?
+    expect_eq "$status" 64 "browse --tiemout 3 on a terminal" || return 1
+    ! grep -q '"event"' "$OUT/tty.txt" || { fail "JSON on a terminal"; show "$OUT/tty.txt"; return 1; }
+}
+
 # No line the suite produced — events on stdout, sentences and logs on stderr, of every test (with
 # E2E_JOBS, every lab's) — holds NIO's or Swift's words instead of ours. Runs last, as the schema test.
 test_every_line_is_free_of_library_text() {
