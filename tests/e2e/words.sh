@@ -66,6 +66,28 @@ test_words_every_usage_error_ends_with_an_error_event() {
     ! grep -q '"event"' "$OUT/tty.txt" || { fail "JSON on a terminal"; show "$OUT/tty.txt"; return 1; }
 }
 
+
+# A peer remembered at a port it has left, while discovery shows where it listens now (a running
+# node browses all along): the port discovery shows is tried, not the stale remembered one first.
+test_words_discovery_wins_over_a_stale_remembered_port() {
+    trap stop_started RETURN
+    local status first
+    start_node 2 s-wd-port || return 1
+    start_node 1 s-wd-port --auto-accept --port 40411 || return 1; first=$ADV_PID
+    nb 2 send --service s-wd-port "Alice Box" first >"$OUT/first.jsonl" 2>"$OUT/first.err" \
+        || { fail "the first send (exit $?)"; show "$OUT/first.jsonl"; return 1; }
+    kill -INT "$first"; lab_wait_pid "$first" 10 >/dev/null
+    start_node 1 s-wd-port --auto-accept --port 40412 || return 1
+    # h2's node hears of the new port from its browse.
+    sleep 2
+    nb 2 send --service s-wd-port "Alice Box" second >"$OUT/second.jsonl" 2>"$OUT/second.err"; status=$?
+    expect_eq "$status" 0 "a send after the peer moved to another port" || { show "$OUT/second.jsonl"; return 1; }
+    await "$ADV" 'select(.event=="message" and .text=="second")' 5 "the message at h1's new node" >/dev/null || return 1
+    expect_json "$OUT/second.jsonl" 'select(.event=="connecting" and (.address|endswith(":40412")))' "connecting at the port discovery shows" || return 1
+    [[ $(count_json "$OUT/second.jsonl" 'select(.event=="connecting" and (.address|endswith(":40411")))') == 0 ]] \
+        || { fail "the stale remembered port was tried"; show "$OUT/second.jsonl"; return 1; }
+}
+
 # No line the suite produced — events on stdout, sentences and logs on stderr, of every test (with
 # E2E_JOBS, every lab's) — holds NIO's or Swift's words instead of ours. Runs last, as the schema test.
 test_every_line_is_free_of_library_text() {
