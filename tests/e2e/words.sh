@@ -66,6 +66,19 @@ test_words_every_usage_error_ends_with_an_error_event() {
     ! grep -q '"event"' "$OUT/tty.txt" || { fail "JSON on a terminal"; show "$OUT/tty.txt"; return 1; }
 }
 
+# `browse --service` of a type nobody advertises names the types that are on the link, as send does.
+test_words_browse_of_a_wrong_service_names_the_types_there() {
+    trap stop_started RETURN
+    local status
+    start_node 1 s-wd-chat || return 1
+    nb 2 browse --service s-wd-caht --timeout 3 >"$OUT/browse.jsonl" 2>"$OUT/browse.err"; status=$?
+    expect_eq "$status" 0 "browse of a type nobody advertises" || { show "$OUT/browse.jsonl"; return 1; }
+    expect_json "$OUT/browse.jsonl" 'select(.event=="nothing-found" and .service=="_s-wd-caht._tcp" and (.types|index("_s-wd-chat._tcp")) != null)' \
+        "the type on the link in the nothing-found event" || return 1
+    ex_says "$OUT/browse.err" 'on the link: ' "the types on the link in the sentence" || return 1
+    ex_says "$OUT/browse.err" '_s-wd-chat._tcp (add `--service s-wd-chat`)' "the option to use" || return 1
+}
+
 
 # A peer remembered at a port it has left, while discovery shows where it listens now (a running
 # node browses all along): the port discovery shows is tried, not the stale remembered one first.
