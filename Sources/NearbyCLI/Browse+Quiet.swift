@@ -37,17 +37,21 @@ final class BrowseProgress: Sendable {
 extension Nearby.Browse {
     /// A browse that ends by time (--timeout, --now) having found nothing says so: on stderr for
     /// people, and as a `nothing-found` event for programs — with the next command to try.
+    /// `others`: the other service types seen on the link meanwhile, named as `send` names them.
     func reportNothingFound(
-        _ progress: BrowseProgress, service: String, domains: [String] = ["local."], doctorService: String?, context: CommandContext
+        _ progress: BrowseProgress, service: String, domains: [String] = ["local."], doctorService: String?, others: [String] = [],
+        context: CommandContext
     ) {
         guard progress.foundCount == 0 else { return }
         let seconds = Double((ContinuousClock.now - progress.started) / .milliseconds(100)).rounded() / 10
         let hint = (["nearby doctor"] + (doctorService.map { ["--service \($0)"] } ?? []) + PeerSearchReport.domainOptions(domains))
             .joined(separator: " ")
         if !context.humanOutput {
-            context.events.emit(Events.NothingFound(service: service, seconds: seconds, hint: hint))
+            context.events.emit(Events.NothingFound(service: service, seconds: seconds, hint: hint, types: others.isEmpty ? nil : others))
         }
-        context.terminal?.line("nothing found on \(service)\(PeerSearchReport.places(domains)) in \(Self.format(seconds)) s — try `\(hint)`", fd: 2)
+        context.terminal?.line(
+            "nothing found on \(service)\(PeerSearchReport.places(domains)) in \(Self.format(seconds)) s\(OtherTypes.sentence(others)) — try `\(hint)`",
+            fd: 2)
     }
 
     private static func format(_ seconds: Double) -> String {

@@ -118,6 +118,10 @@ extension Nearby {
                 }
 
                 let progress = BrowseProgress()
+                // A browse that ends by time may find nothing: then it names the types that are on the link.
+                let others = peer == nil && (limit != nil || now) ? OtherTypes(skipping: service.registrationType) : nil
+                others?.start()
+                defer { _ = others?.finish() }
                 if let asked {
                     return try await runPeer(
                         asked, updates, service: service, selfID: selfID, domains: browser.domains, limit: limit ?? Self.defaultPeerTimeout,
@@ -134,7 +138,7 @@ extension Nearby {
                 case .timedOut:
                     reportNothingFound(
                         progress, service: service.registrationType, domains: browser.domains,
-                        doctorService: service == .default ? nil : service.name, context: context)
+                        doctorService: service == .default ? nil : service.name, others: others?.finish() ?? [], context: context)
                 case let .failed(error): throw error
                 }
             }

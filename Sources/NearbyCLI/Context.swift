@@ -42,6 +42,8 @@ package struct CommandContext: Sendable {
 /// Runs a command body; a `NearbyError` becomes an `error` event on stdout, a sentence on stderr and
 /// the documented exit status.
 func reporting(_ context: CommandContext, verbose: Bool, _ body: () async throws -> Void) async throws {
+    // The sentence a failure ends with is wrapped to a terminal's width, never cut by it.
+    let columns = context.terminal.flatMap { $0.stderrIsTerminal ? $0.columns : nil }
     NearbyLog.bootstrap(verbose: verbose, environment: context.environment)
     do {
         try await body()
@@ -49,13 +51,13 @@ func reporting(_ context: CommandContext, verbose: Bool, _ body: () async throws
     } catch let failure as ReportedFailure {
         // The node's error event is printed already: the sentence only.
         context.terminal?.endBar()
-        if !context.humanOutput { Console(verbose: verbose).error(failure.message) }
+        if !context.humanOutput { Console(verbose: verbose).error(failure.message, columns: columns) }
         throw ExitCode(failure.status)
     } catch let error as NearbyError {
         context.terminal?.endBar()
         let message = error.errorDescription ?? "\(error)"
         context.events.emit(Events.Failure(error, message: message))
-        if !context.humanOutput { Console(verbose: verbose).error(message) }
+        if !context.humanOutput { Console(verbose: verbose).error(message, columns: columns) }
         throw ExitCode(error.exitStatus.rawValue)
     } catch {
         context.terminal?.endBar()

@@ -225,6 +225,8 @@ extension Nearby.Doctor {
         var failing: [String] = []
         // Addresses the deadline left no time for, or cut short before they answered.
         var unjudged = 0
+        // Addresses where nothing listens on the port: no firewall to blame there.
+        var refused = 0
         for address in target.addresses {
             let wait = min(.seconds(2), deadline - .now)
             guard wait > .zero else {
@@ -237,6 +239,7 @@ extension Nearby.Doctor {
                 // `deadline` as this clock reads it).
                 let cut = wait < .seconds(2) && (unreachable.timedOut || ContinuousClock.now >= deadline)
                 if cut { unjudged += 1 }
+                if unreachable.refused { refused += 1 }
                 failing.append("\(address): \(cut ? "no answer before doctor's --timeout ran out" : unreachable.reason)")
             } else {
                 working.append(address)
@@ -250,7 +253,9 @@ extension Nearby.Doctor {
                 return record(DoctorCheck("connect", .warn, "not checked: doctor's --timeout ran out before a TCP connection to \(target.name)\(tried)", hint: outOfTime))
             }
             let what = target.expected == nil ? "no TCP connection to \(target.name)" : "found, but no TCP connection to port \(port)"
-            record(DoctorCheck("connect", .fail, "\(what): \(detail)", hint: firewall, exitStatus: .connectionFailed))
+            let nothingListens = "nothing listens on port \(port) there: is a nearby node running on the peer ('nearby advertise'), and is that its port? 'nearby browse' shows the port it advertises now"
+            let hint = !failing.isEmpty && refused == failing.count ? nothingListens : firewall
+            record(DoctorCheck("connect", .fail, "\(what): \(detail)", hint: hint, exitStatus: .connectionFailed))
             return
         }
         record(failing.isEmpty
@@ -260,7 +265,7 @@ extension Nearby.Doctor {
         do {
             tls = try SessionTLS.contexts(for: identity)
         } catch {
-            record(DoctorCheck("encryption", .fail, "could not set up TLS: \(error)", exitStatus: .failure))
+            record(DoctorCheck("encryption", .fail, "could not set up TLS: \(ErrorWords.describe(error))", exitStatus: .failure))
             return
         }
         let examined = await Connections.examine(

@@ -57,8 +57,11 @@ extension Nearby {
 
         @OptionGroup var serviceOptions: ServiceOptions
 
-        @Option(help: ArgumentHelp("Seconds the run may take: every check shares one deadline from the start (default 5).", valueName: "seconds"))
-        var timeout: Double = 5
+        // Optional, so that the help says its default once, in its own words (not "(default: 5.0)" too).
+        @Option(name: .customLong("timeout"), help: ArgumentHelp("Seconds the run may take: every check shares one deadline from the start (default: 5).", valueName: "seconds"))
+        var givenTimeout: Double?
+
+        var timeout: Double { givenTimeout ?? 5 }
 
         @OptionGroup var session: SessionOptions
         @OptionGroup var localSend: LocalSendOptions

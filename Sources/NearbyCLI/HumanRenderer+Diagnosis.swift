@@ -38,29 +38,9 @@ extension HumanRenderer {
     /// words can make of a screen, far above any check's own).
     static let longest = 4000
 
-    /// `text` broken into lines of at most `columns - 1` characters between words, the first
-    /// starting at column `first`, the others indented to `indent`. A word longer than a line is
-    /// left whole (a path or an address is never split). nil columns: unchanged.
+    /// `text` wrapped between words to `columns` (`TerminalText.wrapped`); nil columns: unchanged.
     static func wrapped(_ text: String, first: Int, indent: Int, columns: Int?) -> String {
-        guard let columns else { return text }
-        let width = max(columns - 1, indent + 20)
-        var lines: [String] = []
-        var line = ""
-        var used = first
-        for word in text.split(separator: " ", omittingEmptySubsequences: false) {
-            let length = word.unicodeScalars.count
-            if !line.isEmpty, used + 1 + length > width {
-                lines.append(line)
-                line = String(word)
-                used = indent + length
-            } else {
-                if !line.isEmpty { line += " "; used += 1 }
-                line += word
-                used += length
-            }
-        }
-        lines.append(line)
-        return lines.joined(separator: "\n" + String(repeating: " ", count: indent))
+        TerminalText.wrapped(text, first: first, indent: indent, columns: columns)
     }
 
     private func service(_ e: Events.ServiceSeen) -> String {

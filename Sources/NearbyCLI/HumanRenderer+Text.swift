@@ -54,7 +54,8 @@ enum Text {
 
 /// Sizes, rates and durations the way people read them.
 enum Format {
-    static func size(_ bytes: Double) -> String {
+    /// `roundingDown`: the tenth below, for a part of a whole (57.19 MiB done is 57.1, not yet 57.2).
+    static func size(_ bytes: Double, roundingDown: Bool = false) -> String {
         let units = ["B", "KiB", "MiB", "GiB", "TiB"]
         var value = bytes.isFinite ? max(bytes, 0) : 0
         var unit = 0
@@ -62,6 +63,7 @@ enum Format {
             value /= 1024
             unit += 1
         }
+        if roundingDown { value = (value * 10).rounded(.down) / 10 }
         return unit == 0 ? "\(Int(value)) B" : String(format: "%.1f %@", value, units[unit])
     }
 

@@ -111,7 +111,10 @@ struct HumanRenderer: Sendable {
             return "stream\(Text.streamName(e.name)) with \(bold(e.peer)) closed: sent \(Format.size(Double(e.sent))), "
                 + "received \(Format.size(Double(e.received))) (\(Text.clean(e.reason)))"
         case let e as Events.Failure:
-            return paint("error: ", .red) + Text.clean(e.message) + " (\(Text.clean(e.code)), exit \(e.exitStatus))"
+            // Never cut (the end is often the hint to act on): wrapped between words on a
+            // terminal, under the time; bounded only as doctor's details are, for a peer's words in it.
+            let sentence = Text.clean(e.message, limit: Self.longest) + " (\(Text.clean(e.code, limit: 60)), exit \(e.exitStatus))"
+            return paint("error: ", .red) + Self.wrapped(sentence, first: 9 + 7, indent: 9, columns: columns)
         default:
             return diagnosis(body)
         }
@@ -171,8 +174,11 @@ struct HumanRenderer: Sendable {
     private func done<End>(_ e: Events.FileDone<End>) -> String {
         let sent = End.self == Events.SendingEnd.self
         let bytes = Double(e.bytes), moved = Double(e.bytes) - Double(e.skipped)
+        // The time and the rate are of what moved this time: a resumed file says so, and how much was there before.
         let rate = e.seconds > 0 ? ", \(Format.size(moved / e.seconds))/s" : ""
-        let resumed = e.skipped > 0 ? " (resumed: \(Format.size(moved)) sent)" : ""
+        let size = e.skipped > 0
+            ? "\(Format.size(bytes)), resumed after \(Format.size(Double(e.skipped))): \(Format.size(moved)) \(sent ? "sent" : "received")"
+            : Format.size(bytes)
         let path = paint(Text.clean(e.path), .bold)
         if e.alreadyThere == true {
             let who = sent ? "\(bold(e.peer)) has the same \(Format.size(bytes))" : "the same \(Format.size(bytes)) as \(bold(e.peer)) sent"
@@ -180,7 +186,7 @@ struct HumanRenderer: Sendable {
         }
         let renamed = e.savedAs.map { " (saved there as \(paint(Text.clean($0), .bold)))" } ?? ""
         return paint(sent ? "sent" : "received", .green) + " \(path)\(renamed) \(sent ? "to" : "from") "
-            + "\(bold(e.peer)): \(Format.size(bytes)) in \(Format.seconds(e.seconds))\(rate)\(resumed), sha256 \(Text.short(e.sha256, 12))"
+            + "\(bold(e.peer)): \(size) in \(Format.seconds(e.seconds))\(rate), sha256 \(Text.short(e.sha256, 12))"
     }
 
     /// The kind and its plain fields: for kinds without words of their own, and lines this version

@@ -16,7 +16,7 @@ extension Nearby {
         MemoryBudget.returnBigBlocks()
         let arguments = SubcommandCheck.hoistingOutputFlags(arguments, known: subcommandNames)
         if let problem = SubcommandCheck.problem(in: arguments, known: subcommandNames) {
-            exit(withError: ValidationError(problem))
+            endWithUsage(ValidationError(problem), arguments: arguments)
         }
         do {
             var command = try await asyncParseAsRoot(arguments)
@@ -32,8 +32,41 @@ extension Nearby {
                 print(HelpText.wrap(fullMessage(for: error, columns: HelpText.unwrapped), columns: HelpText.screenColumns()))
                 Foundation.exit(ExitCode.success.rawValue)
             }
-            exit(withError: error)
+            endWithUsage(error, arguments: arguments)
         }
+    }
+
+    /// Exits as ArgumentParser does (its words on stderr, its status), after a usage error's final
+    /// `error` event on stdout, as every other failure has (`usageEvent`).
+    private static func endWithUsage(_ error: any Error, arguments: [String]) -> Never {
+        if let line = usageEvent(
+            for: error, arguments: arguments, environment: ProcessInfo.processInfo.environment, stdoutIsTerminal: isatty(STDOUT_FILENO) == 1
+        ) {
+            FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        }
+        exit(withError: error)
+    }
+
+    /// The final `error` event of a command line ArgumentParser refused (an unknown option, a
+    /// missing argument, a bad value, a subcommand's own validation, no or an unknown subcommand):
+    /// code `invalid-argument`, exit 64, in ArgumentParser's words. As a JSON line in a pipe or with
+    /// `--json`, a line for people with `--human` into a pipe; nil on a terminal for people (the
+    /// words on stderr are on the same screen), and for anything that is not a usage error — an
+    /// `ExitCode` a command ends with has printed its event already.
+    static func usageEvent(
+        for error: any Error, arguments: [String], environment: [String: String], stdoutIsTerminal: Bool
+    ) -> String? {
+        let status = exitCode(for: error)
+        guard status == .validationFailure, !(error is ExitCode) else { return nil }
+        let options = arguments.prefix { $0 != "--" }
+        // The last of --json and --human wins, as ArgumentParser reads them.
+        let flag = options.last { $0 == "--json" || $0 == "--human" }.map { $0 == "--json" ? OutputStyle.json : .human }
+        let style = OutputStyle.resolve(flag, environment: environment, terminal: stdoutIsTerminal)
+        guard style == .json || !stdoutIsTerminal else { return nil }
+        let words = message(for: error).split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+        let failure = Events.Failure(
+            code: NearbyError.invalidArgument("").code, message: words.filter { !$0.isEmpty }.joined(separator: " "), exitStatus: status.rawValue)
+        return style == .json ? EventEncoder().line(failure) : HumanRenderer().render(DecodedEvent(failure, at: Date()))
     }
 
     /// `nearby` alone: usage on stderr and exit 64, as for any other incomplete command line
@@ -89,23 +122,7 @@ enum SubcommandCheck {
     }
 
     /// Levenshtein distance with adjacent transpositions counted as one edit (`sned` → `send`).
-    static func distance(_ a: String, _ b: String) -> Int {
-        let a = Array(a), b = Array(b)
-        guard !a.isEmpty else { return b.count }
-        guard !b.isEmpty else { return a.count }
-        var table = Array(repeating: Array(repeating: 0, count: b.count + 1), count: a.count + 1)
-        for i in 0...a.count { table[i][0] = i }
-        for j in 0...b.count { table[0][j] = j }
-        for i in 1...a.count {
-            for j in 1...b.count {
-                let cost = a[i - 1] == b[j - 1] ? 0 : 1
-                var best = min(table[i - 1][j] + 1, table[i][j - 1] + 1, table[i - 1][j - 1] + cost)
-                if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] { best = min(best, table[i - 2][j - 2] + 1) }
-                table[i][j] = best
-            }
-        }
-        return table[a.count][b.count]
-    }
+    static func distance(_ a: String, _ b: String) -> Int { NearName.distance(a, b) }
 }
 
 /// Help text wrapped to the screen as ArgumentParser would, except that an example (an indented

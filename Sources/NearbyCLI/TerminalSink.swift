@@ -130,7 +130,11 @@ enum ProgressBar {
     static func text(_ e: Events.Progress, columns: Int) -> String {
         let bytes = Double(e.bytes), total = Double(e.total), rate = e.rate
         let fraction = total > 0 ? min(max(bytes / total, 0), 1) : 1
-        var facts = String(format: " %3.0f%% %@ of %@, %@/s", fraction * 100, Format.size(bytes), Format.size(total), Format.size(rate))
+        // Rounded down until the end: never "100%" (nor the total's size) for a file not done yet.
+        let done = bytes >= total
+        let percent = done ? 100 : min((fraction * 100).rounded(.down), 99)
+        let moved = done ? Format.size(total) : Format.size(bytes, roundingDown: true)
+        var facts = String(format: " %3.0f%% %@ of %@, %@/s", percent, moved, Format.size(total), Format.size(rate))
         // No ETA (done, or not moving yet): its room kept, so the bar and what follows keep their
         // place when a file reaches 100 %.
         facts += eta(remaining: total - bytes, rate: rate).map { ", ETA " + $0 } ?? String(repeating: " ", count: Self.etaRoom)
@@ -139,7 +143,8 @@ enum ProgressBar {
             prefix = "[\(e.file ?? 0)/\(files)] "
             let all = Double(e.allBytes ?? 0), allTotal = Double(e.allTotal ?? 0)
             let allFraction = allTotal > 0 ? min(max(all / allTotal, 0), 1) : 1
-            facts += String(format: " · all %.0f%% of %@", allFraction * 100, Format.size(allTotal))
+            let allPercent = all >= allTotal ? 100 : min((allFraction * 100).rounded(.down), 99)
+            facts += String(format: " · all %.0f%% of %@", allPercent, Format.size(allTotal))
             if let eta = eta(remaining: allTotal - all, rate: rate) { facts += ", ETA " + eta }
         }
         // The bar takes what room is left after the facts and the name (up to 24 columns of it; on

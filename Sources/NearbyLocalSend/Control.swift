@@ -35,7 +35,7 @@ package enum LocalSendControl {
                     }
             }
         } catch {
-            throw .ioFailure(path: address.socket, reason: "cannot listen: \(error)")
+            throw .ioFailure(path: address.socket, reason: "cannot listen: \(ErrorWords.describe(error))")
         }
         defer { unlink(address.socket) }
         let open = Locked(0)
@@ -121,7 +121,7 @@ package enum LocalSendControl {
         } catch let error as NearbyError {
             throw error
         } catch {
-            throw .connectionFailed("the LocalSend node's control socket: \(error)")
+            throw .connectionFailed("the LocalSend node's control socket: \(ErrorWords.describe(error))")
         }
     }
 }

@@ -90,7 +90,7 @@ package struct LocalSendDoctor: Sendable {
             record(DoctorCheck("info", .warn, "not checked: \(target.host):\(target.port) had not answered /info when doctor's --timeout ran out", hint: outOfTime))
             return
         } catch {
-            record(DoctorCheck("info", .fail, "\(target.host):\(target.port) did not answer /info: \(error)",
+            record(DoctorCheck("info", .fail, "\(target.host):\(target.port) did not answer /info: \(ErrorWords.describe(error))",
                                hint: "is LocalSend open and set to receive on that device, on port \(target.port)? a firewall may drop TCP \(target.port)",
                                exitStatus: .connectionFailed))
             return

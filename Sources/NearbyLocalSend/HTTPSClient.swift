@@ -130,7 +130,7 @@ package struct LocalSendHTTP: Sendable {
             }
         }
         if error is HTTPParserError { return "the device answered with something that is not HTTP" }
-        return "the connection failed (\(error))"
+        return "the connection failed (\(ErrorWords.describe(error)))"
     }
 
     /// A socket error in words.

@@ -95,7 +95,7 @@ package final class MulticastLink: Sendable {
             throw .listenFailed("UDP port \(port) is taken by a program that does not share it (SO_REUSEADDR)")
         } catch {
             continuation.finish()
-            throw .listenFailed("cannot open LocalSend's discovery socket (UDP \(port), group \(group)): \(error)")
+            throw .listenFailed("cannot open LocalSend's discovery socket (UDP \(port), group \(group)): \(ErrorWords.describe(error))")
         }
     }
 

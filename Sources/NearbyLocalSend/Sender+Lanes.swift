@@ -60,7 +60,7 @@ extension LocalSendSender {
                     }
                 }
             } catch {
-                throw (error as? NearbyError) ?? .connectionFailed("\(Self.name(target)): \(error)")
+                throw (error as? NearbyError) ?? .connectionFailed("\(Self.name(target)): \(ErrorWords.describe(error))")
             }
         }
     }

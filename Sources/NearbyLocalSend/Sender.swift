@@ -71,7 +71,7 @@ package struct LocalSendSender: Sendable {
             // Whatever stopped it, the device's session ends too (it would wait for the rest).
             await cancel(answer.sessionId, at: target)
             if Task.isCancelled { throw .cancelled("sending to \(Self.name(target))") }
-            throw (error as? NearbyError) ?? .connectionFailed("\(error)")
+            throw (error as? NearbyError) ?? .connectionFailed(ErrorWords.describe(error))
         }
         if !refused.isEmpty {
             throw .declined(peer: Self.name(target), reason: "it took \(offers.count - refused.count) of \(offers.count) files, not \(refused.map(\.file.relative).joined(separator: ", "))")

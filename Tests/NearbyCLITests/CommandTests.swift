@@ -55,6 +55,26 @@ import Testing
         #expect(result.lines.first?.contains(#""code":"\#(code)""#) == true)
     }
 
+    /// ArgumentParser's refusals end as every other usage error does: a final `error` event on
+    /// stdout (in a pipe, or with --json), exit 64.
+    @Test(arguments: [
+        ["browse", "--tiemout", "3"], ["send-file"], ["advertise", "--port", "x"], ["doctor", "--timeout", "soon"],
+        ["accept", "--json", "--nosuch"],
+    ])
+    func parserRefusalsEndWithAnErrorEvent(_ arguments: [String]) throws {
+        var refusal: (any Error)?
+        do { _ = try Nearby.parseAsRoot(arguments) } catch { refusal = error }
+        let error = try #require(refusal)
+        let line = try #require(Nearby.usageEvent(for: error, arguments: arguments, environment: [:], stdoutIsTerminal: false))
+        let event = try #require(DecodedEvent(line: line, kinds: [Events.Failure.self])?.body as? Events.Failure)
+        #expect(event.code == "invalid-argument" && event.exitStatus == 64 && !event.message.isEmpty && !event.message.contains("\n"), "\(line)")
+        // On a terminal for people the words on stderr are the outcome; --json prints the event there too.
+        let onTerminal = Nearby.usageEvent(for: error, arguments: arguments, environment: [:], stdoutIsTerminal: true)
+        #expect((onTerminal != nil) == arguments.contains("--json"))
+        // An exit status a command ends with has printed its own event.
+        #expect(Nearby.usageEvent(for: ExitCode(64), arguments: arguments, environment: [:], stdoutIsTerminal: false) == nil)
+    }
+
     @Test func environmentServiceIsValidatedToo() async {
         var environment = home()
         environment["NEARBY_SERVICE"] = "NOPE"

@@ -1,4 +1,5 @@
 import Foundation
+@testable import NearbyCLI
 import NearbyCore
 import Testing
 
@@ -110,5 +111,40 @@ import Testing
         }
         let block = readme[start.upperBound...].prefix(600)
         #expect(block.contains("set -euo pipefail") && block.contains("#!/bin/bash"), "\(block)")
+    }
+
+    /// The README shows what `identity --rename` prints (a line, as for people at a terminal), in
+    /// the words HumanRenderer gives it.
+    @Test func theReadmeShowsWhatRenamingPrints() throws {
+        let readme = try Self.read("README.md")
+        let lines = readme.split(separator: "\n", omittingEmptySubsequences: false)
+        let command = try #require(lines.firstIndex { $0.hasPrefix("$ nearby identity --rename \"Bob's Pi\"") }, "the rename example is gone")
+        let shown = String(lines[command + 1])
+        let shape = /\d\d:\d\d:\d\d identity Bob's Pi \(09okw9tg08ewk\), fingerprint [0-9a-f]{16}…, \/\S+\/identity\.json/
+        #expect(shown.wholeMatch(of: shape) != nil, "the README's line after the rename: \(shown)")
+        let event = Events.IdentityShown(
+            peer: PeerRef(id: "09okw9tg08ewk", name: "Bob's Pi"), fingerprint: String(repeating: "5c1f0e9a", count: 8),
+            path: "/home/bob/.config/nearby/identity.json", created: "2026-11-21T21:32:20Z")
+        let rendered = HumanRenderer().render(DecodedEvent(event, at: Date()))
+        #expect(rendered.wholeMatch(of: shape) != nil, "what renaming prints: \(rendered)")
+    }
+
+    /// Each heading of scripts/demo says the command that runs under it.
+    @Test func theDemoSaysTheCommandsItRuns() throws {
+        let lines = try Self.read("scripts/demo").split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        var compared = 0
+        for (index, line) in lines.enumerated() where line.hasPrefix("say \"h") && index + 1 < lines.count {
+            guard let run = lines[index + 1].range(of: "\"$NEARBY\" "), let said = line.range(of: "nearby ") else { continue }
+            var heading = String(line[said.lowerBound...]).replacingOccurrences(of: "\\\"", with: "\"")
+            if heading.hasSuffix("\"") { heading.removeLast() }
+            if let note = heading.range(of: " (") { heading = String(heading[..<note.lowerBound]) }
+            var command = String(lines[index + 1][run.upperBound...])
+            for end in [")", " >", " 2>", " |"] {
+                if let cut = command.range(of: end) { command = String(command[..<cut.lowerBound]) }
+            }
+            #expect(heading.trimmingCharacters(in: .whitespaces) == "nearby " + command, "scripts/demo:\(index + 1)")
+            compared += 1
+        }
+        #expect(compared >= 8)
     }
 }

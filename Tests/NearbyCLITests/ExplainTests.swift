@@ -62,6 +62,22 @@ import Testing
         if let option = lines.firstIndex(where: { $0.hasPrefix("  --timeout") }) { #expect(lines[option + 1].hasPrefix(String(repeating: " ", count: 26)) && !lines[option + 1].hasPrefix(String(repeating: " ", count: 27))) }
     }
 
+    /// Every option of every command says its default once: its own words, or ArgumentParser's
+    /// "(default: …)", never both ("(default 5). (default: 5.0)").
+    @Test func everyOptionSaysItsDefaultOnce() {
+        func all(_ command: any ParsableCommand.Type) -> [any ParsableCommand.Type] {
+            [command] + command.configuration.subcommands.flatMap(all)
+        }
+        let commands = all(Nearby.self)
+        #expect(commands.count > 10)
+        for command in commands {
+            let help = Nearby.helpMessage(for: command, columns: HelpText.unwrapped)
+            for line in help.split(separator: "\n") where line.matches(of: /\((?:the )?default\b/).count > 1 {
+                Issue.record("\(command._commandName) --help says its default twice: \(line)")
+            }
+        }
+    }
+
     @Test func nearNamesDifferInCaseOrPrefix() {
         func peer(_ name: String) -> DiscoveredPeer {
             DiscoveredPeer(

@@ -60,6 +60,11 @@ import Testing
              ["receiving a.bin from vm (2.0 KiB, resuming after 1.0 KiB)"]),
             (Events.FileSent(transfer: "t", peer: vm, path: "photo.jpg", bytes: 20_971_520, skipped: 0, sha256: "3f2a9c1b00112233445566", seconds: 0.5),
              ["sent photo.jpg to vm: 20.0 MiB in 0.50 s, 40.0 MiB/s, sha256 3f2a9c1b0011…"]),
+            // Resumed: the time and the rate are of what moved this time, and it says how much was there.
+            (Events.FileSent(transfer: "t", peer: vm, path: "big.bin", bytes: 60_000_000, skipped: 30_000_000, sha256: "3f2a9c1b00112233445566", seconds: 2),
+             ["sent big.bin to vm: 57.2 MiB, resumed after 28.6 MiB: 28.6 MiB sent in 2.00 s, 14.3 MiB/s, sha256 3f2a9c1b0011…"]),
+            (Events.FileReceived(transfer: "t", peer: vm, path: "/in/big.bin", bytes: 4096, skipped: 1024, sha256: "ab", seconds: 1),
+             ["received /in/big.bin from vm: 4.0 KiB, resumed after 1.0 KiB: 3.0 KiB received in 1.00 s, 3.0 KiB/s, sha256 ab"]),
             (Events.FileReceived(transfer: "t", peer: vm, path: "/in/photo.jpg", bytes: 1024, skipped: 0, sha256: "ab", seconds: 0),
              ["received /in/photo.jpg from vm: 1.0 KiB in 0.00 s, sha256 ab"]),
             (Events.FileFailed(transfer: "t", direction: "send", peer: vm, path: "x", code: "connection-lost", reason: "gone", resumable: true),
@@ -181,6 +186,26 @@ import Testing
         #expect(wide.contains("[###############---------------]  50% 512 B of 1.0 KiB"), "\(wide)")
     }
 
+    /// Never 100 % before the end, and the size done never shown as more than it is: the numbers agree.
+    @Test func theBarSaysOneHundredPercentOnlyAtTheEnd() throws {
+        func bar(_ bytes: Int, of total: Int) throws -> String {
+            let event = try #require(HumanRenderer.decode(
+                #"{"event":"progress",\#(time),\#(peer),"transfer":"t","direction":"send","path":"big.bin","bytes":\#(bytes),"total":\#(total),"rate":1048576}"#))
+            return ProgressBar.text(try #require(event.body as? Events.Progress), columns: 160)
+        }
+        let total = 59_978_547 // 57.2 MiB
+        let nearly = try bar(59_768_832, of: total) // 57.0 MiB, 99.65 %
+        #expect(nearly.contains(" 99% 57.0 MiB of 57.2 MiB"), "\(nearly)")
+        let lastByte = try bar(total - 1, of: total)
+        #expect(lastByte.contains(" 99% 57.1 MiB of 57.2 MiB"), "\(lastByte)")
+        let done = try bar(total, of: total)
+        #expect(done.contains("100% 57.2 MiB of 57.2 MiB"), "\(done)")
+        // For people's lines too.
+        let line = renderer.render(DecodedEvent(Events.Progress(
+            transfer: "t", direction: "send", peer: vm, path: "big.bin", bytes: UInt64(total - 1), total: UInt64(total), rate: 1), at: at))
+        #expect(line.contains("99% of 57.2 MiB"), "\(line)")
+    }
+
     @Test func severalFilesShowTheBatchAndBothETAs() throws {
         let event = try #require(HumanRenderer.decode(
             #"{"event":"progress",\#(time),\#(peer),"transfer":"t","direction":"send","path":"tree/b.bin","bytes":3145728,"total":10485760,"rate":1048576,"file":2,"files":3,"all_bytes":13631488,"all_total":31457280}"#))
@@ -252,5 +277,25 @@ import Testing
         // Without a terminal: one line for the detail, one for the hint, whole.
         let piped = renderer.render(try #require(HumanRenderer.decode(json)))
         #expect(piped.hasSuffix("hint: " + hint) && piped.split(separator: "\n").count == 2, "\(piped)")
+    }
+
+    /// An error's sentence is ours: on a terminal it is wrapped to its width, never cut — the end
+    /// is the hint to act on.
+    @Test func errorsWrapToTheTerminalAndAreNeverCut() throws {
+        let message = "peer 'Bobs Pi' was not found on _nearby._tcp within 30 s; 'Bob's Pi' (09okw9tg) is on _chat._tcp: "
+            + "add `--service chat`; " + (1...20).map { "word\($0)" }.joined(separator: " ") + "; next: `nearby doctor 'Bobs Pi'`"
+        let failure = Events.Failure(code: "peer-not-found", message: message, exitStatus: 2)
+        var narrow = renderer
+        narrow.columns = 80
+        let text = narrow.render(try #require(HumanRenderer.decode(EventEncoder().line(failure, at: at))))
+        let lines = text.split(separator: "\n")
+        #expect(lines.count > 2, "\(text)")
+        #expect(lines.allSatisfy { $0.count <= 79 }, "\(text)")
+        #expect(!text.contains("…"), "\(text)")
+        let rejoined = lines.map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
+        #expect(rejoined.hasSuffix("error: " + message + " (peer-not-found, exit 2)"), "\(text)")
+        // Into a pipe: one line, whole.
+        let piped = renderer.render(try #require(HumanRenderer.decode(EventEncoder().line(failure, at: at))))
+        #expect(piped.hasSuffix(message + " (peer-not-found, exit 2)") && !piped.contains("\n"), "\(piped)")
     }
 }

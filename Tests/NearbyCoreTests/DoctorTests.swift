@@ -4,6 +4,22 @@ import Testing
 
 /// The pure parts of `browse --types`, `browse --service _x._tcp` and `doctor`.
 @Suite struct DoctorTests {
+    /// A D-Bus refusal names avahi's policy file where this system has it (Debian 12:
+    /// /usr/share/dbus-1/system.d; older: /etc/dbus-1/system.d), both when neither is there.
+    @Test func theDBusPolicyIsNamedWhereItIs() {
+        let debian12 = "/usr/share/dbus-1/system.d/avahi-dbus.conf", older = "/etc/dbus-1/system.d/avahi-dbus.conf"
+        #expect(AvahiPolicy.files(exists: { $0 == debian12 }) == debian12)
+        #expect(AvahiPolicy.files(exists: { $0 == older }) == older)
+        #expect(AvahiPolicy.files(exists: { _ in true }) == "\(debian12) and \(older)")
+        #expect(AvahiPolicy.files(exists: { _ in false }) == "\(debian12) or \(older)")
+        // The sentence and doctor's hint name what this machine has.
+        let here = AvahiPolicy.files()
+        let sentence = NearbyError.daemonUnavailable(code: NearbyError.accessRefused).errorDescription ?? ""
+        #expect(sentence.contains("its D-Bus policy (\(here)) does not allow it"), "\(sentence)")
+        #expect(sentence.contains(debian12), "\(sentence)")
+        #expect(DoctorCheck.accessHint.hasSuffix(here), "\(DoctorCheck.accessHint)")
+    }
+
     @Test func fullDNSSDTypesAreToldFromMPCServiceNames() {
         #expect(DNSSDType.parse("_http._tcp") == "_http._tcp")
         #expect(DNSSDType.parse("_ipp._tcp.local.") == "_ipp._tcp")

@@ -2,6 +2,25 @@ import Testing
 @testable import NearbyCore
 
 @Suite struct PeerQueryTests {
+    /// Near names are what a person mistypes: punctuation, spacing, case, a prefix, one or two
+    /// letters off — scaled for short names, so "a" is not near everything.
+    @Test func nearNamesAreWhatAPersonMistypes() {
+        let near = [
+            ("Bobs Pi", "Bob's Pi"), ("bobs pi", "Bob's Pi"), ("BobsPi", "Bob's Pi"), ("bob's-pi", "Bob's Pi"),
+            ("Bob's  Pi", "Bob's Pi"), ("Bob", "Bob's Pi"), ("bob's pi", "Bob's Pi"), ("Bob's Pj", "Bob's Pi"),
+            ("Bbo's Pi", "Bob's Pi"), ("Bob Pi", "Bob's Pi"), ("Bobs Pie", "Bob's Pi"), ("Alcie", "Alice"), ("Alce", "Alice"),
+            ("Carols Mac", "Carol's MacBook"), ("Living Room TV", "Living-Room TV"), ("lab printer", "Lab Printr"),
+        ]
+        for (query, name) in near { #expect(NearName.isNear(query, name), "\(query) near \(name)") }
+        let far = [
+            ("Bob's Pi", "Bob's Pi"), ("Alice", "Bob"), ("a", "b"), ("a", "ab"), ("Bo", "Al"), ("mac", "max"), ("Bob", "Rob"),
+            ("Alice", "Alina"), ("Bob's Pi", "Carol's Pi"), ("'", "Bob"), ("pi", "Bob's Pi"),
+        ]
+        for (query, name) in far { #expect(!NearName.isNear(query, name), "\(query) not near \(name)") }
+        #expect(peer("09okw9tg08ewk", "Bob's Pi").isNear("Bobs Pi"))
+        #expect(!peer("09okw9tg08ewk", "Bob's Pi").isNear("Bob's Pi"))
+    }
+
     private func peer(_ id: String, _ name: String?) -> DiscoveredPeer {
         DiscoveredPeer(
             instance: id, txt: TXTRecord(displayName: name, info: [:], protocolVersion: "2"), host: nil, port: 1,

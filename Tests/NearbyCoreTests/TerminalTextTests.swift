@@ -96,6 +96,17 @@ enum Hostile {
         #expect(!Hostile.hasRaw(String(info.dropLast())), "\(info.debugDescription)")
     }
 
+    /// The sentence a command ends with on stderr: on a terminal, wrapped between words to its
+    /// width, never cut; elsewhere one line.
+    @Test func errorSentencesWrapOnATerminalAndAreNeverCut() {
+        let message = (1...80).map { "word\($0)" }.joined(separator: " ") + "; next: `nearby doctor bob`"
+        let wrapped = StderrLogHandler.line(.error, message, columns: 60)
+        let lines = wrapped.dropLast().split(separator: "\n")
+        #expect(lines.count > 5 && lines.allSatisfy { $0.count <= 59 }, "\(wrapped)")
+        #expect(lines.map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ") == "nearby: error: " + message)
+        #expect(StderrLogHandler.line(.error, message, columns: nil) == "nearby: error: " + message + "\n")
+    }
+
     @Test func namesAndPathsDropWhatTheTerminalWouldNotShow() {
         #expect(HandshakeStateMachine.sanitized("a\u{1b}[2Jb\u{202e}c\u{200b}") == "a[2Jbc")
         #expect(SafePath.relative("x\u{9b}y\u{7f}/\u{feff}z") == "xy/z")

@@ -104,7 +104,7 @@ for file in "$ROOT"/tests/e2e/*.sh; do
     [[ $file == */run.sh ]] || source "$file"
 done
 ALL=$(declare -F | awk '{print $3}' | grep '^test_' | grep -v '^test_every_line')
-ALL="$ALL test_every_line_matches_the_schema"
+ALL="$ALL test_every_line_matches_the_schema test_every_line_is_free_of_library_text"
 SELECTED=${*:-$ALL}
 JOBS=${E2E_JOBS:-3}
 set -- $SELECTED
@@ -114,9 +114,11 @@ set -- $SELECTED
 # what they report, and checks the schema over every lab's lines at the end.
 if [[ -z ${E2E_QUEUE:-} ]] && ((JOBS > 1)); then
     work=$(mktemp -d)
-    schema=
+    schema= finals=()
     for TEST in $SELECTED; do
-        if [[ $TEST == test_every_line_matches_the_schema ]]; then schema=yes; else echo "$TEST"; fi
+        if [[ $TEST == test_every_line_matches_the_schema ]]; then schema=yes
+        # The other checks over every lab's lines (words.sh) run here at the end too.
+        elif [[ $TEST == test_every_line_* ]]; then finals+=("$TEST"); else echo "$TEST"; fi
     done >"$work/queue"
     workers=()
     for ((job = 1; job <= JOBS; job++)); do
@@ -140,6 +142,11 @@ if [[ -z ${E2E_QUEUE:-} ]] && ((JOBS > 1)); then
         fi
         printf '%s - %s (%d ms)\n' "$verdict" every_line_matches_the_schema $(( (${EPOCHREALTIME/[.,]/} - started) / 1000 ))
     fi
+    for TEST in "${finals[@]}"; do
+        started=${EPOCHREALTIME/[.,]/}
+        if E2E_SCHEMA_DIR=$work/out "$TEST"; then PASSED=$((PASSED + 1)); verdict=ok; else FAILED=$((FAILED + 1)); FAILED_NAMES+=("$TEST"); verdict="not ok"; fi
+        printf '%s - %s (%d ms)\n' "$verdict" "${TEST#test_}" $(( (${EPOCHREALTIME/[.,]/} - started) / 1000 ))
+    done
     [[ -z ${E2E_KEEP:-} ]] || { mkdir -p "$E2E_KEEP" && cp -r "$work/out/." "$E2E_KEEP/"; }
     rm -rf "$work"
     [[ $FAILED -eq 0 ]] || printf 'failed: %s\n' "${FAILED_NAMES[*]}"
@@ -242,12 +249,12 @@ done
 
 # A worker hands its outputs (for the schema check) and counts to the process that started it.
 if [[ -n ${E2E_QUEUE:-} ]]; then
-    # The event lines only (what the schema check reads), unless E2E_KEEP asks for everything.
+    # The event lines and stderr (what the checks over every line read), unless E2E_KEEP asks for everything.
     mkdir -p "$E2E_SCHEMA_DIR"
     if [[ -n ${E2E_KEEP:-} ]]; then
         cp -r "$LAB_DIR/out/." "$E2E_SCHEMA_DIR/"
     else
-        (cd "$LAB_DIR/out" && find . -mindepth 2 -maxdepth 2 -name '*.jsonl' -exec cp --parents -t "$E2E_SCHEMA_DIR" {} +)
+        (cd "$LAB_DIR/out" && find . -mindepth 2 -maxdepth 2 \( -name '*.jsonl' -o -name '*.err' \) -exec cp --parents -t "$E2E_SCHEMA_DIR" {} +)
     fi
     echo "$PASSED $FAILED ${FAILED_NAMES[*]}" >"$E2E_RESULT"
     lab_down

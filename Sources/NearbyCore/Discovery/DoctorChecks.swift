@@ -53,8 +53,9 @@ package struct DoctorCheck: Sendable, Equatable {
             exitStatus: .daemonUnavailable)
     }
 
-    package static let accessHint =
-        "avahi-daemon runs but refuses this user: see the <policy> entries of /etc/dbus-1/system.d/avahi-dbus.conf"
+    package static var accessHint: String {
+        "avahi-daemon runs but refuses this user: see the <policy> entries of \(AvahiPolicy.files())"
+    }
     package static let multicastHint =
         "multicast looks blocked or you are alone on this link: a firewall dropping UDP 5353, Wi-Fi client isolation, or IGMP snooping"
 

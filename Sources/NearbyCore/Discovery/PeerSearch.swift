@@ -86,16 +86,10 @@ package struct PeerSearchReport: Sendable, Equatable {
 }
 
 extension DiscoveredPeer {
-    /// Whether this peer's name is near `query` without matching it: the same letters in another
-    /// case, or one name beginning the other (at least two characters either way).
+    /// Whether this peer's name is near `query` without matching it: what a person mistypes
+    /// (`NearName`: punctuation, spacing, case, a prefix, one or two letters off).
     package func isNear(_ query: String) -> Bool {
-        let asked = query.lowercased()
-        for original in [txt.displayName, instance].compactMap({ $0 }) where original != query {
-            let name = original.lowercased()
-            if name == asked { return true }
-            if asked.count >= 2, name.hasPrefix(asked) || (name.count >= 2 && asked.hasPrefix(name)) { return true }
-        }
-        return false
+        [txt.displayName, instance].compactMap { $0 }.contains { $0 != query && NearName.isNear(query, $0) }
     }
 }
 

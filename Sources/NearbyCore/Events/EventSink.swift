@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Synchronization
 
 #if canImport(Glibc)
@@ -75,7 +76,11 @@ package struct Console: Sendable {
         NearbyLog.logger.info("\(message())", file: file, function: "", line: line)
     }
 
-    package func error(_ message: String) { NearbyLog.logger.error("\(message)") }
+    /// `columns`: stderr is a terminal this wide; the sentence is wrapped to it between words.
+    package func error(_ message: String, columns: Int? = nil) {
+        let metadata: Logger.Metadata? = columns.map { [NearbyLog.columnsKey: .string(String($0))] }
+        NearbyLog.logger.error("\(message)", metadata: metadata)
+    }
 }
 
 /// `write(2)` until done; gives up quietly when the reader is gone (EPIPE), retries on EINTR.

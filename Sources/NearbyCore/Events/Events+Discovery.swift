@@ -85,11 +85,15 @@ extension Events {
         package var service: String
         package var seconds: Double
         package var hint: String
+        /// The other service types with instances on the link (a browse of a nearby service only);
+        /// omitted when none was seen.
+        package var types: [String]?
 
-        package init(service: String, seconds: Double, hint: String) {
+        package init(service: String, seconds: Double, hint: String, types: [String]? = nil) {
             self.service = service
             self.seconds = seconds
             self.hint = hint
+            self.types = types
         }
     }
 }

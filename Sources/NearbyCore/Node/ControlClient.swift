@@ -70,7 +70,7 @@ package enum ControlClient {
             throw error
         } catch {
             if Task.isCancelled { throw .cancelled("waiting for the node") }
-            throw .connectionFailed("talking to the node failed: \(error)")
+            throw .connectionFailed("talking to the node failed: \(ErrorWords.describe(error))")
         }
     }
 
@@ -187,7 +187,7 @@ package enum ControlClient {
             throw error
         } catch {
             if Task.isCancelled { throw .cancelled("the stream through the node") }
-            throw .connectionFailed("the stream through the node failed: \(error)")
+            throw .connectionFailed("the stream through the node failed: \(ErrorWords.describe(error))")
         }
     }
 }
@@ -229,7 +229,7 @@ extension ControlClient {
         } catch let error as NearbyError {
             throw error
         } catch {
-            throw .connectionFailed("talking to the node failed: \(error)")
+            throw .connectionFailed("talking to the node failed: \(ErrorWords.describe(error))")
         }
     }
 }

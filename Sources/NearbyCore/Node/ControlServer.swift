@@ -41,7 +41,7 @@ package enum ControlServer {
             }
             chmod(address.socket, 0o600)
         } catch {
-            throw .ioFailure(path: address.socket, reason: "cannot listen: \(error)")
+            throw .ioFailure(path: address.socket, reason: "cannot listen: \(ErrorWords.describe(error))")
         }
         ready()
         _ = try? await server.executeThenClose { clients in

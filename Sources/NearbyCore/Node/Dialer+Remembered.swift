@@ -7,7 +7,9 @@ import Foundation
 /// identity, or not at all, is forgotten and discovery decides as if nothing had been remembered.
 extension Dialer {
     /// The remembered target `query` names, or nil (not remembered, too old, ambiguous, HOST:PORT,
-    /// or discovery already knows two peers of that name).
+    /// or discovery already knows two peers of that name). When discovery shows the remembered
+    /// peer now (a running node's browse), where it shows it is tried, not the remembered port and
+    /// addresses: a node restarted since listens elsewhere, and the old port is only a refusal.
     func rememberedTarget(_ query: String) -> Target? {
         guard let recent, Self.parseHostPort(query).map({ Self.isIPAddress($0.host) }) != true,
               discovery.candidates(query, excluding: me).count <= 1,
@@ -15,6 +17,10 @@ extension Dialer {
               let port = entry.port, let addresses = entry.addresses, let first = addresses.first,
               let id = PeerID(entry.id)
         else { return nil }
+        if let seen = discovery.candidates(entry.id, excluding: me).first(where: { $0.claimedID == entry.id }),
+           let now = try? target(for: seen) {
+            return now
+        }
         return Target(host: first, port: port, expected: id, name: entry.name, alternates: Array(addresses.dropFirst()))
     }
 

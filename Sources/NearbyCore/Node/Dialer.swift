@@ -126,7 +126,7 @@ actor Dialer {
         return .peerNotFound(query, waitedSeconds: waited, seen: seen)
     }
 
-    private func target(for peer: DiscoveredPeer) throws(NearbyError) -> Target {
+    func target(for peer: DiscoveredPeer) throws(NearbyError) -> Target {
         guard peer.kind == .nearby else { throw .notANearbyPeer("\(peer.instance) (\(peer.txt.displayName ?? "?"))") }
         guard let port = peer.port else { throw .connectionFailed("\(peer.instance) has no port") }
         let ordered = PeerAddresses.connectionOrder(peer.addresses)

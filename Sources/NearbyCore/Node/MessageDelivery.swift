@@ -29,7 +29,7 @@ struct MessageDelivery: Sendable {
         } catch let error as NearbyError {
             throw error
         } catch {
-            throw .ioFailure(path: "stdin", reason: "\(error)")
+            throw .ioFailure(path: "stdin", reason: ErrorWords.describe(error))
         }
     }
 
@@ -44,7 +44,7 @@ struct MessageDelivery: Sendable {
             } catch let error as NearbyError {
                 throw error
             } catch {
-                throw .ioFailure(path: "stdin", reason: "\(error)")
+                throw .ioFailure(path: "stdin", reason: ErrorWords.describe(error))
             }
             let lines = try chunk.map { chunk throws(NearbyError) in try splitter.append(chunk) } ?? splitter.finish().map { [$0] } ?? []
             if !lines.isEmpty { try await deliver(lines, to: targets, unreliable: unreliable, client: client) }

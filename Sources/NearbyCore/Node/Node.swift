@@ -67,7 +67,7 @@ package actor Node {
         do {
             tls = try SessionTLS.contexts(for: identity)
         } catch {
-            throw .connectionFailed("cannot set up TLS: \(error)")
+            throw .connectionFailed("cannot set up TLS: \(ErrorWords.describe(error))")
         }
         let queue = jobQueue
         intake = FileIntake(

@@ -55,7 +55,7 @@ enum ConnectFailure {
             default: return "failed: \(String(cString: strerror(error.errnoCode)))"
             }
         default:
-            return "failed: \(error)"
+            return "failed: \(ErrorWords.describe(error))"
         }
     }
 }

@@ -144,7 +144,7 @@ final class PreambleHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        finish(context, .foreign(remote: remote(context), what: "a connection that failed: \(error)"))
+        finish(context, .foreign(remote: remote(context), what: "a connection that failed: \(ErrorWords.describe(error))"))
     }
 
     private func serverDecides(_ context: ChannelHandlerContext, _ bytes: [UInt8]) {
@@ -208,7 +208,7 @@ final class PreambleHandler: ChannelInboundHandler, RemovableChannelHandler {
             }
             pipeline.removeHandler(context: context, promise: nil)
         } catch {
-            finish(context, .foreign(remote: remote(context), what: "a connection that could not be set up: \(error)"))
+            finish(context, .foreign(remote: remote(context), what: "a connection that could not be set up: \(ErrorWords.describe(error))"))
         }
     }
 
@@ -294,7 +294,7 @@ package enum Connections {
             do {
                 return try await bootstrap.bind(host: host, port: port).get()
             } catch {
-                failure = "\(error)"
+                failure = ErrorWords.describe(error)
             }
         }
         throw .listenFailed(failure)

@@ -9,6 +9,8 @@ extension Connections {
     package struct Unreachable: Sendable {
         package let reason: String
         package let timedOut: Bool
+        /// Nothing listens on that port there (ECONNREFUSED): not a firewall that drops.
+        package var refused = false
     }
 
     /// nil when a TCP connection to `host:port` was made (and closed at once), else why not.
@@ -22,9 +24,12 @@ extension Connections {
             return nil
         } catch let error as ChannelError {
             if case .connectTimeout = error { return Unreachable(reason: "no answer in \(milliseconds) ms", timedOut: true) }
-            return Unreachable(reason: "\(error)", timedOut: false)
+            return Unreachable(reason: ConnectFailure.describe(error, timeout: .milliseconds(milliseconds)) ?? "could not connect", timedOut: false)
         } catch {
-            return Unreachable(reason: "\(error)", timedOut: false)
+            // In the words `send` uses for the same failure ("refused the connection (nothing
+            // listens on that port)"), never NIO's.
+            let reason = ConnectFailure.describe(error, timeout: .milliseconds(milliseconds)) ?? "could not connect"
+            return Unreachable(reason: reason, timedOut: false, refused: ConnectFailure.isRefusal(error))
         }
     }
 
@@ -51,7 +56,7 @@ extension Connections {
                 return (false, "not a nearby node: it closed the connection without a word", nil)
             }
         } catch {
-            return (false, "the preamble failed: \(error)", nil)
+            return (false, "the preamble failed: \(ErrorWords.describe(error))", nil)
         }
     }
 }

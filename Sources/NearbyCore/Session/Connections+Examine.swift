@@ -130,7 +130,7 @@ extension Connections {
             // cut, so it reports what the peer did.
             return .noAnswer("the peer broke the protocol: \(violation)")
         } catch {
-            return .noAnswer(ContinuousClock.now - started >= limit ? silent : "the connection failed: \(error)")
+            return .noAnswer(ContinuousClock.now - started >= limit ? silent : "the connection failed: \(ErrorWords.describe(error))")
         }
     }
 
@@ -147,7 +147,7 @@ extension Connections {
         case let error as ProtocolViolation:
             return .failed("the peer broke the protocol: \(error)", .connectionFailed)
         default:
-            return .failed("the handshake failed: \(error)", .connectionFailed)
+            return .failed("the handshake failed: \(ErrorWords.describe(error))", .connectionFailed)
         }
     }
 }

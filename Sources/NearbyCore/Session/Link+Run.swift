@@ -189,12 +189,12 @@ extension Link {
         case let error as ProtocolViolation: "protocol violation: \(error)"
         case let error as HandshakeFailure: "\(error)"
         case NIOSSLError.uncleanShutdown: "connection lost (closed without a goodbye)"
-        case let error as NIOSSLError: "TLS failed: \(error)"
+        case let error as NIOSSLError: ErrorWords.describe(error)
         case is ChannelError: "connection lost"
         // The system's words ("Connection reset by peer"), not NIO's call and errno.
         case let error as IOError: "connection lost (\(String(cString: strerror(error.errnoCode))))"
         case is CancellationError: "the node stopped"
-        default: "connection lost (\(error))"
+        default: "connection lost (\(ErrorWords.describe(error)))"
         }
     }
 }

@@ -36,6 +36,10 @@ package enum NearbyLog {
     }
 
     static let output = Mutex<Route?>(nil)
+
+    /// The metadata key of a line's terminal width (`Console.error(_:columns:)`): an error
+    /// sentence for a terminal is wrapped to it between words, never cut.
+    static let columnsKey = "columns"
 }
 
 struct StderrLogHandler: LogHandler {
@@ -65,17 +69,21 @@ struct StderrLogHandler: LogHandler {
                 return
             }
         }
-        NearbyLog.write(Self.line(event.level, message))
+        let columns = event.metadata?[NearbyLog.columnsKey].flatMap { Int("\($0)") }
+        NearbyLog.write(Self.line(event.level, message, columns: columns))
     }
 
     /// `nearby: error: …` (or `warning:`, `[info]` …) and the message, safe for a terminal.
-    static func line(_ level: Logger.Level, _ message: String) -> String {
+    /// On a terminal (`columns`), an error is wrapped to its width between words.
+    static func line(_ level: Logger.Level, _ message: String, columns: Int? = nil) -> String {
         let prefix = switch level {
         case .error, .critical: "nearby: error: "
         case .warning: "nearby: warning: "
         default: "nearby: [\(level)] "
         }
-        return prefix + TerminalText.escaped(message) + "\n"
+        let text = TerminalText.escaped(message)
+        guard level >= .error else { return prefix + text + "\n" }
+        return prefix + TerminalText.wrapped(text, first: prefix.count, indent: 2, columns: columns) + "\n"
     }
 }
 

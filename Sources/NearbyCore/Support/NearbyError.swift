@@ -152,7 +152,7 @@ package enum NearbyError: Error, LocalizedError, Equatable, Sendable {
         case let .identityIO(path, reason):
             "cannot use the identity file \(path): \(reason)"
         case let .daemonUnavailable(code) where code == Self.accessRefused:
-            "avahi-daemon refused this user access (error \(code)): its D-Bus policy (/etc/dbus-1/system.d/avahi-dbus.conf) does not allow it; check with `avahi-browse -at`, run as a user the policy allows, or allow this one"
+            "avahi-daemon refused this user access (error \(code)): its D-Bus policy (\(AvahiPolicy.files())) does not allow it; check with `avahi-browse -at`, run as a user the policy allows, or allow this one"
         case let .daemonUnavailable(code):
             "cannot reach the DNS-SD daemon (error \(code)): is avahi-daemon running?"
         case let .discoveryFailed(operation, code):

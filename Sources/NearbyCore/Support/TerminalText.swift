@@ -52,6 +52,32 @@ package enum TerminalText {
         return String(out)
     }
 
+    /// `text` broken into lines of at most `columns - 1` characters between words, the first
+    /// starting at column `first`, the others indented to `indent`. A word longer than a line is
+    /// left whole (a path or an address is never split), and nothing is ever cut. nil columns:
+    /// unchanged. For a text already `escaped`: it adds the only line breaks.
+    package static func wrapped(_ text: String, first: Int, indent: Int, columns: Int?) -> String {
+        guard let columns else { return text }
+        let width = max(columns - 1, indent + 20)
+        var lines: [String] = []
+        var line = ""
+        var used = first
+        for word in text.split(separator: " ", omittingEmptySubsequences: false) {
+            let length = word.unicodeScalars.count
+            if !line.isEmpty, used + 1 + length > width {
+                lines.append(line)
+                line = String(word)
+                used = indent + length
+            } else {
+                if !line.isEmpty { line += " "; used += 1 }
+                line += word
+                used += length
+            }
+        }
+        lines.append(line)
+        return lines.joined(separator: "\n" + String(repeating: " ", count: indent))
+    }
+
     /// A JSON line with every unshowable scalar written as a JSON escape (`\u007f`, `\u009b`,
     /// `\u202e`, a surrogate pair above U+FFFF): the same JSON value for any reader, and nothing a
     /// terminal acts on. Always, not only on a terminal: the escapes are lossless, and a line

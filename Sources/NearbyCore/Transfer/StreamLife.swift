@@ -115,7 +115,7 @@ extension StreamLife.Cause {
         case let error as NearbyError where error.code == "cancelled": self = .cancelled
         case let error as NearbyError: self = .failed(code: error.code, reason: error.errorDescription ?? "failed")
         case is CancellationError: self = .cancelled
-        default: self = .failed(code: "connection-failed", reason: "\(error)")
+        default: self = .failed(code: "connection-failed", reason: ErrorWords.describe(error))
         }
     }
 }

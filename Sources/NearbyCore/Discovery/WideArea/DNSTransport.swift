@@ -56,7 +56,7 @@ package struct DNSTransport: Sendable {
         } catch is CancellationError {
             throw .cancelled("DNS query")
         } catch {
-            throw .wideArea(.unreachable(server: server.description, reason: "\(error)"))
+            throw .wideArea(.unreachable(server: server.description, reason: ErrorWords.describe(error)))
         }
     }
 
