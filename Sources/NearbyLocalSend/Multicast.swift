@@ -92,10 +92,10 @@ package final class MulticastLink: Sendable {
             return MulticastLink(datagrams: stream, joined: joined, listener: listener, senders: senders, group: groupAddress)
         } catch let error as IOError where error.errnoCode == EADDRINUSE {
             continuation.finish()
-            throw .listenFailed("UDP port \(port) is taken by a program that does not share it (SO_REUSEADDR)")
+            throw .listenFailed("cannot open LocalSend's discovery socket: UDP port \(port) is taken by a program that does not share it (SO_REUSEADDR)")
         } catch {
             continuation.finish()
-            throw .listenFailed("cannot open LocalSend's discovery socket (UDP \(port), group \(group)): \(ErrorWords.describe(error))")
+            throw .listenFailed("cannot open LocalSend's discovery socket (group \(group)): \(ErrorWords.listening(error, port: port, transport: "UDP"))")
         }
     }
 

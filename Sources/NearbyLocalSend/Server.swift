@@ -71,10 +71,10 @@ package struct LocalSendServer: Sendable {
             do {
                 return LocalSendServer(listener: try await attempt(0), moved: true)
             } catch {
-                throw .listenFailed("TCP \(port) is taken and no other port could be had: \(error)")
+                throw .listenFailed("cannot listen for LocalSend: TCP \(port) is taken and no other port could be had: \(ErrorWords.listening(error, port: 0))")
             }
         } catch {
-            throw .listenFailed("cannot listen on TCP \(port) for LocalSend: \(error)")
+            throw .listenFailed("cannot listen for LocalSend: \(ErrorWords.listening(error, port: port))")
         }
     }
 

@@ -19,7 +19,7 @@ package struct WebServer: Sendable {
         do {
             return WebServer(listener: try await HTTPListener.bind(port: port, backlog: 256, admission: admission))
         } catch {
-            throw .listenFailed("cannot listen on TCP \(port) for the web page: \(error)")
+            throw .listenFailed("cannot listen for the web page: \(ErrorWords.listening(error, port: port))")
         }
     }
 

@@ -86,3 +86,32 @@ import Darwin
         #expect(offenders.isEmpty, "TCP options belong at the TCP level (.tcpOption): \(offenders)")
     }
 }
+
+/// A listen that fails says why in words, with what to do; a port below 1024 is the one case where
+/// root and an ordinary user differ.
+@Suite struct ListenWordsTests {
+    @Test func aPrivilegedPortNamesTheCapabilityAndWhatToDo() {
+        let words = ErrorWords.listening(IOError(errnoCode: EACCES, reason: "bind(descriptor:ptr:bytes:)"), port: 80)
+        #expect(words.contains("port 80") && words.contains("CAP_NET_BIND_SERVICE") && words.contains("1024"))
+        #expect(!words.contains("errno") && !words.contains("descriptor"))
+    }
+
+    @Test func aTakenPortIsSaidSo() {
+        #expect(ErrorWords.listening(IOError(errnoCode: EADDRINUSE, reason: "bind"), port: 53317, transport: "UDP")
+            == "UDP port 53317 is taken by another program")
+    }
+
+    @Test func aSessionListenerOnAPrivilegedPortFailsInWordsForAUser() async throws {
+        // As root the bind succeeds (nothing to say); as a user it must fail in words.
+        guard geteuid() != 0 else { return }
+        let identity = Identity(privateKey: P256.Signing.PrivateKey(), displayName: "words")
+        let tls = try SessionTLS.contexts(for: identity)
+        do {
+            let channel = try await Connections.listen(port: 80, preference: .optional, tls: tls.server) { _ in }
+            channel.close(promise: nil)
+            Issue.record("a user listened on port 80")
+        } catch {
+            #expect(error.errorDescription?.contains("CAP_NET_BIND_SERVICE") == true)
+        }
+    }
+}

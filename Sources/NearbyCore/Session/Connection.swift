@@ -294,10 +294,10 @@ package enum Connections {
             do {
                 return try await bootstrap.bind(host: host, port: port).get()
             } catch {
-                failure = ErrorWords.describe(error)
+                failure = ErrorWords.listening(error, port: port)
             }
         }
-        throw .listenFailed(failure)
+        throw .listenFailed("cannot listen for sessions: \(failure)")
     }
 
     /// Connects and runs the preamble; cancelling the calling task ends the wait at once. The

@@ -30,6 +30,20 @@ package enum ErrorWords {
         }
     }
 
+    /// Why listening on `transport` `port` failed, with what to do: a port below 1024 is the one
+    /// thing here that differs between root and an ordinary user.
+    package static func listening(_ error: any Error, port: Int, transport: String = "TCP") -> String {
+        guard let error = error as? IOError else { return describe(error) }
+        switch error.errnoCode {
+        case EACCES where port > 0 && port < 1024:
+            return "\(transport) port \(port) is below 1024, where only root or a program with CAP_NET_BIND_SERVICE may listen: "
+                + "choose a port from 1024 up (--port 0: any free one)"
+        case EADDRINUSE: return "\(transport) port \(port) is taken by another program"
+        case EADDRNOTAVAIL: return "this host has no such address to listen on"
+        default: return "\(transport) port \(port): \(describe(error))"
+        }
+    }
+
     private static func tls(_ error: NIOSSLError) -> String {
         switch error {
         case .uncleanShutdown: "closed without a goodbye"

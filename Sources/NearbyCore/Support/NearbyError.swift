@@ -159,8 +159,8 @@ package enum NearbyError: Error, LocalizedError, Equatable, Sendable {
             "DNS-SD \(operation) failed with error \(code)"
         case let .nameConflict(requested, got):
             "another service on the network already uses the name \(requested) (the daemon offered \(got)); is the same identity advertising elsewhere?"
-        case let .listenFailed(reason):
-            "cannot listen for sessions: \(reason)"
+        case let .listenFailed(sentence):
+            sentence
         case let .peerNotFound(peer, seconds, seen?):
             "peer '\(peer)' was not found on \(seen.service)\(seen.places) within \(Self.format(seconds)) s; \(seen.sentences(for: peer))"
         case let .peerNotFound(peer, seconds, nil):
