@@ -173,7 +173,7 @@ test_terminal_file_transfer_bar_never_shares_a_line() {
 
     # NO_COLOR: no escape sequence at all, the bar cleared with spaces.
     term_run 2 "$OUT/send-nocolor-h2.txt" NO_COLOR=1 -- send-file "Alice Box" "$file" --service t-tfile || return 1
-    term_has "$OUT/send-nocolor-h2.txt" "already there: big\.bin — Alice Box" "NO_COLOR: summary" && term_no_escapes "$OUT/send-nocolor-h2.txt" "send-file with NO_COLOR" || return 1
+    term_has "$OUT/send-nocolor-h2.txt" "already there, nothing sent: big\.bin — Alice Box" "NO_COLOR: summary" && term_no_escapes "$OUT/send-nocolor-h2.txt" "send-file with NO_COLOR" || return 1
 
     # Piped: JSON lines only, and nothing on stderr, as before.
     nb 2 send-file "Alice Box" "$file" --service t-tfile >"$OUT/send-piped.jsonl" 2>"$OUT/send-piped.err" || return 1
