@@ -36,9 +36,22 @@ struct FileIntake: Sendable {
         }
         if offer.kind == .directory { return await directoryOffered(parts, in: saveDirectory, channel: id, on: link) }
         if offer.kind == .bundle { return await bundleOffered(offer, channel: id, on: link) }
-        let file = await receiver(
-            for: offer, parts: parts, channel: id, in: saveDirectory, on: link, resuming: true,
-            comparing: link.peer.features.contains(FrameBody.thereFeature))
+        let comparing = link.peer.features.contains(FrameBody.thereFeature)
+        let destination = ([saveDirectory] + parts.dropLast() + [parts.last ?? "unnamed"]).joined(separator: "/")
+        if comparing, AlreadyThere.sameSize(offer.size, at: destination) {
+            // Hashing the copy there takes a while for a big file: not on the link's task, which
+            // goes on reading meanwhile (a link whose task waits hears nothing, and its silence
+            // would count against the peer).
+            let intake = self
+            spawn { await intake.answer(offer, parts: parts, channel: id, in: saveDirectory, on: link, comparing: true) }
+            return
+        }
+        await answer(offer, parts: parts, channel: id, in: saveDirectory, on: link, comparing: comparing)
+    }
+
+    /// Takes a file offer: its receiver in the link's table, and the answer.
+    private func answer(_ offer: FrameBody.Open, parts: [String], channel id: UInt32, in saveDirectory: String, on link: Link, comparing: Bool) async {
+        let file = await receiver(for: offer, parts: parts, channel: id, in: saveDirectory, on: link, resuming: true, comparing: comparing)
         guard link.accept(id, receiving: file) else { return partials.release(file.partial) }
         let held = file.progress.withLock { $0.machine.held }
         await link.send(FrameBody.frame(.openReply, FrameBody.OpenReply(

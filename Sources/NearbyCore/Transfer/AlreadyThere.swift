@@ -22,14 +22,19 @@ enum AlreadyThere {
         return held == true ? path : nil
     }
 
+    /// Whether a regular file of exactly `size` bytes is at `path` (one lstat).
+    static func sameSize(_ size: UInt64, at path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG && UInt64(max(0, info.st_size)) == size
+    }
+
     /// The SHA-256 (hex) of the regular file at `directory/name` when it has exactly `size` bytes:
     /// what we tell a sender that compares before it sends (`OpenReply.heldSHA256`). One lstat when
     /// there is none or its size differs; else read on the pool, its descriptor charged to
     /// `account` (none to spare: nil, and the file is sent as if nothing were there).
     static func held(size: UInt64, in directory: String, as name: String, charging account: ResourceBudget.Account) async -> String? {
         let path = directory + "/" + name
-        var info = stat()
-        guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, UInt64(max(0, info.st_size)) == size else { return nil }
+        guard sameSize(size, at: path) else { return nil }
         guard case let .success(charge) = account.takeFile() else { return nil }
         defer { charge.release() }
         return try? await Blocking.run { cancellation -> String? in
