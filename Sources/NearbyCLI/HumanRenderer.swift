@@ -182,7 +182,8 @@ struct HumanRenderer: Sendable {
         let path = paint(Text.clean(e.path), .bold)
         if e.alreadyThere == true {
             let who = sent ? "\(bold(e.peer)) has the same \(Format.size(bytes))" : "the same \(Format.size(bytes)) as \(bold(e.peer)) sent"
-            return paint("already there", .green) + ": \(path) — \(who) (sha256 \(Text.short(e.sha256, 12))), no second copy"
+            let nothing = e.skipped == e.bytes ? ", nothing sent" : ", no second copy"
+            return paint("already there", .green) + "\(nothing): \(path) — \(who) (sha256 \(Text.short(e.sha256, 12)))"
         }
         let renamed = e.savedAs.map { " (saved there as \(paint(Text.clean($0), .bold)))" } ?? ""
         return paint(sent ? "sent" : "received", .green) + " \(path)\(renamed) \(sent ? "to" : "from") "

@@ -17,8 +17,9 @@ extension Nearby {
                 receiver confirmed; the receiver's node prints the same with 'file-received' and \
                 puts each file in its --save-dir under a name that overwrites nothing \
                 ('name (1).ext'), only once the SHA-256 matches; a file whose complete copy is \
-                already there (same name, same SHA-256) is reported 'already there', not copied \
-                again. When the link goes mid-file (Wi-Fi drops, the receiver's node restarts), the command \
+                already there (same name, same size, same SHA-256: the receiver says the hash of \
+                its copy, the sender compares it with its own) is not sent at all, and both sides \
+                report 'already_there' with every byte 'skipped'. When the link goes mid-file (Wi-Fi drops, the receiver's node restarts), the command \
                 keeps the file, gets the peer back (where it was reached, then wherever discovery shows \
                 it) and goes on from what the receiver kept ('reconnecting', 'resumed'), for up to \
                 --retry-for seconds of outage; after that it fails (exit 5), and sending the same file \

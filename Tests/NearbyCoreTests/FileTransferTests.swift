@@ -74,10 +74,13 @@ import Testing
         // A partial file whose bytes are not this file's is started over.
         try write(Array(repeating: 0, count: 500_000), to: partial)
         try await alice.sendFiles(files, to: "127.0.0.1:\(port)", timeout: TestNodes.patience, client: nil)
-        // Sent whole again, it is the copy already there: no second one.
+        // The copy is already there: nothing is sent (every byte skipped), no second copy is made,
+        // and the partial file of no use any more is gone.
         #expect(!FileManager.default.fileExists(atPath: save + "/big (1).bin"))
         let last = try #require(bobEvents.lines.last { $0.contains(#""event":"file-received""#) })
-        #expect(last.contains(#""skipped":0"#) && last.contains(#""already_there":true"#))
+        #expect(last.contains(#""skipped":2000000"#) && last.contains(#""already_there":true"#))
+        let sent = try #require(aliceEvents.lines.last { $0.contains(#""event":"file-sent""#) })
+        #expect(sent.contains(#""skipped":2000000"#) && sent.contains(#""already_there":true"#))
         #expect(!FileManager.default.fileExists(atPath: partial))
         await alice.stop()
         await bob.stop()

@@ -11,7 +11,8 @@ enum FlatJSONSamples {
         )
         let reply = FrameBody.OpenReply(
             accept: Bool.random(using: &rng), offset: number(&rng), prefixSHA256: maybe(text(&rng), &rng),
-            reason: maybe(text(&rng), &rng), code: maybe(TransferCode(text(&rng)), &rng)
+            reason: maybe(text(&rng), &rng), code: maybe(TransferCode(text(&rng)), &rng),
+            held: maybe(number(&rng), &rng), heldSHA256: maybe(text(&rng), &rng)
         )
         let start = FrameBody.Start(offset: number(&rng))
         let close = FrameBody.Close(sha256: text(&rng), bytes: number(&rng), alreadyThere: maybe(Bool.random(using: &rng), &rng), savedAs: maybe(text(&rng), &rng))
@@ -24,7 +25,7 @@ enum FlatJSONSamples {
     /// A body of known and unknown keys in any order, each value maybe of the wrong type, keys
     /// and strings escaped at random, whitespace anywhere.
     static func noisy(_ rng: inout some RandomNumberGenerator) -> [UInt8] {
-        let known = ["kind", "path", "size", "key", "accept", "offset", "prefixSHA256", "reason", "code", "sha256", "bytes", "alreadyThere", "savedAs"]
+        let known = ["kind", "path", "size", "key", "accept", "offset", "prefixSHA256", "reason", "code", "sha256", "bytes", "alreadyThere", "savedAs", "held", "heldSHA256"]
         var fields: [(String, String)] = []
         for key in known where Int.random(in: 0..<3, using: &rng) > 0 {
             fields.append((key, knownValue(key, &rng)))
@@ -63,7 +64,7 @@ enum FlatJSONSamples {
     private static func knownValue(_ key: String, _ rng: inout some RandomNumberGenerator) -> String {
         if Int.random(in: 0..<12, using: &rng) == 0 { return anyValue(depth: 1, &rng) }
         switch key {
-        case "size", "offset", "bytes": return numberText(&rng)
+        case "size", "offset", "bytes", "held": return numberText(&rng)
         case "accept", "alreadyThere": return Bool.random(using: &rng) ? "true" : "false"
         default: return quoted(text(&rng), &rng)
         }

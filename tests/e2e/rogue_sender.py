@@ -134,8 +134,13 @@ def handshake(host, port, me, reveal_other_nonce=False):
     if reply != b"NBY1\x00":
         raise RuntimeError(f"preamble answer {reply!r}, expected b'NBY1\\x00' (is the node running --encryption none?)")
     mine = commitment(nonce)
-    peer.send(HELLO, {"version": PROTOCOL_VERSION, "id": me.peer_id, "name": me.name, "key": base64.b64encode(me.spki).decode(),
-                      "commitment": base64.b64encode(mine).decode()})
+    hello = {"version": PROTOCOL_VERSION, "id": me.peer_id, "name": me.name, "key": base64.b64encode(me.spki).decode(),
+             "commitment": base64.b64encode(mine).decode()}
+    # ROGUE_FEATURES=a,b: the hello lists these features (tests/e2e/there.sh); by default none, as
+    # the oldest nodes.
+    if os.environ.get("ROGUE_FEATURES"):
+        hello["features"] = os.environ["ROGUE_FEATURES"].split(",")
+    peer.send(HELLO, hello)
     _, payload = peer.expect([HELLO])
     theirs = json.loads(payload)
     server_key, server_commitment = base64.b64decode(theirs["key"]), base64.b64decode(theirs["commitment"])

@@ -36,17 +36,37 @@ struct FileIntake: Sendable {
         }
         if offer.kind == .directory { return await directoryOffered(parts, in: saveDirectory, channel: id, on: link) }
         if offer.kind == .bundle { return await bundleOffered(offer, channel: id, on: link) }
-        let file = await receiver(for: offer, parts: parts, channel: id, in: saveDirectory, on: link, resuming: true)
+        let comparing = link.peer.features.contains(FrameBody.thereFeature)
+        let destination = ([saveDirectory] + parts.dropLast() + [parts.last ?? "unnamed"]).joined(separator: "/")
+        if comparing, AlreadyThere.sameSize(offer.size, at: destination) {
+            // Hashing the copy there takes a while for a big file: not on the link's task, which
+            // goes on reading meanwhile (a link whose task waits hears nothing, and its silence
+            // would count against the peer).
+            let intake = self
+            spawn { await intake.answer(offer, parts: parts, channel: id, in: saveDirectory, on: link, comparing: true) }
+            return
+        }
+        await answer(offer, parts: parts, channel: id, in: saveDirectory, on: link, comparing: comparing)
+    }
+
+    /// Takes a file offer: its receiver in the link's table, and the answer.
+    private func answer(_ offer: FrameBody.Open, parts: [String], channel id: UInt32, in saveDirectory: String, on link: Link, comparing: Bool) async {
+        let file = await receiver(for: offer, parts: parts, channel: id, in: saveDirectory, on: link, resuming: true, comparing: comparing)
         guard link.accept(id, receiving: file) else { return partials.release(file.partial) }
+        let held = file.progress.withLock { $0.machine.held }
         await link.send(FrameBody.frame(.openReply, FrameBody.OpenReply(
-            accept: true, offset: file.resume?.bytes ?? 0, prefixSHA256: file.resume.map { Transfer.hex($0.hasher.finalize()) }, reason: nil),
+            accept: true, offset: file.resume?.bytes ?? 0, prefixSHA256: file.resume.map { Transfer.hex($0.hasher.finalize()) }, reason: nil,
+            held: held.map { _ in offer.size }, heldSHA256: held),
             channel: id))
     }
 
     /// The receiver of a file offered on `id` (on a channel of its own, or in a bundle), its partial
-    /// file named and claimed: with `resuming`, what an interrupted transfer left of it is offered.
+    /// file named and claimed: with `resuming`, what an interrupted transfer left of it is offered;
+    /// with `comparing` (a sender that speaks `there`), the hash of a complete file of its size
+    /// already at its name (`AlreadyThere.held`).
     func receiver(
-        for offer: FrameBody.Open, parts: [String], channel id: UInt32, in saveDirectory: String, on link: Link, resuming: Bool
+        for offer: FrameBody.Open, parts: [String], channel id: UInt32, in saveDirectory: String, on link: Link, resuming: Bool,
+        comparing: Bool = false
     ) async -> FileReceiver {
         let relative = parts.joined(separator: "/")
         let directory = ([saveDirectory] + parts.dropLast()).joined(separator: "/")
@@ -65,10 +85,11 @@ struct FileIntake: Sendable {
                 stranger: stranger)
             _ = partials.claim(partial)
         }
+        let held = comparing ? await AlreadyThere.held(size: offer.size, in: directory, as: name, charging: link.account) : nil
         return FileReceiver(
             transfer: String(fileKey.prefix(12)) + "-\(id)", channel: id, peer: link.peer.ref,
             relative: relative, directory: directory, name: name, partial: partial, size: offer.size, resume: resume,
-            stranger: stranger, services: receiving(on: link))
+            held: held, stranger: stranger, services: receiving(on: link))
     }
 
     /// A bundle of small files (`Bundle`): taken whole when it is within the bounds, each file then

@@ -96,6 +96,14 @@ struct FlatJSONFields {
         }
     }
 
+    /// `uint64`, or nil when the key is absent or null.
+    func optionalUInt64(_ key: Int) throws(FlatJSONFailure) -> UInt64? {
+        switch values[key] {
+        case nil, .null?: return nil
+        default: return try uint64(key)
+        }
+    }
+
     /// A plain integer (`0`, or digits without a leading zero) that fits; any other number is
     /// `JSONDecoder`'s to judge.
     func uint64(_ key: Int) throws(FlatJSONFailure) -> UInt64 {

@@ -60,6 +60,11 @@ package enum FrameBody {
         package var reason: String?
         /// Why it was refused, for programs: `no-save-dir` (the node takes no files), `io-error`.
         package var code: TransferCode?
+        /// Only to a sender whose hello lists `there`: the receiver holds a complete regular file
+        /// of the offered size (`held`, its size) at the offered name, and its SHA-256 (hex). The
+        /// sender hashes its own file and, when they are equal, sends no data (`Close.alreadyThere`).
+        package var held: UInt64? = nil
+        package var heldSHA256: String? = nil
     }
 
     /// The sender's decision: where the data starts (the offered offset when the prefix matches its
@@ -73,8 +78,9 @@ package enum FrameBody {
     package struct Close: Codable, Equatable, Sendable {
         package var sha256: String
         package var bytes: UInt64
-        /// The receiver's confirming close only: it had this file already (same name and SHA-256)
-        /// and kept that copy instead of making another.
+        /// The receiver's confirming close: it had this file already (same name and SHA-256) and
+        /// kept that copy instead of making another. The sender's close, without `start` or data
+        /// before it: the receiver's `heldSHA256` is this file's, so nothing is sent.
         package var alreadyThere: Bool? = nil
         /// The receiver's confirming close only: the name it saved the file under, when not the one
         /// offered (`x (1).txt` beside another `x.txt`). A peer's words: bounded and checked by the

@@ -8,8 +8,12 @@ extension FrameBody {
     /// list it is an older one: it would take a probe as an unknown frame type (a protocol
     /// violation), so it is never sent one.
     package static let probeFeature = "probe"
+    /// Listed by a node that compares before it sends a file (docs/protocol.md, section 6): a
+    /// receiver tells only such a sender what it holds at the offered name (`OpenReply.held`), and
+    /// takes a `close` without data from it. An older sender is answered as before.
+    package static let thereFeature = "there"
     /// What this build speaks beyond protocol 2, sent in every hello.
-    package static let features = [probeFeature, Bundle.feature]
+    package static let features = [probeFeature, Bundle.feature, thereFeature]
 
     /// A peer's `features`, bounded: at most 16 names of at most 32 bytes each are kept.
     static func bounded(features: [String]?) -> [String] {

@@ -22,6 +22,33 @@ enum AlreadyThere {
         return held == true ? path : nil
     }
 
+    /// Whether a regular file of exactly `size` bytes is at `path` (one lstat).
+    static func sameSize(_ size: UInt64, at path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG && UInt64(max(0, info.st_size)) == size
+    }
+
+    /// The SHA-256 (hex) of the regular file at `directory/name` when it has exactly `size` bytes:
+    /// what we tell a sender that compares before it sends (`OpenReply.heldSHA256`). One lstat when
+    /// there is none or its size differs; else read on the pool, its descriptor charged to
+    /// `account` (none to spare: nil, and the file is sent as if nothing were there).
+    static func held(size: UInt64, in directory: String, as name: String, charging account: ResourceBudget.Account) async -> String? {
+        let path = directory + "/" + name
+        guard sameSize(size, at: path) else { return nil }
+        guard case let .success(charge) = account.takeFile() else { return nil }
+        defer { charge.release() }
+        return try? await Blocking.run { cancellation -> String? in
+            let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+            guard fd >= 0 else { return nil }
+            defer { close(fd) }
+            var stats = stat()
+            guard fstat(fd, &stats) == 0, (stats.st_mode & S_IFMT) == S_IFREG, UInt64(max(0, stats.st_size)) == size else { return nil }
+            var hasher = SHA256()
+            guard Transfer.hash(fd, count: size, into: &hasher, cancellation: cancellation) else { return nil }
+            return Transfer.hex(hasher.finalize())
+        }
+    }
+
     static func holds(_ path: String, sha256: String, size: UInt64, cancellation: Blocking.Cancellation? = nil) -> Bool {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { return false }

@@ -19,6 +19,8 @@ extension FrameBody.OpenReply: DirectFrameJSON {
         if let prefixSHA256 { line += #","prefixSHA256":"# + EventEncoder.quoted(prefixSHA256) }
         if let reason { line += #","reason":"# + EventEncoder.quoted(reason) }
         if let code { line += #","code":"# + EventEncoder.quoted(code.description) }
+        if let held { line += #","held":"# + String(held) }
+        if let heldSHA256 { line += #","heldSHA256":"# + EventEncoder.quoted(heldSHA256) }
         return line + "}"
     }
 }
@@ -46,11 +48,12 @@ extension FrameBody.Open: FlatJSONDecodable {
 }
 
 extension FrameBody.OpenReply: FlatJSONDecodable {
-    static let flatKeys: [StaticString] = ["accept", "offset", "prefixSHA256", "reason", "code"]
+    static let flatKeys: [StaticString] = ["accept", "offset", "prefixSHA256", "reason", "code", "held", "heldSHA256"]
     init(flat: FlatJSONFields) throws(FlatJSONFailure) {
         self.init(
             accept: try flat.bool(0), offset: try flat.uint64(1), prefixSHA256: try flat.optionalString(2),
-            reason: try flat.optionalString(3), code: try flat.optionalString(4).map(TransferCode.init)
+            reason: try flat.optionalString(3), code: try flat.optionalString(4).map(TransferCode.init),
+            held: try flat.optionalUInt64(5), heldSHA256: try flat.optionalString(6)
         )
     }
 }

@@ -29,11 +29,28 @@ package struct FileReceiveMachine: Sendable, Equatable {
     }
 
     package let size: UInt64
+    /// The SHA-256 of the complete file of this size already at the offered name, told the sender
+    /// in our answer (`OpenReply.heldSHA256`): a close with it and no data keeps that copy.
+    package let held: String?
     package private(set) var state: State
 
-    package init(size: UInt64, resumable: UInt64 = 0) {
+    package init(size: UInt64, resumable: UInt64 = 0, held: String? = nil) {
         self.size = size
+        self.held = held
         state = .offered(resumable: resumable <= size ? resumable : 0)
+    }
+
+    /// The sender's close before any start, marked already there: it hashed its file to the very
+    /// SHA-256 we hold (`held`), so nothing is sent and our copy stays. Anything else without data
+    /// is a close before start.
+    package mutating func keep(sha256: String, announced bytes: UInt64) throws(Illegal) {
+        switch state {
+        case .offered:
+            guard let held, held == sha256, bytes == size else { throw .closeBeforeStart }
+            state = .closed
+        case .receiving: throw .incomplete(have: position, announced: bytes, size: size)
+        case .closed, .reset: throw .afterEnd
+        }
     }
 
     /// The sender starts at `offset`: 0, or the resumable length we offered. True when it resumes.

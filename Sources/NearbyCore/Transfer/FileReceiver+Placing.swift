@@ -12,6 +12,7 @@ import Darwin
 /// SHA-256 matched and its bytes are on stable storage (docs/durability.md).
 extension FileReceiver {
     func end(_ end: FrameBody.Close, on link: any ChannelPort) async {
+        if end.alreadyThere == true, progress.withLock({ !$0.machine.started }) { return await keep(end, on: link) }
         guard let writer = progress.withLock({ $0.writer }) else {
             return await fail(on: link, code: "integrity", reason: "the file ended before it started")
         }
@@ -48,8 +49,11 @@ extension FileReceiver {
         // time), and is given back before the sender hears the answer: a sender that starts its
         // next file on our close finds the place free.
         let placed: String
-        // The same file sent again, its complete copy already there: no second copy.
-        let existing = await AlreadyThere.copy(of: sha, size: size, in: directory, as: name)
+        // The same file sent again, its complete copy already there: no second copy. Not looked
+        // for when our answer said that copy's hash and it is another.
+        let held = progress.withLock { $0.machine.held }
+        var existing: String?
+        if held == nil || held == sha { existing = await AlreadyThere.copy(of: sha, size: size, in: directory, as: name) }
         do {
             guard synced else { throw NearbyError.ioFailure(path: partial, reason: "fsync failed") }
             if let existing {
@@ -82,6 +86,31 @@ extension FileReceiver {
         await link.confirm(
             FrameBody.Close(sha256: sha, bytes: size, alreadyThere: existing != nil ? true : nil, savedAs: savedAs == name ? nil : savedAs),
             on: channel)
+    }
+
+    /// The sender's close without data: its file's SHA-256 is the one we said our copy at that name
+    /// has (`OpenReply.heldSHA256`), so that copy stays, and nothing else is made. Any other close
+    /// before data is refused as a file that ended before it started.
+    private func keep(_ end: FrameBody.Close, on link: any ChannelPort) async {
+        let kept = progress.withLock { progress -> (Bool, ContinuousClock.Instant) in
+            do throws(FileReceiveMachine.Illegal) {
+                try progress.machine.keep(sha256: end.sha256, announced: end.bytes)
+                return (true, progress.started)
+            } catch {
+                return (false, progress.started)
+            }
+        }
+        guard kept.0 else {
+            return await fail(on: link, code: "integrity", reason: "the sender said the file is already here, and it is not the one here")
+        }
+        link.endChannel(channel)
+        // What an interrupted attempt at this file left is of no use now that it is complete here.
+        if unlink(partial) == 0 { services.partials.gone(partial, deleted: true) }
+        services.partials.release(partial)
+        services.events.emit(Events.FileReceived(
+            transfer: transfer, peer: peer, path: directory + "/" + name, bytes: size, skipped: size, sha256: end.sha256,
+            seconds: Transfer.seconds(since: kept.1), alreadyThere: true))
+        await link.confirm(FrameBody.Close(sha256: end.sha256, bytes: size, alreadyThere: true), on: channel)
     }
 
     /// A complete file that could not be made durable or placed: nothing is kept, both sides hear why.

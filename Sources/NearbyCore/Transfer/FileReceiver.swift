@@ -65,7 +65,7 @@ final class FileReceiver: Sendable {
 
     init(
         transfer: String, channel: UInt32, peer: PeerRef, relative: String, directory: String, name: String, partial: String,
-        size: UInt64, resume: Resume?, stranger: Bool = false, services: Services
+        size: UInt64, resume: Resume?, held: String? = nil, stranger: Bool = false, services: Services
     ) {
         self.services = services
         self.stranger = stranger
@@ -78,7 +78,7 @@ final class FileReceiver: Sendable {
         self.partial = partial
         self.size = size
         self.resume = resume
-        progress = Mutex(Progress(machine: FileReceiveMachine(size: size, resumable: resume?.bytes ?? 0)))
+        progress = Mutex(Progress(machine: FileReceiveMachine(size: size, resumable: resume?.bytes ?? 0, held: held)))
     }
 
     var position: UInt64 { progress.withLock { $0.machine.position } }

@@ -8,6 +8,9 @@ extension FileSendMachine {
         /// The receiver has the first `offset` bytes, with this SHA-256: see whether they are ours,
         /// then `prefixChecked`.
         case checkPrefix(offset: UInt64, sha256: String?)
+        /// The receiver holds a complete file of our size at that name, with this SHA-256: hash
+        /// ours, then `heldHashed`.
+        case compareHeld(sha256: String)
         /// `start` went out: read the file from `offset` and send it within the receiver's window
         /// (`sent` for each piece), then `ended`.
         case sendData(from: UInt64)
@@ -26,15 +29,33 @@ extension FileSendMachine {
     package mutating func answered(_ reply: FrameBody.OpenReply) -> [Action] {
         let accepted: UInt64?
         do {
-            accepted = try replied(accept: reply.accept, offset: reply.offset)
+            let held = reply.held.flatMap { count in reply.heldSHA256.map { (count: count, sha256: $0) } }
+            accepted = try replied(accept: reply.accept, offset: reply.offset, held: held, prefixSHA256: reply.prefixSHA256)
         } catch {
             return broken(error)
         }
         guard let offset = accepted else {
             return [.fail(code: reply.code?.description ?? "refused", reason: "the peer refused the file: \(reply.reason ?? "no reason")")]
         }
-        if offset > 0 { return [.checkPrefix(offset: offset, sha256: reply.prefixSHA256)] }
-        return begin(at: 0)
+        if case let .comparing(held, _, _) = state { return [.compareHeld(sha256: held)] }
+        return resume(from: offset, prefixSHA256: reply.prefixSHA256)
+    }
+
+    private mutating func resume(from offset: UInt64, prefixSHA256: String?) -> [Action] {
+        offset > 0 ? [.checkPrefix(offset: offset, sha256: prefixSHA256)] : begin(at: 0)
+    }
+
+    /// Our hash of the whole file (nil when it could not be read) against the receiver's: the same
+    /// sends our `close` alone, marked `alreadyThere` (no `start`, no data); another sends the file
+    /// as when nothing was there (from the receiver's partial when its prefix is ours).
+    package mutating func heldHashed(_ ours: String?) -> [Action] {
+        guard case let .comparing(_, offset, prefixSHA256) = state else { return broken(.secondReply) }
+        do {
+            guard try heldHashed(ours: ours), let ours else { return resume(from: offset, prefixSHA256: prefixSHA256) }
+            return [.send(FrameBody.frame(.close, FrameBody.Close(sha256: ours, bytes: size, alreadyThere: true), channel: channel))]
+        } catch {
+            return broken(error)
+        }
     }
 
     /// Whether the receiver's first `offset` bytes are ours: resume after them, or start over.

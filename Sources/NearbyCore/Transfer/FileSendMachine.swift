@@ -7,6 +7,10 @@ package struct FileSendMachine: Sendable, Equatable {
     package enum State: Sendable, Equatable {
         /// Our `open` went out; waiting for the receiver's answer.
         case opening
+        /// The receiver took the file and holds one of its size at that name, whose SHA-256 it
+        /// says is `held`: we hash ours to compare. `offset` and `prefixSHA256` are its partial
+        /// file's, for when the hashes differ.
+        case comparing(held: String, offset: UInt64, prefixSHA256: String?)
         /// The receiver took the file; we may start at `offset`.
         case accepted(offset: UInt64)
         /// `start` went out; `position` bytes of the file are sent.
@@ -36,6 +40,8 @@ package struct FileSendMachine: Sendable, Equatable {
     /// The channel the file goes on: the frames the machine asks for carry it.
     package let channel: UInt32
     package private(set) var state = State.opening
+    /// No data went: the receiver's copy at that name has our SHA-256 (`heldHashed`).
+    package private(set) var alreadyThere = false
 
     package init(size: UInt64, channel: UInt32 = 0) {
         self.size = size
@@ -44,8 +50,16 @@ package struct FileSendMachine: Sendable, Equatable {
 
     /// The receiver answered: accepted from `offset` (what it has, at most the file), or refused.
     /// Returns the offset to resume from, nil when refused.
-    package mutating func replied(accept: Bool, offset: UInt64) throws(Illegal) -> UInt64? {
+    /// With `held` (a complete file of `count` bytes there, with that SHA-256) of our size, we
+    /// compare hashes first (`comparing`).
+    package mutating func replied(
+        accept: Bool, offset: UInt64, held: (count: UInt64, sha256: String)? = nil, prefixSHA256: String? = nil
+    ) throws(Illegal) -> UInt64? {
         guard state == .opening else { throw state == .reset || state == .closed ? .afterEnd : .secondReply }
+        if accept, let held, held.count == size {
+            state = .comparing(held: held.sha256, offset: min(offset, size), prefixSHA256: prefixSHA256)
+            return min(offset, size)
+        }
         guard accept else {
             state = .reset
             return nil
@@ -60,7 +74,7 @@ package struct FileSendMachine: Sendable, Equatable {
         switch state {
         case let .accepted(accepted):
             state = .sending(position: offset <= accepted ? offset : 0)
-        case .opening: throw .dataBeforeStart
+        case .opening, .comparing: throw .dataBeforeStart
         case .sending, .halfClosed: throw .startTwice
         case .closed, .reset: throw .afterEnd
         }
@@ -72,9 +86,26 @@ package struct FileSendMachine: Sendable, Equatable {
         case let .sending(position):
             guard count >= 0, position + UInt64(count) <= size else { throw .pastEnd(size: size) }
             state = .sending(position: position + UInt64(count))
-        case .opening, .accepted: throw .dataBeforeStart
+        case .opening, .comparing, .accepted: throw .dataBeforeStart
         case .halfClosed, .closed, .reset: throw .afterEnd
         }
+    }
+
+    /// Our hash of the whole file (nil: it could not be read) against the receiver's `held`: the
+    /// same, and our `close` goes out without data (true); else the file is sent (false), from the
+    /// receiver's partial when it had one (`accepted`). A receiver's claim is believed only when
+    /// it is our own hash: a lie with another is a file sent in full.
+    package mutating func heldHashed(ours sha256: String?) throws(Illegal) -> Bool {
+        guard case let .comparing(held, offset, _) = state else {
+            throw state == .closed || state == .reset ? .afterEnd : .secondReply
+        }
+        guard let sha256, sha256 == held else {
+            state = .accepted(offset: offset)
+            return false
+        }
+        alreadyThere = true
+        state = .halfClosed(sha256: sha256)
+        return true
     }
 
     /// Our `close` goes out with the file's SHA-256.
@@ -83,7 +114,7 @@ package struct FileSendMachine: Sendable, Equatable {
         case let .sending(position):
             guard position == size else { throw .closeBeforeEnd(position: position, size: size) }
             state = .halfClosed(sha256: sha256)
-        case .opening, .accepted: throw .dataBeforeStart
+        case .opening, .comparing, .accepted: throw .dataBeforeStart
         case .halfClosed, .closed, .reset: throw .afterEnd
         }
     }
@@ -95,7 +126,7 @@ package struct FileSendMachine: Sendable, Equatable {
         case let .halfClosed(ours):
             state = ours == sha256 ? .closed : .reset
             return ours == sha256
-        case .opening, .accepted, .sending: throw .confirmBeforeClose
+        case .opening, .comparing, .accepted, .sending: throw .confirmBeforeClose
         case .closed, .reset: throw .afterEnd
         }
     }

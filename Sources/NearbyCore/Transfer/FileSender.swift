@@ -77,7 +77,7 @@ enum FileSender {
                 case let .fail(code, reason):
                     await flush()
                     throw failed(code, reason)
-                case .checkPrefix, .sendData, .delivered: next = action
+                case .checkPrefix, .compareHeld, .sendData, .delivered: next = action
                 }
             }
             return next
@@ -173,6 +173,14 @@ enum FileSender {
                 let ours = prefix.map { Transfer.hex($0.finalize()) == theirs } ?? false
                 if ours, let prefix { hasher = prefix }
                 next = try await carry(machine.prefixChecked(offset, ours: ours))
+            case let .compareHeld(theirs)?:
+                // The receiver holds a file of our size at that name: hashed only now, so a new
+                // file is never hashed before it is sent. The same hash sends nothing.
+                NearbyLog.logger.debug("\(file.relative): the receiver holds \(file.size) bytes at that name (sha256 \(theirs.prefix(64))); hashing ours")
+                let whole = await Transfer.hash(fd, count: file.size)
+                let ours = whole.map { Transfer.hex($0.finalize()) }
+                if let ours { sha = ours }
+                next = try await carry(machine.heldHashed(ours))
             case let .sendData(offset)?:
                 if let permits {
                     guard await permits.take() else { throw await cancelled() }
@@ -181,9 +189,11 @@ enum FileSender {
                 try await sendData(from: offset, hasher: hasher)
                 next = try await carry(heard())
             case let .delivered(confirmed)?:
+                // Nothing sent: every byte counts as skipped, and the file as already there.
+                let none = machine.alreadyThere
                 var sent = Events.FileSent(
-                    transfer: transfer, peer: peer, path: file.relative, bytes: file.size, skipped: skipped, sha256: sha,
-                    seconds: Transfer.seconds(since: started), alreadyThere: confirmed.alreadyThere == true ? true : nil)
+                    transfer: transfer, peer: peer, path: file.relative, bytes: file.size, skipped: none ? file.size : skipped, sha256: sha,
+                    seconds: Transfer.seconds(since: started), alreadyThere: none || confirmed.alreadyThere == true ? true : nil)
                 // Two files of one name (dA/x.txt, dB/x.txt) told apart: where each came from, and
                 // the name the receiver gave the one it could not save under its own.
                 sent.source = file.source
