@@ -83,7 +83,11 @@ schema = json.load(open(sys.argv[1]))
 validator = jsonschema.Draft202012Validator(schema)
 lines = bad = 0
 kinds = set()
+import os
 for path in sys.argv[2:]:
+    # A test's link to another of its files (E2E_KEEP copies links as links): that file is read itself.
+    if os.path.islink(path):
+        continue
     for number, line in enumerate(open(path, encoding="utf-8"), 1):
         lines += 1
         try:

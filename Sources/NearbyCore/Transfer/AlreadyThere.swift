@@ -37,26 +37,22 @@ enum AlreadyThere {
         guard sameSize(size, at: path) else { return nil }
         guard case let .success(charge) = account.takeFile() else { return nil }
         defer { charge.release() }
-        return try? await Blocking.run { cancellation -> String? in
-            let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-            guard fd >= 0 else { return nil }
-            defer { close(fd) }
-            var stats = stat()
-            guard fstat(fd, &stats) == 0, (stats.st_mode & S_IFMT) == S_IFREG, UInt64(max(0, stats.st_size)) == size else { return nil }
-            var hasher = SHA256()
-            guard Transfer.hash(fd, count: size, into: &hasher, cancellation: cancellation) else { return nil }
-            return Transfer.hex(hasher.finalize())
-        }
+        return try? await Blocking.run { cancellation in sha256(of: path, size: size, cancellation: cancellation) }
     }
 
-    static func holds(_ path: String, sha256: String, size: UInt64, cancellation: Blocking.Cancellation? = nil) -> Bool {
+    static func holds(_ path: String, sha256 wanted: String, size: UInt64, cancellation: Blocking.Cancellation? = nil) -> Bool {
+        sha256(of: path, size: size, cancellation: cancellation) == wanted
+    }
+
+    /// The SHA-256 (hex) of the regular file at `path` (not a link) when it has exactly `size` bytes.
+    private static func sha256(of path: String, size: UInt64, cancellation: Blocking.Cancellation?) -> String? {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { return false }
+        guard fd >= 0 else { return nil }
         defer { close(fd) }
         var stats = stat()
-        guard fstat(fd, &stats) == 0, (stats.st_mode & S_IFMT) == S_IFREG, UInt64(max(0, stats.st_size)) == size else { return false }
+        guard fstat(fd, &stats) == 0, (stats.st_mode & S_IFMT) == S_IFREG, UInt64(max(0, stats.st_size)) == size else { return nil }
         var hasher = SHA256()
-        guard Transfer.hash(fd, count: size, into: &hasher, cancellation: cancellation) else { return false }
-        return Transfer.hex(hasher.finalize()) == sha256
+        guard Transfer.hash(fd, count: size, into: &hasher, cancellation: cancellation) else { return nil }
+        return Transfer.hex(hasher.finalize())
     }
 }
