@@ -80,33 +80,30 @@ enum LocalSendCommands {
         let limit = timeout ?? (peer == nil ? nil : Nearby.Browse.defaultPeerTimeout)
         let matched = Locked(false)
         let found = Locked(0)
-        _ = try? await interruptible("browsing") {
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    await discovery.run(link, scan: scan, registrations: registrations) { sighting in
-                        switch sighting {
-                        case let .found(device):
-                            guard peer.map(device.matches) ?? true else { return true }
-                            context.events.emit(seen(device, started: started))
-                            found.withLock { $0 += 1 }
-                            if peer != nil { matched.withLock { $0 = true } }
-                            return peer == nil && found.withLock { $0 } != count
-                        case let .updated(device, changed):
-                            guard peer.map(device.matches) ?? true else { return true }
-                            context.events.emit(Events.PeerUpdated(changed: changed, seen: seen(device, started: started)))
-                        case let .lost(device):
-                            guard peer.map(device.matches) ?? true else { return true }
-                            context.events.emit(Events.Lost(peer: device.ref, service: "localsend", elapsedMs: Int((ContinuousClock.now - started) / .milliseconds(1))))
-                        case let .full(device):
-                            Console(verbose: true).info("more than \(LocalSendLimits.devices) LocalSend devices answer; ignoring the rest (the latest: \(device.host))")
-                        }
-                        return true
-                    }
+        let browsing: @Sendable () async -> Void? = {
+            await discovery.run(link, scan: scan, registrations: registrations) { sighting in
+                switch sighting {
+                case let .found(device):
+                    guard peer.map(device.matches) ?? true else { return true }
+                    context.events.emit(seen(device, started: started))
+                    found.withLock { $0 += 1 }
+                    if peer != nil { matched.withLock { $0 = true } }
+                    return peer == nil && found.withLock { $0 } != count
+                case let .updated(device, changed):
+                    guard peer.map(device.matches) ?? true else { return true }
+                    context.events.emit(Events.PeerUpdated(changed: changed, seen: seen(device, started: started)))
+                case let .lost(device):
+                    guard peer.map(device.matches) ?? true else { return true }
+                    context.events.emit(Events.Lost(peer: device.ref, service: "localsend", elapsedMs: Int((ContinuousClock.now - started) / .milliseconds(1))))
+                case let .full(device):
+                    Console(verbose: true).info("more than \(LocalSendLimits.devices) LocalSend devices answer; ignoring the rest (the latest: \(device.host))")
                 }
-                if let limit { group.addTask { try? await Task.sleep(for: .milliseconds(Int(limit * 1000))) } }
-                _ = await group.next()
-                group.cancelAll()
+                return true
             }
+            return ()
+        }
+        _ = try? await interruptible("browsing") {
+            if let limit { _ = await firstResult(within: .milliseconds(Int(limit * 1000)), browsing) } else { _ = await browsing() }
         }
         if let peer, !matched.withLock({ $0 }) { throw NearbyError.peerNotFound(peer, waitedSeconds: limit ?? 0) }
         if found.withLock({ $0 }) == 0, timeout != nil {
