@@ -5,7 +5,7 @@ import Testing
 
 /// One of each small thing, held by a test that reads every source file rather than by our words:
 /// one lock box (`Locked`, or a `Mutex` member), one progress pacer with the interval written in it,
-/// and raw continuations only where a well-kept primitive owns them.
+/// and raw continuations in `OneShot` alone.
 @Suite struct OneOfEachTests {
     struct Line {
         let file: String
@@ -63,6 +63,17 @@ import Testing
             }
         }
         #expect(offenders.isEmpty, "progress is paced by ProgressPacer (NearbyCore/Transfer/ProgressPacer.swift): \(offenders)")
+    }
+
+    /// A raw continuation is written in OneShot.swift alone: every other wait is a `OneShot` (a
+    /// queue of waiters, a queue of them), which resumes exactly once and ends when its task is
+    /// cancelled.
+    @Test func noRawContinuationOutsideOneShot() throws {
+        let raw = #"\b(with(Checked|Unsafe)(Throwing)?Continuation|(Checked|Unsafe)Continuation)\b"#
+        let offenders = try Self.sourceLines()
+            .filter { $0.file != "OneShot.swift" && !Self.isComment($0.text) && Self.matches($0.text, raw) }
+            .map(\.place)
+        #expect(offenders.isEmpty, "wait on a OneShot (NearbyCore/Support/OneShot.swift), not a raw continuation: \(offenders)")
     }
 
     /// The pacer says the first event at once (or an interval after the start it was given), then at
