@@ -78,38 +78,35 @@ enum LocalSendCommands {
         context.events.emit(Events.Browsing(service: "localsend", domain: "local."))
         let started = ContinuousClock.now
         let limit = timeout ?? (peer == nil ? nil : Nearby.Browse.defaultPeerTimeout)
-        let matched = LockedValue(false)
-        let found = LockedValue(0)
-        _ = try? await interruptible("browsing") {
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    await discovery.run(link, scan: scan, registrations: registrations) { sighting in
-                        switch sighting {
-                        case let .found(device):
-                            guard peer.map(device.matches) ?? true else { return true }
-                            context.events.emit(seen(device, started: started))
-                            found.set(found.get() + 1)
-                            if peer != nil { matched.set(true) }
-                            return peer == nil && found.get() != count
-                        case let .updated(device, changed):
-                            guard peer.map(device.matches) ?? true else { return true }
-                            context.events.emit(Events.PeerUpdated(changed: changed, seen: seen(device, started: started)))
-                        case let .lost(device):
-                            guard peer.map(device.matches) ?? true else { return true }
-                            context.events.emit(Events.Lost(peer: device.ref, service: "localsend", elapsedMs: Int((ContinuousClock.now - started) / .milliseconds(1))))
-                        case let .full(device):
-                            Console(verbose: true).info("more than \(LocalSendLimits.devices) LocalSend devices answer; ignoring the rest (the latest: \(device.host))")
-                        }
-                        return true
-                    }
+        let matched = Locked(false)
+        let found = Locked(0)
+        let browsing: @Sendable () async -> Void? = {
+            await discovery.run(link, scan: scan, registrations: registrations) { sighting in
+                switch sighting {
+                case let .found(device):
+                    guard peer.map(device.matches) ?? true else { return true }
+                    context.events.emit(seen(device, started: started))
+                    found.withLock { $0 += 1 }
+                    if peer != nil { matched.withLock { $0 = true } }
+                    return peer == nil && found.withLock { $0 } != count
+                case let .updated(device, changed):
+                    guard peer.map(device.matches) ?? true else { return true }
+                    context.events.emit(Events.PeerUpdated(changed: changed, seen: seen(device, started: started)))
+                case let .lost(device):
+                    guard peer.map(device.matches) ?? true else { return true }
+                    context.events.emit(Events.Lost(peer: device.ref, service: "localsend", elapsedMs: Int((ContinuousClock.now - started) / .milliseconds(1))))
+                case let .full(device):
+                    Console(verbose: true).info("more than \(LocalSendLimits.devices) LocalSend devices answer; ignoring the rest (the latest: \(device.host))")
                 }
-                if let limit { group.addTask { try? await Task.sleep(for: .milliseconds(Int(limit * 1000))) } }
-                _ = await group.next()
-                group.cancelAll()
+                return true
             }
+            return ()
         }
-        if let peer, !matched.get() { throw NearbyError.peerNotFound(peer, waitedSeconds: limit ?? 0) }
-        if found.get() == 0, timeout != nil {
+        _ = try? await interruptible("browsing") {
+            if let limit { _ = await firstResult(within: .milliseconds(Int(limit * 1000)), browsing) } else { _ = await browsing() }
+        }
+        if let peer, !matched.withLock({ $0 }) { throw NearbyError.peerNotFound(peer, waitedSeconds: limit ?? 0) }
+        if found.withLock({ $0 }) == 0, timeout != nil {
             let hint = "is a LocalSend app open on the same network, and does this host route 224.0.0.0/4 (multicast) on that link? try `nearby doctor --localsend`"
             context.events.emit(Events.NothingFound(service: "localsend", seconds: limit ?? 0, hint: hint))
             Console(verbose: true).info("nothing found on LocalSend in \(limit ?? 0) s — \(hint)")
@@ -179,17 +176,17 @@ enum LocalSendCommands {
     /// `doctor --localsend [PEER]`: the checks as `check` events, then the `summary`; the exit
     /// status of the first failure.
     static func doctor(_ context: CommandContext, peer: String?, until deadline: ContinuousClock.Instant, verbose: Bool) async throws {
-        let checks = LockedValue<[DoctorCheck]>([])
+        let checks = Locked<[DoctorCheck]>([])
         try await reporting(context, verbose: verbose) {
             let discovery = try discovery(context, name: nil)
             let doctor = LocalSendDoctor(discovery: discovery, http: try client(discovery.identity))
             await doctor.run(peer: peer, until: deadline) { check in
-                checks.set(checks.get() + [check])
+                checks.withLock { $0.append(check) }
                 context.events.emit(Events.Check(check))
             }
         }
-        context.events.emit(Events.Summary(checks.get()))
-        let status = DoctorCheck.exitStatus(of: checks.get())
+        context.events.emit(Events.Summary(checks.withLock { $0 }))
+        let status = DoctorCheck.exitStatus(of: checks.withLock { $0 })
         if status != .success { throw ExitCode(status.rawValue) }
     }
 

@@ -1,6 +1,5 @@
 import Foundation
 import NearbyCore
-import Synchronization
 
 /// A failure a running node already reported for this command (its `error` event is printed): the
 /// command ends with the node's exit status and the same one sentence on stderr as when it runs
@@ -14,7 +13,7 @@ struct ReportedFailure: Error, Equatable {
 /// whose message is the command's sentence if the request fails.
 final class NodeReplies: Sendable {
     private let events: any EventSink
-    private let lastError = LockedValue<String?>(nil)
+    private let lastError = Locked<String?>(nil)
 
     init(_ events: any EventSink) { self.events = events }
 
@@ -23,23 +22,15 @@ final class NodeReplies: Sendable {
         guard line.hasPrefix(#"{"event":"error""#) || line.contains(#""event":"error""#),
               let failure = DecodedEvent(line: line, kinds: [Events.Failure.self])?.body as? Events.Failure
         else { return }
-        lastError.set(failure.message)
+        lastError.withLock { $0 = failure.message }
     }
 
     /// Nothing when the node says 0; else the failure, in the node's words.
     func outcome(_ status: Int32) throws(ReportedFailure) {
         guard status != 0 else { return }
         let summary = ExitStatus(rawValue: status)?.summary ?? "exit status \(status)"
-        throw ReportedFailure(status: status, message: lastError.get() ?? "the node reported: \(summary)")
+        throw ReportedFailure(status: status, message: lastError.withLock { $0 } ?? "the node reported: \(summary)")
     }
-}
-
-/// A value behind a lock, for the few places that need one.
-final class LockedValue<Value: Sendable>: Sendable {
-    private let storage: Mutex<Value>
-    init(_ value: Value) { storage = Mutex(value) }
-    func get() -> Value { storage.withLock { $0 } }
-    func set(_ value: Value) { storage.withLock { $0 = value } }
 }
 
 extension ControlRequest {

@@ -53,7 +53,7 @@ struct IncomingUpload: Sendable {
         events.emit(Events.FileStarted.make(transfer: transfer, direction: "receive", peer: peer, path: relative, bytes: size))
         var received: UInt64 = 0
         let started = ContinuousClock.now
-        var lastProgress = started
+        var pacer = ProgressPacer(since: started)
         let who = peer.name ?? peer.id
         do {
             while let chunk = try await body.chunk() {
@@ -68,8 +68,7 @@ struct IncomingUpload: Sendable {
                     return await drop(error, status: error.code == "quota" ? 507 : 500)
                 }
                 received += count
-                if ContinuousClock.now - lastProgress >= Transfer.progressInterval || received == size {
-                    lastProgress = .now
+                if pacer.due(final: received == size) {
                     events.emit(Events.Progress(
                         transfer: transfer, direction: "receive", peer: peer, path: relative, bytes: received, total: size,
                         rate: Transfer.rate(received, Transfer.seconds(since: started))))

@@ -43,7 +43,7 @@ extension LocalSendReceiver {
         let expires = EventEncoder.timestamp(Date().addingTimeInterval(Double(Self.askFor / .seconds(1))))
         if let answerer = answerers.withLock({ $0.waiting.isEmpty ? nil : $0.waiting.removeFirst() }) {
             events.emit(Events.Invitation.make(invitation: asked.id, peer: asked.device.ref, context: asked.context, expires: expires, answeredBy: "nearby accept"))
-            answerer.continuation.resume(returning: decide(asked, accept: answerer.accept))
+            answerer.answered.settle(decide(asked, accept: answerer.accept))
             return answerer.accept ? .accepted : .declined
         }
         asking.append(Waiting(asked: asked))
@@ -81,15 +81,15 @@ extension LocalSendReceiver {
             settle(asked.id, accept ? .accepted : .declined)
             return line
         }
-        return await withCheckedContinuation { continuation in
-            let refused: Answered? = answerers.withLock { state in
-                if state.forgotten.remove(token) != nil { return .failure(.cancelled("waiting for a LocalSend transfer")) }
-                guard state.waiting.count < Self.maxAsked else { return .failure(.invalidArgument("too many accept commands wait already")) }
-                state.waiting.append((token, accept, continuation))
-                return nil
-            }
-            if let refused { continuation.resume(returning: refused) }
+        let answered = OneShot<Answered>()
+        let refused: Answered? = answerers.withLock { state in
+            if state.forgotten.remove(token) != nil { return .failure(.cancelled("waiting for a LocalSend transfer")) }
+            guard state.waiting.count < Self.maxAsked else { return .failure(.invalidArgument("too many accept commands wait already")) }
+            state.waiting.append((token, accept, answered))
+            return nil
         }
+        if let refused { return refused }
+        return await answered.wait() ?? .failure(.cancelled("waiting for a LocalSend transfer"))
     }
 
     /// Emits the answer's event and gives it to the client as a line.
@@ -122,20 +122,20 @@ extension LocalSendReceiver {
 
     /// The client of `token` is gone (Ctrl-C): it no longer waits for the next transfer.
     package nonisolated func forget(_ token: Int) {
-        let gone = answerers.withLock { state -> CheckedContinuation<Answered, Never>? in
+        let gone = answerers.withLock { state -> OneShot<Answered>? in
             guard let index = state.waiting.firstIndex(where: { $0.token == token }) else {
                 if state.forgotten.count >= 256 { state.forgotten.removeAll() }
                 state.forgotten.insert(token)
                 return nil
             }
-            return state.waiting.remove(at: index).continuation
+            return state.waiting.remove(at: index).answered
         }
-        gone?.resume(returning: .failure(.cancelled("waiting for a LocalSend transfer")))
+        gone?.settle(.failure(.cancelled("waiting for a LocalSend transfer")))
     }
 }
 
 /// `nearby accept` commands waiting for the next transfer, and the tokens of those gone before they waited.
 struct Answerers: Sendable {
-    var waiting: [(token: Int, accept: Bool, continuation: CheckedContinuation<LocalSendReceiver.Answered, Never>)] = []
+    var waiting: [(token: Int, accept: Bool, answered: OneShot<LocalSendReceiver.Answered>)] = []
     var forgotten: Set<Int> = []
 }

@@ -85,12 +85,12 @@ extension LocalSendSender {
             events.emit(Events.FileStarted.make(transfer: transfer, direction: "send", peer: target.ref, path: file.relative, bytes: file.size))
         }
         let started = ContinuousClock.now
-        let pacer = ProgressPacer()
+        let pacer = Locked(ProgressPacer())
         let events = self.events
         let ask = LocalSendHTTP.Ask(
             method: .POST, path: Self.uploadPath(session: session, file: offer.id, token: token),
             body: .file(path: file.source, size: file.size, sent: { bytes in
-                guard pacer.due(bytes == file.size) else { return }
+                guard pacer.withLock({ $0.due(final: bytes == file.size) }) else { return }
                 let seconds = max(0.001, Double((ContinuousClock.now - started) / .milliseconds(1)) / 1000)
                 events.emit(Events.Progress(
                     transfer: transfer, direction: "send", peer: target.ref, path: file.relative, bytes: bytes,

@@ -2,7 +2,6 @@ import Crypto
 import Foundation
 import NIOHTTP1
 import NearbyCore
-import Synchronization
 
 /// Sends files or a text to a LocalSend device (protocol v2, section 4): `prepare-upload` with
 /// each file's SHA-256, then one `upload` per file the device accepted, `cancel` when interrupted.
@@ -269,29 +268,5 @@ package struct LocalSendSender: Sendable {
             throw .ioFailure(path: source, reason: "it changed while being read")
         }
         return Hex.encode(hasher.finalize())
-    }
-}
-
-/// At most ten progress events a second, and always the last.
-final class ProgressPacer: Sendable {
-    private let last = LockedInstant()
-    func due(_ final: Bool) -> Bool {
-        last.update { previous in
-            let now = ContinuousClock.now
-            if final || previous.map({ now - $0 >= .milliseconds(100) }) ?? true { return now }
-            return nil
-        }
-    }
-}
-
-final class LockedInstant: Sendable {
-    private let value = Mutex<ContinuousClock.Instant?>(nil)
-    /// Sets the new instant `change` returns, if any; whether it did.
-    func update(_ change: (ContinuousClock.Instant?) -> ContinuousClock.Instant?) -> Bool {
-        value.withLock { current in
-            guard let next = change(current) else { return false }
-            current = next
-            return true
-        }
     }
 }

@@ -63,14 +63,10 @@ package final class WebDropBox: WebSite {
     static let lingerTime: Duration = .seconds(2)
 
     static func linger(_ body: WebBody) async {
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                var dropped = 0
-                while dropped < lingerBytes, let chunk = try? await body.chunk() { dropped += chunk.readableBytes }
-            }
-            group.addTask { try? await Task.sleep(for: lingerTime) }
-            await group.next()
-            group.cancelAll()
+        _ = await firstResult(within: lingerTime) { () -> Void? in
+            var dropped = 0
+            while dropped < lingerBytes, let chunk = try? await body.chunk() { dropped += chunk.readableBytes }
+            return ()
         }
     }
 

@@ -61,7 +61,7 @@ final class DiskFile: WebIncomingFile, Sendable {
     let transfer: String
     let events: any EventSink
     private let started = ContinuousClock.now
-    private let lastProgress = Locked(ContinuousClock.now)
+    private let pacer = Locked(ProgressPacer(since: .now))
 
     var name: String { upload.name }
 
@@ -80,11 +80,7 @@ final class DiskFile: WebIncomingFile, Sendable {
         }
         try await upload.write(bytes)
         let received = upload.received
-        let due = lastProgress.withLock { last in
-            guard ContinuousClock.now - last >= Transfer.progressInterval else { return false }
-            last = .now
-            return true
-        }
+        let due = pacer.withLock { $0.due() }
         if due {
             events.emit(Events.Progress(
                 transfer: transfer, direction: "receive", peer: peer, path: name, bytes: received, total: 0,

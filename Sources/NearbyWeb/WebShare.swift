@@ -324,7 +324,7 @@ final class Meter: @unchecked Sendable {
     let total: UInt64
     var bytes: UInt64 = 0
     let started = ContinuousClock.now
-    var last = ContinuousClock.now
+    var pacer = ProgressPacer(since: .now)
 
     init(events: any EventSink, transfer: String, peer: PeerRef, path: String, total: UInt64) {
         self.events = events
@@ -336,8 +336,7 @@ final class Meter: @unchecked Sendable {
 
     func add(_ count: UInt64) {
         bytes += count
-        guard ContinuousClock.now - last >= Transfer.progressInterval || bytes == total else { return }
-        last = .now
+        guard pacer.due(final: bytes == total) else { return }
         events.emit(Events.Progress(
             transfer: transfer, direction: "send", peer: peer, path: path, bytes: bytes, total: total,
             rate: Transfer.rate(bytes, Transfer.seconds(since: started))))

@@ -68,29 +68,29 @@ func makeNode(service: String, advertise: Bool, autoAccept: Bool, sink: MessageS
 final class EchoLines: ByteSource {
     private struct State {
         var pending = ByteBuffer()
-        var waiter: CheckedContinuation<ByteBuffer?, Never>?
+        var waiter: OneShot<ByteBuffer?>?
         var finished = false
     }
     private let state = Mutex(State())
 
     func append(_ text: String) {
-        let waiter = state.withLock { state -> CheckedContinuation<ByteBuffer?, Never>? in
+        let waiter = state.withLock { state -> OneShot<ByteBuffer?>? in
             state.pending.writeString(text)
             state.pending.writeInteger(UInt8(ascii: "\n"))
             guard let waiter = state.waiter else { return nil }
             state.waiter = nil
             return waiter
         }
-        waiter?.resume(returning: take())
+        waiter?.settle(take())
     }
 
     /// The session ended: `next()` says so.
     func finish() {
-        let waiter = state.withLock { state -> CheckedContinuation<ByteBuffer?, Never>? in
+        let waiter = state.withLock { state -> OneShot<ByteBuffer?>? in
             state.finished = true
             return Swift.exchange(&state.waiter, with: nil)
         }
-        waiter?.resume(returning: nil)
+        waiter?.settle(nil)
     }
 
     private func take() -> ByteBuffer { state.withLock { Swift.exchange(&$0.pending, with: ByteBuffer()) } }
@@ -98,15 +98,16 @@ final class EchoLines: ByteSource {
     func next() async throws -> ByteBuffer? {
         let ready = take()
         if ready.readableBytes > 0 { return ready }
-        return await withCheckedContinuation { continuation in
-            let now = state.withLock { state -> ByteBuffer?? in
-                if state.pending.readableBytes > 0 { return Swift.exchange(&state.pending, with: ByteBuffer()) }
-                if state.finished { return .some(nil) }
-                state.waiter = continuation
-                return nil
-            }
-            if let now { continuation.resume(returning: now) }
+        let waiter = OneShot<ByteBuffer?>()
+        let now = state.withLock { state -> ByteBuffer?? in
+            if state.pending.readableBytes > 0 { return Swift.exchange(&state.pending, with: ByteBuffer()) }
+            if state.finished { return .some(nil) }
+            state.waiter = waiter
+            return nil
         }
+        if let now { return now }
+        // Settled by `append` or `finish` only, as the wait always was.
+        return await waiter.waitThroughCancellation() ?? nil
     }
 }
 

@@ -9,8 +9,9 @@ package struct FrameChannel: Sendable {
     package let channel: NIOAsyncChannel<Frame, Frame>
     package let encrypted: Bool
     package let remote: String
-    /// The public key (SPKI DER) the peer's TLS certificate carries; nil without TLS.
-    let certificateKey: KeyBox
+    /// The public key (SPKI DER) the peer's TLS certificate carries; nil without TLS. Filled in by
+    /// the TLS verification callback, read after the handshake.
+    let certificateKey: Locked<[UInt8]?>
     /// Message frames of the session, delivered on the event loop once the node arms it.
     let shortcut: MessageShortcut
     /// The place this incoming connection holds among links that are not sessions (`Admission`),
@@ -19,13 +20,6 @@ package struct FrameChannel: Sendable {
     /// When the TCP connection was made: the preamble, TLS and the identity handshake all end
     /// within `Handshake.deadline` of it, however slowly the bytes come.
     var started = NIODeadline.now()
-
-    /// Filled in by the TLS verification callback, read after the handshake.
-    final class KeyBox: Sendable {
-        private let storage = Mutex<[UInt8]?>(nil)
-        func set(_ key: [UInt8]) { storage.withLock { $0 = key } }
-        var key: [UInt8]? { storage.withLock { $0 } }
-    }
 }
 
 /// What the preamble leads to.
@@ -173,12 +167,12 @@ final class PreambleHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     private func upgrade(_ context: ChannelHandlerContext, tls useTLS: Bool) {
-        let box = FrameChannel.KeyBox()
+        let box = Locked<[UInt8]?>(nil)
         do {
             let pipeline = context.pipeline.syncOperations
             var handlers: [any ChannelHandler] = []
             if useTLS {
-                let verify = SessionTLS.verifier { box.set($0) }
+                let verify = SessionTLS.verifier { key in box.withLock { $0 = key } }
                 handlers.append(role == .server
                     ? NIOSSLServerHandler(context: tls, customVerificationCallback: verify)
                     : try NIOSSLClientHandler(context: tls, serverHostname: nil, customVerificationCallback: verify))

@@ -206,7 +206,7 @@ package enum Handshake {
         var machine = HandshakeStateMachine(
             isClient: isClient, identity: identity, displayName: displayName, expected: expected,
             encrypted: connection.encrypted, address: connection.remote,
-            certificateKey: { box.key.map { Data($0) } },
+            certificateKey: { box.withLock { $0 }.map { Data($0) } },
             pinned: { (id, key, _) throws(NearbyError) in
                 switch try knownPeers.verify(id: id, key: key) {
                 case .changed: throw .keyChanged(peer: id.rawValue, knownPeers: knownPeers.file(pinning: id))

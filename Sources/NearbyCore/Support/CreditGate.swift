@@ -7,7 +7,7 @@ package final class CreditGate: Sendable {
     private struct State {
         var available: Int
         var closed = false
-        var waiter: CheckedContinuation<Void, Never>?
+        var waiter: OneShot<Void>?
     }
 
     private let state: Mutex<State>
@@ -16,22 +16,22 @@ package final class CreditGate: Sendable {
 
     /// More credit from the peer. Absurd totals are clamped: we never have that much to send anyway.
     package func add(_ count: Int) {
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+        let waiter = state.withLock { state -> OneShot<Void>? in
             state.available = min(state.available + max(0, count), Int(Int32.max))
             defer { state.waiter = nil }
             return state.waiter
         }
-        waiter?.resume()
+        waiter?.settle(())
     }
 
     /// No more credit will come.
     package func close() {
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+        let waiter = state.withLock { state -> OneShot<Void>? in
             state.closed = true
             defer { state.waiter = nil }
             return state.waiter
         }
-        waiter?.resume()
+        waiter?.settle(())
     }
 
     /// Takes up to `limit` bytes of credit, waiting while there is none; nil once closed or when the
@@ -47,22 +47,14 @@ package final class CreditGate: Sendable {
             }
             if let taken { return taken }
             if Task.isCancelled { return nil }
-            await withTaskCancellationHandler {
-                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                    let ready = state.withLock { state -> Bool in
-                        if state.closed || state.available > 0 || Task.isCancelled { return true }
-                        state.waiter = continuation
-                        return false
-                    }
-                    if ready { continuation.resume() }
-                }
-            } onCancel: {
-                let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
-                    defer { state.waiter = nil }
-                    return state.waiter
-                }
-                waiter?.resume()
+            let ready = OneShot<Void>()
+            let now = state.withLock { state -> Bool in
+                if state.closed || state.available > 0 { return true }
+                state.waiter = ready
+                return false
             }
+            // Ends on credit, on close, or when this task is cancelled.
+            if !now { _ = await ready.wait() }
         }
     }
 

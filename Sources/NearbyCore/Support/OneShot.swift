@@ -3,7 +3,8 @@ import Synchronization
 /// A value that arrives once, awaited by at most one task, and a wait that ends when that task is
 /// cancelled: the building block of every waiter in the node (invitations, `accept`, stream
 /// listeners). Whoever settles it first wins; later settles are ignored, so a late answer can never
-/// resume a continuation twice or wake a waiter that has gone.
+/// resume a continuation twice or wake a waiter that has gone. The one place a raw continuation is
+/// written (OneOfEachTests holds it): a queue of waiters is a queue of `OneShot`s.
 package final class OneShot<Value: Sendable>: Sendable {
     private enum State {
         case empty
@@ -49,24 +50,35 @@ package final class OneShot<Value: Sendable>: Sendable {
     /// The value, or nil when abandoned or when the waiting task was cancelled.
     package func wait() async -> Value? {
         await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Value?, Never>) in
-                let now: Value?? = state.withLock { state in
-                    switch state {
-                    case let .settled(value): return .some(value)
-                    case .waiting: return .some(nil)  // one waiter only: a second one gets nothing
-                    case .empty:
-                        if Task.isCancelled {
-                            state = .settled(nil)
-                            return .some(nil)
-                        }
-                        state = .waiting(continuation)
-                        return .none
-                    }
-                }
-                if let now { continuation.resume(returning: now) }
-            }
+            await suspend(cancellable: true)
         } onCancel: {
             abandon()
+        }
+    }
+
+    /// The value, or nil when abandoned; a cancelled task waits on. For work already handed to a
+    /// thread that always settles (a queued write's hash, a close, a sync), whose result the caller
+    /// needs even when cancelled: the wait is as long as that work.
+    package func waitThroughCancellation() async -> Value? {
+        await suspend(cancellable: false)
+    }
+
+    private func suspend(cancellable: Bool) async -> Value? {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Value?, Never>) in
+            let now: Value?? = state.withLock { state in
+                switch state {
+                case let .settled(value): return .some(value)
+                case .waiting: return .some(nil)  // one waiter only: a second one gets nothing
+                case .empty:
+                    if cancellable, Task.isCancelled {
+                        state = .settled(nil)
+                        return .some(nil)
+                    }
+                    state = .waiting(continuation)
+                    return .none
+                }
+            }
+            if let now { continuation.resume(returning: now) }
         }
     }
 }

@@ -118,12 +118,12 @@ package final class DescriptorSink: ByteSink {
 
     package func finish() async {
         let fd = self.fd
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            queue.async {
-                close(fd)
-                continuation.resume()
-            }
+        let closed = OneShot<Void>()
+        queue.async {
+            close(fd)
+            closed.settle(())
         }
+        _ = await closed.waitThroughCancellation()
     }
 }
 

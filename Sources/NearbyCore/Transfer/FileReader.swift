@@ -90,9 +90,10 @@ final class FileReader: Sendable {
     /// The hash of everything read, once every chunk was taken.
     func hash() async -> SHA256 {
         if inline { return reading.hasher }
-        return await withCheckedContinuation { (continuation: CheckedContinuation<SHA256, Never>) in
-            queue.async { [reading] in continuation.resume(returning: reading.hasher) }
-        }
+        let hashed = OneShot<Transfer.HashState>()
+        queue.async { [reading] in hashed.settle(Transfer.HashState(hasher: reading.hasher)) }
+        // Settled by the queue, never abandoned: the fallback is never taken.
+        return await hashed.waitThroughCancellation()?.hasher ?? SHA256()
     }
 
     /// No more reads; the descriptor is closed after the one under way, if any.

@@ -32,7 +32,7 @@ final class FileReceiver: Sendable {
         /// Set once the sender starts: writes and hashes what arrives, off the event loop.
         var writer: FileWriter?
         var started = ContinuousClock.now
-        var lastProgress = ContinuousClock.now
+        var pacer = ProgressPacer(since: .now)
         /// The bytes the last `progress` event said: the one at the end is not said twice.
         var reported: UInt64 = 0
     }
@@ -188,7 +188,7 @@ extension FileReceiver {
         let skipped = progress.withLock { progress in
             progress.writer = writer
             progress.started = .now
-            progress.lastProgress = .now
+            progress.pacer = ProgressPacer(since: .now)
             return progress.machine.skipped
         }
         if stranger {
@@ -232,8 +232,7 @@ extension FileReceiver {
         if stranger { services.partials.grew(partial, by: count) }
         await link.consumed(count, on: channel)
         let due = progress.withLock { progress -> (UInt64, UInt64, ContinuousClock.Instant)? in
-            guard ContinuousClock.now - progress.lastProgress >= Transfer.progressInterval else { return nil }
-            progress.lastProgress = .now
+            guard progress.pacer.due() else { return nil }
             progress.reported = progress.machine.position
             return (progress.machine.position, progress.machine.skipped, progress.started)
         }

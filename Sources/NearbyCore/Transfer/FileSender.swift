@@ -109,7 +109,7 @@ enum FileSender {
             sink.emit(Events.FileStarted(transfer: transfer, direction: "send", peer: peer, path: file.relative, bytes: file.size, skipped: offset))
             let clock = ContinuousClock()
             started = clock.now
-            var lastProgress = started
+            var pacer = ProgressPacer(since: started)
             var position = offset
             reader.start(at: offset, end: file.size, hasher: hasher)
             // What was read and not sent yet (the peer granted less than a chunk).
@@ -149,8 +149,7 @@ enum FileSender {
                 try step { try $0.sent(count) }
                 outbox.append(Frame(kind: .data, channel: channel.id, payload: piece))
                 position += UInt64(count)
-                if clock.now - lastProgress >= Transfer.progressInterval || position == file.size {
-                    lastProgress = clock.now
+                if pacer.due(final: position == file.size, at: clock.now) {
                     sink.emit(Events.Progress(
                         transfer: transfer, direction: "send", peer: peer, path: file.relative, bytes: position, total: file.size,
                         rate: Transfer.rate(position - offset, Transfer.seconds(since: started)), batch: batch, done: position))

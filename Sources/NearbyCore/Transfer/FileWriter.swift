@@ -107,11 +107,12 @@ package final class FileWriter: Sendable {
     /// Waits for every queued write and its hashing; the hash of everything written, and the errno of a failed write.
     package func finish() async -> (hasher: SHA256, failure: Int32) {
         if inline { return (hashing.hasher, state.withLock { $0.failure }) }
-        let hasher = await withCheckedContinuation { (continuation: CheckedContinuation<SHA256, Never>) in
-            queue.async { [hashing, hashQueue] in
-                hashQueue.async { continuation.resume(returning: hashing.hasher) }
-            }
+        let hashed = OneShot<Transfer.HashState>()
+        queue.async { [hashing, hashQueue] in
+            hashQueue.async { hashed.settle(Transfer.HashState(hasher: hashing.hasher)) }
         }
+        // Settled by the queue, never abandoned: the fallback is never taken.
+        let hasher = await hashed.waitThroughCancellation()?.hasher ?? SHA256()
         return (hasher, state.withLock { $0.failure })
     }
 

@@ -59,15 +59,16 @@ package final class StartPermits: Sendable {
     private struct State {
         var available: Int
         var next: UInt64 = 0
-        var waiting: [(id: UInt64, count: Int, ready: CheckedContinuation<Bool, Never>)] = []
+        var waiting: [(id: UInt64, count: Int, ready: OneShot<Bool>)] = []
 
         /// The waiters the free places now serve, first come first served (a waiter for several
         /// is never passed by later ones for fewer).
-        mutating func served() -> [CheckedContinuation<Bool, Never>] {
-            var ready: [CheckedContinuation<Bool, Never>] = []
+        mutating func served() -> [(count: Int, ready: OneShot<Bool>)] {
+            var ready: [(count: Int, ready: OneShot<Bool>)] = []
             while let first = waiting.first, first.count <= available {
                 available -= first.count
-                ready.append(waiting.removeFirst().ready)
+                let served = waiting.removeFirst()
+                ready.append((served.count, served.ready))
             }
             return ready
         }
@@ -95,29 +96,31 @@ package final class StartPermits: Sendable {
             defer { state.next += 1 }
             return state.next
         }
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { (ready: CheckedContinuation<Bool, Never>) in
-                let now = state.withLock { state -> Bool? in
-                    if Task.isCancelled { return false }
-                    guard state.waiting.isEmpty, state.available >= count else {
-                        state.waiting.append((id, count, ready))
-                        return nil
-                    }
-                    state.available -= count
-                    return true
-                }
-                if let now { ready.resume(returning: now) }
+        let ready = OneShot<Bool>()
+        let now = state.withLock { state -> Bool? in
+            if Task.isCancelled { return false }
+            guard state.waiting.isEmpty, state.available >= count else {
+                state.waiting.append((id, count, ready))
+                return nil
             }
-        } onCancel: {
-            let (waiter, served) = state.withLock { state -> (CheckedContinuation<Bool, Never>?, [CheckedContinuation<Bool, Never>]) in
-                guard let index = state.waiting.firstIndex(where: { $0.id == id }) else { return (nil, []) }
-                let waiter = state.waiting.remove(at: index).ready
-                // The first waiter gone may let the next ones through.
-                return (waiter, state.served())
-            }
-            waiter?.resume(returning: false)
-            for ready in served { ready.resume(returning: true) }
+            state.available -= count
+            return true
         }
+        if let now { return now }
+        if let taken = await ready.wait() { return taken }
+        // Cancelled: no longer waiting, and the first waiter gone may let the next ones through.
+        hand(state.withLock { state in
+            guard let index = state.waiting.firstIndex(where: { $0.id == id }) else { return [] }
+            state.waiting.remove(at: index)
+            return state.served()
+        })
+        return false
+    }
+
+    /// Wakes the waiters served; the places of one that was cancelled meanwhile come back.
+    private func hand(_ served: [(count: Int, ready: OneShot<Bool>)]) {
+        let back = served.reduce(0) { back, waiter in waiter.ready.settle(true) ? back : back + waiter.count }
+        if back > 0 { release(back) }
     }
 
     /// Gives `count` places back: to the waiters in order, else to the free ones.
@@ -126,6 +129,6 @@ package final class StartPermits: Sendable {
             state.available += count
             return state.served()
         }
-        for ready in served { ready.resume(returning: true) }
+        hand(served)
     }
 }

@@ -17,21 +17,22 @@ final class GroupSync: Sendable {
 
     /// One sync at a time, on the pool of blocking work.
     private let queue = Blocking.Serial()
-    private let waiting = Mutex<[(descriptor: Int32, done: CheckedContinuation<Bool, Never>)]>([])
+    private let waiting = Mutex<[(descriptor: Int32, done: OneShot<Bool>)]>([])
     /// How many files each sync covered: the last batch's size (tests, logs).
     let lastBatch = Atomic(0)
 
     /// Waits until the data written to `descriptor` is on stable storage; false when the sync failed.
     func sync(_ descriptor: Int32) async -> Bool {
-        await withCheckedContinuation { done in
-            let first = waiting.withLock { waiting in
-                waiting.append((descriptor, done))
-                return waiting.count == 1
-            }
-            // The first to wait schedules a sync; those that come while it is queued or running
-            // join the next batch, which the serial queue runs after it.
-            if first { queue.async { [self] in drain() } }
+        let done = OneShot<Bool>()
+        let first = waiting.withLock { waiting in
+            waiting.append((descriptor, done))
+            return waiting.count == 1
         }
+        // The first to wait schedules a sync; those that come while it is queued or running
+        // join the next batch, which the serial queue runs after it.
+        if first { queue.async { [self] in drain() } }
+        // The batch always settles it: a cancelled caller still learns whether its data is durable.
+        return await done.waitThroughCancellation() ?? false
     }
 
     private func drain() {
@@ -42,7 +43,7 @@ final class GroupSync: Sendable {
         guard !batch.isEmpty else { return }
         lastBatch.store(batch.count, ordering: .relaxed)
         let results = Self.sync(batch.map(\.descriptor))
-        for (entry, synced) in zip(batch, results) { entry.done.resume(returning: synced) }
+        for (entry, synced) in zip(batch, results) { entry.done.settle(synced) }
     }
 
     #if os(Linux)

@@ -14,7 +14,6 @@ package enum Transfer {
     /// How far a sender may run ahead of what the receiver has written: memory stays bounded (one
     /// window per channel).
     static let window = ChannelMux.defaultWindow
-    package static let progressInterval = Duration.milliseconds(100)
     /// 0666 less this process's umask (read once: setting it back at once is the only way to read it).
     package static let finishedMode: mode_t = {
         let mask = umask(0o022)

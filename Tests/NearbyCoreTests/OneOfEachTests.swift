@@ -1,0 +1,91 @@
+import Foundation
+import Testing
+
+@testable import NearbyCore
+
+/// One of each small thing, held by a test that reads every source file rather than by our words:
+/// one lock box (`Locked`, or a `Mutex` member), one progress pacer with the interval written in it,
+/// and raw continuations in `OneShot` alone.
+@Suite struct OneOfEachTests {
+    struct Line {
+        let file: String
+        let number: Int
+        let text: Substring
+        var place: String { "\(file):\(number)" }
+    }
+
+    static func sourceLines() throws -> [Line] {
+        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Sources").standardized
+        let files = try #require(FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil))
+        var lines: [Line] = []
+        for case let file as URL in files where file.pathExtension == "swift" {
+            let text = try String(contentsOf: file, encoding: .utf8)
+            for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                lines.append(Line(file: file.lastPathComponent, number: number + 1, text: line))
+            }
+        }
+        return lines
+    }
+
+    static func matches(_ line: Substring, _ pattern: String) -> Bool {
+        String(line).range(of: pattern, options: .regularExpression) != nil
+    }
+
+    static func isComment(_ line: Substring) -> Bool { line.drop(while: { $0 == " " }).hasPrefix("//") }
+
+    /// A type named like a lock box (`LockedValue`, `LockedInstant`), or a `…Box` that holds a
+    /// `Mutex` within its first lines (`KeyBox`): `Locked` in Locked.swift is the one.
+    @Test func oneLockBox() throws {
+        let lines = try Self.sourceLines()
+        var offenders: [String] = []
+        for (index, line) in lines.enumerated() where !Self.isComment(line.text) && line.file != "Locked.swift" {
+            if Self.matches(line.text, #"\b(class|struct|enum|actor)\s+Locked\w*"#) { offenders.append(line.place) }
+            if Self.matches(line.text, #"\b(class|struct|enum|actor)\s+\w*Box\b"#) {
+                let body = lines[(index + 1)..<min(index + 6, lines.count)].filter { $0.file == line.file }
+                if body.contains(where: { $0.text.contains("Mutex<") }) { offenders.append(line.place) }
+            }
+            if line.text.contains("Mutex<Value>") { offenders.append(line.place) }
+        }
+        #expect(offenders.isEmpty, "a second lock box: use Locked (NearbyCore/Support/Locked.swift) or a Mutex member: \(offenders)")
+    }
+
+    /// Progress is paced by `ProgressPacer` alone: no other pacer type, no interval of its own, no
+    /// line that compares a time since the last progress with a literal duration.
+    @Test func oneProgressPacerWithTheIntervalInIt() throws {
+        var offenders: [String] = []
+        for line in try Self.sourceLines() where !Self.isComment(line.text) && line.file != "ProgressPacer.swift" {
+            let text = line.text
+            if Self.matches(text, #"\b(class|struct|enum|actor)\s+\w*Pacer\b"#) { offenders.append(line.place) }
+            if Self.matches(text, #"(?i)progress\w*Interval|interval\w*progress"#) { offenders.append(line.place) }
+            if Self.matches(text, #"(?i)(progress|pacer)"#), Self.matches(text, #"(>=|<=| < | > )"#),
+               Self.matches(text, #"\.(milli|micro|nano)?seconds\(\d"#) {
+                offenders.append(line.place)
+            }
+        }
+        #expect(offenders.isEmpty, "progress is paced by ProgressPacer (NearbyCore/Transfer/ProgressPacer.swift): \(offenders)")
+    }
+
+    /// A raw continuation is written in OneShot.swift alone: every other wait is a `OneShot` (a
+    /// queue of waiters, a queue of them), which resumes exactly once and ends when its task is
+    /// cancelled.
+    @Test func noRawContinuationOutsideOneShot() throws {
+        let raw = #"\b(with(Checked|Unsafe)(Throwing)?Continuation|(Checked|Unsafe)Continuation)\b"#
+        let offenders = try Self.sourceLines()
+            .filter { $0.file != "OneShot.swift" && !Self.isComment($0.text) && Self.matches($0.text, raw) }
+            .map(\.place)
+        #expect(offenders.isEmpty, "wait on a OneShot (NearbyCore/Support/OneShot.swift), not a raw continuation: \(offenders)")
+    }
+
+    /// The pacer says the first event at once (or an interval after the start it was given), then at
+    /// most one an interval, and the last always.
+    @Test func thePacerSaysAtMostOneAnIntervalAndAlwaysTheLast() {
+        let start = ContinuousClock.now
+        let half = start + ProgressPacer.interval / 2
+        var fresh = ProgressPacer()
+        let said = [fresh.due(at: start), fresh.due(at: half), fresh.due(final: true, at: half), fresh.due(at: start + ProgressPacer.interval * 2)]
+        #expect(said == [true, false, true, true])
+        var started = ProgressPacer(since: start)
+        let later = [started.due(at: half), started.due(at: start + ProgressPacer.interval)]
+        #expect(later == [false, true])
+    }
+}
