@@ -73,16 +73,7 @@ import Darwin
 
     /// The compiler cannot tell a TCP option asked for at the socket level; this reads every source.
     @Test func noSourceAsksForATCPOptionAtTheSocketLevel() throws {
-        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Sources").standardized
-        let files = try #require(FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil))
-        var offenders: [String] = []
-        for case let file as URL in files where file.pathExtension == "swift" {
-            let text = try String(contentsOf: file, encoding: .utf8)
-            for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
-            where line.contains("socketOption(.tcp_") {
-                offenders.append("\(file.lastPathComponent):\(number + 1)")
-            }
-        }
+        let offenders = try OneOfEachTests.sourceLines().filter { $0.text.contains("socketOption(.tcp_") }.map(\.place)
         #expect(offenders.isEmpty, "TCP options belong at the TCP level (.tcpOption): \(offenders)")
     }
 }
