@@ -137,3 +137,40 @@ import Testing
         _ = try other.finish()
     }
 }
+
+/// What NIO reads from a connection whose peer closed while its reads were held (it reads to the
+/// end whatever `autoRead` says): messages are dropped and counted, never held.
+@Suite struct ReadGateDrainTests {
+    @Test func messagesReadWhileReadsAreHeldAreCountedNotHeld() throws {
+        let stuck = OutputQueueTests.Reader()
+        let output = OutputQueue(limits: .init(bytes: 100, dropAt: 10_000)) { stuck.write($0, $1) }
+        output.append(String(repeating: "x", count: 500) + "\n", fd: 1)
+        let budget = MemoryBudget(limit: 4 << 20)
+        let channel = EmbeddedChannel()
+        try channel.pipeline.syncOperations.addHandler(
+            FrameSplitter(phase: SessionPhase(inSession: true), output: output, frames: budget))
+        channel.read()
+        #expect(output.waiting == 1, "the output is full: reads are held")
+        var bytes = ByteBuffer()
+        for _ in 0..<3 {
+            FrameEncoder.write(Frame(kind: .message, channel: 0, payload: ByteBuffer(repeating: 9, count: 100_000)), into: &bytes)
+        }
+        FrameEncoder.write(Frame(kind: .ping, channel: 0, payload: ByteBuffer()), into: &bytes)
+        // Cut where a read would: the middle of the second message.
+        let first = bytes.getSlice(at: 0, length: 150_000) ?? ByteBuffer()
+        let rest = bytes.getSlice(at: 150_000, length: bytes.readableBytes - 150_000) ?? ByteBuffer()
+        try channel.writeInbound(first)
+        try channel.writeInbound(rest)
+        #expect(budget.used == 0, "nothing held")
+        let frames = try (0..<4).compactMap { _ in try channel.readInbound(as: Frame.self) }
+        #expect(frames.map(\.kind) == [.ping], "the messages are dropped, a small frame goes up")
+        _ = try channel.finish()
+        #expect(output.waiting == 0)
+        // Only now: the room would be reported from the writer's thread.
+        stuck.open()
+        let deadline = ContinuousClock.now + .seconds(TestNodes.patience)
+        while !stuck.text.contains("\"suppressed\""), ContinuousClock.now < deadline { usleep(1000) }
+        #expect(stuck.text.contains("\"of\":\"message\""), "counted as dropped message lines: \(stuck.text.suffix(300))")
+        #expect(stuck.text.contains("\"count\":3"))
+    }
+}

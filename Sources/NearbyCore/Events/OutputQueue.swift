@@ -88,6 +88,24 @@ package final class OutputQueue: Sendable {
         if signal { wake.signal() }
     }
 
+    /// Counts a line of `kind` that was never made because the node had no room for it (a message
+    /// NIO read from a link whose reads were held, once its peer closed: `FrameSplitter`). It is
+    /// reported as a dropped line is: in one `suppressed` event, at once when there is room.
+    package func dropped(kind: String) {
+        let render = notice.withLock { $0 }
+        let signal = state.withLock { state -> Bool in
+            state.drops.count(kind: kind)
+            guard state.queued <= limits.bytes / 2 else { return false }
+            for summary in state.drops.take(now: .now) {
+                let text = render(summary)
+                state.pieces.append((STDOUT_FILENO, text))
+                state.queued += text.utf8.count
+            }
+            return startWriter(&state)
+        }
+        if signal { wake.signal() }
+    }
+
     /// Whether more than `limits.bytes` wait: links in session should not read now.
     package var isFull: Bool { state.withLock { $0.queued > limits.bytes } }
 

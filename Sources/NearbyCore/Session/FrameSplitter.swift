@@ -30,6 +30,8 @@ final class FrameSplitter: ChannelDuplexHandler, RemovableChannelHandler {
     /// The rest of a data frame whose first bytes went up already.
     private var dataLeft = 0
     private var dataChannel: UInt32 = 0
+    /// The rest of a frame that is being dropped, not held (`ReadGate.dropsHeldFrames`).
+    private var skipLeft = 0
     /// After a protocol violation: the error went up, nothing more is read.
     private var failed = false
     /// Reads that arrived while a frame we passed up was being handled (a handler above read again).
@@ -111,6 +113,13 @@ final class FrameSplitter: ChannelDuplexHandler, RemovableChannelHandler {
     /// Passes up every frame (or part of a data frame) at the front of `buffer`.
     private func split(_ buffer: inout ByteBuffer, context: ChannelHandlerContext) throws(ProtocolViolation) {
         while true {
+            if skipLeft > 0 {
+                let count = min(skipLeft, buffer.readableBytes)
+                guard count > 0 else { return }
+                buffer.moveReaderIndex(forwardBy: count)
+                skipLeft -= count
+                continue
+            }
             if dataLeft > 0 {
                 let count = min(dataLeft, buffer.readableBytes)
                 guard count > 0, let piece = buffer.readSlice(length: count) else { return }
@@ -121,6 +130,11 @@ final class FrameSplitter: ChannelDuplexHandler, RemovableChannelHandler {
             guard let header = try FrameDecoder.header(of: buffer) else { return }
             guard header.kind.allowedBeforeSession || phase.inSession else {
                 throw .unexpected("\(header.kind) frame before the session was accepted")
+            }
+            if header.kind != .data, Frame.headerSize + header.length > ReadGate.freeFrame, gate.dropsHeldFrames {
+                gate.droppedFrame(header.kind)
+                skipLeft = Frame.headerSize + header.length
+                continue
             }
             if var frame = try FrameDecoder.parse(&buffer) {
                 if frame.kind == .data {

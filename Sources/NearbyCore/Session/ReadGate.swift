@@ -120,6 +120,19 @@ final class ReadGate {
         context.read()
     }
 
+    /// Whether a frame held whole (a message) that arrives now is dropped instead: reads are held,
+    /// so this read was not asked for. Only NIO makes one: it reads a connection whose peer closed
+    /// (or reset it) to its end at once, whatever `autoRead` says (`BaseSocketChannel.readEOF0`),
+    /// and 200 peers that close at once while the output is full would otherwise put what their
+    /// sockets held, ~128 KiB each, in the node's memory until it is printed.
+    /// A frame that began before and got its share is kept.
+    var dropsHeldFrames: Bool { heldRead && phase.inSession && !(frameShare?.isGranted ?? false) }
+
+    /// A message arrived while `dropsHeldFrames`: counted as a line the output dropped.
+    func droppedFrame(_ kind: Frame.Kind) {
+        output?.dropped(kind: kind == .message ? "message" : "line")
+    }
+
     private func hold() {
         heldRead = true
         pacing.hold()
