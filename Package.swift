@@ -27,12 +27,12 @@ let package = Package(
         // Benchmarks only (bench/sessions.sh): an echoing node, a pinger, and a raw TCP reference.
         .executableTarget(
             name: "nearby-bench",
-            dependencies: ["NearbyCore", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]
+            dependencies: ["NearbyCore", "NearbyBase", "NearbyIdentity", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]
         ),
         .target(
             name: "NearbyCLI",
             dependencies: [
-                "NearbyCore",
+                "NearbyCore", "NearbyBase", "NearbyIdentity", "NearbyDiscovery",
                 "NearbyLocalSend",
                 "NearbyWeb",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -43,7 +43,7 @@ let package = Package(
         .target(
             name: "NearbyLocalSend",
             dependencies: [
-                "NearbyCore",
+                "NearbyCore", "NearbyBase", "NearbyIdentity", "NearbyDiscovery",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -58,7 +58,7 @@ let package = Package(
         .target(
             name: "NearbyWeb",
             dependencies: [
-                "NearbyCore", "CQRencode", "CZlib",
+                "NearbyCore", "NearbyBase", "NearbyIdentity", "CQRencode", "CZlib",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -74,9 +74,48 @@ let package = Package(
             name: "NearbyDNS",
             dependencies: [.product(name: "Crypto", package: "swift-crypto")]
         ),
+        // The layers of the core, each a target so that the compiler refuses a reference upward
+        // (docs/architecture.md draws this graph from here): the base, identity, discovery, then
+        // the sessions, transfers and node of NearbyCore.
+        //
+        // The base: errors and their words, budgets and admission, blocking work, one-shot waits and
+        // deadlines, the event vocabulary and the sinks that print it.
+        .target(
+            name: "NearbyBase",
+            dependencies: [
+                "CDNSSD",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Who this node is: its key, its name, the peers it pinned; the files they live in.
+        .target(
+            name: "NearbyIdentity",
+            dependencies: [
+                "NearbyBase",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ]
+        ),
+        // DNS-SD through dns_sd.h (and wide-area through NearbyDNS): advertising, browsing, resolving.
+        .target(
+            name: "NearbyDiscovery",
+            dependencies: [
+                "NearbyBase", "NearbyIdentity", "NearbyDNS", "CDNSSD",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            linkerSettings: [.linkedLibrary("dns_sd", .when(platforms: [.linux]))]
+        ),
+        // Sessions (frames, handshake, links, channels), transfers and the node that runs them.
         .target(
             name: "NearbyCore",
             dependencies: [
+                "NearbyBase", "NearbyIdentity", "NearbyDiscovery",
                 "CDNSSD",
                 "NearbyDNS",
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -87,8 +126,7 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Logging", package: "swift-log"),
-            ],
-            linkerSettings: [.linkedLibrary("dns_sd", .when(platforms: [.linux]))]
+            ]
         ),
         // dns_sd.h: Avahi's compatibility layer on Linux, the system's own on macOS.
         // (Not through pkg-config: its -D_REENTRANT is a flag SwiftPM refuses with a warning.)
@@ -99,7 +137,7 @@ let package = Package(
         .testTarget(
             name: "NearbyCoreTests",
             dependencies: [
-                "NearbyCore",
+                "NearbyCore", "NearbyBase", "NearbyIdentity", "NearbyDiscovery",
                 "NearbyDNS",
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -111,7 +149,7 @@ let package = Package(
         .testTarget(
             name: "NearbyLocalSendTests",
             dependencies: [
-                "NearbyLocalSend", "NearbyCore",
+                "NearbyLocalSend", "NearbyCore", "NearbyBase", "NearbyIdentity", "NearbyDiscovery",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -120,9 +158,9 @@ let package = Package(
         ),
         .testTarget(
             name: "NearbyWebTests",
-            dependencies: ["NearbyWeb", "NearbyCore", .product(name: "NIOCore", package: "swift-nio")]
+            dependencies: ["NearbyWeb", "NearbyCore", "NearbyBase", "NearbyIdentity", .product(name: "NIOCore", package: "swift-nio")]
         ),
-        .testTarget(name: "NearbyCLITests", dependencies: ["NearbyCLI", "NearbyCore"]),
+        .testTarget(name: "NearbyCLITests", dependencies: ["NearbyCLI", "NearbyCore", "NearbyBase", "NearbyIdentity", "NearbyDiscovery"]),
     ],
     swiftLanguageModes: [.v6]
 )

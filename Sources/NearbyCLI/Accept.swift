@@ -2,6 +2,7 @@ import ArgumentParser
 import NearbyCore
 import NearbyLocalSend
 import NearbyWeb
+import NearbyBase
 
 extension Nearby {
     struct Accept: AsyncParsableCommand {

@@ -2,6 +2,8 @@ import ArgumentParser
 import NearbyCore
 import NearbyWeb
 import NearbyLocalSend
+import NearbyBase
+import NearbyDiscovery
 
 extension Nearby {
     struct Advertise: AsyncParsableCommand {

@@ -1,5 +1,8 @@
 import NearbyCore
 import Synchronization
+import NearbyBase
+import NearbyIdentity
+import NearbyDiscovery
 
 /// The peers a `browse --peer` has seen (not itself), for the near names of its not-found error.
 final class SeenPeers: Sendable {

@@ -1,6 +1,8 @@
 import Foundation
 import NearbyCore
 import Synchronization
+import NearbyBase
+import NearbyDiscovery
 
 /// What a browse has seen so far: when the last answer came (for `--now`, which stops once the
 /// answers stop) and how many peers, instances or types it found (for the "nothing found" line).

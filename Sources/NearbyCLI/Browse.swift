@@ -1,5 +1,8 @@
 import ArgumentParser
 import NearbyCore
+import NearbyBase
+import NearbyIdentity
+import NearbyDiscovery
 
 extension Nearby {
     struct Browse: AsyncParsableCommand {

@@ -1,4 +1,6 @@
 import NearbyCore
+import NearbyBase
+import NearbyDiscovery
 
 extension Nearby.Browse {
     /// `browse --domains`: one `browse-domain` event per domain the network offers (RFC 6763 §11),

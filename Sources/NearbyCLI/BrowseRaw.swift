@@ -1,5 +1,7 @@
 import ArgumentParser
 import NearbyCore
+import NearbyBase
+import NearbyDiscovery
 
 /// `browse --types` and `browse --service _http._tcp`: DNS-SD as it is on the link, beyond nearby's
 /// own service type. The same stopping rules as a plain browse: --timeout, --count, SIGINT.

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
 import NearbyCore
+import NearbyBase
+import NearbyIdentity
 
 /// What a command runs against: where events go, the environment, the files. Tests replace it with
 /// `CommandContext.$current.withValue(…)`.

@@ -1,6 +1,9 @@
 import Foundation
 import NearbyCore
 import Synchronization
+import NearbyBase
+import NearbyIdentity
+import NearbyDiscovery
 
 /// `nearby doctor PEER`: the checks about one peer.
 extension Nearby.Doctor {

@@ -1,6 +1,9 @@
 import Foundation
 import NearbyCore
 import Synchronization
+import NearbyBase
+import NearbyIdentity
+import NearbyDiscovery
 
 /// `nearby doctor`: what the link holds, for the whole run: every service type announced and each
 /// resolved instance of it. `responders` waits in it for one that is not this host's own; a `peer`

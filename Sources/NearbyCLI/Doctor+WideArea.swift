@@ -1,4 +1,7 @@
 import NearbyCore
+import NearbyBase
+import NearbyIdentity
+import NearbyDiscovery
 
 extension Nearby.Doctor {
     /// `doctor --domain`: as a node is on the link and in its domains, the link's daemon check

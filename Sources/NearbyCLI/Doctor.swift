@@ -1,6 +1,9 @@
 import ArgumentParser
 import Foundation
 import NearbyCore
+import NearbyDiscovery
+import NearbyBase
+import NearbyIdentity
 
 extension Nearby {
     struct Doctor: AsyncParsableCommand {

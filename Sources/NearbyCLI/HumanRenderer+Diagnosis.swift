@@ -1,4 +1,5 @@
 import NearbyCore
+import NearbyBase
 
 /// The words for `browse --types`, `browse --service _http._tcp` and `doctor`: what is on the link
 /// and what is wrong with it.

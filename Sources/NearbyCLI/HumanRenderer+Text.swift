@@ -1,5 +1,6 @@
 import Foundation
 import NearbyCore
+import NearbyBase
 
 /// The pieces of lines for people, each made safe for a terminal (`TerminalText.escaped`: the one
 /// sanitizer) and cut to a length.

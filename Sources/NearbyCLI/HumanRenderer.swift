@@ -1,6 +1,7 @@
 import Foundation
 import NearbyCore
 import NearbyWeb
+import NearbyBase
 
 /// Turns one typed event into a short line for a person at a terminal: the time, the peer, what
 /// happened and the facts that matter. A pure function of the event, so every kind is tested

@@ -1,5 +1,7 @@
 import ArgumentParser
 import NearbyCore
+import NearbyBase
+import NearbyIdentity
 
 extension Nearby {
     struct IdentityCommand: AsyncParsableCommand {

@@ -2,6 +2,8 @@ import ArgumentParser
 import Foundation
 import NearbyCore
 
+import NearbyBase
+import NearbyDiscovery
 #if canImport(Glibc)
 import Glibc
 #endif

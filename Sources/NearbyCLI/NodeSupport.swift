@@ -1,6 +1,9 @@
 import ArgumentParser
 import Foundation
 import NearbyCore
+import NearbyBase
+import NearbyIdentity
+import NearbyDiscovery
 
 extension EncryptionPreference: ExpressibleByArgument {}
 

@@ -1,5 +1,7 @@
 import ArgumentParser
 import NearbyCore
+import NearbyBase
+import NearbyIdentity
 
 /// `--service`, shared by every command that touches the network.
 struct ServiceOptions: ParsableArguments {

@@ -1,5 +1,6 @@
 import Foundation
 import NearbyCore
+import NearbyBase
 
 /// A failure a running node already reported for this command (its `error` event is printed): the
 /// command ends with the node's exit status and the same one sentence on stderr as when it runs

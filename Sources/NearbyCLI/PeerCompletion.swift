@@ -1,6 +1,9 @@
 import ArgumentParser
 import Foundation
 import NearbyCore
+import NearbyBase
+import NearbyIdentity
+import NearbyDiscovery
 
 extension CompletionKind {
     /// Completes a PEER with the IDs and display names of peers `nearby browse` found lately.

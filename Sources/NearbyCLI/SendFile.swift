@@ -2,6 +2,8 @@ import ArgumentParser
 import Foundation
 import NearbyCore
 import NearbyWeb
+import NearbyBase
+import NearbyDiscovery
 
 extension Nearby {
     struct SendFile: AsyncParsableCommand {

@@ -1,4 +1,5 @@
 import NearbyCore
+import NearbyBase
 
 extension Spelling {
     /// How `nearby` spells what the core's sentences name: the options as declared in

@@ -4,6 +4,8 @@ import NearbyCore
 import NIOCore
 import Synchronization
 
+import NearbyBase
+import NearbyDiscovery
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -3,6 +3,7 @@ import Foundation
 import NearbyCore
 import Synchronization
 
+import NearbyBase
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -1,5 +1,7 @@
 import ArgumentParser
 import NearbyCore
+import NearbyBase
+import NearbyDiscovery
 
 /// `--domain`, `--dns-server`, `--dns-key`: wide-area DNS-SD, part of `ServiceOptions` so every
 /// command that discovers or advertises takes them.

@@ -2,6 +2,8 @@ import Foundation
 import NIOCore
 import NIOPosix
 import NearbyCore
+import NearbyBase
+import NearbyIdentity
 
 /// How `nearby accept [--decline] --localsend` answers a running `advertise --localsend`: one JSON
 /// line over a Unix socket in the run directory (this user's only: 0700 directory, 0077 umask),

@@ -1,6 +1,8 @@
 import Crypto
 import Foundation
 import NearbyCore
+import NearbyBase
+import NearbyIdentity
 
 /// LocalSend's defaults (protocol v2, section 1).
 package enum LocalSendDefaults {

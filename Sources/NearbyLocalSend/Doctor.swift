@@ -2,6 +2,8 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import NearbyCore
+import NearbyBase
+import NearbyDiscovery
 
 /// `doctor --localsend [PEER]`: why a LocalSend device is not seen, or not reached. Checks in
 /// order: the multicast group joined (on which interfaces), TCP 53317 free or taken, devices

@@ -6,6 +6,7 @@ import NIOSSL
 import NIOTLS
 import NearbyCore
 import Synchronization
+import NearbyBase
 
 /// One HTTP/1.1 request to a LocalSend device, over TLS when it says `https` (NIOHTTP1's codec,
 /// NIOSSL's TLS: no hand-written parser). The certificate it shows must hash to the fingerprint

@@ -3,6 +3,7 @@ import NIOHTTP1
 import NIOPosix
 import NIOSSL
 import NearbyCore
+import NearbyBase
 
 /// The connection half of `LocalSendHTTP`: opening a connection (TLS checked by fingerprint) and one
 /// request and its answer on it, which a kept connection repeats (a session's uploads).

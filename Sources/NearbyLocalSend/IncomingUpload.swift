@@ -1,4 +1,5 @@
 import NearbyCore
+import NearbyBase
 
 /// One file a LocalSend sender uploads, landing through the core's receive-to-disk path for
 /// strangers' uploads (`StrangerUpload`: a private partial file beside the final name, written by

@@ -1,6 +1,7 @@
 import Foundation
 import NearbyCore
 import Synchronization
+import NearbyIdentity
 
 /// Trust on first use for LocalSend senders: the fingerprint an alias came with when its first
 /// transfer was accepted, one `fingerprint alias` line each in `$NEARBY_HOME/localsend_known`. A

@@ -4,6 +4,8 @@ import NearbyCore
 import NIOSSL
 import X509
 
+import NearbyBase
+import NearbyIdentity
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

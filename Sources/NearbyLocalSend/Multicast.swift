@@ -2,6 +2,7 @@ import NIOCore
 import NIOPosix
 import NearbyCore
 
+import NearbyBase
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

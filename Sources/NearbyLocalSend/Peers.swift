@@ -1,5 +1,6 @@
 import NearbyCore
 import Synchronization
+import NearbyBase
 
 /// Where a send goes: a device found by discovery (its fingerprint known from its announcement),
 /// or an address given as `HOST:PORT` / `HOST` (its fingerprint learnt from the certificate it shows).

@@ -1,5 +1,6 @@
 import Foundation
 import NearbyCore
+import NearbyBase
 
 /// A LocalSend transfer that neither `--auto-accept` nor `--accept-from` takes waits for a person:
 /// its `invitation` event names it, and `nearby accept [ID|PEER] [--decline]` from another shell

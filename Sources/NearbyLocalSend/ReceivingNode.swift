@@ -1,5 +1,6 @@
 import Foundation
 import NearbyCore
+import NearbyBase
 
 /// A LocalSend receiver's whole life: the HTTPS API on 53317 (another port when that is taken,
 /// announced and said), discovery announcing that port and answering others, and the policy's

@@ -2,6 +2,7 @@ import NIOCore
 import NIOHTTP1
 import NearbyCore
 import Synchronization
+import NearbyBase
 
 /// The uploads of a session, over kept connections: each lane sends its files one after another on
 /// one TLS connection, as the official app's upload isolates each do with their HTTP client, not one

@@ -2,6 +2,8 @@ import Crypto
 import Foundation
 import NIOHTTP1
 import NearbyCore
+import NearbyBase
+import NearbyIdentity
 
 /// Sends files or a text to a LocalSend device (protocol v2, section 4): `prepare-upload` with
 /// each file's SHA-256, then one `upload` per file the device accepted, `cancel` when interrupted.

@@ -4,6 +4,7 @@ import NIOSSL
 import NearbyCore
 import Synchronization
 
+import NearbyBase
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -2,6 +2,7 @@ import NIOCore
 import NIOHTTP1
 import NearbyCore
 import Synchronization
+import NearbyBase
 
 /// `accept --web` and `advertise --web`: the upload page and its form's POST. A body is bounded
 /// before it is read (a `Content-Length` is required, at most `maxBody`), parsed as it streams

@@ -1,4 +1,5 @@
 import NearbyCore
+import NearbyBase
 
 extension Events {
     /// `send-file --web`, `accept --web`, `advertise --web`: where a browser finds the page. `url` is

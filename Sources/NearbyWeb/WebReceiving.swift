@@ -1,5 +1,6 @@
 import NIOCore
 import NearbyCore
+import NearbyBase
 
 /// Where a browser's uploaded file goes: the seam between the web pages and the node's one
 /// receive-to-disk path (`DiskReceiving`, the core's `StrangerUpload`).

@@ -1,6 +1,7 @@
 import NIOCore
 import NIOHTTP1
 import NearbyCore
+import NearbyBase
 
 /// Writes one answer on a connection: a bare 404, a page, a short text, or a streamed body.
 package struct WebReply: Sendable {

@@ -2,6 +2,7 @@ import NIOCore
 import NIOHTTP1
 import NearbyCore
 import Synchronization
+import NearbyBase
 
 /// The web pages' HTTP server: plain HTTP/1.1 on the core's `HTTPListener`, every connection
 /// admitted by the core's one door (`Admission`: per address and for strangers as a whole, the

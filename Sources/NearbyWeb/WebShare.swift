@@ -3,6 +3,7 @@ import NIOHTTP1
 import NearbyCore
 import Synchronization
 
+import NearbyBase
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -13,6 +13,8 @@ import NIOPosix
 import NearbyCore
 import Synchronization
 
+import NearbyBase
+import NearbyIdentity
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -3,6 +3,7 @@ import Foundation
 import Testing
 @testable import NearbyCLI
 @testable import NearbyCore
+@testable import NearbyBase
 
 @Suite struct CommandTests {
     private func run(_ arguments: [String], environment: [String: String]) async -> (lines: [String], status: Int32) {

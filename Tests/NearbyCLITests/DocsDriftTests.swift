@@ -2,6 +2,7 @@ import Foundation
 @testable import NearbyCLI
 import NearbyCore
 import Testing
+@testable import NearbyBase
 
 /// The docs a script is written against stay true to the code: every error code the code can emit
 /// is in docs/events.md's tables, every exit status in docs/exit-codes.md, and every reason a
@@ -32,7 +33,7 @@ import Testing
     /// transfer or stream is given (`code: "…"`).
     static func emittedCodes() throws -> Set<String> {
         var codes = Set<String>()
-        for file in ["Sources/NearbyCore/Support/NearbyError.swift", "Sources/NearbyCore/Discovery/WideArea/WideAreaFailure.swift"] {
+        for file in ["Sources/NearbyBase/Support/NearbyError.swift", "Sources/NearbyBase/Support/WideAreaFailure.swift"] {
             let text = try read(file)
             guard let start = text.range(of: "package var code: String {") else { continue }
             let rest = text[start.upperBound...]

@@ -2,6 +2,8 @@ import ArgumentParser
 import Testing
 @testable import NearbyCLI
 @testable import NearbyCore
+@testable import NearbyBase
+@testable import NearbyDiscovery
 
 @Suite struct ExplainTests {
     @Test func unknownSubcommandsAreNamedWithTheNearestOne() {

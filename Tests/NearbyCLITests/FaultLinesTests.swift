@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import NearbyCLI
 @testable import NearbyCore
+@testable import NearbyBase
 
 /// What a person sees of issue 41's events: the lookup that names what was meant and how long it
 /// goes on, a transfer waiting for its link, and the file going on.

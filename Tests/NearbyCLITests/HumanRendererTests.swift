@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import NearbyCLI
 @testable import NearbyCore
+@testable import NearbyBase
 
 @Suite struct HumanRendererTests {
     private let renderer = HumanRenderer(color: false, timeZone: TimeZone(identifier: "UTC") ?? .current)

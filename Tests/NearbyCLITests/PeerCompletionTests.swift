@@ -3,6 +3,8 @@ import Foundation
 import Testing
 @testable import NearbyCLI
 @testable import NearbyCore
+@testable import NearbyIdentity
+@testable import NearbyDiscovery
 
 @Suite struct PeerCompletionTests {
     private func home(with entries: [RecentPeers.Entry]) throws -> [String: String] {

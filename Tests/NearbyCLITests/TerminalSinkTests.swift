@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 @testable import NearbyCLI
 @testable import NearbyCore
+@testable import NearbyBase
 
 @Suite struct TerminalSinkTests {
     /// A terminal (or not) whose writes are kept: (fd, text) in order.

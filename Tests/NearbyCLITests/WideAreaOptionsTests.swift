@@ -3,6 +3,7 @@ import Foundation
 import NearbyCore
 import Testing
 @testable import NearbyCLI
+@testable import NearbyBase
 
 @Suite struct WideAreaOptionsTests {
     private func context(_ environment: [String: String] = [:]) -> CommandContext {

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import NearbyCore
+@testable import NearbyBase
 
 /// The one admission of strangers' connections (nearby's links, LocalSend's HTTPS, the web server).
 @Suite struct AdmissionOwnerTests {

@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import NearbyCore
+@testable import NearbyBase
 
 /// Blocking work on NIO's thread pool: cancellation reaches a running job, and a file's jobs run in order.
 @Suite struct BlockingTests {

@@ -3,6 +3,7 @@ import NIOCore
 import NIOPosix
 import Testing
 @testable import NearbyCore
+@testable import NearbyBase
 
 /// Every wait of a node ends when the waiting task is cancelled, and leaves nothing behind: two real
 /// nodes over loopback (HOST:PORT skips discovery).

@@ -2,6 +2,7 @@ import NIOCore
 import Testing
 
 @testable import NearbyCore
+@testable import NearbyBase
 
 /// The channel multiplexer, without sockets: window accounting, frames for unknown and closed
 /// channels, caps, and close/reset races.

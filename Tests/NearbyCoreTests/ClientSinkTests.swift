@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import NearbyCore
+@testable import NearbyBase
 
 @Suite struct ClientSinkTests {
     private let peer = PeerRef(id: "3hx5hctom3pdm", name: "vm")

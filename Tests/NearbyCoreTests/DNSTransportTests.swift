@@ -3,6 +3,8 @@ import NIOPosix
 import NearbyDNS
 import Testing
 @testable import NearbyCore
+@testable import NearbyBase
+@testable import NearbyDiscovery
 
 /// A hostile UDP "server" on loopback: to each query it sends a reply with another ID, one with
 /// another question, and finally the right one with TC set.

@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import Testing
 @testable import NearbyCore
+@testable import NearbyBase
 
 @Suite struct DatagramTests {
     let key = SymmetricKey(size: .bits256)

@@ -3,6 +3,8 @@ import NIOCore
 import NIOPosix
 import Testing
 @testable import NearbyCore
+@testable import NearbyBase
+@testable import NearbyIdentity
 
 /// `nearby doctor PEER`'s connection to a real node over loopback: preamble, TLS, handshake and
 /// probe, and what the node does (answers, starts no session, pins nothing, shows no event).

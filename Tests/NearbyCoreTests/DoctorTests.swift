@@ -1,6 +1,8 @@
 import Testing
 
 @testable import NearbyCore
+@testable import NearbyBase
+@testable import NearbyDiscovery
 
 /// The pure parts of `browse --types`, `browse --service _x._tcp` and `doctor`.
 @Suite struct DoctorTests {

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import NearbyCore
+@testable import NearbyBase
+@testable import NearbyDiscovery
 
 @Suite struct EventEncoderTests {
     let date = Date(timeIntervalSince1970: 1_795_000_000.5)

@@ -4,6 +4,7 @@ import NIOCore
 import Testing
 
 @testable import NearbyCore
+@testable import NearbyBase
 
 /// A file the receiver already holds at that name (issue 47): the receiver says its size and
 /// SHA-256 in its answer, the sender hashes its own only then, and sends no data when they are the

@@ -3,6 +3,7 @@ import PropertyBased
 import Testing
 @testable import NearbyCore
 
+@testable import NearbyBase
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

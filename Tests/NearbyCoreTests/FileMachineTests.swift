@@ -4,6 +4,7 @@ import Foundation
 import Testing
 
 @testable import NearbyCore
+@testable import NearbyBase
 
 /// The two halves of the file protocol, without sockets: every legal path to the one end, and every
 /// illegal step refused without moving the machine where it should not go.

@@ -2,6 +2,8 @@ import Crypto
 import Foundation
 import Testing
 @testable import NearbyCore
+@testable import NearbyBase
+@testable import NearbyIdentity
 
 /// Two real nodes in this process sending files over loopback TLS (HOST:PORT: no daemon needed).
 @Suite(.serialized, .timeLimit(.minutes(5))) struct FileTransferTests {

@@ -3,6 +3,8 @@ import Foundation
 import NIOCore
 import Testing
 @testable import NearbyCore
+@testable import NearbyBase
+@testable import NearbyIdentity
 
 /// Two handshake state machines talking to each other through plain values: no sockets.
 @Suite struct HandshakeStateMachineTests {

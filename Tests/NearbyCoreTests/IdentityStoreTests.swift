@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import NearbyCore
+@testable import NearbyBase
+@testable import NearbyIdentity
 
 @Suite struct IdentityStoreTests {
     private func temporaryHome() -> String {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import NearbyCore
 
+@testable import NearbyIdentity
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,5 +1,6 @@
 import Testing
 @testable import NearbyCore
+@testable import NearbyDiscovery
 
 @Suite struct MergeTableTests {
     func peer(_ id: String, domain: String?, addresses: [String]) -> DiscoveredPeer {

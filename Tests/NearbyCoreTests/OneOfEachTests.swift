@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import NearbyCore
+@testable import NearbyBase
 
 /// One of each small thing, held by a test that reads every source file rather than by our words:
 /// one lock box (`Locked`, or a `Mutex` member), one progress pacer with the interval written in it,
@@ -46,7 +47,7 @@ import Testing
             }
             if line.text.contains("Mutex<Value>") { offenders.append(line.place) }
         }
-        #expect(offenders.isEmpty, "a second lock box: use Locked (NearbyCore/Support/Locked.swift) or a Mutex member: \(offenders)")
+        #expect(offenders.isEmpty, "a second lock box: use Locked (NearbyBase/Support/Locked.swift) or a Mutex member: \(offenders)")
     }
 
     /// Progress is paced by `ProgressPacer` alone: no other pacer type, no interval of its own, no
@@ -73,7 +74,7 @@ import Testing
         let offenders = try Self.sourceLines()
             .filter { $0.file != "OneShot.swift" && !Self.isComment($0.text) && Self.matches($0.text, raw) }
             .map(\.place)
-        #expect(offenders.isEmpty, "wait on a OneShot (NearbyCore/Support/OneShot.swift), not a raw continuation: \(offenders)")
+        #expect(offenders.isEmpty, "wait on a OneShot (NearbyBase/Support/OneShot.swift), not a raw continuation: \(offenders)")
     }
 
     /// The pacer says the first event at once (or an interval after the start it was given), then at

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import NearbyCore
+@testable import NearbyBase
 
 /// The output queue without a terminal: a writer that can be held (a reader that does not read),
 /// lines that never wait, room reported once half is written, drops counted and reported.

@@ -3,6 +3,7 @@ import NIOCore
 import Testing
 @testable import NearbyCore
 
+@testable import NearbyBase
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,5 +1,7 @@
 import Testing
 @testable import NearbyCore
+@testable import NearbyBase
+@testable import NearbyDiscovery
 
 @Suite struct PeerQueryTests {
     /// Near names are what a person mistypes: punctuation, spacing, case, a prefix, one or two

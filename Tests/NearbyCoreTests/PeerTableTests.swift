@@ -1,5 +1,6 @@
 import Testing
 @testable import NearbyCore
+@testable import NearbyDiscovery
 
 @Suite struct PeerTableTests {
     let txt: [UInt8] = (try? TXTRecord(displayName: "bob", info: ["a": "1"], protocolVersion: "1").encode()) ?? []

@@ -5,6 +5,7 @@ import NIOSSL
 import Synchronization
 import Testing
 @testable import NearbyCore
+@testable import NearbyIdentity
 
 /// The pipeline handlers on `EmbeddedChannel`s: frames split and merged at every byte boundary, and
 /// the plaintext preamble handing the connection over to TLS and the frame codec.

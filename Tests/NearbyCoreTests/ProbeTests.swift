@@ -3,6 +3,9 @@ import Foundation
 import NIOCore
 import Testing
 @testable import NearbyCore
+@testable import NearbyBase
+@testable import NearbyIdentity
+@testable import NearbyDiscovery
 
 /// `nearby doctor`'s probe: the frames on the wire, the hello's `features`, the state machine's
 /// rules for a probe, and the words of the `identity` and `peer-sees-us` checks.

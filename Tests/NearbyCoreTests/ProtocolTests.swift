@@ -5,6 +5,8 @@ import NIOTestUtils
 import Synchronization
 import Testing
 @testable import NearbyCore
+@testable import NearbyBase
+@testable import NearbyIdentity
 
 @Suite struct FrameTests {
     private func bytes(_ frame: Frame) -> ByteBuffer {

@@ -4,6 +4,7 @@ import NIOEmbedded
 import Synchronization
 import Testing
 @testable import NearbyCore
+@testable import NearbyBase
 
 /// The frame splitter's pacing of reads (`ReadGate`) on an `EmbeddedChannel`: a read the channel
 /// asks for reaches the socket (`ReadCounter`, nearer the head) or is held, and why.

@@ -2,6 +2,8 @@ import Foundation
 import Testing
 @testable import NearbyCore
 
+@testable import NearbyIdentity
+@testable import NearbyDiscovery
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import NearbyCore
+@testable import NearbyBase
 
 @Suite struct ResourceBudgetTests {
     @Test func keepsAQuarterOfTheDescriptorsAndAtLeast64() {

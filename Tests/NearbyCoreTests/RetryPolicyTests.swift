@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import NearbyCore
+@testable import NearbyBase
 
 /// The policy a transfer follows to get its link back, without sockets or clocks.
 struct RetryPolicyTests {

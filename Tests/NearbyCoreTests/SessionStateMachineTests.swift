@@ -1,6 +1,7 @@
 import NIOCore
 import Testing
 @testable import NearbyCore
+@testable import NearbyBase
 
 @Suite struct SessionStateMachineTests {
     private func frames(_ actions: [SessionStateMachine.Action]) -> [Frame] {

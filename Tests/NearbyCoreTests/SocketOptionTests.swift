@@ -7,6 +7,8 @@ import Testing
 
 @testable import NearbyCore
 
+@testable import NearbyBase
+@testable import NearbyIdentity
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

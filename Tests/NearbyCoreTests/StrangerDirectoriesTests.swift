@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import NearbyCore
+@testable import NearbyBase
 
 @Suite struct StrangerDirectoriesTests {
     private let limits = PartialQuota.Limits(files: 10, bytes: 1 << 20, lifetime: 60, directories: 5, directoriesPerPeer: 3)

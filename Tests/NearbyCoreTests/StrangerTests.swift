@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import NearbyCore
+@testable import NearbyBase
+@testable import NearbyIdentity
 
 /// What strangers meet on real nodes in this process (loopback, HOST:PORT): pins only for sessions,
 /// and `accept` taking the oldest invitation.

@@ -3,6 +3,7 @@ import NIOEmbedded
 import Testing
 
 @testable import NearbyCore
+@testable import NearbyBase
 
 /// One end of a stream, without sockets: done only when both directions ended, the first cause of
 /// a cut is the one reported, and every illegal step is refused.

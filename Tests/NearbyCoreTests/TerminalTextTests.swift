@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import NearbyCore
+@testable import NearbyBase
 
 /// Strings a hostile peer sends as its name, invitation ID, goodbye or decline reason, message.
 enum Hostile {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import NearbyCore
 
+@testable import NearbyBase
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

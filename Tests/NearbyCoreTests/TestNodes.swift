@@ -1,5 +1,7 @@
 import Foundation
 @testable import NearbyCore
+@testable import NearbyBase
+@testable import NearbyIdentity
 
 /// Real nodes in this process for the loopback suites (HOST:PORT skips discovery): each with a home
 /// of its own, its events in memory, its work running until it stops.

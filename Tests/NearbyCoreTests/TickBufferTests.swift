@@ -2,6 +2,7 @@ import NIOPosix
 import Synchronization
 import Testing
 @testable import NearbyCore
+@testable import NearbyBase
 
 /// Output written on an event loop leaves once per tick; elsewhere, at once; never reordered.
 @Suite struct TickBufferTests {

@@ -1,5 +1,8 @@
 import Testing
 @testable import NearbyCore
+@testable import NearbyBase
+@testable import NearbyIdentity
+@testable import NearbyDiscovery
 
 @Suite struct ServiceTypeTests {
     @Test(arguments: ["a", "nearby", "chat-v2", "x1", "abcdefghijklmno", "1a", "a-b-c"])

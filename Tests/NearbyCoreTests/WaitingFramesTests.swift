@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 
 @testable import NearbyCore
+@testable import NearbyBase
 
 @Suite struct WaitingFramesTests {
     private func message(_ bytes: Int) -> Frame { Frame(kind: .message, payload: ByteBuffer(repeating: 0, count: bytes)) }

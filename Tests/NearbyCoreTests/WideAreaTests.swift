@@ -2,6 +2,8 @@ import Foundation
 import NearbyDNS
 import Testing
 @testable import NearbyCore
+@testable import NearbyBase
+@testable import NearbyDiscovery
 
 @Suite struct WideAreaTests {
     func peer(_ id: String, name: String = "Ann", port: Int = 1, addresses: [String] = ["10.0.0.1"]) -> DiscoveredPeer {

@@ -2,6 +2,8 @@ import Foundation
 import NearbyCore
 import Testing
 @testable import NearbyLocalSend
+@testable import NearbyBase
+@testable import NearbyIdentity
 
 @Suite struct LocalSendCodecTests {
     private func home() -> String {

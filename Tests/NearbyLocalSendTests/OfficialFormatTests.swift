@@ -6,6 +6,8 @@ import NIOSSL
 import NearbyCore
 import Testing
 @testable import NearbyLocalSend
+@testable import NearbyBase
+@testable import NearbyIdentity
 
 /// Fixtures in the official app's own formats (localsend/localsend 1.18: `packages/core/src/crypto/cert.rs`,
 /// `packages/core/src/http/dto_v2.rs`, `packages/core/src/model/discovery.rs`), not only our own.

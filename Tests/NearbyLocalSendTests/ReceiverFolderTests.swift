@@ -2,6 +2,8 @@ import Foundation
 import NearbyCore
 import Testing
 @testable import NearbyLocalSend
+@testable import NearbyBase
+@testable import NearbyIdentity
 
 /// A folder in one prepare-upload, as the official app sends one: thousands of files fit, the
 /// shape is kept inside --save-dir, and a list over a bound is refused in words.

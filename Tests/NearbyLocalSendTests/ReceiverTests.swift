@@ -5,6 +5,8 @@ import NIOHTTP1
 import NearbyCore
 import Testing
 @testable import NearbyLocalSend
+@testable import NearbyBase
+@testable import NearbyIdentity
 
 @Suite struct ReceiverTests {
     private func temporary() -> String {

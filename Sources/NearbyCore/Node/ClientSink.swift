@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import NearbyBase
 
 /// Event lines for one control client, written in order as the work happens — and bounded: the
 /// client's copy of its work's events waits for the client to read it, and a client that stops

@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 
+import NearbyBase
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -3,6 +3,7 @@ import NIOCore
 import NIOPosix
 import Synchronization
 
+import NearbyBase
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -1,5 +1,6 @@
 import NIOCore
 import Synchronization
+import NearbyBase
 
 /// Settles `gone` when the client of a control connection has gone: its input ended (a client
 /// sends its request, then nothing but a stream's records, and half-closes only once it has read its

@@ -1,4 +1,5 @@
 import Foundation
+import NearbyBase
 
 /// One try of an invitation's dialing, as the node asks for it: where to go (`find`: where the peer
 /// was last reached, a remembered address, or the lookup), then a connection there (`reach`), and

@@ -2,6 +2,9 @@ import Foundation
 import NIOCore
 import NIOPosix
 import NIOSSL
+import NearbyBase
+import NearbyIdentity
+import NearbyDiscovery
 
 /// Finds a peer and reaches it: the lookup among what discovery found (`resolve`), the remembered
 /// addresses tried while discovery runs (Dialer+Remembered.swift), and the connection address by

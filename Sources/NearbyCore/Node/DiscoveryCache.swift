@@ -1,3 +1,6 @@
+import NearbyBase
+import NearbyIdentity
+import NearbyDiscovery
 /// What the node's own browsing has found, for finding peers by name: started on first use, kept
 /// up to date by the browser's updates, and failed when the daemon goes away, so a command waiting
 /// for a peer hears "is avahi-daemon running?" at once instead of waiting out its timeout. The next

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import NIOCore
 
+import NearbyBase
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -1,4 +1,6 @@
 import Foundation
+import NearbyBase
+import NearbyDiscovery
 
 /// Answers that need no waiting: this machine named as the peer, and, while a lookup goes on, the
 /// names it may have meant.

@@ -1,4 +1,5 @@
 import Foundation
+import NearbyBase
 
 /// Sending files: the node finds the session (inviting first); `FolderSender` sends the files, many
 /// at once, each on a channel of the link.

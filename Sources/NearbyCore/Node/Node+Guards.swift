@@ -1,4 +1,5 @@
 import Foundation
+import NearbyBase
 
 /// What a stranger on the link meets after the handshake: a deadline for links that never invite
 /// (pins only for peers that reached a session: `Link.pin`; files only with consent: `FileIntake`).

@@ -1,5 +1,8 @@
 import Foundation
 import NIOCore
+import NearbyBase
+import NearbyIdentity
+import NearbyDiscovery
 
 extension Node {
     // MARK: Invitations we receive

@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import NearbyBase
 
 /// Invitations we send: find the peer (`Dialer`), connect, let the link's handshake and invite
 /// frame run (`Link.run`, `attach`), then wait for the answer, the deadline or our cancellation.

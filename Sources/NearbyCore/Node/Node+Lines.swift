@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import NearbyBase
 
 /// `send`, `send --lines` and `send --unreliable`: the node finds the sessions (inviting first when
 /// needed); `MessageDelivery` writes.

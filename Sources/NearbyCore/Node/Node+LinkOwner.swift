@@ -1,4 +1,5 @@
 import NIOCore
+import NearbyBase
 
 /// What a link hands to its node (`LinkOwner`): the decisions that span links. The link runs its
 /// own frame loop, answers and channels (`Link.run`); these are the only ways back into the node.

@@ -1,4 +1,5 @@
 import Foundation
+import NearbyBase
 
 /// `nearby doctor` on another host asks, after the handshake and instead of an invitation, whether
 /// this host sees its `_nearby-doctor._tcp` instance. The node browses that fixed type for at most

@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import Synchronization
+import NearbyBase
 
 extension Node {
     /// How long an incoming stream waits for a `nearby stream --listen` before it is refused.

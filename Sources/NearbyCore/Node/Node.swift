@@ -1,6 +1,9 @@
 import Foundation
 import NIOCore
 import NIOSSL
+import NearbyBase
+import NearbyIdentity
+import NearbyDiscovery
 
 /// The node: this identity's presence for one service type, a coordinator. It keeps only what spans
 /// links — links and sessions by peer, `Invitations` (both ways, and the waiting `accept`s), stream

@@ -1,4 +1,7 @@
 import Foundation
+import NearbyBase
+import NearbyIdentity
+import NearbyDiscovery
 
 /// How a node runs.
 package struct NodeConfiguration: Sendable {

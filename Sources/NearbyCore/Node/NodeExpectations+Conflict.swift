@@ -1,3 +1,4 @@
+import NearbyBase
 /// A running node and the options a client's command was given for a node of its own.
 extension NodeExpectations {
     /// Why the running node (`configuration`, shown as `displayName`) cannot serve a request made

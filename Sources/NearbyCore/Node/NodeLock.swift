@@ -1,6 +1,8 @@
 import Foundation
 import SystemPackage
 
+import NearbyBase
+import NearbyIdentity
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

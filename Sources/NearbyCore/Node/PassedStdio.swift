@@ -1,6 +1,7 @@
 import NIOCore
 import NIOPosix
 
+import NearbyBase
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

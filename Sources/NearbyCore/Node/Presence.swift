@@ -1,3 +1,5 @@
+import NearbyBase
+import NearbyDiscovery
 /// Where the node is seen: its DNS-SD advertisement on the link and its registration in each
 /// unicast DNS domain (`--domain`). When the daemon goes away under the advertisement it says so
 /// and registers again as soon as the daemon answers, printing `advertising` again.

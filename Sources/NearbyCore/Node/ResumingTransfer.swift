@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import NearbyBase
 
 /// A transfer that rides out an outage: when the link carrying a file goes (nothing heard, the
 /// receiver restarted), the sending command keeps the file, gets the peer back — where it was last

@@ -1,3 +1,4 @@
+import NearbyBase
 /// Where a node may put files: only where it was told (`--save-dir`, or this variable).
 package enum SaveDirectory {
     package static let environmentVariable = "NEARBY_SAVE_DIR"

@@ -1,4 +1,5 @@
 import Foundation
+import NearbyBase
 
 /// The commands that stay "until the peer leaves" (`Node.sessionChanges`): each hears every session
 /// change until it stops listening.

@@ -1,4 +1,5 @@
 import Foundation
+import NearbyBase
 
 /// What spans links in streams: incoming ones waiting for a listener (at most
 /// `maxUnclaimedStreams`, each for at most `listenerWait`), and listeners waiting for one. A

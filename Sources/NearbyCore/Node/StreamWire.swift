@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import NearbyBase
 
 /// A stream's bytes on a control connection, after `streamReady`: records, each a kind byte and a
 /// 32-bit big-endian length, then that many bytes. Both ways: `data`, then one `end` when that side's

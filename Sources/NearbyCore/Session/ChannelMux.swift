@@ -1,4 +1,5 @@
 import NIOCore
+import NearbyBase
 
 /// The channels of one link (files and streams on IDs above 0), as a pure state machine: which
 /// exist, who opened them, and how many bytes the peer may still send on each. Frames go in and are

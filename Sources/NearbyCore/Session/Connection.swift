@@ -3,6 +3,7 @@ import NIOCore
 import NIOPosix
 import NIOSSL
 import Synchronization
+import NearbyBase
 
 /// A connection after the preamble: frames in both directions, over TLS or not.
 package struct FrameChannel: Sendable {
@@ -78,21 +79,7 @@ final class PreambleHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     private func remote(_ context: ChannelHandlerContext) -> String {
-        context.channel.remoteAddress.map(Self.describe) ?? "unknown"
-    }
-
-    static func describe(_ address: SocketAddress) -> String {
-        switch address {
-        case let .v4(v4): "\(address.ipAddress ?? v4.host):\(address.port ?? 0)"
-        case .v6:
-            // An IPv4 client of a dual-stack listener shows up as ::ffff:a.b.c.d: say a.b.c.d.
-            if let ip = address.ipAddress, ip.hasPrefix("::ffff:"), ip.contains(".") {
-                "\(ip.dropFirst(7)):\(address.port ?? 0)"
-            } else {
-                "[\(address.ipAddress ?? "?")]:\(address.port ?? 0)"
-            }
-        default: "\(address)"
-        }
+        context.channel.remoteAddress.map(AddressWords.describe) ?? "unknown"
     }
 
     func handlerAdded(context: ChannelHandlerContext) {

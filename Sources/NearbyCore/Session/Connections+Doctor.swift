@@ -1,5 +1,6 @@
 import NIOCore
 import NIOPosix
+import NearbyBase
 
 /// What `nearby doctor` asks of a peer's port: can a TCP connection be made at all, and does the
 /// preamble agree on encryption (the handshake and probe that follow are in Connections+Examine).

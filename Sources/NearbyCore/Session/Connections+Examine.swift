@@ -1,5 +1,7 @@
 import Foundation
 import NIOCore
+import NearbyBase
+import NearbyIdentity
 
 /// What `nearby doctor PEER` learns from one connection to the peer: whether the preamble agrees on
 /// encryption, whether the handshake proves the identity it advertised, and whether the peer sees

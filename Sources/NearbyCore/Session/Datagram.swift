@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import NIOCore
+import NearbyBase
 
 /// `send --unreliable` on the wire (docs/protocol.md, "Datagrams"): one UDP datagram per message,
 ///
@@ -13,7 +14,7 @@ import NIOCore
 package enum Datagram {
     /// The largest message: with the 32 bytes of framing and IP/UDP headers it fits the 1,280-byte
     /// IPv6 minimum MTU, so a datagram is never fragmented on the way.
-    package static let maxPayload = 1200
+    package static let maxPayload = NearbyError.unreliableMessageLimit
     package static let headerSize = 16
     package static let overhead = headerSize + 16
     package static let keyBytes = 32

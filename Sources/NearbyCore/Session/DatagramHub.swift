@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import NIOPosix
 import Synchronization
+import NearbyBase
 
 /// A node's unreliable messages: its UDP sockets (one per address family, opened on first use), and
 /// the receiving half of each session by its tag (keys and replay windows of `Datagram`): what
@@ -192,7 +193,7 @@ package final class DatagramHub: Sendable {
 
     /// `source`: where it came from, as the datagram's IP header says (anyone can write it).
     fileprivate func received(_ datagram: ByteBuffer, from source: SocketAddress?) {
-        let address = source.map(PreambleHandler.describe)
+        let address = source.map(AddressWords.describe)
         guard let tag = Datagram.tag(of: datagram), let sequence = Datagram.sequence(of: datagram) else {
             return drop(peer: nil, address: address, reason: "not a nearby datagram")
         }

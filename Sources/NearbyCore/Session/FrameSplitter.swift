@@ -1,4 +1,5 @@
 import NIOCore
+import NearbyBase
 
 /// Cuts the session's bytes into frames on the event loop, without gathering a data frame whole:
 /// the part of a data frame a read brought goes up at once, as a data frame of its own on the same

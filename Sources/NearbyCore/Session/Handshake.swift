@@ -1,6 +1,8 @@
 import Crypto
 import Foundation
 import NIOCore
+import NearbyBase
+import NearbyIdentity
 
 /// A peer whose identity has been proven in this connection.
 package struct AuthenticatedPeer: Sendable, Equatable {

@@ -1,4 +1,6 @@
 import NIOCore
+import NearbyBase
+import NearbyIdentity
 
 /// What the rest of the node asks of a link, as intentions: invite, answer, leave, become a
 /// session, offer or accept a channel, send messages. Nothing outside the Link*.swift files touches
@@ -68,7 +70,7 @@ extension Link: ChannelPort {
     var remoteAddress: SocketAddress? { transport.remoteAddress }
 
     /// Returns once the connection is closed, or when the caller is cancelled.
-    func closed() async { _ = await NearbyCore.closed(transport, within: nil) }
+    func closed() async { _ = await NearbyBase.closed(transport, within: nil) }
 
     // MARK: Channels
 

@@ -1,3 +1,5 @@
+import NearbyBase
+import NearbyIdentity
 /// A link that reached a session pins its peer's key (`KnownPeers`): the link proved the identity
 /// in its handshake, and only a session, never a stranger's bare connection, is remembered.
 extension Link {

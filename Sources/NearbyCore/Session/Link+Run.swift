@@ -1,6 +1,8 @@
 import NIOCore
 import NIOSSL
 
+import NearbyBase
+import NearbyIdentity
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import Synchronization
+import NearbyBase
 
 /// One authenticated connection to a peer and everything that lives on it: the write side, where it
 /// is in the session protocol (`session`), its channels and what runs on them (`channels`), its

@@ -1,5 +1,7 @@
 import Crypto
 import Foundation
+import NearbyBase
+import NearbyIdentity
 
 /// `--encryption`, with Multipeer Connectivity's rules: `required` and `none` refuse each other,
 /// `optional` takes what the other side wants, and two `optional`s encrypt.

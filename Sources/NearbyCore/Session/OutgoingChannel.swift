@@ -2,6 +2,7 @@ import NIOCore
 import Crypto
 import Foundation
 import Synchronization
+import NearbyBase
 
 /// What the receiver says about a file we send: answers, flow-control credit, the end.
 final class OutgoingChannel: Sendable {

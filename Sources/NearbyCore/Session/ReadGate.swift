@@ -1,5 +1,6 @@
 import NIOCore
 import Synchronization
+import NearbyBase
 
 /// Whether a link's reads are held now, shared with its keepalive: a link whose reads we hold does
 /// not hear its peer, and that silence is ours, not the peer's.

@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import NearbyBase
 
 /// What happens on one authenticated connection, as a pure state machine: frames and local decisions
 /// go in, actions come out. It knows the protocol's rules for a single link (one invitation per

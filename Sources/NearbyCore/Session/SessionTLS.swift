@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import NIOSSL
 import X509
+import NearbyIdentity
 
 /// TLS 1.3 with mutual authentication and self-signed certificates made from the identity keys.
 /// No certificate authority is involved: each side accepts any well-formed certificate in the

@@ -1,5 +1,6 @@
 import NIOCore
 import Synchronization
+import NearbyBase
 
 /// The frames of one link passed up to the node and not yet handled by it: they wait in
 /// NIOAsyncChannel's inbound buffer, whose back-pressure counts frames, not bytes — ten 1 MiB

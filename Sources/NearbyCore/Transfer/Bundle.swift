@@ -1,4 +1,5 @@
 import NIOCore
+import NearbyBase
 
 /// A bundle: many small files on one channel (docs/protocol.md, "Bundles"). The sender offers
 /// `open` of kind `bundle` (its `size` the sum of the files' sizes), and once accepted sends each

@@ -1,5 +1,6 @@
 import NIOCore
 import Synchronization
+import NearbyBase
 
 /// A bundle of small files arriving on one channel (`Bundle`): its records read by `BundleDecoder`
 /// on the link's task, each file written, checked and placed by a `FileReceiver` of its own — the

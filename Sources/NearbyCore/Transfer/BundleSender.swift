@@ -1,6 +1,8 @@
 import Crypto
 import NIOCore
 
+import NearbyBase
+import NearbyIdentity
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

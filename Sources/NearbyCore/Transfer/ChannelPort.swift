@@ -1,4 +1,5 @@
 import NIOCore
+import NearbyBase
 
 /// What a file or a stream needs of the connection its channel runs on (a `Link`): send its
 /// frames, give window back, end the channel, and the link's share of the process's open files.

@@ -1,3 +1,4 @@
+import NearbyBase
 /// The empty directories of a sent tree (`send-file Bob photos/` with `photos/empty/`): an `open`
 /// of kind `directory` and its reply, no data. Directories that hold files are made with them.
 enum DirectorySender {

@@ -1,3 +1,4 @@
+import NearbyBase
 /// The file protocol's frame bodies written by hand, the fields in JSONEncoder's order, absent
 /// optionals left out as it does: a folder of small files sends several per file each way, and
 /// JSONEncoder was a noticeable share of a small file's CPU. Readers decode them without JSONDecoder

@@ -1,5 +1,6 @@
 import Foundation
 
+import NearbyBase
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -101,5 +102,11 @@ package enum FileList {
         var info = stat()
         guard stat(path, &info) == 0 else { throw .ioFailure(path: path, reason: "cannot read its attributes") }
         return OutgoingFile(source: path, relative: relative, size: UInt64(clamping: info.st_size), modified: DirectoryWalk.modified(info))
+    }
+}
+
+extension Events.Skipped {
+    package init(_ skipped: FileList.Skipped) {
+        self.init(path: skipped.path, reason: skipped.reason)
     }
 }

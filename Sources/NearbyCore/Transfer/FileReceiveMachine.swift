@@ -1,3 +1,4 @@
+import NearbyBase
 /// One incoming file on its channel, from the offer to its one end, as a pure state machine: the
 /// receiving half of the file protocol (docs/protocol.md). The link's task feeds it what the sender
 /// does; a step the protocol does not allow is an `Illegal` error, which ends the file (or the link)

@@ -1,3 +1,4 @@
+import NearbyBase
 /// One outgoing file on its channel, from our offer to its one end, as a pure state machine: the
 /// sending half of the file protocol (docs/protocol.md). What the receiver answers goes in, and out
 /// come the actions the sender carries out (`FileSendMachine+Actions.swift`: send this frame, check

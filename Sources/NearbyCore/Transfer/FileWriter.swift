@@ -2,6 +2,7 @@ import Crypto
 import NIOCore
 import Synchronization
 
+import NearbyBase
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -1,4 +1,5 @@
 import Synchronization
+import NearbyBase
 
 /// How many files of one `send-file` go at once on one session, as a pure value: small files travel
 /// many at a time, each on a channel of its own, so that a 4 KiB file costs its bytes and not a

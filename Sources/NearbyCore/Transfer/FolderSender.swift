@@ -1,4 +1,5 @@
 import Foundation
+import NearbyBase
 
 /// The files of one `send-file`, many at once (`FilesInFlight`): `sendOne` sends one (its channel,
 /// `FileSender`, its events) and is run for each file as the limits let it be offered; to a peer

@@ -1,5 +1,6 @@
 import Synchronization
 
+import NearbyBase
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

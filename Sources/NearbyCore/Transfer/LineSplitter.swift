@@ -1,4 +1,5 @@
 import NIOCore
+import NearbyBase
 
 /// Cuts a byte stream into lines for `send --lines`: each line (without its "\n") is one message.
 /// A line still being read is buffered up to `limit` bytes; a longer one is refused rather than

@@ -1,4 +1,5 @@
 import Foundation
+import NearbyBase
 
 /// When a transfer's link goes silent, how the sending command tries to get it back: a pure policy,
 /// tested without sockets (`ResumingTransfer` carries it out). An outage begins at the first

@@ -1,3 +1,4 @@
+import NearbyBase
 /// The directories strangers made below the save directory, and the rule for them: an empty
 /// directory a stranger offers (a sent tree's `photos/empty/`) is counted like a partial file — at
 /// most `Limits.directories` per node and `Limits.directoriesPerPeer` per stranger, refused past

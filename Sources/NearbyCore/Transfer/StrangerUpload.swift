@@ -1,6 +1,8 @@
 import NIOCore
 import Synchronization
 
+import NearbyBase
+import NearbyIdentity
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

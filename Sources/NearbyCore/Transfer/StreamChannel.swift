@@ -1,5 +1,6 @@
 import NIOCore
 import Synchronization
+import NearbyBase
 
 /// One stream: bytes both ways on one channel, each direction with its own window, `close` as a
 /// half-close.

@@ -1,3 +1,4 @@
+import NearbyBase
 /// One end of a stream, from open to its one outcome. Each direction is open until it ends — ours
 /// when our input's end went out as a `close`, theirs when their `close` arrived — and the stream is
 /// done only when both have. Anything that stops it before that (the session ends, the peer resets

@@ -1,5 +1,6 @@
 import NIOCore
 import Synchronization
+import NearbyBase
 
 /// A running stream's two directions (`nearby stream`, both ends): our bytes from a source to the
 /// peer within its window, the peer's bytes to a sink, granting window as the sink takes them. The

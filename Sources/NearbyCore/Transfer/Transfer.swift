@@ -1,6 +1,8 @@
 import Crypto
 import Foundation
 
+import NearbyBase
+import NearbyIdentity
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
