@@ -14,7 +14,7 @@ import Darwin
 /// drives. An offer is answered from what is on disk (a partial file to resume) without creating
 /// anything; the partial file is made only when the sender starts, so an offer that never sends a
 /// byte leaves nothing behind and holds no descriptor.
-struct FileIntake: Sendable {
+struct FileIntake: FileMaking {
     let configuration: NodeConfiguration
     let events: any EventSink
     /// The partial files being written, over every link, and the quota on strangers' partials.
@@ -100,7 +100,7 @@ struct FileIntake: Sendable {
         guard offer.size <= Bundle.maxBytes else {
             return await refuse(id, on: link, reason: "a bundle of more than \(Bundle.maxBytes) bytes")
         }
-        let bundle = BundleReceiver(channel: id, announced: offer.size, saveDirectory: saveDirectory, intake: self)
+        let bundle = BundleReceiver(channel: id, announced: offer.size, saveDirectory: saveDirectory, intake: self, link: link)
         guard link.accept(id, bundle: bundle) else { return }
         await link.send(FrameBody.frame(.openReply, FrameBody.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil), channel: id))
     }

@@ -51,6 +51,8 @@ package struct ChannelMux: Sendable {
     /// The window each side grants when a channel opens (docs/protocol.md). 8 MiB: with 4 MiB a
     /// file transfer waited for credit on the lab link.
     package static let defaultWindow = 8 << 20
+    /// The most a data frame carries (`Transfer.chunk`): a sender's pieces, cut by `Link.sendData`.
+    package static let chunk = 256 << 10
 
     package let limits: Limits
     private let isClient: Bool

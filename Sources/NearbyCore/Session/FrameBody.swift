@@ -117,3 +117,9 @@ extension FrameBody {
         return frame
     }
 }
+
+/// A frame body that writes its own JSON (the file protocol's, in Transfer/FileFramesJSON.swift:
+/// JSONEncoder was a noticeable share of a small file's CPU); `FrameBody.frame` uses it when there.
+protocol DirectFrameJSON {
+    var json: String { get }
+}

@@ -74,91 +74,29 @@ extension Link: ChannelPort {
 
     // MARK: Channels
 
-    /// The peer's offer `id` is taken by `file`: its frames go there from now on. False once the
+    /// The peer's offer `id` is taken by `end`: its frames go there from now on. False once the
     /// link is gone.
-    func accept(_ id: UInt32, receiving file: FileReceiver) -> Bool { channels.accept(id, .receiving(file)) }
+    func accept(_ id: UInt32, _ end: any ChannelEnd) -> Bool { channels.accept(id, end) }
 
-    /// Whether the peer takes small files in bundles (its hello lists `Bundle.feature`); an
-    /// environment of `NEARBY_BUNDLES=0` sends each file alone (benchmarks, tests).
-    var takesBundles: Bool { peer.features.contains(Bundle.feature) && FolderSender.bundling }
+    /// The peer's offer `id` waits (a stream for a listener): its reset and the link's end reach
+    /// `end` meanwhile.
+    func hold(_ id: UInt32, _ end: any ChannelEnd) -> Bool { channels.hold(id, end) }
 
-    /// The peer's bundle offer on `id` is taken: its files' records may flow (`BundleReceiver`).
-    func accept(_ id: UInt32, bundle: BundleReceiver) -> Bool { channels.accept(id, .bundle(bundle)) }
-
-    /// The peer's stream offer waits for a listener: its reset and the link's end reach it meanwhile.
-    func hold(_ stream: StreamChannel) -> Bool { channels.hold(stream.id, .stream(stream)) }
-
-    /// The held stream is taken by a listener: data may flow. False when it is no longer held.
-    func accept(_ stream: StreamChannel) -> Bool {
-        channels.holds(stream.id, stream) && channels.accept(stream.id, .stream(stream))
-    }
-
-    /// Whether `stream` still waits on this link (not reset, the link not gone).
-    func holds(_ stream: StreamChannel) -> Bool { channels.holds(stream.id, stream) }
-
-    /// A channel of ours for a file or directory we send, and our `open` on it, in one step.
-    func openSending(offering open: FrameBody.Open, results: Bool = false) throws(NearbyError) -> OutgoingChannel {
-        try openOffering(open) { id in
-            let channel = OutgoingChannel(id: id, results: results)
-            return (.sending(channel), channel)
-        }
-    }
+    /// Whether `end` still runs on `id` (not reset, the link not gone).
+    func holds(_ id: UInt32, _ end: any ChannelEnd) -> Bool { channels.holds(id, end) }
 
     /// A new channel of ours, with `open` written on it before the next channel can be numbered:
     /// the peer takes only a number higher than any before (`ChannelMux`), and tasks that offer at
     /// once (a folder's files) would otherwise race between numbering and writing. The write is
     /// queued on the connection's event loop inside the channel table's lock — always queued, never
     /// run in place, so the queue's order is the numbers' order.
-    func openOffering<Made: Sendable>(_ open: FrameBody.Open, _ make: (UInt32) -> (LinkChannels.End, Made)) throws(NearbyError) -> Made {
+    func openOffering<Made: Sendable>(_ open: FrameBody.Open, _ make: (UInt32) -> (any ChannelEnd, Made)) throws(NearbyError) -> Made {
         let transport = transport
         return try openChannel { id in
             let frame = FrameBody.frame(.open, open, channel: id)
             transport.eventLoop.execute { transport.writeAndFlush(frame, promise: nil) }
             return make(id)
         }
-    }
-
-    /// Offers the peer a stream named `name` and waits for its answer: the stream, once accepted.
-    /// The caller ends its channel (`endChannel`) when it is over.
-    func offerStream(name: String) async throws(NearbyError) -> StreamChannel {
-        let stream = try openOffering(FrameBody.Open(kind: .stream, path: name, size: 0, key: "")) { [peer] id in
-            let stream = StreamChannel(id: id, name: name, peer: peer.ref)
-            return (.stream(stream), stream)
-        }
-        var replies = stream.replies.makeAsyncIterator()
-        guard let reply = await replies.next() else {
-            endChannel(stream.id)
-            throw .connectionFailed("the session ended before the peer answered")
-        }
-        guard reply.accept else {
-            endChannel(stream.id)
-            throw .transferFailed(path: name.isEmpty ? "stream" : name, code: "stream-refused", reason: reply.reason ?? "refused")
-        }
-        return stream
-    }
-
-    /// Takes the peer's held stream and says yes: data may flow. False when it is no longer held
-    /// (reset, the link gone).
-    func acceptStream(_ stream: StreamChannel) async -> Bool {
-        guard accept(stream) else { return false }
-        await send(FrameBody.frame(.openReply, FrameBody.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil), channel: stream.id))
-        return true
-    }
-
-    /// Offers the peer `file` on a channel of its own and sends it (`FileSender`), to its end.
-    func offerFile(
-        _ file: OutgoingFile, sender: PeerID, sink: any EventSink, batch: Events.Progress.Batch?, permits: StartPermits? = nil
-    ) async throws(NearbyError) {
-        try await FileSender.send(
-            file, opening: { (open: FrameBody.Open) throws(NearbyError) -> OutgoingChannel in try openSending(offering: open) },
-            link: self, sender: sender, sink: sink, batch: batch, permits: permits)
-    }
-
-    /// Asks the peer to make the empty `directory` (`DirectorySender`).
-    func offerDirectory(_ directory: OutgoingFile, sink: any EventSink) async throws(NearbyError) {
-        let channel = try openSending(offering: DirectorySender.offer(directory))
-        defer { endChannel(channel.id) }
-        try await DirectorySender.make(directory, over: channel, link: self, sink: sink)
     }
 
     /// The channel is over (done, refused, reset): later frames on it are ignored.

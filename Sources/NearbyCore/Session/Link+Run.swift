@@ -149,10 +149,7 @@ extension Link {
             case .ignore: return
             case let .refuse(answer): await send(answer)
             case let .offer(id, offer): await owner.offered(offer, channel: id, on: self)
-            case let .deliver(.stream(stream), message): stream.received(message)
-            case let .deliver(.sending(channel), message): try channel.received(message)
-            case let .deliver(.receiving(file), message): try await file.received(message, on: self)
-            case let .deliver(.bundle(bundle), message): try await bundle.received(message, on: self)
+            case let .deliver(end, message): try await end.received(message, on: self)
             }
         } catch {
             owner.violated(self, "\(error)")
@@ -163,23 +160,7 @@ extension Link {
     /// stay for a resume), senders and streams stop.
     private func endChannels() {
         let reason = closeReason ?? .lost
-        for end in channels.drop() {
-            switch end {
-            case let .receiving(file) where reason.isOurLeaving:
-                // Our own leaving (Ctrl-C here, `disconnect`): nothing vanished.
-                file.abandon(code: "cancelled", reason: "cancelled here (\(reason))", keepPartial: true)
-            case let .receiving(file):
-                file.abandon(code: "connection-lost", reason: "the peer vanished mid-transfer (\(reason))", keepPartial: true)
-            case let .bundle(bundle) where reason.isOurLeaving:
-                bundle.abandon(code: "cancelled", reason: "cancelled here (\(reason))")
-            case let .bundle(bundle):
-                bundle.abandon(code: "connection-lost", reason: "the peer vanished mid-transfer (\(reason))")
-            case let .sending(channel):
-                channel.lost("\(reason)")
-            case let .stream(stream):
-                stream.lost(.sessionEnded("\(reason)"))
-            }
-        }
+        for end in channels.drop() { end.linkEnded(reason) }
     }
 }
 

@@ -134,12 +134,12 @@ package final class Link: Sendable, Hashable {
         }
     }
 
-    /// `count` bytes of `chunk` as data frames of at most `Transfer.chunk` each, written together:
+    /// `count` bytes of `chunk` as data frames of at most `ChannelMux.chunk` each, written together:
     /// they leave in one flush, one `writev` of TLS records, rather than a write and a wake-up each.
     func sendData(_ chunk: inout ByteBuffer, count: Int, on channel: UInt32) async {
         var frames: [Frame] = []
         var left = count
-        while left > 0, let piece = chunk.readSlice(length: min(left, Transfer.chunk)) {
+        while left > 0, let piece = chunk.readSlice(length: min(left, ChannelMux.chunk)) {
             frames.append(Frame(kind: .data, channel: channel, payload: piece))
             left -= piece.readableBytes
         }

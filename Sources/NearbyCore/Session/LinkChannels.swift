@@ -7,14 +7,8 @@ import Synchronization
 /// (`ChannelMux`) and the table change together under one lock, so no state is ever copied out and
 /// written back across a suspension.
 final class LinkChannels: Sendable {
-    /// What runs on one channel.
-    enum End: Sendable {
-        case sending(OutgoingChannel)
-        case receiving(FileReceiver)
-        /// A bundle of small files we receive (`BundleReceiver`).
-        case bundle(BundleReceiver)
-        case stream(StreamChannel)
-    }
+    /// What runs on one channel (a file we send or receive, a bundle, a stream).
+    typealias End = any ChannelEnd
 
     /// Where a frame from the peer goes.
     enum Route: Sendable {
@@ -105,11 +99,8 @@ final class LinkChannels: Sendable {
     }
 
     /// Whether `id` still runs `end`.
-    func holds(_ id: UInt32, _ stream: StreamChannel) -> Bool {
-        table.withLock { table in
-            if case let .stream(held)? = table.ends[id] { return held === stream }
-            return false
-        }
+    func holds(_ id: UInt32, _ end: End) -> Bool {
+        table.withLock { table in table.ends[id].map { $0 === end } ?? false }
     }
 
     /// Whether the link is gone (`drop`).

@@ -12,8 +12,10 @@ extension FrameBody {
     /// receiver tells only such a sender what it holds at the offered name (`OpenReply.held`), and
     /// takes a `close` without data from it. An older sender is answered as before.
     package static let thereFeature = "there"
+    /// Listed by a node that takes small files in bundles (`Bundle`, docs/protocol.md).
+    package static let bundleFeature = "bundle"
     /// What this build speaks beyond protocol 2, sent in every hello.
-    package static let features = [probeFeature, Bundle.feature, thereFeature]
+    package static let features = [probeFeature, bundleFeature, thereFeature]
 
     /// A peer's `features`, bounded: at most 16 names of at most 32 bytes each are kept.
     static func bounded(features: [String]?) -> [String] {

@@ -11,7 +11,7 @@ import NearbyBase
 /// `feature`.
 package enum Bundle {
     /// Listed in the hello's `features` by a node that takes bundles.
-    package static let feature = "bundle"
+    package static let feature = FrameBody.bundleFeature
     /// Files in one bundle.
     package static let maxFiles = 64
     /// A file goes in a bundle when it is at most this big.

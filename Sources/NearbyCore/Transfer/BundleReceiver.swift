@@ -8,7 +8,7 @@ import NearbyBase
 /// its own — whose answers (`confirm`, `reset`) become result records on the bundle's channel
 /// (`BundleFilePort`). The channel closes after the last result. At most `unplaced` of its files
 /// hold a descriptor at once: the next waits (and with it the link's reading) until one is placed.
-final class BundleReceiver: Sendable {
+final class BundleReceiver: ChannelEnd {
     /// Files written and waiting to be placed at once, per bundle.
     static let unplaced = 16
 
@@ -26,11 +26,14 @@ final class BundleReceiver: Sendable {
 
     let channel: UInt32
     let saveDirectory: String
-    let intake: FileIntake
+    let intake: any FileMaking
+    /// The link the bundle arrives on: its files are made for it (`FileMaking`).
+    let link: Link
     private let state: Mutex<State>
     private let permits = StartPermits(BundleReceiver.unplaced)
 
-    init(channel: UInt32, announced: UInt64, saveDirectory: String, intake: FileIntake) {
+    init(channel: UInt32, announced: UInt64, saveDirectory: String, intake: any FileMaking, link: Link) {
+        self.link = link
         self.channel = channel
         self.saveDirectory = saveDirectory
         self.intake = intake
@@ -38,7 +41,7 @@ final class BundleReceiver: Sendable {
     }
 
     /// A frame of the sender on the bundle's channel, from the link's task.
-    func received(_ message: ChannelMessage, on link: Link) async throws(ProtocolViolation) {
+    func received(_ message: ChannelMessage, on port: any ChannelPort) async throws(ProtocolViolation) {
         switch message {
         case let .data(bytes):
             let pieces: [BundleDecoder.Piece]
@@ -72,7 +75,7 @@ final class BundleReceiver: Sendable {
             guard await permits.take() else { return }
             let offer = FrameBody.Open(kind: .file, path: entry.path, size: entry.size, key: entry.key)
             let file = await intake.receiver(
-                for: offer, parts: SafePath.components(of: entry.path), channel: channel, in: saveDirectory, on: link, resuming: false)
+                for: offer, parts: SafePath.components(of: entry.path), channel: channel, in: saveDirectory, on: link, resuming: false, comparing: false)
             let port = BundleFilePort(index: entry.index, link: link, bundle: self)
             let gone = state.withLock { state -> Bool in
                 guard !state.ended else { return true }
@@ -122,6 +125,12 @@ final class BundleReceiver: Sendable {
 
     /// The bundle ends before its last file (the link went, the sender reset it): the file being
     /// written fails and its partial file goes — a bundle is not resumed; its files are sent again.
+    func linkEnded(_ reason: CloseReason) {
+        reason.isOurLeaving
+            ? abandon(code: "cancelled", reason: "cancelled here (\(reason))")
+            : abandon(code: "connection-lost", reason: "the peer vanished mid-transfer (\(reason))")
+    }
+
     func abandon(code: String, reason: String) {
         let current = state.withLock { state in
             defer { state.current = nil }
@@ -172,4 +181,16 @@ final class BundleFilePort: ChannelPort {
         guard markAnswered() else { return }
         await bundle.answered(index, .failed(code: reset.code.description, reason: reset.reason), on: link)
     }
+}
+
+/// Where the files of a bundle are made, each by a `FileReceiver` of its own: the node's
+/// `FileIntake` (its save directory, policies, quota and events), which Transfer knows only as this.
+protocol FileMaking: Sendable {
+    /// The partial files being written, over every link.
+    var partials: PartialFiles { get }
+    /// A receiver for the file `offer` on channel `id`, at `parts` below `saveDirectory`.
+    func receiver(
+        for offer: FrameBody.Open, parts: [String], channel id: UInt32, in saveDirectory: String, on link: Link,
+        resuming: Bool, comparing: Bool
+    ) async -> FileReceiver
 }

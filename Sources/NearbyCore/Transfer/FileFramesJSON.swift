@@ -3,9 +3,6 @@ import NearbyBase
 /// optionals left out as it does: a folder of small files sends several per file each way, and
 /// JSONEncoder was a noticeable share of a small file's CPU. Readers decode them without JSONDecoder
 /// too (`FlatJSON`, below); `FileFramesJSONTests` checks that JSONDecoder reads the same value.
-protocol DirectFrameJSON {
-    var json: String { get }
-}
 
 extension FrameBody.Open: DirectFrameJSON {
     var json: String {

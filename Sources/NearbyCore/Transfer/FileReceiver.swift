@@ -16,7 +16,7 @@ import Darwin
 /// from the link's task (`received`), and it charges what it holds to the link's account (its
 /// descriptor) and to the node's `PartialFiles` (a stranger's partial). Where it is in the protocol
 /// is `machine` (`FileReceiveMachine`).
-final class FileReceiver: Sendable {
+final class FileReceiver: ChannelEnd {
     /// What an interrupted transfer of the same file left on disk: its length and hash so far.
     /// Immutable once made (the hasher is a value, copied on use).
     final class Resume: @unchecked Sendable {
@@ -266,6 +266,14 @@ extension FileReceiver {
     /// Gives up on an incoming file: nothing under its final name; the partial file kept for a resume
     /// when the interruption was not the data's fault and something arrived. Once: a file that has
     /// ended already is left alone.
+    /// The link went: the partial file stays for a resume. Our own leaving (Ctrl-C here,
+    /// `disconnect`) is a cancel; anything else, the peer vanished.
+    func linkEnded(_ reason: CloseReason) {
+        reason.isOurLeaving
+            ? abandon(code: "cancelled", reason: "cancelled here (\(reason))", keepPartial: true)
+            : abandon(code: "connection-lost", reason: "the peer vanished mid-transfer (\(reason))", keepPartial: true)
+    }
+
     func abandon(code: String, reason: String, keepPartial: Bool) {
         let ended = progress.withLock { progress -> (writer: FileWriter?, position: UInt64)? in
             let position = progress.machine.position

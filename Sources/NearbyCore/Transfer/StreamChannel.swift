@@ -4,7 +4,7 @@ import NearbyBase
 
 /// One stream: bytes both ways on one channel, each direction with its own window, `close` as a
 /// half-close.
-final class StreamChannel: Sendable {
+final class StreamChannel: ChannelEnd {
     enum Inbound: Sendable {
         case data(ByteBuffer)
         case end
@@ -68,4 +68,12 @@ final class StreamChannel: Sendable {
         credit.close()
         replyContinuation.finish()
     }
+}
+
+extension StreamChannel {
+    func received(_ message: ChannelMessage, on port: any ChannelPort) async throws(ProtocolViolation) {
+        received(message)
+    }
+
+    func linkEnded(_ reason: CloseReason) { lost(.sessionEnded("\(reason)")) }
 }

@@ -12,7 +12,7 @@ import Darwin
 /// What both ends of a file transfer share: the chunk and window, the file's key, hashing, partial
 /// file names, writing, and the numbers events show.
 package enum Transfer {
-    static let chunk = 256 << 10
+    static let chunk = ChannelMux.chunk
     /// How far a sender may run ahead of what the receiver has written: memory stays bounded (one
     /// window per channel).
     static let window = ChannelMux.defaultWindow

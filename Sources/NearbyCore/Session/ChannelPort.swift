@@ -3,7 +3,7 @@ import NearbyBase
 
 /// What a file or a stream needs of the connection its channel runs on (a `Link`): send its
 /// frames, give window back, end the channel, and the link's share of the process's open files.
-/// Transfer knows no more of a link than this.
+/// What runs on a channel (`ChannelEnd`) knows no more of a link than this.
 protocol ChannelPort: AnyObject, Sendable {
     var peer: AuthenticatedPeer { get }
     /// What the link holds of the process's `ResourceBudget`.
@@ -32,4 +32,14 @@ extension ChannelPort {
     func tellCancelled(on channel: UInt32) async {
         await Task { await send(FrameBody.frame(.reset, FrameBody.Reset(reason: "the sender cancelled", code: .cancelled), channel: channel)) }.value
     }
+}
+
+/// What runs on one channel of a link — a file we send or receive, a bundle, a stream (Transfer's
+/// types): the link routes the peer's frames for that channel here, from its own task, and says
+/// when it is gone. The link knows no more of what runs on its channels than this.
+protocol ChannelEnd: AnyObject, Sendable {
+    /// A frame of the peer on this channel; a frame that has no place here is a violation.
+    func received(_ message: ChannelMessage, on port: any ChannelPort) async throws(ProtocolViolation)
+    /// The link is gone, for `reason`: what was under way ends with it.
+    func linkEnded(_ reason: CloseReason)
 }

@@ -5,7 +5,7 @@ import Synchronization
 import NearbyBase
 
 /// What the receiver says about a file we send: answers, flow-control credit, the end.
-final class OutgoingChannel: Sendable {
+final class OutgoingChannel: ChannelEnd {
     enum Signal: Sendable {
         case reply(FrameBody.OpenReply)
         case closed(FrameBody.Close)
@@ -54,4 +54,12 @@ final class OutgoingChannel: Sendable {
         continuation.yield(.lost(reason))
         credit.close()
     }
+}
+
+extension OutgoingChannel {
+    func received(_ message: ChannelMessage, on port: any ChannelPort) async throws(ProtocolViolation) {
+        try received(message)
+    }
+
+    func linkEnded(_ reason: CloseReason) { lost("\(reason)") }
 }
