@@ -1,7 +1,10 @@
-/// The node's work, run as children of one task: connections, timers, the browser's updates. Jobs
-/// arrive while it runs (a connection accepted, an invitation's expiry), which is why this is not
-/// a `ServiceGroup` (its services are fixed when it starts): cancelling `run()` ends them all, and
-/// `finish()` lets it return once the last one has.
+/// The node's work, run as children of one task: connections, timers, the browser's updates.
+/// Cancelling `run()` ends them all; `finish()` lets it return once the last one has. Not a
+/// swift-service-lifecycle `ServiceGroup` (2.13): jobs arrive while it runs, thousands a day, from
+/// synchronous code, and `addServiceUnlessShutdown` is async and keeps every service ever added
+/// (with its shutdown manager) for the group's life; a group with no service yet returns at once,
+/// and one whose service returns is cancelled unless each says otherwise. Signals, stop order and
+/// exit codes stay where they are: the CLI's, and `Node.stop`'s.
 struct JobRunner: Sendable {
     private let jobs: AsyncStream<@Sendable () async -> Void>
     private let queue: AsyncStream<@Sendable () async -> Void>.Continuation
