@@ -1,6 +1,6 @@
 import Foundation
 
-/// What a sending command says while it gets a transfer's link back (`ResumingTransfer`).
+/// What a sending command says while it gets a transfer's link back (`Resumer`).
 extension Events {
     /// The link carrying a transfer went (or an attempt to get it back failed): attempt `attempt`
     /// of this outage starts after `after` seconds. `seconds`: how long the outage has lasted so far;

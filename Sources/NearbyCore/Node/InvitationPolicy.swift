@@ -2,7 +2,7 @@ import NearbyBase
 /// The node's answer to an invitation a peer sent, as `SessionStateMachine` does it: what the node
 /// knows at that moment goes in (`Facts`), actions come out, every rule one guard, in order. Pure:
 /// tested by feeding it facts by hand, without sockets (`InvitationPolicyTests`); the node carries
-/// out the actions (`Node.invited`).
+/// out the actions (`InvitationDesk.invited`).
 struct InvitationPolicy {
     /// What the node knows when the invitation arrives.
     struct Facts: Equatable {

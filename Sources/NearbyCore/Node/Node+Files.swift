@@ -7,7 +7,7 @@ extension Node {
     // MARK: Sending
 
     /// Sends files to a peer (inviting it first if needed), many at once (`FolderSender`). A link
-    /// that goes mid-folder is got back for up to `retryFor` seconds (`ResumingTransfer`), and the
+    /// that goes mid-folder is got back for up to `retryFor` seconds (`Resumer`), and the
     /// files not delivered yet go on the new one (those cut resume from their partial files); nil:
     /// the default.
     package func sendFiles(
@@ -15,7 +15,7 @@ extension Node {
     ) async throws(NearbyError) {
         let sink: any EventSink = client.map { TeeSink(events, $0) } ?? events
         var peer = try await invite(query, context: nil, timeout: timeout, client: client)
-        let policy = RetryPolicy.forSeconds(retryFor)
+        let resumer = Resumer(policy: RetryPolicy.forSeconds(retryFor), client: client)
         // The files, then the empty directories of the trees (which carry no data and no events).
         let directories = files.filter { $0.directory == true }
         let files = files.filter { $0.directory != true }
@@ -23,7 +23,7 @@ extension Node {
         // The files delivered so far: a retry after an outage sends the others.
         let delivered = DeliveredFiles()
         let first = files.first?.relative ?? ""
-        try await resuming(first, peer: &peer, policy: policy, sink: sink, client: client) { (link: Link, sink: any EventSink) async throws(NearbyError) in
+        try await resumer.run(first, peer: &peer, sink: sink, node: self) { (link: Link, sink: any EventSink) async throws(NearbyError) in
             let rest = files.filter { !delivered.contains($0) }
             // Small files go together in bundles to a peer that takes them (an older one: each alone).
             var bundle: FolderSender.SendBundle?
@@ -38,7 +38,7 @@ extension Node {
             }
         }
         for directory in directories {
-            try await resuming(directory.relative, peer: &peer, policy: policy, sink: sink, client: client) { (link: Link, sink: any EventSink) async throws(NearbyError) in
+            try await resumer.run(directory.relative, peer: &peer, sink: sink, node: self) { (link: Link, sink: any EventSink) async throws(NearbyError) in
                 try await link.offerDirectory(directory, sink: sink)
             }
         }

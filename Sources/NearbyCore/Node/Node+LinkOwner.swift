@@ -9,19 +9,11 @@ extension Node: LinkOwner {
         await datagrams.connected(link)
     }
 
-    func declined(on link: Link, reason: String) {
-        if let pending = invitations.outgoing[link.peer.id], pending.link === link {
-            invitations.outgoing[link.peer.id] = nil
-            pending.outcome.settle(.declined(reason))
-        }
-    }
+    func invited(_ invite: FrameBody.Invite, on link: Link) async { await invitations.invited(invite, on: link, node: self) }
 
-    func crossed(on link: Link) async {
-        // Our session with this peer arrives on its connection: keep waiting for that, and
-        // accept its invitation if it is already here.
-        if let pending = invitations.outgoing[link.peer.id], pending.link === link { pending.link = nil }
-        _ = await acceptPendingInvitation(from: link.peer.id, client: nil)
-    }
+    func declined(on link: Link, reason: String) { invitations.declined(on: link, reason: reason) }
+
+    func crossed(on link: Link) async { await invitations.crossed(on: link, node: self) }
 
     nonisolated func message(_ bytes: [UInt8], on link: Link) {
         events.emit(Events.Message(bytes, from: link.peer.ref))
@@ -40,6 +32,10 @@ extension Node: LinkOwner {
             if !link.handedOver.load(ordering: .acquiring) { await handOver(to: link) }
             await intake.fileOffered(offer, channel: channel, on: link)
         }
+    }
+
+    private func streamOffered(_ offer: FrameBody.Open, channel: UInt32, on link: Link) async {
+        await streams.offered(offer, channel: channel, on: link, node: self)
     }
 
     /// A peer broke the protocol: an `error` event says so, and the link is cut at once.

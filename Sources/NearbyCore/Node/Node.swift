@@ -6,13 +6,14 @@ import NearbyIdentity
 import NearbyDiscovery
 
 /// The node: this identity's presence for one service type, a coordinator. It keeps only what spans
-/// links — links and sessions by peer, `Invitations` (both ways, and the waiting `accept`s), stream
-/// listeners — and hears from each `Link` (`LinkOwner`) that it connected, what only the node
-/// decides, and that it closed. A link owns the rest (its `SessionStateMachine`, its channels and
-/// the files and streams on them), fed by its own task; finding and reaching peers is the
-/// `Dialer`'s, being seen is `Presence`'s, the policies are `InvitationPolicy` and `FileIntake`
-/// (docs/architecture.md). Every connection, timer and browser task is a child of `run()`, the peer
-/// listener's accept loop too, so stopping the node ends them.
+/// links — links and sessions by peer — and wires the owners together: it hears from each `Link`
+/// (`LinkOwner`) that it connected, what it was offered and that it closed, and passes that on.
+/// A link owns the rest (its `SessionStateMachine`, its channels and the files and streams on
+/// them), fed by its own task; invitations both ways are the `InvitationDesk`'s, incoming streams
+/// the `StreamMatchmaker`'s, a transfer's outage its `Resumer`'s, finding and reaching peers the
+/// `Dialer`'s, being seen `Presence`'s, files offered `FileIntake`'s (docs/architecture.md). Every
+/// connection, timer and browser task is a child of `run()` (`JobRunner`), the peer listener's
+/// accept loop too, so stopping the node ends them.
 package actor Node {
     package nonisolated let identity: Identity
     package nonisolated let configuration: NodeConfiguration
@@ -30,7 +31,8 @@ package actor Node {
     package private(set) var port = 0
     /// Finding peers and connecting to them (discovery, remembered addresses, addresses in turn).
     let dialer: Dialer
-    var invitations = Invitations()
+    /// Invitations both ways, and the `accept`s waiting for one.
+    let invitations = InvitationDesk()
 
     /// Every authenticated connection (each owns its state), for goodbyes when the node stops.
     var links: Set<Link> = []
@@ -40,7 +42,7 @@ package actor Node {
     private var watchers = SessionWatchers()
     private(set) var stopping = false
     /// Incoming streams waiting for a listener, and listeners waiting for one.
-    var streamWaits = StreamWaits()
+    let streams: StreamMatchmaker
     /// The partial files being written, over every link, and the quota on strangers' partials;
     /// the places of strangers' connections. Both are the node's for every protocol it serves
     /// (a web page beside it too), so a stranger gets no more by using two.
@@ -50,8 +52,7 @@ package actor Node {
     nonisolated let intake: FileIntake
 
     /// Work for `run()` to own: connections, timers, the browser's updates.
-    private nonisolated let jobs: AsyncStream<@Sendable () async -> Void>
-    private nonisolated let jobQueue: AsyncStream<@Sendable () async -> Void>.Continuation
+    private nonisolated let jobs = JobRunner()
 
     package enum SessionChange: Sendable {
         case connected(PeerID)
@@ -63,7 +64,7 @@ package actor Node {
         self.configuration = configuration
         self.events = events
         self.knownPeers = KnownPeers(paths: paths, autoCap: configuration.autoPinCap)
-        (jobs, jobQueue) = AsyncStream.makeStream()
+        streams = StreamMatchmaker(listenerWait: configuration.unclaimedStreamWait)
         self.datagrams = DatagramHub(events: events)
         partials = PartialFiles(limits: configuration.partialQuota, record: paths.strangersDirectories(service: configuration.service.name))
         admission = Admission(limits: configuration.admission)
@@ -72,14 +73,14 @@ package actor Node {
         } catch {
             throw .connectionFailed("cannot set up TLS: \(ErrorWords.describe(error))")
         }
-        let queue = jobQueue
+        let queue = jobs
         intake = FileIntake(
-            configuration: configuration, events: events, partials: partials, spawn: { queue.yield($0) },
+            configuration: configuration, events: events, partials: partials, spawn: { queue.spawn($0) },
             violated: { [events] link, what in Node.violated(link, what, events: events) })
-        presence = Presence(configuration: configuration, instance: identity.peerID.rawValue, events: events, spawn: { queue.yield($0) })
+        presence = Presence(configuration: configuration, instance: identity.peerID.rawValue, events: events, spawn: { queue.spawn($0) })
         dialer = Dialer(
             configuration: configuration, me: identity.peerID, tls: tls.client,
-            recent: RecentPeers.remembersAddresses() ? RecentPeers(paths: paths) : nil, spawn: { queue.yield($0) })
+            recent: RecentPeers.remembersAddresses() ? RecentPeers(paths: paths) : nil, spawn: { queue.spawn($0) })
     }
 
     nonisolated var displayName: String { configuration.displayName ?? identity.displayName }
@@ -97,17 +98,18 @@ package actor Node {
 
     /// Runs the node's work until cancelled: every connection, timer and browser task is a child of
     /// this call, so cancelling it ends them all.
-    package nonisolated func run() async {
-        await withDiscardingTaskGroup { group in
-            for await job in jobs {
-                group.addTask { await job() }
-            }
-        }
-    }
+    package nonisolated func run() async { await jobs.run() }
 
     /// Hands work to `run()`.
-    nonisolated func spawn(_ job: @escaping @Sendable () async -> Void) {
-        jobQueue.yield(job)
+    nonisolated func spawn(_ job: @escaping @Sendable () async -> Void) { jobs.spawn(job) }
+
+    /// An owner's timer, a child of `run()`: after `delay`, unless the node stops first, `body` runs
+    /// on the node.
+    nonisolated func after(_ delay: Duration, _ body: @escaping @Sendable (isolated Node) async -> Void) {
+        spawn { [self] in
+            do { try await Task.sleep(for: delay) } catch { return }
+            await body(self)
+        }
     }
 
     /// Opens the listening socket and, when configured, advertises.
@@ -135,8 +137,8 @@ package actor Node {
         stopping = true
         await presence.stop()
         await dialer.stop()
-        invitations.endWaiters()
-        endStreamListeners()
+        invitations.stop()
+        streams.stop()
         await withTaskGroup(of: Void.self) { group in
             for link in links {
                 group.addTask { await self.leave(link, because: .weLeft(reason), telling: reason) }
@@ -147,7 +149,7 @@ package actor Node {
         try? await listener?.close()
         arrivals?.finish()
         for link in links { link.close(because: .nodeStopped) }
-        jobQueue.finish()
+        jobs.finish()
         datagrams.close()
     }
 
@@ -191,23 +193,7 @@ package actor Node {
         NearbyLog.logger.info("\(link.peer.id) (\(link.peer.name)) proved its identity at \(link.peer.address); \(link.peer.encrypted ? "TLS 1.3" : "plaintext"), code \(link.peer.verificationCode)")
         links.insert(link)
         guard let invitation else { return armInvitationDeadline(link) }
-        if let existing = sessions[link.peer.id] {
-            // Already in session with whoever this turned out to be (HOST:PORT, or crossed
-            // invitations that settled the other way): use that session, drop this connection.
-            invitation.outcome.settle(.connected(existing.peer))
-            await leave(link, because: .ended("not needed: already in session"), telling: "already in session")
-            return
-        }
-        guard invitation.isWaiting else {
-            await leave(link, because: .ended("not needed: the invitation was settled"), telling: "already in session")
-            return
-        }
-        invitation.link = link
-        if invitations.outgoing[link.peer.id] == nil { invitations.outgoing[link.peer.id] = invitation }
-        sink.emit(Events.Invited(
-            invitation: invitation.id, peer: link.peer.ref, address: link.peer.address,
-            verificationCode: link.peer.verificationCode, encrypted: link.peer.encrypted))
-        await link.invite(id: invitation.id, context: invitation.context, timeout: invitation.timeout, owner: self)
+        await invitations.attached(link, invitation: invitation, sink: sink, node: self)
     }
 
     /// The link is over: forget it, and say so to whoever waited on it.
@@ -218,19 +204,13 @@ package actor Node {
         defer { link.markDetached() }
         link.stopDelivering()
         datagrams.remove(link)
-        streamWaits.pending.removeAll { $0.link === link }
+        streams.closed(link)
         if sessions[link.peer.id] === link {
             sessions[link.peer.id] = nil
             events.emit(Events.Disconnected(peer: link.peer.ref, reason: reason, peers: sessions.count))
             watchers.notify(.disconnected(link.peer.id, remaining: sessions.count))
         }
-        for invitation in invitations.withdraw(on: link) {
-            events.emit(Events.Declined(invitation: invitation.id, peer: link.peer.ref, reason: "withdrawn: \(reason)"))
-        }
-        if let pending = invitations.outgoing[link.peer.id], pending.link === link, pending.isWaiting {
-            invitations.outgoing[link.peer.id] = nil
-            pending.outcome.settle(.failed(.connectionFailed("\(link.peer.id) closed the connection before answering: \(reason)")))
-        }
+        invitations.closed(link, reason: reason, events: events)
     }
 
     func connect(_ link: Link) {
@@ -245,6 +225,6 @@ package actor Node {
         // A session now: no longer one of the links a stranger may hold open (Admission).
         link.becameSession { bytes in events.emit(Events.Message(bytes, from: peer)) }
         watchers.notify(.connected(link.peer.id))
-        if let pending = invitations.outgoing.removeValue(forKey: link.peer.id) { pending.outcome.settle(.connected(link.peer)) }
+        invitations.connected(link.peer)
     }
 }

@@ -2,7 +2,7 @@ import Foundation
 import NearbyBase
 
 /// When a transfer's link goes silent, how the sending command tries to get it back: a pure policy,
-/// tested without sockets (`ResumingTransfer` carries it out). An outage begins at the first
+/// tested without sockets (`Resumer` carries it out). An outage begins at the first
 /// failure after the peer was last reached; attempts follow each other quickly at first, then at
 /// most `cap` apart, so that a link that returns is used again within about `cap` plus one
 /// connection; once the outage has lasted `bound`, the transfer fails as it always did

@@ -1,0 +1,191 @@
+import Foundation
+import NIOCore
+import NearbyBase
+import NearbyIdentity
+
+/// The invitation desk: every invitation in flight, both ways (`Invitations`), with its expiry,
+/// and the `nearby accept`s waiting for one. `InvitationPolicy` decides about an invitation we
+/// receive and `InviteAttempts` about our own tries (InvitationDesk+Inviting.swift); the desk
+/// carries the decisions out. It runs on the node — each call takes the node `isolated`, so it
+/// adds no hop and no interleaving — and reads the node's sessions and links, never keeps them.
+final class InvitationDesk {
+    var table = Invitations()
+
+    // MARK: Invitations we receive
+
+    /// What the node knows goes into `InvitationPolicy`; this carries its actions out.
+    func invited(_ invite: FrameBody.Invite, on link: Link, node: isolated Node) async {
+        let peer = link.peer
+        let facts = InvitationPolicy.Facts(
+            liveSessionElsewhere: node.sessions[peer.id].map { $0 !== link && $0.silence < InvitationPolicy.duplicateSilence } ?? false,
+            ourInvitationWaiting: table.outgoing[peer.id]?.isWaiting == true,
+            oursWins: SessionMath.keepsOwnInvitation(own: node.identity.peerID, other: peer.id),
+            idInUse: table.incoming[invite.invitation] != nil,
+            friend: node.configuration.acceptFrom.contains { Node.matches($0, peer) },
+            autoAccept: node.configuration.autoAccept, acceptedBy: node.configuration.acceptedBy,
+            acceptWaiting: table.hasWaiter(for: peer))
+        var expires = Date()
+        for action in InvitationPolicy.decide(timeout: invite.timeout, facts) {
+            switch action {
+            case let .decline(reason, closing):
+                await answerLink(link, accept: false, reason: reason, closing: closing, node: node)
+            case let .hold(lifetime, answeredBy):
+                expires = Date().addingTimeInterval(lifetime)
+                table.received(id: invite.invitation, link: link, context: invite.context, expires: expires)
+                node.events.emit(Events.Invitation(invite, from: link.peer, expires: expires, answeredBy: answeredBy))
+            case .markAutoAccepted:
+                link.markAutoAccepted()
+            case let .accept(by):
+                await answer(invite.invitation, accept: true, by: by, sink: node.events, node: node)
+            case .answerWaiter:
+                guard let waiter = table.takeWaiter(for: peer) else { continue }
+                await answer(invite.invitation, accept: !waiter.decline, by: Spelling.command(.accept), sink: TeeSink(node.events, waiter.sink), node: node)
+                if !waiter.decline, let link = node.sessions[peer.id] { waiter.sink.emit(Events.Connected(link.peer, peers: node.sessions.count)) }
+                waiter.answered.settle(.answered(waiter.decline ? nil : peer))
+            case .showListeners:
+                // A stream listener attached to this node waits in vain unless someone accepts: it
+                // shows the invitation, with how to accept it.
+                node.streams.show(Events.Invitation(invite, from: link.peer, expires: expires), to: peer)
+            case let .expire(lifetime):
+                let id = invite.invitation
+                node.after(.seconds(lifetime)) { node in await node.invitations.expire(id, node: node) }
+            }
+        }
+    }
+
+    /// Whether `query` names a peer this node knows: on a link, seen on the network, or pinned.
+    private func namesAPeer(_ query: String, node: isolated Node) async -> Bool {
+        if node.links.contains(where: { Node.matches(query, $0.peer) }) || node.knownPeers.names(query) { return true }
+        return await node.dialer.discovers(query)
+    }
+
+    /// The invitations waiting for an answer that `query` names (nil: all), oldest first.
+    func pending(matching query: String?, node: isolated Node) async -> [Invitations.Incoming] {
+        // Those from a peer the query names, at once; only when there are none does the dialer say
+        // whether discovery knows the name (the table is read again after that wait).
+        let byPeer = table.pending(matching: query) { _ in true }
+        guard let query, byPeer.isEmpty else { return byPeer }
+        let named = await namesAPeer(query, node: node)
+        return table.pending(matching: query) { _ in named }
+    }
+
+    /// The invitations waiting for an answer, oldest first (a stream listener shows them).
+    var waiting: [Invitations.Incoming] { table.waiting }
+
+    private func expire(_ id: String, node: isolated Node) async {
+        guard let invitation = table.take(id) else { return }
+        node.events.emit(Events.Declined(invitation: id, peer: invitation.link.peer.ref, reason: "expired: not answered in time"))
+        await answerLink(invitation.link, accept: false, reason: "expired", closing: "invitation expired", node: node)
+    }
+
+    /// Accepts the pending invitation from `peer`, if there is one; returns the peer once in session.
+    func acceptPending(from peer: PeerID, client: (any EventSink)?, node: isolated Node) async -> AuthenticatedPeer? {
+        guard let theirs = table.pending(from: peer) else { return nil }
+        await answer(theirs.id, accept: true, by: "crossed invitations", sink: client.map { TeeSink(node.events, $0) } ?? node.events, node: node)
+        guard let link = node.sessions[peer] else { return nil }
+        client?.emit(Events.Connected(link.peer, peers: node.sessions.count))
+        return link.peer
+    }
+
+    private func answerLink(_ link: Link, accept: Bool, reason: String?, closing: String, node: isolated Node) async {
+        guard node.links.contains(link) else { return }
+        await link.answer(accept: accept, reason: reason, closing: closing, owner: node)
+    }
+
+    private func answer(_ id: String, accept: Bool, by: String, sink: any EventSink, othersPending: Int = 0, node: isolated Node) async {
+        guard let invitation = table.take(id) else { return }
+        let link = invitation.link
+        if accept {
+            sink.emit(Events.Accepted(invitation: id, peer: link.peer.ref, by: by, pending: othersPending > 0 ? othersPending : nil))
+        } else {
+            sink.emit(Events.Declined(invitation: id, peer: link.peer.ref, reason: "declined by us"))
+        }
+        await answerLink(link, accept: accept, reason: "declined", closing: "we declined the invitation", node: node)
+    }
+
+    /// Answers an invitation (by ID, by peer, or the oldest pending), or waits for the next one that
+    /// matches. Returns the peer now in session, or nil when we declined. Cancelling the calling task
+    /// (Ctrl-C, the client went away) stops the wait and leaves no waiter behind.
+    func accept(
+        _ query: String?, decline: Bool, timeout: Double?, client: (any EventSink)?, node: isolated Node
+    ) async throws(NearbyError) -> AuthenticatedPeer? {
+        let sink: any EventSink = client ?? NullSink()
+        let matching = await pending(matching: query, node: node)
+        if let oldest = matching.first {
+            let peer = oldest.link.peer
+            if matching.count > 1 {
+                NearbyLog.logger.notice("\(matching.count - 1) more invitation(s) pending: \(matching.dropFirst().map { "\($0.id) from \($0.link.peer.name)" }.joined(separator: ", "))")
+            }
+            await answer(
+                oldest.id, accept: !decline, by: Spelling.command(.accept), sink: TeeSink(node.events, sink),
+                othersPending: query == nil ? matching.count - 1 : 0, node: node)
+            if !decline, let link = node.sessions[peer.id] { sink.emit(Events.Connected(link.peer, peers: node.sessions.count)) }
+            return decline ? nil : peer
+        }
+        let service = node.configuration.service.name
+        client?.emit(Events.Waiting(
+            for: "invitation", service: service,
+            reason: "waiting for an invitation\(query.map { " from \($0)" } ?? "") on \(service) (Ctrl-C to stop)"))
+        let waiter = Invitations.AcceptWaiter(query: query, decline: decline, sink: sink)
+        table.wait(waiter)
+        defer { table.removeWaiter(waiter.id) }
+        return try await waiter.answer(timeout: timeout)
+    }
+
+    // MARK: What the node's links tell it
+
+    /// Our invitation's connection proved its identity: the invite frame goes out on it, unless the
+    /// peer is in session already (HOST:PORT, or crossed invitations that settled the other way) or
+    /// the invitation was settled meanwhile.
+    func attached(_ link: Link, invitation: Invitations.Outgoing, sink: any EventSink, node: isolated Node) async {
+        if let existing = node.sessions[link.peer.id] {
+            invitation.outcome.settle(.connected(existing.peer))
+            await node.leave(link, because: .ended("not needed: already in session"), telling: "already in session")
+            return
+        }
+        guard invitation.isWaiting else {
+            await node.leave(link, because: .ended("not needed: the invitation was settled"), telling: "already in session")
+            return
+        }
+        invitation.link = link
+        if table.outgoing[link.peer.id] == nil { table.outgoing[link.peer.id] = invitation }
+        sink.emit(Events.Invited(
+            invitation: invitation.id, peer: link.peer.ref, address: link.peer.address,
+            verificationCode: link.peer.verificationCode, encrypted: link.peer.encrypted))
+        await link.invite(id: invitation.id, context: invitation.context, timeout: invitation.timeout, owner: node)
+    }
+
+    /// A session with `peer` began: our invitation to it is answered.
+    func connected(_ peer: AuthenticatedPeer) {
+        if let pending = table.outgoing.removeValue(forKey: peer.id) { pending.outcome.settle(.connected(peer)) }
+    }
+
+    /// The peer declined our invitation on `link`.
+    func declined(on link: Link, reason: String) {
+        if let pending = table.outgoing[link.peer.id], pending.link === link {
+            table.outgoing[link.peer.id] = nil
+            pending.outcome.settle(.declined(reason))
+        }
+    }
+
+    /// Our invitation and the peer's crossed: our session with it arrives on its connection, so keep
+    /// waiting for that, and accept its invitation if it is already here.
+    func crossed(on link: Link, node: isolated Node) async {
+        if let pending = table.outgoing[link.peer.id], pending.link === link { pending.link = nil }
+        _ = await acceptPending(from: link.peer.id, client: nil, node: node)
+    }
+
+    /// `link` closed (`reason`): its invitations are withdrawn, and ours on it failed.
+    func closed(_ link: Link, reason: String, events: any EventSink) {
+        for invitation in table.withdraw(on: link) {
+            events.emit(Events.Declined(invitation: invitation.id, peer: link.peer.ref, reason: "withdrawn: \(reason)"))
+        }
+        if let pending = table.outgoing[link.peer.id], pending.link === link, pending.isWaiting {
+            table.outgoing[link.peer.id] = nil
+            pending.outcome.settle(.failed(.connectionFailed("\(link.peer.id) closed the connection before answering: \(reason)")))
+        }
+    }
+
+    /// The node stops: every waiting `accept` ends.
+    func stop() { table.endWaiters() }
+}

@@ -1,0 +1,178 @@
+import Foundation
+import NIOCore
+import NearbyBase
+
+/// The stream matchmaker: incoming streams waiting for a `nearby stream --listen` (each with its
+/// deadline), listeners waiting for one, and the two commands that run a stream. `StreamMatching`
+/// decides who gets what; this keeps the streams, links and listeners its keys stand for. It runs
+/// on the node (each call takes it `isolated`). A running stream belongs to its link's channels.
+final class StreamMatchmaker {
+    /// Incoming streams waiting for a listener at once, over all links; more are refused.
+    static let maxUnclaimedStreams = 8
+
+    private var matching: StreamMatching
+    /// The streams waiting, by key.
+    private var waiting: [Int: StreamMatch] = [:]
+    /// The listeners waiting, by key.
+    private var listeners: [Int: StreamListener] = [:]
+    private var keys = 0
+
+    /// `listenerWait`: how long an incoming stream waits for a listener before it is refused.
+    init(listenerWait: Duration) {
+        matching = StreamMatching(maxWaiting: Self.maxUnclaimedStreams, listenerWait: listenerWait)
+    }
+
+    private func nextKey() -> Int {
+        keys += 1
+        return keys
+    }
+
+    // MARK: Opening
+
+    /// Opens a stream to a peer (inviting it first if needed) and runs it until both directions end.
+    func open(
+        to query: String, name: String, timeout: Double, source: any ByteSource, sink: any ByteSink,
+        client: (any EventSink)?, ready: @escaping @Sendable (StreamInfo) async -> Void, node: isolated Node
+    ) async throws(NearbyError) -> StreamSummary {
+        let events: any EventSink = client.map { TeeSink(node.events, $0) } ?? node.events
+        let peer = try await node.invite(query, context: nil, timeout: timeout, client: client)
+        guard let link = node.sessions[peer.id] else { throw .connectionFailed("the session with \(peer.id) ended") }
+        let stream = try await link.offerStream(name: name)
+        defer { link.endChannel(stream.id) }
+        events.emit(Events.StreamOpened(stream: "\(stream.id)", direction: "out", peer: peer.ref, name: name))
+        await ready(StreamInfo(stream: "\(stream.id)", peer: peer.ref, name: name))
+        return try await StreamPump(stream: stream, link: link, events: events).run(source: source, sink: sink)
+    }
+
+    /// Waits for an incoming stream (named `name`, from `from`, when given) and runs it.
+    func listen(
+        name: String?, from: String?, source: any ByteSource, sink: any ByteSink, client: (any EventSink)?,
+        ready: @escaping @Sendable (StreamInfo) async -> Void, node: isolated Node
+    ) async throws(NearbyError) -> StreamSummary {
+        let events: any EventSink = client.map { TeeSink(node.events, $0) } ?? node.events
+        let key = nextKey()
+        let found: StreamMatch?
+        if case let .give(stream, _) = matching.listening(.init(key: key, name: name, from: from)) {
+            found = waiting.removeValue(forKey: stream)
+        } else {
+            let listener = StreamListener(from: from, sink: client)
+            listeners[key] = listener
+            let service = node.configuration.service.name
+            let what = (name.map { "stream '\($0)'" } ?? "stream") + (from.map { " from \($0)" } ?? "")
+            client?.emit(Events.Waiting(for: "stream", service: service, reason: "waiting for a \(what) on \(service) (Ctrl-C to stop)"))
+            // A stream comes only once its opener is in session: show the invitations that wait
+            // for an answer, with how to give it.
+            for pending in node.invitations.waiting where listener.wants(pending.link.peer) {
+                client?.emit(pending.event)
+            }
+            found = await listener.claimed.wait()
+            listeners[key] = nil
+            matching.listenerLeft(key)
+        }
+        guard let match = found else {
+            if node.stopping { throw .connectionFailed("the node stopped") }
+            throw .cancelled("waiting for a stream")
+        }
+        let (stream, link) = (match.stream, match.link)
+        if Task.isCancelled {
+            // Our client left just as the stream came: it goes to another listener, or waits.
+            if link.holds(stream) { await place(stream, on: link, node: node) }
+            throw .cancelled("waiting for a stream")
+        }
+        defer { link.endChannel(stream.id) }
+        guard await link.acceptStream(stream) else {
+            throw .connectionFailed("the stream's session ended before it could start")
+        }
+        events.emit(Events.StreamOpened(stream: "\(stream.id)", direction: "in", peer: stream.peer, name: stream.name))
+        await ready(StreamInfo(stream: "\(stream.id)", peer: stream.peer, name: stream.name))
+        return try await StreamPump(stream: stream, link: link, events: events).run(source: source, sink: sink)
+    }
+
+    // MARK: Incoming
+
+    func offered(_ offer: FrameBody.Open, channel: UInt32, on link: Link, node: isolated Node) async {
+        let stream = StreamChannel(id: channel, name: String(offer.path.prefix(255)), peer: link.peer.ref)
+        // From now on its reset and the link's end reach it, waiting or running.
+        guard link.hold(stream) else { return }
+        await place(stream, on: link, node: node)
+    }
+
+    /// Gives an incoming stream to a listener that wants it, else lets it wait a bounded time for
+    /// one (nothing flows before a listener takes it), else refuses it.
+    private func place(_ stream: StreamChannel, on link: Link, node: isolated Node) async {
+        // A listener whose client left has abandoned its wait: it never gets a stream.
+        for (key, listener) in listeners where listener.claimed.isSettled {
+            listeners[key] = nil
+            matching.listenerLeft(key)
+        }
+        let key = nextKey()
+        let match = StreamMatch(stream: stream, link: link)
+        let offer = StreamMatching.Stream(key: key, name: stream.name, peerID: link.peer.id.rawValue, peerName: link.peer.name)
+        while true {
+            switch matching.offered(offer) {
+            case let .give(_, to):
+                // A listener abandoned in this very moment passes it on to the next.
+                if let listener = listeners.removeValue(forKey: to), listener.claimed.settle(match) { return }
+            case let .hold(_, after):
+                waiting[key] = match
+                node.after(after) { node in await node.streams.expire(key, node: node) }
+                return
+            case let .refuse(_, reason):
+                return await Self.refuse(stream.id, on: link, reason: reason)
+            case .wait:
+                return
+            }
+        }
+    }
+
+    private func expire(_ key: Int, node: isolated Node) async {
+        guard case let .refuse(_, reason)? = matching.expired(key), let match = waiting.removeValue(forKey: key) else { return }
+        await Self.refuse(match.stream.id, on: match.link, reason: reason)
+    }
+
+    /// Refuses a stream offer: nothing was made for it.
+    private static func refuse(_ channel: UInt32, on link: Link, reason: String) async {
+        await link.refuse(channel, FrameBody.OpenReply(accept: false, offset: 0, prefixSHA256: nil, reason: reason))
+    }
+
+    // MARK: What the node tells it
+
+    /// Shows an invitation from `peer` to the listeners waiting for a stream from it.
+    func show(_ invitation: Events.Invitation, to peer: AuthenticatedPeer) {
+        for listener in listeners.values where !listener.claimed.isSettled && listener.wants(peer) {
+            listener.sink?.emit(invitation)
+        }
+    }
+
+    /// `link` closed: its streams that waited are gone with it.
+    func closed(_ link: Link) {
+        let gone = waiting.filter { $0.value.link === link }.keys
+        matching.drop(Set(gone))
+        for key in gone { waiting[key] = nil }
+    }
+
+    /// Ends every listener (the node stops).
+    func stop() {
+        for (key, listener) in listeners {
+            listener.claimed.abandon()
+            matching.listenerLeft(key)
+        }
+        listeners = [:]
+    }
+}
+
+/// A `nearby stream --listen` waiting: what it wants is in `StreamMatching.Listener`.
+struct StreamListener {
+    let from: String?
+    /// The listener's client: it sees the invitations it may be waiting for (`InvitationDesk.invited`).
+    var sink: (any EventSink)? = nil
+    let claimed = OneShot<StreamMatch>()
+
+    func wants(_ peer: AuthenticatedPeer) -> Bool { StreamMatching.wants(from, peerID: peer.id.rawValue, name: peer.name) }
+}
+
+/// An incoming stream and the link it came on, handed to the listener that takes it.
+struct StreamMatch: Sendable {
+    let stream: StreamChannel
+    let link: Link
+}
