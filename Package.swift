@@ -27,12 +27,12 @@ let package = Package(
         // Benchmarks only (bench/sessions.sh): an echoing node, a pinger, and a raw TCP reference.
         .executableTarget(
             name: "nearby-bench",
-            dependencies: ["NearbyCore", "NearbyBase", "NearbyIdentity", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]
+            dependencies: ["NearbyCore", "NearbyBase", "NearbyIdentity", "NearbyWire", "NearbyTransfer", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]
         ),
         .target(
             name: "NearbyCLI",
             dependencies: [
-                "NearbyCore", "NearbyBase", "NearbyIdentity", "NearbyDiscovery",
+                "NearbyCore", "NearbyBase", "NearbyIdentity", "NearbyDiscovery", "NearbyWire", "NearbyTransfer",
                 "NearbyLocalSend",
                 "NearbyWeb",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -43,7 +43,7 @@ let package = Package(
         .target(
             name: "NearbyLocalSend",
             dependencies: [
-                "NearbyCore", "NearbyBase", "NearbyIdentity", "NearbyDiscovery",
+                "NearbyCore", "NearbyBase", "NearbyIdentity", "NearbyDiscovery", "NearbyWire", "NearbyTransfer",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -58,7 +58,7 @@ let package = Package(
         .target(
             name: "NearbyWeb",
             dependencies: [
-                "NearbyCore", "NearbyBase", "NearbyIdentity", "CQRencode", "CZlib",
+                "NearbyCore", "NearbyBase", "NearbyIdentity", "NearbyWire", "NearbyTransfer", "CQRencode", "CZlib",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -111,11 +111,35 @@ let package = Package(
             ],
             linkerSettings: [.linkedLibrary("dns_sd", .when(platforms: [.linux]))]
         ),
-        // Sessions (frames, handshake, links, channels), transfers and the node that runs them.
+        // The wire: one peer connection — preamble, TLS, handshake, frames, the link and its channels.
+        .target(
+            name: "NearbyWire",
+            dependencies: [
+                "NearbyBase", "NearbyIdentity",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ]
+        ),
+        // What runs on a channel: files sent and received, bundles, streams, their pure machines.
+        .target(
+            name: "NearbyTransfer",
+            dependencies: [
+                "NearbyBase", "NearbyIdentity", "NearbyWire",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ]
+        ),
+        // The node that runs sessions and transfers for its commands, and the doctor's peer probe.
         .target(
             name: "NearbyCore",
             dependencies: [
-                "NearbyBase", "NearbyIdentity", "NearbyDiscovery",
+                "NearbyBase", "NearbyIdentity", "NearbyDiscovery", "NearbyWire", "NearbyTransfer",
                 "CDNSSD",
                 "NearbyDNS",
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -137,7 +161,7 @@ let package = Package(
         .testTarget(
             name: "NearbyCoreTests",
             dependencies: [
-                "NearbyCore", "NearbyBase", "NearbyIdentity", "NearbyDiscovery",
+                "NearbyCore", "NearbyBase", "NearbyIdentity", "NearbyDiscovery", "NearbyWire", "NearbyTransfer",
                 "NearbyDNS",
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -149,7 +173,7 @@ let package = Package(
         .testTarget(
             name: "NearbyLocalSendTests",
             dependencies: [
-                "NearbyLocalSend", "NearbyCore", "NearbyBase", "NearbyIdentity", "NearbyDiscovery",
+                "NearbyLocalSend", "NearbyCore", "NearbyBase", "NearbyIdentity", "NearbyDiscovery", "NearbyWire", "NearbyTransfer",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -158,7 +182,7 @@ let package = Package(
         ),
         .testTarget(
             name: "NearbyWebTests",
-            dependencies: ["NearbyWeb", "NearbyCore", "NearbyBase", "NearbyIdentity", .product(name: "NIOCore", package: "swift-nio")]
+            dependencies: ["NearbyWeb", "NearbyCore", "NearbyBase", "NearbyIdentity", "NearbyWire", "NearbyTransfer", .product(name: "NIOCore", package: "swift-nio")]
         ),
         .testTarget(name: "NearbyCLITests", dependencies: ["NearbyCLI", "NearbyCore", "NearbyBase", "NearbyIdentity", "NearbyDiscovery"]),
     ],

@@ -4,6 +4,7 @@ import Synchronization
 import NearbyBase
 import NearbyIdentity
 import NearbyDiscovery
+import NearbyWire
 
 /// `nearby doctor PEER`: the checks about one peer.
 extension Nearby.Doctor {

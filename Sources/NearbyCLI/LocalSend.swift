@@ -5,6 +5,7 @@ import NearbyLocalSend
 import NearbyWeb
 import NearbyBase
 import NearbyDiscovery
+import NearbyTransfer
 
 /// `--localsend` (or NEARBY_LOCALSEND=1): the command talks LocalSend (protocol v2) instead of
 /// nearby's own protocol. Every command that takes it branches into `LocalSendCommands` at once.

@@ -4,6 +4,7 @@ import NearbyCore
 import NearbyBase
 import NearbyIdentity
 import NearbyDiscovery
+import NearbyWire
 
 extension EncryptionPreference: ExpressibleByArgument {}
 

@@ -4,6 +4,8 @@ import NearbyCore
 
 import NearbyBase
 import NearbyDiscovery
+import NearbyWire
+import NearbyTransfer
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

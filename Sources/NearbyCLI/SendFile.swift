@@ -4,6 +4,7 @@ import NearbyCore
 import NearbyWeb
 import NearbyBase
 import NearbyDiscovery
+import NearbyTransfer
 
 extension Nearby {
     struct SendFile: AsyncParsableCommand {

@@ -6,6 +6,7 @@ import Synchronization
 
 import NearbyBase
 import NearbyDiscovery
+import NearbyTransfer
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -2,6 +2,7 @@ import ArgumentParser
 import NearbyCore
 import NearbyWeb
 import NearbyBase
+import NearbyTransfer
 
 /// `--web` (send-file, accept, advertise): the command serves a page to any device with a browser
 /// on the LAN, behind an unguessable token, instead of (or beside) talking to nearby peers.

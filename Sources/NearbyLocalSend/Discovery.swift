@@ -2,6 +2,7 @@ import NIOHTTP1
 import NearbyCore
 import Synchronization
 import NearbyBase
+import NearbyWire
 
 /// LocalSend discovery (protocol v2, section 3.1): announce ourselves to the group, answer others'
 /// announcements — `POST /register` to the announcer, else a UDP answer to the group — and keep the

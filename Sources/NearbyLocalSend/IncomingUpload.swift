@@ -1,5 +1,6 @@
 import NearbyCore
 import NearbyBase
+import NearbyTransfer
 
 /// One file a LocalSend sender uploads, landing through the core's receive-to-disk path for
 /// strangers' uploads (`StrangerUpload`: a private partial file beside the final name, written by

@@ -3,6 +3,7 @@ import NIOPosix
 import NearbyCore
 
 import NearbyBase
+import NearbyWire
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -2,6 +2,7 @@ import Foundation
 import NIOHTTP1
 import NearbyCore
 import NearbyBase
+import NearbyTransfer
 
 /// Who may send us what: nearby's consent rules, for LocalSend senders.
 package struct LocalSendPolicy: Sendable {

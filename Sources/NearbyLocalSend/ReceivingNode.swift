@@ -1,6 +1,7 @@
 import Foundation
 import NearbyCore
 import NearbyBase
+import NearbyTransfer
 
 /// A LocalSend receiver's whole life: the HTTPS API on 53317 (another port when that is taken,
 /// announced and said), discovery announcing that port and answering others, and the policy's

@@ -3,6 +3,7 @@ import NIOHTTP1
 import NearbyCore
 import Synchronization
 import NearbyBase
+import NearbyTransfer
 
 /// The uploads of a session, over kept connections: each lane sends its files one after another on
 /// one TLS connection, as the official app's upload isolates each do with their HTTP client, not one

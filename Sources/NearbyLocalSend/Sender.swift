@@ -4,6 +4,7 @@ import NIOHTTP1
 import NearbyCore
 import NearbyBase
 import NearbyIdentity
+import NearbyTransfer
 
 /// Sends files or a text to a LocalSend device (protocol v2, section 4): `prepare-upload` with
 /// each file's SHA-256, then one `upload` per file the device accepted, `cancel` when interrupted.

@@ -1,6 +1,7 @@
 import NIOCore
 import NearbyCore
 import NearbyBase
+import NearbyTransfer
 
 /// Where a browser's uploaded file goes: the seam between the web pages and the node's one
 /// receive-to-disk path (`DiskReceiving`, the core's `StrangerUpload`).

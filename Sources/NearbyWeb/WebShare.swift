@@ -4,6 +4,7 @@ import NearbyCore
 import Synchronization
 
 import NearbyBase
+import NearbyTransfer
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

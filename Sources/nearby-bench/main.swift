@@ -15,6 +15,7 @@ import Synchronization
 
 import NearbyBase
 import NearbyIdentity
+import NearbyTransfer
 #if canImport(Glibc)
 import Glibc
 #endif

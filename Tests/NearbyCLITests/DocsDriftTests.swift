@@ -3,6 +3,7 @@ import Foundation
 import NearbyCore
 import Testing
 @testable import NearbyBase
+@testable import NearbyWire
 
 /// The docs a script is written against stay true to the code: every error code the code can emit
 /// is in docs/events.md's tables, every exit status in docs/exit-codes.md, and every reason a
@@ -52,7 +53,7 @@ import Testing
     /// "connection lost (…)" forms — up to the first interpolation.
     static func closeReasons() throws -> Set<String> {
         var reasons = Set<String>()
-        for (_, text) in try sources(["NearbyCore"]) {
+        for (_, text) in try sources(["NearbyCore", "NearbyWire", "NearbyTransfer"]) {
             let forms = text.matches(of: /(?:because|closing|close\(reason): (?:\.(ended|weLeft)\()?(?:[a-z]+ \? )?"([^"]+)"(?: : "([^"]+)")?/)
             for match in forms {
                 let prefix = match.output.1 == "weLeft" ? "we left: " : ""

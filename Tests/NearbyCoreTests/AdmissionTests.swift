@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 @testable import NearbyCore
 @testable import NearbyBase
+@testable import NearbyTransfer
 
 /// The one admission of strangers' connections (nearby's links, LocalSend's HTTPS, the web server).
 @Suite struct AdmissionOwnerTests {

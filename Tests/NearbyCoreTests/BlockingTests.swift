@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 @testable import NearbyCore
 @testable import NearbyBase
+@testable import NearbyTransfer
 
 /// Blocking work on NIO's thread pool: cancellation reaches a running job, and a file's jobs run in order.
 @Suite struct BlockingTests {

@@ -4,6 +4,7 @@ import Testing
 
 @testable import NearbyCore
 @testable import NearbyBase
+@testable import NearbyTransfer
 
 /// Issue 43: the bundle's records and results as pure state machines — whatever way the frames
 /// cut them — and every bound a hostile sender or receiver could break.

@@ -4,6 +4,7 @@ import NIOPosix
 import Testing
 @testable import NearbyCore
 @testable import NearbyBase
+@testable import NearbyTransfer
 
 /// Every wait of a node ends when the waiting task is cancelled, and leaves nothing behind: two real
 /// nodes over loopback (HOST:PORT skips discovery).

@@ -3,6 +3,7 @@ import Testing
 
 @testable import NearbyCore
 @testable import NearbyBase
+@testable import NearbyWire
 
 /// The channel multiplexer, without sockets: window accounting, frames for unknown and closed
 /// channels, caps, and close/reset races.

@@ -3,6 +3,7 @@ import NIOCore
 import Testing
 @testable import NearbyCore
 @testable import NearbyBase
+@testable import NearbyWire
 
 /// The control socket's request line in any number of reads (issue 23: a line that came in more
 /// than one read was dropped, so `nearby send PEER < 60KB-file` through a running node exited 5).

@@ -4,6 +4,8 @@ import NIOCore
 import Testing
 @testable import NearbyCore
 @testable import NearbyBase
+@testable import NearbyWire
+@testable import NearbyTransfer
 
 @Suite struct DatagramTests {
     let key = SymmetricKey(size: .bits256)

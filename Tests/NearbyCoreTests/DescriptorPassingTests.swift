@@ -4,6 +4,7 @@ import Testing
 @testable import NearbyCore
 
 @testable import NearbyBase
+@testable import NearbyTransfer
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

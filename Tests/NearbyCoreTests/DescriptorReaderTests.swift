@@ -3,6 +3,7 @@ import NIOCore
 import Testing
 @testable import NearbyCore
 @testable import NearbyBase
+@testable import NearbyTransfer
 
 /// Long-lived readers on the descriptors' pool (`DescriptorReader`): a reader whose input never
 /// comes lets its consumer go at once when cancelled and leaves the pool within a turn, and more

@@ -5,6 +5,7 @@ import Testing
 @testable import NearbyCore
 @testable import NearbyBase
 @testable import NearbyIdentity
+@testable import NearbyWire
 
 /// `nearby doctor PEER`'s connection to a real node over loopback: preamble, TLS, handshake and
 /// probe, and what the node does (answers, starts no session, pins nothing, shows no event).

@@ -5,6 +5,8 @@ import Testing
 
 @testable import NearbyCore
 @testable import NearbyBase
+@testable import NearbyWire
+@testable import NearbyTransfer
 
 /// A file the receiver already holds at that name (issue 47): the receiver says its size and
 /// SHA-256 in its answer, the sender hashes its own only then, and sends no data when they are the

@@ -5,6 +5,8 @@ import Testing
 
 @testable import NearbyCore
 @testable import NearbyBase
+@testable import NearbyWire
+@testable import NearbyTransfer
 
 /// The two halves of the file protocol, without sockets: every legal path to the one end, and every
 /// illegal step refused without moving the machine where it should not go.

@@ -4,6 +4,7 @@ import Testing
 @testable import NearbyCore
 @testable import NearbyBase
 @testable import NearbyIdentity
+@testable import NearbyTransfer
 
 /// Two real nodes in this process sending files over loopback TLS (HOST:PORT: no daemon needed).
 @Suite(.serialized, .timeLimit(.minutes(5))) struct FileTransferTests {

@@ -1,5 +1,6 @@
 import Foundation
 @testable import NearbyCore
+@testable import NearbyWire
 
 /// Frame bodies for `FlatJSONTests`: as peers send them, in every form JSON allows, and damaged.
 enum FlatJSONSamples {

@@ -3,6 +3,7 @@ import NIOCore
 import PropertyBased
 import Testing
 @testable import NearbyCore
+@testable import NearbyWire
 
 /// `FlatJSON` against Foundation's `JSONDecoder` on the same bytes: a value from it must be the one
 /// JSONDecoder gives, a refusal must be one JSONDecoder makes too; `undecided` (JSONDecoder then

@@ -2,6 +2,7 @@ import NIOCore
 import NIOEmbedded
 import Testing
 @testable import NearbyCore
+@testable import NearbyWire
 
 /// Each frame type's bound, from the header alone (issue 23: a 1 MiB `hello` was held whole before
 /// the 16 KiB check), and the types a stranger may send before a session.

@@ -5,6 +5,7 @@ import Testing
 @testable import NearbyCore
 @testable import NearbyBase
 @testable import NearbyIdentity
+@testable import NearbyWire
 
 /// Two handshake state machines talking to each other through plain values: no sockets.
 @Suite struct HandshakeStateMachineTests {

@@ -2,6 +2,7 @@ import Testing
 @testable import NearbyCore
 @testable import NearbyBase
 @testable import NearbyIdentity
+@testable import NearbyWire
 
 /// The node's answer to an invitation, decided without sockets: facts in, actions out.
 @Suite struct InvitationPolicyTests {

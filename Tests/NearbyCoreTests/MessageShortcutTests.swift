@@ -3,6 +3,7 @@ import NIOEmbedded
 import Synchronization
 import Testing
 @testable import NearbyCore
+@testable import NearbyWire
 
 /// Messages delivered on the event loop: only when armed, only while nothing passed up before them
 /// waits for the node, so events keep the order of the frames on the wire.

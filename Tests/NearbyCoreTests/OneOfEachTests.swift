@@ -3,6 +3,7 @@ import Testing
 
 @testable import NearbyCore
 @testable import NearbyBase
+@testable import NearbyTransfer
 
 /// One of each small thing, held by a test that reads every source file rather than by our words:
 /// one lock box (`Locked`, or a `Mutex` member), one progress pacer with the interval written in it,
@@ -63,7 +64,7 @@ import Testing
                 offenders.append(line.place)
             }
         }
-        #expect(offenders.isEmpty, "progress is paced by ProgressPacer (NearbyCore/Transfer/ProgressPacer.swift): \(offenders)")
+        #expect(offenders.isEmpty, "progress is paced by ProgressPacer (NearbyTransfer/Transfer/ProgressPacer.swift): \(offenders)")
     }
 
     /// A raw continuation is written in OneShot.swift alone: every other wait is a `OneShot` (a

@@ -6,6 +6,7 @@ import Synchronization
 import Testing
 @testable import NearbyCore
 @testable import NearbyIdentity
+@testable import NearbyWire
 
 /// The pipeline handlers on `EmbeddedChannel`s: frames split and merged at every byte boundary, and
 /// the plaintext preamble handing the connection over to TLS and the frame codec.

@@ -6,6 +6,8 @@ import Testing
 @testable import NearbyBase
 @testable import NearbyIdentity
 @testable import NearbyDiscovery
+@testable import NearbyWire
+@testable import NearbyTransfer
 
 /// `nearby doctor`'s probe: the frames on the wire, the hello's `features`, the state machine's
 /// rules for a probe, and the words of the `identity` and `peer-sees-us` checks.

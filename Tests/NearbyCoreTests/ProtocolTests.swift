@@ -7,6 +7,7 @@ import Testing
 @testable import NearbyCore
 @testable import NearbyBase
 @testable import NearbyIdentity
+@testable import NearbyWire
 
 @Suite struct FrameTests {
     private func bytes(_ frame: Frame) -> ByteBuffer {

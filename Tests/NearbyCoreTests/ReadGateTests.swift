@@ -5,6 +5,7 @@ import Synchronization
 import Testing
 @testable import NearbyCore
 @testable import NearbyBase
+@testable import NearbyWire
 
 /// The frame splitter's pacing of reads (`ReadGate`) on an `EmbeddedChannel`: a read the channel
 /// asks for reaches the socket (`ReadCounter`, nearer the head) or is held, and why.

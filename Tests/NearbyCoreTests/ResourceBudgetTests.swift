@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import NearbyCore
 @testable import NearbyBase
+@testable import NearbyTransfer
 
 @Suite struct ResourceBudgetTests {
     @Test func keepsAQuarterOfTheDescriptorsAndAtLeast64() {

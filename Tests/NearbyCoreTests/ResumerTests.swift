@@ -1,6 +1,8 @@
 import Testing
 @testable import NearbyCore
 @testable import NearbyBase
+@testable import NearbyWire
+@testable import NearbyTransfer
 
 /// A transfer's outage decided without sockets or clocks (`Resumption`): whether the link is got
 /// back at all, each attempt's wait, when to give up and with what. `RetryPolicyTests` paces it.

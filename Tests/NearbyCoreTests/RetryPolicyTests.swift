@@ -2,6 +2,8 @@ import Foundation
 import Testing
 @testable import NearbyCore
 @testable import NearbyBase
+@testable import NearbyWire
+@testable import NearbyTransfer
 
 /// The policy a transfer follows to get its link back, without sockets or clocks.
 struct RetryPolicyTests {

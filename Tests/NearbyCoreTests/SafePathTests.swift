@@ -2,6 +2,7 @@ import Foundation
 import PropertyBased
 import Testing
 @testable import NearbyCore
+@testable import NearbyTransfer
 
 @Suite struct SafePathTests {
     @Test(arguments: [

@@ -1,5 +1,6 @@
 import Testing
 @testable import NearbyCore
+@testable import NearbyWire
 
 /// The name a receiver says it saved a file under is a peer's word: only a plain name of sane length
 /// that differs from the offered one reaches the sender's `file-sent`.

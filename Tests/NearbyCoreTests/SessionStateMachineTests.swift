@@ -2,6 +2,7 @@ import NIOCore
 import Testing
 @testable import NearbyCore
 @testable import NearbyBase
+@testable import NearbyWire
 
 @Suite struct SessionStateMachineTests {
     private func frames(_ actions: [SessionStateMachine.Action]) -> [Frame] {

@@ -5,6 +5,8 @@ import Testing
 
 @testable import NearbyBase
 @testable import NearbyIdentity
+@testable import NearbyWire
+@testable import NearbyTransfer
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

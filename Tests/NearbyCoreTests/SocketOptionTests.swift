@@ -9,6 +9,7 @@ import Testing
 
 @testable import NearbyBase
 @testable import NearbyIdentity
+@testable import NearbyWire
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -3,6 +3,7 @@ import Testing
 
 @testable import NearbyCore
 @testable import NearbyBase
+@testable import NearbyTransfer
 
 @Suite struct StrangerDirectoriesTests {
     private let limits = PartialQuota.Limits(files: 10, bytes: 1 << 20, lifetime: 60, directories: 5, directoriesPerPeer: 3)

@@ -4,6 +4,7 @@ import Testing
 
 @testable import NearbyCore
 @testable import NearbyBase
+@testable import NearbyTransfer
 
 /// Issue 42: a stranger's upload over another protocol (a browser, LocalSend) lands through the
 /// core's one receive-to-disk path: a partial file counted in the strangers' quota, placed whole

@@ -4,6 +4,7 @@ import Testing
 
 @testable import NearbyCore
 @testable import NearbyBase
+@testable import NearbyTransfer
 
 /// One end of a stream, without sockets: done only when both directions ended, the first cause of
 /// a cut is the one reported, and every illegal step is refused.

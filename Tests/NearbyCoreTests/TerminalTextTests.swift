@@ -2,6 +2,8 @@ import Foundation
 import Testing
 @testable import NearbyCore
 @testable import NearbyBase
+@testable import NearbyWire
+@testable import NearbyTransfer
 
 /// Strings a hostile peer sends as its name, invitation ID, goodbye or decline reason, message.
 enum Hostile {

@@ -4,6 +4,7 @@ import Testing
 
 @testable import NearbyCore
 @testable import NearbyBase
+@testable import NearbyWire
 
 @Suite struct WaitingFramesTests {
     private func message(_ bytes: Int) -> Frame { Frame(kind: .message, payload: ByteBuffer(repeating: 0, count: bytes)) }

@@ -2,6 +2,7 @@ import NIOCore
 import Testing
 
 @testable import NearbyCore
+@testable import NearbyWire
 
 /// The one decoder of a peer's frames: every type comes back as it was sent, and no payload a peer
 /// can write (cut short, garbage, the wrong JSON types) does anything but a `ProtocolViolation`.

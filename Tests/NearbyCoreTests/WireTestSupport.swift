@@ -1,6 +1,7 @@
 import NIOCore
 
 @testable import NearbyCore
+@testable import NearbyWire
 
 /// Tests build frames as a peer would send them; the machines take them decoded, as the link's
 /// reader hands them over (`WireMessage`).

@@ -4,6 +4,7 @@ import Testing
 @testable import NearbyLocalSend
 @testable import NearbyBase
 @testable import NearbyIdentity
+@testable import NearbyTransfer
 
 /// No monopoly: senders on different addresses served at once, each on its own account; a floor
 /// rate; the strangers' quota at prepare-upload; a pinned sender never refused for a stranger.

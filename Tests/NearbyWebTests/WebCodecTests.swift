@@ -2,6 +2,7 @@ import Foundation
 import NearbyCore
 import Testing
 @testable import NearbyWeb
+@testable import NearbyTransfer
 
 @Suite struct WebTokenAndRouteTests {
     @Test func tokensCarry128RandomBitsAsBase32() {

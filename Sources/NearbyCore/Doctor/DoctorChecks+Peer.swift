@@ -2,6 +2,7 @@ import Foundation
 import NearbyIdentity
 import NearbyDiscovery
 import NearbyBase
+import NearbyWire
 
 /// The words of `nearby doctor PEER`'s last two checks, from what one connection to the peer
 /// showed (`Connections.examine`): kept apart from the I/O so every case is tested.

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import NearbyBase
 import NearbyDiscovery
+import NearbyWire
 
 /// The other end of `nearby doctor`'s "both directions" check: a node asked by a peer whether it
 /// sees the peer's `_nearby-doctor._tcp` instance browses that fixed type (never one a peer chose)

@@ -2,6 +2,8 @@ import Foundation
 import NIOCore
 
 import NearbyBase
+import NearbyWire
+import NearbyTransfer
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

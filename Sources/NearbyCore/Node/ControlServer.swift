@@ -4,6 +4,8 @@ import NIOPosix
 import Synchronization
 
 import NearbyBase
+import NearbyWire
+import NearbyTransfer
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -1,6 +1,7 @@
 import NIOCore
 import Synchronization
 import NearbyBase
+import NearbyTransfer
 
 /// Settles `gone` when the client of a control connection has gone: its input ended (a client
 /// sends its request, then nothing but a stream's records, and half-closes only once it has read its

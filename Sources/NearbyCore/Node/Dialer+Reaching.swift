@@ -1,5 +1,6 @@
 import Foundation
 import NearbyBase
+import NearbyWire
 
 /// One try of an invitation's dialing, as the node asks for it: where to go (`find`: where the peer
 /// was last reached, a remembered address, or the lookup), then a connection there (`reach`), and

@@ -2,6 +2,7 @@ import Foundation
 import NearbyBase
 import NearbyIdentity
 import NearbyDiscovery
+import NearbyWire
 
 /// A peer this host reached or saw lately is tried at its remembered addresses at once, while
 /// discovery runs: a one-shot `nearby send Bob hi` then costs a connection, not a browse. The

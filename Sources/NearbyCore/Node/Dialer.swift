@@ -5,6 +5,7 @@ import NIOSSL
 import NearbyBase
 import NearbyIdentity
 import NearbyDiscovery
+import NearbyWire
 
 /// Finds a peer and reaches it: the lookup among what discovery found (`resolve`), the remembered
 /// addresses tried while discovery runs (Dialer+Remembered.swift), and the connection address by

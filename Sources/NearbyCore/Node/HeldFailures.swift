@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import NearbyBase
+import NearbyTransfer
 
 /// The sink a resuming transfer's attempts write to: a `file-failed` that another attempt may
 /// still make good is held back (the last one comes out if none does), and the `file-started` of

@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import NearbyBase
+import NearbyWire
 
 /// Invitations we send: find the peer (`Dialer`), connect, let the link's handshake and invite
 /// frame run (`Link.run`, `attached`), then wait for the answer, the deadline or our cancellation.

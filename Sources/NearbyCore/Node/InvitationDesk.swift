@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import NearbyBase
 import NearbyIdentity
+import NearbyWire
 
 /// The invitation desk: every invitation in flight, both ways (`Invitations`), with its expiry,
 /// and the `nearby accept`s waiting for one. `InvitationPolicy` decides about an invitation we

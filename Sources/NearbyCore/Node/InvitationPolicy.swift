@@ -1,4 +1,5 @@
 import NearbyBase
+import NearbyWire
 /// The node's answer to an invitation a peer sent, as `SessionStateMachine` does it: what the node
 /// knows at that moment goes in (`Facts`), actions come out, every rule one guard, in order. Pure:
 /// tested by feeding it facts by hand, without sockets (`InvitationPolicyTests`); the node carries

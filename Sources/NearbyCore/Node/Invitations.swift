@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import NearbyBase
 import NearbyIdentity
+import NearbyWire
 
 /// Every invitation in flight on a node, both ways, and the `nearby accept`s waiting for one. Pure
 /// bookkeeping: the node decides, this remembers. Waiters are `OneShot`s, so a waiting command

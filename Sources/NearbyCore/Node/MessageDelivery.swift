@@ -1,6 +1,8 @@
 import Foundation
 import NIOCore
 import NearbyBase
+import NearbyWire
+import NearbyTransfer
 
 /// `send`, `send --lines` and `send --unreliable` once the sessions are there: many messages from
 /// one input, written in batches (one flush per chunk of stdin, not one round trip per line),

@@ -1,6 +1,8 @@
 import Foundation
 import NearbyBase
 import NearbyDiscovery
+import NearbyWire
+import NearbyTransfer
 
 /// What the commands ask of the node, each passed to the owner that does it: invitations to the
 /// `InvitationDesk`, streams to the `StreamMatchmaker`; leaving sessions is the node's own.

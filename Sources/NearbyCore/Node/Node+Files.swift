@@ -1,5 +1,7 @@
 import Foundation
 import NearbyBase
+import NearbyWire
+import NearbyTransfer
 
 /// Sending files: the node finds the session (inviting first); `FolderSender` sends the files, many
 /// at once, each on a channel of the link.

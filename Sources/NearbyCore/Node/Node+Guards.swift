@@ -1,5 +1,6 @@
 import Foundation
 import NearbyBase
+import NearbyWire
 
 /// What a stranger on the link meets after the handshake: a deadline for links that never invite
 /// (pins only for peers that reached a session: `Link.pin`; files only with consent: `FileIntake`).

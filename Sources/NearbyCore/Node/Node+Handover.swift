@@ -1,3 +1,4 @@
+import NearbyWire
 /// A sender that lost its link and came back (`Resumer`) offers its file again on a new
 /// session, maybe before the old one — replaced, still closing — has let go of the partial file.
 /// The offer waits for that (at most `handover`), so the file resumes from what arrived instead of

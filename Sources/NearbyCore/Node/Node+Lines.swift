@@ -1,6 +1,8 @@
 import Foundation
 import NIOCore
 import NearbyBase
+import NearbyWire
+import NearbyTransfer
 
 /// `send`, `send --lines` and `send --unreliable`: the node finds the sessions (inviting first when
 /// needed); `MessageDelivery` writes.

@@ -1,31 +1,32 @@
 import NIOCore
 import NearbyBase
+import NearbyWire
 
 /// What a link hands to its node (`LinkOwner`): the decisions that span links. The link runs its
 /// own frame loop, answers and channels (`Link.run`); these are the only ways back into the node.
 extension Node: LinkOwner {
-    func connected(_ link: Link) async {
+    package func connected(_ link: Link) async {
         connect(link)
         await datagrams.connected(link)
     }
 
-    func invited(_ invite: FrameBody.Invite, on link: Link) async { await invitations.invited(invite, on: link, node: self) }
+    package func invited(_ invite: FrameBody.Invite, on link: Link) async { await invitations.invited(invite, on: link, node: self) }
 
-    func declined(on link: Link, reason: String) { invitations.declined(on: link, reason: reason) }
+    package func declined(on link: Link, reason: String) { invitations.declined(on: link, reason: reason) }
 
-    func crossed(on link: Link) async { await invitations.crossed(on: link, node: self) }
+    package func crossed(on link: Link) async { await invitations.crossed(on: link, node: self) }
 
-    nonisolated func message(_ bytes: [UInt8], on link: Link) {
+    package nonisolated func message(_ bytes: [UInt8], on link: Link) {
         events.emit(Events.Message(bytes, from: link.peer.ref))
     }
 
-    nonisolated func datagramSetup(_ setup: FrameBody.Datagrams, on link: Link) {
+    package nonisolated func datagramSetup(_ setup: FrameBody.Datagrams, on link: Link) {
         datagrams.peerSetup(setup, on: link)
     }
 
     /// Files and directories by the node's policy (`FileIntake`, which needs nothing of the actor: a
     /// folder's offers never wait for it), streams to a listener.
-    nonisolated func offered(_ offer: FrameBody.Open, channel: UInt32, on link: Link) async {
+    package nonisolated func offered(_ offer: FrameBody.Open, channel: UInt32, on link: Link) async {
         if offer.kind == .stream {
             await streamOffered(offer, channel: channel, on: link)
         } else {
@@ -39,7 +40,7 @@ extension Node: LinkOwner {
     }
 
     /// A peer broke the protocol: an `error` event says so, and the link is cut at once.
-    nonisolated func violated(_ link: Link, _ what: String) { Self.violated(link, what, events: events) }
+    package nonisolated func violated(_ link: Link, _ what: String) { Self.violated(link, what, events: events) }
 
     static func violated(_ link: Link, _ what: String, events: any EventSink) {
         guard !link.isClosing else { return }

@@ -1,5 +1,6 @@
 import Foundation
 import NearbyBase
+import NearbyWire
 
 /// `nearby doctor` on another host asks, after the handshake and instead of an invitation, whether
 /// this host sees its `_nearby-doctor._tcp` instance. The node browses that fixed type for at most
@@ -8,7 +9,7 @@ import NearbyBase
 /// at most `DoctorProbe.slots` probes browsing at once, and the wait. Nobody's user sees an event:
 /// a debug log line only. Called from one line in `Node.perform`.
 extension Node {
-    func probed(_ probe: FrameBody.Probe, on link: Link) {
+    package func probed(_ probe: FrameBody.Probe, on link: Link) {
         NearbyLog.logger.debug("\(link.peer.id) (\(link.peer.name)) at \(link.peer.address) runs nearby doctor: does this host see \(probe.instance)?")
         let wait = configuration.probeWait
         spawn {

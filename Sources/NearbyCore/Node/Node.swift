@@ -4,6 +4,8 @@ import NIOSSL
 import NearbyBase
 import NearbyIdentity
 import NearbyDiscovery
+import NearbyWire
+import NearbyTransfer
 
 /// The node: this identity's presence for one service type, a coordinator. It keeps only what spans
 /// links — links and sessions by peer — and wires the owners together: it hears from each `Link`
@@ -197,7 +199,7 @@ package actor Node {
     }
 
     /// The link is over: forget it, and say so to whoever waited on it.
-    func detached(_ link: Link) {
+    package func detached(_ link: Link) {
         let reason = "\(link.closeReason ?? .lost)"
         NearbyLog.logger.info("connection with \(link.peer.id) closed: \(reason)")
         links.remove(link)

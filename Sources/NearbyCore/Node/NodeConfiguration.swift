@@ -2,6 +2,7 @@ import Foundation
 import NearbyBase
 import NearbyIdentity
 import NearbyDiscovery
+import NearbyWire
 
 /// How a node runs.
 package struct NodeConfiguration: Sendable {

@@ -2,6 +2,7 @@ import NIOCore
 import NIOPosix
 
 import NearbyBase
+import NearbyTransfer
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -1,6 +1,8 @@
 import NIOCore
 import NearbyBase
 import NearbyDiscovery
+import NearbyWire
+import NearbyTransfer
 
 /// The one place each request is carried out, whoever asked: a client of a running node (over the
 /// control socket, `ControlServer`) or the command that started this node in its own process. So a

@@ -1,5 +1,7 @@
 import Foundation
 import NearbyBase
+import NearbyWire
+import NearbyTransfer
 
 /// A transfer that rides out an outage: when the link carrying a file goes (nothing heard, the
 /// receiver restarted), the sending command keeps the file, gets the peer back — where it was last

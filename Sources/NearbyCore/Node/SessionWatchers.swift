@@ -1,5 +1,6 @@
 import Foundation
 import NearbyBase
+import NearbyWire
 
 /// The commands that stay "until the peer leaves" (`Node.sessionChanges`): each hears every session
 /// change until it stops listening.

@@ -1,6 +1,8 @@
 import Foundation
 import NIOCore
 import NearbyBase
+import NearbyWire
+import NearbyTransfer
 
 /// The stream matchmaker: incoming streams waiting for a `nearby stream --listen` (each with its
 /// deadline), listeners waiting for one, and the two commands that run a stream. `StreamMatching`

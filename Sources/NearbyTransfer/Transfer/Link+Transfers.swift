@@ -1,0 +1,82 @@
+import NIOCore
+import NearbyBase
+import NearbyIdentity
+import NearbyWire
+
+/// The link's intentions that make what runs on a channel — files, directories, bundles, streams:
+/// Transfer's side of `Link`, built on what the wire gives every channel (`openOffering`, `accept`,
+/// `hold`, `endChannel`), so the link itself names nothing of Transfer.
+extension Link {
+    /// The peer's offer `id` is taken by `file`: its frames go there from now on. False once the
+    /// link is gone.
+    package func accept(_ id: UInt32, receiving file: FileReceiver) -> Bool { accept(id, file as any ChannelEnd) }
+
+    /// Whether the peer takes small files in bundles (its hello lists `Bundle.feature`); an
+    /// environment of `NEARBY_BUNDLES=0` sends each file alone (benchmarks, tests).
+    package var takesBundles: Bool { peer.features.contains(Bundle.feature) && FolderSender.bundling }
+
+    /// The peer's bundle offer on `id` is taken: its files' records may flow (`BundleReceiver`).
+    package func accept(_ id: UInt32, bundle: BundleReceiver) -> Bool { accept(id, bundle as any ChannelEnd) }
+
+    /// The peer's stream offer waits for a listener: its reset and the link's end reach it meanwhile.
+    package func hold(_ stream: StreamChannel) -> Bool { hold(stream.id, stream) }
+
+    /// The held stream is taken by a listener: data may flow. False when it is no longer held.
+    package func accept(_ stream: StreamChannel) -> Bool {
+        holds(stream.id, stream) && accept(stream.id, stream as any ChannelEnd)
+    }
+
+    /// Whether `stream` still waits on this link (not reset, the link not gone).
+    package func holds(_ stream: StreamChannel) -> Bool { holds(stream.id, stream) }
+
+    /// A channel of ours for a file or directory we send, and our `open` on it, in one step.
+    package func openSending(offering open: FrameBody.Open, results: Bool = false) throws(NearbyError) -> OutgoingChannel {
+        try openOffering(open) { id in
+            let channel = OutgoingChannel(id: id, results: results)
+            return (channel, channel)
+        }
+    }
+
+    /// Offers the peer a stream named `name` and waits for its answer: the stream, once accepted.
+    /// The caller ends its channel (`endChannel`) when it is over.
+    package func offerStream(name: String) async throws(NearbyError) -> StreamChannel {
+        let stream = try openOffering(FrameBody.Open(kind: .stream, path: name, size: 0, key: "")) { [peer] id in
+            let stream = StreamChannel(id: id, name: name, peer: peer.ref)
+            return (stream, stream)
+        }
+        var replies = stream.replies.makeAsyncIterator()
+        guard let reply = await replies.next() else {
+            endChannel(stream.id)
+            throw .connectionFailed("the session ended before the peer answered")
+        }
+        guard reply.accept else {
+            endChannel(stream.id)
+            throw .transferFailed(path: name.isEmpty ? "stream" : name, code: "stream-refused", reason: reply.reason ?? "refused")
+        }
+        return stream
+    }
+
+    /// Takes the peer's held stream and says yes: data may flow. False when it is no longer held
+    /// (reset, the link gone).
+    package func acceptStream(_ stream: StreamChannel) async -> Bool {
+        guard accept(stream) else { return false }
+        await send(FrameBody.frame(.openReply, FrameBody.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil), channel: stream.id))
+        return true
+    }
+
+    /// Offers the peer `file` on a channel of its own and sends it (`FileSender`), to its end.
+    package func offerFile(
+        _ file: OutgoingFile, sender: PeerID, sink: any EventSink, batch: Events.Progress.Batch?, permits: StartPermits? = nil
+    ) async throws(NearbyError) {
+        try await FileSender.send(
+            file, opening: { (open: FrameBody.Open) throws(NearbyError) -> OutgoingChannel in try openSending(offering: open) },
+            link: self, sender: sender, sink: sink, batch: batch, permits: permits)
+    }
+
+    /// Asks the peer to make the empty `directory` (`DirectorySender`).
+    package func offerDirectory(_ directory: OutgoingFile, sink: any EventSink) async throws(NearbyError) {
+        let channel = try openSending(offering: DirectorySender.offer(directory))
+        defer { endChannel(channel.id) }
+        try await DirectorySender.make(directory, over: channel, link: self, sink: sink)
+    }
+}
