@@ -120,7 +120,11 @@ let package = Package(
         ),
         .testTarget(
             name: "NearbyWebTests",
-            dependencies: ["NearbyWeb", "NearbyCore", .product(name: "NIOCore", package: "swift-nio")]
+            dependencies: [
+                "NearbyWeb", "NearbyCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
         ),
         .testTarget(name: "NearbyCLITests", dependencies: ["NearbyCLI", "NearbyCore"]),
     ],

@@ -72,6 +72,9 @@ package final class WebDropBox: WebSite {
 
     static let writeBlock = 256 << 10
 
+    /// A block allocated at its full size: grown by doubling, it would copy its bytes again.
+    static func emptyBlock() -> ByteBuffer { ByteBufferAllocator().buffer(capacity: writeBlock) }
+
     struct Outcome {
         var placed: [String] = []
         var failure: String?
@@ -107,14 +110,13 @@ package final class WebDropBox: WebSite {
         var file: (any WebIncomingFile)?
         // A file's bytes go to its writer in blocks of `writeBlock`, not chunk by chunk (each write
         // is two hops through the writer's queues).
-        var block = ByteBuffer()
+        var block = Self.emptyBlock()
         var read: UInt64 = 0
         do {
-            while var chunk = try await body.chunk() {
+            while let chunk = try await body.chunk() {
                 read += UInt64(chunk.readableBytes)
                 guard read <= length else { throw MultipartParser.Failure.partLargerThanDeclared }
-                let bytes = chunk.readBytes(length: chunk.readableBytes) ?? []
-                for event in try parser.feed(bytes) {
+                for event in try parser.feed(chunk) {
                     switch event {
                     case let .begin(_, filename?):
                         let transfer = serial.withLock { value -> String in
@@ -124,18 +126,23 @@ package final class WebDropBox: WebSite {
                         file = try await receiving.begin(name: filename.isEmpty ? "unnamed" : filename, from: request.address, transfer: transfer)
                     case .begin(_, nil):
                         file = nil
-                    case let .data(data):
+                    case var .data(data):
                         guard let file else { break }
-                        block.writeBytes(data)
-                        if block.readableBytes >= Self.writeBlock {
+                        if block.readableBytes > 0, block.readableBytes + data.readableBytes > Self.writeBlock {
                             try await file.write(block)
-                            block = ByteBuffer()
+                            block = Self.emptyBlock()
+                        }
+                        // The one copy a byte takes here: into a block, unless it is a block already.
+                        if data.readableBytes >= Self.writeBlock {
+                            try await file.write(data)
+                        } else {
+                            block.writeBuffer(&data)
                         }
                     case .end:
                         if let done = file {
                             if block.readableBytes > 0 {
                                 try await done.write(block)
-                                block = ByteBuffer()
+                                block = Self.emptyBlock()
                             }
                             file = nil
                             let placed = try await done.finish()
