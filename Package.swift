@@ -38,12 +38,22 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // The one HTTP serving layer (LocalSend's HTTPS, the web pages): each connection's requests
+        // under one deadline, one body reader; each protocol keeps only its routes.
+        .target(
+            name: "NearbyHTTP",
+            dependencies: [
+                "NearbyCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
         // LocalSend (protocol v2): a second protocol beside nearby's own, sharing only the core's
         // events, errors and file handling. HTTP over NIOHTTP1 (already in swift-nio), TLS by NIOSSL.
         .target(
             name: "NearbyLocalSend",
             dependencies: [
-                "NearbyCore",
+                "NearbyCore", "NearbyHTTP",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -58,7 +68,7 @@ let package = Package(
         .target(
             name: "NearbyWeb",
             dependencies: [
-                "NearbyCore", "CQRencode", "CZlib",
+                "NearbyCore", "NearbyHTTP", "CQRencode", "CZlib",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -111,7 +121,7 @@ let package = Package(
         .testTarget(
             name: "NearbyLocalSendTests",
             dependencies: [
-                "NearbyLocalSend", "NearbyCore",
+                "NearbyLocalSend", "NearbyCore", "NearbyHTTP",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -121,7 +131,7 @@ let package = Package(
         .testTarget(
             name: "NearbyWebTests",
             dependencies: [
-                "NearbyWeb", "NearbyCore",
+                "NearbyWeb", "NearbyCore", "NearbyHTTP",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]

@@ -1,4 +1,5 @@
 import NearbyCore
+import NearbyHTTP
 
 /// One file a LocalSend sender uploads, landing through the core's receive-to-disk path for
 /// strangers' uploads (`StrangerUpload`: a private partial file beside the final name, written by
@@ -34,7 +35,7 @@ struct IncomingUpload: Sendable {
     var relative: String { (folders + [name]).joined(separator: "/") }
 
     /// Nil when the file arrived whole; else why not, with the answer for the sender.
-    func receive(_ body: BodyReader, budget: ResourceBudget = .shared) async -> Failure? {
+    func receive(_ body: HTTPBody, budget: ResourceBudget = .shared) async -> Failure? {
         // A LocalSend sender is charged as any stranger is (`StrangerUpload`): its open file counts
         // against the node's descriptor budget and the strangers' share of it, refused (busy)
         // rather than EMFILE; its bytes against the strangers' quota under its address.

@@ -1,6 +1,7 @@
 import NIOCore
 import NIOHTTP1
 import NearbyCore
+import NearbyHTTP
 import Synchronization
 
 /// `accept --web` and `advertise --web`: the upload page and its form's POST. A body is bounded
@@ -30,7 +31,7 @@ package final class WebDropBox: WebSite {
         (received, feed) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .unbounded)
     }
 
-    package func answer(_ request: WebRequest, body: WebBody, reply: WebReply) async throws -> Bool {
+    package func answer(_ request: WebRequest, body: HTTPBody, reply: WebReply) async throws -> Bool {
         switch WebRoute.of(method: request.method, uri: request.uri, token: token, items: 0, uploads: true) {
         case .notFound, .item:
             try await reply.notFound()
@@ -62,7 +63,7 @@ package final class WebDropBox: WebSite {
     static let lingerBytes = 8 << 20
     static let lingerTime: Duration = .seconds(2)
 
-    static func linger(_ body: WebBody) async {
+    static func linger(_ body: HTTPBody) async {
         _ = await firstResult(within: lingerTime) { () -> Void? in
             var dropped = 0
             while dropped < lingerBytes, let chunk = try? await body.chunk() { dropped += chunk.readableBytes }
@@ -89,7 +90,7 @@ package final class WebDropBox: WebSite {
         }
     }
 
-    func upload(_ request: WebRequest, body: WebBody) async -> Outcome {
+    func upload(_ request: WebRequest, body: HTTPBody) async -> Outcome {
         var outcome = Outcome()
         guard let length = request.headers.first(name: "Content-Length").flatMap(UInt64.init) else {
             outcome.failure = "the browser gave no Content-Length."
