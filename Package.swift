@@ -119,6 +119,10 @@ let package = Package(
         ),
         .testTarget(name: "NearbyDNSTests", dependencies: ["NearbyDNS"]),
         .testTarget(
+            name: "NearbyHTTPTests",
+            dependencies: ["NearbyHTTP", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio")]
+        ),
+        .testTarget(
             name: "NearbyLocalSendTests",
             dependencies: [
                 "NearbyLocalSend", "NearbyCore", "NearbyHTTP",

@@ -71,11 +71,6 @@ package final class WebDropBox: WebSite {
         }
     }
 
-    static let writeBlock = 256 << 10
-
-    /// A block allocated at its full size: grown by doubling, it would copy its bytes again.
-    static func emptyBlock() -> ByteBuffer { ByteBufferAllocator().buffer(capacity: writeBlock) }
-
     struct Outcome {
         var placed: [String] = []
         var failure: String?
@@ -109,9 +104,8 @@ package final class WebDropBox: WebSite {
             return outcome
         }
         var file: (any WebIncomingFile)?
-        // A file's bytes go to its writer in blocks of `writeBlock`, not chunk by chunk (each write
-        // is two hops through the writer's queues).
-        var block = Self.emptyBlock()
+        // A file's bytes go to its writer in blocks, not chunk by chunk.
+        var blocks = BodyBlocks()
         var read: UInt64 = 0
         do {
             while let chunk = try await body.chunk() {
@@ -127,24 +121,12 @@ package final class WebDropBox: WebSite {
                         file = try await receiving.begin(name: filename.isEmpty ? "unnamed" : filename, from: request.address, transfer: transfer)
                     case .begin(_, nil):
                         file = nil
-                    case var .data(data):
+                    case let .data(data):
                         guard let file else { break }
-                        if block.readableBytes > 0, block.readableBytes + data.readableBytes > Self.writeBlock {
-                            try await file.write(block)
-                            block = Self.emptyBlock()
-                        }
-                        // The one copy a byte takes here: into a block, unless it is a block already.
-                        if data.readableBytes >= Self.writeBlock {
-                            try await file.write(data)
-                        } else {
-                            block.writeBuffer(&data)
-                        }
+                        for due in blocks.add(data) { try await file.write(due) }
                     case .end:
                         if let done = file {
-                            if block.readableBytes > 0 {
-                                try await done.write(block)
-                                block = Self.emptyBlock()
-                            }
+                            if let rest = blocks.rest() { try await done.write(rest) }
                             file = nil
                             let placed = try await done.finish()
                             outcome.placed.append(placed)
