@@ -120,7 +120,12 @@ let package = Package(
         .testTarget(name: "NearbyDNSTests", dependencies: ["NearbyDNS"]),
         .testTarget(
             name: "NearbyHTTPTests",
-            dependencies: ["NearbyHTTP", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio")]
+            dependencies: [
+                "NearbyHTTP", "NearbyCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
         ),
         .testTarget(
             name: "NearbyLocalSendTests",

@@ -2,19 +2,33 @@ import NIOCore
 import Synchronization
 
 /// Closes a connection once a deadline passes that was not pushed back: one timer on its event
-/// loop, re-armed only when it fires early, so pushing it back costs a lock and no task.
+/// loop, re-armed when it fires early, so pushing it back costs a lock and no task; brought
+/// forward (the idle deadline shorter than the handshake's, or than a hold), it is armed again.
 package final class ConnectionDeadline: Sendable {
+    private struct State {
+        var deadline = NIODeadline.distantFuture
+        var timer: Scheduled<Void>?
+        /// When `timer` fires.
+        var armed = NIODeadline.distantFuture
+        var done = false
+    }
+
     private let channel: any Channel
-    private let state = Mutex<(deadline: NIODeadline, timer: Scheduled<Void>?, done: Bool)>((.distantFuture, nil, false))
+    private let state = Mutex(State())
 
     package init(_ channel: any Channel) { self.channel = channel }
 
     package func push(_ span: Duration) {
         let deadline = NIODeadline.now() + .nanoseconds(Int64(span / .nanoseconds(1)))
-        let arm = state.withLock { state -> Bool in
+        let (arm, early) = state.withLock { state -> (Bool, Scheduled<Void>?) in
             state.deadline = deadline
-            return state.timer == nil && !state.done
+            guard !state.done else { return (false, nil) }
+            guard let timer = state.timer else { return (true, nil) }
+            guard state.armed > deadline else { return (false, nil) }
+            state.timer = nil
+            return (true, timer)
         }
+        early?.cancel()
         if arm { schedule(deadline) }
     }
 
@@ -23,6 +37,7 @@ package final class ConnectionDeadline: Sendable {
         let stale = state.withLock { state -> Bool in
             guard !state.done else { return true }
             state.timer = timer
+            state.armed = deadline
             return false
         }
         if stale { timer.cancel() }
