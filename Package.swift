@@ -38,12 +38,22 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // The one HTTP serving layer (LocalSend's HTTPS, the web pages): each connection's requests
+        // under one deadline, one body reader; each protocol keeps only its routes.
+        .target(
+            name: "NearbyHTTP",
+            dependencies: [
+                "NearbyBase",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
         // LocalSend (protocol v2): a second protocol beside nearby's own, sharing only the core's
         // events, errors and file handling. HTTP over NIOHTTP1 (already in swift-nio), TLS by NIOSSL.
         .target(
             name: "NearbyLocalSend",
             dependencies: [
-                "NearbyCore", "NearbyBase", "NearbyIdentity", "NearbyDiscovery", "NearbyWire", "NearbyTransfer",
+                "NearbyCore", "NearbyHTTP", "NearbyBase", "NearbyIdentity", "NearbyDiscovery", "NearbyWire", "NearbyTransfer",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -58,7 +68,7 @@ let package = Package(
         .target(
             name: "NearbyWeb",
             dependencies: [
-                "NearbyCore", "NearbyBase", "NearbyIdentity", "NearbyWire", "NearbyTransfer", "CQRencode", "CZlib",
+                "NearbyCore", "NearbyHTTP", "CQRencode", "CZlib", "NearbyBase", "NearbyIdentity", "NearbyWire", "NearbyTransfer",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -171,9 +181,18 @@ let package = Package(
         ),
         .testTarget(name: "NearbyDNSTests", dependencies: ["NearbyDNS"]),
         .testTarget(
+            name: "NearbyHTTPTests",
+            dependencies: [
+                "NearbyHTTP", "NearbyCore", "NearbyBase",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(
             name: "NearbyLocalSendTests",
             dependencies: [
-                "NearbyLocalSend", "NearbyCore", "NearbyBase", "NearbyIdentity", "NearbyDiscovery", "NearbyWire", "NearbyTransfer",
+                "NearbyLocalSend", "NearbyCore", "NearbyHTTP", "NearbyBase", "NearbyIdentity", "NearbyDiscovery", "NearbyWire", "NearbyTransfer",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -182,7 +201,11 @@ let package = Package(
         ),
         .testTarget(
             name: "NearbyWebTests",
-            dependencies: ["NearbyWeb", "NearbyCore", "NearbyBase", "NearbyIdentity", "NearbyWire", "NearbyTransfer", .product(name: "NIOCore", package: "swift-nio")]
+            dependencies: [
+                "NearbyWeb", "NearbyCore", "NearbyHTTP", "NearbyBase", "NearbyIdentity", "NearbyWire", "NearbyTransfer",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
         ),
         .testTarget(name: "NearbyCLITests", dependencies: ["NearbyCLI", "NearbyCore", "NearbyBase", "NearbyIdentity", "NearbyDiscovery"]),
     ],

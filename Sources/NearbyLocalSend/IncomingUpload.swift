@@ -1,6 +1,8 @@
+import NIOCore
 import NearbyCore
 import NearbyBase
 import NearbyTransfer
+import NearbyHTTP
 
 /// One file a LocalSend sender uploads, landing through the core's receive-to-disk path for
 /// strangers' uploads (`StrangerUpload`: a private partial file beside the final name, written by
@@ -36,7 +38,7 @@ struct IncomingUpload: Sendable {
     var relative: String { (folders + [name]).joined(separator: "/") }
 
     /// Nil when the file arrived whole; else why not, with the answer for the sender.
-    func receive(_ body: BodyReader, budget: ResourceBudget = .shared) async -> Failure? {
+    func receive(_ body: HTTPBody, budget: ResourceBudget = .shared) async -> Failure? {
         // A LocalSend sender is charged as any stranger is (`StrangerUpload`): its open file counts
         // against the node's descriptor budget and the strangers' share of it, refused (busy)
         // rather than EMFILE; its bytes against the strangers' quota under its address.
@@ -52,10 +54,19 @@ struct IncomingUpload: Sendable {
             await upload.abandon()
             return fail(error, status: status, keepAlive: false)
         }
+        /// Writes `piece`; why not, when it could not.
+        func put(_ piece: ByteBuffer) async -> Failure? {
+            do throws(NearbyError) { try await upload.write(piece) } catch {
+                return await drop(error, status: error.code == "quota" ? 507 : 500)
+            }
+            return nil
+        }
         events.emit(Events.FileStarted.make(transfer: transfer, direction: "receive", peer: peer, path: relative, bytes: size))
         var received: UInt64 = 0
         let started = ContinuousClock.now
         var pacer = ProgressPacer(since: started)
+        // Written in blocks, as a browser's upload is (`BodyBlocks`).
+        var blocks = BodyBlocks()
         let who = peer.name ?? peer.id
         do {
             while let chunk = try await body.chunk() {
@@ -66,8 +77,8 @@ struct IncomingUpload: Sendable {
                 if ContinuousClock.now > deadline {
                     return await drop(.transferFailed(path: relative, code: "timeout", reason: "\(who) sent \(name) too slowly (\(received) of \(size) bytes): the transfer was ended"), status: 408)
                 }
-                do throws(NearbyError) { try await upload.write(chunk) } catch {
-                    return await drop(error, status: error.code == "quota" ? 507 : 500)
+                for due in blocks.add(chunk) {
+                    if let failed = await put(due) { return failed }
                 }
                 received += count
                 if pacer.due(final: received == size) {
@@ -82,6 +93,7 @@ struct IncomingUpload: Sendable {
         guard received == size else {
             return await drop(.transferFailed(path: relative, code: "incomplete", reason: "\(received) of the \(size) bytes \(who) announced arrived"), status: 400)
         }
+        if let rest = blocks.rest(), let failed = await put(rest) { return failed }
         let (announced, relative) = (sha256?.lowercased(), relative)
         let placed: (path: String, sha256: String)
         do {

@@ -1,5 +1,6 @@
 import Foundation
 import NearbyCore
+import NearbyHTTP
 
 /// A `prepare-upload`'s file list, read as it arrives (`PrepareUploadList`): a folder of thousands
 /// of files fits, while what a stranger could make the node hold is refused at the entry that
@@ -16,7 +17,7 @@ extension LocalSendReceiver {
     }
 
     /// Reads the list, or the answer that refuses it.
-    func readList(_ request: LocalSendRequest, body: BodyReader) async throws -> Result<Offer, LocalSendAnswerBox> {
+    func readList(_ request: LocalSendRequest, body: HTTPBody) async throws -> Result<Offer, LocalSendAnswerBox> {
         var list = PrepareUploadList(limits: policy.list)
         var entries: [PrepareUploadList.Entry] = []
         var total: UInt64 = 0
@@ -62,7 +63,7 @@ extension LocalSendReceiver {
 
     /// Reads and drops the rest of a body: at most `limit` bytes, and no longer than the floor
     /// rate allows since `started`. Whatever is left unread, the connection is closed after the answer.
-    func drain(_ body: BodyReader, limit: Int, started: ContinuousClock.Instant = .now) async throws {
+    func drain(_ body: HTTPBody, limit: Int, started: ContinuousClock.Instant = .now) async throws {
         var dropped = 0
         let floor = LocalSendSessions.limits
         while let chunk = try await body.chunk() {

@@ -3,6 +3,7 @@ import NIOHTTP1
 import NearbyCore
 import NearbyBase
 import NearbyTransfer
+import NearbyHTTP
 
 /// Who may send us what: nearby's consent rules, for LocalSend senders.
 package struct LocalSendPolicy: Sendable {
@@ -120,7 +121,7 @@ package actor LocalSendReceiver {
         (ended, endedFeed) = AsyncStream.makeStream(of: NearbyError?.self, bufferingPolicy: .bufferingNewest(1))
     }
 
-    package func handle(_ request: LocalSendRequest, body: BodyReader) async -> LocalSendAnswer {
+    package func handle(_ request: LocalSendRequest, body: HTTPBody) async -> LocalSendAnswer {
         let prefix = LocalSendDefaults.apiPrefix
         do {
             switch (request.method, request.path) {
@@ -254,7 +255,7 @@ package actor LocalSendReceiver {
         return preview
     }
 
-    func upload(_ request: LocalSendRequest, body: BodyReader) async -> LocalSendAnswer {
+    func upload(_ request: LocalSendRequest, body: HTTPBody) async -> LocalSendAnswer {
         guard let id = request.query["sessionId"], let fileID = request.query["fileId"], let token = request.query["token"] else {
             return .status(400, "Missing parameters", keepAlive: false)
         }

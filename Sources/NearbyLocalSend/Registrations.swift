@@ -1,10 +1,11 @@
 import NIOHTTP1
 import NearbyCore
+import NearbyHTTP
 
 /// What a `LocalSendServer` answers with: the receiving node's routes (`LocalSendReceiver`), or
 /// only discovery's (`RegisterRoutes`) while browsing.
 package protocol LocalSendRoutes: Sendable {
-    func handle(_ request: LocalSendRequest, body: BodyReader) async -> LocalSendAnswer
+    func handle(_ request: LocalSendRequest, body: HTTPBody) async -> LocalSendAnswer
     /// A sender whose certificate has this fingerprint is known (pinned): its connections are not
     /// counted as a stranger's (`Admission`).
     func knows(fingerprint: String) async -> Bool
@@ -28,7 +29,7 @@ struct RegisterRoutes: LocalSendRoutes {
     let me: DeviceMessage
     let heard: @Sendable (LocalSendDevice) -> Void
 
-    func handle(_ request: LocalSendRequest, body: BodyReader) async -> LocalSendAnswer {
+    func handle(_ request: LocalSendRequest, body: HTTPBody) async -> LocalSendAnswer {
         let prefix = LocalSendDefaults.apiPrefix
         switch (request.method, request.path) {
         case (.GET, prefix + "/info"), (.GET, "/api/localsend/v1/info"):

@@ -2,6 +2,7 @@ import NIOCore
 import NIOHTTP1
 import NIOSSL
 import NearbyCore
+import NearbyHTTP
 import Synchronization
 
 import NearbyBase
@@ -24,23 +25,16 @@ package struct LocalSendServer: Sendable {
         .with(prefix: "LOCALSEND")
     package static let maxURIBytes = 4096
 
-    /// The accept side, as every HTTP server of a node has it (the core's `HTTPListener`).
-    let listener: HTTPListener
+    /// The node's one HTTP serving layer, here behind TLS.
+    let server: HTTPServer
     /// The port we listen on: 53317 unless it was taken.
-    package var port: Int { listener.port }
+    package var port: Int { server.port }
     /// 53317 was taken, so `port` is another one.
     package let moved: Bool
-    /// Requests being answered now: `accept --localsend` ends once the answer that ended its
-    /// transfer has gone out (`settled`).
-    let answering = Locked(0)
 
-    /// Waits (at most `limit`) until no request is being answered.
-    package func settled(within limit: Duration = .seconds(2)) async {
-        let deadline = ContinuousClock.now + limit
-        while answering.withLock({ $0 }) > 0, ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-    }
+    /// Waits (at most `limit`) until no request is being answered: `accept --localsend` ends once
+    /// the answer that ended its transfer has gone out.
+    package func settled(within limit: Duration = .seconds(2)) async { await server.settled(within: limit) }
 
     /// Listens on `port` (LocalSend's own by default), else on any free port.
     package static func bind(
@@ -61,16 +55,16 @@ package struct LocalSendServer: Sendable {
         } catch {
             throw .identityIO(path: "localsend.json", reason: "its certificate cannot serve TLS: \(error)")
         }
-        func attempt(_ port: Int) async throws -> HTTPListener {
-            try await HTTPListener.bind(port: port, backlog: 64, admission: admission) { channel in
+        func attempt(_ port: Int) async throws -> HTTPServer {
+            try await HTTPServer.bind(port: port, backlog: 64, admission: admission) { channel in
                 try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls) { _, verified in verified.succeed(.certificateVerified) })
             }
         }
         do {
-            return LocalSendServer(listener: try await attempt(port), moved: false)
+            return LocalSendServer(server: try await attempt(port), moved: false)
         } catch let error as IOError where error.errnoCode == EADDRINUSE && port != 0 {
             do {
-                return LocalSendServer(listener: try await attempt(0), moved: true)
+                return LocalSendServer(server: try await attempt(0), moved: true)
             } catch {
                 throw .listenFailed("cannot listen for LocalSend: TCP \(port) is taken and no other port could be had: \(ErrorWords.listening(error, port: 0))")
             }
@@ -81,109 +75,7 @@ package struct LocalSendServer: Sendable {
 
     /// Serves until cancelled, each connection (admitted by `Admission` when accepted) in its own child task.
     package func run(_ receiver: some LocalSendRoutes) async {
-        await listener.run { [answering] connection, ticket in
-            await Self.serve(connection, ticket: ticket, receiver: receiver, answering: answering)
-        }
-    }
-
-    /// One connection: requests one after another, each answered before the next is read; the
-    /// connection is closed when its first request is not in within the admission's handshake
-    /// deadline, or when it stays idle for its idle deadline.
-    static func serve(
-        _ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, ticket: Admission.Ticket, receiver: some LocalSendRoutes,
-        answering: Locked<Int>
-    ) async {
-        let host = connection.channel.remoteAddress.map { Admission.key($0) } ?? "?"
-        let idle = ticket.limits.idle
-        let watchdog = Watchdog()
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                watchdog.arm(ticket.limits.handshake)
-                await watchdog.expired()
-                guard Task.isCancelled else {
-                    connection.channel.close(promise: nil)
-                    return
-                }
-                // The server stopping (accept's transfer is over): the answer being written still
-                // goes out; a connection that does not end by itself is closed 2 s later.
-                let channel = connection.channel
-                channel.eventLoop.scheduleTask(in: .seconds(2)) { channel.close(promise: nil) }
-            }
-            try? await connection.executeThenClose { inbound, outbound in
-                let parts = HTTPPartReader(inbound.makeAsyncIterator())
-                // The certificate the sender showed, if any (the handshake is over once a request arrives).
-                var shown: String??
-                while let part = try await parts.next() {
-                    watchdog.arm(idle)
-                    guard case let .head(head) = part else { continue }
-                    answering.withLock { $0 += 1 }
-                    ticket.working(true)
-                    defer {
-                        answering.withLock { $0 -= 1 }
-                        ticket.working(false)
-                    }
-                    var request = LocalSendRequest(head: head, host: host)
-                    if shown == nil {
-                        let certificate = try? await connection.channel.nioSSL_peerCertificate().get()
-                        let fingerprint = certificate.flatMap { try? $0.toDERBytes() }.map { LocalSendIdentity.fingerprint(ofDER: $0) }
-                        shown = .some(fingerprint)
-                        // A sender we know is no stranger: its connection no longer counts against theirs.
-                        if let fingerprint, await receiver.knows(fingerprint: fingerprint) { ticket.release() }
-                    }
-                    request.clientFingerprint = shown ?? nil
-                    let answer: LocalSendAnswer
-                    if head.uri.utf8.count > maxURIBytes {
-                        answer = .status(414)
-                    } else {
-                        let body = BodyReader(next: {
-                            let part = try await parts.next()
-                            watchdog.arm(idle)
-                            return part
-                        }, hold: { span in watchdog.arm(span) })
-                        // The sender gone while its offer waits for `nearby accept`: the route is
-                        // cancelled at once, which withdraws its invitation.
-                        let asked = request
-                        if asked.path == LocalSendDefaults.apiPrefix + "/prepare-upload" {
-                            guard let answered = await unlessClosed(connection.channel, { await receiver.handle(asked, body: body) }) else { break }
-                            answer = answered
-                        } else {
-                            answer = await receiver.handle(asked, body: body)
-                        }
-                    }
-                    try await write(answer, to: outbound, keepAlive: head.isKeepAlive && answer.keepAlive)
-                    watchdog.arm(idle)
-                    if !(head.isKeepAlive && answer.keepAlive) { break }
-                }
-            }
-            group.cancelAll()
-        }
-    }
-
-    /// `work`'s result, or nil (and `work` cancelled) when the connection closes first. This task
-    /// cancelled (the server stopping), `work` still ends and its result is still given.
-    static func unlessClosed(_ channel: any Channel, _ work: @escaping @Sendable () async -> LocalSendAnswer) async -> LocalSendAnswer? {
-        await withTaskGroup(of: AnswerOrClose.self) { group in
-            group.addTask { .done(await work()) }
-            group.addTask {
-                let closed = OneShot<Void>()
-                channel.closeFuture.whenComplete { _ in closed.settle(()) }
-                _ = await closed.wait()
-                return Task.isCancelled ? .stopped : .closed
-            }
-            while let next = await group.next() {
-                switch next {
-                case let .done(value):
-                    group.cancelAll()
-                    return value
-                case .closed:
-                    group.cancelAll()
-                    return nil
-                case .stopped:
-                    continue
-                }
-            }
-            return nil
-        }
+        await server.run(LocalSendHTTPRoutes(receiver: receiver))
     }
 
     static func write(_ answer: LocalSendAnswer, to outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>, keepAlive: Bool) async throws {
@@ -263,47 +155,4 @@ enum EventEncoderQuote {
         }
         return out + "\""
     }
-}
-
-/// The body of the request being answered, part by part; a route reads it whole (bounded) or streams it.
-package struct BodyReader: Sendable {
-    let next: @Sendable () async throws -> HTTPServerRequestPart?
-    /// Gives the connection `span` before its idle deadline (a request whose body was read, waiting
-    /// for our answer: `nearby accept` may take longer than the idle deadline).
-    let hold: @Sendable (Duration) -> Void
-
-    package init(next: @escaping @Sendable () async throws -> HTTPServerRequestPart?, hold: @escaping @Sendable (Duration) -> Void = { _ in }) {
-        self.next = next
-        self.hold = hold
-    }
-
-    /// The next chunk, or nil at the end of the body.
-    package func chunk() async throws -> ByteBuffer? {
-        while let part = try await next() {
-            switch part {
-            case let .body(buffer): return buffer
-            case .end: return nil
-            case .head: throw LocalSendHTTP.Failure.protocolError("a second request head inside a body")
-            }
-        }
-        throw LocalSendHTTP.Failure.protocolError("the connection closed inside a body")
-    }
-
-    /// The whole body, or nil when it is longer than `limit` (what was read is dropped).
-    package func whole(limit: Int) async throws -> [UInt8]? {
-        var bytes: [UInt8] = []
-        while var buffer = try await chunk() {
-            guard bytes.count + buffer.readableBytes <= limit else { return nil }
-            bytes += buffer.readBytes(length: buffer.readableBytes) ?? []
-        }
-        return bytes
-    }
-}
-
-/// What ends `LocalSendServer.unlessClosed`'s wait.
-enum AnswerOrClose: Sendable {
-    case done(LocalSendAnswer)
-    case closed
-    /// The wait for the close was cancelled: nothing to say.
-    case stopped
 }

@@ -1,13 +1,28 @@
-/// A multipart/form-data body (RFC 7578) read as it streams, as a pure machine: bytes in, parts'
-/// beginnings, data and ends out, never more than one part header (`maxHeaderBytes`) plus one
-/// delimiter held. A part's own `Content-Length`, when it gives one, is a bound it must keep
-/// (`partLargerThanDeclared`). `MultipartParserTests` drive it without sockets.
+import NIOCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A multipart/form-data body (RFC 7578) read as it streams, as a pure machine: chunks in, parts'
+/// beginnings, data and ends out. A part's data comes out as slices of the chunks fed in, never
+/// copied; the delimiter is found with `memchr` for its CR (a boundary holds no CR, so a CR
+/// starts at most one candidate and every byte is looked at a bounded number of times). Between
+/// chunks it holds only how much of the delimiter the last chunk ended with, plus at most one part
+/// header (`maxHeaderBytes`). A part's own `Content-Length`, when it gives one, is a bound it must
+/// keep (`partLargerThanDeclared`). `MultipartParserTests` drive it without sockets.
 package struct MultipartParser: Sendable {
     package enum Event: Equatable, Sendable {
         /// A part begins: its form field's name and, for a file, the file name as the browser sent it
         /// (untrusted: `WebUploads` keeps only a sanitized base name).
         case begin(field: String, filename: String?)
-        case data([UInt8])
+        /// Some of the part's bytes: a slice of a chunk fed in (or of the delimiter, for a held
+        /// beginning of it that turned out to be data).
+        case data(ByteBuffer)
         case end
     }
 
@@ -20,12 +35,19 @@ package struct MultipartParser: Sendable {
 
     enum State: Equatable { case preamble, afterDelimiter, headers, body, done }
 
-    let delimiter: [UInt8]
+    /// CR LF `--` boundary.
+    let delimiter: ByteBuffer
     let maxHeaderBytes: Int
     let maxParts: Int
     private var state = State.preamble
-    private var pending: [UInt8] = [13, 10]
-    private var start = 0
+    /// How many of the delimiter's first bytes the chunks so far ended with. The body begins as if
+    /// after a CR LF, so the first delimiter needs none.
+    private var matched = 2
+    /// After a delimiter: the first of the two bytes that say what follows, when a chunk ended
+    /// between them.
+    private var after: UInt8?
+    /// The part header read so far, up to its blank line.
+    private var header = ByteBuffer()
     private var parts = 0
     /// The current part's declared length and what it has carried so far.
     private var declared: Int?
@@ -33,12 +55,16 @@ package struct MultipartParser: Sendable {
 
     package var isDone: Bool { state == .done }
 
-    /// `boundary` from the request's Content-Type (1–70 characters, RFC 2046).
+    /// `boundary` from the request's Content-Type (1–70 characters, RFC 2046; never a CR or LF,
+    /// which no header value holds and the delimiter search relies on).
     package init?(boundary: String, maxHeaderBytes: Int = 8192, maxParts: Int = 1000) {
-        guard (1...70).contains(boundary.utf8.count) else { return nil }
-        delimiter = Array("\r\n--".utf8) + Array(boundary.utf8)
+        guard (1...70).contains(boundary.utf8.count), !boundary.utf8.contains(13), !boundary.utf8.contains(10) else { return nil }
+        var delimiter = ByteBuffer(string: "\r\n--")
+        delimiter.writeString(boundary)
+        self.delimiter = delimiter
         self.maxHeaderBytes = maxHeaderBytes
         self.maxParts = maxParts
+        header.reserveCapacity(256)
     }
 
     /// The boundary parameter of a `multipart/form-data` Content-Type, or nil.
@@ -54,74 +80,19 @@ package struct MultipartParser: Sendable {
         return nil
     }
 
-    package mutating func feed(_ bytes: some Collection<UInt8>) throws(Failure) -> [Event] {
-        guard state != .done else { return [] }
-        pending.append(contentsOf: bytes)
+    /// The events `chunk` completes; its data events are slices of it.
+    package mutating func feed(_ chunk: ByteBuffer) throws(Failure) -> [Event] {
+        var chunk = chunk
         var events: [Event] = []
-        progress: while true {
+        while chunk.readableBytes > 0 {
             switch state {
-            case .preamble:
-                guard let at = find(delimiter, from: start) else {
-                    // Keep what could be the start of the delimiter; the preamble is bounded too.
-                    start = max(start, pending.count - delimiter.count + 1)
-                    break progress
-                }
-                start = at + delimiter.count
-                state = .afterDelimiter
-            case .afterDelimiter:
-                guard pending.count - start >= 2 else { break progress }
-                let pair = (pending[start], pending[start + 1])
-                if pair == (45, 45) {
-                    state = .done
-                    break progress
-                }
-                guard pair == (13, 10) else { throw .malformed("no line end after a boundary") }
-                start += 2
-                state = .headers
-            case .headers:
-                guard let end = find([13, 10, 13, 10], from: start, within: maxHeaderBytes + 4) else {
-                    if pending.count - start > maxHeaderBytes { throw .headerTooLarge }
-                    break progress
-                }
-                let header = Array(pending[start..<end])
-                start = end + 4
-                parts += 1
-                guard parts <= maxParts else { throw .tooManyParts }
-                let (field, filename, length) = try Self.partHeader(header)
-                declared = length
-                carried = 0
-                events.append(.begin(field: field, filename: filename))
-                state = .body
-            case .body:
-                if let at = find(delimiter, from: start) {
-                    try carry(at - start)
-                    if at > start { events.append(.data(Array(pending[start..<at]))) }
-                    events.append(.end)
-                    start = at + delimiter.count
-                    state = .afterDelimiter
-                } else {
-                    let safe = pending.count - delimiter.count + 1
-                    if safe > start {
-                        try carry(safe - start)
-                        events.append(.data(Array(pending[start..<safe])))
-                        start = safe
-                    }
-                    break progress
-                }
-            case .done:
-                break progress
+            case .preamble, .body: try delimited(&chunk, into: &events)
+            case .afterDelimiter: try afterDelimiter(&chunk)
+            case .headers: try headers(&chunk, into: &events)
+            case .done: return events
             }
         }
-        if start > 0 {
-            pending.removeFirst(start)
-            start = 0
-        }
         return events
-    }
-
-    private mutating func carry(_ count: Int) throws(Failure) {
-        carried += count
-        if let declared, carried > declared { throw .partLargerThanDeclared }
     }
 
     /// The body ended: every part must have ended with the closing delimiter.
@@ -129,19 +100,117 @@ package struct MultipartParser: Sendable {
         guard state == .done else { throw .malformed("the body ended inside a part") }
     }
 
-    private func find(_ needle: [UInt8], from: Int, within limit: Int = .max) -> Int? {
-        guard let first = needle.first, pending.count - from >= needle.count else { return nil }
-        let last = min(pending.count - needle.count, from > Int.max - limit ? Int.max : from + limit)
-        var index = from
-        while index <= last {
-            if pending[index] == first {
-                var matched = true
-                for offset in 1..<needle.count where pending[index + offset] != needle[offset] {
-                    matched = false
-                    break
-                }
-                if matched { return index }
+    /// The preamble or a part's data, up to and through the next delimiter.
+    private mutating func delimited(_ chunk: inout ByteBuffer, into events: inout [Event]) throws(Failure) {
+        let length = delimiter.readableBytes
+        if matched > 0 {
+            // The last chunk ended with the delimiter's first `matched` bytes: does this one go on?
+            let have = min(length - matched, chunk.readableBytes)
+            if chunk.readableBytesView.prefix(have).elementsEqual(delimiter.readableBytesView.dropFirst(matched).prefix(have)) {
+                chunk.moveReaderIndex(forwardBy: have)
+                matched += have
+                if matched == length { delimiterFound(&events) }
+                return
             }
+            // Data after all (only the delimiter's first byte is a CR, so none of it starts another).
+            if state == .body, let held = delimiter.getSlice(at: delimiter.readerIndex, length: matched) { try data(held, &events) }
+            matched = 0
+        }
+        guard let (at, whole) = Self.search(delimiter, in: chunk) else {
+            if state == .body, let all = chunk.readSlice(length: chunk.readableBytes) { try data(all, &events) }
+            chunk.moveReaderIndex(to: chunk.writerIndex)
+            return
+        }
+        if state == .body, at > 0, let before = chunk.readSlice(length: at) {
+            try data(before, &events)
+        } else {
+            chunk.moveReaderIndex(forwardBy: at)
+        }
+        if whole {
+            chunk.moveReaderIndex(forwardBy: length)
+            delimiterFound(&events)
+        } else {
+            matched = chunk.readableBytes
+            chunk.moveReaderIndex(to: chunk.writerIndex)
+        }
+    }
+
+    private mutating func delimiterFound(_ events: inout [Event]) {
+        if state == .body { events.append(.end) }
+        matched = 0
+        after = nil
+        state = .afterDelimiter
+    }
+
+    private mutating func data(_ slice: ByteBuffer, _ events: inout [Event]) throws(Failure) {
+        carried += slice.readableBytes
+        if let declared, carried > declared { throw .partLargerThanDeclared }
+        events.append(.data(slice))
+    }
+
+    /// The two bytes after a delimiter: CR LF before a part's header, `--` after the last part.
+    private mutating func afterDelimiter(_ chunk: inout ByteBuffer) throws(Failure) {
+        guard let byte = chunk.readInteger(as: UInt8.self) else { return }
+        guard let first = after else {
+            after = byte
+            return
+        }
+        after = nil
+        switch (first, byte) {
+        case (45, 45): state = .done
+        case (13, 10):
+            header.clear()
+            state = .headers
+        default: throw .malformed("no line end after a boundary")
+        }
+    }
+
+    /// A part's header, up to its blank line, at most `maxHeaderBytes` (and that line) held.
+    private mutating func headers(_ chunk: inout ByteBuffer, into events: inout [Event]) throws(Failure) {
+        let before = header.readableBytes
+        let take = min(maxHeaderBytes + 4 - before, chunk.readableBytes)
+        guard var piece = chunk.getSlice(at: chunk.readerIndex, length: take) else { return }
+        header.writeBuffer(&piece)
+        guard let end = Self.blankLine(in: header, from: max(0, before - 3)) else {
+            chunk.moveReaderIndex(forwardBy: take)
+            if header.readableBytes >= maxHeaderBytes + 4 { throw .headerTooLarge }
+            return
+        }
+        chunk.moveReaderIndex(forwardBy: end + 4 - before)
+        parts += 1
+        guard parts <= maxParts else { throw .tooManyParts }
+        let (field, filename, length) = try Self.partHeader(Array(header.readableBytesView.prefix(end)))
+        header.clear()
+        declared = length
+        carried = 0
+        events.append(.begin(field: field, filename: filename))
+        state = .body
+    }
+
+    /// Where `needle` (a CR, then no other CR) begins in `chunk`: whole, or cut off by the chunk's
+    /// end. Each CR found by `memchr` is compared at most up to the next CR, so this is linear.
+    static func search(_ needle: ByteBuffer, in chunk: ByteBuffer) -> (at: Int, whole: Bool)? {
+        chunk.withUnsafeReadableBytes { bytes in
+            needle.withUnsafeReadableBytes { needle in
+                guard let base = bytes.baseAddress, let wanted = needle.baseAddress else { return nil }
+                var from = 0
+                while from < bytes.count, let hit = memchr(base + from, 13, bytes.count - from) {
+                    let at = base.distance(to: UnsafeRawPointer(hit))
+                    let compared = min(needle.count, bytes.count - at)
+                    if memcmp(hit, wanted, compared) == 0 { return (at, compared == needle.count) }
+                    from = at + 1
+                }
+                return nil
+            }
+        }
+    }
+
+    /// Where CR LF CR LF begins in `header`, looking from `from`.
+    static func blankLine(in header: ByteBuffer, from: Int) -> Int? {
+        let view = header.readableBytesView
+        var index = view.startIndex + from
+        while index + 3 < view.endIndex {
+            if view[index] == 13, view[index + 1] == 10, view[index + 2] == 13, view[index + 3] == 10 { return index - view.startIndex }
             index += 1
         }
         return nil

@@ -1,6 +1,7 @@
 import NIOCore
 import NIOHTTP1
 import NearbyCore
+import NearbyHTTP
 import Synchronization
 import NearbyBase
 
@@ -31,7 +32,7 @@ package final class WebDropBox: WebSite {
         (received, feed) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .unbounded)
     }
 
-    package func answer(_ request: WebRequest, body: WebBody, reply: WebReply) async throws -> Bool {
+    package func answer(_ request: WebRequest, body: HTTPBody, reply: WebReply) async throws -> Bool {
         switch WebRoute.of(method: request.method, uri: request.uri, token: token, items: 0, uploads: true) {
         case .notFound, .item:
             try await reply.notFound()
@@ -63,15 +64,13 @@ package final class WebDropBox: WebSite {
     static let lingerBytes = 8 << 20
     static let lingerTime: Duration = .seconds(2)
 
-    static func linger(_ body: WebBody) async {
+    static func linger(_ body: HTTPBody) async {
         _ = await firstResult(within: lingerTime) { () -> Void? in
             var dropped = 0
             while dropped < lingerBytes, let chunk = try? await body.chunk() { dropped += chunk.readableBytes }
             return ()
         }
     }
-
-    static let writeBlock = 256 << 10
 
     struct Outcome {
         var placed: [String] = []
@@ -87,7 +86,7 @@ package final class WebDropBox: WebSite {
         }
     }
 
-    func upload(_ request: WebRequest, body: WebBody) async -> Outcome {
+    func upload(_ request: WebRequest, body: HTTPBody) async -> Outcome {
         var outcome = Outcome()
         guard let length = request.headers.first(name: "Content-Length").flatMap(UInt64.init) else {
             outcome.failure = "the browser gave no Content-Length."
@@ -106,16 +105,14 @@ package final class WebDropBox: WebSite {
             return outcome
         }
         var file: (any WebIncomingFile)?
-        // A file's bytes go to its writer in blocks of `writeBlock`, not chunk by chunk (each write
-        // is two hops through the writer's queues).
-        var block = ByteBuffer()
+        // A file's bytes go to its writer in blocks, not chunk by chunk.
+        var blocks = BodyBlocks()
         var read: UInt64 = 0
         do {
-            while var chunk = try await body.chunk() {
+            while let chunk = try await body.chunk() {
                 read += UInt64(chunk.readableBytes)
                 guard read <= length else { throw MultipartParser.Failure.partLargerThanDeclared }
-                let bytes = chunk.readBytes(length: chunk.readableBytes) ?? []
-                for event in try parser.feed(bytes) {
+                for event in try parser.feed(chunk) {
                     switch event {
                     case let .begin(_, filename?):
                         let transfer = serial.withLock { value -> String in
@@ -127,17 +124,10 @@ package final class WebDropBox: WebSite {
                         file = nil
                     case let .data(data):
                         guard let file else { break }
-                        block.writeBytes(data)
-                        if block.readableBytes >= Self.writeBlock {
-                            try await file.write(block)
-                            block = ByteBuffer()
-                        }
+                        for due in blocks.add(data) { try await file.write(due) }
                     case .end:
                         if let done = file {
-                            if block.readableBytes > 0 {
-                                try await done.write(block)
-                                block = ByteBuffer()
-                            }
+                            if let rest = blocks.rest() { try await done.write(rest) }
                             file = nil
                             let placed = try await done.finish()
                             outcome.placed.append(placed)

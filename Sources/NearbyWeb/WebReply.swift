@@ -2,6 +2,7 @@ import NIOCore
 import NIOHTTP1
 import NearbyCore
 import NearbyBase
+import NearbyHTTP
 
 /// Writes one answer on a connection: a bare 404, a page, a short text, or a streamed body.
 package struct WebReply: Sendable {
@@ -63,7 +64,7 @@ package struct WebReply: Sendable {
         while true {
             let pending = try await channel.getOption(.bufferedWritableBytes).get()
             if pending == 0 { return }
-            guard channel.isActive else { throw WebFailure.closed }
+            guard channel.isActive else { throw HTTPBody.Failure.closed }
             try await Task.sleep(for: .milliseconds(5))
         }
     }

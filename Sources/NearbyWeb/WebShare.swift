@@ -1,6 +1,7 @@
 import NIOCore
 import NIOHTTP1
 import NearbyCore
+import NearbyHTTP
 import Synchronization
 
 import NearbyBase
@@ -121,7 +122,7 @@ package final class WebShare: WebSite {
     /// Downloads being answered now.
     package var answering: Int { active.withLock { $0 } }
 
-    package func answer(_ request: WebRequest, body: WebBody, reply: WebReply) async throws -> Bool {
+    package func answer(_ request: WebRequest, body: HTTPBody, reply: WebReply) async throws -> Bool {
         switch WebRoute.of(method: request.method, uri: request.uri, token: token, items: items.count, uploads: false) {
         case .notFound, .upload:
             try await reply.notFound()

@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NearbyCore
+import NearbyHTTP
 import Testing
 @testable import NearbyLocalSend
 @testable import NearbyBase
@@ -22,12 +23,12 @@ import Testing
     }
 
     /// A body delivered in the given chunks, then its end.
-    static func body(_ chunks: [[UInt8]]) -> BodyReader {
+    static func body(_ chunks: [[UInt8]]) -> HTTPBody {
         let parts = Locked(chunks.map { HTTPServerRequestPart.body(ByteBuffer(bytes: $0)) } + [.end(nil)])
-        return BodyReader(next: { parts.withLock { $0.isEmpty ? nil : $0.removeFirst() } })
+        return HTTPBody(next: { parts.withLock { $0.isEmpty ? nil : $0.removeFirst() } })
     }
 
-    private func body(_ chunks: [[UInt8]]) -> BodyReader { Self.body(chunks) }
+    private func body(_ chunks: [[UInt8]]) -> HTTPBody { Self.body(chunks) }
 
     private func prepareBody(alias: String = "Pixel 8", fingerprint: String = String(repeating: "a", count: 64), files: [(String, String, Int, String?)]) -> [UInt8] {
         var offered: [String: Any] = [:]

@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import NearbyCore
 import Testing
 @testable import NearbyWeb
@@ -69,7 +70,7 @@ import Testing
 @Suite struct MultipartParserTests {
     static let boundary = "----WebKitFormBoundaryAbC123"
 
-    static func body(_ parts: [(String, String?, [UInt8])], extra: [String] = []) -> [UInt8] {
+    static func body(_ parts: [Part], extra: [String] = []) -> [UInt8] {
         var out: [UInt8] = []
         for (field, filename, data) in parts {
             out += Array("--\(boundary)\r\n".utf8)
@@ -84,23 +85,28 @@ import Testing
         return out
     }
 
+    typealias Part = (String, String?, [UInt8])
+
     /// Feeds `bytes` in pieces of `step`, joining data events per part.
-    static func parse(_ bytes: [UInt8], step: Int) throws -> [(String, String?, [UInt8])] {
+    static func parse(_ bytes: [UInt8], step: Int) throws -> [Part] {
         guard var parser = MultipartParser(boundary: boundary) else { return [] }
-        var parts: [(String, String?, [UInt8])] = []
+        var parts: [Part] = []
         var index = 0
         while index < bytes.count {
-            for event in try parser.feed(bytes[index..<min(bytes.count, index + step)]) {
-                switch event {
-                case let .begin(field, filename): parts.append((field, filename, []))
-                case let .data(data): parts[parts.count - 1].2 += data
-                case .end: break
-                }
-            }
+            for event in try parser.feed(ByteBuffer(bytes: bytes[index..<min(bytes.count, index + step)])) { collect(event, into: &parts) }
             index += step
         }
         try parser.finish()
         return parts
+    }
+
+    static func collect(_ event: MultipartParser.Event, into parts: inout [Part]) {
+        switch event {
+        case let .begin(field, filename): parts.append((field, filename, []))
+        case let .data(data) where !parts.isEmpty: parts[parts.count - 1].2 += Array(data.readableBytesView)
+        case .data: break
+        case .end: break
+        }
     }
 
     @Test func partsComeOutWholeHoweverTheBytesAreCut() throws {
@@ -137,7 +143,7 @@ import Testing
         // Too many parts.
         guard var parser = MultipartParser(boundary: Self.boundary, maxParts: 2) else { return }
         #expect(throws: MultipartParser.Failure.tooManyParts) {
-            _ = try parser.feed(Self.body([("a", nil, []), ("b", nil, []), ("c", nil, [])]))
+            _ = try parser.feed(ByteBuffer(bytes: Self.body([("a", nil, []), ("b", nil, []), ("c", nil, [])])))
         }
         #expect(MultipartParser(boundary: String(repeating: "b", count: 71)) == nil)
         #expect(MultipartParser.boundary(ofContentType: "multipart/form-data; boundary=\"x y\"") == "x y")

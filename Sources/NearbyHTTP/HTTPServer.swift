@@ -1,0 +1,139 @@
+import NIOCore
+import NIOHTTP1
+import NearbyBase
+
+/// The one HTTP serving layer of a node (LocalSend's HTTPS, the web pages' HTTP): the core's
+/// `HTTPListener` accepts, each connection already admitted by the node's `Admission`; this runs
+/// each connection's requests one after another under one deadline (the admission's `handshake`
+/// until the first request, `idle` after every part read and every answer), counts the requests
+/// being answered, and hands each request's head and body to the protocol's `HTTPRoutes`, which
+/// keep only what their protocol decides.
+package struct HTTPServer: Sendable {
+    let listener: HTTPListener
+    /// Requests being answered now (`settled`).
+    let answering = Locked(0)
+    /// After the server stops, how long a connection may take to end by itself: the answer being
+    /// written still goes out.
+    static let stopGrace: TimeAmount = .seconds(2)
+
+    /// The port it listens on (the one asked for, or the one the system gave for 0).
+    package var port: Int { listener.port }
+
+    /// Listens on every IPv4 address; throws what NIO throws (an `IOError` with `EADDRINUSE` when
+    /// the port is taken). `secure` adds a TLS handler in front of HTTP.
+    package static func bind(
+        port: Int, backlog: Int32, admission: Admission, secure: (@Sendable (any Channel) throws -> Void)? = nil
+    ) async throws -> HTTPServer {
+        HTTPServer(listener: try await HTTPListener.bind(port: port, backlog: backlog, admission: admission, secure: secure))
+    }
+
+    /// Waits (at most `limit`) until no request is being answered.
+    package func settled(within limit: Duration = .seconds(2)) async {
+        let deadline = ContinuousClock.now + limit
+        while answering.withLock({ $0 }) > 0, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    /// Serves until cancelled, each admitted connection in its own child task.
+    package func run(_ routes: some HTTPRoutes) async {
+        await listener.run { [answering] wrapped, ticket in await Self.serve(wrapped, ticket: ticket, routes: routes, answering: answering) }
+    }
+
+    /// One connection: requests one after another, each answered before the next is read.
+    static func serve(_ wrapped: HTTPListener.Connection, ticket: Admission.Ticket, routes: some HTTPRoutes, answering: Locked<Int>) async {
+        let channel = wrapped.channel
+        let deadline = ConnectionDeadline(channel)
+        deadline.push(ticket.limits.handshake)
+        defer { deadline.cancel() }
+        await withTaskCancellationHandler {
+            try? await wrapped.executeThenClose { inbound, outbound in
+                let parts = HTTPPartReader(inbound.makeAsyncIterator())
+                let connection = HTTPConnection(channel: channel, ticket: ticket, outbound: outbound, deadline: deadline)
+                let visit = routes.visit(connection)
+                while let part = try await parts.next() {
+                    deadline.push(connection.idle)
+                    guard case let .head(head) = part else { continue }
+                    answering.withLock { $0 += 1 }
+                    // An idle place is evicted before one in the middle of a request.
+                    ticket.working(true)
+                    defer {
+                        answering.withLock { $0 -= 1 }
+                        ticket.working(false)
+                    }
+                    let body = HTTPBody(next: {
+                        let part = try await parts.next()
+                        deadline.push(connection.idle)
+                        return part
+                    }, hold: { span in deadline.push(span) })
+                    let keep = try await routes.answer(head, body: body, on: connection, visit: visit)
+                    deadline.push(connection.idle)
+                    guard keep, head.isKeepAlive else { break }
+                }
+            }
+        } onCancel: {
+            // The server stopping: a connection that does not end by itself is closed soon after.
+            channel.eventLoop.scheduleTask(in: stopGrace) { channel.close(promise: nil) }
+        }
+    }
+}
+
+/// What a protocol answers on the shared server: its routes, and what it keeps per connection.
+package protocol HTTPRoutes: Sendable {
+    /// What the routes remember about one connection (LocalSend: the certificate its sender
+    /// showed), made when the connection is served.
+    associatedtype Visit: Sendable
+    func visit(_ connection: HTTPConnection) -> Visit
+    /// Answers one request (the answer written to `connection.outbound`); returns whether the
+    /// connection may carry another.
+    func answer(_ head: HTTPRequestHead, body: HTTPBody, on connection: HTTPConnection, visit: Visit) async throws -> Bool
+}
+
+extension HTTPRoutes where Visit == Void {
+    package func visit(_ connection: HTTPConnection) {}
+}
+
+/// One connection as the routes see it: where to write, its deadline and its place in `Admission`.
+package struct HTTPConnection: Sendable {
+    package let channel: any Channel
+    package let ticket: Admission.Ticket
+    package let outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>
+    package let deadline: ConnectionDeadline
+    package var idle: Duration { ticket.limits.idle }
+
+    /// `work`'s result, or nil (and `work` cancelled) when the connection closes first: a client gone
+    /// while its request waits (LocalSend's offer, waiting for `nearby accept`) withdraws it at once.
+    /// This task cancelled (the server stopping), `work` still ends and its result is still given.
+    package func unlessClosed<T: Sendable>(_ work: @escaping @Sendable () async -> T) async -> T? {
+        await withTaskGroup(of: WorkOrClose<T>.self) { group in
+            group.addTask { .done(await work()) }
+            group.addTask { [channel] in
+                let closed = OneShot<Void>()
+                channel.closeFuture.whenComplete { _ in closed.settle(()) }
+                _ = await closed.wait()
+                return Task.isCancelled ? .stopped : .closed
+            }
+            while let next = await group.next() {
+                switch next {
+                case let .done(value):
+                    group.cancelAll()
+                    return value
+                case .closed:
+                    group.cancelAll()
+                    return nil
+                case .stopped:
+                    continue
+                }
+            }
+            return nil
+        }
+    }
+}
+
+/// What ends `HTTPConnection.unlessClosed`'s wait.
+enum WorkOrClose<T: Sendable>: Sendable {
+    case done(T)
+    case closed
+    /// The wait for the close was cancelled: nothing to say.
+    case stopped
+}
