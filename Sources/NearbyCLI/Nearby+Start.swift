@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
 import NearbyCore
-
 import NearbyBase
 import NearbyDiscovery
 #if canImport(Glibc)

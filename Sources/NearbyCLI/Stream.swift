@@ -3,7 +3,6 @@ import Foundation
 import NearbyCore
 import NIOCore
 import Synchronization
-
 import NearbyBase
 import NearbyDiscovery
 import NearbyTransfer

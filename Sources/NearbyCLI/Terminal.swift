@@ -1,7 +1,6 @@
 import Foundation
 import NearbyCore
 import Synchronization
-
 import NearbyBase
 #if canImport(Glibc)
 import Glibc

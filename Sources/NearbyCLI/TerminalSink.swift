@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import NearbyCore
 import Synchronization
-
 import NearbyBase
 #if canImport(Glibc)
 import Glibc

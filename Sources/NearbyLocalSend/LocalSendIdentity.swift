@@ -3,7 +3,6 @@ import Foundation
 import NearbyCore
 import NIOSSL
 import X509
-
 import NearbyBase
 import NearbyIdentity
 #if canImport(Glibc)

@@ -1,7 +1,6 @@
 import NIOCore
 import NIOPosix
 import NearbyCore
-
 import NearbyBase
 import NearbyWire
 #if canImport(Glibc)

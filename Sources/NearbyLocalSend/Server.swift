@@ -4,7 +4,6 @@ import NIOSSL
 import NearbyCore
 import NearbyHTTP
 import Synchronization
-
 import NearbyBase
 #if canImport(Glibc)
 import Glibc

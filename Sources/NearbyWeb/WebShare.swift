@@ -3,7 +3,6 @@ import NIOHTTP1
 import NearbyCore
 import NearbyHTTP
 import Synchronization
-
 import NearbyBase
 import NearbyTransfer
 #if canImport(Glibc)

@@ -12,7 +12,6 @@ import NIOCore
 import NIOPosix
 import NearbyCore
 import Synchronization
-
 import NearbyBase
 import NearbyIdentity
 import NearbyTransfer

@@ -1,7 +1,6 @@
 import Crypto
 import NIOCore
 import Testing
-
 @testable import NearbyCore
 @testable import NearbyBase
 @testable import NearbyTransfer

@@ -1,6 +1,5 @@
 import NIOCore
 import Testing
-
 @testable import NearbyCore
 @testable import NearbyBase
 @testable import NearbyWire

@@ -2,7 +2,6 @@ import Foundation
 import NIOCore
 import Testing
 @testable import NearbyCore
-
 @testable import NearbyBase
 @testable import NearbyTransfer
 #if canImport(Glibc)

@@ -2,7 +2,6 @@ import Crypto
 import Foundation
 import NIOCore
 import Testing
-
 @testable import NearbyCore
 @testable import NearbyBase
 @testable import NearbyWire

@@ -2,7 +2,6 @@ import NIOCore
 import Crypto
 import Foundation
 import Testing
-
 @testable import NearbyCore
 @testable import NearbyBase
 @testable import NearbyWire

@@ -1,7 +1,6 @@
 import Foundation
 import Testing
 @testable import NearbyCore
-
 @testable import NearbyIdentity
 @testable import NearbyDiscovery
 #if canImport(Glibc)

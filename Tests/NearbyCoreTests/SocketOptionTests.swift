@@ -4,7 +4,6 @@ import NIOCore
 import NIOPosix
 import Synchronization
 import Testing
-
 @testable import NearbyCore
 
 @testable import NearbyBase

@@ -1,6 +1,5 @@
 import Foundation
 import Testing
-
 @testable import NearbyCore
 @testable import NearbyBase
 @testable import NearbyTransfer

@@ -1,7 +1,6 @@
 import Foundation
 import NIOCore
 import Testing
-
 @testable import NearbyCore
 @testable import NearbyBase
 @testable import NearbyTransfer

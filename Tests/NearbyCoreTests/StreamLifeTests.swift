@@ -1,7 +1,6 @@
 import NIOCore
 import NIOEmbedded
 import Testing
-
 @testable import NearbyCore
 @testable import NearbyBase
 @testable import NearbyTransfer

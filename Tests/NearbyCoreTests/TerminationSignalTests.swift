@@ -1,7 +1,6 @@
 import Foundation
 import Testing
 @testable import NearbyCore
-
 @testable import NearbyBase
 #if canImport(Glibc)
 import Glibc

@@ -1,7 +1,6 @@
 import NIOCore
 import Synchronization
 import Testing
-
 @testable import NearbyCore
 @testable import NearbyBase
 @testable import NearbyWire

@@ -32,34 +32,26 @@ package enum DescriptorPassing {
         var byte: UInt8 = 1
         let space = controlSpace(descriptors.count)
         var control = [UInt8](repeating: 0, count: max(space, 1))
-        let sent: Int = withUnsafeMutablePointer(to: &byte) { bytePointer in
-            var vector = iovec(iov_base: UnsafeMutableRawPointer(bytePointer), iov_len: 1)
-            return control.withUnsafeMutableBytes { controlBytes in
-                withUnsafeMutablePointer(to: &vector) { vectorPointer in
-                    var message = msghdr()
-                    message.msg_iov = vectorPointer
-                    message.msg_iovlen = 1
-                    if !descriptors.isEmpty, let base = controlBytes.baseAddress {
-                        let header = base.assumingMemoryBound(to: cmsghdr.self)
-                        header.pointee.cmsg_len = numericCast(controlLength(descriptors.count))
-                        header.pointee.cmsg_level = SOL_SOCKET
-                        header.pointee.cmsg_type = Int32(SCM_RIGHTS)
-                        let data = base + headerSpace
-                        for (index, descriptor) in descriptors.enumerated() {
-                            data.storeBytes(of: descriptor, toByteOffset: index * MemoryLayout<Int32>.size, as: Int32.self)
-                        }
-                        message.msg_control = base
-                        message.msg_controllen = numericCast(space)
-                    }
-                    while true {
-                        let n = sendmsg(socket, &message, noSignal)
-                        if n >= 0 { return n }
-                        let code = errno
-                        if code == EINTR { continue }
-                        guard code == EAGAIN || code == EWOULDBLOCK else { return -Int(code) }
-                        guard wait(socket, for: Int16(POLLOUT), until: deadline) else { return -Int(ETIMEDOUT) }
-                    }
+        let sent: Int = withMessage(carrying: &byte, control: &control) { message, controlBytes in
+            if !descriptors.isEmpty, let base = controlBytes.baseAddress {
+                let header = base.assumingMemoryBound(to: cmsghdr.self)
+                header.pointee.cmsg_len = numericCast(controlLength(descriptors.count))
+                header.pointee.cmsg_level = SOL_SOCKET
+                header.pointee.cmsg_type = Int32(SCM_RIGHTS)
+                let data = base + headerSpace
+                for (index, descriptor) in descriptors.enumerated() {
+                    data.storeBytes(of: descriptor, toByteOffset: index * MemoryLayout<Int32>.size, as: Int32.self)
                 }
+                message.msg_control = base
+                message.msg_controllen = numericCast(space)
+            }
+            while true {
+                let n = sendmsg(socket, &message, noSignal)
+                if n >= 0 { return n }
+                let code = errno
+                if code == EINTR { continue }
+                guard code == EAGAIN || code == EWOULDBLOCK else { return -Int(code) }
+                guard wait(socket, for: Int16(POLLOUT), until: deadline) else { return -Int(ETIMEDOUT) }
             }
         }
         if sent == -Int(ETIMEDOUT) { throw .timedOut }
@@ -78,29 +70,21 @@ package enum DescriptorPassing {
         var control = [UInt8](repeating: 0, count: space)
         var received: [Int32] = []
         var truncated = false
-        let result: Int = withUnsafeMutablePointer(to: &byte) { bytePointer in
-            var vector = iovec(iov_base: UnsafeMutableRawPointer(bytePointer), iov_len: 1)
-            return control.withUnsafeMutableBytes { controlBytes in
-                withUnsafeMutablePointer(to: &vector) { vectorPointer in
-                    var message = msghdr()
-                    message.msg_iov = vectorPointer
-                    message.msg_iovlen = 1
-                    message.msg_control = controlBytes.baseAddress
-                    message.msg_controllen = numericCast(space)
-                    var n: Int
-                    while true {
-                        n = recvmsg(socket, &message, closeOnExec | Int32(MSG_DONTWAIT))
-                        if n >= 0 { break }
-                        let code = errno
-                        if code == EINTR { continue }
-                        guard code == EAGAIN || code == EWOULDBLOCK else { return -Int(code) }
-                        guard wait(socket, for: Int16(POLLIN), until: deadline) else { return -Int(ETIMEDOUT) }
-                    }
-                    truncated = message.msg_flags & Int32(MSG_CTRUNC) != 0
-                    received = descriptors(in: message, control: controlBytes)
-                    return n
-                }
+        let result: Int = withMessage(carrying: &byte, control: &control) { message, controlBytes in
+            message.msg_control = controlBytes.baseAddress
+            message.msg_controllen = numericCast(space)
+            var n: Int
+            while true {
+                n = recvmsg(socket, &message, closeOnExec | Int32(MSG_DONTWAIT))
+                if n >= 0 { break }
+                let code = errno
+                if code == EINTR { continue }
+                guard code == EAGAIN || code == EWOULDBLOCK else { return -Int(code) }
+                guard wait(socket, for: Int16(POLLIN), until: deadline) else { return -Int(ETIMEDOUT) }
             }
+            truncated = message.msg_flags & Int32(MSG_CTRUNC) != 0
+            received = descriptors(in: message, control: controlBytes)
+            return n
         }
         if result == -Int(ETIMEDOUT) { throw .timedOut }
         if result < 0 { throw .system(Int32(-result)) }
@@ -113,6 +97,23 @@ package enum DescriptorPassing {
             return []
         }
         return received
+    }
+
+    /// Runs `body` with a message whose one data byte is `byte` and whose control space is `control`.
+    private static func withMessage<Result>(
+        carrying byte: inout UInt8, control: inout [UInt8], _ body: (inout msghdr, UnsafeMutableRawBufferPointer) -> Result
+    ) -> Result {
+        withUnsafeMutablePointer(to: &byte) { bytePointer in
+            var vector = iovec(iov_base: UnsafeMutableRawPointer(bytePointer), iov_len: 1)
+            return control.withUnsafeMutableBytes { controlBytes in
+                withUnsafeMutablePointer(to: &vector) { vectorPointer in
+                    var message = msghdr()
+                    message.msg_iov = vectorPointer
+                    message.msg_iovlen = 1
+                    return body(&message, controlBytes)
+                }
+            }
+        }
     }
 
     // MARK: The control message's layout (CMSG_SPACE and friends are C macros Swift cannot see)

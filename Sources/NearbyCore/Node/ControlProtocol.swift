@@ -1,6 +1,5 @@
 import Foundation
 import NIOCore
-
 import NearbyBase
 import NearbyWire
 import NearbyTransfer

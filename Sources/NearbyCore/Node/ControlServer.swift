@@ -2,7 +2,6 @@ import Foundation
 import NIOCore
 import NIOPosix
 import Synchronization
-
 import NearbyBase
 import NearbyWire
 import NearbyTransfer

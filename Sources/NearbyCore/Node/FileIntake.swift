@@ -1,7 +1,6 @@
 import Crypto
 import Foundation
 import NIOCore
-
 import NearbyBase
 import NearbyWire
 import NearbyTransfer

@@ -1,6 +1,5 @@
 import Foundation
 import SystemPackage
-
 import NearbyBase
 import NearbyIdentity
 #if canImport(Glibc)

@@ -1,6 +1,5 @@
 import NIOCore
 import NIOPosix
-
 import NearbyBase
 import NearbyTransfer
 #if canImport(Glibc)

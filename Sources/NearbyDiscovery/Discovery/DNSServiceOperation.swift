@@ -1,6 +1,5 @@
 import CDNSSD
 import Dispatch
-
 import NearbyBase
 #if canImport(Glibc)
 import Glibc

@@ -1,7 +1,6 @@
 import Crypto
 import Foundation
 import SystemPackage
-
 import NearbyBase
 #if canImport(Glibc)
 import Glibc

@@ -1,6 +1,5 @@
 import Foundation
 import Synchronization
-
 import NearbyBase
 #if canImport(Glibc)
 import Glibc

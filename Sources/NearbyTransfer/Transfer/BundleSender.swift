@@ -1,6 +1,5 @@
 import Crypto
 import NIOCore
-
 import NearbyBase
 import NearbyIdentity
 import NearbyWire

@@ -1,7 +1,6 @@
 import Foundation
 import NIOCore
 import Synchronization
-
 import NearbyBase
 #if canImport(Glibc)
 import Glibc

@@ -2,7 +2,6 @@ import Crypto
 import Foundation
 import NIOCore
 import Synchronization
-
 import NearbyBase
 import NearbyWire
 #if canImport(Glibc)

@@ -1,6 +1,5 @@
 import Foundation
 import Synchronization
-
 import NearbyBase
 import NearbyWire
 #if canImport(Glibc)

@@ -1,6 +1,5 @@
 import NIOCore
 import Synchronization
-
 import NearbyBase
 import NearbyIdentity
 #if canImport(Glibc)

@@ -1,6 +1,5 @@
 import Crypto
 import Foundation
-
 import NearbyBase
 import NearbyIdentity
 import NearbyWire

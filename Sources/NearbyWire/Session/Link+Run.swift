@@ -1,6 +1,5 @@
 import NIOCore
 import NIOSSL
-
 import NearbyBase
 import NearbyIdentity
 #if canImport(Glibc)
