@@ -100,7 +100,7 @@ package struct DeviceTable: Sendable {
 /// address per `interval`, at most `perSecond` answers in all, and an address whose register
 /// failed is left alone for `backoff` — so forged announcements naming another host make this
 /// node no reflector: a handful of connection attempts to that host, not one per datagram.
-package struct ReplyGate: Sendable {
+package struct ReplyLimiter: Sendable {
     private var last: [String: ContinuousClock.Instant] = [:]
     private var windowStart: ContinuousClock.Instant?
     private var inWindow = 0

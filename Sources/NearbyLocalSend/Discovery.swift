@@ -94,7 +94,7 @@ package struct LocalSendDiscovery: Sendable {
                 }
             }
             var table = DeviceTable(ownFingerprint: identity.fingerprint, lifetime: announceEvery * 3 + .seconds(5))
-            var gate = ReplyGate()
+            var gate = ReplyLimiter()
             loop: for await input in inputs {
                 let now = ContinuousClock.now
                 var heard: LocalSendDevice?

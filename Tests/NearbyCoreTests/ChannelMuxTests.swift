@@ -136,7 +136,7 @@ import Testing
 /// Credit summed, never queued: a flood of window frames is one number.
 @Suite struct CreditGateTests {
     @Test func creditIsSummedTakenAndClosed() async {
-        let gate = CreditGate(initial: 10)
+        let gate = SendCredit(initial: 10)
         #expect(await gate.take(upTo: 4) == 4)
         for _ in 0..<100_000 { gate.add(1) }
         #expect(await gate.take(upTo: 1_000_000) == 100_006)
@@ -148,7 +148,7 @@ import Testing
     }
 
     @Test func aWaitEndsWhenItsTaskIsCancelled() async {
-        let gate = CreditGate(initial: 0)
+        let gate = SendCredit(initial: 0)
         let waiting = Task { await gate.take(upTo: 1) }
         waiting.cancel()
         #expect(await waiting.value == nil)

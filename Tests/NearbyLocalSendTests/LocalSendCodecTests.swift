@@ -124,7 +124,7 @@ import Testing
     }
 
     @Test func repliesAreRateLimited() {
-        var gate = ReplyGate(interval: .seconds(2), perSecond: 5)
+        var gate = ReplyLimiter(interval: .seconds(2), perSecond: 5)
         let now = ContinuousClock.now
         let first = gate.allows("a", at: now)
         #expect(first)

@@ -163,7 +163,7 @@ import Testing
     }
 
     @Test func registeringBackIsOncePerAddressASecondAndBacksOffAfterAFailure() {
-        var gate = ReplyGate(interval: .seconds(1), perSecond: 8, backoff: .seconds(30))
+        var gate = ReplyLimiter(interval: .seconds(1), perSecond: 8, backoff: .seconds(30))
         let now = ContinuousClock.now
         // 3,000 forged announcements naming one host: one register to it in that second.
         var toVictim = 0

@@ -1,4 +1,4 @@
-/// A node's own events, with what a stranger can make it repeat summarised (`RepeatGate`): its
+/// A node's own events, with what a stranger can make it repeat summarised (`TimedRepeatLimiter`): its
 /// `rejected` events and the `error` events it prints while it runs, at most 5 of one kind and code
 /// in 10 s, then one `suppressed` event with the count when the 10 s are over. Everything a user's
 /// script works with — `connected`, `message`, file and stream events, `invitation`, a command's
@@ -8,8 +8,8 @@
 /// per peer, at most 3 a second, the rest counted in a `suppressed` event that names the peer.
 package final class LimitedSink: EventSink {
     private let base: any EventSink
-    private let gate: RepeatGate<Kind>
-    private let refusals: RepeatGate<Kind>
+    private let gate: TimedRepeatLimiter<Kind>
+    private let refusals: TimedRepeatLimiter<Kind>
 
     /// One kind of repeat: the event and its code (and the peer, for refused file channels).
     package struct Kind: Hashable, Sendable {
@@ -31,8 +31,8 @@ package final class LimitedSink: EventSink {
                 of: summary.key.event, code: summary.key.code, count: summary.count, seconds: summary.seconds,
                 peer: summary.key.peer.map { PeerRef(id: $0, name: summary.key.name) }))
         }
-        gate = RepeatGate(burst: burst, window: window, report: report)
-        refusals = RepeatGate(burst: refusalBurst, window: refusalWindow, report: report)
+        gate = TimedRepeatLimiter(burst: burst, window: window, report: report)
+        refusals = TimedRepeatLimiter(burst: refusalBurst, window: refusalWindow, report: report)
     }
 
     package func emit(_ body: some EventBody) {

@@ -90,7 +90,7 @@ struct StderrLogHandler: LogHandler {
 extension NearbyLog {
     /// Log lines from one place in the code (a datagram dropped, a stranger's link closed): at most
     /// 5 in 10 s, then one line with how many more there were and the last of them.
-    static let repeats = RepeatGate<String> { summary in
+    static let repeats = TimedRepeatLimiter<String> { summary in
         let (level, example) = examples.withLock { $0.removeValue(forKey: summary.key) } ?? (.info, "")
         write(StderrLogHandler.line(level, summaryText(summary, example: example)))
     }

@@ -97,7 +97,7 @@ package final class ResourceBudget: Sendable {
     package static let ceiling = 4096
 
     package let limits: Limits
-    /// Messages arriving and waiting, over every link (`ReadGate`, `WaitingFrames`).
+    /// Messages arriving and waiting, over every link (`ReadThrottle`, `WaitingFrames`).
     package let frames: MemoryBudget
     /// The big read buffers of links carrying files or streams.
     package let bulkReads: MemoryBudget

@@ -117,7 +117,7 @@ package actor Node {
     /// Opens the listening socket and, when configured, advertises.
     package func start() async throws(NearbyError) {
         let (connections, arrivals) = AsyncStream<Negotiated>.makeStream()
-        let listener = try await Connections.listen(port: configuration.port, preference: configuration.encryption, tls: tls.server, gate: admission) { negotiated in
+        let listener = try await Connections.listen(port: configuration.port, preference: configuration.encryption, tls: tls.server, admission: admission) { negotiated in
             arrivals.yield(negotiated)
         }
         self.listener = listener

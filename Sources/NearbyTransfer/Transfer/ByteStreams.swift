@@ -92,7 +92,7 @@ package final class DescriptorSink: ByteSink {
     private let queue = Blocking.Serial()
     /// Bytes handed to the queue and not yet written may not exceed this.
     static let ahead = 4 << 20
-    private let room = CreditGate(initial: DescriptorSink.ahead)
+    private let room = SendCredit(initial: DescriptorSink.ahead)
     private let failure = Mutex<Int32>(0)
 
     package init(fd: Int32) { self.fd = fd }

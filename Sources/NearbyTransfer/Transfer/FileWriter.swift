@@ -40,7 +40,7 @@ package final class FileWriter: Sendable {
     private let queue = Blocking.Serial()
     /// Hashes what `queue` wrote, in the order written.
     private let hashQueue = Blocking.Serial()
-    private let room = CreditGate(initial: FileWriter.ahead)
+    private let room = SendCredit(initial: FileWriter.ahead)
     private let state = Mutex(State())
     /// Touched only on `hashQueue`.
     private final class Hashing: @unchecked Sendable {

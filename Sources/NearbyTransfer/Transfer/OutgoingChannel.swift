@@ -21,7 +21,7 @@ package final class OutgoingChannel: ChannelEnd {
     let signals: AsyncStream<Signal>
     let continuation: AsyncStream<Signal>.Continuation
     /// What the receiver lets us send, summed however many window frames it sends.
-    let credit = CreditGate(initial: Transfer.window)
+    let credit = SendCredit(initial: Transfer.window)
     /// A bundle's channel: the receiver answers in data (result records).
     let results: Bool
 

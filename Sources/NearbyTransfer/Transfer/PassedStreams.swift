@@ -122,7 +122,7 @@ package final class PassedOutput: ByteSink {
     private let descriptor: PassedDescriptor
     private let after: @Sendable () async -> Void
     static let ahead = 4 << 20
-    private let room = CreditGate(initial: PassedOutput.ahead)
+    private let room = SendCredit(initial: PassedOutput.ahead)
     private struct State {
         var pending = CircularBuffer<ByteBuffer>()
         var failure: Int32 = 0

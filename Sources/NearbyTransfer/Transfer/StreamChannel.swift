@@ -18,7 +18,7 @@ package final class StreamChannel: ChannelEnd {
     let replies: AsyncStream<FrameBody.OpenReply>
     let replyContinuation: AsyncStream<FrameBody.OpenReply>.Continuation
     /// What the peer lets us send, summed however many window frames it sends.
-    let credit = CreditGate(initial: Transfer.window)
+    let credit = SendCredit(initial: Transfer.window)
     /// Bounded by our window: the peer may not send more than we granted.
     let inbound: AsyncStream<Inbound>
     let inboundContinuation: AsyncStream<Inbound>.Continuation

@@ -18,7 +18,7 @@ import NearbyBase
 /// a session (`Frame.maxBodyPayload`), a 1 MiB message only in one (`Frame.Kind.maxPayload`),
 /// and only once the node's `MemoryBudget.frames` gave it room.
 ///
-/// It also paces the connection's reads (`ReadGate`): small before the session, held while a frame
+/// It also paces the connection's reads (`ReadThrottle`): small before the session, held while a frame
 /// waits for room or while the process's output is full.
 final class FrameSplitter: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
@@ -31,7 +31,7 @@ final class FrameSplitter: ChannelDuplexHandler, RemovableChannelHandler {
     /// The rest of a data frame whose first bytes went up already.
     private var dataLeft = 0
     private var dataChannel: UInt32 = 0
-    /// The rest of a frame that is being dropped, not held (`ReadGate.dropsHeldFrames`).
+    /// The rest of a frame that is being dropped, not held (`ReadThrottle.dropsHeldFrames`).
     private var skipLeft = 0
     /// After a protocol violation: the error went up, nothing more is read.
     private var failed = false
@@ -43,10 +43,10 @@ final class FrameSplitter: ChannelDuplexHandler, RemovableChannelHandler {
     /// On the side that opened the connection (and invited), the peer's answer begins the session;
     /// the other side's node begins it itself, before it sends its accepting answer.
     private let beginsOnAnswer: Bool
-    private let gate: ReadGate
+    private let gate: ReadThrottle
 
     /// `phase` shared with the node; the default (for tests) is a session already begun. Reads are
-    /// paced by `output` and the budgets when given (`ReadGate`), and `pacing` tells the link's
+    /// paced by `output` and the budgets when given (`ReadThrottle`), and `pacing` tells the link's
     /// keepalive when they are held; `waiting` counts what went up and waits for the node.
     init(
         phase: SessionPhase = SessionPhase(inSession: true), client: Bool = false, pacing: ReadPacing = ReadPacing(),
@@ -54,7 +54,7 @@ final class FrameSplitter: ChannelDuplexHandler, RemovableChannelHandler {
     ) {
         self.phase = phase
         beginsOnAnswer = client
-        gate = ReadGate(phase: phase, pacing: pacing, output: output, frames: frames, bulk: bulk, waiting: waiting)
+        gate = ReadThrottle(phase: phase, pacing: pacing, output: output, frames: frames, bulk: bulk, waiting: waiting)
     }
 
     func read(context: ChannelHandlerContext) {
@@ -132,7 +132,7 @@ final class FrameSplitter: ChannelDuplexHandler, RemovableChannelHandler {
             guard header.kind.allowedBeforeSession || phase.inSession else {
                 throw .unexpected("\(header.kind) frame before the session was accepted")
             }
-            if header.kind != .data, Frame.headerSize + header.length > ReadGate.freeFrame, gate.dropsHeldFrames {
+            if header.kind != .data, Frame.headerSize + header.length > ReadThrottle.freeFrame, gate.dropsHeldFrames {
                 gate.droppedFrame(header.kind)
                 skipLeft = Frame.headerSize + header.length
                 continue

@@ -23,7 +23,7 @@ final class MessageShortcut: Sendable {
     let phase = SessionPhase()
     /// Whether the `FrameSplitter` holds the connection's reads now (the keepalive asks).
     let pacing = ReadPacing()
-    /// The bytes of the frames passed up and not yet handled, charged to the link (`ReadGate`).
+    /// The bytes of the frames passed up and not yet handled, charged to the link (`ReadThrottle`).
     let waiting: WaitingFrames
 
     init(waiting: WaitingFrames = WaitingFrames()) { self.waiting = waiting }

@@ -6,8 +6,8 @@ import NearbyBase
 /// NIOAsyncChannel's inbound buffer, whose back-pressure counts frames, not bytes — ten 1 MiB
 /// messages behind a link whose node side waits (to write to a peer that does not read) were
 /// 10 MiB per link that no budget saw. Their bytes are charged here, to the link, as they go up
-/// and given back as the node handles them: past `perLink` the link stops reading (`ReadGate`) until
-/// the node catches up, and a frame over `ReadGate.freeFrame` (a message) is charged to the node's
+/// and given back as the node handles them: past `perLink` the link stops reading (`ReadThrottle`) until
+/// the node catches up, and a frame over `ReadThrottle.freeFrame` (a message) is charged to the node's
 /// `MemoryBudget.frames` too, so that the messages held for all links, arriving or waiting, share
 /// one budget. A file's or a stream's data is not charged here: its channel's window and the bulk
 /// read budget bound it.
@@ -37,7 +37,7 @@ final class WaitingFrames: Sendable {
     /// A frame went up to the node (on the event loop, `MessageShortcut`).
     func wentUp(_ frame: Frame) {
         let bytes = frame.kind == .data ? 0 : Frame.headerSize + frame.payload.readableBytes
-        let share = bytes > ReadGate.freeFrame ? budget?.charge(bytes) : nil
+        let share = bytes > ReadThrottle.freeFrame ? budget?.charge(bytes) : nil
         let late = state.withLock { state -> Bool in
             guard !state.ended else { return true }
             state.frames.append((bytes, share))

@@ -3,7 +3,7 @@ import Synchronization
 /// Flow-control credit a peer grants us, summed as it comes: however many window frames arrive,
 /// this holds one number, never a queue of them. One sender takes from it, waiting while it is
 /// empty; closing it (reset, lost link) ends that wait.
-package final class CreditGate: Sendable {
+package final class SendCredit: Sendable {
     private struct State {
         var available: Int
         var closed = false

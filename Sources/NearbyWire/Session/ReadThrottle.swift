@@ -48,7 +48,7 @@ final class ReadPacing: Sendable {
 ///   lines it would make have nowhere to go. Handshakes read on.
 ///
 /// A read held is made once what held it is gone. TCP's flow control does the rest.
-final class ReadGate {
+final class ReadThrottle {
     private let phase: SessionPhase
     private let pacing: ReadPacing
     private let output: OutputQueue?

@@ -7,7 +7,7 @@ import Testing
 @testable import NearbyBase
 @testable import NearbyWire
 
-/// The frame splitter's pacing of reads (`ReadGate`) on an `EmbeddedChannel`: a read the channel
+/// The frame splitter's pacing of reads (`ReadThrottle`) on an `EmbeddedChannel`: a read the channel
 /// asks for reaches the socket (`ReadCounter`, nearer the head) or is held, and why.
 @Suite struct ReadGateTests {
     final class ReadCounter: ChannelOutboundHandler {
@@ -117,7 +117,7 @@ import Testing
     }
 
     @Test func readsAreSmallBeforeTheSessionAndInBulkOnlyWithRoom() throws {
-        let bulk = MemoryBudget(limit: ReadGate.bulkShareBytes)
+        let bulk = MemoryBudget(limit: ReadThrottle.bulkShareBytes)
         let phase = SessionPhase()
         let (channel, _) = try channel(FrameSplitter(phase: phase, bulk: bulk))
         channel.read()
@@ -129,11 +129,11 @@ import Testing
         var data = ByteBuffer()
         FrameEncoder.write(Frame(kind: .data, channel: 1, payload: ByteBuffer(repeating: 1, count: 100)), into: &data)
         try channel.writeInbound(data)
-        #expect(bulk.used == ReadGate.bulkShareBytes, "a link carrying data reads in bulk")
+        #expect(bulk.used == ReadThrottle.bulkShareBytes, "a link carrying data reads in bulk")
         #expect(channel.options.compactMap { $0.value as? UInt }.last == Connections.bulkReads.perCycle)
         let (other, _) = try self.channel(FrameSplitter(bulk: bulk))
         try other.writeInbound(data)
-        #expect(bulk.used == ReadGate.bulkShareBytes, "no room for a second one")
+        #expect(bulk.used == ReadThrottle.bulkShareBytes, "no room for a second one")
         _ = try channel.finish()
         #expect(bulk.used == 0)
         _ = try other.finish()
