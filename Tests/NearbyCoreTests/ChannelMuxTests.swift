@@ -134,7 +134,7 @@ import Testing
 }
 
 /// Credit summed, never queued: a flood of window frames is one number.
-@Suite struct CreditGateTests {
+@Suite struct SendCreditTests {
     @Test func creditIsSummedTakenAndClosed() async {
         let gate = SendCredit(initial: 10)
         #expect(await gate.take(upTo: 4) == 4)

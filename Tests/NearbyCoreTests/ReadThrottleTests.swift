@@ -9,7 +9,7 @@ import Testing
 
 /// The frame splitter's pacing of reads (`ReadThrottle`) on an `EmbeddedChannel`: a read the channel
 /// asks for reaches the socket (`ReadCounter`, nearer the head) or is held, and why.
-@Suite struct ReadGateTests {
+@Suite struct ReadThrottleTests {
     final class ReadCounter: ChannelOutboundHandler {
         typealias OutboundIn = ByteBuffer
         var reads = 0
@@ -142,7 +142,7 @@ import Testing
 
 /// What NIO reads from a connection whose peer closed while its reads were held (it reads to the
 /// end whatever `autoRead` says): messages are dropped and counted, never held.
-@Suite struct ReadGateDrainTests {
+@Suite struct ReadThrottleDrainTests {
     @Test func messagesReadWhileReadsAreHeldAreCountedNotHeld() throws {
         let stuck = OutputQueueTests.Reader()
         let output = OutputQueue(limits: .init(bytes: 100, dropAt: 10_000)) { stuck.write($0, $1) }
