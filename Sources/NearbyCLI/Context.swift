@@ -6,7 +6,7 @@ import NearbyIdentity
 
 /// What a command runs against: where events go, the environment, the files. Tests replace it with
 /// `CommandContext.$current.withValue(…)`.
-package struct CommandContext: Sendable {
+struct CommandContext: Sendable {
     package var events: any EventSink
     package var environment: [String: String]
     package var hostName: @Sendable () -> String

@@ -5,7 +5,7 @@ import NearbyBase
 /// its time, and its typed body when this version knows the kind and the line has every field the
 /// kind has. A line of a kind this version does not know (a newer node), or one missing a field
 /// (an older node), keeps its fields as `JSONValue`s, so it can still be shown.
-package struct DecodedEvent: Sendable {
+struct DecodedEvent: Sendable {
     package var kind: String
     package var time: Date?
     /// Nil for a kind this version does not know, or a line it cannot read as that kind.
@@ -66,7 +66,7 @@ extension Events {
 }
 
 /// A JSON value, typed: what a line of an unknown kind is read as.
-package enum JSONValue: Codable, Sendable, Equatable {
+enum JSONValue: Codable, Sendable, Equatable {
     case null
     case bool(Bool)
     case number(Double)

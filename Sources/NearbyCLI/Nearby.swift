@@ -28,6 +28,6 @@ package struct Nearby: AsyncParsableCommand {
     package init() {}
 }
 
-package enum NearbyVersion {
+enum NearbyVersion {
     package static let current = "0.1.0"
 }

@@ -11,7 +11,7 @@ import Darwin
 /// The one writer of what this process shows on its terminal: event lines, log lines and the
 /// progress bar all pass through its lock, so the bar (on stderr) is cleared before any other line
 /// reaches the terminal and drawn again after it — no line ever starts in the middle of the bar.
-package final class TerminalWriter: Sendable {
+final class TerminalWriter: Sendable {
     package let stdoutIsTerminal: Bool
     package let stderrIsTerminal: Bool
     /// Escape sequences (colours, clearing a line) are allowed: not with `NO_COLOR`, not on `TERM=dumb`.

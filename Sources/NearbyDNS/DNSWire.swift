@@ -1,7 +1,7 @@
 /// Reads a DNS message with every length checked against what is left. Names follow compression
 /// pointers (RFC 1035 §4.1.4) only backwards and at most `maxPointerHops` times, so a loop or a
 /// pointer past the end is an error, never a hang.
-package struct DNSReader: Sendable {
+struct DNSReader: Sendable {
     package static let maxPointerHops = 32
     package let bytes: [UInt8]
     package private(set) var offset: Int
@@ -76,7 +76,7 @@ package struct DNSReader: Sendable {
 }
 
 /// Writes a DNS message, compressing names against those already written (when allowed).
-package struct DNSWriter: Sendable {
+struct DNSWriter: Sendable {
     package private(set) var bytes: [UInt8] = []
     /// Offsets of name suffixes already written, keyed by their lowercased labels.
     private var suffixes: [[[UInt8]]: Int] = [:]

@@ -151,7 +151,7 @@ package struct LocalSendDevice: Sendable, Equatable {
 /// The nesting depth of a JSON text, counted without decoding it (brackets outside strings), so
 /// that a deeply nested body is refused before a recursive decoder sees it. Nil when deeper than
 /// `limit` or when its brackets or strings do not close.
-package enum JSONShape {
+enum JSONShape {
     package static func depth(of bytes: some Collection<UInt8>, limit: Int) -> Int? {
         var depth = 0, deepest = 0
         var inString = false, escaped = false

@@ -8,7 +8,7 @@ import NearbyCore
 /// place of the oldest unconfirmed device. A device not heard from for `lifetime` is lost
 /// (LocalSend has no goodbye; a browse announces itself every few seconds so that live devices
 /// answer again).
-package struct DeviceTable: Sendable {
+struct DeviceTable: Sendable {
     package enum Change: Sendable, Equatable {
         case found(LocalSendDevice)
         case updated(LocalSendDevice, changed: [String])
@@ -100,7 +100,7 @@ package struct DeviceTable: Sendable {
 /// address per `interval`, at most `perSecond` answers in all, and an address whose register
 /// failed is left alone for `backoff` — so forged announcements naming another host make this
 /// node no reflector: a handful of connection attempts to that host, not one per datagram.
-package struct ReplyLimiter: Sendable {
+struct ReplyLimiter: Sendable {
     private var last: [String: ContinuousClock.Instant] = [:]
     private var windowStart: ContinuousClock.Instant?
     private var inWindow = 0

@@ -1,6 +1,6 @@
 /// A `Range: bytes=…` header against a body of `size` bytes (RFC 9110 §14): one range only, which
 /// is what a browser or a phone's download manager sends to resume. Pure.
-package enum ByteRange: Equatable, Sendable {
+enum ByteRange: Equatable, Sendable {
     /// No Range header, or one we ignore (another unit, several ranges): the whole body, 200.
     case whole
     /// Bytes `lower..<upper`, 206.

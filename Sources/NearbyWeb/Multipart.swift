@@ -15,7 +15,7 @@ import Darwin
 /// chunks it holds only how much of the delimiter the last chunk ended with, plus at most one part
 /// header (`maxHeaderBytes`). A part's own `Content-Length`, when it gives one, is a bound it must
 /// keep (`partLargerThanDeclared`). `MultipartParserTests` drive it without sockets.
-package struct MultipartParser: Sendable {
+struct MultipartParser: Sendable {
     package enum Event: Equatable, Sendable {
         /// A part begins: its form field's name and, for a file, the file name as the browser sent it
         /// (untrusted: `WebUploads` keeps only a sanitized base name).

@@ -2,7 +2,7 @@
 /// inline, no font, image or script from anywhere — the phone may have no internet), readable on a
 /// phone (viewport, one column, tap targets of 48 px and more), with the device's name on top.
 /// Everything shown that is not ours (file names, the device's name) goes through `html(_:)`.
-package enum WebPages {
+enum WebPages {
     /// The headers every page goes with: nothing may be loaded from elsewhere, nothing framed.
     package static let securityHeaders: [(String, String)] = [
         ("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; form-action 'self'; img-src data:; frame-ancestors 'none'; base-uri 'none'"),

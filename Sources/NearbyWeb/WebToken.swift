@@ -44,7 +44,7 @@ package struct WebToken: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// What a request asks for, decided from its method and path alone (pure: `WebRouteTests`).
-package enum WebRoute: Equatable, Sendable {
+enum WebRoute: Equatable, Sendable {
     /// The share's page: the files (sending) or the upload form (receiving).
     case page
     /// Shared item `index` (a file, or a directory as one .zip).

@@ -33,7 +33,7 @@ package final class LineSink: EventSink {
 }
 
 /// Keeps events in memory: for tests.
-package final class MemorySink: EventSink {
+final class MemorySink: EventSink {
     private let storage = Mutex<[String]>([])
     private let encoder = EventEncoder()
     package init() {}

@@ -293,7 +293,7 @@ package struct OutputDrops {
 }
 
 /// `write(2)` until done, retrying on EINTR; gives up quietly when the reader is gone.
-package func writeText(_ fd: Int32, _ text: String) {
+func writeText(_ fd: Int32, _ text: String) {
     var text = text
     text.withUTF8 { _ = writeAll(fd, UnsafeRawBufferPointer($0)) }
 }

@@ -3,7 +3,7 @@ import NIOHTTP1
 /// The bounds on a request head, for every HTTP server a node runs (LocalSend's HTTPS and the web
 /// pages): one field 8 KiB, all of them 16 KiB, at most 64 fields. NIOHTTP1's decoder refuses a
 /// head past them before it is buffered.
-package enum HTTPLimits {
+enum HTTPLimits {
     package static let decoder: NIOHTTPDecoderLimitConfiguration = {
         var limits = NIOHTTPDecoderLimitConfiguration()
         limits.maxHeaderFieldSize = 8 * 1024

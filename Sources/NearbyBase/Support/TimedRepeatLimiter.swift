@@ -6,7 +6,7 @@ import Synchronization
 /// the summary of a window also comes when the flood has stopped (not only with the next line of
 /// its kind). Summaries go to `report`, before the line that found them due. The timer is a task
 /// scheduled on an event loop (no detached work): `drain` cancels it.
-package final class TimedRepeatLimiter<Key: Hashable & Sendable>: Sendable {
+final class TimedRepeatLimiter<Key: Hashable & Sendable>: Sendable {
     package typealias Summary = RepeatLimiter<Key>.Summary
 
     private struct State {

@@ -98,7 +98,7 @@ package struct NodeExpectations: Codable, Sendable, Equatable {
 /// own line, the very object the node printed (`{"event":"connected",…}`), not a string of JSON
 /// inside another; the others are `{"status":N}` and `{"stream_ready":{…}}`. Which one a line is,
 /// is decided by its keys, strictly: anything else is an error, not a guess.
-package enum ControlReply: Sendable, Equatable {
+enum ControlReply: Sendable, Equatable {
     /// One event line, exactly as the node printed it.
     case event(String)
     case streamReady(StreamInfo)

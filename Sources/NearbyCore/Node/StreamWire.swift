@@ -8,7 +8,7 @@ import NearbyBase
 /// without `end` is a client that left (Ctrl-C, killed), never the end of its input; one that ends
 /// without `outcome` is a node that went away: either way the stream was cut, and nobody takes a
 /// truncated stream for a finished one.
-package enum StreamWire {
+enum StreamWire {
     package enum Kind: UInt8, Sendable {
         case data = 0
         case end = 1

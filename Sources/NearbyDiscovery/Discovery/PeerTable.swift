@@ -4,7 +4,7 @@
 ///
 /// Avahi reports one service once per interface *and* per IP family, so adds and removes are counted
 /// per interface, and a peer is `found` once and `lost` once, when its last report is withdrawn.
-package struct PeerTable: Sendable {
+struct PeerTable: Sendable {
     package struct Snapshot: Equatable, Sendable {
         package var instance: String
         package var txt: TXTRecord

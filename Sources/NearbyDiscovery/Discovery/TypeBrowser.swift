@@ -5,7 +5,7 @@ import NearbyBase
 
 /// How many instances each type has. The daemon reports an instance once per interface and IP
 /// family and withdraws each of those separately, so an instance counts while any report stands.
-package struct TypeCounter: Sendable, Equatable {
+struct TypeCounter: Sendable, Equatable {
     private var reports: [String: [String: Int]] = [:]
 
     package init() {}

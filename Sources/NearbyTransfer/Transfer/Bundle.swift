@@ -76,7 +76,7 @@ package enum Bundle {
 /// anywhere), pieces out — a file begins, its bytes, it ends with the sender's SHA-256. Every
 /// count is checked against the bounds and the offer before anything is made for it; a bundle
 /// that breaks one is an `Illegal` error (the link is cut as for any protocol violation).
-package struct BundleDecoder: Sendable {
+struct BundleDecoder: Sendable {
     package enum Piece: Sendable, Equatable {
         case begin(Bundle.Entry)
         case bytes(ByteBuffer)
@@ -208,7 +208,7 @@ package struct BundleDecoder: Sendable {
 
 /// The sender's reading of the receiver's results, as a pure state machine: one per file of the
 /// bundle, each once, in any order.
-package struct BundleResults: Sendable {
+struct BundleResults: Sendable {
     package enum Illegal: Error, Sendable, Equatable, CustomStringConvertible {
         case unknownFile(Int)
         case twice(Int)

@@ -4,7 +4,7 @@ import NearbyBase
 /// come the actions the sender carries out (`FileSendMachine+Actions.swift`: send this frame, check
 /// the receiver's prefix, send the data, the file is delivered or failed); an answer out of turn is
 /// an `Illegal` error, never a file reported sent.
-package struct FileSendMachine: Sendable, Equatable {
+struct FileSendMachine: Sendable, Equatable {
     package enum State: Sendable, Equatable {
         /// Our `open` went out; waiting for the receiver's answer.
         case opening

@@ -69,7 +69,7 @@ package enum Datagram {
 /// The sliding window of sequence numbers already accepted (as in IPsec and WireGuard): a datagram
 /// is new when its number is above the highest seen, or within the last `size` and not seen yet.
 /// Anything older is dropped as a possible replay. Check before authenticating, commit after.
-package struct ReplayWindow: Sendable, Equatable {
+struct ReplayWindow: Sendable, Equatable {
     package static let size: UInt64 = 1024
     package private(set) var highest: UInt64 = 0
     /// Bit i of the window: sequence `highest - i` was accepted.

@@ -83,7 +83,7 @@ package enum ProtocolViolation: Error, Equatable, Sendable, CustomStringConverti
 /// `Frame.Kind.maxPayload`), so an untrusted peer cannot make us buffer more than that. Messages
 /// only travel on channel 0, data only on a channel above it. The pipeline's `FrameSplitter` is
 /// built on it (and also refuses in-session types before a session).
-package enum FrameDecoder {
+enum FrameDecoder {
     struct Header {
         let kind: Frame.Kind
         let channel: UInt32
@@ -115,7 +115,7 @@ package enum FrameDecoder {
 }
 
 /// Frames to bytes (the pipeline's `FrameWriter`, `Frame.batch`, tests).
-package enum FrameEncoder {
+enum FrameEncoder {
     package static func write(_ frame: Frame, into out: inout ByteBuffer) {
         if var encoded = frame.encoded {
             out.writeBuffer(&encoded)

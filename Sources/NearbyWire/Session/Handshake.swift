@@ -26,7 +26,7 @@ package struct AuthenticatedPeer: Sendable, Equatable {
 /// nonce matches its commitment, the signature is good, the TLS certificate carries the same key, the
 /// ID is the one we meant to reach, and a known peer still has its pinned key. Nothing is pinned
 /// here: that happens when a session starts.
-package struct HandshakeStateMachine: Sendable {
+struct HandshakeStateMachine: Sendable {
     package static let version = 2
 
     package enum Action: Equatable, Sendable {
@@ -176,7 +176,7 @@ package struct HandshakeStateMachine: Sendable {
 }
 
 /// Drives the handshake state machine over a connection, with a deadline.
-package enum Handshake {
+enum Handshake {
     /// From the TCP connection to a proven identity — preamble, TLS, hello and auth together — however
     /// slowly the bytes come: 10 s (`NEARBY_HANDSHAKE_DEADLINE` seconds, for tests).
     package static let deadline: TimeAmount = {
@@ -229,7 +229,7 @@ package enum Handshake {
     }
 }
 
-package enum HandshakeFailure: Error, CustomStringConvertible {
+enum HandshakeFailure: Error, CustomStringConvertible {
     case closed
     case incompatible(String)
 

@@ -46,7 +46,7 @@ package struct DNSServerAddress: Sendable, Equatable, CustomStringConvertible {
 
 /// Whether a reply answers our question: same ID, a response, same opcode and same question
 /// (names compared case-insensitively). Anything else, from anyone, is ignored (RFC 5452).
-package enum DNSReplyMatch {
+enum DNSReplyMatch {
     package static func matches(_ reply: DNSMessage, _ query: DNSMessage) -> Bool {
         reply.id == query.id && reply.isResponse && reply.opcode == query.opcode && reply.questions == query.questions
     }

@@ -8,7 +8,7 @@ import NearbyBase
 /// socket (a random source port, the kernel's) with a random ID, retried within the deadline;
 /// TCP when the reply is truncated. Replies from elsewhere, with another ID or another question,
 /// or that do not parse are ignored; the wait goes on until the deadline.
-package struct DNSTransport: Sendable {
+struct DNSTransport: Sendable {
     package let server: DNSServerAddress
     /// The whole exchange, all tries together (`NEARBY_DNS_TIMEOUT` seconds, default 3).
     package let deadline: Duration

@@ -6,7 +6,7 @@ import NearbyBase
 /// `local.` and its wide-area domains at once. A peer found in two places is one peer (by ID): found
 /// once, its addresses merged, lost when the last place loses it. If one place fails, the whole
 /// browse fails, as a single browser's would.
-package final class MergedBrowser: PeerBrowsing, @unchecked Sendable {
+final class MergedBrowser: PeerBrowsing, @unchecked Sendable {
     package let sources: [any PeerBrowsing]
     private let lock = NSLock()
     private var task: Task<Void, Never>?

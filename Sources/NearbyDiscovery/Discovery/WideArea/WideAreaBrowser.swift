@@ -7,7 +7,7 @@ import NearbyBase
 /// then each instance's SRV and TXT and its host's A and AAAA, and reports what changed as the
 /// mDNS `Browser` does. An instance whose `_lease` has ended is treated as gone. If the first poll
 /// fails the stream fails; a later failure is logged and the next poll tries again.
-package final class WideAreaBrowser: PeerBrowsing, @unchecked Sendable {
+final class WideAreaBrowser: PeerBrowsing, @unchecked Sendable {
     package let settings: WideAreaSettings
     package let registrationType: String
     package var domain: String { settings.domainText }

@@ -8,7 +8,7 @@ import NearbyDNS
 /// - The update requires the TXT RRset exactly as read (RFC 2136 §2.4.2): the server checks it
 ///   against its own data, so a forged answer, a peer that refreshed meanwhile, or a replay of the
 ///   update after either, deletes nothing (NXRRSET).
-package enum WideAreaCleanup {
+enum WideAreaCleanup {
     package static func isCandidate(_ name: DNSName, typeName: DNSName, own: String) -> Bool {
         guard name.labels.count == typeName.labels.count + 1, name.isSubdomain(of: typeName),
               let label = name.firstLabel, label.lowercased() != own.lowercased()

@@ -194,7 +194,7 @@ package actor WideAreaRegistrar {
 }
 
 /// The `_lease=<UNIX seconds>` entry of a TXT record.
-package enum WideAreaLease {
+enum WideAreaLease {
     package static func expiry(_ strings: [[UInt8]]) -> UInt64? {
         let prefix = Array("\(WideAreaSettings.leaseKey)=".utf8)
         for string in strings where string.starts(with: prefix) {
