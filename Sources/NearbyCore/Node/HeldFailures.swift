@@ -69,9 +69,3 @@ struct DroppingSink: EventSink {
     func emitLine(_ line: String) { inner?.emitLine(line) }
 }
 
-/// The files of one `send-file` delivered so far (by source), across the links of its retries.
-final class DeliveredFiles: Sendable {
-    private let sources = Mutex(Set<String>())
-    func contains(_ file: OutgoingFile) -> Bool { sources.withLock { $0.contains(file.source) } }
-    func add(_ file: OutgoingFile) { _ = sources.withLock { $0.insert(file.source) } }
-}

@@ -3,8 +3,8 @@ import NearbyBase
 import NearbyWire
 import NearbyTransfer
 
-/// Sending files: the node finds the session (inviting first); `FolderSender` sends the files, many
-/// at once, each on a channel of the link.
+/// Sending files: the node finds the session (inviting first) and gets it back after an outage
+/// (`Resumer`); the link sends the files (`Link.sendFiles`, Transfer), many at once.
 extension Node {
     // MARK: Sending
 
@@ -26,18 +26,7 @@ extension Node {
         let delivered = DeliveredFiles()
         let first = files.first?.relative ?? ""
         try await resumer.run(first, peer: &peer, sink: sink, node: self) { (link: Link, sink: any EventSink) async throws(NearbyError) in
-            let rest = files.filter { !delivered.contains($0) }
-            // Small files go together in bundles to a peer that takes them (an older one: each alone).
-            var bundle: FolderSender.SendBundle?
-            if link.takesBundles {
-                bundle = { (some: [(OutgoingFile, Events.Progress.Batch?)], permits: StartPermits) async throws(NearbyError) in
-                    try await BundleSender.send(some, link: link, sender: sender, sink: sink, permits: permits) { (file: OutgoingFile) in delivered.add(file) }
-                }
-            }
-            try await FolderSender.send(rest, bundle: bundle) { (file: OutgoingFile, batch: Events.Progress.Batch?, permits: StartPermits) async throws(NearbyError) in
-                try await link.offerFile(file, sender: sender, sink: sink, batch: batch, permits: permits)
-                delivered.add(file)
-            }
+            try await link.sendFiles(files, skipping: delivered, sender: sender, sink: sink)
         }
         for directory in directories {
             try await resumer.run(directory.relative, peer: &peer, sink: sink, node: self) { (link: Link, sink: any EventSink) async throws(NearbyError) in

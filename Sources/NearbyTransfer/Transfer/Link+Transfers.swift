@@ -1,3 +1,4 @@
+import Synchronization
 import NIOCore
 import NearbyBase
 import NearbyIdentity
@@ -79,4 +80,31 @@ extension Link {
         defer { endChannel(channel.id) }
         try await DirectorySender.make(directory, over: channel, link: self, sink: sink)
     }
+
+    /// Sends `files` on this link, many at once (`FolderSender`), small ones in bundles to a peer
+    /// that takes them (an older one: each alone), leaving out those `delivered` already holds and
+    /// adding each one sent: a retry on a new link after an outage sends only the others.
+    package func sendFiles(
+        _ files: [OutgoingFile], skipping delivered: DeliveredFiles, sender: PeerID, sink: any EventSink
+    ) async throws(NearbyError) {
+        let rest = files.filter { !delivered.contains($0) }
+        var bundle: FolderSender.SendBundle?
+        if takesBundles {
+            bundle = { [self] (some: [(OutgoingFile, Events.Progress.Batch?)], permits: StartPermits) async throws(NearbyError) in
+                try await BundleSender.send(some, link: self, sender: sender, sink: sink, permits: permits) { (file: OutgoingFile) in delivered.add(file) }
+            }
+        }
+        try await FolderSender.send(rest, bundle: bundle) { [self] (file: OutgoingFile, batch: Events.Progress.Batch?, permits: StartPermits) async throws(NearbyError) in
+            try await offerFile(file, sender: sender, sink: sink, batch: batch, permits: permits)
+            delivered.add(file)
+        }
+    }
+}
+
+/// The files of one `send-file` delivered so far (by source), across the links of its retries.
+package final class DeliveredFiles: Sendable {
+    private let sources = Mutex(Set<String>())
+    package init() {}
+    func contains(_ file: OutgoingFile) -> Bool { sources.withLock { $0.contains(file.source) } }
+    func add(_ file: OutgoingFile) { _ = sources.withLock { $0.insert(file.source) } }
 }
