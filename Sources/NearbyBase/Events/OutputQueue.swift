@@ -96,11 +96,7 @@ package final class OutputQueue: Sendable {
         let signal = state.withLock { state -> Bool in
             state.drops.count(kind: kind)
             guard state.queued <= limits.bytes / 2 else { return false }
-            for summary in state.drops.take(now: .now) {
-                let text = render(summary)
-                state.pieces.append((STDOUT_FILENO, text))
-                state.queued += text.utf8.count
-            }
+            Self.queueSummaries(&state, render)
             return startWriter(&state)
         }
         if signal { wake.signal() }
@@ -206,18 +202,21 @@ package final class OutputQueue: Sendable {
             state.queued -= bytes
             state.written += UInt64(bytes)
             // Room again: first say what was dropped, in the order of the lines that follow.
-            if state.queued <= limits.bytes / 2 {
-                for summary in state.drops.take(now: .now) {
-                    let text = render(summary)
-                    state.pieces.append((STDOUT_FILENO, text))
-                    state.queued += text.utf8.count
-                }
-            }
+            if state.queued <= limits.bytes / 2 { Self.queueSummaries(&state, render) }
             guard state.queued <= limits.bytes / 2 else { return [:] }
             return Swift.exchange(&state.waiters, with: [:])
         }
         // In the order they came.
         for key in waiters.keys.sorted() { waiters[key]?() }
+    }
+
+    /// Queues one `suppressed` line per kind dropped so far, and empties the count.
+    private static func queueSummaries(_ state: inout State, _ render: (Events.Suppressed) -> String) {
+        for summary in state.drops.take(now: .now) {
+            let text = render(summary)
+            state.pieces.append((STDOUT_FILENO, text))
+            state.queued += text.utf8.count
+        }
     }
 
     private static let live = Mutex<[OutputQueue]>([])
