@@ -51,7 +51,7 @@ extension Connections {
         typealias Verdict = (ok: Bool, detail: String, frames: FrameChannel?)
         let verdict: Verdict = await withTaskGroup(of: Verdict?.self) { group in
             group.addTask {
-                await preambleVerdict(host: host, port: port, preference: preference, tls: tls, timeout: min(.seconds(3), deadline - .now), keep: true)
+                await preambleVerdict(host: host, port: port, preference: preference, tls: tls, timeout: preambleWait(until: deadline), keep: true)
             }
             group.addTask {
                 try? await Task.sleep(until: deadline)
@@ -97,6 +97,11 @@ extension Connections {
             result.identity = ContinuousClock.now >= deadline ? .unfinished : outcome(of: error)
         }
         return result
+    }
+
+    /// How long the preamble may wait for its answer: 3 s at most, and never past doctor's deadline.
+    static func preambleWait(until deadline: ContinuousClock.Instant, now: ContinuousClock.Instant = .now) -> Duration {
+        max(.zero, min(.seconds(3), deadline - now))
     }
 
     /// Sends the probe and reads until its answer, answering pings, for at most `limit`.
