@@ -216,6 +216,9 @@ package struct PrepareUploadList: Sendable {
     /// One byte of a value; the entry it completed, if any.
     private mutating func valueStep(_ byte: UInt8) throws(Failure) -> Entry? {
         guard var current = value else { return nil }
+        // Taken out while it changes: a copy left in `value` would make each byte's append copy
+        // the whole value kept so far (a 1 MiB text took minutes).
+        value = nil
         if !current.started {
             current.started = true
             switch byte {

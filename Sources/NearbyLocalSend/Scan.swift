@@ -57,15 +57,20 @@ extension LocalSendDiscovery {
 }
 
 extension LocalSendHTTP {
-    /// One request over HTTPS, else, when what answers does not speak TLS, over plain HTTP on the
-    /// same port: the answer (status 200 only) and whether it came over HTTPS. Nil when neither answered.
+    /// One request over HTTPS, else, when what answers does not speak TLS (it answers garbage, or
+    /// nothing within `timeout`), over plain HTTP on the same port: the answer (status 200 only) and whether it came over HTTPS. Nil when neither answered.
     func eitherWay(host: String, port: Int, method: HTTPMethod, path: String, body: Body, timeout: Duration) async -> (Response, https: Bool)? {
         do {
             let response = try await request(
                 host: host, port: port, https: true, method: method, path: path, body: body, expectedFingerprint: nil, timeout: timeout)
             return response.status == 200 ? (response, true) : nil
         } catch {
-            guard case .protocolError = error, !Task.isCancelled else { return nil }
+            // Something took the connection but spoke no TLS (it answered in plain text, or waits
+            // for a request line that a ClientHello never ends): a device with encryption off.
+            switch error {
+            case .protocolError, .timedOut: if Task.isCancelled { return nil }
+            default: return nil
+            }
         }
         guard let response = try? await request(
             host: host, port: port, https: false, method: method, path: path, body: body, expectedFingerprint: nil, timeout: timeout),

@@ -104,7 +104,10 @@ extension LocalSendSender {
             }
             group.addTask {
                 await watch.cancelled()
-                return Task.isCancelled ? nil : .failure(.declined(peer: Self.name(target), reason: "the receiver cancelled the transfer"))
+                if Task.isCancelled { return nil }
+                // The receiver's cancel is answered before the server goes.
+                await server.settled(within: .seconds(2))
+                return .failure(.declined(peer: Self.name(target), reason: "the receiver cancelled the transfer"))
             }
             group.addTask {
                 do throws(NearbyError) {

@@ -13,6 +13,8 @@ line per thing it saw.
       Takes the first upload and, before answering it, cancels as the app's receiver does (receive_controller.dart
       cancelSession): POST /cancel?sessionId= to the sender's info port and protocol, showing CERT
       as its client certificate; later uploads get 403 "Invalid token or IP address".
+  rogue_localsend_phone.py text HOST PORT SIZE
+      A text of SIZE bytes, as the app sends one (the whole text in the offer's preview).
   rogue_localsend_phone.py sender HOST PORT CERT KEY MYPORT FILE FILE
       Serves HTTPS on MYPORT (named in its info), offers both files to HOST:PORT, uploads the
       first, then waits (60 s at most) for the receiver's /cancel naming its session.
@@ -44,6 +46,10 @@ def fingerprint_of(cert):
 
 def read_request(conn, buffered):
     while b"\r\n\r\n" not in buffered:
+        if buffered[:1] and not buffered[:1].isalpha():
+            # Not HTTP (a TLS ClientHello to a plain server): 400 at once, as the app's hyper answers.
+            conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            return None, b""
         chunk = conn.recv(65536)
         if not chunk:
             return None, b""
@@ -237,8 +243,38 @@ def sender(host, port, cert, key, myport, paths):
     out(heard=heard.wait(60))
 
 
+def text(host, port, size):
+    """A text message as the app sends one: one text/plain file, the whole text in its preview."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    words = ("x" * size)
+    info = {"alias": "Phone Texter", "version": "2.1", "deviceModel": "Pixel", "deviceType": "mobile",
+            "fingerprint": "e" * 64, "port": 53317, "protocol": "https", "download": False}
+    files = {"t": {"id": "t", "fileName": "message.txt", "size": len(words), "fileType": "text/plain", "preview": words}}
+    body = json.dumps({"info": info, "files": files}).encode()
+    with ctx.wrap_socket(socket.create_connection((host, port), timeout=30)) as conn:
+        conn.sendall((f"POST /api/localsend/v2/prepare-upload HTTP/1.1\r\nHost: {host}\r\nContent-Length: {len(body)}\r\n"
+                      "Connection: close\r\n\r\n").encode())
+        try:
+            conn.sendall(body)
+        except OSError:
+            pass
+        reply = b""
+        try:
+            while chunk := conn.recv(65536):
+                reply += chunk
+        except OSError:
+            pass
+    head, _, rest = reply.partition(b"\r\n\r\n")
+    out(text=size, status=int(head.split(b" ")[1]) if head else None, said=rest.decode("utf-8", "replace")[:300])
+
+
 def main():
     mode = sys.argv[1]
+    if mode == "text":
+        text(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+        return
     if mode == "sender":
         sender(sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], int(sys.argv[6]), sys.argv[7:])
         return
