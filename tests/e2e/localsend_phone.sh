@@ -166,3 +166,52 @@ test_localsend_phone_a_clock_two_days_behind_accepts_the_certificate() {
     expect_eq "$(openssl x509 -in "$OUT/ours.pem" -noout -startdate)" "notBefore=Jan  1 00:00:00 1975 GMT" "valid from 1975" || return 1
     expect_eq "$(openssl x509 -in "$OUT/ours.pem" -noout -enddate)" "notAfter=Jan  1 00:00:00 4096 GMT" "valid until 4096" || return 1
 }
+
+# A LocalSend identity stored by an earlier nearby (valid a day before it was made, ten years) is
+# re-issued once with the same key and the app's dates, said in an identity-renewed event.
+test_localsend_phone_an_old_certificate_is_reissued_once_with_the_same_key() {
+    ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
+    local home=$OUT/oldhome
+    mkdir -p "$home" && chmod 777 "$home"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$OUT/old.key" -out "$OUT/old.pem" \
+        -days 3650 -subj "/CN=nearby LocalSend" >/dev/null 2>&1 || { fail "openssl"; return 1; }
+    python3 - "$OUT/old.pem" "$OUT/old.key" "$home/localsend.json" <<'PY' || { fail "could not write the old identity"; return 1; }
+import hashlib, json, ssl, sys, os
+cert, key = open(sys.argv[1]).read(), open(sys.argv[2]).read()
+fp = hashlib.sha256(ssl.PEM_cert_to_DER_cert(cert)).hexdigest().upper()
+json.dump({"version": 1, "certificate": cert, "privateKey": key, "fingerprint": fp, "created": "2025-01-01T00:00:00Z"},
+          open(sys.argv[3], "w"))
+os.chmod(sys.argv[3], 0o666)
+PY
+    local old
+    old=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["fingerprint"])' "$home/localsend.json")
+    lab_run 1 env NEARBY_HOME="$home" "$NEARBY" browse --localsend --timeout 1 >"$OUT/first.jsonl" 2>"$OUT/first.err"
+    expect_json "$OUT/first.jsonl" "select(.event==\"identity-renewed\" and .kind==\"localsend\" and .previous==\"$old\" and .fingerprint!=\"$old\")" \
+        "identity-renewed" || { cat "$OUT/first.jsonl" "$OUT/first.err" >&2; return 1; }
+    grep -q "1975-4096" "$OUT/first.err" || { fail "not said on stderr: $(cat "$OUT/first.err")"; return 1; }
+    jq -r .certificate "$home/localsend.json" >"$OUT/new.pem"
+    expect_eq "$(openssl x509 -in "$OUT/new.pem" -noout -pubkey)" "$(openssl x509 -in "$OUT/old.pem" -noout -pubkey)" "the same key" || return 1
+    expect_eq "$(openssl x509 -in "$OUT/new.pem" -noout -startdate)" "notBefore=Jan  1 00:00:00 1975 GMT" "valid from 1975" || return 1
+    lab_run 1 env NEARBY_HOME="$home" "$NEARBY" browse --localsend --timeout 1 >"$OUT/second.jsonl" 2>/dev/null
+    expect_eq "$(count_json "$OUT/second.jsonl" 'select(.event=="identity-renewed")')" 0 "re-issued once only" || return 1
+}
+
+# A known alias with a new fingerprint (a reinstalled device): under --auto-accept a warning and
+# the files, as the app trusts by fingerprint; under --accept-from ALIAS still refused.
+test_localsend_phone_a_known_alias_with_a_new_fingerprint_is_a_warning_under_auto_accept() {
+    ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
+    mkdir -p "$OUT/in"
+    printf 'one' >"$OUT/one.bin"
+    printf 'two' >"$OUT/two.bin"
+    nearby_ls_node 1 "$OUT/node.jsonl" advertise --save-dir "$OUT/in" --auto-accept || return 1
+    lab_run 2 "$NEARBY" send-file --localsend 10.99.0.1 "$OUT/one.bin" --name "Bob Box" >/dev/null 2>&1
+    expect_eq "$?" 0 "Bob's first" || return 1
+    lab_run 2 env NEARBY_HOME="$OUT/h2-reinstalled" "$NEARBY" send-file --localsend 10.99.0.1 "$OUT/two.bin" --name "Bob Box" >/dev/null 2>"$OUT/two.err"
+    expect_eq "$?" 0 "Bob reinstalled, under --auto-accept" || { cat "$OUT/two.err" >&2; return 1; }
+    cmp -s "$OUT/two.bin" "$OUT/in/two.bin" || { fail "two.bin did not arrive"; return 1; }
+    expect_json "$OUT/node.jsonl" 'select(.event=="fingerprint-changed" and .peer.name=="Bob Box" and (.reason|contains("FINGERPRINT CHANGED")))' \
+        "the warning" || return 1
+    stop "$NODE_PID" >/dev/null
+}
