@@ -1,6 +1,7 @@
 import Foundation
 import NearbyCore
 import NearbyWeb
+import NearbyLocalSend
 import NearbyBase
 
 /// Turns one typed event into a short line for a person at a terminal: the time, the peer, what
@@ -20,7 +21,7 @@ struct HumanRenderer: Sendable {
     var columns: Int?
 
     /// The kinds a line can be read as: the core's and the commands' own.
-    static let kinds: [any EventBody.Type] = Events.kinds + [Events.BrowseDomainSeen.self] + Events.webKinds
+    static let kinds: [any EventBody.Type] = Events.kinds + [Events.BrowseDomainSeen.self] + Events.webKinds + Events.localSendKinds
 
     /// Reads an event line; nil when it is not a JSON object with an `event`.
     static func decode(_ line: String) -> DecodedEvent? { DecodedEvent(line: line, kinds: kinds) }

@@ -32,7 +32,16 @@ struct LocalSendPIN: ParsableArguments {
 /// The LocalSend side of each command: the same events, errors and exit codes as nearby's own.
 enum LocalSendCommands {
     static func identity(_ context: CommandContext) throws(NearbyError) -> LocalSendIdentity {
-        try LocalSendIdentityStore(paths: context.paths).loadOrCreate()
+        let store = LocalSendIdentityStore(paths: context.paths)
+        let identity = try store.loadOrCreate()
+        if let previous = identity.renewedFrom {
+            // Once: the stored certificate had nearby's old narrow dates (a day before it was made, ten years).
+            let reason = "its certificate is now valid 1975-4096 as the official app's, so that a device whose clock is wrong accepts it; "
+                + "a device that remembered this machine by \(previous) sees \(identity.fingerprint) now"
+            NearbyLog.logger.warning("LocalSend: \(store.path): \(reason)")
+            context.events.emit(Events.IdentityRenewed(fingerprint: identity.fingerprint, previous: previous, reason: reason))
+        }
+        return identity
     }
 
     /// Our alias: --name, else the nearby identity's display name.
@@ -208,10 +217,14 @@ enum LocalSendCommands {
     static func sendFiles(_ context: CommandContext, peer: String, paths: [String], pin: String?, timeout: Double, name: String?) async throws {
         let files = try FileList.collect(paths) { context.events.emit(Events.Skipped($0)) }
         let discovery = try discovery(context, name: name)
-        let sender = LocalSendSender(http: try client(discovery.identity), me: discovery.me, events: context.events)
         try await interruptible("sending to \(peer)") {
             let target = try await target(peer, discovery: discovery, timeout: timeout)
-            try await sender.sendFiles(files, to: target, pin: pin, timeout: .milliseconds(Int(timeout * 1000)))
+            // While the files go, the port our info names answers the receiver's /cancel (none to be had: not heard).
+            let listening = await registrations(discovery.identity)
+            var me = discovery.me
+            if let listening { me.port = listening.port }
+            let sender = LocalSendSender(http: try client(discovery.identity), me: me, events: context.events)
+            try await sender.sendFiles(files, to: target, pin: pin, timeout: .milliseconds(Int(timeout * 1000)), hearingCancelOn: listening)
         }
     }
 

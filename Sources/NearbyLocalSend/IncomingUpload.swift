@@ -23,6 +23,8 @@ struct IncomingUpload: Sendable {
     let partialTag: String
     let size: UInt64
     let sha256: String?
+    /// The sender's dates for the file (`metadata`), set once it is whole and placed.
+    var dates: LocalSendFileDates? = nil
     let peer: PeerRef
     /// The account the partial is charged to in the strangers' quota: the sender's address (nil:
     /// not a stranger, not counted, as the core counts only strangers' partials).
@@ -104,6 +106,11 @@ struct IncomingUpload: Sendable {
         } catch {
             // 422, as the official app answers it: the sender may send the file again.
             return error.code == "integrity" ? fail(error, status: 422, keepAlive: true) : fail(error, status: 500, keepAlive: false)
+        }
+        if let dates {
+            // A date that does not read, or a file system that refuses it, leaves the time it arrived.
+            let path = placed.path
+            _ = try? await Blocking.run { _ in LocalSendFileDates.apply(dates, to: path) }
         }
         events.emit(Events.FileReceived.make(
             transfer: transfer, peer: peer, path: placed.path, bytes: size, sha256: placed.sha256, seconds: Transfer.seconds(since: started)))

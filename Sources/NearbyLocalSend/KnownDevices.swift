@@ -3,11 +3,13 @@ import NearbyCore
 import Synchronization
 import NearbyIdentity
 
-/// Trust on first use for LocalSend senders: the fingerprint an alias came with when its first
-/// transfer was accepted, one `fingerprint alias` line each in `$NEARBY_HOME/localsend_known`. A
-/// known alias that comes with another fingerprint is refused loudly. This is weaker than nearby's
-/// pinning: a LocalSend sender's fingerprint is a claim in its request (senders show no
-/// certificate), so it catches a careless impostor, not a careful one (docs/security.md).
+/// The fingerprint an alias came with when its first transfer was accepted, one `fingerprint
+/// alias` line each in `$NEARBY_HOME/localsend_known`. The official app trusts a device by its
+/// fingerprint (its favourites, its certificate since 1.18 shows on every request), not by its
+/// alias: a known alias with another fingerprint is another device. It is refused only where the
+/// alias itself was what the user trusted (`--accept-from NAME`); elsewhere it is a warning
+/// (`fingerprint-changed`). A sender's fingerprint is the certificate it shows when it shows one
+/// (the official apps do), else only a claim in its request (docs/security.md).
 package final class LocalSendKnownDevices: Sendable {
     package let path: String
     private let pins = Mutex<[String: String]?>(nil)
@@ -28,12 +30,19 @@ package final class LocalSendKnownDevices: Sendable {
         return table
     }
 
+    /// The fingerprint the alias was pinned to, if any.
+    package func pinned(alias: String) -> String? {
+        pins.withLock { pins in loaded(&pins)[alias] }
+    }
+
     /// Nil when the alias is new or came with this fingerprint before; else the sentence to show.
     package func check(alias: String, fingerprint: String) -> String? {
-        pins.withLock { pins in
-            guard let pinned = loaded(&pins)[alias], pinned != fingerprint.uppercased() else { return nil }
-            return "LOCALSEND FINGERPRINT CHANGED: '\(alias)' came with fingerprint \(pinned) before and \(fingerprint.uppercased()) now; someone may be using its name. If that device really was reinstalled, remove its line from \(path)"
-        }
+        guard let pinned = pinned(alias: alias), pinned != fingerprint.uppercased() else { return nil }
+        return changeSentence(alias: alias, pinned: pinned, now: fingerprint)
+    }
+
+    func changeSentence(alias: String, pinned: String, now fingerprint: String) -> String {
+        "LOCALSEND FINGERPRINT CHANGED: '\(alias)' came with fingerprint \(pinned) before and \(fingerprint.uppercased()) now; another device uses its name, or it was reinstalled. If that device really was reinstalled, remove its line from \(path)"
     }
 
     /// Whether a sender with this fingerprint had a transfer accepted before (any alias).

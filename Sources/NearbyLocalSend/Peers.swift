@@ -28,19 +28,22 @@ package struct LocalSendTarget: Sendable {
         ref = PeerRef(id: "\(host):\(port)", name: nil)
     }
 
-    /// An address given by hand, asked who it is (`GET /info`): its alias, and the fingerprint of
-    /// the certificate it shows, which every later request of the transfer must show again. When
-    /// it does not answer, the address as it is (the transfer's own requests will say why).
+    /// An address given by hand, asked who it is (`GET /info`), over HTTPS and, when what answers
+    /// there does not speak TLS, over plain HTTP (a device with encryption off, as the official app
+    /// finds one: with the port and protocol it was given). Over HTTPS its fingerprint is the
+    /// certificate it shows, which every later request of the transfer must show again; over HTTP
+    /// it is only the claim in its answer (the official app's rule too: nothing can be checked).
+    /// When it does not answer, the address as it is (the transfer's own requests will say why).
     package static func asking(host: String, port: Int, http: LocalSendHTTP) async -> LocalSendTarget {
         var target = LocalSendTarget(host: host, port: port)
-        guard let response = try? await http.request(
-            host: host, port: port, https: true, method: .GET, path: LocalSendDefaults.apiPrefix + "/info", body: .none,
-            expectedFingerprint: nil, timeout: .seconds(5)),
-            response.status == 200, let fingerprint = response.fingerprint
+        guard let (response, https) = await http.eitherWay(
+            host: host, port: port, method: .GET, path: LocalSendDefaults.apiPrefix + "/info", body: .none, timeout: .seconds(5))
         else { return target }
+        let message = DeviceMessage.decode(response.body, limit: LocalSendLimits.jsonBodyBytes, needsFingerprint: false)
+        guard let fingerprint = https ? response.fingerprint : message?.fingerprint, !fingerprint.isEmpty else { return target }
+        target.https = https
         target.fingerprint = fingerprint
-        let alias = DeviceMessage.decode(response.body, limit: LocalSendLimits.jsonBodyBytes, needsFingerprint: false)
-            .map { LocalSendDevice.shown($0.alias, limit: LocalSendLimits.aliasCharacters) }
+        let alias = message.map { LocalSendDevice.shown($0.alias, limit: LocalSendLimits.aliasCharacters) }
         target.ref = PeerRef(id: LocalSendDevice.peerID(fingerprint: fingerprint), name: alias)
         return target
     }

@@ -15,6 +15,10 @@ package struct PrepareUploadList: Sendable {
         package var bodyBytes = 4 << 20
         /// One entry of `files`, its key included: a name of 32 parts of 255 bytes fits, escaped.
         package var entryBytes = 16 << 10
+        /// The first entry when it is a text message (one `text/*` file whose `preview` is the
+        /// text, as the official app sends a message of any length): 1 MiB and the rest of an
+        /// entry, as JSON carries it. Held once, while it is decoded.
+        package var textBytes = (1 << 20) + (16 << 10)
         /// Any other value (`info`, or a field we do not know).
         package var fieldBytes = 64 << 10
 
@@ -37,6 +41,15 @@ package struct PrepareUploadList: Sendable {
         package var fileType: String?
         package var sha256: String?
         package var preview: String?
+        /// The file's dates (`{modified, accessed}`); anything else there is ignored, not refused.
+        package var metadata: Lenient?
+
+        /// A `metadata` value read leniently: a date that does not read is ignored, never an error.
+        package struct Lenient: Decodable, Sendable, Equatable {
+            package var dates: LocalSendFileDates?
+            package init(from decoder: any Decoder) { dates = try? LocalSendFileDates(from: decoder) }
+            package init(_ dates: LocalSendFileDates?) { self.dates = dates }
+        }
     }
 
     /// An entry of `files`: its key (the ID uploads name) and the file.
@@ -168,7 +181,9 @@ package struct PrepareUploadList: Sendable {
                 return nil
             }
             if inFiles {
-                value = Value(kept: [], limit: limits.entryBytes, what: "one file's entry")
+                value = count == 0
+                    ? Value(kept: [], limit: max(limits.entryBytes, limits.textBytes), what: "a text message (the first file's entry)")
+                    : Value(kept: [], limit: limits.entryBytes, what: "one file's entry")
             } else if key == Self.infoKey {
                 value = Value(kept: [], limit: limits.fieldBytes, what: "info")
             } else {
@@ -201,6 +216,9 @@ package struct PrepareUploadList: Sendable {
     /// One byte of a value; the entry it completed, if any.
     private mutating func valueStep(_ byte: UInt8) throws(Failure) -> Entry? {
         guard var current = value else { return nil }
+        // Taken out while it changes: a copy left in `value` would make each byte's append copy
+        // the whole value kept so far (a 1 MiB text took minutes).
+        value = nil
         if !current.started {
             current.started = true
             switch byte {
@@ -280,6 +298,10 @@ package struct PrepareUploadList: Sendable {
         let wrapped = Array(#"{"k":"#.utf8) + (key ?? []) + Array(#","v":"#.utf8) + bytes + [UInt8(ascii: "}")]
         guard let pair = try? JSONDecoder().decode(Pair.self, from: Data(wrapped)) else {
             throw .malformed("a file's entry is not a LocalSend file (id, fileName, size)")
+        }
+        // Only a text may be longer than an entry: one `text/*` file with a preview.
+        if bytes.count > limits.entryBytes, pair.v.preview == nil || pair.v.fileType?.hasPrefix("text/") != true {
+            throw .tooLarge("one file's entry is longer than \(limits.entryBytes) bytes")
         }
         guard keys.insert(pair.k).inserted else { throw .malformed("the file ID \(pair.k.prefix(64)) is given twice") }
         count += 1

@@ -45,6 +45,13 @@ extension LocalSendReceiver {
         return policy.acceptFrom.contains(where: device.matches)
     }
 
+    /// Whether the user trusted this sender by its alias alone (`--accept-from NAME`, `accept
+    /// --from NAME`), not by its ID: then a known alias with another fingerprint is refused.
+    func trustedByAliasOnly(_ device: LocalSendDevice) -> Bool {
+        policy.acceptFrom.contains { $0 == device.alias }
+            && !policy.acceptFrom.contains { !$0.isEmpty && device.id.hasPrefix($0.lowercased()) }
+    }
+
     /// Ends the sessions past their floor-rate deadline, and forgets finished ones.
     func expireSlow(now: ContinuousClock.Instant = .now) {
         for session in sessions.values {

@@ -40,6 +40,8 @@ package actor LocalSendReceiver {
         var folders: [String] = []
         var size: UInt64
         var sha256: String?
+        /// Its dates, given to the file once it is whole and placed.
+        var dates: LocalSendFileDates? = nil
         var state: State
         /// Uploads begun (a SHA-256 mismatch may be retried, `maxAttempts` in all).
         var attempts = 0
@@ -55,6 +57,8 @@ package actor LocalSendReceiver {
         var lastActivity = ContinuousClock.now
         /// Past this, the session is slower than the floor rate and is ended (`LocalSendSessions`).
         var deadline: ContinuousClock.Instant = .now + .seconds(3600)
+        /// Where the sender hears that this node ended the session (`/cancel`, Receiver+Cancel).
+        var sender: LocalSendTarget?
         /// A sender the user chose (`--accept-from`): never refused or ended for a stranger.
         var pinned = false
         /// Let in by `--auto-accept` alone (not chosen, not accepted by a person), as the core's
@@ -106,6 +110,9 @@ package actor LocalSendReceiver {
     var hasAnswered: Bool { answered }
     package nonisolated let ended: AsyncStream<NearbyError?>
     private let endedFeed: AsyncStream<NearbyError?>.Continuation
+    /// Sessions this node ended early, for their senders' `/cancel` (`LocalSendReceivingNode` sends them).
+    package nonisolated let cancels: AsyncStream<SenderCancel>
+    let cancelFeed: AsyncStream<SenderCancel>.Continuation
 
     package init(
         me: DeviceMessage, policy: LocalSendPolicy, events: any EventSink, known: LocalSendKnownDevices,
@@ -119,6 +126,7 @@ package actor LocalSendReceiver {
         self.events = events
         self.known = known
         (ended, endedFeed) = AsyncStream.makeStream(of: NearbyError?.self, bufferingPolicy: .bufferingNewest(1))
+        (cancels, cancelFeed) = AsyncStream.makeStream(of: SenderCancel.self, bufferingPolicy: .bufferingNewest(LocalSendSessions.limits.sessions * 2))
     }
 
     package func handle(_ request: LocalSendRequest, body: HTTPBody) async -> LocalSendAnswer {
@@ -199,9 +207,18 @@ package actor LocalSendReceiver {
             return decline("this node takes no files (no --save-dir)", ending: .transferFailed(
                 path: "the transfer from \(name)", code: "no-save-dir", reason: "refused: this node takes no files (no --save-dir)"))
         }
-        if let change = known.check(alias: device.alias, fingerprint: device.fingerprint) {
-            Console(verbose: true).error(change)
-            return decline(change, ending: .keyChanged(peer: "LocalSend sender '\(name)'", knownPeers: known.path))
+        if let pinnedTo = known.pinned(alias: device.alias), !LocalSendIdentity.sameFingerprint(pinnedTo, device.fingerprint) {
+            // As the official app, a device is its certificate: a known alias with another
+            // fingerprint is another device (a reinstalled phone, two phones of one name). Refused
+            // only where the alias itself is what was trusted (--accept-from NAME, accept --from
+            // NAME); else a warning, and it is taken as the device it is: a stranger under
+            // --auto-accept, or put to a person.
+            let change = known.changeSentence(alias: device.alias, pinned: pinnedTo, now: device.fingerprint)
+            if trustedByAliasOnly(device) {
+                Console(verbose: true).error(change)
+                return decline(change, ending: .keyChanged(peer: "LocalSend sender '\(name)'", knownPeers: known.path))
+            }
+            events.emit(Events.FingerprintChanged(peer: peer, previous: pinnedTo.uppercased(), fingerprint: device.fingerprint.uppercased(), reason: change))
         }
         let allowed = policy.autoAccept || (policy.acceptFirst && wanted) || policy.acceptFrom.contains(where: device.matches)
         var by = policy.autoAccept ? "--auto-accept" : policy.acceptFirst ? "nearby accept" : "--accept-from"
@@ -236,12 +253,12 @@ package actor LocalSendReceiver {
             let name = parts.last ?? "unnamed"
             files[key] = Offered(
                 id: key, token: UUID().uuidString.lowercased(), name: name, folders: Array(parts.dropLast()), size: file.size,
-                sha256: file.sha256.flatMap { $0.count == 64 ? $0.lowercased() : nil }, state: .waiting)
+                sha256: file.sha256.flatMap { $0.count == 64 ? $0.lowercased() : nil }, dates: file.metadata?.dates, state: .waiting)
         }
         // A UUID, as the official app's session IDs and tokens are.
         let id = UUID().uuidString.lowercased()
         sessions[id] = Session(
-            id: id, host: request.host, peer: peer, files: files, deadline: LocalSendSessions.deadline(for: total), pinned: pinned, stranger: stranger,
+            id: id, host: request.host, peer: peer, files: files, deadline: LocalSendSessions.deadline(for: total), sender: Self.cancelTarget(device, shown: request.clientFingerprint), pinned: pinned, stranger: stranger,
             unsettled: files.count)
         let tokens = files.mapValues(\.token)
         let answer = (try? JSONEncoder().encode(["sessionId": AnyCodableString.string(id), "files": .map(tokens)])).map(Array.init) ?? []
@@ -282,7 +299,7 @@ package actor LocalSendReceiver {
         sessions[id]?.lastActivity = .now
         let incoming = IncomingUpload(
             root: directory, folders: file.folders, name: file.name, partialTag: String(id.prefix(8)) + "-" + String(fileID.prefix(16).filter { $0.isLetter || $0.isNumber }),
-            size: file.size, sha256: file.sha256, peer: current.peer, owner: current.stranger ? current.host : nil, partials: partials,
+            size: file.size, sha256: file.sha256, dates: file.dates, peer: current.peer, owner: current.stranger ? current.host : nil, partials: partials,
             deadline: current.stranger ? current.deadline : .now + .seconds(86400 * 365), events: events)
         let outcome = await incoming.receive(body)
         guard sessions[id] != nil else { return .status(409, "the transfer was cancelled") }
@@ -353,6 +370,7 @@ package actor LocalSendReceiver {
 
     func expire(_ current: Session, reason: String) {
         sessions[current.id] = nil
+        tellSender(current)
         for file in current.files.values where file.state == .waiting {
             events.emit(Events.FileFailed.make(
                 transfer: "ls-\(current.id.prefix(8))-\(file.id)", direction: "receive", peer: current.peer, path: file.name,

@@ -66,6 +66,11 @@ package struct LocalSendReceivingNode: Sendable {
                 await discovery.run(link) { _ in true }
                 return nil
             }
+            group.addTask {
+                // A session this node ended early: its sender is told (one at a time, 2 s each at most).
+                for await cancel in receiver.cancels { await http.tell(cancel) }
+                return nil
+            }
             if let beside {
                 group.addTask {
                     await beside()
@@ -111,6 +116,11 @@ package struct LocalSendReceivingNode: Sendable {
                 }
             }
             group.cancelAll()
+            // Sessions still open when the node stops: their senders are told, all at once (2 s at most).
+            let open = await receiver.endAll()
+            await withTaskGroup(of: Void.self) { tell in
+                for cancel in open { tell.addTask { await http.tell(cancel) } }
+            }
             return result
         }
     }

@@ -33,23 +33,49 @@ extension LocalSendDiscovery {
         }
     }
 
-    /// One address: a LocalSend device answers `/register` over HTTPS on 53317; its certificate
-    /// is its fingerprint, its answer says its alias.
+    /// One address: a LocalSend device answers `/register` on 53317, over HTTPS (its certificate
+    /// is its fingerprint), or over plain HTTP when encryption is off there (its answer's
+    /// fingerprint is then only a claim, as the official app takes it); its answer says its alias.
     func probe(_ host: String, interface: String) async -> LocalSendDevice? {
         guard let http else { return nil }
         var body = me
         body.announce = nil
-        guard let response = try? await http.request(
-            host: host, port: LocalSendDefaults.port, https: true, method: .POST,
-            path: LocalSendDefaults.apiPrefix + "/register", body: .json(body.encoded()),
-            expectedFingerprint: nil, timeout: Self.scanTimeout),
-            response.status == 200, let fingerprint = response.fingerprint, fingerprint != identity.fingerprint
+        guard let (response, https) = await http.eitherWay(
+            host: host, port: LocalSendDefaults.port, method: .POST, path: LocalSendDefaults.apiPrefix + "/register",
+            body: .json(body.encoded()), timeout: Self.scanTimeout)
         else { return nil }
         var message = DeviceMessage.decode(response.body, limit: LocalSendLimits.jsonBodyBytes, needsFingerprint: false)
             ?? DeviceMessage(alias: host, fingerprint: nil)
+        guard let fingerprint = https ? response.fingerprint : message.fingerprint, !fingerprint.isEmpty,
+              !LocalSendIdentity.sameFingerprint(fingerprint, identity.fingerprint)
+        else { return nil }
         message.fingerprint = fingerprint
         message.port = LocalSendDefaults.port
-        message.protocol = "https"
+        message.protocol = https ? "https" : "http"
         return LocalSendDevice(message, host: host, interface: interface)
+    }
+}
+
+extension LocalSendHTTP {
+    /// One request over HTTPS, else, when what answers does not speak TLS (it answers garbage, or
+    /// nothing within `timeout`), over plain HTTP on the same port: the answer (status 200 only) and whether it came over HTTPS. Nil when neither answered.
+    func eitherWay(host: String, port: Int, method: HTTPMethod, path: String, body: Body, timeout: Duration) async -> (Response, https: Bool)? {
+        do {
+            let response = try await request(
+                host: host, port: port, https: true, method: method, path: path, body: body, expectedFingerprint: nil, timeout: timeout)
+            return response.status == 200 ? (response, true) : nil
+        } catch {
+            // Something took the connection but spoke no TLS (it answered in plain text, or waits
+            // for a request line that a ClientHello never ends): a device with encryption off.
+            switch error {
+            case .protocolError, .timedOut: if Task.isCancelled { return nil }
+            default: return nil
+            }
+        }
+        guard let response = try? await request(
+            host: host, port: port, https: false, method: method, path: path, body: body, expectedFingerprint: nil, timeout: timeout),
+            response.status == 200
+        else { return nil }
+        return (response, false)
     }
 }

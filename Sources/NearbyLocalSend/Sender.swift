@@ -14,13 +14,20 @@ package struct LocalSendSender: Sendable {
     let http: LocalSendHTTP
     let me: DeviceMessage
     let events: any EventSink
+    /// Told the session the device gave us, so that its `/cancel` is heard (`Sender+Cancel`).
+    let watch: LocalSendCancelWatch?
 
     package init(http: LocalSendHTTP, me: DeviceMessage, events: any EventSink) {
+        self.init(http: http, me: me, events: events, watch: nil)
+    }
+
+    init(http: LocalSendHTTP, me: DeviceMessage, events: any EventSink, watch: LocalSendCancelWatch?) {
         self.http = http
         var me = me
         me.announce = nil
         self.me = me
         self.events = events
+        self.watch = watch
     }
 
     /// Files uploaded at once: two lanes, as the official app's sender has two upload isolates
@@ -38,10 +45,14 @@ package struct LocalSendSender: Sendable {
         var id: String
         var file: OutgoingFile
         var sha256: String
+        /// The file's own dates, sent as `metadata` (the receiver gives them to its copy).
+        var dates: LocalSendFileDates? = nil
     }
 
     /// The files, offered, accepted and uploaded (`parallelUploads` at once). `timeout` bounds the wait
-    /// for the device's answer (a person decides on the other side).
+    /// for the device's answer (a person decides on the other side). One file that fails does not
+    /// fail the others, as with the official app: they go on, and the outcome counts what arrived
+    /// (the first failure's exit status, with the count in words).
     package func sendFiles(_ files: [OutgoingFile], to target: LocalSendTarget, pin: String?, timeout: Duration) async throws(NearbyError) {
         var offers: [Offer] = []
         // A folder's files go with their paths under the folder's name, as the official app sends
@@ -50,19 +61,21 @@ package struct LocalSendSender: Sendable {
             events.emit(Events.Skipped(path: empty.relative, reason: "an empty folder: LocalSend carries files only"))
         }
         for (index, file) in files.filter({ $0.directory != true }).enumerated() {
-            offers.append(Offer(id: "f\(index + 1)", file: file, sha256: try await Self.sha256(of: file)))
+            let (sha256, dates) = try await Self.sha256(of: file)
+            offers.append(Offer(id: "f\(index + 1)", file: file, sha256: sha256, dates: dates))
         }
-        let body = Self.prepareBody(info: me, offers: offers.map { ($0.id, $0.file.relative, $0.file.size, $0.sha256, Self.mediaType($0.file.relative), nil) })
+        let body = Self.prepareBody(info: me, files: offers.map(Self.fileOffer))
         let (target, answer) = try await prepare(body, to: target, pin: pin, timeout: timeout, files: offers.count)
         guard let answer else {
             throw .declined(peer: Self.name(target), reason: "it took none of the files (204: nothing to transfer)")
         }
+        watch?.expect(session: answer.sessionId, from: target)
         let refused = offers.filter { answer.files[$0.id] == nil }
         let accepted = offers.compactMap { offer in answer.files[offer.id].map { (offer, $0) } }
         let progress = Watchdog()
         progress.arm(Self.uploadIdle)
+        let queue = UploadQueue(accepted)
         do {
-            let queue = UploadQueue(accepted)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for _ in 0..<min(Self.parallelUploads, accepted.count) {
                     group.addTask { try await lane(queue, session: answer.sessionId, to: target, progress: progress) }
@@ -70,13 +83,44 @@ package struct LocalSendSender: Sendable {
                 try await group.waitForAll()
             }
         } catch {
-            // Whatever stopped it, the device's session ends too (it would wait for the rest).
+            // Cancelled, or a certificate that is not the device's: the device's session ends too
+            // (it would wait for the rest).
             await cancel(answer.sessionId, at: target)
             if Task.isCancelled { throw .cancelled("sending to \(Self.name(target))") }
             throw (error as? NearbyError) ?? .connectionFailed(ErrorWords.describe(error))
         }
-        if !refused.isEmpty {
-            throw .declined(peer: Self.name(target), reason: "it took \(offers.count - refused.count) of \(offers.count) files, not \(refused.map(\.file.relative).joined(separator: ", "))")
+        // Files no lane could take (the device could not be reached again): its session ends.
+        let untried = queue.rest()
+        if !untried.isEmpty { await cancel(answer.sessionId, at: target) }
+        if let outcome = Self.outcome(
+            offered: offers.count, refused: refused.map(\.file.relative), failed: queue.failures(), untried: untried.map { $0.0.file.relative },
+            target: target)
+        {
+            throw outcome
+        }
+    }
+
+    /// The outcome of a batch: nil when every file arrived; else the first failure's (its exit
+    /// status), in words that count what arrived and name what did not.
+    static func outcome(offered: Int, refused: [String], failed: [(String, NearbyError)], untried: [String], target: LocalSendTarget) -> NearbyError? {
+        let missing = refused.count + failed.count + untried.count
+        guard missing > 0 else { return nil }
+        let arrived = offered - missing
+        var names = failed.map(\.0) + refused + untried
+        let more = names.count > 5 ? ", and \(names.count - 5) more" : ""
+        names = Array(names.prefix(5))
+        let count = "\(arrived) of \(offered) file\(offered == 1 ? "" : "s") arrived; not \(names.joined(separator: ", "))\(more)"
+        guard let (_, first) = failed.first else {
+            if refused.isEmpty { return .connectionFailed("\(name(target)): \(count): it could not be reached again") }
+            return .declined(peer: name(target), reason: "it took \(offered - refused.count) of \(offered) files, not \(refused.joined(separator: ", "))")
+        }
+        let reason = first.errorDescription ?? first.code
+        return switch first {
+        case let .declined(peer, said): .declined(peer: peer, reason: "\(count) (\(said))")
+        case let .transferFailed(path, code, said): .transferFailed(path: path, code: code, reason: "\(said); \(count)")
+        case let .ioFailure(path, said): .ioFailure(path: path, reason: "\(said); \(count)")
+        case .connectionFailed, .invitationTimedOut: .connectionFailed("\(count): \(reason)")
+        default: first
         }
     }
 
@@ -85,7 +129,9 @@ package struct LocalSendSender: Sendable {
     package func sendText(_ text: String, to target: LocalSendTarget, pin: String?, timeout: Duration) async throws(NearbyError) {
         let bytes = Array(text.utf8)
         let sha = Hex.encode(SHA256.hash(data: bytes))
-        let body = Self.prepareBody(info: me, offers: [("t1", "message.txt", UInt64(bytes.count), sha, "text/plain", text)])
+        let body = Self.prepareBody(info: me, files: [
+            FileOffer(id: "t1", fileName: "message.txt", size: UInt64(bytes.count), fileType: "text/plain", sha256: sha, preview: text),
+        ])
         let (target, answer) = try await prepare(body, to: target, pin: pin, timeout: timeout, files: 1)
         if let answer, let token = answer.files["t1"] {
             let response: LocalSendHTTP.Response
@@ -213,55 +259,49 @@ package struct LocalSendSender: Sendable {
         }
     }
 
-    /// The `prepare-upload` body: our info and each file's id, name, size, type and SHA-256.
-    static func prepareBody(info: DeviceMessage, offers: [(String, String, UInt64, String, String, String?)]) -> [UInt8] {
+    /// One file as `prepare-upload` offers it (the official app's `FileDto`).
+    struct FileOffer: Encodable, Sendable {
+        var id: String
+        var fileName: String
+        var size: UInt64
+        var fileType: String
+        var sha256: String
+        var preview: String?
+        var metadata: LocalSendFileDates?
+    }
+
+    static func fileOffer(_ offer: Offer) -> FileOffer {
+        FileOffer(
+            id: offer.id, fileName: offer.file.relative, size: offer.file.size, fileType: mediaType(offer.file.relative),
+            sha256: offer.sha256, metadata: offer.dates?.orNil)
+    }
+
+    /// The `prepare-upload` body: our info and each file's id, name, size, type, SHA-256 and dates.
+    static func prepareBody(info: DeviceMessage, files: [FileOffer]) -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        struct FileOffer: Encodable {
-            var id: String
-            var fileName: String
-            var size: UInt64
-            var fileType: String
-            var sha256: String
-            var preview: String?
-        }
         struct Prepare: Encodable {
             var info: DeviceMessage
             var files: [String: FileOffer]
         }
-        var files: [String: FileOffer] = [:]
-        for (id, name, size, sha, type, preview) in offers {
-            files[id] = FileOffer(id: id, fileName: name, size: size, fileType: type, sha256: sha, preview: preview)
-        }
-        return (try? Array(encoder.encode(Prepare(info: info, files: files)))) ?? []
+        let map = Dictionary(files.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        return (try? Array(encoder.encode(Prepare(info: info, files: map)))) ?? []
     }
 
-    /// The media type LocalSend shows an icon for. Never `text/*` for a file: some receivers take a
-    /// lone text file for a text message and print it instead of saving it.
-    static func mediaType(_ name: String) -> String {
-        let ext = name.split(separator: ".").last.map { $0.lowercased() } ?? ""
-        return switch ext {
-        case "jpg", "jpeg": "image/jpeg"
-        case "png": "image/png"
-        case "gif": "image/gif"
-        case "heic": "image/heic"
-        case "webp": "image/webp"
-        case "mp4": "video/mp4"
-        case "mov": "video/quicktime"
-        case "mp3": "audio/mpeg"
-        case "pdf": "application/pdf"
-        case "zip": "application/zip"
-        default: "application/octet-stream"
-        }
-    }
+    /// The media type LocalSend shows an icon for, and a phone's gallery keeps (`image/*`,
+    /// `video/*`), from the system's database (`LocalSendMediaTypes`); never `text/*` for a file.
+    static func mediaType(_ name: String) -> String { LocalSendMediaTypes.shared.type(of: name) }
 
     /// SHA-256 of a file, read on the core's blocking pool (`Transfer.hash`): Ctrl-C stops it at
     /// the next block rather than waiting for a whole file.
-    static func sha256(of file: OutgoingFile) async throws(NearbyError) -> String {
+    static func sha256(of file: OutgoingFile) async throws(NearbyError) -> (String, LocalSendFileDates) {
         let source = file.source
         let opened = try? await Blocking.run { _ -> Int32 in open(source, O_RDONLY | O_CLOEXEC) }
         guard let fd = opened, fd >= 0 else { throw .ioFailure(path: source, reason: "cannot open it") }
         defer { close(fd) }
+        // Its dates before it is read: reading it may move its access time.
+        var before = stat()
+        guard fstat(fd, &before) == 0 else { throw .ioFailure(path: source, reason: "cannot read its status") }
         guard let hasher = await Transfer.hash(fd, count: file.size) else {
             if Task.isCancelled { throw .cancelled("reading \(source)") }
             throw .ioFailure(path: source, reason: "it changed while being read")
@@ -270,6 +310,6 @@ package struct LocalSendSender: Sendable {
         guard fstat(fd, &status) == 0, UInt64(status.st_size) == file.size else {
             throw .ioFailure(path: source, reason: "it changed while being read")
         }
-        return Hex.encode(hasher.finalize())
+        return (Hex.encode(hasher.finalize()), LocalSendFileDates.of(before))
     }
 }

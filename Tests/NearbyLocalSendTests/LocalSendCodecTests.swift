@@ -164,7 +164,8 @@ import Testing
 
     @Test func theOfferCarriesEachFilesHash() throws {
         let body = LocalSendSender.prepareBody(
-            info: DeviceMessage(alias: "me", fingerprint: "f"), offers: [("f1", "a b.jpg", 3, "ab", "image/jpeg", nil)])
+            info: DeviceMessage(alias: "me", fingerprint: "f"),
+            files: [.init(id: "f1", fileName: "a b.jpg", size: 3, fileType: "image/jpeg", sha256: "ab")])
         let object = try #require(try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any])
         let files = try #require(object["files"] as? [String: [String: Any]])
         #expect(files["f1"]?["sha256"] as? String == "ab")

@@ -356,8 +356,10 @@ test_localsend_accept_from_waits_for_its_sender() {
     lab_wait_pid "$NODE_PID" 10
     expect_eq "$?" 0 "accept --localsend --from" || return 1
     cmp -s "$OUT/one.bin" "$OUT/in/one.bin" || { fail "one.bin did not arrive"; return 1; }
-    # Bob again, with another fingerprint (another LocalSend identity): refused loudly, exit 9.
-    nearby_ls_node 1 "$OUT/accept2.jsonl" accept --save-dir "$OUT/in" || return 1
+    # Bob again, with another fingerprint (another LocalSend identity), where the alias itself is
+    # what was trusted (--from NAME): refused loudly, exit 9. (Trust is by fingerprint: without
+    # --from it would be another device, taken with a fingerprint-changed warning.)
+    nearby_ls_node 1 "$OUT/accept2.jsonl" accept --from "Bob Box" --save-dir "$OUT/in" || return 1
     lab_run 3 env NEARBY_HOME="$LAB_DIR/h3/home2" "$NEARBY" send-file --localsend 10.99.0.1 "$OUT/one.bin" --name "Bob Box" >/dev/null 2>&1
     expect_eq "$?" 3 "an alias with another fingerprint, for the sender" || return 1
     lab_wait_pid "$NODE_PID" 10
