@@ -166,6 +166,29 @@ test_file_directory_tree_and_a_loose_file() {
     files_no_parts "$dir" "after the transfer" || return 1
 }
 
+# nearby keeps a file's modification time, to the nanosecond (issue 50): a file on a channel of its
+# own (`open`'s `modified`) and small files in a bundle (each record's, with `dates`); a file made
+# before 1970 keeps the time it was written at.
+test_file_keeps_its_modification_time() {
+    trap files_done RETURN
+    local id1 dir=$OUT/save src=$OUT/src status f
+    id1=$(id_of 1) || return 1
+    mkdir -p "$dir" "$src/album"
+    files_random "$src/big.jpg" 300000
+    for f in a b c; do files_random "$src/album/$f.jpg" 2000; done
+    touch -d '2001-02-03 04:05:06.123456789 UTC' "$src/big.jpg" "$src/album/a.jpg" "$src/album/b.jpg"
+    touch -d '1969-12-31 23:00:00 UTC' "$src/album/c.jpg"
+    start_node 1 s-f-dates --auto-accept --save-dir "$dir" || return 1
+    (cd "$src" && nb 2 send-file "$id1" big.jpg album --service s-f-dates >"$OUT/send.jsonl" 2>"$OUT/send.err"); status=$?
+    expect_eq "$status" 0 "send-file of a file and a folder" || { show "$OUT/send.err"; return 1; }
+    for f in big.jpg album/a.jpg album/b.jpg; do
+        expect_eq "$(stat -c %y "$dir/$f")" "$(stat -c %y "$src/$f")" "modification time of $f on the receiver" || return 1
+    done
+    # Before 1970: not sent; the file is dated when it was written, not 1969.
+    [[ $(stat -c %Y "$dir/album/c.jpg") -gt 0 ]] || { fail "c.jpg got a time before 1970: $(stat -c %y "$dir/album/c.jpg")"; return 1; }
+    cmp "$src/big.jpg" "$dir/big.jpg" || { fail "big.jpg differs"; return 1; }
+}
+
 # --- 3. name collisions --------------------------------------------------------------------------------
 
 # The same file sent again while its complete copy is there: "already there", no second copy; the

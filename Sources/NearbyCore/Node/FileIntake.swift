@@ -91,7 +91,7 @@ struct FileIntake: FileMaking {
         return FileReceiver(
             transfer: String(fileKey.prefix(12)) + "-\(id)", channel: id, peer: link.peer.ref,
             relative: relative, directory: directory, name: name, partial: partial, size: offer.size, resume: resume,
-            held: held, stranger: stranger, services: receiving(on: link))
+            held: held, stranger: stranger, modified: offer.modified, services: receiving(on: link))
     }
 
     /// A bundle of small files (`Bundle`): taken whole when it is within the bounds, each file then

@@ -31,10 +31,15 @@ package enum Bundle {
         package var path: String
         package var key: String
         package var size: UInt64
+        /// Nanoseconds since 1970, from a sender whose receiver lists `dates` (0: not known).
+        package var modified: UInt64? = nil
     }
 
-    /// The record of one file: head, bytes, SHA-256 (the raw 32 bytes).
-    package static func writeRecord(path: String, key: String, content: ByteBuffer, digest: some Sequence<UInt8>, into out: inout ByteBuffer) {
+    /// The record of one file: head (with the modification time when `modified` is given: to a
+    /// receiver that lists `dates`), bytes, SHA-256 (the raw 32 bytes).
+    package static func writeRecord(
+        path: String, key: String, modified: UInt64? = nil, content: ByteBuffer, digest: some Sequence<UInt8>, into out: inout ByteBuffer
+    ) {
         let pathBytes = Array(path.utf8.prefix(maxPathBytes))
         let keyBytes = Array(key.utf8.prefix(maxKeyBytes))
         out.writeInteger(UInt16(pathBytes.count))
@@ -42,6 +47,7 @@ package enum Bundle {
         out.writeInteger(UInt8(keyBytes.count))
         out.writeBytes(keyBytes)
         out.writeInteger(UInt64(content.readableBytes))
+        if let modified { out.writeInteger(modified) }
         out.writeImmutableBuffer(content)
         out.writeBytes(digest)
     }
@@ -116,14 +122,17 @@ struct BundleDecoder: Sendable {
 
     /// What the offer announced: the files' bytes together.
     package let announced: UInt64
+    /// Each head carries a modification time (the sender saw our `dates`, and lists it itself).
+    package let dates: Bool
     private var state = State.head
     /// A head or digest cut between frames, kept until it is whole (bounded by the largest head).
     private var held = ByteBuffer()
     private var files = 0
     private var content: UInt64 = 0
 
-    package init(announced: UInt64) {
+    package init(announced: UInt64, dates: Bool = false) {
         self.announced = announced
+        self.dates = dates
     }
 
     package var fileCount: Int { files }
@@ -184,7 +193,7 @@ struct BundleDecoder: Sendable {
         length += Int(pathBytes) + 1
         guard held.readableBytes >= length, let keyBytes = held.getInteger(at: held.readerIndex + length - 1, as: UInt8.self) else { return length }
         guard Int(keyBytes) <= Bundle.maxKeyBytes else { throw .badKey }
-        return length + Int(keyBytes) + 8
+        return length + Int(keyBytes) + (dates ? 16 : 8)
     }
 
     /// The whole head taken out of `held`, checked.
@@ -196,13 +205,15 @@ struct BundleDecoder: Sendable {
         guard let keyLength = held.readInteger(as: UInt8.self), let keyBytes = held.readBytes(length: Int(keyLength)),
               keyBytes.allSatisfy({ $0 >= 0x21 && $0 < 0x7F }) else { throw .badKey }
         guard let size = held.readInteger(as: UInt64.self) else { throw .unfinished }
+        let modified = dates ? held.readInteger(as: UInt64.self) : nil
         held.clear()
         guard size <= Bundle.maxFileBytes else { throw .tooBig(size) }
         guard files < Bundle.maxFiles else { throw .tooMany }
         guard content + size <= announced else { throw .pastOffer(announced) }
         content += size
         files += 1
-        return Bundle.Entry(index: files - 1, path: path, key: String(decoding: keyBytes, as: UTF8.self), size: size)
+        return Bundle.Entry(
+            index: files - 1, path: path, key: String(decoding: keyBytes, as: UTF8.self), size: size, modified: modified == 0 ? nil : modified)
     }
 }
 

@@ -38,7 +38,8 @@ package final class BundleReceiver: ChannelEnd {
         self.channel = channel
         self.saveDirectory = saveDirectory
         self.intake = intake
-        state = Mutex(State(decoder: BundleDecoder(announced: announced)))
+        // A sender that lists `dates` saw ours, so each of its records has a modification time.
+        state = Mutex(State(decoder: BundleDecoder(announced: announced, dates: link.peer.features.contains(FrameBody.datesFeature))))
     }
 
     /// A frame of the sender on the bundle's channel, from the link's task.
@@ -74,7 +75,7 @@ package final class BundleReceiver: ChannelEnd {
         switch piece {
         case let .begin(entry):
             guard await permits.take() else { return }
-            let offer = FrameBody.Open(kind: .file, path: entry.path, size: entry.size, key: entry.key)
+            let offer = FrameBody.Open(kind: .file, path: entry.path, size: entry.size, key: entry.key, modified: entry.modified)
             let file = await intake.receiver(
                 for: offer, parts: SafePath.components(of: entry.path), channel: channel, in: saveDirectory, on: link, resuming: false, comparing: false)
             let port = BundleFilePort(index: entry.index, link: link, bundle: self)

@@ -33,6 +33,8 @@ package enum BundleSender {
         delivered: @Sendable (OutgoingFile) -> Void
     ) async throws(NearbyError) {
         let peer = link.peer.ref
+        // Each record carries its file's modification time to a receiver that keeps it.
+        let dates = link.peer.features.contains(FrameBody.datesFeature)
         var firstFailure: NearbyError?
         func failed(_ file: OutgoingFile, transfer: String, _ code: String, _ reason: String) {
             sink.emit(Events.FileFailed(
@@ -100,7 +102,9 @@ package enum BundleSender {
         }
         for item in items {
             sink.emit(Events.FileStarted(transfer: transfer(item), direction: "send", peer: peer, path: item.file.relative, bytes: item.file.size, skipped: 0))
-            Bundle.writeRecord(path: item.file.relative, key: item.key, content: item.content, digest: item.digest, into: &out)
+            Bundle.writeRecord(
+                path: item.file.relative, key: item.key, modified: dates ? item.file.modifiedNanoseconds ?? 0 : nil,
+                content: item.content, digest: item.digest, into: &out)
             let size = UInt64(item.content.readableBytes)
             sink.emit(Events.Progress(
                 transfer: transfer(item), direction: "send", peer: peer, path: item.file.relative, bytes: size, total: size,

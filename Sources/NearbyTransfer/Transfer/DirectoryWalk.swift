@@ -90,6 +90,18 @@ enum DirectoryWalk {
         return true
     }
 
+    /// The modification time in nanoseconds since 1970; nil for a time before it.
+    static func modifiedNanoseconds(_ info: stat) -> UInt64? {
+        #if canImport(Darwin)
+        let time = info.st_mtimespec
+        #else
+        let time = info.st_mtim
+        #endif
+        guard time.tv_sec >= 0, time.tv_nsec >= 0, time.tv_nsec < 1_000_000_000 else { return nil }
+        let (high, overflow) = UInt64(time.tv_sec).multipliedReportingOverflow(by: 1_000_000_000)
+        return overflow ? nil : high + UInt64(time.tv_nsec)
+    }
+
     /// The seconds since 1970 FileManager gives for a modification time, to the last bit: it goes
     /// through `Date`'s reference date (2001), and the transfer key depends on the value.
     static func modified(_ info: stat) -> Double {

@@ -19,6 +19,9 @@ package struct OutgoingFile: Sendable, Equatable, Codable {
     package var modified: Double
     /// An empty directory of a sent tree (`photos/empty`): recreated on the receiving side.
     package var directory: Bool? = nil
+    /// The modification time to the nanosecond (since 1970), sent to a receiver that keeps it;
+    /// nil before 1970.
+    package var modifiedNanoseconds: UInt64? = nil
 }
 
 package enum FileList {
@@ -60,7 +63,9 @@ package enum FileList {
                 }
                 switch info.st_mode & S_IFMT {
                 case S_IFREG:
-                    files.append(OutgoingFile(source: full, relative: relative, size: UInt64(clamping: info.st_size), modified: DirectoryWalk.modified(info)))
+                    files.append(OutgoingFile(
+                        source: full, relative: relative, size: UInt64(clamping: info.st_size), modified: DirectoryWalk.modified(info),
+                        modifiedNanoseconds: DirectoryWalk.modifiedNanoseconds(info)))
                 case S_IFDIR:
                     // Its entries follow; an empty one is sent as itself, so the tree arrives as sent.
                     if entry.isEmptyDirectory { files.append(Self.emptyDirectory(full, relative: relative)) }
@@ -101,7 +106,9 @@ package enum FileList {
     static func describe(_ path: String, relative: String) throws(NearbyError) -> OutgoingFile {
         var info = stat()
         guard stat(path, &info) == 0 else { throw .ioFailure(path: path, reason: "cannot read its attributes") }
-        return OutgoingFile(source: path, relative: relative, size: UInt64(clamping: info.st_size), modified: DirectoryWalk.modified(info))
+        return OutgoingFile(
+            source: path, relative: relative, size: UInt64(clamping: info.st_size), modified: DirectoryWalk.modified(info),
+            modifiedNanoseconds: DirectoryWalk.modifiedNanoseconds(info))
     }
 }
 

@@ -45,6 +45,9 @@ extension FileReceiver {
     private func place(
         _ writer: FileWriter, sha: String, skipped: UInt64, started: ContinuousClock.Instant, reported: UInt64, on link: any ChannelPort
     ) async {
+        // The sender's modification time, made durable with the data (a time that does not fit is
+        // left alone: the file keeps the time it was written at).
+        if let time = FileTimes.modification(modified) { _ = futimens(writer.descriptor, time) }
         let synced = await GroupSync.shared.sync(writer.descriptor)
         close(writer.descriptor)
         // The writer's place in the budget covers the look for a copy already there (one open at a

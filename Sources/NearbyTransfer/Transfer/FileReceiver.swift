@@ -49,6 +49,8 @@ package final class FileReceiver: ChannelEnd {
     package let resume: Resume?
     /// From a peer `--auto-accept` let in: its partial counts against the quota (`PartialFiles`).
     let stranger: Bool
+    /// The sender's modification time (nanoseconds since 1970), given to the file before it is placed.
+    let modified: UInt64?
     package let progress: Mutex<Progress>
     let services: Services
 
@@ -77,10 +79,11 @@ package final class FileReceiver: ChannelEnd {
 
     package init(
         transfer: String, channel: UInt32, peer: PeerRef, relative: String, directory: String, name: String, partial: String,
-        size: UInt64, resume: Resume?, held: String? = nil, stranger: Bool = false, services: Services
+        size: UInt64, resume: Resume?, held: String? = nil, stranger: Bool = false, modified: UInt64? = nil, services: Services
     ) {
         self.services = services
         self.stranger = stranger
+        self.modified = modified
         self.transfer = transfer
         self.channel = channel
         self.peer = peer

@@ -40,7 +40,7 @@ enum FileSender {
         let reader = FileReader(descriptor: fd, inline: file.size <= FileWriter.inlineBytes)
         defer { reader.close() }
         // The offer is out once the channel is made.
-        let channel = try opening(FrameBody.Open(kind: .file, path: file.relative, size: file.size, key: key))
+        let channel = try opening(FrameBody.Open(kind: .file, path: file.relative, size: file.size, key: key, modified: file.modifiedNanoseconds))
         defer { link.endChannel(channel.id) }
         transfer += "-\(channel.id)"
         /// Cancelled (Ctrl-C): tell the receiver from a task that is not cancelled itself.

@@ -7,7 +7,7 @@ import NearbyBase
 extension FrameBody.Open: DirectFrameJSON {
     var json: String {
         #"{"kind":"# + EventEncoder.quoted(kind.description) + #","path":"# + EventEncoder.quoted(path) + #","size":"# + String(size)
-            + #","key":"# + EventEncoder.quoted(key) + "}"
+            + #","key":"# + EventEncoder.quoted(key) + (modified.map { #","modified":"# + String($0) } ?? "") + "}"
     }
 }
 
@@ -39,9 +39,11 @@ extension FrameBody.Close: DirectFrameJSON {
 // Read back without JSONDecoder (`FlatJSON`; `FlatJSONTests` compares both on generated bodies).
 
 extension FrameBody.Open: FlatJSONDecodable {
-    static let flatKeys: [StaticString] = ["kind", "path", "size", "key"]
+    static let flatKeys: [StaticString] = ["kind", "path", "size", "key", "modified"]
     init(flat: FlatJSONFields) throws(FlatJSONFailure) {
-        self.init(kind: ChannelKind(name: try flat.string(0)), path: try flat.string(1), size: try flat.uint64(2), key: try flat.string(3))
+        self.init(
+            kind: ChannelKind(name: try flat.string(0)), path: try flat.string(1), size: try flat.uint64(2), key: try flat.string(3),
+            modified: try flat.optionalUInt64(4))
     }
 }
 

@@ -55,12 +55,16 @@ package enum FrameBody {
         package var path: String
         package var size: UInt64
         package var key: String
+        /// The file's modification time, nanoseconds since 1970 (UTC): applied by a receiver that
+        /// lists `dates`, ignored by an older one (an unknown key).
+        package var modified: UInt64? = nil
 
-        package init(kind: ChannelKind, path: String, size: UInt64, key: String) {
+        package init(kind: ChannelKind, path: String, size: UInt64, key: String, modified: UInt64? = nil) {
             self.kind = kind
             self.path = path
             self.size = size
             self.key = key
+            self.modified = modified
         }
     }
 

@@ -14,8 +14,11 @@ extension FrameBody {
     package static let thereFeature = "there"
     /// Listed by a node that takes small files in bundles (`Bundle`, docs/protocol.md).
     package static let bundleFeature = "bundle"
+    /// Listed by a node that keeps a file's modification time: it applies an `open`'s `modified`,
+    /// and a bundle's records to it carry one (docs/protocol.md, "Bundles").
+    package static let datesFeature = "dates"
     /// What this build speaks beyond protocol 2, sent in every hello.
-    package static let features = [probeFeature, bundleFeature, thereFeature]
+    package static let features = [probeFeature, bundleFeature, thereFeature, datesFeature]
 
     /// A peer's `features`, bounded: at most 16 names of at most 32 bytes each are kept.
     static func bounded(features: [String]?) -> [String] {
