@@ -20,15 +20,6 @@ extension Nearby.Doctor {
         let found = Mutex(Found())
     }
 
-    /// Where doctor asks PEER's responder: its first IPv4 address, and this host's address on that
-    /// subnet (the interface the multicast question leaves by; nil when none is).
-    static func questionRoute(_ addresses: [String], interfaces: [NetworkInterface]) -> (address: String, via: String?)? {
-        guard let address = addresses.first(where: { Subnets.bytes($0)?.count == 4 }) else { return nil }
-        let via = interfaces.filter(\.up).flatMap(\.networks).first { Subnets.contains($0, address) }
-            .map { String($0.split(separator: "/").first ?? "") }
-        return (address, via)
-    }
-
     func peerChecks(
         _ peerCheck: PeerCheck?, interfaces: [NetworkInterface], identity: Identity, paths: NearbyPaths, environment: [String: String],
         service: ServiceType, survey: Survey, probe: String?, evidence: PeerEvidence, started: Date,
@@ -71,7 +62,7 @@ extension Nearby.Doctor {
         }
         let instance = listed?.instance ?? target.expected?.rawValue
         let asked = await Self.askResponder(
-            target, route: Self.questionRoute(target.addresses, interfaces: interfaces), instance: instance, listed: listed,
+            target, route: MDNSQuestion.route(target.addresses, interfaces: interfaces), instance: instance, listed: listed,
             service: service, survey: survey, environment: environment, until: deadline)
         var ghost: DoctorCheck?
         if let listed, let asked {

@@ -109,6 +109,15 @@ import Testing
         #expect(MDNSQuestion.questions(address: "10.99.0.2", registrationType: "_chat._tcp", instance: nil, unicastResponse: false).allSatisfy { $0.qClass == .in })
     }
 
+    @Test func theQuestionGoesToTheAddressOnThisHostsSubnet() {
+        let lan = [NetworkInterface(name: "nb0", up: true, multicast: true, loopback: false, addresses: ["10.99.0.1"], networks: ["10.99.0.1/24", "fe80::1/64"])]
+        let route = MDNSQuestion.route(["172.17.0.2", "fe80::2%nb0", "10.99.0.2"], interfaces: lan)
+        #expect(route?.address == "10.99.0.2" && route?.via == "10.99.0.1")
+        let routed = MDNSQuestion.route(["10.98.0.2"], interfaces: lan)
+        #expect(routed?.address == "10.98.0.2" && routed?.via == nil)
+        #expect(MDNSQuestion.route(["fe80::2%nb0"], interfaces: lan) == nil)
+    }
+
     static func answer(id: UInt16) throws -> DNSMessage {
         var message = DNSMessage(id: id)
         message.isResponse = true

@@ -44,6 +44,10 @@ import Testing
         #expect(cut.status == .warn && cut.detail.hasPrefix("not checked"), "\(cut)")
         let explained = Self.path(MDNSQuestion.Outcome(unicast: nil, multicast: nil, multicastSent: false, waited: .zero), explained: "another subnet")
         #expect(explained.status == .skip && explained.exitStatus == .success)
+        var unsent = MDNSQuestion.Outcome(unicast: nil, multicast: nil, multicastSent: false, waited: .zero)
+        unsent.failure = "no route to that network"
+        let notAsked = Self.path(unsent)
+        #expect(notAsked.status == .warn && notAsked.detail.hasPrefix("could not ask Bob's responder"), "\(notAsked)")
         let unicastBlocked = Self.path(MDNSQuestion.Outcome(unicast: nil, multicast: Self.bob, multicastSent: true, waited: .seconds(2)))
         #expect(unicastBlocked.status == .warn)
     }

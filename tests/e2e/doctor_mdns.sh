@@ -115,6 +115,9 @@ test_doctor_mdns_an_unreachable_advertised_address() {
     DOCTOR_TIMEOUT=6 doctor 1 --service dm-addr "$id2"
     check_is addresses warn "advertises addresses this host cannot reach: 172.17.0.2 (docker's default bridge (docker0), on none of this host's subnets)" || return 1
     check_is addresses warn "reachable: $(lab_addr 2)" || return 1
+    # The peer's responder is asked at the address on this host's subnet, not the unreachable one.
+    check_is multicast-path ok "responder at $(lab_addr 2) answers" || return 1
+    check_is ghost ok || return 1
     expect_json "$OUT/doctor.jsonl" 'select(.event=="check" and .check=="addresses" and (.hint|contains("allow-interfaces=")))' "the hint restricts the peer's daemon" || return 1
     check_is identity ok || return 1
 }

@@ -20,6 +20,10 @@ extension DoctorCheck {
         let waited = String(format: "%.1f s", Double(outcome.waited / .milliseconds(1)) / 1000)
         let meanwhile = byAddress.map { ". Meanwhile this host reaches \(name) by address, no multicast needed: '\(Spelling.command(.invite, $0))'" } ?? ""
         guard let unicast = outcome.unicast else {
+            if let failure = outcome.failure {
+                return DoctorCheck("multicast-path", .warn, "could not ask \(name)'s responder at \(address): \(failure)",
+                                   hint: "doctor asks over IPv4 from this host's address on the peer's subnet: check this host's routes ('ip route')")
+            }
             if outcome.cut {
                 return DoctorCheck("multicast-path", .warn, "not checked: doctor's --timeout ran out before \(name)'s responder at \(address) answered",
                                    hint: "run doctor again with a longer --timeout")

@@ -25,6 +25,7 @@ extension MDNSQuestion {
         else { return Outcome(unicast: nil, multicast: nil, multicastSent: false, waited: .zero) }
         let group: SocketAddress? = via == nil ? nil : try? SocketAddress(ipAddress: v6 ? "ff02::fb" : "224.0.0.251", port: port)
         let collected = Collected()
+        var failure: String?
         do {
             let channel = try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: maxAnswerBytes))
@@ -76,12 +77,17 @@ extension MDNSQuestion {
                 defer { tasks.cancelAll() }
                 _ = try await tasks.next()
             }
+        } catch is CancellationError {
+            // Cancelled: what was collected stands.
         } catch {
-            // A socket that cannot be opened, or cancelled: what was collected stands.
+            // A socket that cannot be opened, or a question that cannot be sent (no route).
+            failure = ErrorWords.describe(error)
         }
-        return Outcome(
+        var outcome = Outcome(
             unicast: collected.unicast, multicast: collected.multicast, others: collected.others,
             multicastSent: collected.multicastSent, waited: ContinuousClock.now - started)
+        if outcome.unicast == nil, outcome.multicast == nil { outcome.failure = failure }
+        return outcome
     }
 
     /// What the reading task found (it is the only writer while it runs; read after it ends).

@@ -52,6 +52,8 @@ package enum MDNSQuestion {
         /// How long it waited, and whether doctor's deadline cut the wait short.
         package var waited: Duration
         package var cut: Bool = false
+        /// Why the questions could not be sent (no route, no socket): nothing was asked.
+        package var failure: String? = nil
 
         package init(unicast: Answer?, multicast: Answer?, others: [Answer] = [], multicastSent: Bool, waited: Duration, cut: Bool = false) {
             self.unicast = unicast
@@ -61,6 +63,18 @@ package enum MDNSQuestion {
             self.waited = waited
             self.cut = cut
         }
+    }
+
+    /// Where doctor asks PEER's responder: an IPv4 address of it on one of this host's subnets
+    /// (else its first IPv4 address), and this host's address there, the interface the multicast
+    /// question leaves by (nil when none is on its subnet). nil without an IPv4 address.
+    package static func route(_ addresses: [String], interfaces: [NetworkInterface]) -> (address: String, via: String?)? {
+        let networks = interfaces.filter(\.up).flatMap(\.networks)
+        let via = { (address: String) in networks.first { Subnets.contains($0, address) }.map { String($0.split(separator: "/").first ?? "") } }
+        let v4 = addresses.filter { Subnets.bytes($0)?.count == 4 }
+        // One on this host's subnets first: the others may be a container's or a VPN's.
+        if let address = v4.first(where: { via($0) != nil }) { return (address, via(address)) }
+        return v4.first.map { ($0, nil) }
     }
 
     /// `_nearby._tcp.local.`'s PTR, the reverse name of `address`, and the SRV of `instance`.

@@ -152,6 +152,8 @@ package enum MDNSStacks {
                     strangers.append(holder)
                 }
             }
+            // avahi-daemon first (the one nearby uses), the others as they started.
+            known.sort { ($0.command != "avahi-daemon" ? 1 : 0, $0.pid) < ($1.command != "avahi-daemon" ? 1 : 0, $1.pid) }
             let count = known.count + strangers.count
             var words = known.map(\.described)
             if !strangers.isEmpty {
