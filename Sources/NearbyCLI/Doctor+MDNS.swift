@@ -114,17 +114,18 @@ extension Nearby.Doctor {
         var connectReason: String?
     }
 
-    /// Asks PEER's responder (`NEARBY_MDNS_QUESTION_TIMEOUT`, default 2 s, within `deadline`); for
-    /// a listed peer, tries a TCP connection meanwhile. nil when no IPv4 address is known.
+    /// Asks PEER's responder (`NEARBY_MDNS_QUESTION_TIMEOUT`, default 1 s, at most a third of what
+    /// is left before `deadline`); for a listed peer that answers nothing, tries a TCP connection.
+    /// nil when no IPv4 address is known.
     static func askResponder(
         _ target: Target, route: (address: String, via: String?)?, instance: String?, listed: DiscoveredPeer?, service: ServiceType,
         survey: Survey, environment: [String: String], until deadline: ContinuousClock.Instant
     ) async -> Asked? {
         guard let route else { return nil }
         let full = MDNSQuestion.wait(environment: environment)
-        let wait = min(full, max(.zero, deadline - .now))
+        // A third of what is left at most: the connection checks that follow need the rest.
+        let wait = min(full, max(.zero, deadline - .now) / 3)
         let started = ContinuousClock.now
-        async let tcp: (Bool, String?) = listed == nil ? (false, nil) : Self.anyConnects(target, within: min(.seconds(2), wait))
         var outcome = await MDNSQuestion.ask(
             address: route.address, via: route.via, registrationType: service.registrationType, instance: instance, wait: wait)
         outcome.cut = wait < full && (outcome.unicast == nil || (outcome.multicastSent && outcome.multicast == nil))
@@ -149,7 +150,9 @@ extension Nearby.Doctor {
                 }
             }
         }
-        let (connected, reason) = await tcp
+        // A listed peer whose responder answers nothing: does anything take a connection there?
+        let silent = listed != nil && outcome.unicast == nil && outcome.multicast == nil && outcome.failure == nil && !outcome.cut
+        let (connected, reason) = silent ? await Self.anyConnects(target, within: min(.seconds(2), max(.milliseconds(1), deadline - .now))) : (false, nil)
         return Asked(address: route.address, outcome: outcome, daemonSees: daemonSees, connected: connected, connectReason: reason)
     }
 

@@ -27,7 +27,7 @@ test_doctor_mdns_a_second_responder_on_this_host() {
     avahi=$(dm_pid_of 1 avahi) || return 1
     doctor 1
     check_is mdns-stacks ok "IPv4: 1 socket" || return 1
-    spawn 1 "$OUT/second.txt" python3 "$ROOT/tests/e2e/second_responder.py" "$(lab_addr 1)" 120 || return 1; python=$PID
+    spawn 1 "$OUT/second.txt" /usr/bin/python3 "$ROOT/tests/e2e/second_responder.py" "$(lab_addr 1)" 120 || return 1; python=$PID
     lab_wait_line "$OUT/second.txt" '. == "bound"' 10 >/dev/null 2>&1 || grep -q bound "$OUT/second.txt" \
         || { fail "the second responder did not bind 5353"; show "$OUT/second.txt"; return 1; }
     doctor 1
@@ -45,7 +45,7 @@ test_doctor_mdns_a_second_responder_on_this_host() {
     expect_json "$OUT/doctor.jsonl" 'select(.event=="check" and .check=="mdns-stacks" and (.hint|contains("python3 binds 5353 beside avahi-daemon")))' "the hint" || return 1
     stop_started
     # The same responder run by this user: the user reads its own /proc/PID/fd and names it.
-    spawn 1 "$OUT/second-user.txt" "$ROOT/tests/lab/as-user" python3 "$ROOT/tests/e2e/second_responder.py" "$(lab_addr 1)" 120 || return 1; python=$PID
+    spawn 1 "$OUT/second-user.txt" "$ROOT/tests/lab/as-user" /usr/bin/python3 "$ROOT/tests/e2e/second_responder.py" "$(lab_addr 1)" 120 || return 1; python=$PID
     lab_wait_line "$OUT/second-user.txt" '. == "bound"' 10 >/dev/null 2>&1 || grep -q bound "$OUT/second-user.txt" \
         || { fail "the user's responder did not bind 5353"; show "$OUT/second-user.txt"; return 1; }
     doctor 1

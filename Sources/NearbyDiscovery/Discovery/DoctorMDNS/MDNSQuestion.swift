@@ -15,7 +15,7 @@ package enum MDNSQuestion {
     package static let maxAnswerBytes = 9000
     package static let maxAnswers = 64
     /// How long the questions wait for answers unless `NEARBY_MDNS_QUESTION_TIMEOUT` says (seconds).
-    package static let defaultWait: Duration = .seconds(2)
+    package static let defaultWait: Duration = .seconds(1)
 
     package static func wait(environment: [String: String]) -> Duration {
         Duration.seconds(parsing: environment["NEARBY_MDNS_QUESTION_TIMEOUT"]).map { min($0, .seconds(30)) } ?? defaultWait
