@@ -96,6 +96,13 @@ test_doctor_mdns_multicast_filtered_on_the_switch() {
     expect_json "$OUT/doctor.jsonl" 'select(.event=="check" and .check=="peer" and (.status=="ok" or (.detail|contains("is advertised"))))' \
         "the peer check does not claim Bob is absent" || return 1
     dm_no_check_says "not found" "one-way multicast" || return 1
+    # h1's daemon forgets Bob (a restart): not found by multicast, yet not called absent — its
+    # node answers at its last-known address and its responder lists it when asked directly.
+    lab_stop_avahi 1; lab_start_avahi 1 || { fail "h1's avahi-daemon did not restart"; return 1; }
+    DOCTOR_TIMEOUT=8 doctor 1 --service dm-mcast "$id2"
+    check_is peer fail "Bob ($id2) is advertised — its responder at $(lab_addr 2) lists it when asked directly — but its announcements do not reach this host by multicast" || return 1
+    check_is multicast-path fail "multicast is filtered between this host and Bob" || return 1
+    dm_no_check_says "one-way multicast" "is 'nearby advertise" || return 1
 }
 
 # h2 has an address in docker's default range on its interface: its daemon announces it, h1 has
