@@ -166,45 +166,6 @@ extension Nearby.Doctor {
             exitStatus: .peerNotFound), found: nil)
     }
 
-    /// PEER's checks after the lookup: `subnet` for `HOST:PORT` (or a last-known address), then the
-    /// connection checks against the address given, the peer found, or its last-known address.
-    func peerChecks(
-        _ peerCheck: PeerCheck?, interfaces: [NetworkInterface], identity: Identity, paths: NearbyPaths, probe: String?,
-        until deadline: ContinuousClock.Instant, record: (DoctorCheck) -> Void
-    ) async {
-        guard let peer else { return }
-        var target: Target
-        // What another check found that keeps the peer from seeing this host.
-        var explained: String?
-        // An address (given, or last known): whether mDNS can reach it at all.
-        func subnet(_ host: String, _ port: Int) {
-            guard let subnet = Subnets.check(host: host, port: port, interfaces: interfaces) else { return }
-            record(subnet)
-            if subnet.status == .warn { explained = "the subnet check found \(host) on another subnet, and mDNS does not cross routers" }
-        }
-        if let direct = Node.parseHostPort(peer) {
-            subnet(direct.host, direct.port)
-            target = Target(addresses: [direct.host], port: direct.port, expected: nil, name: peer)
-        } else {
-            guard let peerCheck else { return }
-            record(peerCheck.check)
-            if let last = peerCheck.lastKnown {
-                if let host = last.addresses.first { subnet(host, last.port) }
-                target = last
-            } else {
-                guard let found = peerCheck.found, let port = found.port else { return }
-                // IPv4 first, link-local IPv6 last: the address a hint names is the one to type.
-                let ordered = PeerAddresses.connectionOrder(found.addresses)
-                target = Target(
-                    addresses: ordered.isEmpty ? [found.host].compactMap { $0 } : ordered, port: port,
-                    expected: PeerID(found.claimedID), name: found.txt.displayName ?? found.claimedID)
-            }
-        }
-        await Self.connectChecks(
-            target, identity: identity, preference: session.mode, knownPeers: KnownPeers(paths: paths),
-            probe: probe, until: deadline, explained: explained, record: record)
-    }
-
     /// The first of a recent peer's addresses that takes a TCP connection at its port (2 s each,
     /// all by `deadline`).
     static func lastKnown(_ recent: RecentPeers.Entry, until deadline: ContinuousClock.Instant) async -> Target? {
@@ -221,8 +182,11 @@ extension Nearby.Doctor {
     /// deadline cut short is a warning that says so, not a failure of the peer.
     static func connectChecks(
         _ target: Target, identity: Identity, preference: EncryptionPreference, knownPeers: KnownPeers,
-        probe: String?, until deadline: ContinuousClock.Instant, explained: String? = nil, record: (DoctorCheck) -> Void
+        probe: String?, until deadline: ContinuousClock.Instant, explained: String? = nil,
+        skipped: String? = nil, advertised interfaces: [NetworkInterface]? = nil, record: (DoctorCheck) -> Void
     ) async {
+        // Another check already says there is nothing to connect to (a ghost).
+        if let skipped { return record(DoctorCheck("connect", .skip, "not judged: \(skipped)")) }
         let port = target.port
         let outOfTime = "run doctor again with a longer --timeout"
         var working: [String] = []
@@ -250,21 +214,31 @@ extension Nearby.Doctor {
             }
         }
         let detail = (working.map { "\(target.address($0)) connects" } + failing).joined(separator: "; ")
+        // `addresses`, for a peer found by name: each address it advertises, said after connect.
+        let trials = target.addresses.map { address in
+            DoctorCheck.AddressTrial(address: address, failure: working.contains(address) ? nil
+                : failing.first { $0.hasPrefix("\(address): ") }.map { String($0.dropFirst(address.count + 2)) } ?? "not tried")
+        }
+        let addresses = interfaces.map { DoctorCheck.addresses(trials, peer: target.name, port: port, interfaces: $0) }
         let firewall = "a firewall on the peer (or between) drops TCP port \(port): on the peer, 'nft list ruleset' or 'iptables -L -n'"
         guard let reachable = working.first else {
             if !target.addresses.isEmpty, unjudged == target.addresses.count {
                 let tried = failing.isEmpty ? "" : " (\(detail))"
-                return record(DoctorCheck("connect", .warn, "not checked: doctor's --timeout ran out before a TCP connection to \(target.name)\(tried)", hint: outOfTime))
+                record(DoctorCheck("connect", .warn, "not checked: doctor's --timeout ran out before a TCP connection to \(target.name)\(tried)", hint: outOfTime))
+                if let addresses { record(addresses) }
+                return
             }
             let what = target.expected == nil ? "no TCP connection to \(target.name)" : "found, but no TCP connection to port \(port)"
             let nothingListens = "nothing listens on port \(port) there: is a nearby node running on the peer ('nearby advertise'), and is that its port? 'nearby browse' shows the port it advertises now"
             let hint = !failing.isEmpty && refused == failing.count ? nothingListens : firewall
             record(DoctorCheck("connect", .fail, "\(what): \(detail)", hint: hint, exitStatus: .connectionFailed))
+            if let addresses { record(addresses) }
             return
         }
         record(failing.isEmpty
             ? DoctorCheck("connect", .ok, detail)
             : DoctorCheck("connect", .warn, detail, hint: "some addresses do not answer (IPv6 only on one side, a wrong interface, or \(firewall))"))
+        if let addresses { record(addresses) }
         let tls: SessionTLS.Contexts
         do {
             tls = try SessionTLS.contexts(for: identity)

@@ -16,15 +16,26 @@ extension Nearby {
                   interfaces          which interfaces are up with multicast, their addresses, and \
                 avahi-daemon.conf's allow-/deny-interfaces;
                   firewall            local nft rules that drop or reject port 5353 (when readable);
+                  mdns-stacks         the processes holding UDP port 5353 here (/proc, as 'ss -lupn'): more \
+                than one mDNS responder per IP family fails, naming them (owners this user may not read are said so);
                   self-advertisement  a probe published here (until doctor ends) comes back through the daemon;
                   responders          other services are announced on the link, this host's own not \
                 counted (none: multicast looks blocked, or you are alone);
+                  conflicts           the daemon announces the host name it is configured with (not h1-2 \
+                after a conflict), and no other host answers for PEER's instance;
                 with PEER also:
                   peer                PEER is found on the service type (if not: what was found, PEER \
                 on another service type, and whether PEER was seen before);
                   subnet              instead of peer, when PEER is HOST:PORT: HOST is on one of this \
                 host's subnets (mDNS does not cross routers);
+                  multicast-path      PEER's responder asked directly (unicast to its UDP 5353) and by \
+                multicast, from a port of doctor's own: it answers only the first → multicast is filtered between \
+                the two hosts; neither → its responder is down or UDP 5353 is blocked;
+                  ghost               PEER, listed by the daemon, answers neither that question nor a \
+                TCP connection (it went away without a goodbye);
                   connect             a TCP connection to each of its addresses;
+                  addresses           each address PEER advertises: the unreachable ones named, with a \
+                docker or VPN range when they are in one;
                   encryption          the preamble agrees on encryption;
                   identity            the handshake: the peer proves the key of the ID it advertises, \
                 and known_peers pins no other key for it;
@@ -45,8 +56,8 @@ extension Nearby {
                 --timeout bounds the whole run (checks run side by side where they can; with --domain, \
                 each place PEER is looked for has it); a check it cuts short is a warning that says so.
                 Exit 0 when nothing failed, else the status of the first failure: 7 daemon, 2 peer \
-                not found, 5 cannot connect or encryption mismatch, 9 identity, 1 otherwise \
-                (peer-sees-us: one-way multicast).
+                not found or a ghost, 5 cannot connect or encryption mismatch, 9 identity, 1 otherwise \
+                (peer-sees-us: one-way multicast; multicast-path, mdns-stacks, conflicts).
 
                 Examples:
                   nearby doctor
@@ -79,6 +90,7 @@ extension Nearby {
             // One deadline for every check, from the start: they run side by side where they can,
             // each takes what is left, and the run ends by --timeout.
             let deadline = ContinuousClock.now + .milliseconds(Int64(timeout * 1000))
+            let startedAt = Date()
             let context = output.configure(CommandContext.current)
             if localSend.enabled(context) { return try await LocalSendCommands.doctor(context, peer: peer, until: deadline, verbose: output.verbose) }
             var checks: [DoctorCheck] = []
@@ -102,6 +114,8 @@ extension Nearby {
                 record(NetworkInterface.check(interfaces, daemonConfig: config))
                 let ruleset = FirewallRules.read()
                 record(FirewallRules.check(ruleset: ruleset))
+                let holders = MDNSStacks.holders()
+                record(MDNSStacks.check(holders, asRoot: geteuid() == 0))
                 // A local rule dropping mDNS is what every multicast check's hint names first.
                 let dropping = ruleset.map(FirewallRules.dropping) ?? []
                 // Looking for PEER runs beside the checks of this host, so the run keeps to --timeout
@@ -122,10 +136,19 @@ extension Nearby {
                     survey, selfID: identity.peerID, ownHost: selfProbe?.host,
                     hint: DoctorCheck.multicastHint(firewall: dropping, otherwise: DoctorCheck.multicastHint), until: deadline)
                 var ofPeer: [DoctorCheck] = []
+                let evidence = PeerEvidence()
                 await peerChecks(
-                    await looked, interfaces: interfaces, identity: identity, paths: context.paths, probe: selfProbe?.name, until: deadline
+                    await looked, interfaces: interfaces, identity: identity, paths: context.paths, environment: environment, service: service,
+                    survey: survey, probe: selfProbe?.name, evidence: evidence, started: startedAt, until: deadline
                 ) { ofPeer.append($0) }
                 record(await responders)
+                // This host's announced name against its configured one, and whether another host
+                // answers for PEER's instance (what PEER's responder was asked showed).
+                let configured = AvahiHostName.configured(holders: holders)
+                let found = evidence.found.withLock { $0 }
+                record(DoctorCheck.conflicts(
+                    current: selfProbe?.host, configured: configured.name, configuredFrom: configured.from,
+                    instance: found.instance, peerHost: found.host, others: found.others))
                 ofPeer.forEach(record)
             }
             context.events.emit(Events.Summary(checks))

@@ -47,12 +47,16 @@ test_doctor_healthy_pair_is_all_ok() {
     doctor 2 "$id1" --service dr-ok
     expect_eq "$STATUS" 0 "doctor exit status for a healthy pair" || { cat "$OUT/doctor.jsonl" >&2; stop "$ADV_PID"; return 1; }
     local check
-    for check in daemon interfaces firewall self-advertisement responders peer connect encryption; do check_is "$check" ok || return 1; done
+    for check in daemon interfaces firewall mdns-stacks self-advertisement responders conflicts peer multicast-path ghost connect addresses encryption; do
+        check_is "$check" ok || return 1
+    done
+    # The peer's responder answered the question sent to it and the one sent by multicast.
+    check_is multicast-path ok "multicast passes between the two hosts" || return 1
     # The handshake proved the advertised identity, and the peer saw this host's probe.
     check_is identity ok "proved the key" || return 1
     check_is peer-sees-us ok "sees this host's announcements" || return 1
     expect_eq "$(count_json "$OUT/doctor.jsonl" 'select(.event=="check" and .status!="ok")')" 0 "checks not ok" || return 1
-    expect_json "$OUT/doctor.jsonl" 'select(.event=="summary" and .fail==0 and .warn==0 and .ok==10 and .exit_status==0)' "summary" || return 1
+    expect_json "$OUT/doctor.jsonl" 'select(.event=="summary" and .fail==0 and .warn==0 and .ok==15 and .exit_status==0)' "summary" || return 1
     stop "$ADV_PID"
     # The peer was not bothered: no invitation, no session, no error on its side, and neither side
     # pinned anything (earlier tests may have pinned these two hosts already: the files must not change).
@@ -84,7 +88,9 @@ test_doctor_names_one_way_multicast() {
     # The way around it, with the real address (not a HOST:PORT placeholder).
     expect_json "$OUT/doctor.jsonl" "select(.event==\"check\" and .check==\"peer-sees-us\" and (.hint|contains(\"nearby invite $(lab_addr 1):$ADV_PORT\")))" \
         "the hint names the peer's real address" || return 1
-    expect_json "$OUT/doctor.jsonl" 'select(.event=="summary" and .fail==1 and .exit_status==1)' "summary with exit 1" || return 1
+    # h1 drops every mDNS datagram from h2, the direct question too: its responder answers nothing.
+    check_is multicast-path fail "unicast to UDP 5353 is blocked" || return 1
+    expect_json "$OUT/doctor.jsonl" 'select(.event=="summary" and .fail==2 and .exit_status==1)' "summary with exit 1" || return 1
     expect_eq "$(count_json "$OUT/adv-h1-dr-oneway.jsonl" 'select(.event=="invitation" or .event=="error")')" 0 "invitations or errors on the peer" || return 1
 }
 

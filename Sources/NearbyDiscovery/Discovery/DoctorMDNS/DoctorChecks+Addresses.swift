@@ -1,0 +1,107 @@
+import Foundation
+import NearbyBase
+
+/// `doctor`'s `addresses` and `conflicts` checks: pure, from what was tried and read.
+extension DoctorCheck {
+    /// One advertised address and how a TCP connection to it went (nil reason: it connected).
+    package struct AddressTrial: Sendable, Equatable {
+        package var address: String
+        package var failure: String?
+        package init(address: String, failure: String?) {
+            self.address = address
+            self.failure = failure
+        }
+    }
+
+    /// Address ranges that are usually another interface than the LAN: a container bridge, a VPN.
+    package static let namedRanges: [(network: String, name: String)] = [
+        ("172.17.0.0/16", "docker's default bridge (docker0)"),
+        ("172.16.0.0/12", "the private range docker gives its networks (br-*)"),
+        ("100.64.0.0/10", "the shared range VPNs such as Tailscale use (tailscale0)"),
+        ("fd7a:115c:a1e0::/48", "Tailscale's IPv6 range (tailscale0)"),
+        ("192.168.122.0/24", "libvirt's default network (virbr0)"),
+        ("10.0.3.0/24", "LXC's default bridge (lxcbr0)"),
+        ("10.8.0.0/24", "OpenVPN's default tunnel (tun0)"),
+        ("169.254.0.0/16", "IPv4 link-local (an interface without DHCP)"),
+    ]
+
+    /// The name of the first known range `address` is in.
+    package static func rangeName(_ address: String) -> String? {
+        namedRanges.first { Subnets.contains($0.network, address) }?.name
+    }
+
+    /// `addresses`: each advertised address of a found peer, which take a connection and which do
+    /// not, the unreachable ones placed in a docker/VPN range where they are in one.
+    /// `subnets`: this host's (`Subnets.ours`), to say an address is on none of them.
+    package static func addresses(_ trials: [AddressTrial], peer name: String, port: Int, interfaces: [NetworkInterface]) -> DoctorCheck {
+        let working = trials.filter { $0.failure == nil }.map(\.address)
+        let failing = trials.filter { $0.failure != nil }
+        guard !failing.isEmpty else {
+            return DoctorCheck("addresses", .ok, "each address \(name) advertises takes a TCP connection on port \(port): \(working.joined(separator: " "))")
+        }
+        let words = failing.map { trial -> String in
+            var where_: [String] = []
+            if let range = rangeName(trial.address) { where_.append(range) }
+            if Subnets.bytes(trial.address) != nil, !trial.address.lowercased().hasPrefix("fe80"),
+               !interfaces.contains(where: { $0.up && $0.networks.contains { Subnets.contains($0, trial.address) } }) {
+                where_.append("on none of this host's subnets")
+            }
+            let place = where_.isEmpty ? "" : " (\(where_.joined(separator: ", ")))"
+            return "\(trial.address)\(place): \(trial.failure ?? "no answer")"
+        }
+        guard !working.isEmpty else {
+            return DoctorCheck("addresses", .skip, "no address \(name) advertises takes a connection (see connect): " + words.joined(separator: "; "))
+        }
+        return DoctorCheck(
+            "addresses", .warn,
+            "\(name) advertises addresses this host cannot reach: \(words.joined(separator: "; ")); reachable: \(working.joined(separator: " "))",
+            hint: "on \(name)'s host, let avahi-daemon announce only the interfaces peers can reach: allow-interfaces=IFACE "
+                + "(or deny-interfaces=docker0,tun0,wg0) in /etc/avahi/avahi-daemon.conf, then restart it; meanwhile nearby tries every address, "
+                + "so the reachable one still works, more slowly")
+    }
+
+    /// `conflicts`: this host's daemon announces another host name than its configuration says
+    /// (it renamed after a conflict: `h1` → `h1-2`), or another responder answers for PEER's
+    /// instance with another host. `current`: the name the daemon announces (from doctor's probe);
+    /// `configured`: its configuration's `host-name=`, else this host's name, and where it came from.
+    package static func conflicts(
+        current: String?, configured: String?, configuredFrom: String, instance: String? = nil, peerHost: String? = nil,
+        others: [MDNSQuestion.Answer] = []
+    ) -> DoctorCheck {
+        let short = { (name: String) -> String in
+            var name = name.lowercased()
+            while name.hasSuffix(".") { name.removeLast() }
+            if name.hasSuffix(".local") { name.removeLast(6) }
+            return name
+        }
+        var problems: [String] = []
+        var hints: [String] = []
+        if let current, let configured {
+            let (now, meant) = (short(current), short(configured))
+            if now != meant, now.hasPrefix(meant + "-"), Int(now.dropFirst(meant.count + 1)) != nil {
+                problems.append("this host's daemon announces itself as \(now).local, not \(meant).local as configured (\(configuredFrom)): "
+                    + "it renamed after another host on the link claimed \(meant).local")
+                hints.append("another host on this link is also named \(meant): 'avahi-resolve -n \(meant).local' shows its address; give one of them "
+                    + "another name (host-name= in avahi-daemon.conf, or 'hostnamectl hostname NAME') and restart avahi-daemon")
+            }
+        }
+        if let instance {
+            let mine = peerHost.map(short)
+            let squatters = others.filter { answer in answer.instanceHost.map { short($0) != mine } ?? false }
+            if !squatters.isEmpty {
+                let who = squatters.map { "\($0.source) (host \($0.instanceHost ?? "?"))" }.joined(separator: ", ")
+                problems.append("another host answers for \(instance): \(who), while the peer is on \(peerHost ?? "?")")
+                hints.append("two responders claim one instance name: stop the one that should not advertise it; nearby still tells them apart "
+                    + "by the identity each proves")
+            }
+        }
+        guard problems.isEmpty else {
+            return DoctorCheck("conflicts", .fail, problems.joined(separator: "; "), hint: hints.joined(separator: "; "))
+        }
+        guard let current else {
+            return DoctorCheck("conflicts", .skip, "not judged: this host's probe did not come back, so its announced name is not known (see self-advertisement)")
+        }
+        let peerPart = instance == nil ? "" : "; no other host answers for \(instance ?? "")"
+        return DoctorCheck("conflicts", .ok, "this host's daemon announces itself as \(short(current)).local (configured: \(configured.map(short) ?? "?"), \(configuredFrom))\(peerPart)")
+    }
+}

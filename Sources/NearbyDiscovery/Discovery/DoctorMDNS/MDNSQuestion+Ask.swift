@@ -1,0 +1,132 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import NearbyDNS
+import NearbyBase
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension MDNSQuestion {
+    /// Asks PEER's responder at `address` directly and by multicast (from `via`, this host's
+    /// address on PEER's subnet; nil: no multicast question), for `wait` at most: three times
+    /// each, until PEER answered both. Every answer is bounded, at most `maxAnswers` are read.
+    package static func ask(
+        address: String, via: String?, registrationType: String, instance: String?, wait: Duration, port: Int = 5353
+    ) async -> Outcome {
+        let started = ContinuousClock.now
+        let unicastQuery = query(questions(address: address, registrationType: registrationType, instance: instance, unicastResponse: false))
+        var multicastQuery = query(questions(address: address, registrationType: registrationType, instance: instance, unicastResponse: true))
+        if multicastQuery.id == unicastQuery.id { multicastQuery.id &+= 1 }
+        let (unicastID, multicastID) = (unicastQuery.id, multicastQuery.id)
+        let v6 = address.contains(":")
+        guard let peer = try? SocketAddress(ipAddress: address, port: port),
+              let unicastWire = try? unicastQuery.encode(), let multicastWire = try? multicastQuery.encode()
+        else { return Outcome(unicast: nil, multicast: nil, multicastSent: false, waited: .zero) }
+        let group: SocketAddress? = via == nil ? nil : try? SocketAddress(ipAddress: v6 ? "ff02::fb" : "224.0.0.251", port: port)
+        let collected = Collected()
+        var failure: String?
+        do {
+            let channel = try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: maxAnswerBytes))
+                .bind(host: v6 ? "::" : "0.0.0.0", port: 0) { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try NIOAsyncChannel<AddressedEnvelope<ByteBuffer>, AddressedEnvelope<ByteBuffer>>(wrappingChannelSynchronously: channel)
+                    }
+                }
+            let multicastReady = await multicastOptions(channel.channel, via: via, v6: v6)
+            let sendsMulticast = group != nil && multicastReady
+            collected.multicastSent = sendsMulticast
+            try await withThrowingTaskGroup(of: Void.self) { tasks in
+                tasks.addTask { try await Task.sleep(for: wait) }
+                tasks.addTask {
+                    try await channel.executeThenClose { inbound, outbound in
+                        let resend = Task {
+                            for _ in 0..<3 {
+                                try await outbound.write(AddressedEnvelope(remoteAddress: peer, data: ByteBuffer(bytes: unicastWire)))
+                                if sendsMulticast, let group {
+                                    try await outbound.write(AddressedEnvelope(remoteAddress: group, data: ByteBuffer(bytes: multicastWire)))
+                                }
+                                try await Task.sleep(for: wait / 3)
+                            }
+                        }
+                        defer { resend.cancel() }
+                        var datagrams = 0
+                        for try await envelope in inbound {
+                            datagrams += 1
+                            guard datagrams <= maxAnswers else { return }
+                            guard envelope.remoteAddress.port == port, let source = envelope.remoteAddress.ipAddress,
+                                  let message = try? DNSMessage.decode(Array(envelope.data.readableBytesView)), message.isResponse
+                            else { continue }
+                            let answer = Self.read(message, source: source, registrationType: registrationType, instance: instance)
+                            let fromPeer = Subnets.bytes(source) == Subnets.bytes(address)
+                            if message.id == unicastID, fromPeer {
+                                collected.unicast = collected.unicast ?? answer
+                            } else if message.id == multicastID {
+                                if fromPeer {
+                                    collected.multicast = collected.multicast ?? answer
+                                } else if answer.instanceHost != nil, collected.others.count < 8 {
+                                    collected.others.append(answer)
+                                }
+                            }
+                            if collected.unicast != nil, collected.multicast != nil || !sendsMulticast { return }
+                        }
+                    }
+                }
+                // The first to end (the wait, or both answers) ends the other.
+                defer { tasks.cancelAll() }
+                _ = try await tasks.next()
+            }
+        } catch is CancellationError {
+            // Cancelled: what was collected stands.
+        } catch {
+            // A socket that cannot be opened, or a question that cannot be sent (no route).
+            failure = ErrorWords.describe(error)
+        }
+        var outcome = Outcome(
+            unicast: collected.unicast, multicast: collected.multicast, others: collected.others,
+            multicastSent: collected.multicastSent, waited: ContinuousClock.now - started)
+        if outcome.unicast == nil, outcome.multicast == nil { outcome.failure = failure }
+        return outcome
+    }
+
+    /// What the reading task found (it is the only writer while it runs; read after it ends).
+    private final class Collected: @unchecked Sendable {
+        var unicast: Answer?
+        var multicast: Answer?
+        var others: [Answer] = []
+        var multicastSent = false
+    }
+
+    static func query(_ questions: [DNSQuestion]) -> DNSMessage {
+        var message = DNSMessage(id: UInt16.random(in: 1...UInt16.max))
+        message.questions = questions
+        return message
+    }
+
+    /// Multicast out of the interface of `via` (an address of this host), TTL 255 (RFC 6762 §11),
+    /// not looped back to this host's own daemon. false when that cannot be set.
+    static func multicastOptions(_ channel: Channel, via: String?, v6: Bool) async -> Bool {
+        guard let via, let provider = channel as? SocketOptionProvider else { return false }
+        do {
+            if v6 {
+                let zone = via.split(separator: "%", maxSplits: 1).dropFirst().first.map(String.init)
+                guard let zone else { return false }
+                let index = if_nametoindex(zone)
+                guard index != 0 else { return false }
+                try await provider.setIPv6MulticastIF(CUnsignedInt(index)).get()
+                try await provider.setIPv6MulticastHops(255).get()
+                try await provider.setIPv6MulticastLoop(0).get()
+            } else {
+                var address = in_addr()
+                guard inet_pton(AF_INET, via, &address) == 1 else { return false }
+                try await provider.setIPMulticastIF(address).get()
+                try await provider.setIPMulticastTTL(255).get()
+                try await provider.setIPMulticastLoop(0).get()
+            }
+            return true
+        } catch {
+            return false
+        }
+    }
+}
