@@ -19,7 +19,13 @@ import Darwin
     static func listing(_ paths: [String]) throws -> Listing {
         var skipped: [FileList.Skipped] = []
         let files = try FileList.collect(paths) { skipped.append($0) }
-        return (files, skipped)
+        // The nanoseconds sent to a receiver that keeps dates are the same time as `modified`,
+        // which the legacy listing had alone.
+        for file in files where file.directory != true {
+            let nanoseconds = Double(file.modifiedNanoseconds ?? 0) / 1e9
+            #expect(abs(nanoseconds - file.modified) < 1e-5, "\(file.relative): \(nanoseconds) against \(file.modified)")
+        }
+        return (files.map { var file = $0; file.modifiedNanoseconds = nil; return file }, skipped)
     }
 
     static func legacy(_ paths: [String]) throws -> Listing {
