@@ -12,6 +12,8 @@ import Testing
 /// Fixtures in the official app's own formats (localsend/localsend 1.18: `packages/core/src/crypto/cert.rs`,
 /// `packages/core/src/http/dto_v2.rs`, `packages/core/src/model/discovery.rs`), not only our own.
 @Suite struct OfficialFormatTests {
+    init() { LocalSendTestDeadlines.relax() }
+
     /// The certificate of the official app's own fingerprint test, and the value it asserts.
     static let officialCertificate = """
 -----BEGIN CERTIFICATE-----

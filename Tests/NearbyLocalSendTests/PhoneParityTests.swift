@@ -15,6 +15,8 @@ import X509
 /// the official app's own formats (localsend/localsend 1.18.2: `packages/core/src/model/transfer.rs`
 /// tests, `packages/core/src/crypto/cert.rs`).
 @Suite struct PhoneParityTests {
+    init() { LocalSendTestDeadlines.relax() }
+
     private func temporary() -> String {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-lsp-\(UUID().uuidString)").path
         try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)

@@ -8,6 +8,8 @@ import Testing
 /// A folder in one prepare-upload, as the official app sends one: thousands of files fit, the
 /// shape is kept inside --save-dir, and a list over a bound is refused in words.
 @Suite struct ReceiverFolderTests {
+    init() { LocalSendTestDeadlines.relax() }
+
     private func temporary() -> String {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-lsf-\(UUID().uuidString)").path
         try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)

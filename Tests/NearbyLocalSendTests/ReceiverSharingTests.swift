@@ -9,6 +9,8 @@ import Testing
 /// No monopoly: senders on different addresses served at once, each on its own account; a floor
 /// rate; the strangers' quota at prepare-upload; a pinned sender never refused for a stranger.
 @Suite struct ReceiverSharingTests {
+    init() { LocalSendTestDeadlines.relax() }
+
     private func temporary() -> String {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-lss-\(UUID().uuidString)").path
         try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
@@ -103,6 +105,8 @@ import Testing
 
 /// Issue 43 item 4: a folder keeps its shape, each part sanitized, never outside --save-dir.
 @Suite struct LocalSendFolderTests {
+    init() { LocalSendTestDeadlines.relax() }
+
     @Test func aFoldersFilesLandInItsShapeInsideTheSaveDirectory() async throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-lsf-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)

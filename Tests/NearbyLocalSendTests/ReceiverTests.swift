@@ -10,6 +10,8 @@ import Testing
 @testable import NearbyIdentity
 
 @Suite struct ReceiverTests {
+    init() { LocalSendTestDeadlines.relax() }
+
     private func temporary() -> String {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-lsr-\(UUID().uuidString)").path
         try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
