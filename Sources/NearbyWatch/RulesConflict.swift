@@ -3,7 +3,8 @@ import NearbyDNS
 
 /// Two sources answering one unique record (cache-flush set) with different data (RFC 6762 §9):
 /// a conflict. One host's sources (its IPv4 and IPv6 addresses) send the same data, so only
-/// sources whose data share nothing count.
+/// sources whose data share nothing count, and never two sources one host name claimed as its own
+/// addresses (a host that renames itself changes its data on both at once).
 struct ConflictRule {
     struct Claim {
         var source: String
@@ -14,6 +15,9 @@ struct ConflictRule {
 
     static let maxSourcesPerName = 4
     var claims = BoundedTable<String, [Claim]>(capacity: 4096)
+    /// The host name each address first announced as its own (an A/AAAA record of the name, sent
+    /// from one of the name's addresses).
+    var owners = BoundedTable<String, String>(capacity: 4096)
     var once = Once<String>(period: 60)
 
     mutating func observe(_ observation: Observation) -> [Events.Finding] {
@@ -28,7 +32,11 @@ struct ConflictRule {
         let now = observation.time
         for (key, group) in groups.sorted(by: { $0.key < $1.key }) {
             var known = (claims[key] ?? []).filter { $0.expires >= now }
+            let owner = owners[observation.source]
+            var conflicting = false
             for other in known where other.source != observation.source && other.data.isDisjoint(with: group.data) {
+                if let owner, owners[other.source] == owner { continue }
+                conflicting = true
                 guard once.admit(key + " " + [other.source, observation.source].sorted().joined(separator: " "), at: now) else { continue }
                 let theirs = other.data.map { RecordText.data($0, type: group.type) }.sorted().joined(separator: ", ")
                 let ours = group.data.map { RecordText.data($0, type: group.type) }.sorted().joined(separator: ", ")
@@ -36,6 +44,10 @@ struct ConflictRule {
                     rule: "conflict", host: observation.source, interface: observation.interface, name: group.name.description,
                     evidence: "\(observation.source) answers \(group.name) \(group.type) with \(ours); \(other.source) answered it with \(theirs)",
                     hint: "two hosts claim one unique name: rename one (avahi: host-name= in avahi-daemon.conf; a service: its name), or find the host or container that copies another's records"))
+            }
+            let addresses = group.data.compactMap(RecordText.address)
+            if !conflicting, addresses.contains(observation.source) {
+                for address in addresses where owners[address] == nil { owners.set(address, group.name.key, at: now) }
             }
             let expires = now + Double(min(group.ttl, 4500))
             if let index = known.firstIndex(where: { $0.source == observation.source }) {

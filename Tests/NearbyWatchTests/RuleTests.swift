@@ -164,3 +164,19 @@ import Testing
         #expect(snapshot.questions.map { $0.answered != nil } == [false, true])
     }
 }
+
+extension RuleTests {
+    /// A host that renames itself (avahi: h2 → h2-2) changes its reverse-lookup PTR over IPv4 and
+    /// IPv6 at different moments: one host, no conflict — a rename.
+    @Test func aHostRenamingOverBothFamiliesIsNoConflict() {
+        let v6: [UInt8] = [0xFE, 0x80] + [UInt8](repeating: 0, count: 13) + [2]
+        let reverse = "2.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.8.e.f.ip6.arpa."
+        func announce(_ host: String) -> DNSMessage {
+            Make.response([Make.a("\(host).local.", [10, 99, 0, 2]), Make.record("\(host).local.", .aaaa, .aaaa(v6)),
+                           Make.record(reverse, .ptr, .ptr(Make.name("\(host).local.")))])
+        }
+        let found = Self.findings([(0, "fe80::2", announce("h2"), "nb0"), (0.01, "10.99.0.2", announce("h2"), "nb0"),
+                                   (5, "10.99.0.2", announce("h2-2"), "nb0")])
+        #expect(found.map(\.rule) == ["rename"])
+    }
+}
