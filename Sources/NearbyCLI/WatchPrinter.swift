@@ -11,10 +11,11 @@ final class WatchPrinter: Sendable {
     private let screen: WatchScreen?
     private let human: Bool
 
-    init(context: CommandContext) {
+    /// `live`: capturing (a file is read at once: its lines, not a table redrawn).
+    init(context: CommandContext, live: Bool) {
         self.context = context
         human = context.humanOutput && context.terminal != nil
-        screen = human && (context.terminal?.stdoutIsTerminal ?? false) && (context.terminal?.escapes ?? false)
+        screen = live && human && (context.terminal?.stdoutIsTerminal ?? false) && (context.terminal?.escapes ?? false)
             ? WatchScreen(columns: context.terminal?.columns ?? 80) : nil
     }
 
@@ -85,7 +86,7 @@ enum WatchText {
         let questions = packet.questions.map(\.type).joined(separator: ",")
         let kind = packet.kind == "query" ? "query\(questions.isEmpty ? "" : " " + questions)" : "response"
         let size = packet.answers.count + packet.additional.count
-        let text = "\(clock(packet.captured)) \(packet.interface ?? "-") \(packet.source) \(kind)\(packet.kind == "response" ? " (\(size) records)" : ""): "
+        let text = "\(clock(packet.captured)) \(packet.interface ?? "-") \(packet.source) \(kind)\(packet.kind == "response" ? " (\(size) record\(size == 1 ? "" : "s"))" : ""): "
             + (words.isEmpty ? "(empty)" : words.prefix(4).joined(separator: " · ") + (words.count > 4 ? " · +\(words.count - 4)" : ""))
         return TerminalText.escaped(text)
     }
