@@ -35,6 +35,7 @@ let package = Package(
                 "NearbyCore", "NearbyBase", "NearbyIdentity", "NearbyDiscovery", "NearbyWire", "NearbyTransfer",
                 "NearbyLocalSend",
                 "NearbyWeb",
+                "NearbyWatch",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -79,6 +80,12 @@ let package = Package(
         .systemLibrary(name: "CQRencode", providers: [.apt(["libqrencode-dev"]), .brew(["qrencode"])]),
         // zlib's crc32(): the streamed .zip of a shared directory.
         .systemLibrary(name: "CZlib", providers: [.apt(["zlib1g-dev"])]),
+        // `nearby watch`: mDNS packets captured (a packet socket, or a pcap file), decoded with
+        // NearbyDNS, and the rules that name faults in them (pure machines over decoded packets).
+        .target(
+            name: "NearbyWatch",
+            dependencies: ["NearbyBase", "NearbyDNS"]
+        ),
         // The DNS message codec for wide-area DNS-SD (--domain): pure, no sockets.
         .target(
             name: "NearbyDNS",
@@ -180,6 +187,10 @@ let package = Package(
             ]
         ),
         .testTarget(name: "NearbyDNSTests", dependencies: ["NearbyDNS"]),
+        .testTarget(
+            name: "NearbyWatchTests",
+            dependencies: ["NearbyWatch", "NearbyDNS", "NearbyBase", .product(name: "PropertyBased", package: "swift-property-based")]
+        ),
         .testTarget(
             name: "NearbyHTTPTests",
             dependencies: [

@@ -173,13 +173,13 @@ _nearby() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    advertise|browse|invite|accept|send|send-file|stream|disconnect|identity|doctor|help)
+    advertise|browse|invite|accept|send|send-file|stream|disconnect|identity|doctor|watch|help)
         # Offer subcommand argument completions
         "_nearby_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'advertise browse invite accept send send-file stream disconnect identity doctor help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'advertise browse invite accept send send-file stream disconnect identity doctor watch help' -- "${cur}"))
         ;;
     esac
 }
@@ -612,6 +612,37 @@ _nearby_doctor() {
     case "${positional_number}" in
     1)
         __nearby_add_completions -W "$(__nearby_custom_complete ---completion doctor -- positional@0 "${COMP_CWORD}" "$(__nearby_cursor_index_in_current_word)")"
+        return
+        ;;
+    esac
+}
+
+_nearby_watch() {
+    repeating_flags=()
+    non_repeating_flags=(--verbose -v --json --human --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--interface --read --service --peer --host --timeout)
+    __nearby_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--interface')
+        return
+        ;;
+    '--read')
+        __nearby_add_completions -f
+        return
+        ;;
+    '--service')
+        return
+        ;;
+    '--peer')
+        return
+        ;;
+    '--host')
+        return
+        ;;
+    '--timeout')
         return
         ;;
     esac

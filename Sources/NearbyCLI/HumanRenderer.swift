@@ -3,6 +3,7 @@ import NearbyCore
 import NearbyWeb
 import NearbyLocalSend
 import NearbyBase
+import NearbyWatch
 
 /// Turns one typed event into a short line for a person at a terminal: the time, the peer, what
 /// happened and the facts that matter. A pure function of the event, so every kind is tested
@@ -22,6 +23,7 @@ struct HumanRenderer: Sendable {
 
     /// The kinds a line can be read as: the core's and the commands' own.
     static let kinds: [any EventBody.Type] = Events.kinds + [Events.BrowseDomainSeen.self] + Events.webKinds + Events.localSendKinds
+        + [Events.Watching.self, Events.Packet.self, Events.Finding.self]
 
     /// Reads an event line; nil when it is not a JSON object with an `event`.
     static func decode(_ line: String) -> DecodedEvent? { DecodedEvent(line: line, kinds: kinds) }

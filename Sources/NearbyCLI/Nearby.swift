@@ -21,7 +21,7 @@ package struct Nearby: AsyncParsableCommand {
         version: NearbyVersion.current,
         subcommands: [
             Advertise.self, Browse.self, Invite.self, Accept.self, Send.self, SendFile.self, Stream.self,
-            Disconnect.self, IdentityCommand.self, Doctor.self,
+            Disconnect.self, IdentityCommand.self, Doctor.self, Watch.self,
         ]
     )
 

@@ -54,6 +54,9 @@ package struct DNSQuestion: Hashable, Sendable {
         self.type = type
         self.qClass = qClass
     }
+
+    /// mDNS: the unicast-response (QU) bit of the class (RFC 6762 §5.4).
+    package var unicastResponse: Bool { qClass.topBit }
 }
 
 /// A DNS message. In an UPDATE (RFC 2136 §2) the sections are named zone, prerequisite, update and

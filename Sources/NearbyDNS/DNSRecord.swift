@@ -1,16 +1,18 @@
-/// The resource-record types nearby reads and writes (RFC 1035, 2782, 3596, 8945); others are kept
-/// as opaque bytes.
+/// The resource-record types nearby reads and writes (RFC 1035, 2782, 3596, 4034, 8945); others are
+/// kept as opaque bytes.
 package struct DNSType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     package let rawValue: UInt16
     package init(rawValue: UInt16) { self.rawValue = rawValue }
 
     package static let a = DNSType(rawValue: 1)
     package static let soa = DNSType(rawValue: 6)
+    package static let hinfo = DNSType(rawValue: 13)
     package static let ptr = DNSType(rawValue: 12)
     package static let txt = DNSType(rawValue: 16)
     package static let aaaa = DNSType(rawValue: 28)
     package static let srv = DNSType(rawValue: 33)
     package static let opt = DNSType(rawValue: 41)
+    package static let nsec = DNSType(rawValue: 47)
     package static let tsig = DNSType(rawValue: 250)
     package static let any = DNSType(rawValue: 255)
 
@@ -18,11 +20,13 @@ package struct DNSType: RawRepresentable, Hashable, Sendable, CustomStringConver
         switch self {
         case .a: "A"
         case .soa: "SOA"
+        case .hinfo: "HINFO"
         case .ptr: "PTR"
         case .txt: "TXT"
         case .aaaa: "AAAA"
         case .srv: "SRV"
         case .opt: "OPT"
+        case .nsec: "NSEC"
         case .tsig: "TSIG"
         case .any: "ANY"
         default: "TYPE\(rawValue)"
@@ -32,12 +36,27 @@ package struct DNSType: RawRepresentable, Hashable, Sendable, CustomStringConver
 
 /// Record classes: IN, and the two RFC 2136 uses in updates (NONE: delete this record; ANY: delete
 /// the whole set, also TSIG's class).
-package struct DNSClass: RawRepresentable, Hashable, Sendable {
+package struct DNSClass: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     package let rawValue: UInt16
     package init(rawValue: UInt16) { self.rawValue = rawValue }
     package static let `in` = DNSClass(rawValue: 1)
     package static let none = DNSClass(rawValue: 254)
     package static let any = DNSClass(rawValue: 255)
+
+    /// mDNS (RFC 6762 §10.2, §5.4): the top bit of a record's class is the cache-flush bit (this
+    /// record replaces the set), of a question's class the unicast-response (QU) bit.
+    package var topBit: Bool { rawValue & 0x8000 != 0 }
+    /// The class without mDNS's top bit.
+    package var base: DNSClass { DNSClass(rawValue: rawValue & 0x7FFF) }
+
+    package var description: String {
+        switch base {
+        case .in: "IN"
+        case .none: "NONE"
+        case .any: "ANY"
+        default: "CLASS\(base.rawValue)"
+        }
+    }
 }
 
 package struct SOAData: Hashable, Sendable {
@@ -85,6 +104,9 @@ package enum RData: Hashable, Sendable {
     case txt([[UInt8]])             // character-strings, each ≤ 255 bytes
     case soa(SOAData)
     case tsig(TSIGData)
+    /// RFC 4034 §4: the next name and the types present at the owner name (mDNS, RFC 6762 §6.1,
+    /// uses it to say which types a name does not have).
+    case nsec(next: DNSName, types: [DNSType])
     case unknown([UInt8])
     /// No data: RDLENGTH 0, as in an RFC 2136 "delete an RRset" or "name is in use" entry.
     case empty
@@ -150,6 +172,9 @@ package struct DNSRecord: Hashable, Sendable {
             writer.u16(tsig.error)
             writer.u16(UInt16(tsig.other.count))
             writer.raw(tsig.other)
+        case let .nsec(next, types):
+            writer.name(next, compressible: false)
+            writer.raw(Self.typeBitmaps(types))
         case let .unknown(bytes):
             writer.raw(bytes)
         case .empty:
@@ -207,11 +232,56 @@ package struct DNSRecord: Hashable, Sendable {
                 let other = Array(try reader.take(Int(try reader.u16("TSIG other length")), "TSIG other"))
                 data = .tsig(TSIGData(algorithm: algorithm, timeSigned: time, fudge: fudge, mac: mac,
                                       originalID: originalID, error: error, other: other))
+            case .nsec:
+                let next = try reader.name("NSEC next name")
+                guard reader.offset <= end else { throw .malformed("NSEC next name past its record") }
+                data = .nsec(next: next, types: try Self.types(Array(try reader.take(end - reader.offset, "NSEC bitmaps"))))
             default:
                 data = .unknown(Array(try reader.take(length, "RDATA")))
             }
         }
         guard reader.offset == end else { throw .malformed("\(type) RDATA is not \(length) bytes") }
         return DNSRecord(name: name, type: type, rrClass: rrClass, ttl: ttl, data: data)
+    }
+}
+
+extension DNSRecord {
+    /// mDNS: the cache-flush bit of the record's class (RFC 6762 §10.2): a unique record.
+    package var cacheFlush: Bool { rrClass.topBit }
+
+    /// RFC 4034 §4.1.2: the types in windows of up to 32 bytes of bits.
+    static func typeBitmaps(_ types: [DNSType]) -> [UInt8] {
+        var windows: [UInt8: [UInt8]] = [:]
+        for type in types {
+            let window = UInt8(type.rawValue >> 8), low = Int(type.rawValue & 0xFF)
+            var bits = windows[window] ?? []
+            if bits.count <= low / 8 { bits += [UInt8](repeating: 0, count: low / 8 + 1 - bits.count) }
+            bits[low / 8] |= 0x80 >> UInt8(low % 8)
+            windows[window] = bits
+        }
+        return windows.keys.sorted().flatMap { [$0, UInt8(windows[$0]?.count ?? 0)] + (windows[$0] ?? []) }
+    }
+
+    /// The types of NSEC bitmaps; a window out of order, empty or over 32 bytes is malformed.
+    static func types(_ bytes: [UInt8]) throws(DNSError) -> [DNSType] {
+        var types: [DNSType] = []
+        var index = 0
+        var last = -1
+        while index < bytes.count {
+            guard index + 2 <= bytes.count else { throw .malformed("NSEC bitmap header past its record") }
+            let window = Int(bytes[index]), count = Int(bytes[index + 1])
+            guard window > last, (1...32).contains(count), index + 2 + count <= bytes.count else {
+                throw .malformed("NSEC bitmap window \(window) of \(count) bytes")
+            }
+            last = window
+            for offset in 0..<count {
+                let byte = bytes[index + 2 + offset]
+                for bit in 0..<8 where byte & (0x80 >> UInt8(bit)) != 0 {
+                    types.append(DNSType(rawValue: UInt16(window << 8 | offset * 8 + bit)))
+                }
+            }
+            index += 2 + count
+        }
+        return types
     }
 }

@@ -16,6 +16,8 @@ package enum ExitStatus: Int32, Sendable, CaseIterable {
     case dnsUnreachable = 11
     case dnsKeyRejected = 12
     case dnsZoneRefused = 13
+    /// `watch` may not capture packets: it needs root or CAP_NET_RAW.
+    case captureNotPermitted = 14
     /// Interrupted by SIGINT while working (a cancelled transfer), as shells report it.
     case interrupted = 130
     /// The same status swift-argument-parser uses for usage errors.
@@ -37,6 +39,7 @@ package enum ExitStatus: Int32, Sendable, CaseIterable {
         case .dnsUnreachable: "\(Spelling.option(.domain)): the DNS server did not answer, or none was found"
         case .dnsKeyRejected: "\(Spelling.option(.domain)): the DNS server rejected the TSIG key (BADKEY, BADSIG) or our clock (BADTIME)"
         case .dnsZoneRefused: "\(Spelling.option(.domain)): the DNS server refused updates for the zone (NOTAUTH, REFUSED)"
+        case .captureNotPermitted: "capturing packets needs root or CAP_NET_RAW"
         case .interrupted: "interrupted: SIGINT or SIGTERM cut the work short"
         case .usage: "usage error: invalid arguments or input"
         }
@@ -80,6 +83,10 @@ package enum NearbyError: Error, LocalizedError, Equatable, Sendable {
     case transferFailed(path: String, code: String, reason: String)
     case cancelled(String)
     case wideArea(WideAreaFailure)
+    /// `watch`: no permission to open a packet socket (no root, no CAP_NET_RAW).
+    case captureNotPermitted
+    /// `watch --read`: the file is not a capture watch can read.
+    case badCaptureFile(path: String, reason: String)
 
     /// kDNSServiceErr_Refused: what Avahi's compat layer says when D-Bus denies us the daemon.
     package static let accessRefused: Int32 = -65553
@@ -115,6 +122,8 @@ package enum NearbyError: Error, LocalizedError, Equatable, Sendable {
         case let .transferFailed(_, code, _): code
         case .cancelled: "cancelled"
         case let .wideArea(failure): failure.code
+        case .captureNotPermitted: "capture-not-permitted"
+        case .badCaptureFile: "bad-capture-file"
         }
     }
 
@@ -138,6 +147,8 @@ package enum NearbyError: Error, LocalizedError, Equatable, Sendable {
         case let .transferFailed(_, code, _): code == "integrity" ? .identityCheckFailed : code == "io-error" ? .ioError : .connectionFailed
         case .cancelled: .interrupted
         case let .wideArea(failure): failure.exitStatus
+        case .captureNotPermitted: .captureNotPermitted
+        case .badCaptureFile: .ioError
         }
     }
 
@@ -207,6 +218,10 @@ package enum NearbyError: Error, LocalizedError, Equatable, Sendable {
             "\(what) cancelled"
         case let .wideArea(failure):
             failure.message
+        case .captureNotPermitted:
+            "watching mDNS captures packets, which needs root or the CAP_NET_RAW capability: run `sudo setcap cap_net_raw+ep \"$(command -v nearby)\"` once, or `sudo nearby watch`"
+        case let .badCaptureFile(path, reason):
+            "cannot read \(path) as a capture: \(reason)"
         }
     }
 

@@ -1,0 +1,153 @@
+import ArgumentParser
+import Foundation
+import NearbyBase
+import NearbyCore
+import NearbyWatch
+
+extension Nearby {
+    struct Watch: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show the link's mDNS packets as they pass, decoded, with the faults they reveal.",
+            discussion: """
+                Captures every mDNS packet (UDP 5353, IPv4 and IPv6) on every interface, or on \
+                --interface, with a packet socket: the daemon keeps every packet it gets (watch \
+                binds no port). That needs root or CAP_NET_RAW; without them watch says so and \
+                exits 14. Prints a 'packet' event per packet (time, interface, source and \
+                destination, each question and record, what it means in DNS-SD terms), a 'finding' \
+                event for each fault a rule sees (malformed packets, conflicts and renames, a \
+                querier asking too fast, TTLs far from RFC 6762's, oversize or truncated answers, \
+                a reflector's echo, a service flapping), and a 'summary' when it ends (Ctrl-C, \
+                --timeout, or the end of --read's file), exit 0. On a terminal: a table of the \
+                link's hosts, services and questions, redrawn in place, with the packets below it.
+
+                --read reads a capture file (classic pcap, as `tcpdump -w` writes it) instead: no \
+                privileges needed. --service, --peer and --host narrow the packets printed; \
+                --host the findings too.
+
+                Examples:
+                  sudo setcap cap_net_raw+ep "$(command -v nearby)"
+                  nearby watch
+                  nearby watch --json --timeout 10 | jq -c 'select(.event=="finding")'
+                  nearby watch --service _http._tcp --interface wlan0
+                  nearby watch --read capture.pcap --host 192.168.1.20
+                """)
+
+        @Option(help: ArgumentHelp("Capture on this interface only (default: all).", valueName: "name"))
+        var interface: String?
+
+        @Option(help: ArgumentHelp("Read a capture file (pcap, as tcpdump -w writes it) instead of the network.", valueName: "file"),
+                completion: .file())
+        var read: String?
+
+        @Option(help: ArgumentHelp("Only packets about this service: a nearby service name (chat) or a DNS-SD type (_http._tcp).", valueName: "type"))
+        var service: String?
+
+        @Option(help: ArgumentHelp("Only packets about this peer: an instance or host name, or a display name (TXT _d=).", valueName: "name"))
+        var peer: String?
+
+        @Option(help: ArgumentHelp("Only packets from, or with an address record of, this address (and its findings).", valueName: "address"))
+        var host: String?
+
+        @Option(help: ArgumentHelp("Stop after this many seconds (exit 0).", valueName: "seconds"))
+        var timeout: Double?
+
+        @OptionGroup var output: OutputOptions
+
+        func validate() throws {
+            if let timeout, !(timeout > 0 && timeout.isFinite) { throw ValidationError("--timeout must be a positive number of seconds") }
+            if read != nil, interface != nil { throw ValidationError("--read reads a file; --interface is for capturing") }
+        }
+
+        func run() async throws {
+            let context = output.configure(CommandContext.current)
+            try await reporting(context, verbose: output.verbose) {
+                let filter = WatchFilter(service: try serviceType(), peer: peer, host: host)
+                let printer = WatchPrinter(context: context, live: read == nil)
+                let source: WatchRun.Source = read.map { .file($0) } ?? .capture(interface: interface)
+                TerminationSignal.install()
+                let summary = try await withThrowingTaskGroup(of: Events.WatchSummary?.self) { group in
+                    group.addTask { try await WatchRun.run(source, filter: filter, printer: printer) }
+                    group.addTask {
+                        _ = await TerminationSignal.next()
+                        return nil
+                    }
+                    if let timeout {
+                        group.addTask {
+                            try? await Task.sleep(for: .seconds(timeout))
+                            return nil
+                        }
+                    }
+                    var summary: Events.WatchSummary?
+                    while let next = try await group.next() {
+                        group.cancelAll()
+                        if let next { summary = next }
+                    }
+                    return summary
+                }
+                if let summary { printer.finish(summary) }
+            }
+        }
+
+        /// `_http._tcp` as given, or a nearby service name as its type (`chat` → `_chat._tcp`).
+        private func serviceType() throws(NearbyError) -> String? {
+            guard let service else { return nil }
+            if service.hasPrefix("_"), let full = DNSSDType.parse(service) { return full }
+            return try ServiceType(option: service).registrationType
+        }
+    }
+}
+
+/// The capture's loop: packets in, events out, on a thread of the blocking pool (a packet socket
+/// is read with poll(2) in 100 ms turns, so cancellation — Ctrl-C, --timeout — ends it within one).
+enum WatchRun {
+    enum Source: Sendable {
+        case capture(interface: String?)
+        case file(String)
+    }
+
+    static func run(_ source: Source, filter: WatchFilter, printer: WatchPrinter) async throws -> Events.WatchSummary {
+        try await Blocking.run { cancellation in
+            var engine = WatchEngine(filter: filter)
+            switch source {
+            case let .capture(interface):
+                let capture = try PacketCapture(interface: interface)
+                printer.started(interface: interface, file: nil)
+                var turns = 0
+                while !cancellation.isCancelled {
+                    capture.receive(waiting: 100) { time, index, bytes in
+                        guard let datagram = FrameParser.datagram(bytes, link: .rawIP) else { return }
+                        let name = capture.interfaceName(index)
+                        let limit = capture.payloadLimit(name, ipv6: datagram.source.contains(":"))
+                        printer.print(engine.process(datagram, time: time, interface: name, payloadLimit: limit))
+                    }
+                    turns += 1
+                    if turns % 10 == 0 { capture.countDrops() }
+                    printer.tick(engine.table, now: Date().timeIntervalSince1970)
+                }
+                capture.countDrops()
+                return engine.summary(dropped: capture.dropped)
+            case let .file(path):
+                let file: PcapFile
+                do { file = try PcapFile(path: path) } catch {
+                    throw NearbyError.ioFailure(path: path, reason: ErrorWords.describe(error))
+                }
+                defer { file.close() }
+                do {
+                    var reader = try PcapReader(file)
+                    printer.started(interface: nil, file: path)
+                    while !cancellation.isCancelled, let frame = try reader.next() {
+                        guard let datagram = FrameParser.datagram(frame.bytes[...], link: reader.link) else { continue }
+                        let interface = datagram.interfaceIndex.map { "if\($0)" }
+                        printer.print(engine.process(datagram, time: frame.time, interface: interface))
+                        printer.tick(engine.table, now: frame.time)
+                    }
+                    printer.tick(engine.table, now: nil)
+                } catch {
+                    if engine.packets > 0 { printer.finish(engine.summary(dropped: 0)) }
+                    throw NearbyError.badCaptureFile(path: path, reason: (error as? PcapError)?.reason ?? ErrorWords.describe(error))
+                }
+                return engine.summary(dropped: 0)
+            }
+        }
+    }
+}

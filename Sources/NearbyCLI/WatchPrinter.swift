@@ -1,0 +1,106 @@
+import Foundation
+import NearbyBase
+import NearbyCore
+import NearbyWatch
+import Synchronization
+
+/// Where `watch`'s events go: JSON lines through the command's sink, lines for people, or — on a
+/// terminal — the live table with the latest packet lines below it (`WatchScreen`).
+final class WatchPrinter: Sendable {
+    private let context: CommandContext
+    private let screen: WatchScreen?
+    private let human: Bool
+
+    /// `live`: capturing (a file is read at once: its lines, not a table redrawn).
+    init(context: CommandContext, live: Bool) {
+        self.context = context
+        human = context.humanOutput && context.terminal != nil
+        screen = live && human && (context.terminal?.stdoutIsTerminal ?? false) && (context.terminal?.escapes ?? false)
+            ? WatchScreen(columns: context.terminal?.columns ?? 80) : nil
+    }
+
+    /// A `watching` event as watching begins; for people, words on stderr (the table says the rest).
+    func started(interface: String?, file: String?) {
+        guard human else { return context.events.emit(Events.Watching(interface: interface, file: file)) }
+        guard screen == nil, let terminal = context.terminal, terminal.stderrIsTerminal else { return }
+        let what = file.map { "reading \($0)" } ?? "watching mDNS on \(interface ?? "every interface")"
+        terminal.line(what + (file == nil ? " — Ctrl-C to stop" : ""), fd: STDERR_FILENO)
+    }
+
+    func print(_ outputs: [WatchEngine.Output]) {
+        for output in outputs {
+            switch output {
+            case let .packet(packet):
+                if let screen { screen.add(WatchText.packet(packet)) } else if human { line(WatchText.packet(packet)) } else { context.events.emit(packet) }
+            case let .finding(finding):
+                if let screen { screen.add(WatchText.finding(finding), finding: true) } else if human { line(WatchText.finding(finding)) } else { context.events.emit(finding) }
+            }
+        }
+    }
+
+    /// The table redrawn, at most a few times a second (`now` nil: at once, the last time).
+    func tick(_ table: LinkTable, now: Double?) {
+        guard let screen, let terminal = context.terminal else { return }
+        if let frame = screen.frame(table, now: now ?? Date().timeIntervalSince1970, force: now == nil) {
+            terminal.line(frame, fd: STDOUT_FILENO)
+        }
+    }
+
+    func finish(_ summary: Events.WatchSummary) {
+        if human {
+            for text in WatchText.summary(summary) { line(text) }
+        } else {
+            context.events.emit(summary)
+        }
+    }
+
+    private func line(_ text: String) {
+        if let terminal = context.terminal { terminal.line(text, fd: STDOUT_FILENO) } else { context.events.emitLine(text) }
+    }
+}
+
+/// `watch`'s events in words.
+enum WatchText {
+    static func clock(_ captured: String) -> String {
+        // 2026-11-21T21:20:23.123Z → 21:20:23.123
+        guard let t = captured.firstIndex(of: "T") else { return captured }
+        return String(captured[captured.index(after: t)...].prefix(12))
+    }
+
+    static func packet(_ packet: Events.Packet) -> String {
+        var words: [String] = []
+        for meaning in packet.meaning {
+            switch meaning.kind {
+            case "announced": words.append("announced \(meaning.name)")
+            case "withdrawn": words.append("withdrawn \(meaning.name)")
+            case "resolved": words.append("resolved \(meaning.name) → \(meaning.host ?? "?"):\(meaning.port.map(String.init) ?? "?")")
+            case "address": words.append("address \(meaning.name) \((meaning.addresses ?? []).joined(separator: " "))")
+            case "address-withdrawn": words.append("address gone \(meaning.name) \((meaning.addresses ?? []).joined(separator: " "))")
+            case "probe": words.append("probe \(meaning.name)")
+            default: words.append("asks \(meaning.name)")
+            }
+        }
+        if words.isEmpty {
+            words = packet.questions.map { "asks \($0.name) \($0.type)" } + packet.answers.map { "\($0.name) \($0.type) \($0.data)" }
+        }
+        let questions = packet.questions.map(\.type).joined(separator: ",")
+        let kind = packet.kind == "query" ? "query\(questions.isEmpty ? "" : " " + questions)" : "response"
+        let size = packet.answers.count + packet.additional.count
+        let text = "\(clock(packet.captured)) \(packet.interface ?? "-") \(packet.source) \(kind)\(packet.kind == "response" ? " (\(size) record\(size == 1 ? "" : "s"))" : ""): "
+            + (words.isEmpty ? "(empty)" : words.prefix(4).joined(separator: " · ") + (words.count > 4 ? " · +\(words.count - 4)" : ""))
+        return TerminalText.escaped(text)
+    }
+
+    static func finding(_ finding: Events.Finding) -> String {
+        TerminalText.escaped("finding \(finding.rule) on \(finding.host)\(finding.interface.map { " (\($0))" } ?? ""): \(finding.evidence) — \(finding.hint)")
+    }
+
+    static func summary(_ summary: Events.WatchSummary) -> [String] {
+        var lines = ["\(summary.packets) packets (\(summary.malformed) malformed\(summary.dropped > 0 ? ", \(summary.dropped) dropped by the kernel" : "")), \(summary.findings) findings"]
+        if !summary.rules.isEmpty {
+            lines.append("  findings: " + summary.rules.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+        }
+        for host in summary.hosts.prefix(10) { lines.append("  \(host.address): \(host.packets) packets") }
+        return lines
+    }
+}

@@ -1,0 +1,174 @@
+/// How a captured frame begins: the link-layer header types of pcap files (tcpdump.org's
+/// LINKTYPE_ values) and of a packet socket, which hands over IP packets without a link header.
+package enum LinkType: UInt32, Sendable {
+    case ethernet = 1
+    case rawIP = 101
+    case linuxSLL = 113
+    case ipv4 = 228
+    case ipv6 = 229
+    case linuxSLL2 = 276
+}
+
+/// One UDP datagram to or from port 5353, read out of a captured frame.
+package struct UDPDatagram: Sendable, Equatable {
+    package var source: String
+    package var sourcePort: UInt16
+    package var destination: String
+    package var destinationPort: UInt16
+    /// The UDP payload: the DNS message (cut short when the IP packet is a first fragment).
+    package var payload: [UInt8]
+    /// What the UDP header says the payload is: more than `payload` when the datagram was fragmented.
+    package var claimedLength: Int
+    /// An IPv4 first fragment, or an IPv6 fragment header: the rest of the datagram is elsewhere.
+    package var fragmented: Bool
+    /// The interface index in a Linux SLL2 header (pcap files), if there was one.
+    package var interfaceIndex: Int?
+
+    /// The whole payload is here: not a first fragment, nor cut short by the capture's snap length.
+    package var complete: Bool { payload.count == claimedLength }
+}
+
+/// Reads IP and UDP headers out of a captured frame. Every length is checked against what is there:
+/// a frame from a hostile peer (or file) is read, or refused as `nil`, and never read past its end.
+package enum FrameParser {
+    package static let mdnsPort: UInt16 = 5353
+    /// IPv6 extension headers followed before giving up (hop-by-hop, routing, destination options).
+    static let maxExtensionHeaders = 8
+
+    /// The datagram in `frame`, or nil when it is no UDP datagram to or from port 5353 (or is cut
+    /// too short to say). A fragment after the first is nil: it has no UDP header.
+    package static func datagram(_ frame: ArraySlice<UInt8>, link: LinkType) -> UDPDatagram? {
+        var frame = frame
+        var interfaceIndex: Int?
+        let ethertype: UInt16?
+        switch link {
+        case .rawIP, .ipv4, .ipv6:
+            ethertype = nil
+        case .ethernet:
+            guard frame.count >= 14 else { return nil }
+            var type = be16(frame, 12)
+            var header = 14
+            // Up to two VLAN tags (802.1Q, 802.1ad).
+            for _ in 0..<2 where type == 0x8100 || type == 0x88A8 {
+                guard frame.count >= header + 4 else { return nil }
+                type = be16(frame, header + 2)
+                header += 4
+            }
+            ethertype = type
+            frame = frame.dropFirst(header)
+        case .linuxSLL:
+            guard frame.count >= 16 else { return nil }
+            ethertype = be16(frame, 14)
+            frame = frame.dropFirst(16)
+        case .linuxSLL2:
+            guard frame.count >= 20 else { return nil }
+            ethertype = be16(frame, 0)
+            interfaceIndex = Int(be32(frame, 4))
+            frame = frame.dropFirst(20)
+        }
+        guard let first = frame.first else { return nil }
+        let version = first >> 4
+        switch ethertype {
+        case 0x0800?: guard version == 4 else { return nil }
+        case 0x86DD?: guard version == 6 else { return nil }
+        case nil: break
+        default: return nil
+        }
+        var datagram: UDPDatagram?
+        switch version {
+        case 4: datagram = ipv4(frame)
+        case 6: datagram = ipv6(frame)
+        default: return nil
+        }
+        datagram?.interfaceIndex = interfaceIndex
+        return datagram
+    }
+
+    static func ipv4(_ packet: ArraySlice<UInt8>) -> UDPDatagram? {
+        guard packet.count >= 20 else { return nil }
+        let headerLength = Int(packet[packet.startIndex] & 0x0F) * 4
+        let total = Int(be16(packet, 2))
+        guard headerLength >= 20, total >= headerLength, packet.count >= headerLength else { return nil }
+        guard packet[packet.startIndex + 9] == 17 else { return nil }
+        let fragment = be16(packet, 6)
+        guard fragment & 0x1FFF == 0 else { return nil }  // a later fragment: no UDP header
+        // A frame may carry padding past the IP packet (Ethernet's minimum); a snapped one less.
+        let body = packet.dropFirst(headerLength).prefix(max(0, total - headerLength))
+        let source = address(packet.dropFirst(12).prefix(4))
+        let destination = address(packet.dropFirst(16).prefix(4))
+        return udp(body, source: source, destination: destination, fragmented: fragment & 0x2000 != 0)
+    }
+
+    static func ipv6(_ packet: ArraySlice<UInt8>) -> UDPDatagram? {
+        guard packet.count >= 40 else { return nil }
+        let payloadLength = Int(be16(packet, 4))
+        var next = packet[packet.startIndex + 6]
+        var body = packet.dropFirst(40).prefix(payloadLength)
+        var fragmented = false
+        var hops = 0
+        while next != 17 {
+            hops += 1
+            guard hops <= maxExtensionHeaders, body.count >= 8 else { return nil }
+            switch next {
+            case 0, 43, 60:  // hop-by-hop, routing, destination options: (length + 1) × 8 bytes
+                let length = (Int(body[body.startIndex + 1]) + 1) * 8
+                guard body.count >= length else { return nil }
+                next = body[body.startIndex]
+                body = body.dropFirst(length)
+            case 44:  // fragment: 8 bytes; only the first fragment has the UDP header
+                guard be16(body, 2) & 0xFFF8 == 0 else { return nil }
+                fragmented = true
+                next = body[body.startIndex]
+                body = body.dropFirst(8)
+            default:
+                return nil
+            }
+        }
+        let source = address(packet.dropFirst(8).prefix(16))
+        let destination = address(packet.dropFirst(24).prefix(16))
+        return udp(body, source: source, destination: destination, fragmented: fragmented)
+    }
+
+    static func udp(_ body: ArraySlice<UInt8>, source: String, destination: String, fragmented: Bool) -> UDPDatagram? {
+        guard body.count >= 8 else { return nil }
+        let sourcePort = be16(body, 0), destinationPort = be16(body, 2)
+        guard sourcePort == mdnsPort || destinationPort == mdnsPort else { return nil }
+        let length = Int(be16(body, 4))
+        guard length >= 8 else { return nil }
+        let payload = Array(body.dropFirst(8).prefix(length - 8))
+        return UDPDatagram(
+            source: source, sourcePort: sourcePort, destination: destination, destinationPort: destinationPort,
+            payload: payload, claimedLength: length - 8, fragmented: fragmented)
+    }
+
+    /// An IPv4 address dotted, an IPv6 one in RFC 5952's form (lowercase, the longest run of
+    /// zero groups as `::`).
+    package static func address(_ bytes: ArraySlice<UInt8>) -> String {
+        let bytes = Array(bytes)
+        if bytes.count == 4 { return bytes.map(String.init).joined(separator: ".") }
+        guard bytes.count == 16 else { return bytes.map { String($0, radix: 16) }.joined(separator: ":") }
+        let groups = stride(from: 0, to: 16, by: 2).map { UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]) }
+        var best = (start: -1, length: 0), run = (start: -1, length: 0)
+        for (index, group) in groups.enumerated() {
+            if group == 0 {
+                run = run.start < 0 ? (index, 1) : (run.start, run.length + 1)
+                if run.length > best.length { best = run }
+            } else {
+                run = (-1, 0)
+            }
+        }
+        let hex = groups.map { String($0, radix: 16) }
+        guard best.length >= 2 else { return hex.joined(separator: ":") }
+        let head = hex[..<best.start].joined(separator: ":")
+        let tail = hex[(best.start + best.length)...].joined(separator: ":")
+        return head + "::" + tail
+    }
+
+    static func be16(_ bytes: ArraySlice<UInt8>, _ offset: Int) -> UInt16 {
+        UInt16(bytes[bytes.startIndex + offset]) << 8 | UInt16(bytes[bytes.startIndex + offset + 1])
+    }
+
+    static func be32(_ bytes: ArraySlice<UInt8>, _ offset: Int) -> UInt32 {
+        (0..<4).reduce(UInt32(0)) { $0 << 8 | UInt32(bytes[bytes.startIndex + offset + $1]) }
+    }
+}

@@ -1,0 +1,174 @@
+import Foundation
+import NearbyBase
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A packet socket (AF_PACKET, SOCK_DGRAM: IP packets without their link header) with a classic
+/// BPF filter that passes only UDP to or from port 5353, IPv4 and IPv6, on every interface or
+/// one. It copies packets: the daemon's own socket gets every one of them as before, which a
+/// second socket bound to 5353 would not (unicast goes to one of them). Needs root or CAP_NET_RAW.
+package final class PacketCapture {
+    /// The most one read takes (an mDNS packet is at most 9000 bytes; a jumbo frame's worth).
+    static let maxPacket = 65_536
+    private let fd: Int32
+    private var buffer = [UInt8](repeating: 0, count: PacketCapture.maxPacket)
+    private var names: [Int32: String] = [:]
+    private var limits: [String: Int] = [:]
+    /// Packets the kernel dropped for want of room in the socket's buffer, so far.
+    package private(set) var dropped = 0
+
+    /// Opens the socket on `interface` (nil: every interface).
+    package init(interface: String?) throws(NearbyError) {
+        #if os(Linux)
+        let socketFD = socket(Self.afPacket, Int32(SOCK_DGRAM.rawValue), Int32(Self.ethPAll.bigEndian))
+        guard socketFD >= 0 else {
+            let code = errno
+            if code == EPERM || code == EACCES { throw NearbyError.captureNotPermitted }
+            throw NearbyError.ioFailure(path: "packet socket", reason: String(cString: strerror(code)))
+        }
+        fd = socketFD
+        var filter = Self.filter
+        let attached = filter.withUnsafeMutableBufferPointer { instructions -> Int32 in
+            var program = SocketFilterProgram(length: UInt16(instructions.count), filter: instructions.baseAddress)
+            return setsockopt(fd, SOL_SOCKET, Self.soAttachFilter, &program, socklen_t(MemoryLayout<SocketFilterProgram>.size))
+        }
+        guard attached == 0 else {
+            let reason = String(cString: strerror(errno))
+            throw NearbyError.ioFailure(path: "packet socket", reason: "its BPF filter was refused: \(reason)")
+        }
+        var size: Int32 = 4 << 20
+        if setsockopt(fd, SOL_SOCKET, 33, &size, 4) != 0 { _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, 4) }  // 33: SO_RCVBUFFORCE (root)
+        if let interface {
+            let index = if_nametoindex(interface)
+            guard index > 0 else {
+                    throw NearbyError.invalidArgument("there is no interface '\(interface)' here (`ip link` lists them)")
+            }
+            var address = LinkAddress(family: UInt16(Self.afPacket), protocolNumber: Self.ethPAll.bigEndian, index: Int32(index))
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<LinkAddress>.size)) }
+            }
+            guard bound == 0 else {
+                let reason = String(cString: strerror(errno))
+                    throw NearbyError.ioFailure(path: interface, reason: "cannot capture on it: \(reason)")
+            }
+        }
+        #else
+        throw NearbyError.invalidArgument("capturing packets needs Linux's packet sockets: read a capture with --read")
+        #endif
+    }
+
+    deinit { close(fd) }
+
+    /// Waits up to `milliseconds` for packets, then hands each waiting one (at most `limit`) to
+    /// `body` with its time and interface index.
+    package func receive(waiting milliseconds: Int32, limit: Int = 256, _ body: (Double, Int32, ArraySlice<UInt8>) -> Void) {
+        var waiting = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&waiting, 1, milliseconds) > 0 else { return }
+        for _ in 0..<limit {
+            var from = LinkAddress(family: 0, protocolNumber: 0, index: 0)
+            var length = socklen_t(MemoryLayout<LinkAddress>.size)
+            let count = buffer.withUnsafeMutableBytes { bytes in
+                withUnsafeMutablePointer(to: &from) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        recvfrom(fd, bytes.baseAddress, bytes.count, Int32(MSG_DONTWAIT), $0, &length)
+                    }
+                }
+            }
+            guard count > 0 else { return }
+            body(Date().timeIntervalSince1970, from.index, buffer[0..<min(count, buffer.count)])
+        }
+    }
+
+    /// The name of interface `index`, asked once.
+    package func interfaceName(_ index: Int32) -> String {
+        if let name = names[index] { return name }
+        var bytes = [CChar](repeating: 0, count: Int(IF_NAMESIZE) + 1)
+        let name = if_indextoname(UInt32(bitPattern: index), &bytes) != nil
+            ? String(decoding: bytes.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "if\(index)"
+        if names.count < 1024 { names[index] = name }
+        return name
+    }
+
+    /// The largest UDP payload one frame of `interface` carries (its MTU less IP and UDP headers).
+    package func payloadLimit(_ interface: String, ipv6: Bool) -> Int {
+        let mtu: Int
+        if let known = limits[interface] {
+            mtu = known
+        } else {
+            let text = (try? String(contentsOfFile: "/sys/class/net/\(interface)/mtu", encoding: .utf8)) ?? ""
+            mtu = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 1500
+            if limits.count < 1024 { limits[interface] = mtu }
+        }
+        return mtu - (ipv6 ? 48 : 28)
+    }
+
+    /// Adds what the kernel dropped since the last call to `dropped` (its counters reset when read).
+    package func countDrops() {
+        var stats = (packets: UInt32(0), drops: UInt32(0))
+        var length = socklen_t(MemoryLayout<(UInt32, UInt32)>.size)
+        if getsockopt(fd, Self.solPacket, Self.packetStatistics, &stats, &length) == 0 { dropped += Int(stats.drops) }
+    }
+
+    static let afPacket: Int32 = 17
+    static let ethPAll: UInt16 = 0x0003
+    static let soAttachFilter: Int32 = 26
+    static let solPacket: Int32 = 263
+    static let packetStatistics: Int32 = 6
+
+    /// UDP to or from 5353 over IPv4 (not a later fragment) or IPv6; the packet's protocol read
+    /// from the socket buffer (SKF_AD_PROTOCOL), its data starting at the IP header.
+    static let filter: [FilterInstruction] = [
+        .init(0x28, 0, 0, 0xFFFF_F000),  // 0: A = protocol
+        .init(0x15, 0, 9, 0x0800),  // 1: IPv4? else 11
+        .init(0x30, 0, 0, 9),  // 2: A = IP protocol
+        .init(0x15, 0, 14, 17),  // 3: UDP? else reject
+        .init(0x28, 0, 0, 6),  // 4: A = flags and fragment offset
+        .init(0x45, 12, 0, 0x1FFF),  // 5: a later fragment: reject
+        .init(0xB1, 0, 0, 0),  // 6: X = IP header length
+        .init(0x48, 0, 0, 0),  // 7: A = source port
+        .init(0x15, 10, 0, 5353),  // 8: 5353: accept
+        .init(0x48, 0, 0, 2),  // 9: A = destination port
+        .init(0x15, 8, 7, 5353),  // 10: 5353: accept, else reject
+        .init(0x15, 0, 6, 0x86DD),  // 11: IPv6? else reject
+        .init(0x30, 0, 0, 6),  // 12: A = next header
+        .init(0x15, 0, 4, 17),  // 13: UDP? else reject
+        .init(0x28, 0, 0, 40),  // 14: A = source port
+        .init(0x15, 3, 0, 5353),  // 15: 5353: accept
+        .init(0x28, 0, 0, 42),  // 16: A = destination port
+        .init(0x15, 1, 0, 5353),  // 17: 5353: accept
+        .init(0x06, 0, 0, 0),  // 18: reject
+        .init(0x06, 0, 0, 262_144),  // 19: accept, whole
+    ]
+}
+
+/// `struct sock_filter` (linux/filter.h).
+struct FilterInstruction {
+    var code: UInt16
+    var jumpTrue: UInt8
+    var jumpFalse: UInt8
+    var k: UInt32
+    init(_ code: UInt16, _ jumpTrue: UInt8, _ jumpFalse: UInt8, _ k: UInt32) {
+        self.code = code
+        self.jumpTrue = jumpTrue
+        self.jumpFalse = jumpFalse
+        self.k = k
+    }
+}
+
+/// `struct sock_fprog`.
+struct SocketFilterProgram {
+    var length: UInt16
+    var filter: UnsafeMutablePointer<FilterInstruction>?
+}
+
+/// `struct sockaddr_ll` (netpacket/packet.h).
+struct LinkAddress {
+    var family: UInt16
+    var protocolNumber: UInt16
+    var index: Int32
+    var hardwareType: UInt16 = 0
+    var packetType: UInt8 = 0
+    var addressLength: UInt8 = 0
+    var address: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0, 0, 0, 0)
+}

@@ -1,0 +1,139 @@
+import NearbyBase
+import NearbyDNS
+
+/// Two sources answering one unique record (cache-flush set) with different data (RFC 6762 §9):
+/// a conflict. One host's sources (its IPv4 and IPv6 addresses) send the same data, so only
+/// sources whose data share nothing count, and never two sources one host name claimed as its own
+/// addresses (a host that renames itself changes its data on both at once).
+struct ConflictRule {
+    struct Claim {
+        var source: String
+        var data: Set<RData>
+        var updated: Double
+        var expires: Double
+    }
+
+    static let maxSourcesPerName = 4
+    var claims = BoundedTable<String, [Claim]>(capacity: 4096)
+    /// The host name each address first announced as its own (an A/AAAA record of the name, sent
+    /// from one of the name's addresses).
+    var owners = BoundedTable<String, String>(capacity: 4096)
+    var once = Once<String>(period: 60)
+
+    mutating func observe(_ observation: Observation) -> [Events.Finding] {
+        var groups: [String: (name: DNSName, type: DNSType, data: Set<RData>, ttl: UInt32)] = [:]
+        for record in observation.claims where record.cacheFlush && record.ttl > 0 && record.type != .opt && record.type != .nsec {
+            let key = record.name.key + " " + record.type.description
+            var group = groups[key] ?? (name: record.name, type: record.type, data: Set<RData>(), ttl: record.ttl)
+            group.data.insert(record.data)
+            groups[key] = group
+        }
+        var findings: [Events.Finding] = []
+        let now = observation.time
+        for (key, group) in groups.sorted(by: { $0.key < $1.key }) {
+            var known = (claims[key] ?? []).filter { $0.expires >= now }
+            let owner = owners[observation.source]
+            var conflicting = false
+            for other in known where other.source != observation.source && other.data.isDisjoint(with: group.data) {
+                if let owner, owners[other.source] == owner { continue }
+                conflicting = true
+                guard once.admit(key + " " + [other.source, observation.source].sorted().joined(separator: " "), at: now) else { continue }
+                let theirs = other.data.map { RecordText.data($0, type: group.type) }.sorted().joined(separator: ", ")
+                let ours = group.data.map { RecordText.data($0, type: group.type) }.sorted().joined(separator: ", ")
+                findings.append(Events.Finding(
+                    rule: "conflict", host: observation.source, interface: observation.interface, name: group.name.description,
+                    evidence: "\(observation.source) answers \(group.name) \(group.type) with \(ours); \(other.source) answered it with \(theirs)",
+                    hint: "two hosts claim one unique name: rename one (avahi: host-name= in avahi-daemon.conf; a service: its name), or find the host or container that copies another's records"))
+            }
+            let addresses = group.data.compactMap(RecordText.address)
+            if !conflicting, addresses.contains(observation.source) {
+                for address in addresses where owners[address] == nil { owners.set(address, group.name.key, at: now) }
+            }
+            let expires = now + Double(min(group.ttl, 4500))
+            if let index = known.firstIndex(where: { $0.source == observation.source }) {
+                // Within a second, several packets may carry one set between them.
+                let data = now - known[index].updated <= 1 ? known[index].data.union(group.data) : group.data
+                known[index] = Claim(source: observation.source, data: data, updated: now, expires: expires)
+            } else {
+                if known.count >= Self.maxSourcesPerName { known.removeFirst() }
+                known.append(Claim(source: observation.source, data: group.data, updated: now, expires: expires))
+            }
+            claims.set(key, known, at: now)
+        }
+        return findings
+    }
+}
+
+/// A daemon renaming after a conflict: avahi's `h1` → `h1-2` for a host, `Name` → `Name #2` for a
+/// service (mDNSResponder: `Name (2)`), seen as a new name for an address or beside the old one.
+struct RenameRule {
+    /// Host names seen per address, and addresses per host name.
+    var namesOf = BoundedTable<String, [String]>(capacity: 4096)
+    var addressesOf = BoundedTable<String, Set<String>>(capacity: 4096)
+    var instances = BoundedTable<String, String>(capacity: 4096)
+    var once = Once<String>(period: 3600)
+
+    mutating func observe(_ observation: Observation) -> [Events.Finding] {
+        var findings: [Events.Finding] = []
+        let now = observation.time
+        func report(_ evidence: String, name: DNSName, previous: String, why: String) {
+            guard once.admit(name.key, at: now) else { return }
+            findings.append(Events.Finding(
+                rule: "rename", host: observation.source, interface: observation.interface, name: name.description,
+                evidence: "\(why): \(evidence)",
+                hint: "a daemon took a new name because another host answered for \(previous): find that host (`nearby watch --host`), and give each host its own name"))
+        }
+        for record in observation.claims where record.ttl > 0 {
+            switch record.data {
+            case let .a(bytes), let .aaaa(bytes):
+                let address = FrameParser.address(bytes[...]), name = record.name.key
+                if let base = Self.base(ofHost: record.name), base != name {
+                    if let previous = namesOf[address]?.first(where: { $0 == base }) {
+                        report("\(previous) → \(name) for \(address)", name: record.name, previous: previous, why: "the same address, renamed")
+                    } else if let owners = addressesOf[base], !owners.isEmpty, !owners.contains(address) {
+                        report("\(name) (\(address)) beside \(base) (\(owners.sorted().joined(separator: ", ")))", name: record.name, previous: base, why: "renamed after a conflict")
+                    }
+                }
+                var names = namesOf[address] ?? []
+                if !names.contains(name) { names = Array((names + [name]).suffix(4)) }
+                namesOf.set(address, names, at: now)
+                var owners = addressesOf[name] ?? []
+                if owners.count < 16 { owners.insert(address) }
+                addressesOf.set(name, owners, at: now)
+            case .srv:
+                let name = record.name.key
+                instances.set(name, observation.source, at: now)
+                if let base = Self.base(ofInstance: record.name), let owner = instances[base] {
+                    report("\(name) from \(observation.source) beside \(base) from \(owner)", name: record.name, previous: base, why: "renamed after a conflict")
+                }
+            default:
+                break
+            }
+        }
+        return findings
+    }
+
+    /// `h1.local.` for `h1-2.local.`; nil for a name without a `-N` suffix.
+    static func base(ofHost name: DNSName) -> String? {
+        guard let first = name.labels.first, let dash = first.lastIndex(of: UInt8(ascii: "-")), dash > 0,
+              dash + 1 < first.count, first[(dash + 1)...].allSatisfy({ (48...57).contains($0) }),
+              let base = try? DNSName(labels: [Array(first[..<dash])] + name.labels.dropFirst())
+        else { return nil }
+        return base.key
+    }
+
+    /// `Name._x._tcp.local.` for `Name #2._x._tcp.local.` and `Name (2)._x._tcp.local.`.
+    static func base(ofInstance name: DNSName) -> String? {
+        guard let first = name.firstLabel, let rest = try? DNSName(labels: Array(name.labels.dropFirst())) else { return nil }
+        let stem: Substring?
+        if let match = first.wholeMatch(of: /(.+) #[0-9]+/) {
+            stem = match.output.1
+        } else if let match = first.wholeMatch(of: /(.+) \([0-9]+\)/) {
+            stem = match.output.1
+        } else {
+            stem = nil
+        }
+        guard let stem, let base = try? rest.prepending(String(stem)) else { return nil }
+        return base.key
+    }
+}

@@ -1,0 +1,165 @@
+import Foundation
+import NearbyBase
+import NearbyDNS
+
+/// What `--service`, `--peer` and `--host` narrow the packets to. Findings are narrowed by
+/// `--host` only: a fault is worth seeing whatever service it touches.
+package struct WatchFilter: Sendable {
+    /// `_nearby._tcp.local.`: packets with a name at or under it (a question, a record, a PTR's target).
+    package var service: DNSName?
+    /// An instance or host whose first label is this (case-insensitive), or whose TXT has `_d=` it.
+    package var peer: String?
+    /// A source address, or an address in an A/AAAA record.
+    package var host: String?
+
+    /// `service`: a DNS-SD type, `_http._tcp` (in `local.`).
+    package init(service: String? = nil, peer: String? = nil, host: String? = nil) {
+        self.service = service.flatMap { try? DNSName($0 + ".local.") }
+        self.peer = peer?.lowercased()
+        self.host = host?.lowercased()
+    }
+
+    package var isEmpty: Bool { service == nil && peer == nil && host == nil }
+
+    package func matches(source: String, message: DNSMessage?) -> Bool {
+        if isEmpty { return true }
+        guard let message else { return service == nil && peer == nil && host.map { $0 == source.lowercased() } != false }
+        let records = message.answers + message.authority + message.additional
+        if let host, source.lowercased() != host, !records.contains(where: { RecordText.address($0.data)?.lowercased() == host }) {
+            return false
+        }
+        if let service {
+            let names = message.questions.map(\.name) + records.map(\.name) + records.compactMap { record in
+                if case let .ptr(target) = record.data { target } else { nil }
+            }
+            guard names.contains(where: { $0.isSubdomain(of: service) }) else { return false }
+        }
+        if let peer {
+            let named = (message.questions.map(\.name) + records.map(\.name)).contains { $0.firstLabel?.lowercased() == peer }
+            let displayed = records.contains { record in
+                guard case let .txt(strings) = record.data else { return false }
+                return strings.contains { String(decoding: $0, as: UTF8.self).lowercased() == "_d=" + peer }
+            }
+            guard named || displayed else { return false }
+        }
+        return true
+    }
+
+    package func matches(_ finding: Events.Finding) -> Bool {
+        host.map { $0 == finding.host.lowercased() } ?? true
+    }
+}
+
+/// `nearby watch`'s whole decision: each captured datagram in, the events to print out. Pure (no
+/// socket, no clock but the packets' own), so every rule is tested on recorded packets; every
+/// table it keeps is capped, so a flood costs time, never unbounded memory.
+package struct WatchEngine {
+    package static let maxFindings = 1000
+    package static let maxHosts = 4096
+
+    package enum Output: Sendable {
+        case packet(Events.Packet)
+        case finding(Events.Finding)
+    }
+
+    let filter: WatchFilter
+    var conflict = ConflictRule()
+    var rename = RenameRule()
+    var chatty = ChattyQuerierRule()
+    var ttl = TTLRule()
+    var size = SizeRule()
+    var echo = ReflectorEchoRule()
+    var flapping = FlappingRule()
+    var malformedOnce = Once<String>(period: 10)
+    package private(set) var table = LinkTable()
+
+    package private(set) var packets = 0
+    package private(set) var malformed = 0
+    package private(set) var findings = 0
+    package private(set) var suppressed = 0
+    package private(set) var perRule: [String: Int] = [:]
+    var hosts = BoundedTable<String, Int>(capacity: WatchEngine.maxHosts)
+
+    package init(filter: WatchFilter = WatchFilter()) { self.filter = filter }
+
+    /// The events for one datagram captured at `time` on `interface` (nil: not known, a pcap file's).
+    package mutating func process(_ datagram: UDPDatagram, time: Double, interface: String?, payloadLimit: Int = 1472) -> [Output] {
+        packets += 1
+        hosts.set(datagram.source, (hosts[datagram.source] ?? 0) + 1, at: time)
+        var out: [Output] = []
+        guard datagram.complete else {
+            if datagram.fragmented {
+                let observation = Observation(
+                    time: time, interface: interface, source: datagram.source, sourcePort: datagram.sourcePort,
+                    destinationPort: datagram.destinationPort, message: DNSMessage(id: 0), size: datagram.claimedLength,
+                    payloadLimit: payloadLimit, fragmented: true)
+                report(size.observe(observation), into: &out)
+            } else {
+                malformedPacket(datagram, why: "cut short by the capture: \(datagram.payload.count) of \(datagram.claimedLength) bytes", time: time, interface: interface, into: &out)
+            }
+            return out
+        }
+        let message: DNSMessage
+        switch MDNSDecoded(datagram.payload) {
+        case let .malformed(why):
+            malformedPacket(datagram, why: why, time: time, interface: interface, into: &out)
+            return out
+        case let .message(decoded):
+            message = decoded
+        }
+        let observation = Observation(
+            time: time, interface: interface, source: datagram.source, sourcePort: datagram.sourcePort,
+            destinationPort: datagram.destinationPort, message: message, size: datagram.payload.count, payloadLimit: payloadLimit)
+        table.observe(observation)
+        if filter.matches(source: datagram.source, message: message) {
+            out.append(.packet(Self.packet(observation, destination: datagram.destination)))
+        }
+        report(conflict.observe(observation), into: &out)
+        report(rename.observe(observation), into: &out)
+        report(chatty.observe(observation), into: &out)
+        report(ttl.observe(observation), into: &out)
+        report(size.observe(observation), into: &out)
+        report(echo.observe(observation), into: &out)
+        report(flapping.observe(observation), into: &out)
+        return out
+    }
+
+    private mutating func malformedPacket(_ datagram: UDPDatagram, why: String, time: Double, interface: String?, into out: inout [Output]) {
+        malformed += 1
+        guard malformedOnce.admit(datagram.source, at: time) else { return }
+        report([Events.Finding(
+            rule: "malformed", host: datagram.source, interface: interface,
+            evidence: "a packet of \(datagram.payload.count) bytes from \(datagram.source) port \(datagram.sourcePort) is not well-formed DNS: \(why)",
+            hint: "a broken responder or querier on \(datagram.source) (or something else using UDP 5353): find the program (on that host, `ss -uanp 'sport = :5353'`)")],
+            into: &out)
+    }
+
+    private mutating func report(_ found: [Events.Finding], into out: inout [Output]) {
+        for finding in found where filter.matches(finding) {
+            findings += 1
+            perRule[finding.rule, default: 0] += 1
+            guard findings <= Self.maxFindings else { suppressed += 1; continue }
+            out.append(.finding(finding))
+        }
+    }
+
+    /// The summary once watching ends; `dropped`: what the kernel dropped before watch read it.
+    package func summary(dropped: Int) -> Events.WatchSummary {
+        let busiest = hosts.entries.map { Events.HostCount(address: $0.key, packets: $0.value.value) }
+            .sorted { ($0.packets, $1.address) > ($1.packets, $0.address) }.prefix(64)
+        return Events.WatchSummary(
+            packets: packets, malformed: malformed, dropped: dropped, hosts: Array(busiest), findings: findings, rules: perRule,
+            findingsSuppressed: suppressed, exitStatus: 0)
+    }
+
+    static func packet(_ observation: Observation, destination: String) -> Events.Packet {
+        let message = observation.message
+        return Events.Packet(
+            captured: EventEncoder.timestamp(Date(timeIntervalSince1970: observation.time)), interface: observation.interface,
+            source: observation.source, sourcePort: Int(observation.sourcePort), destination: destination,
+            destinationPort: Int(observation.destinationPort), kind: message.isResponse ? "response" : "query", id: Int(message.id),
+            size: observation.size, truncated: message.truncated, questions: message.questions.map(RecordText.question),
+            answers: message.answers.map(RecordText.record), authority: message.authority.map(RecordText.record),
+            additional: message.additional.map(RecordText.record), meaning: PacketMeaning.of(message))
+    }
+}
