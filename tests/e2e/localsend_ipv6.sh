@@ -43,9 +43,16 @@ test_localsend_ipv6_only_link_send_by_name() {
     lab_run 1 "$NEARBY" send-file --localsend "Bob Six" "$OUT/photo.jpg" --timeout 20 >"$OUT/send.jsonl" 2>"$OUT/send.err"
     expect_eq "$?" 0 "send-file --localsend 'Bob Six' over IPv6" || { cat "$OUT/send.err" "$OUT/node.jsonl.err" >&2; return 1; }
     cmp -s "$OUT/photo.jpg" "$OUT/in/photo.jpg" || { fail "photo.jpg did not arrive whole"; return 1; }
-    # The node saw the upload come from h1's link-local address (its zone: the node's own interface).
-    expect_json "$OUT/node.jsonl" "select(.event==\"received\" or .event==\"file-received\" or .event==\"offer\") | select((tostring|contains(\"$(lsv6_addr 1)\")))" \
-        "the node names h1's IPv6 address" || return 1
+    # Where it was found: its link-local address, with the zone of h1's interface.
+    lab_run 1 "$NEARBY" browse --localsend --count 1 --timeout 20 >"$OUT/browse.jsonl" 2>"$OUT/browse.err"
+    expect_eq "$?" 0 "browse --localsend" || { cat "$OUT/browse.err" >&2; return 1; }
+    expect_json "$OUT/browse.jsonl" "select(.event==\"found\" and .peer.name==\"Bob Six\" and .host==\"$bob%$LAB_IFACE\" and .port==53317)" \
+        "Bob Six at its link-local address" || return 1
+    # And by that address, as a person would type it.
+    head -c 1000 /dev/urandom >"$OUT/second.bin"
+    lab_run 1 "$NEARBY" send-file --localsend "[$bob%$LAB_IFACE]:53317" "$OUT/second.bin" --timeout 20 >"$OUT/send2.jsonl" 2>"$OUT/send2.err"
+    expect_eq "$?" 0 "send-file --localsend '[$bob%$LAB_IFACE]:53317'" || { cat "$OUT/send2.err" >&2; return 1; }
+    cmp -s "$OUT/second.bin" "$OUT/in/second.bin" || { fail "second.bin did not arrive whole"; return 1; }
     stop "$NODE_PID" >/dev/null
 }
 
