@@ -49,7 +49,7 @@ extension Nearby {
                 (PTR → SRV → A/AAAA), then connect, encryption, identity where it was found. Exit 11 \
                 server unreachable, 13 zone refused, 12 key or clock rejected, 8 key file unusable.
                 With --localsend (LocalSend devices): multicast-group (224.0.0.167 joined, on \
-                which interfaces), port (TCP 53317 free or taken), devices (which answer our \
+                which interfaces, and ff12::fd3a:e420 on which), port (TCP 53317 free or taken), devices (which answer our \
                 announcement); with PEER also peer, info (its /api/localsend/v2/info answers) and \
                 certificate (it hashes to the fingerprint the device announced; exit 9 if not).
                 Nothing invites the peer: it starts no session, pins nothing and shows no invitation. \

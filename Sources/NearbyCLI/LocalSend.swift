@@ -12,7 +12,7 @@ import NearbyTransfer
 struct LocalSendOptions: ParsableArguments {
     @Flag(help: ArgumentHelp(
         "Talk to LocalSend devices (protocol v2) instead of nearby peers (or set NEARBY_LOCALSEND=1).",
-        discussion: "Discovery by multicast on 224.0.0.167:53317, transfers over HTTPS; see 'LocalSend' in the README."))
+        discussion: "Discovery by multicast on 224.0.0.167:53317 and [ff12::fd3a:e420]:53317, transfers over HTTPS; see 'LocalSend' in the README."))
     var localsend = false
 
     func enabled(_ context: CommandContext) -> Bool {

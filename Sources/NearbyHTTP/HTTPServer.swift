@@ -19,12 +19,13 @@ package struct HTTPServer: Sendable {
     /// The port it listens on (the one asked for, or the one the system gave for 0).
     package var port: Int { listener.port }
 
-    /// Listens on every IPv4 address; throws what NIO throws (an `IOError` with `EADDRINUSE` when
-    /// the port is taken). `secure` adds a TLS handler in front of HTTP.
+    /// Listens on every IPv4 address (`host` "::": on every address of both families); throws what
+    /// NIO throws (an `IOError` with `EADDRINUSE` when the port is taken). `secure` adds a TLS
+    /// handler in front of HTTP.
     package static func bind(
-        port: Int, backlog: Int32, admission: Admission, secure: (@Sendable (any Channel) throws -> Void)? = nil
+        host: String = "0.0.0.0", port: Int, backlog: Int32, admission: Admission, secure: (@Sendable (any Channel) throws -> Void)? = nil
     ) async throws -> HTTPServer {
-        HTTPServer(listener: try await HTTPListener.bind(port: port, backlog: backlog, admission: admission, secure: secure))
+        HTTPServer(listener: try await HTTPListener.bind(host: host, port: port, backlog: backlog, admission: admission, secure: secure))
     }
 
     /// Waits (at most `limit`) until no request is being answered.

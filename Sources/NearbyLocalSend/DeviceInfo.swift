@@ -8,6 +8,8 @@ import NearbyIdentity
 package enum LocalSendDefaults {
     package static let port = 53317
     package static let multicastGroup = "224.0.0.167"
+    /// The official app's IPv6 group (1.18 on): transient, link-local scope.
+    package static let multicastGroupIPv6 = "ff12::fd3a:e420"
     package static let protocolVersion = "2.1"
     package static let apiPrefix = "/api/localsend/v2"
 }

@@ -5,7 +5,8 @@ import NearbyCore
 /// `perAddress` from one address, so a flood of fake ones from a host fills only that host's share.
 /// A device that answered (`confirmed`: its `register` answer came over TLS with the certificate it
 /// announced) is kept over decoys: when the table or its address's share is full, it takes the
-/// place of the oldest unconfirmed device. A device not heard from for `lifetime` is lost
+/// place of the oldest unconfirmed device. A device heard over both IPv4 and IPv6 keeps its IPv4
+/// address while that is heard, and moves to IPv6 when only that is. A device not heard from for `lifetime` is lost
 /// (LocalSend has no goodbye; a browse announces itself every few seconds so that live devices
 /// answer again).
 struct DeviceTable: Sendable {
@@ -20,6 +21,8 @@ struct DeviceTable: Sendable {
         var device: LocalSendDevice
         var lastHeard: ContinuousClock.Instant
         var confirmed: Bool
+        /// When it was last heard at an IPv4 address (nil: never).
+        var heardIPv4: ContinuousClock.Instant?
     }
 
     private var entries: [String: Entry] = [:]
@@ -43,8 +46,17 @@ struct DeviceTable: Sendable {
     package mutating func heard(_ device: LocalSendDevice, confirmed: Bool = false, at now: ContinuousClock.Instant) -> Change? {
         let key = device.fingerprint.uppercased()
         guard key != ownFingerprint else { return nil }
+        let overIPv6 = ScopedAddress.isIPv6(device.host)
         if var entry = entries[key] {
             let before = entry.device
+            var device = device
+            // A device on both families stays at its IPv4 address while that is heard (it
+            // announces on both groups at once: no address flapping with every announcement).
+            if overIPv6, !ScopedAddress.isIPv6(before.host), let heard = entry.heardIPv4, now - heard <= lifetime {
+                device.host = before.host
+                device.interface = before.interface
+            }
+            if !overIPv6 { entry.heardIPv4 = now }
             // An unconfirmed claim does not move a confirmed device elsewhere.
             if entry.confirmed, !confirmed, before.host != device.host { return nil }
             entry.device = device
@@ -71,7 +83,7 @@ struct DeviceTable: Sendable {
             }
             entries[decoy] = nil
         }
-        entries[key] = Entry(device: device, lastHeard: now, confirmed: confirmed)
+        entries[key] = Entry(device: device, lastHeard: now, confirmed: confirmed, heardIPv4: overIPv6 ? nil : now)
         return .found(device)
     }
 

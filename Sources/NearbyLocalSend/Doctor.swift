@@ -37,8 +37,11 @@ package struct LocalSendDoctor: Sendable {
             record(DoctorCheck("multicast-group", .fail, "joined \(LocalSendDefaults.multicastGroup) on no interface",
                                hint: "no IPv4 interface with multicast is up: connect to the network the device is on"))
         } else {
-            let joined = link.joined.map { "\($0.interface) (\($0.address))" }.joined(separator: ", ")
-            record(DoctorCheck("multicast-group", .ok, "joined \(LocalSendDefaults.multicastGroup):\(LocalSendDefaults.port) on \(joined)"))
+            let four = link.joined.filter { $0.group == LocalSendDefaults.multicastGroup }.map { "\($0.interface) (\($0.address))" }
+            let six = link.joined.filter { $0.group != LocalSendDefaults.multicastGroup }.map(\.interface)
+            var said = "joined \(LocalSendDefaults.multicastGroup):\(LocalSendDefaults.port) on \(four.isEmpty ? "no interface" : four.joined(separator: ", "))"
+            said += six.isEmpty ? "; no IPv6 interface" : "; \(LocalSendDefaults.multicastGroupIPv6) on \(six.joined(separator: ", "))"
+            record(DoctorCheck("multicast-group", .ok, said))
         }
         record(await Self.portCheck())
         // Official apps answer our announcement only with POST /register to the port we announce.

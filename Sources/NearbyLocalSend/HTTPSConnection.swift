@@ -148,7 +148,7 @@ extension LocalSendHTTP {
         watchdog: Watchdog, stage: Locked<(answered: Bool, bodySent: Bool)>
     ) async throws {
         var headers = HTTPHeaders()
-        headers.add(name: "Host", value: "\(host):\(port)")
+        headers.add(name: "Host", value: ScopedAddress.authority(host, port: port))
         headers.add(name: "Connection", value: ask.keepAlive ? "keep-alive" : "close")
         switch ask.body {
         case .none:

@@ -14,7 +14,7 @@ extension LocalSendDiscovery {
         var targets: [(host: String, interface: String)] = []
         for joined in link.joined {
             let octets = joined.address.split(separator: ".")
-            guard octets.count == 4, !joined.interface.hasPrefix("lo") else { continue }
+            guard octets.count == 4, !ScopedAddress.isIPv6(joined.address), !joined.interface.hasPrefix("lo") else { continue }
             let prefix = octets.prefix(3).joined(separator: ".")
             for last in 1...254 where "\(prefix).\(last)" != joined.address {
                 targets.append(("\(prefix).\(last)", joined.interface))

@@ -35,7 +35,7 @@ package struct LocalSendServer: Sendable {
     /// the answer that ended its transfer has gone out.
     package func settled(within limit: Duration = .seconds(2)) async { await server.settled(within: limit) }
 
-    /// Listens on `port` (LocalSend's own by default), else on any free port.
+    /// Listens on `port` (LocalSend's own by default), else on any free port; over IPv4 and IPv6.
     package static func bind(
         identity: LocalSendIdentity, port: Int = LocalSendDefaults.port, admission: Admission = Admission(limits: admissionLimits)
     ) async throws(NearbyError) -> LocalSendServer {
@@ -55,8 +55,15 @@ package struct LocalSendServer: Sendable {
             throw .identityIO(path: "localsend.json", reason: "its certificate cannot serve TLS: \(error)")
         }
         func attempt(_ port: Int) async throws -> HTTPServer {
-            try await HTTPServer.bind(port: port, backlog: 64, admission: admission) { channel in
+            let secure: @Sendable (any Channel) throws -> Void = { channel in
                 try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls) { _, verified in verified.succeed(.certificateVerified) })
+            }
+            // Both families, so a device found over IPv6 can register and upload; IPv4 alone on a
+            // system without IPv6.
+            do {
+                return try await HTTPServer.bind(host: "::", port: port, backlog: 64, admission: admission, secure: secure)
+            } catch let error as IOError where [EAFNOSUPPORT, EADDRNOTAVAIL, EPROTONOSUPPORT].contains(error.errnoCode) {
+                return try await HTTPServer.bind(port: port, backlog: 64, admission: admission, secure: secure)
             }
         }
         do {

@@ -13,7 +13,7 @@ struct LocalSendHTTPRoutes<Receiver: LocalSendRoutes>: HTTPRoutes {
     let receiver: Receiver
 
     func visit(_ connection: HTTPConnection) -> LocalSendVisit {
-        LocalSendVisit(host: connection.channel.remoteAddress.map { Admission.key($0) } ?? "?")
+        LocalSendVisit(host: connection.channel.remoteAddress.map { ScopedAddress.of($0) } ?? "?")
     }
 
     func answer(_ head: HTTPRequestHead, body: HTTPBody, on connection: HTTPConnection, visit: LocalSendVisit) async throws -> Bool {

@@ -26,10 +26,11 @@ package struct HTTPListener: Sendable {
     /// The port it listens on (the one asked for, or the one the system gave for 0).
     package let port: Int
 
-    /// Listens on every IPv4 address; throws what NIO throws (an `IOError` with `EADDRINUSE` when the
-    /// port is taken). `secure` adds a TLS handler in front of HTTP.
+    /// Listens on every IPv4 address (`host` "::": on every address of both families); throws what
+    /// NIO throws (an `IOError` with `EADDRINUSE` when the port is taken). `secure` adds a TLS
+    /// handler in front of HTTP.
     package static func bind(
-        port: Int, backlog: Int32, admission: Admission, secure: (@Sendable (any Channel) throws -> Void)? = nil
+        host: String = "0.0.0.0", port: Int, backlog: Int32, admission: Admission, secure: (@Sendable (any Channel) throws -> Void)? = nil
     ) async throws -> HTTPListener {
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: backlog)
@@ -37,7 +38,7 @@ package struct HTTPListener: Sendable {
             .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             .childChannelOption(.maxMessagesPerRead, value: 4)
             .childChannelOption(.autoRead, value: false)
-            .bind(host: "0.0.0.0", port: port) { channel in
+            .bind(host: host, port: port) { channel in
                 // Over a cap: closed as soon as accepted.
                 guard let ticket = admission.admit(channel) else {
                     channel.close(promise: nil)
