@@ -140,9 +140,13 @@ import Testing
         #expect(answer == MDNSQuestion.Answer(source: "10.99.0.2", hosts: ["h2.local"], instances: ["abc123"], instanceHost: "h2.local"))
     }
 
-    /// A responder on loopback (at another port than 5353, as the test may not bind it) that answers
-    /// the question sent to it, then floods: doctor reads at most `maxAnswers` and ends by its wait.
-    @Test func theQuestionIsAnsweredAndAFloodIsBounded() async throws {
+    typealias Outbound = NIOAsyncChannelOutboundWriter<AddressedEnvelope<ByteBuffer>>
+
+    /// A responder on loopback (at another port than 5353, as the test may not bind it) that runs
+    /// `reply` for each question it is sent: its port, and the task serving it.
+    static func responder(
+        _ reply: @escaping @Sendable (DNSMessage, AddressedEnvelope<ByteBuffer>, Outbound) async throws -> Void
+    ) async throws -> (Int, Task<Void, any Error>) {
         let responder = try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .bind(host: "127.0.0.1", port: 0) { channel in
                 channel.eventLoop.makeCompletedFuture {
@@ -154,14 +158,23 @@ import Testing
             try await responder.executeThenClose { inbound, outbound in
                 for try await envelope in inbound {
                     guard let query = try? DNSMessage.decode(Array(envelope.data.readableBytesView)) else { continue }
-                    // Junk and answers to other IDs first, then the answer, then a flood.
-                    for _ in 0..<(MDNSQuestion.maxAnswers * 2) {
-                        try await outbound.write(AddressedEnvelope(remoteAddress: envelope.remoteAddress, data: ByteBuffer(bytes: [0xFF, 0x00, 0x01])))
-                    }
-                    try await outbound.write(AddressedEnvelope(remoteAddress: envelope.remoteAddress, data: ByteBuffer(bytes: try Self.answer(id: query.id &+ 9).encode())))
-                    try await outbound.write(AddressedEnvelope(remoteAddress: envelope.remoteAddress, data: ByteBuffer(bytes: try Self.answer(id: query.id).encode())))
+                    try await reply(query, envelope, outbound)
                 }
             }
+        }
+        return (port, served)
+    }
+
+    /// A responder that answers the question sent to it, then floods: doctor reads at most
+    /// `maxAnswers` and ends by its wait.
+    @Test func theQuestionIsAnsweredAndAFloodIsBounded() async throws {
+        let (port, served) = try await Self.responder { query, envelope, outbound in
+            // Junk and answers to other IDs first, then the answer, then a flood.
+            for _ in 0..<(MDNSQuestion.maxAnswers * 2) {
+                try await outbound.write(AddressedEnvelope(remoteAddress: envelope.remoteAddress, data: ByteBuffer(bytes: [0xFF, 0x00, 0x01])))
+            }
+            try await outbound.write(AddressedEnvelope(remoteAddress: envelope.remoteAddress, data: ByteBuffer(bytes: try Self.answer(id: query.id &+ 9).encode())))
+            try await outbound.write(AddressedEnvelope(remoteAddress: envelope.remoteAddress, data: ByteBuffer(bytes: try Self.answer(id: query.id).encode())))
         }
         defer { served.cancel() }
         let started = ContinuousClock.now
@@ -177,20 +190,8 @@ import Testing
     }
 
     @Test func aQuietResponderIsAnsweredByTheAnswerItGives() async throws {
-        let responder = try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .bind(host: "127.0.0.1", port: 0) { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try NIOAsyncChannel<AddressedEnvelope<ByteBuffer>, AddressedEnvelope<ByteBuffer>>(wrappingChannelSynchronously: channel)
-                }
-            }
-        let port = try #require(responder.channel.localAddress?.port)
-        let served = Task {
-            try await responder.executeThenClose { inbound, outbound in
-                for try await envelope in inbound {
-                    guard let query = try? DNSMessage.decode(Array(envelope.data.readableBytesView)) else { continue }
-                    try await outbound.write(AddressedEnvelope(remoteAddress: envelope.remoteAddress, data: ByteBuffer(bytes: try Self.answer(id: query.id).encode())))
-                }
-            }
+        let (port, served) = try await Self.responder { query, envelope, outbound in
+            try await outbound.write(AddressedEnvelope(remoteAddress: envelope.remoteAddress, data: ByteBuffer(bytes: try Self.answer(id: query.id).encode())))
         }
         defer { served.cancel() }
         let started = ContinuousClock.now

@@ -31,6 +31,8 @@ import uuid
 from datetime import datetime
 from urllib.parse import parse_qs, urlsplit
 
+from localsend_http import answer, read_request
+
 lock = threading.Lock()
 
 
@@ -42,34 +44,6 @@ def out(**fields):
 def fingerprint_of(cert):
     with open(cert) as pem:
         return hashlib.sha256(ssl.PEM_cert_to_DER_cert(pem.read())).hexdigest().upper()
-
-
-def read_request(conn, buffered):
-    while b"\r\n\r\n" not in buffered:
-        if buffered[:1] and not buffered[:1].isalpha():
-            # Not HTTP (a TLS ClientHello to a plain server): 400 at once, as the app's hyper answers.
-            conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-            return None, b""
-        chunk = conn.recv(65536)
-        if not chunk:
-            return None, b""
-        buffered += chunk
-    head, rest = buffered.split(b"\r\n\r\n", 1)
-    lines = head.decode("latin-1").split("\r\n")
-    method, target, _ = lines[0].split(" ", 2)
-    fields = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
-    length = int(fields.get("content-length", "0"))
-    while len(rest) < length:
-        chunk = conn.recv(65536)
-        if not chunk:
-            return None, b""
-        rest += chunk
-    return (method, target, fields, rest[:length]), rest[length:]
-
-
-def answer(conn, status, body=b"", close=False):
-    conn.sendall((f"HTTP/1.1 {status} S\r\nContent-Length: {len(body)}\r\nContent-Type: application/json\r\n"
-                  f"Connection: {'close' if close else 'keep-alive'}\r\n\r\n").encode() + body)
 
 
 def message(text):

@@ -17,6 +17,8 @@ import threading
 import uuid
 from urllib.parse import parse_qs, urlsplit
 
+from localsend_http import answer, read_request
+
 PORT, CERT, KEY, DIR, EVERY = int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6])
 lock = threading.Lock()
 state = {"connections": 0, "uploads": 0, "files": {}}
@@ -29,31 +31,6 @@ INFO = {"alias": "Closer", "version": "2.1", "deviceModel": "rogue", "deviceType
 def out(**fields):
     with lock:
         print(json.dumps(fields), flush=True)
-
-
-def read_request(conn, buffered):
-    while b"\r\n\r\n" not in buffered:
-        chunk = conn.recv(65536)
-        if not chunk:
-            return None, b""
-        buffered += chunk
-    head, rest = buffered.split(b"\r\n\r\n", 1)
-    lines = head.decode("latin-1").split("\r\n")
-    method, target, _ = lines[0].split(" ", 2)
-    fields = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
-    length = int(fields.get("content-length", "0"))
-    while len(rest) < length:
-        chunk = conn.recv(65536)
-        if not chunk:
-            return None, b""
-        rest += chunk
-    return (method, target, fields, rest[:length]), rest[length:]
-
-
-def answer(conn, status, body=b"", close=False):
-    reason = {200: "OK", 403: "Forbidden", 404: "Not Found"}.get(status, "Status")
-    conn.sendall((f"HTTP/1.1 {status} {reason}\r\nContent-Length: {len(body)}\r\nContent-Type: application/json\r\n"
-                  f"Connection: {'close' if close else 'keep-alive'}\r\n\r\n").encode() + body)
 
 
 def serve(conn):
