@@ -107,17 +107,7 @@ package struct DNSName: Hashable, Sendable, CustomStringConvertible {
     package var firstLabel: String? { labels.first.map { String(decoding: $0, as: UTF8.self) } }
 
     static func escape(_ label: [UInt8]) -> String {
-        var out = ""
-        for byte in label {
-            switch byte {
-            case UInt8(ascii: "."), UInt8(ascii: "\\"): out += "\\" + String(UnicodeScalar(byte))
-            case 0x21...0x7E: out.unicodeScalars.append(UnicodeScalar(byte))
-            default:
-                let digits = String(byte)
-                out += "\\" + String(repeating: "0", count: 3 - digits.count) + digits
-            }
-        }
-        return out
+        DNSPresentation.escape(label, special: [UInt8(ascii: "."), UInt8(ascii: "\\")], printableFrom: 0x21)
     }
 
     static func lower(_ byte: UInt8) -> UInt8 {
@@ -143,4 +133,23 @@ package enum DNSError: Error, Equatable, Sendable {
     case malformed(String)
     /// A TSIG record was missing, unknown, or its MAC or time did not check out.
     case tsig(String)
+}
+
+/// Bytes in DNS presentation form (RFC 1035 §5.1), as `dig` writes them: each of `special` after a
+/// backslash, printable ASCII from `lowest` as it is, any other byte as `\DDD`.
+package enum DNSPresentation {
+    package static func escape(_ bytes: [UInt8], special: [UInt8], printableFrom lowest: UInt8) -> String {
+        var out = ""
+        for byte in bytes {
+            if special.contains(byte) {
+                out += "\\" + String(UnicodeScalar(byte))
+            } else if byte >= lowest, byte <= 0x7E {
+                out.unicodeScalars.append(UnicodeScalar(byte))
+            } else {
+                let digits = String(byte)
+                out += "\\" + String(repeating: "0", count: 3 - digits.count) + digits
+            }
+        }
+        return out
+    }
 }

@@ -59,17 +59,7 @@ package enum RecordText {
 
     /// A character-string quoted: `"` and `\` escaped, bytes outside printable ASCII as `\DDD`.
     static func quoted(_ bytes: [UInt8]) -> String {
-        var out = "\""
-        for byte in bytes {
-            switch byte {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"): out += "\\" + String(UnicodeScalar(byte))
-            case 0x20...0x7E: out.unicodeScalars.append(UnicodeScalar(byte))
-            default:
-                let digits = String(byte)
-                out += "\\" + String(repeating: "0", count: 3 - digits.count) + digits
-            }
-        }
-        return out + "\""
+        "\"" + DNSPresentation.escape(bytes, special: [UInt8(ascii: "\""), UInt8(ascii: "\\")], printableFrom: 0x20) + "\""
     }
 
     /// Length-prefixed strings filling `bytes` exactly, or nil.

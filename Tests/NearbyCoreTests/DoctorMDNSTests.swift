@@ -167,7 +167,7 @@ import Testing
 
     /// A responder that answers the question sent to it, then floods: doctor reads at most
     /// `maxAnswers` and ends by its wait.
-    @Test func theQuestionIsAnsweredAndAFloodIsBounded() async throws {
+    @Test(.timeLimit(.minutes(2))) func theQuestionIsAnsweredAndAFloodIsBounded() async throws {
         let (port, served) = try await Self.responder { query, envelope, outbound in
             // Junk and answers to other IDs first, then the answer, then a flood.
             for _ in 0..<(MDNSQuestion.maxAnswers * 2) {
@@ -177,11 +177,10 @@ import Testing
             try await outbound.write(AddressedEnvelope(remoteAddress: envelope.remoteAddress, data: ByteBuffer(bytes: try Self.answer(id: query.id).encode())))
         }
         defer { served.cancel() }
-        let started = ContinuousClock.now
+        // Not a timed test (beside busy loops this took 26 s): that it ends (the test's time limit),
+        // with what it read.
         let outcome = await MDNSQuestion.ask(
             address: "127.0.0.1", via: nil, registrationType: "_chat._tcp", instance: "abc123", wait: .seconds(3), port: port)
-        // Not a timed test (beside busy loops this took 26 s): that it ends, with what it read.
-        #expect(ContinuousClock.now - started < .seconds(TestNodes.patience))
         // The flood came before the answer: at most maxAnswers datagrams are read, so the answer
         // may be among the ones never read; either way no more is read and the wait ends.
         #expect(outcome.multicastSent == false)
@@ -189,15 +188,13 @@ import Testing
         if let unicast = outcome.unicast { #expect(unicast.instances == ["abc123"]) }
     }
 
-    @Test func aQuietResponderIsAnsweredByTheAnswerItGives() async throws {
+    @Test(.timeLimit(.minutes(2))) func aQuietResponderIsAnsweredByTheAnswerItGives() async throws {
         let (port, served) = try await Self.responder { query, envelope, outbound in
             try await outbound.write(AddressedEnvelope(remoteAddress: envelope.remoteAddress, data: ByteBuffer(bytes: try Self.answer(id: query.id).encode())))
         }
         defer { served.cancel() }
-        let started = ContinuousClock.now
+        // Answered: it does not wait out its wait, 10 min, five times the test's time limit.
         let outcome = await MDNSQuestion.ask(address: "127.0.0.1", via: nil, registrationType: "_chat._tcp", instance: "abc123", wait: .seconds(TestNodes.patience * 5), port: port)
-        // Answered: it does not wait out its wait (far longer than a loaded machine's delays).
-        #expect(ContinuousClock.now - started < .seconds(TestNodes.patience))
         #expect(outcome.unicast?.instances == ["abc123"] && outcome.unicast?.instanceHost == "h2.local")
     }
 }

@@ -1,5 +1,6 @@
 """HTTP/1.1 as the test peers that play a LocalSend device read and answer it: one request at a
 time from a connection (plain or TLS), bounded by its Content-Length; an answer with a JSON body."""
+from urllib.parse import parse_qs, urlsplit
 
 
 def read_request(conn, buffered):
@@ -25,6 +26,19 @@ def read_request(conn, buffered):
             return None, b""
         rest += chunk
     return (method, target, fields, rest[:length]), rest[length:]
+
+
+def requests(conn):
+    """Each request on conn until it ends, as (method, path, query, fields, body); closes conn."""
+    buffered = b""
+    with conn:
+        while True:
+            request, buffered = read_request(conn, buffered)
+            if request is None:
+                return
+            method, target, fields, body = request
+            url = urlsplit(target)
+            yield method, url.path, {k: v[0] for k, v in parse_qs(url.query).items()}, fields, body
 
 
 def answer(conn, status, body=b"", close=False):

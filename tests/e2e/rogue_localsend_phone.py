@@ -29,9 +29,8 @@ import threading
 import time
 import uuid
 from datetime import datetime
-from urllib.parse import parse_qs, urlsplit
 
-from localsend_http import answer, read_request
+from localsend_http import answer, requests
 
 lock = threading.Lock()
 
@@ -69,60 +68,52 @@ class Receiver:
                      "download": False}
 
     def serve(self, conn, peer):
-        buffered = b""
-        with conn:
-            while True:
-                request, buffered = read_request(conn, buffered)
-                if request is None:
-                    return
-                method, target, _, body = request
-                url = urlsplit(target)
-                query = {k: v[0] for k, v in parse_qs(url.query).items()}
-                if url.path.endswith("/prepare-upload"):
-                    offer = json.loads(body)
-                    with lock:
-                        self.session = str(uuid.uuid4())
-                        self.files = offer["files"]
-                        self.tokens = {fid: str(uuid.uuid4()) for fid in self.files}
-                        self.sender = (peer, offer["info"].get("port", 53317), offer["info"].get("protocol", "https"))
-                    for f in self.files.values():
-                        out(offered=f["fileName"], fileType=f.get("fileType"), metadata=f.get("metadata"))
-                    answer(conn, 200, json.dumps({"sessionId": self.session, "files": self.tokens}).encode())
-                elif url.path.endswith("/upload"):
-                    fid = query.get("fileId")
-                    if self.cancelled or query.get("sessionId") != self.session or self.tokens.get(fid) != query.get("token"):
-                        out(upload=fid, status=403)
-                        answer(conn, 403, message("Invalid token or IP address"))
-                        continue
-                    f = self.files[fid]
-                    name = f["fileName"]
-                    self.uploads[name] = self.uploads.get(name, 0) + 1
-                    if os.path.basename(name).startswith("refuse"):
-                        out(upload=name, status=403)
-                        answer(conn, 403, message("Rejected"))
-                        continue
-                    if os.path.basename(name).startswith("damaged") and self.uploads[name] <= 2:
-                        out(upload=name, status=422, attempt=self.uploads[name])
-                        answer(conn, 422, message("Checksum mismatch"))
-                        continue
-                    path = os.path.join(self.dir, name)
-                    os.makedirs(os.path.dirname(path), exist_ok=True)
-                    with open(path, "wb") as stored:
-                        stored.write(body)
-                    dates = f.get("metadata") or {}
-                    modified, accessed = parse_date(dates.get("modified")), parse_date(dates.get("accessed"))
-                    if modified is not None:
-                        os.utime(path, (accessed if accessed is not None else modified, modified))
-                    if self.mode == "canceller" and not self.cancelled:
-                        # Cancelled while the sender waits for this answer: it must stop at once.
-                        self.cancelled = True
-                        self.cancel_sender()
-                    out(upload=name, status=200, attempt=self.uploads[name])
-                    answer(conn, 200)
-                elif url.path.endswith("/info") or url.path.endswith("/register"):
-                    answer(conn, 200, json.dumps(self.info).encode())
-                else:
-                    answer(conn, 200 if url.path.endswith("/cancel") else 404)
+        for method, path, query, _, body in requests(conn):
+            if path.endswith("/prepare-upload"):
+                offer = json.loads(body)
+                with lock:
+                    self.session = str(uuid.uuid4())
+                    self.files = offer["files"]
+                    self.tokens = {fid: str(uuid.uuid4()) for fid in self.files}
+                    self.sender = (peer, offer["info"].get("port", 53317), offer["info"].get("protocol", "https"))
+                for f in self.files.values():
+                    out(offered=f["fileName"], fileType=f.get("fileType"), metadata=f.get("metadata"))
+                answer(conn, 200, json.dumps({"sessionId": self.session, "files": self.tokens}).encode())
+            elif path.endswith("/upload"):
+                fid = query.get("fileId")
+                if self.cancelled or query.get("sessionId") != self.session or self.tokens.get(fid) != query.get("token"):
+                    out(upload=fid, status=403)
+                    answer(conn, 403, message("Invalid token or IP address"))
+                    continue
+                f = self.files[fid]
+                name = f["fileName"]
+                self.uploads[name] = self.uploads.get(name, 0) + 1
+                if os.path.basename(name).startswith("refuse"):
+                    out(upload=name, status=403)
+                    answer(conn, 403, message("Rejected"))
+                    continue
+                if os.path.basename(name).startswith("damaged") and self.uploads[name] <= 2:
+                    out(upload=name, status=422, attempt=self.uploads[name])
+                    answer(conn, 422, message("Checksum mismatch"))
+                    continue
+                path = os.path.join(self.dir, name)
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path, "wb") as stored:
+                    stored.write(body)
+                dates = f.get("metadata") or {}
+                modified, accessed = parse_date(dates.get("modified")), parse_date(dates.get("accessed"))
+                if modified is not None:
+                    os.utime(path, (accessed if accessed is not None else modified, modified))
+                if self.mode == "canceller" and not self.cancelled:
+                    # Cancelled while the sender waits for this answer: it must stop at once.
+                    self.cancelled = True
+                    self.cancel_sender()
+                out(upload=name, status=200, attempt=self.uploads[name])
+                answer(conn, 200)
+            elif path.endswith("/info") or path.endswith("/register"):
+                answer(conn, 200, json.dumps(self.info).encode())
+            else:
+                answer(conn, 200 if path.endswith("/cancel") else 404)
 
     def cancel_sender(self):
         host, port, protocol = self.sender
@@ -166,20 +157,12 @@ def sender(host, port, cert, key, myport, paths):
     heard = threading.Event()
 
     def serve(conn, peer):
-        buffered = b""
-        with conn:
-            while True:
-                request, buffered = read_request(conn, buffered)
-                if request is None:
-                    return
-                _, target, _, _ = request
-                url = urlsplit(target)
-                query = {k: v[0] for k, v in parse_qs(url.query).items()}
-                if url.path.endswith("/cancel"):
-                    out(cancel=query.get("sessionId"), ours=query.get("sessionId") == session["id"], sender=peer)
-                    if query.get("sessionId") == session["id"]:
-                        heard.set()
-                answer(conn, 200)
+        for _, path, query, _, _ in requests(conn):
+            if path.endswith("/cancel"):
+                out(cancel=query.get("sessionId"), ours=query.get("sessionId") == session["id"], sender=peer)
+                if query.get("sessionId") == session["id"]:
+                    heard.set()
+            answer(conn, 200)
 
     threading.Thread(target=listen, args=(myport, tls_server(cert, key), serve), daemon=True).start()
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)

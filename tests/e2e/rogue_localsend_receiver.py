@@ -15,9 +15,8 @@ import ssl
 import sys
 import threading
 import uuid
-from urllib.parse import parse_qs, urlsplit
 
-from localsend_http import answer, read_request
+from localsend_http import answer, requests
 
 PORT, CERT, KEY, DIR, EVERY = int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6])
 lock = threading.Lock()
@@ -34,43 +33,35 @@ def out(**fields):
 
 
 def serve(conn):
-    buffered = b""
-    with conn:
-        while True:
-            request, buffered = read_request(conn, buffered)
-            if request is None:
+    for method, path, query, fields, body in requests(conn):
+        if path.endswith("/prepare-upload"):
+            files = json.loads(body)["files"]
+            session = str(uuid.uuid4())
+            tokens = {fid: str(uuid.uuid4()) for fid in files}
+            with lock:
+                for fid, f in files.items():
+                    state["files"][fid] = (f["fileName"], tokens[fid])
+            answer(conn, 200, json.dumps({"sessionId": session, "files": tokens}).encode())
+        elif path.endswith("/upload"):
+            with lock:
+                name, token = state["files"].get(query.get("fileId"), (None, None))
+                state["uploads"] += 1
+                closing = state["uploads"] % EVERY == 0
+            if name is None or token != query.get("token"):
+                answer(conn, 403, close=True)
                 return
-            method, target, fields, body = request
-            url = urlsplit(target)
-            query = {k: v[0] for k, v in parse_qs(url.query).items()}
-            if url.path.endswith("/prepare-upload"):
-                files = json.loads(body)["files"]
-                session = str(uuid.uuid4())
-                tokens = {fid: str(uuid.uuid4()) for fid in files}
-                with lock:
-                    for fid, f in files.items():
-                        state["files"][fid] = (f["fileName"], tokens[fid])
-                answer(conn, 200, json.dumps({"sessionId": session, "files": tokens}).encode())
-            elif url.path.endswith("/upload"):
-                with lock:
-                    name, token = state["files"].get(query.get("fileId"), (None, None))
-                    state["uploads"] += 1
-                    closing = state["uploads"] % EVERY == 0
-                if name is None or token != query.get("token"):
-                    answer(conn, 403, close=True)
-                    return
-                path = os.path.join(DIR, name)
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                with open(path, "wb") as f:
-                    f.write(body)
-                out(upload=name, closing=closing)
-                answer(conn, 200, close=closing)
-                if closing:
-                    return
-            elif url.path.endswith("/info") or url.path.endswith("/register"):
-                answer(conn, 200, json.dumps(INFO).encode())
-            else:
-                answer(conn, 200 if url.path.endswith("/cancel") else 404)
+            path = os.path.join(DIR, name)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "wb") as f:
+                f.write(body)
+            out(upload=name, closing=closing)
+            answer(conn, 200, close=closing)
+            if closing:
+                return
+        elif path.endswith("/info") or path.endswith("/register"):
+            answer(conn, 200, json.dumps(INFO).encode())
+        else:
+            answer(conn, 200 if path.endswith("/cancel") else 404)
 
 
 def main():
