@@ -8,7 +8,9 @@
 #                               multicast not forwarded (no multicast routing: mDNS stays on each
 #                               link); and one more host, h<N+1>, alone on that second link
 #                               (10.99.1.1, its own dbus and avahi). Every existing host gets a
-#                               route to 10.99.1.0/24. Idempotent. Sets LAB_FAR to the new host.
+#                               route to 10.99.1.0/24, again on every call (a test that took a
+#                               host's address or link away took the route too). Idempotent.
+#                               Sets LAB_FAR to the new host.
 #   lab_router_addr K           print host K's IPv4 address (either subnet)
 #   lab_named_start ZONE        start named on the router, authoritative for the dynamic zone
 #                               ZONE, with a key from tsig-keygen (name nearby-key) that may
@@ -22,6 +24,14 @@
 LAB_ROUTER_A=10.99.0.254
 LAB_ROUTER_B=10.99.1.254
 
+# _lab_router_routes N: hosts 1..N on the lab's link reach the far subnet through the router.
+_lab_router_routes() {
+    local h
+    for (( h = 1; h <= $1; h++ )); do
+        ip -n "${LAB_PREFIX}h$h" route replace 10.99.1.0/24 via "$LAB_ROUTER_A" || return 1
+    done
+}
+
 lab_router_up() {
     _lab_require_up || return 1
     local rt="${LAB_PREFIX}rt" br="${LAB_PREFIX}br"
@@ -30,6 +40,9 @@ lab_router_up() {
         LAB_FAR=$(sed -n 's/^far=//p' "$LAB_DIR/.router")
         LAB_N=$LAB_FAR
         export LAB_N LAB_FAR
+        # A test in between may have taken a host's address or link away and given it back (the
+        # IPv6-only LocalSend tests, the link-down faults): the kernel dropped the route with it.
+        _lab_router_routes $((LAB_FAR - 1))
         return 0
     fi
     local tool
@@ -64,10 +77,7 @@ lab_router_up() {
     ip -n "$ns" link set "$LAB_IFACE" multicast on up || return 1
     ip -n "$ns" addr add "10.99.1.1/24" dev "$LAB_IFACE" || return 1
     ip -n "$ns" route add default via "$LAB_ROUTER_B" || return 1
-    local h
-    for (( h = 1; h <= LAB_N; h++ )); do
-        ip -n "${LAB_PREFIX}h$h" route add 10.99.1.0/24 via "$LAB_ROUTER_A" || return 1
-    done
+    _lab_router_routes "$LAB_N" || return 1
     LAB_N=$k
     LAB_FAR=$k
     export LAB_N LAB_FAR
