@@ -31,6 +31,24 @@ import Testing
         try await group.shutdownGracefully()
     }
 
+    /// `watch`'s capture loop: a turn's lines, on a plain thread, leave together when it ends.
+    @Test func linesHeldOffTheLoopLeaveTogetherAtTheEnd() {
+        let writes = Writes()
+        let buffer = TickBuffer { writes.record($0, $1) }
+        let other = TickBuffer { writes.record($0 + 10, $1) }
+        TickBuffer.holding {
+            for index in 0..<256 { buffer.append("packet \(index)\n", fd: 1) }
+            other.append("frame\n", fd: 1)
+            #expect(writes.all.isEmpty, "nothing leaves inside the body")
+        }
+        let all = writes.all
+        #expect(all.count == 2)
+        #expect(all.first?.0 == 1 && all.first?.1 == (0..<256).map { "packet \($0)\n" }.joined())
+        #expect(all.last?.0 == 11 && all.last?.1 == "frame\n")
+        buffer.append("after\n", fd: 1)
+        #expect(writes.all.count == 3, "outside it, at once again")
+    }
+
     @Test func offTheLoopALineLeavesAtOnceAfterWhatWaits() {
         let writes = Writes()
         let buffer = TickBuffer { writes.record($0, $1) }

@@ -309,7 +309,7 @@ package struct EventEncoder: Sendable {
 
 /// An event written without JSONEncoder, for the kinds that come by the hundred thousand (one per
 /// line of `send --lines`): the same fields, keys sorted, as the encoder would write.
-protocol DirectJSON {
+package protocol DirectJSON {
     /// Appends `,"key":value` for each field, keys in order.
     func writeFields(into line: inout String)
 }
@@ -321,7 +321,7 @@ extension PeerRef {
 }
 
 extension Events.Message: DirectJSON {
-    func writeFields(into line: inout String) {
+    package func writeFields(into line: inout String) {
         line += #","bytes":"# + String(bytes)
         if let data { line += #","data":"# + EventEncoder.quoted(data) }
         line += #","peer":"# + peer.json + #","reliable":"# + (reliable ? "true" : "false")

@@ -11,7 +11,7 @@ extension EventEncoder {
 }
 
 extension Events.FileStarted: DirectJSON {
-    func writeFields(into line: inout String) {
+    package func writeFields(into line: inout String) {
         line += #","bytes":"# + String(bytes) + #","direction":"# + EventEncoder.quoted(direction)
         line += #","path":"# + EventEncoder.quoted(path) + #","peer":"# + peer.json
         line += #","skipped":"# + String(skipped) + #","transfer":"# + EventEncoder.quoted(transfer)
@@ -19,7 +19,7 @@ extension Events.FileStarted: DirectJSON {
 }
 
 extension Events.Progress: DirectJSON {
-    func writeFields(into line: inout String) {
+    package func writeFields(into line: inout String) {
         if let allBytes { line += #","all_bytes":"# + String(allBytes) }
         if let allTotal { line += #","all_total":"# + String(allTotal) }
         line += #","bytes":"# + String(bytes) + #","direction":"# + EventEncoder.quoted(direction)
@@ -32,7 +32,7 @@ extension Events.Progress: DirectJSON {
 }
 
 extension Events.FileDone: DirectJSON {
-    func writeFields(into line: inout String) {
+    package func writeFields(into line: inout String) {
         if let alreadyThere { line += #","already_there":"# + (alreadyThere ? "true" : "false") }
         line += #","bytes":"# + String(bytes) + #","path":"# + EventEncoder.quoted(path) + #","peer":"# + peer.json
         if let savedAs { line += #","saved_as":"# + EventEncoder.quoted(savedAs) }

@@ -31,8 +31,39 @@ package final class TickBuffer: Sendable {
         self.write = write
     }
 
-    /// Writes `text` on `fd` now, or at the end of the current tick when called on an event loop.
+    /// Lines appended inside `holding`'s body, on its thread or task, wait for the body's end and
+    /// leave together: a capture loop that turns 256 packets into 256 lines wakes the output's
+    /// writer once, not 256 times (`watch` under a flood).
+    package static func holding<T>(_ body: () throws -> T) rethrows -> T {
+        let held = Held()
+        defer { held.drain() }
+        return try $held.withValue(held) { try body() }
+    }
+
+    @TaskLocal private static var held: Held?
+
+    /// The buffers lines were held in, drained at `holding`'s end.
+    private final class Held: Sendable {
+        private let buffers = Mutex<[TickBuffer]>([])
+        func hold(_ buffer: TickBuffer) {
+            buffers.withLock { list in if !list.contains(where: { $0 === buffer }) { list.append(buffer) } }
+        }
+        func drain() {
+            for buffer in buffers.withLock({ Swift.exchange(&$0, with: []) }) { buffer.drain() }
+        }
+    }
+
+    /// Writes `text` on `fd` now, or at the end of the current tick when called on an event loop
+    /// (or of `holding`'s body).
     package func append(_ text: String, fd: Int32) {
+        if let held = Self.held {
+            let full = pending.withLock { state in
+                state.pieces.append((fd, text))
+                state.bytes += text.utf8.count
+                return state.bytes >= Self.burst
+            }
+            return full ? drain() : held.hold(self)
+        }
         let loop = MultiThreadedEventLoopGroup.currentEventLoop
         let (schedule, full, register) = pending.withLock { state in
             state.pieces.append((fd, text))
