@@ -236,7 +236,7 @@ _nearby_advertise() {
 
 _nearby_browse() {
     repeating_flags=()
-    non_repeating_flags=(--no-link --types --now --domains --localsend --scan --verbose -v --json --human --version -h --help)
+    non_repeating_flags=(--no-link --types --now --domains --live --localsend --scan --verbose -v --json --human --version -h --help)
     repeating_options=(--domain)
     non_repeating_options=(--service --dns-server --dns-key --timeout --count --peer)
     __nearby_offer_flags_options 0

@@ -18,7 +18,11 @@ extension Nearby {
                 peers share is refused as send refuses it (exit 2, both listed). --now lists what is there now: it exits once no new answer \
                 came for 1 s (after at least 2 s). A browse that ends by time having found nothing \
                 says so on stderr ('nothing found on _nearby._tcp in 5 s — try `nearby doctor`') and \
-                as a 'nothing-found' event.
+                as a 'nothing-found' event. On a terminal, --live draws the peers and their hosts \
+                as a table redrawn in place (addresses per interface, discovery info, when each was \
+                found, changed or lost), the latest changes below it; in a pipe or with --json it \
+                prints the same events as without it. The TTLs and the questions asked on the link \
+                need the packets: 'nearby watch'.
 
                 Debugging discovery beyond nearby: --types prints a 'type' event per DNS-SD service \
                 type announced on the link (the _services._dns-sd._udp meta-query) with its number \
@@ -37,6 +41,7 @@ extension Nearby {
                 Examples:
                   nearby browse --timeout 5 | jq -r 'select(.event=="found") | .peer.name'
                   nearby browse --now
+                  nearby browse --live
                   nearby browse --service chat --count 1
                   nearby browse --peer alice --timeout 10 >/dev/null && echo "alice is here"
                   nearby browse --types --timeout 3
@@ -69,6 +74,9 @@ extension Nearby {
         @Flag(help: "List the browse domains the network offers (unicast DNS, RFC 6763 §11), under --domain or the resolver's search domains.")
         var domains = false
 
+        @Flag(help: "On a terminal: a table of the peers and their hosts, redrawn in place as they come and go, the latest changes below (no root needed; in a pipe or with --json, the usual events).")
+        var live = false
+
         @OptionGroup var localSend: LocalSendOptions
 
         @Flag(help: "With --localsend: also ask every address of the local /24 over HTTPS (LocalSend's fallback when multicast is blocked).")
@@ -87,6 +95,9 @@ extension Nearby {
             }
             if peer != nil, types || rawType != nil {
                 throw ValidationError("--peer looks for a nearby peer; it does not go with --types or a DNS-SD type")
+            }
+            if live, peer != nil || types || domains || rawType != nil {
+                throw ValidationError("--live draws the peers of a browse; it does not go with --peer, --types, --domains or a DNS-SD type")
             }
         }
 
@@ -130,11 +141,15 @@ extension Nearby {
                         asked, updates, service: service, selfID: selfID, domains: browser.domains, limit: limit ?? Self.defaultPeerTimeout,
                         progress: progress, context: context)
                 }
+                let screen = live ? BrowseScreen(context: context, service: service.registrationType) : nil
                 let outcome = await Self.untilStopped(
                     timeout: limit, settled: settledWait(progress, context: context), interrupted: Outcome.interrupted, timedOut: .timedOut,
                     firstLook: { await browser.firstLook() }
                 ) {
-                    await report(updates, service: service, selfID: selfID, progress: progress, context: context)
+                    guard let screen else { return await report(updates, service: service, selfID: selfID, progress: progress, context: context) }
+                    return await screen.drawing {
+                        await report(updates, service: service, selfID: selfID, progress: progress, screen: screen, context: context)
+                    }
                 }
                 switch outcome {
                 case .done, .interrupted: return
@@ -157,26 +172,29 @@ extension Nearby {
             }
         }
 
-        /// Prints updates until the stream ends or --count is satisfied.
+        /// Prints updates until the stream ends or --count is satisfied (with --live on a terminal,
+        /// `screen` draws them instead).
         private func report(
             _ updates: AsyncStream<Browser.Update>, service: ServiceType, selfID: PeerID, progress: BrowseProgress,
-            context: CommandContext
+            screen: BrowseScreen? = nil, context: CommandContext
         ) async -> Outcome {
             var found = 0
             for await update in updates {
                 progress.heard()
+                if let screen { screen.apply(update) }
                 switch update {
                 case let .found(discovered):
-                    context.events.emit(Events.PeerSeen(discovered, service: service, selfID: selfID))
+                    if screen == nil { context.events.emit(Events.PeerSeen(discovered, service: service, selfID: selfID)) }
                     RecentPeers(paths: context.paths).recordOnce(discovered, service: service, selfID: selfID)
                     if discovered.instance != selfID.rawValue { progress.found() }
                     found += 1
                     if found == count { return .done }
                 case let .updated(discovered, changed):
+                    guard screen == nil else { continue }
                     context.events.emit(Events.PeerUpdated(
                         changed: changed, seen: Events.PeerSeen(discovered, service: service, selfID: selfID)))
                 case let .lost(discovered):
-                    context.events.emit(Events.Lost(discovered, service: service))
+                    if screen == nil { context.events.emit(Events.Lost(discovered, service: service)) }
                 case let .failed(error):
                     return .failed(error)
                 }

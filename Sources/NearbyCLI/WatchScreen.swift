@@ -52,15 +52,10 @@ final class WatchScreen: Sendable {
         }
         guard let taken else { return nil }
         let (lines, findings, packets) = taken
-        let rows = Self.rows()
         var top = Self.table(table, now: now, columns: columns)
         top.insert("nearby watch — \(packets) packets, \(findings.count) recent findings (Ctrl-C: summary)", at: 0)
         if !findings.isEmpty { top += ["FINDINGS"] + findings.map { "  " + $0 } }
-        top.append(String(repeating: "─", count: min(columns - 1, 40)) + " packets")
-        let room = max(rows - 1 - top.count, 3)
-        if top.count > rows - 4 { top = Array(top.prefix(max(rows - 4, 4))) }
-        let shown = top + lines.suffix(room)
-        return "\u{1b}[H" + shown.map { String($0.prefix(columns - 1)) + "\u{1b}[K" }.joined(separator: "\n") + "\u{1b}[J"
+        return LiveFrame.compose(top: top, below: "packets", lines: lines, columns: columns)
     }
 
     static func table(_ table: LinkTable, now: Double, columns: Int) -> [String] {
@@ -86,6 +81,21 @@ final class WatchScreen: Sendable {
             out.append("  " + pad("\(question.name) \(question.type)", 40) + pad("by \(question.askedBy) ×\(question.count)", 28) + pad(answered, 26) + age(question.lastAsked))
         }
         return out.map { TerminalText.escaped($0) }
+    }
+
+}
+
+/// A live table on a terminal (`watch`, `browse --live`): each frame goes home and overwrites, line
+/// by line, so nothing flickers; the latest lines go below the table, as many as the height allows.
+enum LiveFrame {
+    static func compose(top: [String], below: String, lines: [String], columns: Int) -> String {
+        let rows = Self.rows()
+        var top = top
+        top.append(String(repeating: "─", count: min(columns - 1, 40)) + " " + below)
+        let room = max(rows - 1 - top.count, 3)
+        if top.count > rows - 4 { top = Array(top.prefix(max(rows - 4, 4))) }
+        let shown = top + lines.suffix(room)
+        return "\u{1b}[H" + shown.map { String($0.prefix(columns - 1)) + "\u{1b}[K" }.joined(separator: "\n") + "\u{1b}[J"
     }
 
     /// The terminal's height (24 when it cannot be told).

@@ -201,3 +201,34 @@ test_terminal_stream_events_are_readable_on_stderr() {
     term_has "$listen" '^[0-9:]{8} stream "x" with .+ closed: sent 0 B, received 1\.0 MiB \(done\)$' "closed, on the listener" || return 1
     term_no_json "$opener" "stream" && term_no_json "$listen" "stream --listen"
 }
+
+# `browse --live` (issue 49, item 5), as an ordinary user with no capability: the peers and their
+# hosts drawn in place (cursor home, lines overwritten), a peer found, updated and lost as it
+# happens; in a pipe the same command prints the usual JSON lines (browse keeps its contract).
+test_terminal_browse_live_draws_the_peers_in_place() {
+    trap 'stop_started; trap - RETURN' RETURN
+    local screen=$OUT/live-h1.txt id2 browser
+    id2=$(id_of 2) || return 1
+    term_bg 1 "$screen" --columns 180 -- browse --live --service t-live || return 1
+    browser=$PID
+    term_wait "$screen" '^PEERS 0 on _t-live\._tcp' "the empty table" || return 1
+    start_node 2 t-live --name "Bob Live" --info room=lab || return 1
+    term_wait "$screen" "^  Bob Live \(${id2:0:8}\) +h2\.local\.:$ADV_PORT +room=lab +found [0-9]+s ago" "Bob's row" || return 1
+    term_wait "$screen" '^  h2\.local\. +10\.99\.0\.2.* \(nb0\) +1 peer$' "h2's host row, its address on nb0" || return 1
+    term_wait "$screen" "[0-9:.]{12} found Bob Live \(${id2:0:8}\) at h2\.local\.:$ADV_PORT" "the change below the table" || return 1
+    stop "$ADV_PID" >/dev/null
+    term_wait "$screen" "^  Bob Live \(${id2:0:8}\) .* lost [0-9]+s ago" "Bob marked lost" || return 1
+    term_wait "$screen" '^PEERS 0 on _t-live\._tcp, 1 lost' "the count" || return 1
+    kill -INT "$browser" 2>/dev/null
+    lab_wait_pid "$browser" 10
+    expect_eq "$?" 0 "browse --live's status after Ctrl-C" || { show "$screen"; return 1; }
+    grep -qaF $'\e[H' "$screen" || { fail "the table is not drawn in place"; return 1; }
+    term_no_json "$screen" "browse --live"
+    # In a pipe: JSON lines, found with its fields, as without --live.
+    start_node 2 t-live --name "Bob Live" || return 1
+    nb 1 browse --live --service t-live --peer "$id2" --timeout 10 >"$OUT/live-pipe.jsonl" 2>/dev/null
+    expect_eq "$?" 64 "browse --live --peer is refused (a usage error)" || return 1
+    nb 1 browse --live --service t-live --count 1 --timeout 10 >"$OUT/live-pipe.jsonl" 2>"$OUT/live-pipe.err" \
+        || { fail "browse --live in a pipe"; cat "$OUT/live-pipe.err" >&2; return 1; }
+    expect_json "$OUT/live-pipe.jsonl" "select(.event==\"found\" and .peer.id==\"$id2\" and .peer.name==\"Bob Live\")" "found, as JSON, in a pipe"
+}
