@@ -198,3 +198,32 @@ test_watch_at_a_terminal_draws_the_table() {
     # Nothing for programs on a terminal: no JSON.
     [[ $screen != *'"event":'* ]] || { fail "JSON lines on the terminal"; return 1; }
 }
+
+# A real fault, read at a terminal (the picture in docs/watch.md): h3's avahi-daemon is configured
+# with h2's host name. h2 defends it, h3 renames itself to h2-2; watch on h1 names the rename in
+# its FINDINGS while both hosts' packets scroll below the table.
+test_watch_at_a_terminal_names_a_daemons_rename() {
+    local conf
+    conf=$(_lab_hostdir 3)/avahi.conf
+    cp "$conf" "$OUT/avahi3.conf"
+    trap 'kill -INT ${WATCH_PID:-} 2>/dev/null; cp "$OUT/avahi3.conf" "'"$conf"'"; lab_stop_avahi 3; lab_start_avahi 3; trap - RETURN' RETURN
+    watch_binary || return 1
+    lab_bg 1 "$OUT/screen.txt" python3 "$ROOT/tests/e2e/pty_run.py" --columns 160 -- \
+        setpriv --reuid="$LAB_USER" --regid="$LAB_USER" --init-groups --inh-caps=-all -- "$WATCH_BIN" watch --interface nb0 >/dev/null
+    WATCH_PID=$LAB_PID
+    local waited
+    for ((waited = 0; waited < 100; waited++)); do grep -q "HOSTS" "$OUT/screen.txt" 2>/dev/null && break; sleep 0.1; done
+    sed -i 's/^host-name=h3$/host-name=h2/' "$conf"
+    lab_stop_avahi 3; lab_start_avahi 3 || { fail "h3's avahi-daemon did not start"; return 1; }
+    for ((waited = 0; waited < 150; waited++)); do grep -q "finding rename on 10.99.0.3" "$OUT/screen.txt" 2>/dev/null && break; sleep 0.1; done
+    kill -INT "$WATCH_PID"
+    lab_wait_pid "$WATCH_PID" 10
+    expect_eq "$?" 0 "watch's exit status after Ctrl-C" || return 1
+    local screen want
+    screen=$(tr -d '\r' <"$OUT/screen.txt")
+    for want in 'FINDINGS' 'finding rename on 10.99.0.3' 'h2-2.local.' 'h2.local.' '10.99.0.2' 'findings: rename'; do
+        [[ $screen == *"$want"* ]] || { fail "the screen lacks '$want'"; tail -n 40 "$OUT/screen.txt" | cat -v >&2; return 1; }
+    done
+    # h2, which kept its name, is blamed for nothing.
+    [[ $screen != *"on 10.99.0.2"* ]] || { fail "a finding names h2"; grep -a "on 10.99.0.2" "$OUT/screen.txt" | head -3 | cat -v >&2; return 1; }
+}
