@@ -1,7 +1,8 @@
 # `nearby doctor`'s mDNS checks (issue 49, item 4), each fault made in the lab with real daemons and
 # `nearby` run as the ordinary user: a second mDNS responder beside avahi-daemon (mdns-stacks),
 # multicast dropped on the switch (multicast-path), an advertised address nobody can reach
-# (addresses), a host-name conflict (conflicts), a peer whose host died (ghost).
+# (addresses), a host-name conflict and another host answering for the peer (conflicts), a peer
+# whose host died (ghost).
 # Helpers of doctor.sh (doctor, check_is), sessions.sh (spawn, start_node, stop_started, nb).
 # shellcheck shell=bash
 
@@ -147,6 +148,30 @@ test_doctor_mdns_a_host_name_conflict() {
     expect_json "$OUT/doctor.jsonl" 'select(.event=="check" and .check=="conflicts" and (.hint|contains("avahi-resolve -n h1.local")))' "the hint" || return 1
     doctor 1
     check_is conflicts ok "announces itself as h1.local" || return 1
+}
+
+# h3 runs a responder beside its avahi-daemon that answers for h2's node as if it were its own
+# (SRV → h3.local.): `conflicts` names h3 and the host the peer is really on; h2 is not blamed,
+# and the peer still connects (the identity it proves tells them apart).
+test_doctor_mdns_another_host_answers_for_the_peers_instance() {
+    trap 'stop_started' RETURN
+    local id2 squatter
+    id2=$(id_of 2) || return 1
+    start_node 2 dm-squat --name "Bob" || return 1
+    nb 1 browse --service dm-squat --peer "$id2" --timeout 10 >/dev/null || { fail "h1 does not find h2"; return 1; }
+    spawn 3 "$OUT/squat.txt" /usr/bin/python3 "$ROOT/tests/e2e/mdns_peer.py" squat --from "$(lab_addr 3)" \
+        --name "$id2._dm-squat._tcp.local" --host h3.local --seconds 60 || return 1
+    squatter=$PID
+    local waited
+    for ((waited = 0; waited < 100; waited++)); do grep -q bound "$OUT/squat.txt" 2>/dev/null && break; sleep 0.1; done
+    grep -q bound "$OUT/squat.txt" || { fail "the squatter did not bind"; cat "$OUT/squat.txt.err" >&2; return 1; }
+    DOCTOR_TIMEOUT=6 doctor 1 --service dm-squat "$id2"
+    check_is conflicts fail "another host answers for $id2: $(lab_addr 3) (host h3.local), while the peer is on h2.local" || return 1
+    expect_json "$OUT/doctor.jsonl" 'select(.event=="check" and .check=="conflicts" and (.hint|contains("two responders claim one instance name")))' "the hint" || return 1
+    check_is peer ok || return 1
+    check_is multicast-path ok || return 1
+    dm_no_check_says "one-way multicast" || return 1
+    kill "$squatter" 2>/dev/null
 }
 
 # h2's host dies: its avahi-daemon is SIGKILLed (no goodbye), then its node. h1's daemon still

@@ -10,6 +10,12 @@ built here byte by byte), run on a lab host.
                                                          multicast answers claiming NAME is at A (cache-flush)
     mdns_peer.py flood --from ADDR --rate R --seconds S  R announcements a second for S seconds;
                                                          prints {"sent": N}
+    mdns_peer.py squat --from ADDR --name INSTANCE.TYPE.local --host HOST.local --seconds S
+                                                         a responder bound to 5353 beside the host's
+                                                         daemon that answers every question for
+                                                         INSTANCE (SRV: HOST) as its own, to the
+                                                         asker's port (legacy unicast, RFC 6762 §6.7);
+                                                         prints "bound", then {"answered": N}
 """
 import argparse, json, random, socket, struct, sys, time
 
@@ -46,9 +52,66 @@ def multicast_socket(source, port=0):
     return sock
 
 
+def read_name(data, offset):
+    """The name at offset (compression followed), lower-cased, and the offset after it."""
+    labels, end, jumps = [], None, 0
+    while offset < len(data) and jumps < 16:
+        length = data[offset]
+        if length & 0xC0 == 0xC0:
+            end = end or offset + 2
+            offset = ((length & 0x3F) << 8) | data[offset + 1]
+            jumps += 1
+            continue
+        if length == 0:
+            return ".".join(labels).lower(), end or offset + 1
+        labels.append(data[offset + 1:offset + 1 + length].decode("utf-8", "replace"))
+        offset += 1 + length
+    return None, len(data)
+
+
+def squat(args):
+    """Answers for another host's instance: SRV INSTANCE -> HOST (port 9), A HOST -> --from."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind(("0.0.0.0", 5353))
+    sock.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, socket.inet_aton(GROUP[0]) + socket.inet_aton(args.source))
+    sock.settimeout(0.2)
+    wanted = args.name.rstrip(".").lower()
+    print("bound", flush=True)
+    answered, end = 0, time.monotonic() + args.seconds
+    while time.monotonic() < end:
+        try:
+            data, sender = sock.recvfrom(9000)
+        except socket.timeout:
+            continue
+        if len(data) < 12 or data[2] & 0x80 or sender[1] == 5353:
+            continue
+        ident, _, count = struct.unpack("!3H", data[:6])
+        offset, asked = 12, []
+        for _ in range(count):
+            qname, offset = read_name(data, offset)
+            if qname is None or offset + 4 > len(data):
+                break
+            qtype, _ = struct.unpack("!2H", data[offset:offset + 4])
+            offset += 4
+            asked.append((qname, qtype))
+        if not any(qname == wanted and qtype in (33, 255) for qname, qtype in asked):
+            continue
+        srv_data = struct.pack("!3H", 0, 0, 9) + name(args.host)
+        srv = name(wanted) + struct.pack("!2HIH", 33, 1, 120, len(srv_data)) + srv_data
+        address = socket.inet_aton(args.source)
+        a = name(args.host) + struct.pack("!2HIH", 1, 1, 120, 4) + address
+        question = name(wanted) + struct.pack("!2H", 33, 1)
+        sock.sendto(struct.pack("!6H", ident, 0x8400, 1, 1, 0, 1) + question + srv + a, sender)
+        answered += 1
+    print(json.dumps({"answered": answered}), flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["query", "chatty", "claim", "flood"])
+    parser.add_argument("mode", choices=["query", "chatty", "claim", "flood", "squat"])
+    parser.add_argument("--host", default="h3.local")
     parser.add_argument("--to")
     parser.add_argument("--from", dest="source")
     parser.add_argument("--name", default="h1.local")
@@ -89,6 +152,8 @@ def main():
         for _ in range(args.count):
             sock.sendto(packet, GROUP)
             time.sleep(args.every)
+    elif args.mode == "squat":
+        squat(args)
     else:
         sock = multicast_socket(args.source)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)

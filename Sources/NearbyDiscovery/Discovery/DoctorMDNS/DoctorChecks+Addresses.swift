@@ -89,8 +89,10 @@ extension DoctorCheck {
             let mine = peerHost.map(short)
             let squatters = others.filter { answer in answer.instanceHost.map { short($0) != mine } ?? false }
             if !squatters.isEmpty {
-                let who = squatters.map { "\($0.source) (host \($0.instanceHost ?? "?"))" }.joined(separator: ", ")
-                problems.append("another host answers for \(instance): \(who), while the peer is on \(peerHost ?? "?")")
+                // Host names as people write them: no root dot.
+                let bare = { (name: String?) -> String in name.map { $0.hasSuffix(".") ? String($0.dropLast()) : $0 } ?? "?" }
+                let who = squatters.map { "\($0.source) (host \(bare($0.instanceHost)))" }.joined(separator: ", ")
+                problems.append("another host answers for \(instance): \(who), while the peer is on \(bare(peerHost))")
                 hints.append("two responders claim one instance name: stop the one that should not advertise it; nearby still tells them apart "
                     + "by the identity each proves")
             }

@@ -11,6 +11,9 @@ extension MDNSQuestion {
     /// Asks PEER's responder at `address` directly and by multicast (from `via`, this host's
     /// address on PEER's subnet; nil: no multicast question), for `wait` at most: three times
     /// each, until PEER answered both. Every answer is bounded, at most `maxAnswers` are read.
+    /// How long, after PEER answered both questions, answers from other responders are still read.
+    static let othersGrace = Duration.milliseconds(300)
+
     package static func ask(
         address: String, via: String?, registrationType: String, instance: String?, wait: Duration, port: Int = 5353
     ) async -> Outcome {
@@ -37,8 +40,17 @@ extension MDNSQuestion {
             let multicastReady = await multicastOptions(channel.channel, via: via, v6: v6)
             let sendsMulticast = group != nil && multicastReady
             collected.multicastSent = sendsMulticast
+            // Once PEER answered both, a moment more for another responder's answer to the same
+            // multicast question (one that answers for PEER's instance: `conflicts`).
+            let (answered, settle) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
             try await withThrowingTaskGroup(of: Void.self) { tasks in
                 tasks.addTask { try await Task.sleep(for: wait) }
+                tasks.addTask {
+                    for await _ in answered {
+                        try await Task.sleep(for: othersGrace)
+                        return
+                    }
+                }
                 tasks.addTask {
                     try await channel.executeThenClose { inbound, outbound in
                         let resend = Task {
@@ -69,12 +81,18 @@ extension MDNSQuestion {
                                     collected.others.append(answer)
                                 }
                             }
-                            if collected.unicast != nil, collected.multicast != nil || !sendsMulticast { return }
+                            if collected.unicast != nil, collected.multicast != nil || !sendsMulticast {
+                                guard sendsMulticast else { return }
+                                settle.yield()
+                            }
                         }
                     }
                 }
-                // The first to end (the wait, or both answers) ends the other.
-                defer { tasks.cancelAll() }
+                // The first to end (the wait, or both answers and the grace after) ends the others.
+                defer {
+                    settle.finish()
+                    tasks.cancelAll()
+                }
                 _ = try await tasks.next()
             }
         } catch is CancellationError {
