@@ -89,9 +89,12 @@ package struct WatchEngine {
         var out: [Output] = []
         guard datagram.complete else {
             if datagram.fragmented {
+                // The first fragment holds the header: what kind of packet it is, if not its records.
+                var header = DNSMessage(id: 0)
+                if datagram.payload.count >= 4 { header.isResponse = datagram.payload[datagram.payload.startIndex + 2] & 0x80 != 0 }
                 let observation = Observation(
                     time: time, interface: interface, source: datagram.source, sourcePort: datagram.sourcePort,
-                    destinationPort: datagram.destinationPort, message: DNSMessage(id: 0), size: datagram.claimedLength,
+                    destinationPort: datagram.destinationPort, message: header, size: datagram.claimedLength,
                     payloadLimit: payloadLimit, fragmented: true)
                 report(size.observe(observation), into: &out)
             } else {

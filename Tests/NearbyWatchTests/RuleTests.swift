@@ -99,7 +99,14 @@ import Testing
         fragment.claimedLength = 3000
         fragment.fragmented = true
         var fresh = WatchEngine()
-        #expect(fresh.process(fragment, time: 0, interface: "nb0").count == 1)
+        let said = fresh.process(fragment, time: 0, interface: "nb0")
+        #expect(said.count == 1)
+        // Its header says what kind of packet it is.
+        if case let .finding(finding)? = said.first {
+            #expect(finding.rule == "oversize" && finding.evidence.hasPrefix("a response of 3000 bytes, sent in IP fragments"), "\(finding.evidence)")
+        } else {
+            Issue.record("no finding: \(said)")
+        }
     }
 
     @Test func reflectorEcho() {

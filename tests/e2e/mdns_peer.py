@@ -10,6 +10,13 @@ built here byte by byte), run on a lab host.
                                                          multicast answers claiming NAME is at A (cache-flush)
     mdns_peer.py flood --from ADDR --rate R --seconds S  R announcements a second for S seconds;
                                                          prints {"sent": N}
+    mdns_peer.py broken --from ADDR --kind KIND [--name NAME]
+                                                         one multicast packet a broken responder
+                                                         sends: malformed (a header promising
+                                                         records that are not there), ttl (an A
+                                                         record with a 10-day TTL), truncated (a
+                                                         response with the TC bit), oversize (a
+                                                         3,000-byte TXT answer: IP fragments)
     mdns_peer.py squat --from ADDR --name INSTANCE.TYPE.local --host HOST.local --seconds S
                                                          a responder bound to 5353 beside the host's
                                                          daemon that answers every question for
@@ -110,7 +117,8 @@ def squat(args):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["query", "chatty", "claim", "flood", "squat"])
+    parser.add_argument("mode", choices=["query", "chatty", "claim", "flood", "squat", "broken"])
+    parser.add_argument("--kind", choices=["malformed", "ttl", "truncated", "oversize"])
     parser.add_argument("--host", default="h3.local")
     parser.add_argument("--to")
     parser.add_argument("--from", dest="source")
@@ -154,6 +162,24 @@ def main():
             time.sleep(args.every)
     elif args.mode == "squat":
         squat(args)
+    elif args.mode == "broken":
+        sock = multicast_socket(args.source, 5353)
+        address = args.address or args.source
+        if args.kind == "malformed":
+            # Two answers promised, half of one there.
+            packet = struct.pack("!6H", 0, 0x8400, 0, 2, 0, 0) + name(args.name)[:5]
+        elif args.kind == "ttl":
+            packet = a_response(args.name, address, ttl=864000)
+        elif args.kind == "truncated":
+            packet = bytearray(a_response(args.name, address))
+            packet[2] |= 0x02
+            packet = bytes(packet)
+        else:
+            strings = b"".join(bytes([250]) + b"k=" + b"x" * 248 for _ in range(12))
+            record = name(args.name) + struct.pack("!2HIH", 16, 0x8001, 4500, len(strings)) + strings
+            packet = struct.pack("!6H", 0, 0x8400, 0, 1, 0, 0) + record
+        sock.sendto(packet, GROUP)
+        print(json.dumps({"sent": len(packet)}))
     else:
         sock = multicast_socket(args.source)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)

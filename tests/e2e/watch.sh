@@ -227,3 +227,55 @@ test_watch_at_a_terminal_names_a_daemons_rename() {
     # h2, which kept its name, is blamed for nothing.
     [[ $screen != *"on 10.99.0.2"* ]] || { fail "a finding names h2"; grep -a "on 10.99.0.2" "$OUT/screen.txt" | head -3 | cat -v >&2; return 1; }
 }
+
+# A broken responder on h3 (packets built by hand, as a broken one sends them): a malformed packet,
+# a 10-day TTL, a response with the TC bit, an answer over the link's MTU (IP fragments). Each is
+# named once, on h3; the daemons' own traffic on the link is named for nothing.
+test_watch_names_a_broken_responders_packets() {
+    trap 'kill -INT ${WATCH_PID:-} 2>/dev/null' EXIT
+    watch_start 1 watch || return 1
+    local kind rule line
+    for kind in malformed ttl truncated oversize; do
+        lab_run 3 python3 "$MDNS_PEER" broken --from 10.99.0.3 --kind "$kind" --name "broken-$kind.local" >/dev/null \
+            || { fail "the $kind packet could not be sent"; return 1; }
+        rule=$kind
+        line=$(lab_wait_line "$OUT/watch.jsonl" "select(.event==\"finding\" and .rule==\"$rule\")" 10) || {
+            fail "no $rule finding"; tail -n 5 "$OUT/watch.jsonl" >&2; return 1; }
+        echo "    $(jq -r '"\(.rule) on \(.host): \(.evidence)"' <<<"$line")"
+        expect_eq "$(jq -r .host <<<"$line")" 10.99.0.3 "the host the $rule finding names" || return 1
+    done
+    [[ $(jq -r 'select(.event=="finding" and .rule=="oversize") | .evidence' "$OUT/watch.jsonl") == "a response of 3057 bytes, sent in IP fragments"* ]] \
+        || { fail "the oversize finding does not say a response came in fragments"; return 1; }
+    expect_eq "$(count_json "$OUT/watch.jsonl" 'select(.event=="finding" and .host!="10.99.0.3")')" 0 "findings about other hosts" || return 1
+    watch_stop watch || return 1
+    expect_json "$OUT/watch.jsonl" 'select(.event=="summary" and .malformed >= 1 and .rules.ttl == 1 and .rules.truncated == 1 and .rules.oversize == 1)' "the summary counts them"
+}
+
+# A service that restarts in a loop: nearby advertise on h2 started and stopped (cleanly: goodbyes)
+# three times. watch names the flapping instance on h2.
+test_watch_names_a_flapping_service() {
+    trap 'kill -INT ${WATCH_PID:-} 2>/dev/null' EXIT
+    watch_start 1 watch || return 1
+    local round id2 line
+    id2=$(id_of 2) || return 1
+    for round in 1 2 3; do
+        advertise 2 wt-flap || return 1
+        lab_wait_line "$OUT/watch.jsonl" "select(.event==\"packet\" and .source==\"10.99.0.2\" and any(.meaning[]; .kind==\"announced\" and (.name|startswith(\"$id2\"))))" 15 >/dev/null \
+            || { fail "round $round: no announcement seen"; return 1; }
+        stop "$ADV_PID" >/dev/null
+        lab_wait_line "$OUT/watch.jsonl" "select(.event==\"packet\" and .source==\"10.99.0.2\" and any(.meaning[]; .kind==\"withdrawn\" and (.name|startswith(\"$id2\"))))" 15 >/dev/null \
+            || { fail "round $round: no goodbye seen"; return 1; }
+        [[ $round == 3 ]] || sleep 0.2
+    done
+    line=$(lab_wait_line "$OUT/watch.jsonl" 'select(.event=="finding" and .rule=="flapping")' 5) || {
+        fail "no flapping finding"; return 1; }
+    echo "    $(jq -r '"\(.rule) on \(.host): \(.evidence)"' <<<"$line")"
+    # h2's daemon says goodbye over IPv4 and IPv6: either of its addresses.
+    local h2v6
+    h2v6=$(ip -n "$(lab_ns 2)" -6 -o addr show dev "$LAB_IFACE" scope link | awk '{ sub("/.*", "", $4); print $4; exit }')
+    local named
+    named=$(jq -r .host <<<"$line")
+    [[ $named == 10.99.0.2 || $named == "$h2v6" ]] || { fail "the host the finding names: $(jq -r .host <<<"$line"), not h2"; return 1; }
+    [[ $(jq -r .name <<<"$line") == "$id2._wt-flap._tcp.local." ]] || { fail "the instance named: $(jq -r .name <<<"$line")"; return 1; }
+    watch_stop watch
+}
