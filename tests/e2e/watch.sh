@@ -279,3 +279,36 @@ test_watch_names_a_flapping_service() {
     [[ $(jq -r .name <<<"$line") == "$id2._wt-flap._tcp.local." ]] || { fail "the instance named: $(jq -r .name <<<"$line")"; return 1; }
     watch_stop watch
 }
+
+# A reflector, for real: h3 gets a second link, nb1, to h1 (a veth pair, 10.98.7.0/24), and its
+# avahi-daemon is restarted with enable-reflector=yes on both links. h2 advertises on the lab's
+# link; h3's daemon repeats it onto nb1; watch on h1 (every interface) sees the same records from
+# h2 on nb0 and from h3 on nb1 and names the echo — on h3, the reflector, not on h2.
+test_watch_names_a_reflector_echo() {
+    local conf
+    conf=$(_lab_hostdir 3)/avahi.conf
+    cp "$conf" "$OUT/avahi3.conf"
+    trap 'kill -INT ${WATCH_PID:-} ${ADV_PID:-} 2>/dev/null; ip -n "$(lab_ns 3)" link del nb1 2>/dev/null
+          cp "$OUT/avahi3.conf" "'"$conf"'"; lab_stop_avahi 3; lab_start_avahi 3; trap - RETURN' RETURN
+    ip -n "$(lab_ns 3)" link add nb1 type veth peer name nb1 netns "$(lab_ns 1)" || { fail "the second link"; return 1; }
+    ip -n "$(lab_ns 3)" addr add 10.98.7.3/24 dev nb1 && ip -n "$(lab_ns 1)" addr add 10.98.7.1/24 dev nb1 \
+        && ip -n "$(lab_ns 3)" link set nb1 multicast on up && ip -n "$(lab_ns 1)" link set nb1 multicast on up \
+        || { fail "addresses on the second link"; return 1; }
+    sed -i 's/^allow-interfaces=.*/allow-interfaces=nb0,nb1/; s/^enable-reflector=no/enable-reflector=yes/' "$conf"
+    lab_stop_avahi 3; lab_start_avahi 3 || { fail "h3's avahi-daemon did not start as a reflector"; return 1; }
+    watch_start 1 watch || return 1
+    advertise 2 wt-echo || return 1
+    local line
+    line=$(lab_wait_line "$OUT/watch.jsonl" 'select(.event=="finding" and .rule=="reflector-echo")' 20 | head -n 1)
+    [[ -n $line ]] || {
+        fail "no reflector-echo finding"; jq -c 'select(.event=="packet" and .interface=="nb1") | [.source, .meaning]' "$OUT/watch.jsonl" | head -5 >&2; return 1; }
+    echo "    $(jq -r '"\(.rule) on \(.host) (\(.interface)): \(.evidence)"' <<<"$line")"
+    # h3 repeats over IPv4 and IPv6: either of its addresses on nb1.
+    local h3v6 named
+    h3v6=$(ip -n "$(lab_ns 3)" -6 -o addr show dev nb1 scope link | awk '{ sub("/.*", "", $4); print $4; exit }')
+    named=$(jq -r '"\(.host) \(.interface)"' <<<"$line")
+    [[ $named == "10.98.7.3 nb1" || $named == "$h3v6 nb1" ]] || { fail "the finding names $named, not h3 on nb1"; return 1; }
+    [[ $(jq -r .evidence <<<"$line") == *"from 10.99.0.2 on nb0"* ]] || { fail "the evidence does not name h2 on nb0"; return 1; }
+    expect_eq "$(count_json "$OUT/watch.jsonl" 'select(.event=="finding" and .rule=="reflector-echo" and (.host|startswith("10.99.0.2")))')" 0 "echo findings naming h2" || return 1
+    watch_stop watch
+}
