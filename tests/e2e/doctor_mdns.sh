@@ -135,10 +135,8 @@ test_doctor_mdns_an_unreachable_advertised_address() {
 test_doctor_mdns_a_host_name_conflict() {
     local conf
     conf=$(_lab_hostdir 3)/avahi.conf
-    cp "$conf" "$OUT/avahi3.conf"
-    trap 'cp "$OUT/avahi3.conf" "'"$conf"'"; lab_stop_avahi 3; lab_start_avahi 3; trap - RETURN' RETURN
-    sed -i 's/^host-name=h3$/host-name=h1/' "$conf"
-    lab_stop_avahi 3; lab_start_avahi 3 || { fail "h3's avahi-daemon did not start"; return 1; }
+    trap 'lab_avahi_restore 3; trap - RETURN' RETURN
+    lab_avahi_reconfigure 3 's/^host-name=h3$/host-name=h1/' || { fail "h3's avahi-daemon did not start"; return 1; }
     grep -q "Host name conflict" "$(_lab_hostdir 3)/avahi.log" || grep -q "h1-2" "$(_lab_hostdir 3)/avahi.log" \
         || { fail "h3's avahi did not rename"; tail -5 "$(_lab_hostdir 3)/avahi.log" >&2; return 1; }
     doctor 3

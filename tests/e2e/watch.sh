@@ -29,6 +29,18 @@ watch_start() {
         fail "watch on h$host never said it was watching"; cat "$OUT/$name.jsonl" "$OUT/$name.jsonl.err" >&2; return 1; }
 }
 
+# watch_at_a_terminal — `nearby watch --interface nb0` on h1 as the lab's user under a 160-column
+# pty, its screen in $OUT/screen.txt; waits for the first table. Sets WATCH_PID.
+watch_at_a_terminal() {
+    watch_binary || return 1
+    lab_bg 1 "$OUT/screen.txt" python3 "$ROOT/tests/e2e/pty_run.py" --columns 160 -- \
+        setpriv --reuid="$LAB_USER" --regid="$LAB_USER" --init-groups --inh-caps=-all -- "$WATCH_BIN" watch --interface nb0 >/dev/null
+    WATCH_PID=$LAB_PID
+    local waited
+    for ((waited = 0; waited < 100; waited++)); do grep -q "HOSTS" "$OUT/screen.txt" 2>/dev/null && return 0; sleep 0.1; done
+    fail "watch at a terminal drew no table"; return 1
+}
+
 # watch_stop NAME — SIGINT: exit 0 with a summary.
 watch_stop() {
     local status
@@ -176,12 +188,8 @@ test_watch_reads_what_tcpdump_wrote() {
 # cursor sent home, lines cleared to their end), the packets below it, and on Ctrl-C the summary.
 test_watch_at_a_terminal_draws_the_table() {
     trap 'kill -INT ${WATCH_PID:-} ${ADV_PID:-} 2>/dev/null' EXIT
-    watch_binary || return 1
-    lab_bg 1 "$OUT/screen.txt" python3 "$ROOT/tests/e2e/pty_run.py" --columns 160 -- \
-        setpriv --reuid="$LAB_USER" --regid="$LAB_USER" --init-groups --inh-caps=-all -- "$WATCH_BIN" watch --interface nb0 >/dev/null
-    WATCH_PID=$LAB_PID
+    watch_at_a_terminal || return 1
     local waited
-    for ((waited = 0; waited < 100; waited++)); do grep -q "HOSTS" "$OUT/screen.txt" 2>/dev/null && break; sleep 0.1; done
     advertise 2 wt-screen || return 1
     lab_run 3 "$NEARBY" browse --service wt-screen --timeout 2 >/dev/null 2>&1
     for ((waited = 0; waited < 100; waited++)); do grep -q "_wt-screen._tcp.local. PTR" "$OUT/screen.txt" 2>/dev/null && break; sleep 0.1; done
@@ -203,18 +211,10 @@ test_watch_at_a_terminal_draws_the_table() {
 # with h2's host name. h2 defends it, h3 renames itself to h2-2; watch on h1 names the rename in
 # its FINDINGS while both hosts' packets scroll below the table.
 test_watch_at_a_terminal_names_a_daemons_rename() {
-    local conf
-    conf=$(_lab_hostdir 3)/avahi.conf
-    cp "$conf" "$OUT/avahi3.conf"
-    trap 'kill -INT ${WATCH_PID:-} 2>/dev/null; cp "$OUT/avahi3.conf" "'"$conf"'"; lab_stop_avahi 3; lab_start_avahi 3; trap - RETURN' RETURN
-    watch_binary || return 1
-    lab_bg 1 "$OUT/screen.txt" python3 "$ROOT/tests/e2e/pty_run.py" --columns 160 -- \
-        setpriv --reuid="$LAB_USER" --regid="$LAB_USER" --init-groups --inh-caps=-all -- "$WATCH_BIN" watch --interface nb0 >/dev/null
-    WATCH_PID=$LAB_PID
+    trap 'kill -INT ${WATCH_PID:-} 2>/dev/null; lab_avahi_restore 3; trap - RETURN' RETURN
+    watch_at_a_terminal || return 1
     local waited
-    for ((waited = 0; waited < 100; waited++)); do grep -q "HOSTS" "$OUT/screen.txt" 2>/dev/null && break; sleep 0.1; done
-    sed -i 's/^host-name=h3$/host-name=h2/' "$conf"
-    lab_stop_avahi 3; lab_start_avahi 3 || { fail "h3's avahi-daemon did not start"; return 1; }
+    lab_avahi_reconfigure 3 's/^host-name=h3$/host-name=h2/' || { fail "h3's avahi-daemon did not start"; return 1; }
     for ((waited = 0; waited < 150; waited++)); do grep -q "finding rename on 10.99.0.3" "$OUT/screen.txt" 2>/dev/null && break; sleep 0.1; done
     kill -INT "$WATCH_PID"
     lab_wait_pid "$WATCH_PID" 10
@@ -285,17 +285,14 @@ test_watch_names_a_flapping_service() {
 # link; h3's daemon repeats it onto nb1; watch on h1 (every interface) sees the same records from
 # h2 on nb0 and from h3 on nb1 and names the echo — on h3, the reflector, not on h2.
 test_watch_names_a_reflector_echo() {
-    local conf
-    conf=$(_lab_hostdir 3)/avahi.conf
-    cp "$conf" "$OUT/avahi3.conf"
     trap 'kill -INT ${WATCH_PID:-} ${ADV_PID:-} 2>/dev/null; ip -n "$(lab_ns 3)" link del nb1 2>/dev/null
-          cp "$OUT/avahi3.conf" "'"$conf"'"; lab_stop_avahi 3; lab_start_avahi 3; trap - RETURN' RETURN
+          lab_avahi_restore 3; trap - RETURN' RETURN
     ip -n "$(lab_ns 3)" link add nb1 type veth peer name nb1 netns "$(lab_ns 1)" || { fail "the second link"; return 1; }
     ip -n "$(lab_ns 3)" addr add 10.98.7.3/24 dev nb1 && ip -n "$(lab_ns 1)" addr add 10.98.7.1/24 dev nb1 \
         && ip -n "$(lab_ns 3)" link set nb1 multicast on up && ip -n "$(lab_ns 1)" link set nb1 multicast on up \
         || { fail "addresses on the second link"; return 1; }
-    sed -i 's/^allow-interfaces=.*/allow-interfaces=nb0,nb1/; s/^enable-reflector=no/enable-reflector=yes/' "$conf"
-    lab_stop_avahi 3; lab_start_avahi 3 || { fail "h3's avahi-daemon did not start as a reflector"; return 1; }
+    lab_avahi_reconfigure 3 's/^allow-interfaces=.*/allow-interfaces=nb0,nb1/; s/^enable-reflector=no/enable-reflector=yes/' \
+        || { fail "h3's avahi-daemon did not start as a reflector"; return 1; }
     watch_start 1 watch || return 1
     advertise 2 wt-echo || return 1
     local line

@@ -18,6 +18,10 @@
 #                               print that line verbatim, return 0; return 1 on timeout
 #   lab_stop_avahi K / lab_start_avahi K
 #                               stop / (re)start host K's avahi-daemon
+#   lab_avahi_reconfigure K SED / lab_avahi_restore K
+#                               edit host K's avahi.conf with the sed script SED (the lab's own
+#                               file kept aside the first time) and restart its daemon / put the
+#                               lab's file back and restart it (nothing to do if not edited)
 #   lab_down                    kill everything the lab started, delete its namespaces and
 #                               LAB_DIR; idempotent
 #
@@ -519,6 +523,28 @@ lab_start_avahi() {
     if _lab_daemon_running "$k" avahi; then _lab_err "avahi-daemon of h$k is already running"; return 1; fi
     _lab_start_avahi_raw "$k" || return 1
     _lab_wait_ready avahi $(( $(_lab_now_us) + LAB_UP_TIMEOUT * 1000000 )) "$k"
+}
+
+# lab_avahi_reconfigure K SED — host K's avahi-daemon restarted with its avahi.conf edited by SED.
+lab_avahi_reconfigure() {
+    _lab_check_host "${1:-}" || return 1
+    local conf
+    conf=$(_lab_hostdir "$1")/avahi.conf
+    [[ -f $conf.lab ]] || cp "$conf" "$conf.lab" || return 1
+    sed -i "$2" "$conf" || return 1
+    lab_stop_avahi "$1"
+    lab_start_avahi "$1"
+}
+
+# lab_avahi_restore K — the lab's own avahi.conf back on host K, its daemon restarted.
+lab_avahi_restore() {
+    _lab_check_host "${1:-}" || return 1
+    local conf
+    conf=$(_lab_hostdir "$1")/avahi.conf
+    [[ -f $conf.lab ]] || return 0
+    mv "$conf.lab" "$conf" || return 1
+    lab_stop_avahi "$1"
+    lab_start_avahi "$1"
 }
 
 # lab_down — tear everything down. Idempotent; safe from traps; never fails.
