@@ -175,8 +175,17 @@ test_doctor_mdns_another_host_answers_for_the_peers_instance() {
 # h2's host dies: its avahi-daemon is SIGKILLed (no goodbye), then its node. h1's daemon still
 # lists the node from its cache; nothing answers at its address: a ghost, last heard when h1's
 # browse saw it. Nothing else fails on its account.
+# dm_lay_ghost K SERVICE: host K's daemon back, SERVICE advertised again under the same name and
+# stopped cleanly — the goodbyes take the ghost out of every cache on the link (else the next test
+# in this lab finds _SERVICE._tcp still announced).
+dm_lay_ghost() {
+    stop_started
+    lab_start_avahi "$1" 2>/dev/null
+    start_node "$1" "$2" >/dev/null && stop_started
+}
+
 test_doctor_mdns_a_ghost() {
-    trap 'stop_started; lab_start_avahi 2 2>/dev/null; trap - RETURN' RETURN
+    trap 'dm_lay_ghost 2 dm-ghost; trap - RETURN' RETURN
     local id2
     id2=$(id_of 2) || return 1
     start_node 2 dm-ghost --name "Bob" || return 1
