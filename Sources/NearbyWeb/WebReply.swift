@@ -49,11 +49,24 @@ package struct WebReply: Sendable {
         deadline.push(idle)
     }
 
-    /// Returns once the connection took it (its write buffer below the high-water mark).
+    /// Returns once the connection took it (its write buffer below the high-water mark); a block
+    /// (`settleBytes` or more) only once every byte of it is in the kernel: the next is read only then,
+    /// so a browser that stops reading holds one block of the node's memory, not two or three
+    /// (NIO's buffer, the writer's, the one read ahead).
     func chunk(_ buffer: ByteBuffer) async throws {
+        let large = buffer.readableBytes >= Self.settleBytes
         try await outbound.write(.body(.byteBuffer(buffer)))
         deadline.push(idle)
+        if large {
+            // An empty body part after it completes once every write before it did (NIO's writes are
+            // written in order; the HTTP encoder passes an empty part through for this). The writer
+            // hands its parts to the event loop before `write` returns, so this one comes after.
+            try await channel.writeAndFlush(HTTPServerResponsePart.body(.byteBuffer(ByteBuffer()))).get()
+            deadline.push(idle)
+        }
     }
+
+    static let settleBytes = 64 * 1024
 
     func end() async throws { try await outbound.write(.end(nil)) }
 
