@@ -33,9 +33,20 @@ package final class WebDropBox: WebSite {
     }
 
     package func answer(_ request: WebRequest, body: HTTPBody, reply: WebReply) async throws -> Bool {
-        switch WebRoute.of(method: request.method, uri: request.uri, token: token, items: 0, uploads: true) {
+        let route = WebRoute.of(method: request.method, uri: request.uri, token: token, items: 0, uploads: true)
+        switch route {
         case .notFound, .item:
             try await reply.notFound()
+            return false
+        case .page, .upload:
+            // Only from the page itself or from no page (`CrossSite`); nothing of a refused body is read.
+            if let refusal = request.crossSite {
+                try await reply.text("Refused: \(refusal)", status: .forbidden, close: true)
+                return false
+            }
+        }
+        switch route {
+        case .notFound, .item:
             return false
         case .page:
             try await reply.page(WebPages.upload(device: device), head: request.method == "HEAD")

@@ -7,7 +7,7 @@ enum WebPages {
     package static let securityHeaders: [(String, String)] = [
         ("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; form-action 'self'; img-src data:; frame-ancestors 'none'; base-uri 'none'"),
         ("X-Content-Type-Options", "nosniff"),
-        ("Referrer-Policy", "no-referrer"),
+        ("Referrer-Policy", "same-origin"),
         ("Cache-Control", "no-store"),
     ]
 

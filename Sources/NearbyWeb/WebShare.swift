@@ -97,9 +97,20 @@ package final class WebShare: WebSite {
     package var answering: Int { active.withLock { $0 } }
 
     package func answer(_ request: WebRequest, body: HTTPBody, reply: WebReply) async throws -> Bool {
-        switch WebRoute.of(method: request.method, uri: request.uri, token: token, items: items.count, uploads: false) {
+        let route = WebRoute.of(method: request.method, uri: request.uri, token: token, items: items.count, uploads: false)
+        switch route {
         case .notFound, .upload:
             try await reply.notFound()
+            return false
+        case .page, .item:
+            // Only from the page itself or from no page (`CrossSite`); nothing of a refused body is read.
+            if let refusal = request.crossSite {
+                try await reply.text("Refused: \(refusal)", status: .forbidden, close: true)
+                return false
+            }
+        }
+        switch route {
+        case .notFound, .upload:
             return false
         case .page:
             let listed = items.map { item -> WebPages.Item in

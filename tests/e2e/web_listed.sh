@@ -106,3 +106,33 @@ test_web_stalled_downloads_stay_bounded() {
     stop "$WEB_PID"
     expect_eq $? 0 "send-file --web --keep ends with Ctrl-C" || return 1
 }
+
+# Issue 51, 4: a page on another site that knows the URL cannot post into the drop box (Origin or
+# Sec-Fetch-Site not the page's own: 403, nothing lands), nor fetch the pages with its Origin; the
+# page's own Origin and no Origin at all (curl, a link typed) are answered. The browser's own form
+# (which sends its Origin) is test_web_upload_in_a_browser_byte_exact.
+test_web_cross_site_posts_refused() {
+    mkdir -p "$OUT/save" "$OUT/up"
+    printf 'from another site\n' >"$OUT/up/evil.txt"
+    printf 'from the page\n' >"$OUT/up/own.txt"
+    printf 'from curl\n' >"$OUT/up/plain.txt"
+    web_start 1 "$OUT/accept.jsonl" -- accept --web --save-dir "$OUT/save" || return 1
+    local own code
+    own=$(sed -E 's#^(http://[^/]+)/.*#\1#' <<<"$WEB_URL")
+    code=$(lab_run 2 curl -sS -m 20 -H 'Expect:' -H 'Origin: http://evil.example' -F "file=@$OUT/up/evil.txt" -o "$OUT/evil.out" -w '%{http_code}' "${WEB_URL}upload")
+    expect_eq "$code" 403 "an upload with another site's Origin" || return 1
+    grep -q 'another site' "$OUT/evil.out" || { fail "the 403 does not say why"; cat "$OUT/evil.out" >&2; return 1; }
+    code=$(lab_run 2 curl -sS -m 20 -H 'Expect:' -H 'Sec-Fetch-Site: cross-site' -F "file=@$OUT/up/evil.txt" -o /dev/null -w '%{http_code}' "${WEB_URL}upload")
+    expect_eq "$code" 403 "an upload with Sec-Fetch-Site: cross-site" || return 1
+    code=$(lab_run 2 curl -sS -m 20 -H 'Origin: null' -o /dev/null -w '%{http_code}' "$WEB_URL")
+    expect_eq "$code" 403 "the page fetched with Origin: null" || return 1
+    [[ ! -e $OUT/save/evil.txt ]] || { fail "a cross-site upload landed"; return 1; }
+    code=$(lab_run 3 curl -sS -m 20 -H 'Expect:' -H "Origin: $own" -H 'Sec-Fetch-Site: same-origin' -F "file=@$OUT/up/own.txt" -o /dev/null -w '%{http_code}' "${WEB_URL}upload")
+    expect_eq "$code" 200 "an upload with the page's own Origin" || return 1
+    code=$(lab_run 3 curl -sS -m 20 -H 'Expect:' -F "file=@$OUT/up/plain.txt" -o /dev/null -w '%{http_code}' "${WEB_URL}upload")
+    expect_eq "$code" 200 "an upload with no Origin" || return 1
+    cmp "$OUT/up/own.txt" "$OUT/save/own.txt" && cmp "$OUT/up/plain.txt" "$OUT/save/plain.txt" || { fail "the friends' files differ"; return 1; }
+    expect_eq "$(find "$OUT/save" -type f | wc -l)" 2 "files in the save directory" || return 1
+    stop "$WEB_PID"
+    expect_eq $? 0 "accept --web ends with Ctrl-C" || return 1
+}
