@@ -83,6 +83,15 @@ package final class WebDropBox: WebSite {
         }
     }
 
+    /// An upload's failure in words for the browser: never a path on this device (a disk error names
+    /// the partial file's; the browser is told only what went wrong).
+    static func words(_ error: NearbyError) -> String {
+        switch error {
+        case let .ioFailure(_, reason): "the file could not be written on this device (\(reason))."
+        default: (error.errorDescription ?? error.code) + "."
+        }
+    }
+
     struct Outcome {
         var placed: [String] = []
         var failure: String?
@@ -152,7 +161,7 @@ package final class WebDropBox: WebSite {
             outcome.status = .ok
         } catch let error as NearbyError {
             await file?.abandon(error)
-            outcome.failure = (error.errorDescription ?? error.code) + "."
+            outcome.failure = Self.words(error)
             switch error.code {
             case "too-large": outcome.status = .payloadTooLarge
             case "quota": outcome.status = .insufficientStorage

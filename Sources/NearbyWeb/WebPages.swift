@@ -1,3 +1,5 @@
+import NearbyBase
+
 /// The pages a browser sees: small, self-contained HTML (styles and the upload page's script
 /// inline, no font, image or script from anywhere — the phone may have no internet), readable on a
 /// phone (viewport, one column, tap targets of 48 px and more), with the device's name on top.
@@ -108,11 +110,13 @@ enum WebPages {
         """
     }
 
-    /// Text for HTML, in an element or a quoted attribute.
+    /// Text for HTML, in an element or a quoted attribute; control, bidi and other invisible
+    /// characters shown as escapes (`\u{202e}`), as on a terminal (`TerminalText`), so a name reads
+    /// as what it is.
     package static func html(_ text: String) -> String {
         var out = ""
         out.reserveCapacity(text.utf8.count)
-        for scalar in text.unicodeScalars {
+        for scalar in TerminalText.escaped(text).unicodeScalars {
             switch scalar {
             case "&": out += "&amp;"
             case "<": out += "&lt;"

@@ -51,7 +51,11 @@ package struct WebShareItem: Sendable {
                 only.source = resolved(only.source)
                 return WebShareItem(name: top, content: .file(only))
             }
-            let entries = group.map { ZipLayout.Entry(name: $0.relative, size: $0.size, modified: $0.modified, directory: $0.directory == true) }
+            // Entry names cleaned as upload names are (`SafePath`: no `\`, `..`, control or bidi
+            // characters): an extractor that takes `\` for a separator is not led out of its directory.
+            let entries = group.map {
+                ZipLayout.Entry(name: SafePath.relative($0.relative), size: $0.size, modified: $0.modified, directory: $0.directory == true)
+            }
             guard let layout = ZipLayout(entries) else {
                 throw .invalidArgument("\(top): too large for one .zip (4 GiB or 65,535 entries): share the files inside it instead")
             }
