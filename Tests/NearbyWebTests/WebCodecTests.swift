@@ -45,6 +45,14 @@ import Testing
         #expect(ByteRange.parse("bytes=0-", size: 100) == .part(lower: 0, upper: 100))
         #expect(ByteRange.parse("bytes=10-19", size: 100) == .part(lower: 10, upper: 20))
         #expect(ByteRange.parse("bytes=90-200", size: 100) == .part(lower: 90, upper: 100))
+        // An end with more digits than a UInt64 holds is a huge end: clamped, 206.
+        #expect(ByteRange.parse("bytes=0-99999999999999999999", size: 100) == .part(lower: 0, upper: 100))
+        #expect(ByteRange.parse("bytes=-99999999999999999999", size: 100) == .part(lower: 0, upper: 100))
+        #expect(ByteRange.parse("bytes=99999999999999999999-", size: 100) == .unsatisfiable)
+        // Only digits: no sign.
+        #expect(ByteRange.parse("bytes=+5-+10", size: 100) == .unsatisfiable)
+        #expect(ByteRange.parse("bytes=5-+10", size: 100) == .unsatisfiable)
+        #expect(ByteRange.parse("bytes=-+5", size: 100) == .unsatisfiable)
         #expect(ByteRange.parse("bytes=-10", size: 100) == .part(lower: 90, upper: 100))
         #expect(ByteRange.parse("bytes=-1000", size: 100) == .part(lower: 0, upper: 100))
         #expect(ByteRange.parse("bytes=100-", size: 100) == .unsatisfiable)

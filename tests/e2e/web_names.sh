@@ -70,3 +70,22 @@ test_web_no_server_path_in_answers() {
     ! grep -qF "$dir" "$OUT/answer.txt" && ! grep -q 'nearby-part' "$OUT/answer.txt" || { fail "the answer names a path on the server"; cat "$OUT/answer.txt" >&2; return 1; }
     expect_eq "$(find "$dir" -type f | wc -l)" 0 "files left on the full disk" || return 1
 }
+
+# Issue 51, 6 (small things): a Range end with more digits than 64 bits hold is a huge end (206,
+# clamped); a signed number is no range (416); an ordinary range still works.
+test_web_ranges_with_huge_and_signed_numbers() {
+    mkdir -p "$OUT/share"
+    head -c 1000 /dev/urandom >"$OUT/share/r.bin"
+    web_start 1 "$OUT/send.jsonl" -- send-file --web --keep "$OUT/share/r.bin" || return 1
+    local code
+    code=$(lab_run 2 curl -sS -m 20 -H 'Range: bytes=0-99999999999999999999' -o "$OUT/huge.bin" -w '%{http_code}' "${WEB_URL}0/r.bin")
+    expect_eq "$code" 206 "bytes=0-99999999999999999999" || return 1
+    cmp "$OUT/share/r.bin" "$OUT/huge.bin" || { fail "the clamped range is not the whole file"; return 1; }
+    code=$(lab_run 2 curl -sS -m 20 -H 'Range: bytes=+5-+10' -o /dev/null -w '%{http_code}' "${WEB_URL}0/r.bin")
+    expect_eq "$code" 416 "bytes=+5-+10" || return 1
+    code=$(lab_run 3 curl -sS -m 20 -H 'Range: bytes=10-19' -o "$OUT/part.bin" -w '%{http_code}' "${WEB_URL}0/r.bin")
+    expect_eq "$code" 206 "bytes=10-19" || return 1
+    cmp <(tail -c +11 "$OUT/share/r.bin" | head -c 10) "$OUT/part.bin" || { fail "bytes=10-19 differ"; return 1; }
+    stop "$WEB_PID"
+    expect_eq $? 0 "send-file --web --keep ends with Ctrl-C" || return 1
+}
