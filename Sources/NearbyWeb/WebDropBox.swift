@@ -49,7 +49,7 @@ package final class WebDropBox: WebSite {
         case .notFound, .item:
             return false
         case .page:
-            try await reply.page(WebPages.upload(device: device), head: request.method == "HEAD")
+            try await reply.page(WebPages.upload(device: device), head: request.method == "HEAD", script: true)
             return true
         case .upload:
             // Counted until the answer is out: `accept --web --count N` waits for it before it ends.
@@ -61,7 +61,7 @@ package final class WebDropBox: WebSite {
             if plain {
                 try await reply.text(outcome.sentence, status: status, close: !outcome.bodyRead)
             } else {
-                try await reply.page(WebPages.upload(device: device, message: outcome.sentence), status: status, close: !outcome.bodyRead)
+                try await reply.page(WebPages.upload(device: device, message: outcome.sentence), status: status, close: !outcome.bodyRead, script: true)
             }
             if !outcome.bodyRead { await Self.linger(body) }
             try await reply.drained()

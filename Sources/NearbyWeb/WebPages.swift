@@ -5,9 +5,14 @@ import NearbyBase
 /// phone (viewport, one column, tap targets of 48 px and more), with the device's name on top.
 /// Everything shown that is not ours (file names, the device's name) goes through `html(_:)`.
 enum WebPages {
-    /// The headers every page goes with: nothing may be loaded from elsewhere, nothing framed.
-    package static let securityHeaders: [(String, String)] = [
-        ("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; form-action 'self'; img-src data:; frame-ancestors 'none'; base-uri 'none'"),
+    /// The headers every page goes with: nothing may be loaded from elsewhere, nothing framed; inline
+    /// script only on a page that has some (the upload page's progress bar), none on the others.
+    package static func securityHeaders(script: Bool) -> [(String, String)] {
+        let scripts = script ? "script-src 'unsafe-inline'; connect-src 'self'; " : ""
+        return [("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; \(scripts)form-action 'self'; img-src data:; frame-ancestors 'none'; base-uri 'none'")] + otherHeaders
+    }
+
+    static let otherHeaders: [(String, String)] = [
         ("X-Content-Type-Options", "nosniff"),
         ("Referrer-Policy", "same-origin"),
         ("Cache-Control", "no-store"),

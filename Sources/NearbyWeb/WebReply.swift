@@ -22,19 +22,20 @@ package struct WebReply: Sendable {
         try await outbound.write(.end(nil))
     }
 
-    package func page(_ html: String, status: HTTPResponseStatus = .ok, head: Bool = false, close: Bool = false) async throws {
-        try await whole(Array(html.utf8), type: "text/html; charset=utf-8", status: status, head: head, close: close)
+    /// `script`: the page has inline script (its Content-Security-Policy allows it).
+    package func page(_ html: String, status: HTTPResponseStatus = .ok, head: Bool = false, close: Bool = false, script: Bool = false) async throws {
+        try await whole(Array(html.utf8), type: "text/html; charset=utf-8", status: status, head: head, close: close, script: script)
     }
 
     package func text(_ text: String, status: HTTPResponseStatus, close: Bool = false) async throws {
         try await whole(Array(text.utf8), type: "text/plain; charset=utf-8", status: status, head: false, close: close)
     }
 
-    func whole(_ bytes: [UInt8], type: String, status: HTTPResponseStatus, head: Bool, close: Bool) async throws {
+    func whole(_ bytes: [UInt8], type: String, status: HTTPResponseStatus, head: Bool, close: Bool, script: Bool = false) async throws {
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: type)
         headers.add(name: "Content-Length", value: String(bytes.count))
-        for (name, value) in WebPages.securityHeaders { headers.add(name: name, value: value) }
+        for (name, value) in WebPages.securityHeaders(script: script) { headers.add(name: name, value: value) }
         headers.add(name: "Connection", value: keepAlive && !close ? "keep-alive" : "close")
         try await outbound.write(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers)))
         if !head, !bytes.isEmpty { try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: bytes)))) }

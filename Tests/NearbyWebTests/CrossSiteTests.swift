@@ -29,3 +29,15 @@ import Testing
         #expect(CrossSite.refusal(method: "GET", origin: "http://evil.example", fetchSite: "cross-site", host: host) != nil)
     }
 }
+
+/// Inline script is allowed only on the page that has some (the upload page).
+@Suite struct PagePolicyTests {
+    @Test func onlyTheUploadPageMayRunInlineScript() {
+        let share = WebPages.securityHeaders(script: false).first { $0.0 == "Content-Security-Policy" }?.1 ?? ""
+        let upload = WebPages.securityHeaders(script: true).first { $0.0 == "Content-Security-Policy" }?.1 ?? ""
+        #expect(share.hasPrefix("default-src 'none'") && !share.contains("script-src") && !share.contains("connect-src"))
+        #expect(upload.contains("script-src 'unsafe-inline'"))
+        #expect(!WebPages.share(device: "d", items: []).contains("<script"))
+        #expect(WebPages.upload(device: "d").contains("<script"))
+    }
+}
