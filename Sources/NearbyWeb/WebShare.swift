@@ -216,12 +216,12 @@ package final class WebShare: WebSite {
         // `Range: bytes=N-` holds the first N bytes, and cannot hold more than were sent.
         let all = coverage.withLock { coverage -> Bool in
             if size == 0 {
-                if complete { coverage.done0.insert(index) }
+                if complete { coverage.done(index) }
             } else if case .file = item.content {
-                coverage.add(index, lower..<(lower + sent))
+                coverage.add(index, lower..<(lower + sent), client: request.address)
             } else if complete {
                 // A zip without what was swapped since counts as the whole item: nothing more can be had.
-                coverage.add(index, 0..<item.size)
+                coverage.add(index, 0..<item.size, client: request.address)
             }
             return coverage.allComplete
         }

@@ -65,13 +65,30 @@ import Testing
 
     @Test func coverageCountsAResumedDownloadWithItsFirstPart() {
         var coverage = Coverage(sizes: [100, 0])
-        coverage.add(0, 0..<40)
+        coverage.add(0, 0..<40, client: "10.0.0.2")
         #expect(!coverage.isComplete(0))
-        coverage.add(0, 40..<100)
+        coverage.add(0, 40..<100, client: "10.0.0.2")
         #expect(coverage.isComplete(0))
         #expect(!coverage.allComplete)
-        coverage.done0.insert(1)
+        coverage.done(1)
         #expect(coverage.allComplete)
+    }
+
+    /// Bytes 0–49 to one client and 50–99 to another: nobody has the file.
+    @Test func coverageIsPerClient() {
+        var coverage = Coverage(sizes: [100])
+        coverage.add(0, 0..<50, client: "10.0.0.2")
+        coverage.add(0, 50..<100, client: "10.0.0.3")
+        #expect(!coverage.allComplete)
+        coverage.add(0, 0..<50, client: "10.0.0.3")
+        #expect(coverage.allComplete)
+        // Clients beyond the cap are forgotten, oldest first: bounded, and only later complete.
+        var many = Coverage(sizes: [100])
+        many.add(0, 0..<50, client: "first")
+        for n in 0..<Coverage.maxClients { many.add(0, 0..<10, client: "c\(n)") }
+        #expect(many.sent.count == Coverage.maxClients && many.sent["first"] == nil)
+        many.add(0, 50..<100, client: "first")
+        #expect(!many.allComplete)
     }
 }
 

@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # Names as a user expects (issue 51, 5): a collision suffix that fits in 255 bytes (the stem
 # shortened, the extension kept); zip entry names cleaned as upload names are, and bidi characters
-# shown escaped on the page; no server path in any answer to a browser.
+# shown escaped on the page; no server path in any answer to a browser. And (6) ranges with huge
+# and signed numbers, completion per client.
 
 test_web_long_names_fit_and_keep_their_extension() {
     mkdir -p "$OUT/save" "$OUT/up"
@@ -88,4 +89,23 @@ test_web_ranges_with_huge_and_signed_numbers() {
     cmp <(tail -c +11 "$OUT/share/r.bin" | head -c 10) "$OUT/part.bin" || { fail "bytes=10-19 differ"; return 1; }
     stop "$WEB_PID"
     expect_eq $? 0 "send-file --web --keep ends with Ctrl-C" || return 1
+}
+
+# Issue 51, 6: completion per client. Bytes 0–49 to h2 and 50–99 to h3: nobody holds the file, so
+# send-file --web is not done; once h2 has 50–99 too, it is (exit 0, all_done).
+test_web_completion_is_per_client() {
+    mkdir -p "$OUT/share"
+    head -c 100 /dev/urandom >"$OUT/share/c.bin"
+    web_start 1 "$OUT/send.jsonl" -- send-file --web "$OUT/share/c.bin" || return 1
+    lab_run 2 curl -sS -m 20 -H 'Range: bytes=0-49' -o "$OUT/a1" "${WEB_URL}0/c.bin" || { fail "h2's first half"; return 1; }
+    lab_run 3 curl -sS -m 20 -H 'Range: bytes=50-99' -o "$OUT/b2" "${WEB_URL}0/c.bin" || { fail "h3's second half"; return 1; }
+    await "$OUT/send.jsonl" 'select(.event=="web-download" and .address=="10.99.0.3" and .offset==50)' 20 "h3's download event" || return 1
+    expect_json "$OUT/send.jsonl" 'select(.event=="web-download" and .address=="10.99.0.3" and .complete and (.all_done|not))' \
+        "halves to two clients are not all_done" || return 1
+    kill -0 "$WEB_PID" || { fail "send-file --web ended though no client has the whole file"; return 1; }
+    lab_run 2 curl -sS -m 20 -H 'Range: bytes=50-99' -o "$OUT/a2" "${WEB_URL}0/c.bin" || { fail "h2's second half"; return 1; }
+    cmp "$OUT/share/c.bin" <(cat "$OUT/a1" "$OUT/a2") || { fail "h2's halves differ from the file"; return 1; }
+    lab_wait_pid "$WEB_PID" 30
+    expect_eq $? 0 "send-file --web's exit once h2 holds the whole file" || return 1
+    expect_json "$OUT/send.jsonl" 'select(.event=="web-download" and .address=="10.99.0.2" and .offset==50 and .all_done)' "h2's second half completes it" || return 1
 }
