@@ -33,12 +33,23 @@ package final class WebDropBox: WebSite {
     }
 
     package func answer(_ request: WebRequest, body: HTTPBody, reply: WebReply) async throws -> Bool {
-        switch WebRoute.of(method: request.method, uri: request.uri, token: token, items: 0, uploads: true) {
+        let route = WebRoute.of(method: request.method, uri: request.uri, token: token, items: 0, uploads: true)
+        switch route {
         case .notFound, .item:
             try await reply.notFound()
             return false
+        case .page, .upload:
+            // Only from the page itself or from no page (`CrossSite`); nothing of a refused body is read.
+            if let refusal = request.crossSite {
+                try await reply.text("Refused: \(refusal)", status: .forbidden, close: true)
+                return false
+            }
+        }
+        switch route {
+        case .notFound, .item:
+            return false
         case .page:
-            try await reply.page(WebPages.upload(device: device), head: request.method == "HEAD")
+            try await reply.page(WebPages.upload(device: device), head: request.method == "HEAD", script: true)
             return true
         case .upload:
             // Counted until the answer is out: `accept --web --count N` waits for it before it ends.
@@ -50,7 +61,7 @@ package final class WebDropBox: WebSite {
             if plain {
                 try await reply.text(outcome.sentence, status: status, close: !outcome.bodyRead)
             } else {
-                try await reply.page(WebPages.upload(device: device, message: outcome.sentence), status: status, close: !outcome.bodyRead)
+                try await reply.page(WebPages.upload(device: device, message: outcome.sentence), status: status, close: !outcome.bodyRead, script: true)
             }
             if !outcome.bodyRead { await Self.linger(body) }
             try await reply.drained()
@@ -69,6 +80,15 @@ package final class WebDropBox: WebSite {
             var dropped = 0
             while dropped < lingerBytes, let chunk = try? await body.chunk() { dropped += chunk.readableBytes }
             return ()
+        }
+    }
+
+    /// An upload's failure in words for the browser: never a path on this device (a disk error names
+    /// the partial file's; the browser is told only what went wrong).
+    static func words(_ error: NearbyError) -> String {
+        switch error {
+        case let .ioFailure(_, reason): "the file could not be written on this device (\(reason))."
+        default: (error.errorDescription ?? error.code) + "."
         }
     }
 
@@ -141,7 +161,7 @@ package final class WebDropBox: WebSite {
             outcome.status = .ok
         } catch let error as NearbyError {
             await file?.abandon(error)
-            outcome.failure = (error.errorDescription ?? error.code) + "."
+            outcome.failure = Self.words(error)
             switch error.code {
             case "too-large": outcome.status = .payloadTooLarge
             case "quota": outcome.status = .insufficientStorage

@@ -1,13 +1,20 @@
+import NearbyBase
+
 /// The pages a browser sees: small, self-contained HTML (styles and the upload page's script
 /// inline, no font, image or script from anywhere — the phone may have no internet), readable on a
 /// phone (viewport, one column, tap targets of 48 px and more), with the device's name on top.
 /// Everything shown that is not ours (file names, the device's name) goes through `html(_:)`.
 enum WebPages {
-    /// The headers every page goes with: nothing may be loaded from elsewhere, nothing framed.
-    package static let securityHeaders: [(String, String)] = [
-        ("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; form-action 'self'; img-src data:; frame-ancestors 'none'; base-uri 'none'"),
+    /// The headers every page goes with: nothing may be loaded from elsewhere, nothing framed; inline
+    /// script only on a page that has some (the upload page's progress bar), none on the others.
+    package static func securityHeaders(script: Bool) -> [(String, String)] {
+        let scripts = script ? "script-src 'unsafe-inline'; connect-src 'self'; " : ""
+        return [("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; \(scripts)form-action 'self'; img-src data:; frame-ancestors 'none'; base-uri 'none'")] + otherHeaders
+    }
+
+    static let otherHeaders: [(String, String)] = [
         ("X-Content-Type-Options", "nosniff"),
-        ("Referrer-Policy", "no-referrer"),
+        ("Referrer-Policy", "same-origin"),
         ("Cache-Control", "no-store"),
     ]
 
@@ -108,11 +115,13 @@ enum WebPages {
         """
     }
 
-    /// Text for HTML, in an element or a quoted attribute.
+    /// Text for HTML, in an element or a quoted attribute; control, bidi and other invisible
+    /// characters shown as escapes (`\u{202e}`), as on a terminal (`TerminalText`), so a name reads
+    /// as what it is.
     package static func html(_ text: String) -> String {
         var out = ""
         out.reserveCapacity(text.utf8.count)
-        for scalar in text.unicodeScalars {
+        for scalar in TerminalText.escaped(text).unicodeScalars {
             switch scalar {
             case "&": out += "&amp;"
             case "<": out += "&lt;"

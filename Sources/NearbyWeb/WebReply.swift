@@ -22,19 +22,20 @@ package struct WebReply: Sendable {
         try await outbound.write(.end(nil))
     }
 
-    package func page(_ html: String, status: HTTPResponseStatus = .ok, head: Bool = false, close: Bool = false) async throws {
-        try await whole(Array(html.utf8), type: "text/html; charset=utf-8", status: status, head: head, close: close)
+    /// `script`: the page has inline script (its Content-Security-Policy allows it).
+    package func page(_ html: String, status: HTTPResponseStatus = .ok, head: Bool = false, close: Bool = false, script: Bool = false) async throws {
+        try await whole(Array(html.utf8), type: "text/html; charset=utf-8", status: status, head: head, close: close, script: script)
     }
 
     package func text(_ text: String, status: HTTPResponseStatus, close: Bool = false) async throws {
         try await whole(Array(text.utf8), type: "text/plain; charset=utf-8", status: status, head: false, close: close)
     }
 
-    func whole(_ bytes: [UInt8], type: String, status: HTTPResponseStatus, head: Bool, close: Bool) async throws {
+    func whole(_ bytes: [UInt8], type: String, status: HTTPResponseStatus, head: Bool, close: Bool, script: Bool = false) async throws {
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: type)
         headers.add(name: "Content-Length", value: String(bytes.count))
-        for (name, value) in WebPages.securityHeaders { headers.add(name: name, value: value) }
+        for (name, value) in WebPages.securityHeaders(script: script) { headers.add(name: name, value: value) }
         headers.add(name: "Connection", value: keepAlive && !close ? "keep-alive" : "close")
         try await outbound.write(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers)))
         if !head, !bytes.isEmpty { try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: bytes)))) }
@@ -49,11 +50,24 @@ package struct WebReply: Sendable {
         deadline.push(idle)
     }
 
-    /// Returns once the connection took it (its write buffer below the high-water mark).
+    /// Returns once the connection took it (its write buffer below the high-water mark); a block
+    /// (`settleBytes` or more) only once every byte of it is in the kernel: the next is read only then,
+    /// so a browser that stops reading holds one block of the node's memory, not two or three
+    /// (NIO's buffer, the writer's, the one read ahead).
     func chunk(_ buffer: ByteBuffer) async throws {
+        let large = buffer.readableBytes >= Self.settleBytes
         try await outbound.write(.body(.byteBuffer(buffer)))
         deadline.push(idle)
+        if large {
+            // An empty body part after it completes once every write before it did (NIO's writes are
+            // written in order; the HTTP encoder passes an empty part through for this). The writer
+            // hands its parts to the event loop before `write` returns, so this one comes after.
+            try await channel.writeAndFlush(HTTPServerResponsePart.body(.byteBuffer(ByteBuffer()))).get()
+            deadline.push(idle)
+        }
     }
+
+    static let settleBytes = 64 * 1024
 
     func end() async throws { try await outbound.write(.end(nil)) }
 

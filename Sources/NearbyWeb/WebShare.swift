@@ -45,53 +45,30 @@ package struct WebShareItem: Sendable {
         }
         return try order.map { top throws(NearbyError) -> WebShareItem in
             let group = groups[top] ?? []
-            if group.count == 1, let only = group.first, only.relative == top, only.directory != true {
+            if group.count == 1, var only = group.first, only.relative == top, only.directory != true {
+                // A path given as a link is served as what it named when it was listed: its target
+                // (opened without following links, `ListedFile`).
+                only.source = resolved(only.source)
                 return WebShareItem(name: top, content: .file(only))
             }
-            let entries = group.map { ZipLayout.Entry(name: $0.relative, size: $0.size, modified: $0.modified, directory: $0.directory == true) }
+            // Entry names cleaned as upload names are (`SafePath`: no `\`, `..`, control or bidi
+            // characters): an extractor that takes `\` for a separator is not led out of its directory.
+            let entries = group.map {
+                ZipLayout.Entry(name: SafePath.relative($0.relative), size: $0.size, modified: $0.modified, directory: $0.directory == true)
+            }
             guard let layout = ZipLayout(entries) else {
                 throw .invalidArgument("\(top): too large for one .zip (4 GiB or 65,535 entries): share the files inside it instead")
             }
             return WebShareItem(name: top, content: .directory(group, layout))
         }
     }
-}
 
-/// Which parts of each item have been sent whole, and so whether every item was downloaded in full
-/// (a download resumed with `Range` counts with the part before it).
-struct Coverage: Sendable, Equatable {
-    /// Per item: merged, sorted byte intervals sent (at most `maxIntervals`; beyond that the
-    /// smallest gaps are forgotten, which only delays `complete`).
-    private(set) var sent: [[Range<UInt64>]]
-    let sizes: [UInt64]
-    static let maxIntervals = 64
-
-    init(sizes: [UInt64]) {
-        self.sizes = sizes
-        sent = sizes.map { _ in [] }
+    /// `path` with every link in it resolved (itself when it cannot be).
+    static func resolved(_ path: String) -> String {
+        guard let real = realpath(path, nil) else { return path }
+        defer { free(real) }
+        return String(cString: real)
     }
-
-    mutating func add(_ item: Int, _ range: Range<UInt64>) {
-        guard !range.isEmpty else { return }
-        var merged: [Range<UInt64>] = []
-        for interval in (sent[item] + [range]).sorted(by: { $0.lowerBound < $1.lowerBound }) {
-            if let last = merged.last, interval.lowerBound <= last.upperBound {
-                merged[merged.count - 1] = last.lowerBound..<max(last.upperBound, interval.upperBound)
-            } else {
-                merged.append(interval)
-            }
-        }
-        sent[item] = Array(merged.prefix(Self.maxIntervals))
-    }
-
-    func isComplete(_ item: Int) -> Bool {
-        sizes[item] == 0 ? done0.contains(item) : sent[item] == [0..<sizes[item]]
-    }
-
-    /// Empty items downloaded (an empty range cannot be recorded as an interval).
-    var done0: Set<Int> = []
-
-    var allComplete: Bool { sizes.indices.allSatisfy(isComplete) }
 }
 
 /// `send-file --web`: the page and the downloads, with events; `finished` yields once every item
@@ -104,6 +81,8 @@ package final class WebShare: WebSite {
     let budget: ResourceBudget
     let coverage: Mutex<Coverage>
     let active = Mutex(0)
+    /// Files said in a `skipped` event (each once).
+    let skippedPaths = Mutex<Set<String>>([])
     package let finished: AsyncStream<Void>
     let finish: AsyncStream<Void>.Continuation
     static let block = 256 * 1024
@@ -122,9 +101,20 @@ package final class WebShare: WebSite {
     package var answering: Int { active.withLock { $0 } }
 
     package func answer(_ request: WebRequest, body: HTTPBody, reply: WebReply) async throws -> Bool {
-        switch WebRoute.of(method: request.method, uri: request.uri, token: token, items: items.count, uploads: false) {
+        let route = WebRoute.of(method: request.method, uri: request.uri, token: token, items: items.count, uploads: false)
+        switch route {
         case .notFound, .upload:
             try await reply.notFound()
+            return false
+        case .page, .item:
+            // Only from the page itself or from no page (`CrossSite`); nothing of a refused body is read.
+            if let refusal = request.crossSite {
+                try await reply.text("Refused: \(refusal)", status: .forbidden, close: true)
+                return false
+            }
+        }
+        switch route {
+        case .notFound, .upload:
             return false
         case .page:
             let listed = items.map { item -> WebPages.Item in
@@ -142,7 +132,28 @@ package final class WebShare: WebSite {
 
     func download(_ index: Int, request: WebRequest, reply: WebReply) async throws -> Bool {
         let item = items[index]
-        let size = item.size
+        // Only what was listed: the file opened now (once, for the whole answer), a zip's entries
+        // checked now; anything swapped since is a 410 in words.
+        var opened: Int32?
+        var zip: ([OutgoingFile], ZipLayout)?
+        switch item.content {
+        case let .file(file):
+            switch await openListed(file) {
+            case let .success(fd): opened = fd
+            case let .failure(refusal):
+                skip(item.name, refusal)
+                try await reply.text("\(item.downloadName) is no longer shared: \(refusal.words).", status: .gone)
+                return true
+            }
+        case let .directory(files, layout):
+            zip = zipAsListed(files, layout)
+            if zip == nil {
+                try await reply.text("\(item.downloadName) is no longer shared: nothing in it is as it was when it was shared.", status: .gone)
+                return true
+            }
+        }
+        defer { if let opened { release(opened) } }
+        let size = zip?.1.totalSize ?? item.size
         var range = ByteRange.whole
         let tag = "\"\(size)-\(Int(itemModified(item)))\""
         if case .file = item.content {
@@ -185,9 +196,10 @@ package final class WebShare: WebSite {
         var failure: (any Error)?
         var bodyWritten = false
         do {
-            switch item.content {
-            case let .file(file): try await sendFile(file.source, from: lower, to: upper, reply: reply) { sent += $0; meter.add($0) }
-            case let .directory(files, layout): try await sendZip(files, layout, reply: reply) { sent += $0; meter.add($0) }
+            if let opened, case let .file(file) = item.content {
+                try await sendFile(opened, path: file.source, from: lower, to: upper, reply: reply) { sent += $0; meter.add($0) }
+            } else if let (files, layout) = zip {
+                try await sendZip(files, layout, reply: reply) { sent += $0; meter.add($0) }
             }
             bodyWritten = true
             try await reply.end()
@@ -204,11 +216,12 @@ package final class WebShare: WebSite {
         // `Range: bytes=N-` holds the first N bytes, and cannot hold more than were sent.
         let all = coverage.withLock { coverage -> Bool in
             if size == 0 {
-                if complete { coverage.done0.insert(index) }
+                if complete { coverage.done(index) }
             } else if case .file = item.content {
-                coverage.add(index, lower..<(lower + sent))
+                coverage.add(index, lower..<(lower + sent), client: request.address)
             } else if complete {
-                coverage.add(index, 0..<size)
+                // A zip without what was swapped since counts as the whole item: nothing more can be had.
+                coverage.add(index, 0..<item.size, client: request.address)
             }
             return coverage.allComplete
         }
@@ -231,116 +244,5 @@ package final class WebShare: WebSite {
     static func disposition(_ name: String) -> String {
         let ascii = String(name.unicodeScalars.map { $0.isASCII && $0.value >= 0x20 && $0 != "\"" && $0 != "\\" ? Character($0) : "_" })
         return "attachment; filename=\"\(ascii)\"; filename*=UTF-8''\(WebPages.percent(name))"
-    }
-
-    /// Bytes `lower..<upper` of `path`, read off the event loops a block at a time.
-    func sendFile(_ path: String, from lower: UInt64, to upper: UInt64, reply: WebReply, sent: (UInt64) -> Void) async throws {
-        guard budget.takeDescriptors(1) else { throw NearbyError.transferFailed(path: path, code: "busy", reason: "no descriptor to spare") }
-        defer { budget.giveDescriptors(1) }
-        let fd = try await Self.openForReading(path)
-        defer { close(fd) }
-        var offset = lower
-        while offset < upper {
-            let count = Int(min(UInt64(Self.block), upper - offset))
-            let buffer = try await Self.read(fd, count: count, at: offset, path: path)
-            try await reply.chunk(buffer)
-            offset += UInt64(count)
-            sent(UInt64(count))
-        }
-    }
-
-    /// The directory as a stored zip: each entry's header, its bytes (their CRC-32 taken on the
-    /// way), its data descriptor; then the central directory.
-    func sendZip(_ files: [OutgoingFile], _ layout: ZipLayout, reply: WebReply, sent: (UInt64) -> Void) async throws {
-        var crcs: [UInt32] = []
-        for (index, file) in files.enumerated() {
-            let header = layout.localHeader(index)
-            try await reply.chunk(ByteBuffer(bytes: header))
-            sent(UInt64(header.count))
-            var crc: UInt32 = 0
-            if file.directory != true {
-                guard budget.takeDescriptors(1) else { throw NearbyError.transferFailed(path: file.source, code: "busy", reason: "no descriptor to spare") }
-                defer { budget.giveDescriptors(1) }
-                let fd = try await Self.openForReading(file.source)
-                defer { close(fd) }
-                var offset: UInt64 = 0
-                while offset < file.size {
-                    let count = Int(min(UInt64(Self.block), file.size - offset))
-                    let buffer = try await Self.read(fd, count: count, at: offset, path: file.source)
-                    crc = buffer.withUnsafeReadableBytes { ZipLayout.crc32(crc, $0) }
-                    try await reply.chunk(buffer)
-                    offset += UInt64(count)
-                    sent(UInt64(count))
-                }
-            }
-            crcs.append(crc)
-            let descriptor = layout.descriptor(index, crc: crc)
-            try await reply.chunk(ByteBuffer(bytes: descriptor))
-            sent(UInt64(descriptor.count))
-        }
-        let central = layout.centralDirectory(crcs: crcs)
-        try await reply.chunk(ByteBuffer(bytes: central))
-        sent(UInt64(central.count))
-    }
-
-    /// `path`, opened for reading on the core's `Blocking` pool (closing a file only read is cheap:
-    /// done where it ends).
-    static func openForReading(_ path: String) async throws -> Int32 {
-        let fd = try await Blocking.run { _ -> Int32 in
-            let fd = open(path, O_RDONLY | O_CLOEXEC)
-            return fd >= 0 ? fd : -errno
-        }
-        guard fd >= 0 else { throw NearbyError.ioFailure(path: path, reason: Transfer.errorText(-fd)) }
-        return fd
-    }
-
-    /// Exactly `count` bytes at `offset` (a file that shrank while it is served fails the download),
-    /// read on the core's `Blocking` pool.
-    static func read(_ fd: Int32, count: Int, at offset: UInt64, path: String) async throws -> ByteBuffer {
-        try await Blocking.run { _ in
-            var buffer = ByteBufferAllocator().buffer(capacity: count)
-            let got = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { pointer -> Int in
-                guard let base = pointer.baseAddress else { return 0 }
-                var done = 0
-                while done < count {
-                    let n = pread(fd, base + done, count - done, off_t(offset) + off_t(done))
-                    if n < 0, errno == EINTR { continue }
-                    if n <= 0 { break }
-                    done += n
-                }
-                return done
-            }
-            guard got == count else { throw NearbyError.ioFailure(path: path, reason: "it changed while it was being served") }
-            return buffer
-        }
-    }
-}
-
-/// `progress` events for one download, at most ~10 a second.
-final class Meter: @unchecked Sendable {
-    // Used by the one task that serves the download.
-    let events: any EventSink
-    let transfer: String
-    let peer: PeerRef
-    let path: String
-    let total: UInt64
-    var bytes: UInt64 = 0
-    let started = ContinuousClock.now
-    var pacer = ProgressPacer(since: .now)
-
-    init(events: any EventSink, transfer: String, peer: PeerRef, path: String, total: UInt64) {
-        self.events = events
-        self.transfer = transfer
-        self.peer = peer
-        self.path = path
-        self.total = total
-    }
-
-    func add(_ count: UInt64) {
-        bytes += count
-        guard pacer.due(final: bytes == total) else { return }
-        events.emit(Events.Progress(
-            transfer: transfer, direction: "send", peer: peer, path: path, bytes: bytes, total: total,
-            rate: Transfer.rate(bytes, Transfer.seconds(since: started))))
     }
 }

@@ -51,6 +51,23 @@ import Testing
         #expect(SafePath.candidate(".hidden", 1) == ".hidden (1)")
     }
 
+    /// A name of 252–255 bytes uploaded twice: the second fits in 255 bytes (the stem shortened, the
+    /// extension kept), as does a 4,000-character name, which keeps its extension too.
+    @Test func longNamesFitWithTheirExtension() {
+        let long = String(repeating: "a", count: 251) + ".txt"
+        #expect(long.utf8.count == 255)
+        let second = SafePath.candidate(long, 1)
+        #expect(second.utf8.count == 255)
+        #expect(second.hasSuffix("a (1).txt"))
+        let wide = String(repeating: "é", count: 126) + ".txt"
+        #expect(SafePath.candidate(wide, 12).utf8.count <= 255)
+        #expect(SafePath.candidate(wide, 12).hasSuffix("é (12).txt"))
+        let huge = SafePath.components(of: String(repeating: "b", count: 4000) + ".pdf")
+        #expect(huge.count == 1 && huge[0].utf8.count == 255 && huge[0].hasSuffix("b.pdf"))
+        let noExtension = SafePath.candidate(String(repeating: "c", count: 255), 3)
+        #expect(noExtension.utf8.count == 255 && noExtension.hasSuffix(" (3)"))
+    }
+
     @Test func placingNeverOverwrites() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nearby-place-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)

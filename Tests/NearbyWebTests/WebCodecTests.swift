@@ -45,6 +45,14 @@ import Testing
         #expect(ByteRange.parse("bytes=0-", size: 100) == .part(lower: 0, upper: 100))
         #expect(ByteRange.parse("bytes=10-19", size: 100) == .part(lower: 10, upper: 20))
         #expect(ByteRange.parse("bytes=90-200", size: 100) == .part(lower: 90, upper: 100))
+        // An end with more digits than a UInt64 holds is a huge end: clamped, 206.
+        #expect(ByteRange.parse("bytes=0-99999999999999999999", size: 100) == .part(lower: 0, upper: 100))
+        #expect(ByteRange.parse("bytes=-99999999999999999999", size: 100) == .part(lower: 0, upper: 100))
+        #expect(ByteRange.parse("bytes=99999999999999999999-", size: 100) == .unsatisfiable)
+        // Only digits: no sign.
+        #expect(ByteRange.parse("bytes=+5-+10", size: 100) == .unsatisfiable)
+        #expect(ByteRange.parse("bytes=5-+10", size: 100) == .unsatisfiable)
+        #expect(ByteRange.parse("bytes=-+5", size: 100) == .unsatisfiable)
         #expect(ByteRange.parse("bytes=-10", size: 100) == .part(lower: 90, upper: 100))
         #expect(ByteRange.parse("bytes=-1000", size: 100) == .part(lower: 0, upper: 100))
         #expect(ByteRange.parse("bytes=100-", size: 100) == .unsatisfiable)
@@ -57,13 +65,30 @@ import Testing
 
     @Test func coverageCountsAResumedDownloadWithItsFirstPart() {
         var coverage = Coverage(sizes: [100, 0])
-        coverage.add(0, 0..<40)
+        coverage.add(0, 0..<40, client: "10.0.0.2")
         #expect(!coverage.isComplete(0))
-        coverage.add(0, 40..<100)
+        coverage.add(0, 40..<100, client: "10.0.0.2")
         #expect(coverage.isComplete(0))
         #expect(!coverage.allComplete)
-        coverage.done0.insert(1)
+        coverage.done(1)
         #expect(coverage.allComplete)
+    }
+
+    /// Bytes 0–49 to one client and 50–99 to another: nobody has the file.
+    @Test func coverageIsPerClient() {
+        var coverage = Coverage(sizes: [100])
+        coverage.add(0, 0..<50, client: "10.0.0.2")
+        coverage.add(0, 50..<100, client: "10.0.0.3")
+        #expect(!coverage.allComplete)
+        coverage.add(0, 0..<50, client: "10.0.0.3")
+        #expect(coverage.allComplete)
+        // Clients beyond the cap are forgotten, oldest first: bounded, and only later complete.
+        var many = Coverage(sizes: [100])
+        many.add(0, 0..<50, client: "first")
+        for n in 0..<Coverage.maxClients { many.add(0, 0..<10, client: "c\(n)") }
+        #expect(many.sent.count == Coverage.maxClients && many.sent["first"] == nil)
+        many.add(0, 50..<100, client: "first")
+        #expect(!many.allComplete)
     }
 }
 

@@ -113,13 +113,4 @@ enum DirectoryWalk {
         let sinceReferenceDate = Double(time.tv_sec) - 978_307_200 + Double(time.tv_nsec) / 1_000_000_000.0
         return sinceReferenceDate + 978_307_200
     }
-
-    struct FileIdentity: Equatable {
-        var device: UInt64
-        var inode: UInt64
-        init(_ info: stat) {
-            device = UInt64(truncatingIfNeeded: info.st_dev)
-            inode = UInt64(truncatingIfNeeded: info.st_ino)
-        }
-    }
 }

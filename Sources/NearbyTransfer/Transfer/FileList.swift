@@ -22,6 +22,23 @@ package struct OutgoingFile: Sendable, Equatable, Codable {
     /// The modification time to the nanosecond (since 1970), sent to a receiver that keeps it;
     /// nil before 1970.
     package var modifiedNanoseconds: UInt64? = nil
+    /// The device and inode it had when it was listed: `send-file --web` serves only that file,
+    /// whatever is at the path by the time a browser asks (`ListedFile`). Nil for an empty directory.
+    package var identity: FileIdentity? = nil
+}
+
+/// A file's device and inode: what it is, whatever its path.
+package struct FileIdentity: Sendable, Equatable, Codable {
+    package var device: UInt64
+    package var inode: UInt64
+    package init(device: UInt64, inode: UInt64) {
+        self.device = device
+        self.inode = inode
+    }
+    package init(_ info: stat) {
+        device = UInt64(truncatingIfNeeded: info.st_dev)
+        inode = UInt64(truncatingIfNeeded: info.st_ino)
+    }
 }
 
 package enum FileList {
@@ -65,7 +82,7 @@ package enum FileList {
                 case S_IFREG:
                     files.append(OutgoingFile(
                         source: full, relative: relative, size: UInt64(clamping: info.st_size), modified: DirectoryWalk.modified(info),
-                        modifiedNanoseconds: DirectoryWalk.modifiedNanoseconds(info)))
+                        modifiedNanoseconds: DirectoryWalk.modifiedNanoseconds(info), identity: FileIdentity(info)))
                 case S_IFDIR:
                     // Its entries follow; an empty one is sent as itself, so the tree arrives as sent.
                     if entry.isEmptyDirectory { files.append(Self.emptyDirectory(full, relative: relative)) }
@@ -108,7 +125,7 @@ package enum FileList {
         guard stat(path, &info) == 0 else { throw .ioFailure(path: path, reason: "cannot read its attributes") }
         return OutgoingFile(
             source: path, relative: relative, size: UInt64(clamping: info.st_size), modified: DirectoryWalk.modified(info),
-            modifiedNanoseconds: DirectoryWalk.modifiedNanoseconds(info))
+            modifiedNanoseconds: DirectoryWalk.modifiedNanoseconds(info), identity: FileIdentity(info))
     }
 }
 

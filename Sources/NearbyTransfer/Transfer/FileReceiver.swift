@@ -209,6 +209,8 @@ extension FileReceiver {
         if stranger {
             // Counted against the quota on strangers' partials, which may take it back while written.
             services.partials.begin(partial, owner: peer.id, bytes: resumed ? resume?.bytes ?? 0 : 0) { [self] in
+                // Its descriptor closed at once: the deleted file's blocks are free now.
+                progress.withLock { $0.writer }?.stop()
                 services.spawn { [self] in
                     // Only while it is still being written: a channel that ended may not be reset.
                     guard progress.withLock({ $0.writer != nil }) else { return }
@@ -265,6 +267,10 @@ extension FileReceiver {
 
     /// A write failed (the disk is full, an I/O error).
     func failed(on link: any ChannelPort, writing failure: Int32) async {
+        // A stranger's writer stopped by the quota (`FileWriter.stop`), its failure seen first here.
+        if failure == ECANCELED, stranger {
+            return await fail(on: link, code: "quota", reason: "the node's room for unfinished files from peers it does not know is full")
+        }
         let reason = failure == ENOSPC ? "the disk is full" : Transfer.errorText(failure)
         await fail(on: link, code: "io-error", reason: "cannot write \(relative): \(reason)")
     }

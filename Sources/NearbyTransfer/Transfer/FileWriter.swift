@@ -116,6 +116,16 @@ package final class FileWriter: Sendable {
         return (hasher, state.withLock { $0.failure })
     }
 
+    /// Taken back (the strangers' quota deleted the partial): writes still queued are dropped and the
+    /// descriptor closed at once, so the unlinked file's blocks are free now, not at the sender's next
+    /// write. Later writes and `finish` report `ECANCELED`.
+    package func stop() {
+        state.withLock { state in
+            if state.failure == 0 { state.failure = ECANCELED }
+        }
+        close()
+    }
+
     /// Closes the descriptor once every queued write is done (now, if there are none).
     package func close() {
         let first = state.withLock { state in

@@ -64,7 +64,7 @@ package enum SafePath {
             guard !clean.isEmpty, clean != ".", clean != ".." else { continue }
             // A name made only of dots (`...`) is legal but confusing next to `..`: keep it visible.
             if clean.allSatisfy({ $0 == "." }) { clean = "_" + clean }
-            while clean.utf8.count > maxComponentBytes { clean.removeLast() }
+            if clean.utf8.count > maxComponentBytes { clean = fitting(clean) }
             parts.append(clean)
         }
         return bounded(parts)
@@ -73,12 +73,28 @@ package enum SafePath {
     /// The relative path, joined with `/`.
     package static func relative(_ claimed: String) -> String { components(of: claimed).joined(separator: "/") }
 
-    /// `name.ext`, then `name (1).ext`, `name (2).ext` …: the n-th candidate for a final name.
+    /// `name.ext`, then `name (1).ext`, `name (2).ext` …: the n-th candidate for a final name,
+    /// within `maxComponentBytes` (the stem shortened, the extension kept).
     package static func candidate(_ name: String, _ n: Int) -> String {
         guard n > 0 else { return name }
+        return fitting(name, suffix: " (\(n))")
+    }
+
+    /// `name` with `suffix` before its extension, in at most `limit` UTF-8 bytes: the stem is
+    /// shortened (whole characters), the extension kept — unless it is too long to be one (over 32
+    /// bytes), when the whole name is the stem.
+    package static func fitting(_ name: String, suffix: String = "", limit: Int = maxComponentBytes) -> String {
         let dot = name.lastIndex(of: ".").flatMap { $0 == name.startIndex ? nil : $0 }
-        guard let dot else { return "\(name) (\(n))" }
-        return "\(name[..<dot]) (\(n))\(name[dot...])"
+        var stem = dot.map { String(name[..<$0]) } ?? name
+        var ext = dot.map { String(name[$0...]) } ?? ""
+        if ext.utf8.count > 32 {
+            stem = name
+            ext = ""
+        }
+        while !stem.isEmpty, stem.utf8.count + suffix.utf8.count + ext.utf8.count > limit { stem.removeLast() }
+        var out = stem + suffix + ext
+        while out.utf8.count > limit { out.removeLast() }
+        return out
     }
 
     /// Moves `temporary` to the first free candidate name in `directory` without ever replacing a

@@ -76,7 +76,14 @@ package final class StrangerUpload: Sendable {
         let upload = StrangerUpload(
             directory: directory, name: name, partial: partial, owner: owner, partials: partials,
             writer: FileWriter(descriptor: fd, charge: charge))
-        if let owner { partials.begin(partial, owner: owner, bytes: 0) { [stopped = upload.stopped] in stopped.settle(()) } }
+        if let owner {
+            // Taken back: its descriptor closed at once (the blocks of the unlinked file freed now,
+            // not at the sender's next write, which may never come).
+            partials.begin(partial, owner: owner, bytes: 0) { [stopped = upload.stopped, writer = upload.writer] in
+                stopped.settle(())
+                writer.stop()
+            }
+        }
         return upload
     }
 
