@@ -27,7 +27,12 @@ let package = Package(
         // Benchmarks only (bench/sessions.sh): an echoing node, a pinger, and a raw TCP reference.
         .executableTarget(
             name: "nearby-bench",
-            dependencies: ["NearbyCore", "NearbyBase", "NearbyIdentity", "NearbyWire", "NearbyTransfer", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]
+            dependencies: [
+                "NearbyCore", "NearbyBase", "NearbyIdentity", "NearbyWire", "NearbyTransfer", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"), .product(name: "Crypto", package: "swift-crypto"),
+                // Its BoringSSL (CNIOBoringSSL) is what nearby's TLS encrypts with: `primitives` measures that.
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
         ),
         .target(
             name: "NearbyCLI",

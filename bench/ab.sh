@@ -15,6 +15,15 @@
 # With PERF=DIR, each process also runs under `perf record -g` (files in DIR/<build>-<path>-*.data;
 # the per-process columns then count perf too).
 #
+# PATHS may also name `scp` (OpenSSH, aes128-gcm, a private sshd on the receiving host: a reference
+# like raw TCP, and send-file's speed as a multiple of it) and `disk` (the receiving side's disk work
+# alone, `nearby-bench disk`: B's FileWriter writing and hashing, then fsync and the placing rename,
+# into the same directory in RAM, so a slow disk and a slow network are told apart). Where B has a
+# `nearby-bench` beside it (or BENCH=path), the run ends with the floor of each row: raw TCP's CPU per
+# GiB plus what `nearby-bench primitives` measures alone on this CPU for AES-128-GCM (seal and open),
+# one copy on each side and, for a file, one SHA-256 on each side; and the speed a row bound by the CPU
+# could reach at that floor (raw TCP's speed × raw TCP's CPU / the floor).
+#
 # A goes first in odd rounds, B in even ones. PATHS picks rows (node stream file tcp lines oneshot),
 # e.g. PATHS=lines MSGS=200000 bench/ab.sh A B 1 6 for the messages alone.
 #
@@ -24,11 +33,15 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 A=$(readlink -f "$1") B=$(readlink -f "$2") MIB=${3:-1024} ROUNDS=${4:-2}
 cd "$ROOT"
 source tests/lab/netlab.sh
+source bench/sshd.sh
+BENCH=${BENCH:-$(dirname "$B")/nearby-bench}
+[[ -x $BENCH ]] || BENCH=
 
 WORK=$(mktemp -d /dev/shm/nbab.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT   # set before lab_up, which chains its teardown onto it
 lab_up 2 >/dev/null
-mkdir -p "$WORK/dst" "$WORK/m"
+mkdir -p "$WORK/dst" "$WORK/m" "$WORK/ssh"
+[[ " ${PATHS:-} " != *" scp "* ]] || lab_sshd 1 "$WORK/ssh"
 head -c $((MIB << 20)) /dev/urandom >"$WORK/data.bin"
 MSGS=${MSGS:-100000} SENDS=${SENDS:-5}
 for ((i = 0; i < MSGS; i++)); do printf '%063d\n' "$i"; done >"$WORK/lines.txt"
@@ -60,7 +73,7 @@ stop() { snap "$1"; kill -INT "$1"; lab_wait_pid "$1" 20 >/dev/null || true; }
 # for oneshot, the median milliseconds by name and by HOST:PORT.
 run() {
     local label=$1 nearby=$2 path=$3 receiver node= deadline port
-    [[ $path == tcp ]] || lab_run 1 "$nearby" identity --rename ab-recv >/dev/null
+    [[ $path == tcp || $path == scp || $path == disk ]] || lab_run 1 "$nearby" identity --rename ab-recv >/dev/null
     case $path in
     tcp)
         lab_bg 1 /dev/null $(meter) socat -u -b 1048576 TCP-LISTEN:47010,reuseaddr,rcvbuf=1048576 CREATE:"$WORK/dst/socat.bin" >/dev/null
@@ -71,6 +84,17 @@ run() {
         lab_wait_pid "$receiver" 60 >/dev/null || true
         finish
         check "$WORK/dst/socat.bin" "raw TCP"
+        return ;;
+    scp)
+        begin
+        lab_run 2 $(meter) scp "${SCP_OPTIONS[@]}" "$WORK/data.bin" "root@$(lab_addr 1):$WORK/dst/scp.bin"
+        # sshd's session process on the receiver is gone by now: its CPU is in the machine's column.
+        finish
+        check "$WORK/dst/scp.bin" "scp"
+        return ;;
+    disk)
+        # The disk alone: "disk MB/s: write+sha256 ms, fsync ms, place ms, whole ms, cpu s".
+        lab_run 1 "$BENCH" disk "$WORK/dst" "$MIB"
         return ;;
     lines)
         lab_bg 1 "$WORK/msgs.jsonl" $(perf_of "$label-lines-recv") "$nearby" advertise --service ab --auto-accept >/dev/null
@@ -152,9 +176,11 @@ name_of() {
     node) echo "stream through a running node";; stream) echo "one-shot stream";; file) echo "send-file";;
     oneshot) echo "one-shot send by name";;
     tcp) echo "raw TCP (socat, 1 MiB buffers)";; lines) echo "send --lines (messages/s)";;
+    scp) echo "scp (OpenSSH, aes128-gcm)";; disk) echo "receiver's disk work alone (B)";;
     esac
 }
 declare -A SUM=() CPU=() PROC=() SYS=() FLT=() RATIOS=()
+DISK=""
 # Columns: speed (MB/s, B/A: above 1 is B faster) | machine CPU-s per GiB, and each as a multiple of
 # raw TCP's in that round | the nearby processes' own CPU-s per GiB (socat's, for raw TCP), and as
 # a multiple of socat's | their syscalls per GiB | their page faults per GiB.
@@ -165,12 +191,19 @@ for round in $(seq "$ROUNDS"); do
     tcp_cpu=0 tcp_own=0
     for path in ${PATHS:-tcp node stream file lines oneshot}; do
         label="round $round: $(name_of "$path")"
-        if [[ $path == tcp ]]; then
-            read -r us c p s f <<<"$(run T "" tcp)"
-            tcp_cpu=$c tcp_own=$p
-            SUM[tcp]=$(( ${SUM[tcp]:-0} + us ))
-            CPU[tcp]+="$c "; PROC[tcp]+="$p "; SYS[tcp]+="$s "; FLT[tcp]+="$f "
-            printf "$FMT" "$label" "$(mbs "$us")" "" "" "$(gib "$c")" "" "" "" "$(gib "$p")" "" "" "" "$(per_gib "$s")" "" "$(per_gib "$f")" ""
+        if [[ $path == disk ]]; then
+            [[ -n $BENCH ]] || { echo "ab: no nearby-bench beside B (BENCH=path) for the disk row" >&2; exit 1; }
+            line=$(run B "$B" disk)
+            echo "$label: $line"
+            DISK+="$(awk '{ print $2 }' <<<"$line") "
+            continue
+        fi
+        if [[ $path == tcp || $path == scp ]]; then
+            read -r us c p s f <<<"$(run T "" "$path")"
+            [[ $path == scp ]] || tcp_cpu=$c tcp_own=$p
+            SUM[$path]=$(( ${SUM[$path]:-0} + us ))
+            CPU[$path]+="$c "; PROC[$path]+="$p "; SYS[$path]+="$s "; FLT[$path]+="$f "
+            printf "$FMT" "$label" "$(mbs "$us")" "" "" "$(gib "$c")" "" "$(ratio "$c" "$tcp_cpu")" "" "$(gib "$p")" "" "" "" "$(per_gib "$s")" "" "$(per_gib "$f")" ""
             continue
         fi
         # Who goes first alternates, so a machine warming up or slowing down favours neither.
@@ -205,9 +238,12 @@ header "all $ROUNDS rounds (B/A of totals; medians)"
 tcpm=$(median "${CPU[tcp]:-0}") tcpo=$(median "${PROC[tcp]:-0}")
 for path in ${PATHS:-tcp node stream file lines oneshot}; do
     case $path in
-    tcp)
-        printf "$FMT" "$(name_of tcp)" "$(mbs $(( ${SUM[tcp]} / ROUNDS )))" "" "" "$(gib "$tcpm")" "" "" "" \
-            "$(gib "$(median "${PROC[tcp]}")")" "" "" "" "$(per_gib "$(median "${SYS[tcp]}")")" "" "$(per_gib "$(median "${FLT[tcp]}")")" "" ;;
+    tcp | scp)
+        printf "$FMT" "$(name_of "$path")" "$(mbs $(( ${SUM[$path]} / ROUNDS )))" "" "" "$(gib "$(median "${CPU[$path]}")")" "" \
+            "$(ratio "$(median "${CPU[$path]}")" "$tcpm")" "" \
+            "$(gib "$(median "${PROC[$path]}")")" "" "" "" "$(per_gib "$(median "${SYS[$path]}")")" "" "$(per_gib "$(median "${FLT[$path]}")")" "" ;;
+    disk)
+        printf '%-42s %6s MB/s (median of the rounds: %s)\n' "$(name_of disk)" "$(median "$DISK")" "${DISK% }" ;;
     lines)
         la=$(median "${SUM[lines-A]}") lb=$(median "${SUM[lines-B]}")
         printf "$FMT" "$(name_of lines)" "$la" "$lb" "$(ratio "$lb" "$la")" "" "" "" "" "" "" "" "" "" "" "" "" ;;
@@ -232,3 +268,26 @@ for path in ${PATHS:-tcp node stream file lines oneshot}; do
     [[ -z ${RATIOS[$path]:-} ]] || printf '%-56s %5s   (rounds: %s)\n' "$(name_of "$path"), median of rounds" \
         "$(tr ' ' '\n' <<<"${RATIOS[$path]}" | sed '/^$/d' | sort -n | awk '{ v[NR] = $1 } END { printf "%.2f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')" "${RATIOS[$path]% }"
 done
+
+# send-file against scp: how many times scp's speed (ratio of the total times).
+if [[ -n ${SUM[scp]:-} && -n ${SUM[file-A]:-} ]]; then
+    printf '%-56s %5s %5s\n' "send-file vs scp (x), A and B" "$(ratio "${SUM[scp]}" "${SUM[file-A]}")" "$(ratio "${SUM[scp]}" "${SUM[file-B]}")"
+fi
+# The floors: raw TCP's median CPU per GiB plus the primitives alone (one thread's CPU per GiB):
+# AES-128-GCM sealed on one side and opened on the other, one copy on each side; a file adds one
+# SHA-256 on each side. "speed" is what a row bound by the CPU would reach at its floor.
+if [[ -n $BENCH && -n ${CPU[tcp]:-} ]]; then
+    "$BENCH" primitives 512 >"$WORK/primitives.txt"
+    echo
+    sed 's/^/primitives: /' "$WORK/primitives.txt"
+    prim() { awk -v k="$1" '$1 == k { print $2 }' "$WORK/primitives.txt"; }
+    # Against the machine's CPU (the "CPU" columns) and against socat's own (the "own" columns).
+    awk -v t="$(gib "$tcpm")" -v o="$(gib "$tcpo")" -v v="$(mbs $(( ${SUM[tcp]} / ROUNDS )))" -v seal="$(prim aes128gcm-seal)" \
+        -v open="$(prim aes128gcm-open)" -v copy="$(prim memcpy)" -v sha="$(prim sha256)" 'BEGIN {
+        add = seal + open + 2 * copy
+        s = t + add; f = s + 2 * sha; os = o + add; of = os + 2 * sha
+        fmt = "%-52s %5.2f CPU-s/GiB %4.2f x TCP, own %4.2f %4.2f x TCP; speed <= %4.0f MB/s (%4.2f of raw)\n"
+        printf fmt, "floor: stream (raw TCP + AES-GCM + a copy a side)", s, s / t, os, os / o, v * t / s, t / s
+        printf fmt, "floor: send-file (that + a SHA-256 a side)", f, f / t, of, of / o, v * t / f, t / f
+    }'
+fi

@@ -11,14 +11,25 @@
 # than the speed, and the run ends with the share of time the hypervisor gave to other guests
 # (steal): how quiet the machine was.
 #
-#   bench/transfer.sh [MiB]      (root; default 1024; ROUNDS=3; builds nearby in release mode)
+# With PERF=DIR, every nearby process runs under `perf record -g` (DIR/<row>-<n>-send.data and
+# -recv.data; the receiving node of the send-file rows, up for the whole run, in DIR/node.data):
+# `perf report -i FILE --no-children --sort symbol` shows where a GiB went.
+#
+#   bench/transfer.sh [MiB]      (root; default 1024; ROUNDS=3; builds nearby in release mode;
+#                                 NEARBY=path uses that build instead)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 MIB=${1:-1024}
 ROUNDS=${ROUNDS:-3}
 cd "$ROOT"
-swift build -c release --product nearby >/dev/null
-NEARBY=$(swift build -c release --show-bin-path)/nearby
+if [[ -z ${NEARBY:-} ]]; then
+    swift build -c release --product nearby >/dev/null
+    NEARBY=$(swift build -c release --show-bin-path)/nearby
+fi
+NEARBY=$(readlink -f "$NEARBY")
+# perf_of NAME: the prefix that records a profile of the command (nothing without PERF).
+N=0
+perf_of() { [[ -z ${PERF:-} ]] || echo perf record -F 499 -g -o "$PERF/$1.data"; }
 source tests/lab/netlab.sh
 source bench/sshd.sh
 
@@ -54,7 +65,7 @@ per_gib() { awk -v t="$1" -v b="$BYTES" -v hz="$(getconf CLK_TCK)" 'BEGIN { prin
 
 # The receivers that stay up: a node on h1 that takes files, and sshd on h1.
 lab_run 1 "$NEARBY" identity --rename bench-recv >/dev/null
-lab_bg 1 "$WORK/node.jsonl" "$NEARBY" advertise --service bench --auto-accept --save-dir "$WORK/dst" --encryption optional >/dev/null
+lab_bg 1 "$WORK/node.jsonl" $(perf_of node) "$NEARBY" advertise --service bench --auto-accept --save-dir "$WORK/dst" --encryption optional >/dev/null
 lab_wait_line "$WORK/node.jsonl" 'select(.event=="advertising")' 10 >/dev/null
 lab_sshd 1 "$WORK/ssh"
 
@@ -63,7 +74,8 @@ send_file() { # row encryption
     local t0
     warm
     t0=$(now) c0=$(ticks)
-    (cd "$WORK/src" && lab_run 2 "$NEARBY" send-file bench-recv data.bin --service bench --encryption "$2" >"$WORK/send.jsonl")
+    N=$((N + 1))
+    (cd "$WORK/src" && lab_run 2 $(perf_of "$1-$N-send") "$NEARBY" send-file bench-recv data.bin --service bench --encryption "$2" >"$WORK/send.jsonl")
     record "$1" $(( $(now) - t0 )); record_cpu "$1" "$c0"
     [[ $2 != required ]] || record transfer_only "$(jq -r 'select(.event=="file-sent") | .seconds * 1e6 | floor' "$WORK/send.jsonl")"
     check "$WORK/dst/data.bin" "send-file ($2)"
@@ -74,13 +86,14 @@ send_file() { # row encryption
 # bytes go through the node's control socket).
 stream() { # row encryption
     local t0 listener
-    lab_bg 1 "$WORK/dst/stream.bin" "$NEARBY" stream --listen --service bench-st --encryption optional >/dev/null
+    N=$((N + 1))
+    lab_bg 1 "$WORK/dst/stream.bin" $(perf_of "$1-$N-recv") "$NEARBY" stream --listen --service bench-st --encryption optional >/dev/null
     listener=$LAB_PID
     lab_wait_line "$WORK/dst/stream.bin.err" 'select(.event=="advertising")' 10 >/dev/null
     sleep 1
     warm
     t0=$(now) c0=$(ticks)
-    lab_run 2 "$NEARBY" stream bench-recv --service bench-st --encryption "$2" <"$WORK/src/data.bin" >/dev/null 2>"$WORK/stream.err"
+    lab_run 2 $(perf_of "$1-$N-send") "$NEARBY" stream bench-recv --service bench-st --encryption "$2" <"$WORK/src/data.bin" >/dev/null 2>"$WORK/stream.err"
     lab_wait_pid "$listener" 30 >/dev/null || true
     record "$1" $(( $(now) - t0 )); record_cpu "$1" "$c0"
     check "$WORK/dst/stream.bin" "stream ($1)"
@@ -136,7 +149,7 @@ for _ in $(seq "$ROUNDS"); do
     stream stream_none none
     scp_row
     # A node on h2: the next stream goes through it (and it must be gone for the one-shot rows).
-    lab_bg 2 "$WORK/sender-node.jsonl" "$NEARBY" advertise --service bench-st --name bench-send >/dev/null
+    lab_bg 2 "$WORK/sender-node.jsonl" $(perf_of "node-$N-send") "$NEARBY" advertise --service bench-st --name bench-send >/dev/null
     sender_node=$LAB_PID
     lab_wait_line "$WORK/sender-node.jsonl" 'select(.event=="advertising")' 10 >/dev/null
     stream stream_node required

@@ -7,6 +7,8 @@
 //                                              at once: invite -> connected p50/p90, for profiling
 //   nearby-bench tcp-echo PORT                 raw TCP echo of length-prefixed messages
 //   nearby-bench tcp-ping HOST PORT N          the same measurements over raw TCP
+//   nearby-bench disk DIR [MiB]                a received file's disk work alone (write, hash, fsync, place)
+//   nearby-bench primitives [MiB]              SHA-256, AES-128-GCM and a copy alone, CPU-s per GiB
 import Foundation
 import NIOCore
 import NIOPosix
@@ -364,6 +366,13 @@ case "tcp-ping":
     try await tcpRoundTrips(fd: fd, message: message, count: count)
     close(fd)
 
+case "disk":
+    guard arguments.count >= 3 else { fail("usage: disk DIR [MiB]") }
+    await Disk.run(directory: arguments[2], mebibytes: arguments.count > 3 ? Int(arguments[3]) ?? 1024 : 1024)
+
+case "primitives":
+    Primitives.run(mebibytes: arguments.count > 2 ? Int(arguments[2]) ?? 1024 : 1024)
+
 default:
-    fail("usage: nearby-bench echo|ping|tcp-echo|tcp-ping …")
+    fail("usage: nearby-bench echo|ping|invites|tcp-echo|tcp-ping|disk|primitives …")
 }
