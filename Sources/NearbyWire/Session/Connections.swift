@@ -29,13 +29,12 @@ package enum Connections {
     /// 6 MiB of read buffers, not 50).
     static let sessionReads = Reads(
         allocator: AdaptiveRecvByteBufferAllocator(minimum: 4096, initial: 16 << 10, maximum: 32 << 10), perCycle: 1)
-    /// A link carrying a file or a stream, with room in `MemoryBudget.bulkReads`: one read of up to
-    /// 512 KiB a wake-up. A receiver's reads of 256 KiB came back full (253 KiB on average, strace
-    /// of a 1 GiB stream): the socket held more, and each read is a syscall and a pass through TLS.
-    /// One read, not two: TLS hands up what a wake-up read as one buffer of plaintext, which the
-    /// frame splitter then copies out; at 512 KiB it stays in the core's 1 MiB L2 cache for that copy.
+    /// A link carrying a file or a stream, with room in `MemoryBudget.bulkReads`: 2 reads of up to
+    /// 512 KiB, the same 1 MiB a wake-up as 4 of 256 KiB, and TLS's buffer of as much. A receiver's
+    /// reads of 256 KiB came back full (253 KiB on average, strace of a 1 GiB stream): the socket
+    /// held more, and each read is a syscall and a pass through TLS.
     static let bulkReads = Reads(
-        allocator: AdaptiveRecvByteBufferAllocator(minimum: 4096, initial: 256 << 10, maximum: 512 << 10), perCycle: 1)
+        allocator: AdaptiveRecvByteBufferAllocator(minimum: 4096, initial: 256 << 10, maximum: 512 << 10), perCycle: 2)
 
     static func install(
         on channel: any Channel, role: PreambleHandler.Role, preference: EncryptionPreference, tls: NIOSSLContext
