@@ -38,7 +38,7 @@ enum ListedFile {
         switch mode & S_IFMT {
         case S_IFREG: break
         case S_IFLNK: return .link
-        case let other: return .notRegular(kind(other))
+        case let other: return .notRegular(FileList.kind(other))
         }
         guard let listed, listed == identity else { return .replaced }
         return nil
@@ -50,17 +50,6 @@ enum ListedFile {
         case ENOENT, ENOTDIR: .gone
         case ELOOP: .link
         default: .unreadable(Transfer.errorText(error))
-        }
-    }
-
-    static func kind(_ mode: mode_t) -> String {
-        switch mode {
-        case S_IFIFO: "a FIFO"
-        case S_IFCHR: "a character device"
-        case S_IFBLK: "a block device"
-        case S_IFSOCK: "a socket"
-        case S_IFDIR: "a directory"
-        default: "something else"
         }
     }
 

@@ -103,13 +103,14 @@ package enum FileList {
         throw .ioFailure(path: given, reason: "\(kind(info.st_mode & S_IFMT)), not a regular file: send-file sends files and directories (for a pipe, use '\(Spelling.command(.stream))')")
     }
 
-    /// What a file that is not a regular one is, in words.
-    static func kind(_ mode: mode_t) -> String {
+    /// What a file that is not a regular one is, in words (send-file's refusal, the web share's 410).
+    package static func kind(_ mode: mode_t) -> String {
         switch mode {
         case S_IFIFO: "a FIFO"
         case S_IFCHR: "a character device"
         case S_IFBLK: "a block device"
         case S_IFSOCK: "a socket"
+        case S_IFDIR: "a directory"
         default: "something else"
         }
     }
