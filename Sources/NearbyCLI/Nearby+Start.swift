@@ -135,13 +135,7 @@ enum HelpText {
     /// $COLUMNS, else the width of the terminal on stdout, else 80 (ArgumentParser's own rule).
     static func screenColumns(environment: [String: String] = ProcessInfo.processInfo.environment) -> Int {
         if let columns = environment["COLUMNS"].flatMap(Int.init), columns > 0 { return columns }
-        var size = winsize()
-        #if canImport(Glibc)
-        let asked = ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size)
-        #else
-        let asked = ioctl(STDOUT_FILENO, TIOCGWINSZ, &size)
-        #endif
-        if asked == 0, size.ws_col > 0 { return Int(size.ws_col) }
+        if let columns = terminalSize(STDOUT_FILENO)?.columns, columns > 0 { return columns }
         return 80
     }
 

@@ -128,15 +128,20 @@ private func writeWhole(_ fd: Int32, _ text: String) {
     }
 }
 
-/// The width of the terminal on stderr (80 when it cannot be told).
-private func terminalColumns() -> Int {
+/// The size of the terminal on `fd` (columns, rows), nil when it is not one or cannot be told.
+func terminalSize(_ fd: Int32) -> (columns: Int, rows: Int)? {
     var size = winsize()
     #if canImport(Glibc)
-    let asked = ioctl(STDERR_FILENO, UInt(TIOCGWINSZ), &size)
+    let asked = ioctl(fd, UInt(TIOCGWINSZ), &size)
     #else
-    let asked = ioctl(STDERR_FILENO, TIOCGWINSZ, &size)
+    let asked = ioctl(fd, TIOCGWINSZ, &size)
     #endif
-    if asked == 0, size.ws_col > 0 { return Int(size.ws_col) }
+    return asked == 0 ? (Int(size.ws_col), Int(size.ws_row)) : nil
+}
+
+/// The width of the terminal on stderr (80 when it cannot be told).
+private func terminalColumns() -> Int {
+    if let columns = terminalSize(STDERR_FILENO)?.columns, columns > 0 { return columns }
     if let columns = ProcessInfo.processInfo.environment["COLUMNS"].flatMap(Int.init), columns > 0 { return columns }
     return 80
 }

@@ -100,12 +100,7 @@ enum LiveFrame {
 
     /// The terminal's height (24 when it cannot be told).
     static func rows() -> Int {
-        var size = winsize()
-        #if canImport(Glibc)
-        let asked = ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size)
-        #else
-        let asked = ioctl(STDOUT_FILENO, TIOCGWINSZ, &size)
-        #endif
-        return asked == 0 && size.ws_row > 0 ? Int(size.ws_row) : 24
+        guard let rows = terminalSize(STDOUT_FILENO)?.rows, rows > 0 else { return 24 }
+        return rows
     }
 }
