@@ -75,7 +75,8 @@ struct LiveBrowseTable: Sendable {
             out.append("  " + pad(name, 30) + pad(target, 30) + pad(info.isEmpty ? "-" : info, 20) + when + (peer.domain.map { " in \($0)" } ?? ""))
         }
         if shown.count > 20 { out.append("  … \(shown.count - 20) more") }
-        // Hosts: each resolved host name once, with the addresses its peers gave, per interface.
+        // Hosts: each resolved host name once, with the addresses its peers gave, per interface, in the
+        // order connections try them (IPv4, IPv6, link-local): the row does not reorder as they arrive.
         var hosts: [String: (addresses: [String: [String]], peers: Int)] = [:]
         for entry in shown where entry.lost == nil {
             guard let host = entry.peer.host else { continue }
@@ -90,7 +91,8 @@ struct LiveBrowseTable: Sendable {
         out.append("HOSTS \(hosts.count)")
         for (host, row) in hosts.sorted(by: { $0.key < $1.key }).prefix(12) {
             let addresses = row.addresses.sorted { $0.key < $1.key }
-                .map { "\($0.value.joined(separator: " "))\($0.key.isEmpty ? "" : " (\($0.key))")" }.joined(separator: "; ")
+                .map { "\(PeerAddresses.connectionOrder($0.value).joined(separator: " "))\($0.key.isEmpty ? "" : " (\($0.key))")" }
+                .joined(separator: "; ")
             out.append("  " + pad(host, 28) + pad(addresses.isEmpty ? "(no address yet)" : addresses, 40) + "\(row.peers) peer\(row.peers == 1 ? "" : "s")")
         }
         return out.map { TerminalText.escaped($0) }

@@ -33,6 +33,16 @@ import Testing
         #expect(!lines.contains { $0.hasPrefix("  h3.local.") })
     }
 
+    /// The host row keeps one order however the daemon's answers arrive (IPv4, IPv6, link-local:
+    /// the order connections try them), so it does not reorder under a reader's eyes; CI once saw
+    /// the link-local AAAA answered first.
+    @Test func aHostsAddressesKeepTheConnectionOrderWhateverArrivesFirst() {
+        var table = LiveBrowseTable()
+        table.apply(.found(Self.peer("bobid0000000", "Bob", addresses: ["fe80::2%nb0", "2001:db8::2", "10.99.0.2"])), now: 1)
+        let row = table.lines(now: 1, service: "_nearby._tcp").first { $0.hasPrefix("  h2.local.") } ?? ""
+        #expect(row.contains("10.99.0.2 2001:db8::2 fe80::2%nb0 (nb0)"))
+    }
+
     @Test func aLostPeerStaysTheLingerThenGoes() {
         var table = LiveBrowseTable()
         let bob = Self.peer("bobid0000000", "Bob")
