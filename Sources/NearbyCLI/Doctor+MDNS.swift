@@ -79,7 +79,7 @@ extension Nearby.Doctor {
                 explained: explained ?? (isGhost ? "\(target.name) answers nothing at all (see ghost)" : nil), byAddress: target.address(asked.address))
             evidence.found.withLock { $0 = PeerEvidence.Found(instance: instance, host: listed?.host ?? asked.outcome.unicast?.instanceHost, others: asked.outcome.others) }
         } else {
-            path = DoctorCheck("multicast-path", .skip, "not asked: no IPv4 address of \(target.name) is known (doctor asks its responder over IPv4)")
+            path = DoctorCheck("multicast-path", .skip, "not asked: no address of \(target.name) is known that can be asked (an IPv4 address, a link-local IPv6 address with its interface, or an IPv6 address on a subnet of this host)")
         }
         // PEER's responder lists it when asked directly: it is there, its multicast is not.
         let there = asked.map { answer in instance.map { answer.outcome.unicast?.instances.contains($0) == true } ?? false

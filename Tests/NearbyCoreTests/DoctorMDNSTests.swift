@@ -115,7 +115,26 @@ import Testing
         #expect(route?.address == "10.99.0.2" && route?.via == "10.99.0.1")
         let routed = MDNSQuestion.route(["10.98.0.2"], interfaces: lan)
         #expect(routed?.address == "10.98.0.2" && routed?.via == nil)
-        #expect(MDNSQuestion.route(["fe80::2%nb0"], interfaces: lan) == nil)
+        // An IPv6-only link: the link-local address by its zone's interface, asked from ours there.
+        let linkLocal = MDNSQuestion.route(["fe80::2%nb0"], interfaces: lan)
+        #expect(linkLocal?.address == "fe80::2%nb0" && linkLocal?.via == "fe80::1%nb0")
+        #expect(MDNSQuestion.route(["fe80::2%eth9"], interfaces: lan) == nil)
+        #expect(MDNSQuestion.route(["fe80::2"], interfaces: lan) == nil)
+        let global = [NetworkInterface(name: "nb0", up: true, multicast: true, loopback: false, addresses: [], networks: ["2001:db8::1/64", "fe80::1/64"])]
+        let onSubnet = MDNSQuestion.route(["2001:db8:9::5", "2001:db8::2"], interfaces: global)
+        #expect(onSubnet?.address == "2001:db8::2" && onSubnet?.via == "2001:db8::1%nb0")
+        let away = MDNSQuestion.route(["2001:db8:9::5"], interfaces: global)
+        #expect(away?.address == "2001:db8:9::5" && away?.via == nil)
+        // IPv4 still first when there is one.
+        #expect(MDNSQuestion.route(["fe80::2%nb0", "10.98.0.2"], interfaces: lan)?.address == "10.98.0.2")
+    }
+
+    @Test func aZonedAddressKeepsItsScope() throws {
+        let address = try #require(MDNSQuestion.socketAddress("fe80::2%lo", port: 5353))
+        guard case let .v6(v6) = address else { return #expect(Bool(false), "not IPv6") }
+        #expect(v6.address.sin6_scope_id == if_nametoindex("lo"))
+        #expect(MDNSQuestion.socketAddress("10.99.0.2", port: 5353)?.port == 5353)
+        #expect(MDNSQuestion.socketAddress("h2.local%nb0", port: 5353) == nil)
     }
 
     static func answer(id: UInt16) throws -> DNSMessage {

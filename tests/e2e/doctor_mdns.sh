@@ -106,6 +106,30 @@ test_doctor_mdns_multicast_filtered_on_the_switch() {
     dm_no_check_says "one-way multicast" "is 'nearby advertise" || return 1
 }
 
+# An IPv6-only link (h1's and h2's IPv4 addresses taken away, each keeps its link-local fe80::/64):
+# doctor asks h2's responder at its link-local address, by the interface its zone names, directly
+# and by multicast to ff02::fb — ok; with ff02::fb dropped on the switch, multicast-path fails in
+# the same words as over IPv4. (It said `skip`, "doctor asks over IPv4", before.)
+test_doctor_mdns_an_ipv6_only_link() {
+    trap 'dm_pass_multicast; stop_started; lsv6_restore' RETURN
+    local id2 v6
+    id2=$(id_of 2) || return 1
+    lsv6_only 1 2 || { fail "taking the IPv4 addresses away"; return 1; }
+    v6=$(lsv6_addr 2)
+    start_node 2 dm-v6 --name "Bob" || return 1
+    local deadline=$((SECONDS + 20))
+    until nb 1 browse --service dm-v6 --peer "$id2" --timeout 5 2>/dev/null | jq -e 'select(.event=="found")' >/dev/null; do
+        (( SECONDS < deadline )) || { fail "h1 never found h2 over IPv6"; return 1; }
+    done
+    DOCTOR_TIMEOUT=8 doctor 1 --service dm-v6 "$id2"
+    check_is multicast-path ok "responder at $v6%$LAB_IFACE answers" || { cat "$OUT/doctor.jsonl" >&2; return 1; }
+    dm_no_check_says "doctor asks its responder over IPv4" || return 1
+    dm_drop_multicast || return 1
+    DOCTOR_TIMEOUT=8 doctor 1 --service dm-v6 "$id2"
+    check_is multicast-path fail "multicast is filtered between this host and Bob: its responder at $v6%$LAB_IFACE answers a question sent to it directly" || return 1
+    check_is multicast-path fail "sent by multicast to ff02::fb" || return 1
+}
+
 # h2 has an address in docker's default range on its interface: its daemon announces it, h1 has
 # no route to it. `addresses` names it and the range; the reachable one still connects.
 test_doctor_mdns_an_unreachable_advertised_address() {

@@ -22,7 +22,7 @@ extension DoctorCheck {
         guard let unicast = outcome.unicast else {
             if let failure = outcome.failure {
                 return DoctorCheck("multicast-path", .warn, "could not ask \(name)'s responder at \(address): \(failure)",
-                                   hint: "doctor asks over IPv4 from this host's address on the peer's subnet: check this host's routes ('ip route')")
+                                   hint: "doctor asks from this host's address on the peer's subnet: check this host's routes ('ip route', 'ip -6 route')")
             }
             if outcome.cut {
                 return DoctorCheck("multicast-path", .warn, "not checked: doctor's --timeout ran out before \(name)'s responder at \(address) answered",

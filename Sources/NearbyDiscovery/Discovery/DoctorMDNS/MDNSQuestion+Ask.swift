@@ -23,7 +23,7 @@ extension MDNSQuestion {
         if multicastQuery.id == unicastQuery.id { multicastQuery.id &+= 1 }
         let (unicastID, multicastID) = (unicastQuery.id, multicastQuery.id)
         let v6 = address.contains(":")
-        guard let peer = try? SocketAddress(ipAddress: address, port: port),
+        guard let peer = socketAddress(address, port: port),
               let unicastWire = try? unicastQuery.encode(), let multicastWire = try? multicastQuery.encode()
         else { return Outcome(unicast: nil, multicast: nil, multicastSent: false, waited: .zero) }
         let group: SocketAddress? = via == nil ? nil : try? SocketAddress(ipAddress: v6 ? "ff02::fb" : "224.0.0.251", port: port)
@@ -106,6 +106,14 @@ extension MDNSQuestion {
             multicastSent: collected.multicastSent, waited: ContinuousClock.now - started)
         if outcome.unicast == nil, outcome.multicast == nil { outcome.failure = failure }
         return outcome
+    }
+
+    /// `address` as a socket address; a link-local IPv6 one keeps its zone as the scope
+    /// (`fe80::2%nb0`: numeric, so getaddrinfo reads it without asking any resolver).
+    static func socketAddress(_ address: String, port: Int) -> SocketAddress? {
+        guard address.contains("%") else { return try? SocketAddress(ipAddress: address, port: port) }
+        guard Subnets.bytes(address)?.count == 16 else { return nil }
+        return try? SocketAddress.makeAddressResolvingHost(address, port: port)
     }
 
     /// What the reading task found (it is the only writer while it runs; read after it ends).

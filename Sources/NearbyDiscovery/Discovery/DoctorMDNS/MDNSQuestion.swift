@@ -67,14 +67,38 @@ package enum MDNSQuestion {
 
     /// Where doctor asks PEER's responder: an IPv4 address of it on one of this host's subnets
     /// (else its first IPv4 address), and this host's address there, the interface the multicast
-    /// question leaves by (nil when none is on its subnet). nil without an IPv4 address.
+    /// question leaves by (nil when none is on its subnet). Without an IPv4 address (an IPv6-only
+    /// link) an IPv6 one: link-local by the interface its zone names (`fe80::2%nb0`), else one on
+    /// a subnet of this host; `via` is then this host's address there with the interface as its
+    /// zone (`fe80::1%nb0`), which the multicast question leaves by. nil without a usable address.
     package static func route(_ addresses: [String], interfaces: [NetworkInterface]) -> (address: String, via: String?)? {
-        let networks = interfaces.filter(\.up).flatMap(\.networks)
+        let up = interfaces.filter(\.up)
+        let networks = up.flatMap(\.networks)
         let via = { (address: String) in networks.first { Subnets.contains($0, address) }.map { String($0.split(separator: "/").first ?? "") } }
         let v4 = addresses.filter { Subnets.bytes($0)?.count == 4 }
         // One on this host's subnets first: the others may be a container's or a VPN's.
         if let address = v4.first(where: { via($0) != nil }) { return (address, via(address)) }
-        return v4.first.map { ($0, nil) }
+        if let address = v4.first { return (address, nil) }
+        let v6 = addresses.filter { Subnets.bytes($0)?.count == 16 }
+        /// This host's address on `interface` inside the same network as `address`, with the zone.
+        func own(_ interface: NetworkInterface, for address: String) -> String? {
+            interface.networks.first { Subnets.contains($0, address) }.map { "\($0.split(separator: "/").first ?? "")%\(interface.name)" }
+        }
+        for address in v6 where isLinkLocal(address) {
+            let zone = address.split(separator: "%", maxSplits: 1).dropFirst().first.map(String.init)
+            if let interface = up.first(where: { $0.name == zone }), let via = own(interface, for: address) { return (address, via) }
+        }
+        for address in v6 where !isLinkLocal(address) {
+            if let via = up.lazy.compactMap({ own($0, for: address) }).first { return (address, via) }
+        }
+        // A link-local address needs its zone to be dialled at all.
+        return v6.first { !isLinkLocal($0) }.map { ($0, nil) }
+    }
+
+    /// `fe80::/10`, with or without a zone.
+    static func isLinkLocal(_ address: String) -> Bool {
+        guard let bytes = Subnets.bytes(address), bytes.count == 16 else { return false }
+        return bytes[0] == 0xFE && bytes[1] & 0xC0 == 0x80
     }
 
     /// `_nearby._tcp.local.`'s PTR, the reverse name of `address`, and the SRV of `instance`.
