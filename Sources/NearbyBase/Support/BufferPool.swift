@@ -30,13 +30,12 @@ package final class BufferPool: Sendable {
     /// one leaves the pool, so that what it holds follows the sizes the pieces have.
     package func copy(_ bytes: ByteBuffer) -> ByteBuffer {
         let needed = bytes.readableBytes
-        let (fitting, dropped): (ByteBuffer?, ByteBuffer?) = buffers.withLock { buffers in
-            if let index = buffers.lastIndex(where: { $0.capacity >= needed }) { return (buffers.remove(at: index), nil) }
-            guard let smallest = buffers.indices.min(by: { buffers[$0].capacity < buffers[$1].capacity }) else { return (nil, nil) }
-            return (nil, buffers.remove(at: smallest))
-        }
-        _ = consume dropped  // freed outside the lock
-        guard var buffer = fitting else { return ByteBuffer(bytes: bytes.readableBytesView) }
+        // Taken straight out of the array: a second reference would make `clear` copy it.
+        guard var buffer = buffers.withLock({ buffers -> ByteBuffer? in
+            if let index = buffers.lastIndex(where: { $0.capacity >= needed }) { return buffers.remove(at: index) }
+            if let smallest = buffers.indices.min(by: { buffers[$0].capacity < buffers[$1].capacity }) { buffers.remove(at: smallest) }
+            return nil
+        }) else { return ByteBuffer(bytes: bytes.readableBytesView) }
         buffer.clear()
         buffer.writeImmutableBuffer(bytes)
         return buffer
