@@ -37,6 +37,20 @@ import Glibc
         #expect(next == bytes(1000, seed: 4))
     }
 
+    @Test func aPieceBiggerThanEveryHeldBufferGetsAFreshOneAndTheSmallestLeaves() {
+        let pool = BufferPool(limit: 2, largest: 1 << 20)
+        pool.recycle(pool.copy(bytes(1000, seed: 5)))
+        let big = pool.copy(bytes(100_000, seed: 6))
+        #expect(big == bytes(100_000, seed: 6))
+        #expect(pool.count == 0)
+        let address = big.withUnsafeReadableBytes { UInt(bitPattern: $0.baseAddress) }
+        pool.recycle(consume big)
+        // A smaller piece goes into the big buffer: it fits.
+        let small = pool.copy(bytes(500, seed: 7))
+        #expect(small == bytes(500, seed: 7))
+        #expect(small.withUnsafeReadableBytes { UInt(bitPattern: $0.baseAddress) } == address)
+    }
+
     @Test func thePoolIsBounded() {
         let pool = BufferPool(limit: 2, largest: 64 << 10)
         pool.recycle(ByteBuffer(bytes: [UInt8](repeating: 0, count: 1000)))

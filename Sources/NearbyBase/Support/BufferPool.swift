@@ -24,9 +24,18 @@ package final class BufferPool: Sendable {
         self.largest = largest
     }
 
-    /// A buffer holding a copy of `bytes`' readable bytes, in memory used before when there is some.
+    /// A buffer holding a copy of `bytes`' readable bytes, in memory used before when there is some
+    /// big enough. Growing a smaller one would `realloc`, copying its old bytes (all of them stale)
+    /// before the new ones: when none is big enough, a fresh buffer is made, and the smallest held
+    /// one leaves the pool, so that what it holds follows the sizes the pieces have.
     package func copy(_ bytes: ByteBuffer) -> ByteBuffer {
-        guard var buffer = buffers.withLock({ $0.popLast() }) else { return ByteBuffer(bytes: bytes.readableBytesView) }
+        let needed = bytes.readableBytes
+        // Taken straight out of the array: a second reference would make `clear` copy it.
+        guard var buffer = buffers.withLock({ buffers -> ByteBuffer? in
+            if let index = buffers.lastIndex(where: { $0.capacity >= needed }) { return buffers.remove(at: index) }
+            if let smallest = buffers.indices.min(by: { buffers[$0].capacity < buffers[$1].capacity }) { buffers.remove(at: smallest) }
+            return nil
+        }) else { return ByteBuffer(bytes: bytes.readableBytesView) }
         buffer.clear()
         buffer.writeImmutableBuffer(bytes)
         return buffer

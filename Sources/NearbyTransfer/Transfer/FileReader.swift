@@ -20,10 +20,10 @@ final class FileReader: Sendable {
     /// in turns with the network (bench/ab.sh, 9 rounds with the writer's 8 MiB: median ×1.08 for
     /// send-file).
     static let ahead = 4
-    /// What one `pread` reads: two frames' worth (`Transfer.chunk`, which the sender slices it
-    /// into), so a GiB costs 2,048 reads, queue hops and wake-ups of the sending task, not 4,096.
-    /// Below glibc's mmap threshold (`MemoryBudget.returnBigBlocks`), so the heap reuses it.
-    static let block = 2 * Transfer.chunk
+    /// What one `pread` reads: one frame's worth (`Transfer.chunk`), so a GiB costs 2,048 reads,
+    /// queue hops and wake-ups of the sending task, not 4,096. Below glibc's mmap threshold
+    /// (`MemoryBudget.returnBigBlocks`), so the heap reuses it.
+    static let block = Transfer.chunk
     private let descriptor: Int32
     private let queue = Blocking.Serial()
     private let stopped = Mutex(false)

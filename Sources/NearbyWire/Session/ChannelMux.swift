@@ -52,7 +52,11 @@ package struct ChannelMux: Sendable {
     /// file transfer waited for credit on the lab link.
     package static let defaultWindow = 8 << 20
     /// The most a data frame carries (`Transfer.chunk`): a sender's pieces, cut by `Link.sendData`.
-    package static let chunk = 256 << 10
+    /// 512 KiB, a whole read of a file or of stdin in one frame: half the frames of 256 KiB, so half
+    /// the headers (each a TLS record of its own), writes through the pipeline, and pieces the
+    /// receiver's link, stream and writer hand on. Every receiver takes data frames of up to 1 MiB
+    /// (`Frame.maxPayload`), so nothing changes for a peer.
+    package static let chunk = 512 << 10
 
     package let limits: Limits
     private let isClient: Bool
