@@ -236,20 +236,26 @@ def mode_control(args):
         else:
             time.sleep(0.02)
     print(json.dumps({"progress": True, "opened": len(conns)}), flush=True)
+    # Every connection is read to its end, those whose send already failed too: on a loaded
+    # machine the node's "clients at once" answer may come after the first read above and before
+    # the send that found the connection closed, and it is still there to read.
     deadline = time.monotonic() + args.hold
+    ended = set()
     while time.monotonic() < deadline:
         for sock in conns:
-            if sock in closed:
+            if sock in ended:
                 continue
             try:
                 data = sock.recv(65536)
                 answers[sock] += data[:4096]
                 if not data:
                     closed.add(sock)
+                    ended.add(sock)
             except BlockingIOError:
                 pass
             except OSError:
                 closed.add(sock)
+                ended.add(sock)
         time.sleep(0.1)
     busy = sum(1 for answer in answers.values() if b"clients at once" in answer)
     print(json.dumps({"opened": len(conns), "closed_by_node": len(closed), "busy": busy, "written": written}), flush=True)
