@@ -66,6 +66,15 @@ import NearbyBase
         }
     }
 
+    /// NIO's framing took the length off any answer to CONNECT; the answer keeps its own.
+    @Test func anAnswerToCONNECTKeepsItsContentLength() async throws {
+        try await Self.serving(Admission.Limits()) { port in
+            let answer = try await Self.exchange(port, "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n")
+            #expect(answer?.hasPrefix("HTTP/1.1 200 OK\r\n") == true)
+            #expect(answer?.contains("\r\nContent-Length: 17\r\n") == true)
+        }
+    }
+
     @Test func aSilentConnectionIsClosedAtTheHandshakeDeadline() async throws {
         try await Self.serving(Admission.Limits(handshake: .milliseconds(200))) { port in
             let answer = try await Self.exchange(port, "")
