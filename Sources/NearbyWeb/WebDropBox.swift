@@ -153,9 +153,9 @@ package final class WebDropBox: WebSite {
                             file = nil
                             let placed = try await done.finish()
                             outcome.placed.append(placed)
-                            feed.yield(total.withLock { total in
-                                total += 1
-                                return total
+                            feed.yield(total.withLock { count in
+                                count += 1
+                                return count
                             })
                         }
                     }
