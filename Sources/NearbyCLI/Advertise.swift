@@ -137,7 +137,8 @@ extension Nearby {
                     let advertising = await local.node.advertisingEvent
                     for event in await local.node.advertisingEvents { context.events.emit(event) }
                     console.info("advertising \(service.registrationType) as \(identity.peerID) on port \(advertising.port); Ctrl-C to stop")
-                    let signal = try await Self.webPage(context, web: useWeb, node: local.node, device: name ?? identity.displayName, allowDotfiles: allowDotfiles)
+                    let signal = try await Self.webPage(
+                        context, web: useWeb, node: local.node, device: name ?? identity.displayName, allowDotfiles: allowDotfiles)
                     console.info("signal \(signal ?? 0): saying goodbye and withdrawing the advertisement")
                 }
             }
