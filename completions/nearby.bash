@@ -186,7 +186,7 @@ _nearby() {
 
 _nearby_advertise() {
     repeating_flags=()
-    non_repeating_flags=(--no-link --auto-accept --localsend --web --verbose -v --json --human --version -h --help)
+    non_repeating_flags=(--no-link --auto-accept --localsend --web --allow-dotfiles --verbose -v --json --human --version -h --help)
     repeating_options=(--domain --info --accept-from)
     non_repeating_options=(--service --dns-server --dns-key --name --port --encryption --save-dir --pin)
     __nearby_offer_flags_options 0
@@ -319,7 +319,7 @@ _nearby_invite() {
 
 _nearby_accept() {
     repeating_flags=()
-    non_repeating_flags=(--decline --no-link --localsend --web --verbose -v --json --human --version -h --help)
+    non_repeating_flags=(--decline --no-link --localsend --web --allow-dotfiles --verbose -v --json --human --version -h --help)
     repeating_options=(--domain)
     non_repeating_options=(--from --timeout --service --dns-server --dns-key --name --encryption --save-dir --pin --count)
     __nearby_offer_flags_options 1

@@ -75,6 +75,7 @@ extension Nearby {
         @OptionGroup var localSend: LocalSendOptions
         @OptionGroup var localSendPIN: LocalSendPIN
         @OptionGroup var web: WebOptions
+        @OptionGroup var webDrop: WebDropOptions
 
         @Option(help: ArgumentHelp("With --web: end once this many files arrived.", valueName: "n"))
         var count: Int?
@@ -85,6 +86,7 @@ extension Nearby {
             if let timeout, !(timeout > 0 && timeout.isFinite) { throw ValidationError("--timeout must be a positive number of seconds") }
             if let count, count < 1 { throw ValidationError("--count must be at least 1") }
             if count != nil, !web.web { throw ValidationError("--count is for --web") }
+            try webDrop.validate(web: web.web)
             if web.web, localSend.localsend || decline || invitation != nil || from != nil {
                 throw ValidationError("--web takes no invitation, --from, --decline or --localsend: browsers are not invited")
             }
@@ -96,7 +98,8 @@ extension Nearby {
                 if web.web {
                     return try await WebCommands.receive(
                         context, saveDir: try receive.resolve(context.environment),
-                        device: try node.naming.resolve() ?? context.identity().displayName, count: count, timeout: timeout)
+                        device: try node.naming.resolve() ?? context.identity().displayName, count: count, timeout: timeout,
+                        allowDotfiles: webDrop.allowDotfiles)
                 }
                 if localSend.enabled(context) {
                     var policy = LocalSendPolicy(saveDirectory: try receive.resolve(context.environment), pin: localSendPIN.pin)

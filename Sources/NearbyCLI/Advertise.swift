@@ -62,18 +62,21 @@ extension Nearby {
         @OptionGroup var localSendPIN: LocalSendPIN
 
         @OptionGroup var web: WebOptions
+        @OptionGroup var webDrop: WebDropOptions
         @OptionGroup var output: OutputOptions
 
         func validate() throws {
             if let port, !(0...65535).contains(port) { throw ValidationError("--port must be between 0 and 65535") }
+            try webDrop.validate(web: web.web)
         }
 
         /// Waits for SIGINT/SIGTERM; with --web, serves the upload page (into --save-dir) meanwhile,
         /// on the node's admission and strangers' quota.
-        static func webPage(_ context: CommandContext, web: Bool, node: Node, device: String) async throws -> Int32? {
+        static func webPage(_ context: CommandContext, web: Bool, node: Node, device: String, allowDotfiles: Bool) async throws -> Int32? {
             guard web else { return await TerminationSignal.next() }
             let (server, box) = try await WebCommands.dropBox(
-                context, saveDir: node.configuration.saveDirectory, device: device, partials: node.partials, admission: node.admission)
+                context, saveDir: node.configuration.saveDirectory, device: device, partials: node.partials, admission: node.admission,
+                allowDotfiles: allowDotfiles)
             return await withTaskGroup(of: Int32??.self) { group in
                 group.addTask {
                     await server.run(box)
@@ -102,7 +105,7 @@ extension Nearby {
                     let name = try naming.resolve()
                     return try await LocalSendCommands.serve(
                         context, policy: policy, name: name, port: port, untilFirstTransfer: false,
-                        webDevice: web.web ? try LocalSendCommands.alias(context, name: name) : nil)
+                        webDevice: web.web ? try LocalSendCommands.alias(context, name: name) : nil, allowDotfiles: webDrop.allowDotfiles)
                 }
                 // Every refusal happens here, before anything touches the disk or the network.
                 let service = try serviceOptions.resolve(context)
@@ -129,11 +132,13 @@ extension Nearby {
                     throw NearbyError.invalidArgument("--web needs --save-dir (or NEARBY_SAVE_DIR): where should uploads go?")
                 }
                 let useWeb = web.web
+                let allowDotfiles = webDrop.allowDotfiles
                 try await LocalNode.run(configuration, identity: identity, context: context, serve: true) { local in
                     let advertising = await local.node.advertisingEvent
                     for event in await local.node.advertisingEvents { context.events.emit(event) }
                     console.info("advertising \(service.registrationType) as \(identity.peerID) on port \(advertising.port); Ctrl-C to stop")
-                    let signal = try await Self.webPage(context, web: useWeb, node: local.node, device: name ?? identity.displayName)
+                    let signal = try await Self.webPage(
+                        context, web: useWeb, node: local.node, device: name ?? identity.displayName, allowDotfiles: allowDotfiles)
                     console.info("signal \(signal ?? 0): saying goodbye and withdrawing the advertisement")
                 }
             }

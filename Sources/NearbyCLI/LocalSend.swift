@@ -132,7 +132,7 @@ enum LocalSendCommands {
     /// admission and strangers' quota.
     static func serve(
         _ context: CommandContext, policy: LocalSendPolicy, name: String?, port: Int?, untilFirstTransfer: Bool, timeout: Double? = nil,
-        webDevice: String? = nil
+        webDevice: String? = nil, allowDotfiles: Bool = false
     ) async throws {
         let peerID = try context.identity().peerID
         let control = LocalSendControl.address(paths: context.paths, environment: context.environment, peerID: peerID)
@@ -154,7 +154,8 @@ enum LocalSendCommands {
             known: LocalSendKnownDevices(paths: context.paths), events: context.events)
         var page: (server: WebServer, box: WebDropBox)?
         if let webDevice {
-            page = try await WebCommands.dropBox(context, saveDir: policy.saveDirectory, device: webDevice, partials: node.partials, admission: node.admission)
+            page = try await WebCommands.dropBox(context, saveDir: policy.saveDirectory, device: webDevice, partials: node.partials, admission: node.admission,
+                allowDotfiles: allowDotfiles)
         }
         let beside: (@Sendable () async -> Void)? = page.map { page in { @Sendable in await page.server.run(page.box) } }
         let what = untilFirstTransfer ? (policy.declineFirst ? "waiting for a LocalSend transfer to decline" : "waiting for a LocalSend transfer") : "serving LocalSend"

@@ -13,6 +13,18 @@ struct WebOptions: ParsableArguments {
     var web = false
 }
 
+/// The commands with a web drop box (accept, advertise): what it takes.
+struct WebDropOptions: ParsableArguments {
+    @Flag(help: ArgumentHelp(
+        "With --web, take uploaded files whose names start with '.' (refused by default).",
+        discussion: "A hidden file such as .bashrc or .bash_profile could change how programs run in the save directory."))
+    var allowDotfiles = false
+
+    func validate(web: Bool) throws {
+        if allowDotfiles, !web { throw ValidationError("--allow-dotfiles is for --web") }
+    }
+}
+
 /// The web side of each command: the same events, errors and exit codes as nearby's own.
 enum WebCommands {
     /// `send-file --web PATH...`: until every item was downloaded whole (or, with `keep`, until
@@ -52,7 +64,9 @@ enum WebCommands {
     }
 
     /// `accept --web --save-dir DIR`: until Ctrl-C, `timeout`, or `count` files received.
-    static func receive(_ context: CommandContext, saveDir: String?, device: String, count: Int?, timeout: Double?) async throws {
+    static func receive(
+        _ context: CommandContext, saveDir: String?, device: String, count: Int?, timeout: Double?, allowDotfiles: Bool
+    ) async throws {
         guard let saveDir else {
             throw NearbyError.invalidArgument("--web takes files only with --save-dir (or NEARBY_SAVE_DIR): where should they go?")
         }
@@ -61,14 +75,12 @@ enum WebCommands {
         let partials = PartialFiles(limits: .from(environment: context.environment))
         let server = try await WebServer.bind(
             port: port(context), admission: Admission(limits: .web(environment: context.environment)))
-        let (token, box) = dropBox(context, saveDir: saveDir, device: device, partials: partials)
+        let (token, box) = dropBox(context, saveDir: saveDir, device: device, partials: partials, allowDotfiles: allowDotfiles)
         announce(context, server: server, token: token, mode: "receive", items: nil, saveDir: saveDir)
         var until: (@Sendable () async -> Void)?
         if let wanted = count {
             until = { @Sendable in
-                var got = 0
-                for await _ in box.received {
-                    got += 1
+                for await got in box.received {
                     if got >= wanted {
                         // The browser still gets its answer.
                         await settle { box.uploading == 0 }
@@ -94,21 +106,26 @@ enum WebCommands {
     /// admission and strangers' quota (one table of strangers' connections, one account each).
     /// (A LocalSend node's too: `advertise --localsend --web`.)
     static func dropBox(
-        _ context: CommandContext, saveDir: String?, device: String, partials: PartialFiles, admission: Admission
+        _ context: CommandContext, saveDir: String?, device: String, partials: PartialFiles, admission: Admission, allowDotfiles: Bool
     ) async throws -> (WebServer, WebDropBox) {
         guard let saveDir else {
             throw NearbyError.invalidArgument("--web needs --save-dir (or NEARBY_SAVE_DIR): where should uploads go?")
         }
         let server = try await WebServer.bind(port: port(context), admission: admission)
-        let (token, box) = dropBox(context, saveDir: saveDir, device: device, partials: partials)
+        let (token, box) = dropBox(context, saveDir: saveDir, device: device, partials: partials, allowDotfiles: allowDotfiles)
         announce(context, server: server, token: token, mode: "receive", items: nil, saveDir: saveDir)
         return (server, box)
     }
 
-    /// The upload page into `saveDir`, its files through `partials` (a body at most their quota).
-    static func dropBox(_ context: CommandContext, saveDir: String, device: String, partials: PartialFiles) -> (WebToken, WebDropBox) {
+    /// The upload page into `saveDir`, its files through `partials` (a body at most their quota),
+    /// counted per address (`NEARBY_WEB_FILES_PER_ADDRESS`).
+    static func dropBox(
+        _ context: CommandContext, saveDir: String, device: String, partials: PartialFiles, allowDotfiles: Bool
+    ) -> (WebToken, WebDropBox) {
         let token = WebToken.random()
-        let receiving = DiskReceiving(directory: saveDir, partials: partials, events: context.events)
+        let receiving = DiskReceiving(
+            directory: saveDir, partials: partials, counts: .from(environment: context.environment), allowDotfiles: allowDotfiles,
+            events: context.events)
         return (token, WebDropBox(token: token, device: device, receiving: receiving, maxBody: partials.limits.bytes + 64 * 1024))
     }
 

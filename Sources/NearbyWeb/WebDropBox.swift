@@ -8,16 +8,18 @@ import NearbyBase
 /// `accept --web` and `advertise --web`: the upload page and its form's POST. A body is bounded
 /// before it is read (a `Content-Length` is required, at most `maxBody`), parsed as it streams
 /// (`MultipartParser`: part headers bounded, parts counted), and each file part lands through
-/// `WebReceiving` (the node's receive-to-disk path). `received` yields each file placed.
+/// `WebReceiving` (the node's receive-to-disk path). `received` yields the number of files placed
+/// so far, keeping only the newest (bounded, read or not: `advertise --web` never reads it).
 package final class WebDropBox: WebSite {
     package let token: WebToken
     package let device: String
     let receiving: any WebReceiving
     let maxBody: UInt64
     let maxFiles: Int
-    package let received: AsyncStream<String>
-    let feed: AsyncStream<String>.Continuation
+    package let received: AsyncStream<Int>
+    let feed: AsyncStream<Int>.Continuation
     private let serial = Mutex<UInt64>(0)
+    private let total = Mutex(0)
     private let active = Mutex(0)
 
     /// Uploads being received now (Ctrl-C during one is not a clean end).
@@ -29,7 +31,7 @@ package final class WebDropBox: WebSite {
         self.receiving = receiving
         self.maxBody = maxBody
         self.maxFiles = maxFiles
-        (received, feed) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .unbounded)
+        (received, feed) = AsyncStream.makeStream(of: Int.self, bufferingPolicy: .bufferingNewest(1))
     }
 
     package func answer(_ request: WebRequest, body: HTTPBody, reply: WebReply) async throws -> Bool {
@@ -151,7 +153,10 @@ package final class WebDropBox: WebSite {
                             file = nil
                             let placed = try await done.finish()
                             outcome.placed.append(placed)
-                            feed.yield(placed)
+                            feed.yield(total.withLock { count in
+                                count += 1
+                                return count
+                            })
                         }
                     }
                 }
@@ -165,6 +170,7 @@ package final class WebDropBox: WebSite {
             switch error.code {
             case "too-large": outcome.status = .payloadTooLarge
             case "quota": outcome.status = .insufficientStorage
+            case "refused": outcome.status = .forbidden
             case "busy": outcome.status = .serviceUnavailable
             default: outcome.status = .internalServerError
             }

@@ -23,19 +23,28 @@ package protocol WebIncomingFile: AnyObject, Sendable {
 /// in the save directory, written by the core's `FileWriter` off the cooperative pool, renamed only
 /// when the part ended whole and never over an existing file), at most `maxBytes` (the strangers'
 /// partial-bytes quota, `NEARBY_PARTIAL_BYTES`), charged to the browser's address in the node's
-/// `PartialFiles` — the same account a LocalSend sender from that address has.
+/// `PartialFiles` — the same account a LocalSend sender from that address has. The files an
+/// address leaves are counted (`counts`, at most `NEARBY_WEB_FILES_PER_ADDRESS`: then `quota`), and
+/// a name starting with '.' is refused (`refused`) unless `allowDotfiles`.
 package struct DiskReceiving: WebReceiving {
     package let directory: String
     package let maxBytes: UInt64
     package let budget: ResourceBudget
     package let partials: PartialFiles
+    package let counts: WebUploadCounts
+    package let allowDotfiles: Bool
     package let events: any EventSink
 
-    package init(directory: String, partials: PartialFiles, budget: ResourceBudget = .shared, events: any EventSink) {
+    package init(
+        directory: String, partials: PartialFiles, counts: WebUploadCounts = WebUploadCounts(), allowDotfiles: Bool = false,
+        budget: ResourceBudget = .shared, events: any EventSink
+    ) {
         self.directory = directory
         self.maxBytes = partials.limits.bytes
         self.budget = budget
         self.partials = partials
+        self.counts = counts
+        self.allowDotfiles = allowDotfiles
         self.events = events
     }
 
@@ -44,15 +53,30 @@ package struct DiskReceiving: WebReceiving {
         let name = SafePath.components(of: claimed).last ?? "unnamed"
         let peer = PeerRef.browser(address)
         let upload: StrangerUpload
-        do {
-            upload = try await StrangerUpload.begin(
-                name, in: directory, below: directory, key: transfer, from: "web", owner: address, partials: partials, budget: budget)
+        do throws(NearbyError) {
+            if !allowDotfiles, name.hasPrefix(".") {
+                throw NearbyError.transferFailed(
+                    path: name, code: "refused",
+                    reason: "a name starting with '.' (a hidden file) is not taken here unless nearby runs with --allow-dotfiles")
+            }
+            guard counts.reserve(address) else {
+                throw NearbyError.transferFailed(
+                    path: name, code: "quota",
+                    reason: "this device took the \(counts.perAddress) files it takes from \(address); it takes no more from it")
+            }
+            do throws(NearbyError) {
+                upload = try await StrangerUpload.begin(
+                    name, in: directory, below: directory, key: transfer, from: "web", owner: address, partials: partials, budget: budget)
+            } catch {
+                counts.release(address)
+                throw error
+            }
         } catch {
             events.emit(Events.FileFailed.make(
                 transfer: transfer, direction: "receive", peer: peer, path: name, code: error.code, reason: error.errorDescription ?? error.code))
             throw error
         }
-        return DiskFile(upload: upload, maxBytes: maxBytes, peer: peer, transfer: transfer, events: events)
+        return DiskFile(upload: upload, maxBytes: maxBytes, peer: peer, transfer: transfer, events: events) { [counts] in counts.release(address) }
     }
 }
 
@@ -62,13 +86,16 @@ final class DiskFile: WebIncomingFile, Sendable {
     let peer: PeerRef
     let transfer: String
     let events: any EventSink
+    /// The file did not land: its address's count is given back.
+    let uncount: @Sendable () -> Void
     private let started = ContinuousClock.now
     private let pacer = Locked(ProgressPacer(since: .now))
 
     var name: String { upload.name }
 
-    init(upload: StrangerUpload, maxBytes: UInt64, peer: PeerRef, transfer: String, events: any EventSink) {
+    init(upload: StrangerUpload, maxBytes: UInt64, peer: PeerRef, transfer: String, events: any EventSink, uncount: @escaping @Sendable () -> Void) {
         self.upload = upload
+        self.uncount = uncount
         self.maxBytes = maxBytes
         self.peer = peer
         self.transfer = transfer
@@ -95,6 +122,7 @@ final class DiskFile: WebIncomingFile, Sendable {
         do {
             placed = try await upload.finish()
         } catch {
+            uncount()
             failed(error)
             throw error
         }
@@ -106,6 +134,7 @@ final class DiskFile: WebIncomingFile, Sendable {
 
     func abandon(_ error: NearbyError) async {
         await upload.abandon()
+        uncount()
         failed(error)
     }
 

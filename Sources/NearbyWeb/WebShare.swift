@@ -53,13 +53,34 @@ package struct WebShareItem: Sendable {
             }
             // Entry names cleaned as upload names are (`SafePath`: no `\`, `..`, control or bidi
             // characters): an extractor that takes `\` for a separator is not led out of its directory.
-            let entries = group.map {
-                ZipLayout.Entry(name: SafePath.relative($0.relative), size: $0.size, modified: $0.modified, directory: $0.directory == true)
+            // Two that clean to one name (`a\b` and `a/b`) are told apart as uploads are (`b (1)`).
+            let names = zipNames(group.map { SafePath.relative($0.relative) })
+            let entries = zip(group, names).map { file, name in
+                ZipLayout.Entry(name: name, size: file.size, modified: file.modified, directory: file.directory == true)
             }
             guard let layout = ZipLayout(entries) else {
                 throw .invalidArgument("\(top): too large for one .zip (4 GiB or 65,535 entries): share the files inside it instead")
             }
             return WebShareItem(name: top, content: .directory(group, layout))
+        }
+    }
+
+    /// Cleaned entry names, each one distinct: a name met before gets the collision suffix an
+    /// upload gets in its last part (`SafePath.candidate`: `name (1).ext`, within 255 bytes).
+    static func zipNames(_ cleaned: [String]) -> [String] {
+        var used = Set<String>()
+        return cleaned.map { name in
+            var parts = name.split(separator: "/").map(String.init)
+            let last = parts.popLast() ?? "unnamed"
+            let folder = parts.isEmpty ? "" : parts.joined(separator: "/") + "/"
+            var n = 0
+            var candidate = name
+            while used.contains(candidate) {
+                n += 1
+                candidate = folder + SafePath.candidate(last, n)
+            }
+            used.insert(candidate)
+            return candidate
         }
     }
 

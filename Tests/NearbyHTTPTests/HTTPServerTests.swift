@@ -9,9 +9,18 @@ import NearbyBase
 /// The serving layer over real sockets on 127.0.0.1: a request reaches the routes with its body,
 /// and the one deadline closes a connection that says nothing, or stops inside a body.
 @Suite struct HTTPServerTests {
-    /// Answers `URI LENGTH` of the body (at most 100 bytes), then closes.
+    /// Answers `URI LENGTH` of the body (at most 100 bytes), then closes; a CONNECT, a 404 with no
+    /// body (as the web pages answer it).
     struct Echo: HTTPRoutes {
         func answer(_ head: HTTPRequestHead, body: HTTPBody, on connection: HTTPConnection, visit: Void) async throws -> Bool {
+            if head.method == .CONNECT {
+                var headers = HTTPHeaders()
+                headers.add(name: "Content-Length", value: "0")
+                headers.add(name: "Connection", value: "close")
+                try await connection.outbound.write(.head(HTTPResponseHead(version: .http1_1, status: .notFound, headers: headers)))
+                try await connection.outbound.write(.end(nil))
+                return false
+            }
             let text = try await body.whole(limit: 100).map { "\(head.uri) \($0.count)" } ?? "too long"
             var headers = HTTPHeaders()
             headers.add(name: "Content-Length", value: String(text.utf8.count))
@@ -63,6 +72,15 @@ import NearbyBase
             let answer = try await Self.exchange(port, "POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello")
             #expect(answer?.hasPrefix("HTTP/1.1 200 OK\r\n") == true)
             #expect(answer?.hasSuffix("\r\n\r\n/x 5") == true)
+        }
+    }
+
+    /// NIO's framing took the length off any answer to CONNECT; the answer keeps its own.
+    @Test func anAnswerToCONNECTKeepsItsContentLength() async throws {
+        try await Self.serving(Admission.Limits()) { port in
+            let answer = try await Self.exchange(port, "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n")
+            #expect(answer?.hasPrefix("HTTP/1.1 404 Not Found\r\n") == true)
+            #expect(answer?.contains("\r\nContent-Length: 0\r\n") == true)
         }
     }
 

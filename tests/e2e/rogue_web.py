@@ -144,10 +144,12 @@ def post(url, body, boundary, length=None):
     return status, answer.partition(b"\r\n\r\n")[2].decode(errors="replace")
 
 
+# (A name starting with '.' is refused unless --allow-dotfiles, and the form stops there:
+# test_web_dotfiles_refused_unless_allowed; so none here does — \\. unquotes to '.'.)
 NAMES = [
-    b"../../escape-1.txt", b"/etc/escape-2.txt", b"..", b".", b"a/../../escape-3.txt", b"..\\..\\escape-4.txt",
+    b"../../escape-1.txt", b"/etc/escape-2.txt", b"..", b".", b"a/../../escape-3.txt", b"x..\\..\\escape-4.txt",
     b"red\x1b[31mtext.txt", b"bell\x07.txt", b"\xe2\x80\xaegnp.exe", b"tab\tname.txt", b"nul%00byte.txt",
-    b"quote\\\"d.txt", b".hidden", b"con.txt", "caf\u00e9 \u2603.txt".encode(),
+    b"quote\\\"d.txt", b"con.txt", "caf\u00e9 \u2603.txt".encode(),
 ]
 
 

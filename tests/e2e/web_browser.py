@@ -5,6 +5,8 @@ driven by Selenium, on a lab host other than the one serving.
   web_browser.py download URL DIR            every link on the page, into DIR; prints the names
   web_browser.py upload URL FILE...          the page's form with its script (progress shown)
   web_browser.py upload-nojs URL FILE        the same form with JavaScript turned off
+  web_browser.py crosssite PAGE UPLOAD_URL   PAGE (on another origin) posts a form to UPLOAD_URL
+                                             with fetch(no-cors); prints the status the browser saw
   web_browser.py screenshot URL OUT.png      the page at a phone's size, 390x844
   web_browser.py terminal TEXT OUT.png       TEXT (a command's stderr) as a terminal shows it
 Prints one JSON object; exits non-zero when the browser did not do it.
@@ -21,8 +23,10 @@ from selenium.webdriver.common.by import By
 WAIT = float(os.environ.get("WEB_BROWSER_WAIT", "180"))
 
 
-def browser(download_dir=None, javascript=True):
+def browser(download_dir=None, javascript=True, network_log=False):
     options = webdriver.ChromeOptions()
+    if network_log:
+        options.set_capability("goog:loggingPrefs", {"performance": "ALL"})
     options.binary_location = "/usr/bin/chromium"
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                  "--no-first-run", "--disable-background-networking", "--disable-component-update",
@@ -92,6 +96,26 @@ def upload(url, files, javascript=True):
         driver.quit()
 
 
+def crosssite(page, upload_url):
+    """The attack of issue 51: a page on another host that knows the URL posts a form to it. A
+    no-cors answer is opaque to the page's script, so the status is read from the browser's own
+    network log (DevTools' Network.responseReceived)."""
+    driver = browser(network_log=True)
+    try:
+        driver.get(page + "#" + upload_url)
+        title = wait_until(lambda: driver.title.startswith(("sent", "error")) and driver.title, "the page's fetch")
+        statuses = []
+        for entry in driver.get_log("performance"):
+            message = json.loads(entry["message"])["message"]
+            if message.get("method") == "Network.responseReceived":
+                response = message["params"]["response"]
+                if response.get("url") == upload_url:
+                    statuses.append(response.get("status"))
+        print(json.dumps({"title": title, "statuses": statuses}))
+    finally:
+        driver.quit()
+
+
 def screenshot(url, out):
     driver = browser()
     try:
@@ -135,6 +159,8 @@ if __name__ == "__main__":
         upload(args[0], args[1:])
     elif mode == "upload-nojs":
         upload(args[0], args[1:], javascript=False)
+    elif mode == "crosssite":
+        crosssite(args[0], args[1])
     elif mode == "screenshot":
         screenshot(args[0], args[1])
     elif mode == "terminal":

@@ -10,6 +10,15 @@ import NIOPosix
 package struct HTTPListener: Sendable {
     package typealias Connection = NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>
 
+    /// Every answer of these servers sets its own `Content-Length` (the web pages' `WebReply`,
+    /// LocalSend's `write`): NIO's own framing would strip it from any answer to a `CONNECT` — a 404
+    /// with no length, which a client can only read until the connection closes (issue 51).
+    static var encoder: HTTPResponseEncoder.Configuration {
+        var configuration = HTTPResponseEncoder.Configuration()
+        configuration.automaticallySetFramingHeaders = false
+        return configuration
+    }
+
     /// A connection accepted, with its place among the strangers' connections (nil: over a cap,
     /// closed already). Refused connections are handed on rather than failed in the initializer:
     /// a failed child initializer is an error on the server channel, which ends an async server's
@@ -52,7 +61,7 @@ package struct HTTPListener: Sendable {
                         // Requests are still answered one after another (each server's loop), and what
                         // a pipelining client sends ahead waits in NIOAsyncChannel's bounded buffer.
                         position: .last, withPipeliningAssistance: false, withServerUpgrade: nil, withErrorHandling: true,
-                        withOutboundHeaderValidation: true, withEncoderConfiguration: .init(),
+                        withOutboundHeaderValidation: true, withEncoderConfiguration: Self.encoder,
                         withDecoderLimitConfiguration: HTTPLimits.decoder)
                     return Admitted(channel: channel, ticket: ticket)
                 }
