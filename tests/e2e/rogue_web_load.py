@@ -5,7 +5,11 @@
                                                      longer), then 1 byte every 2 s for SECONDS
   rogue_web_load.py stall-downloads URL N SECONDS [SOURCE...]  N downloads of URL (from the SOURCE
                                                      addresses in turn) that read 100 bytes and stop
-Prints one JSON line when every connection has sent (or read) its share, and one when it ends.
+  rogue_web_load.py empty-uploads URL N              N uploads of one empty file each, on one kept-alive
+                                                     connection (200 at a time, pipelined): a new
+                                                     connection whenever the server closes one
+Prints one JSON line when every connection has sent (or read) its share, and one when it ends
+(empty-uploads: one line, the count of each answer's status).
 """
 import json
 import socket
@@ -72,5 +76,64 @@ def stall_downloads(url, n, seconds, *sources):
     print(json.dumps({"ended": True}), flush=True)
 
 
+def read_answer(s, buffered):
+    """One HTTP answer from `s` (after `buffered`): (status, connection closes, the bytes after it)."""
+    while b"\r\n\r\n" not in buffered:
+        chunk = s.recv(65536)
+        if not chunk:
+            raise ConnectionError("closed")
+        buffered += chunk
+    head, rest = buffered.split(b"\r\n\r\n", 1)
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1])
+    headers = {k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:] if ":" in line)}
+    length = int(headers.get("content-length", "0"))
+    while len(rest) < length:
+        chunk = s.recv(65536)
+        if not chunk:
+            raise ConnectionError("closed")
+        rest += chunk
+    return status, headers.get("connection", "").lower() == "close", rest[length:]
+
+
+def empty_uploads(url, n):
+    n, batch = int(n), 200
+    boundary = "----empty7Qz"
+    statuses, done, connections = {}, 0, 0
+    s = None
+    while done < n:
+        if s is None:
+            s, parts = connect(url + "upload")
+            connections += 1
+            buffered = b""
+        count = min(batch, n - done)
+        requests = []
+        for i in range(count):
+            body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"e{done + i}.txt\"\r\n"
+                    f"Content-Type: text/plain\r\n\r\n\r\n--{boundary}--\r\n").encode()
+            requests.append((f"POST {parts.path} HTTP/1.1\r\nHost: {parts.netloc}\r\nAccept: text/plain\r\n"
+                             f"Content-Type: multipart/form-data; boundary={boundary}\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body)
+        try:
+            s.sendall(b"".join(requests))
+        except OSError:
+            pass
+        for _ in range(count):
+            try:
+                status, closes, buffered = read_answer(s, buffered)
+            except (OSError, ConnectionError, ValueError, IndexError):
+                s.close()
+                s = None
+                break
+            statuses[status] = statuses.get(status, 0) + 1
+            done += 1
+            if closes:
+                s.close()
+                s = None
+                break
+    if s is not None:
+        s.close()
+    print(json.dumps({"uploads": done, "statuses": {str(k): v for k, v in sorted(statuses.items())}, "connections": connections}), flush=True)
+
+
 if __name__ == "__main__":
-    {"stall-uploads": stall_uploads, "stall-downloads": stall_downloads}[sys.argv[1]](*sys.argv[2:])
+    {"stall-uploads": stall_uploads, "stall-downloads": stall_downloads, "empty-uploads": empty_uploads}[sys.argv[1]](*sys.argv[2:])
