@@ -12,8 +12,8 @@
 # `send` of one line to a node that auto-accepts, by name (its remembered address) and by
 # HOST:PORT, the median of SENDS commands each, in ms (the ratio is still B's speed over A's).
 # A noisy machine still gives a fair answer: compare the ratios of one run, not runs.
-# With PERF=DIR, each process also runs under `perf record -g` (files in DIR/<build>-<path>-*.data;
-# the per-process columns then count perf too).
+# With PERF=DIR, each process (socat's too) also runs under `perf record -g` (files in DIR/<build>-<path>-*.data;
+# the per-process columns then count perf too), and the run ends with each file's CPU by kind of work (bench/perfcat.sh).
 #
 # PATHS may also name `scp` (OpenSSH, aes128-gcm, a private sshd on the receiving host: a reference
 # like raw TCP, and send-file's speed as a multiple of it) and `disk` (the receiving side's disk work
@@ -23,6 +23,13 @@
 # GiB plus what `nearby-bench primitives` measures alone on this CPU for AES-128-GCM (seal and open),
 # one copy on each side and, for a file, one SHA-256 on each side; and the speed a row bound by the CPU
 # could reach at that floor (raw TCP's speed × raw TCP's CPU / the floor).
+#
+# SINK=null sends the receivers' output (raw TCP's and the stream's) to /dev/null instead of a file in
+# RAM: the transport alone. Writing a GiB into tmpfs is the largest part of every receiver, and on a VM
+# it swings from run to run (socat's receiver alone spent 3.5 CPU-s on it in one run, twice a whole
+# raw-TCP transfer in others), more than nearby and raw TCP differ; without it the ratio to raw TCP
+# measures what nearby adds. The bytes are then counted (the
+# stream's `stream-closed` event), not compared. `send-file` always writes its file.
 #
 # A goes first in odd rounds, B in even ones. PATHS picks rows (node stream file tcp lines oneshot),
 # e.g. PATHS=lines MSGS=200000 bench/ab.sh A B 1 6 for the messages alone.
@@ -48,6 +55,16 @@ for ((i = 0; i < MSGS; i++)); do printf '%063d\n' "$i"; done >"$WORK/lines.txt"
 now() { local t=${EPOCHREALTIME/[.,]/}; echo $((10#$t)); }
 perf_of() { [[ -z ${PERF:-} ]] || echo perf record -F 499 -g -o "$PERF/$1.data"; }
 check() { cmp -s "$WORK/data.bin" "$1" || { echo "ab: $2 delivered different bytes" >&2; exit 1; }; rm -f "$1"; }
+# sink_of NAME: where a receiver's output goes (SINK=null: /dev/null).
+sink_of() { if [[ ${SINK:-} == null ]]; then echo /dev/null; else echo "$WORK/dst/$1"; fi; }
+# check_stream LABEL: the stream's bytes, compared; with SINK=null, counted from its last event.
+check_stream() {
+    if [[ ${SINK:-} != null ]]; then check "$WORK/dst/out.bin" "$1"; return; fi
+    local got
+    got=$(jq -r 'select(.event=="stream-closed") | .received' "$WORK/dst/out.bin.err" 2>/dev/null | tail -1)
+    [[ $got == $((MIB << 20)) ]] || { echo "ab: $1 received ${got:-nothing} bytes, not $((MIB << 20))" >&2; exit 1; }
+    rm -f "$WORK/dst/out.bin" "$WORK/dst/out.bin.err"
+}
 # The whole machine's busy ticks (user, nice, system, irq, softirq; both hosts, every process).
 ticks() { local _ u n s i w q sq; read -r _ u n s i w q sq _ </proc/stat; echo $((u + n + s + q + sq)); }
 # meter: the prefix that makes a command add its ticks and syscalls to the row's file when it ends.
@@ -76,14 +93,14 @@ run() {
     [[ $path == tcp || $path == scp || $path == disk ]] || lab_run 1 "$nearby" identity --rename ab-recv >/dev/null
     case $path in
     tcp)
-        lab_bg 1 /dev/null $(meter) socat -u -b 1048576 TCP-LISTEN:47010,reuseaddr,rcvbuf=1048576 CREATE:"$WORK/dst/socat.bin" >/dev/null
+        lab_bg 1 /dev/null $(meter) $(perf_of "$label-tcp-recv") socat -u -b 1048576 TCP-LISTEN:47010,reuseaddr,rcvbuf=1048576 CREATE:"$(sink_of socat.bin)" >/dev/null
         receiver=$LAB_PID
         sleep 0.3
         begin
-        lab_run 2 $(meter) socat -u -b 1048576 FILE:"$WORK/data.bin" TCP:"$(lab_addr 1)":47010,sndbuf=1048576
+        lab_run 2 $(meter) $(perf_of "$label-tcp-send") socat -u -b 1048576 FILE:"$WORK/data.bin" TCP:"$(lab_addr 1)":47010,sndbuf=1048576
         lab_wait_pid "$receiver" 60 >/dev/null || true
         finish
-        check "$WORK/dst/socat.bin" "raw TCP"
+        [[ ${SINK:-} == null ]] || check "$WORK/dst/socat.bin" "raw TCP"
         return ;;
     scp)
         begin
@@ -141,6 +158,8 @@ run() {
         check "$WORK/dst/data.bin" "$label send-file"
         return ;;
     esac
+    # With SINK=null the receiver's stdout is a link to /dev/null (its events still go to out.bin.err).
+    [[ ${SINK:-} != null ]] || ln -sfn /dev/null "$WORK/dst/out.bin"
     lab_bg 1 "$WORK/dst/out.bin" $(meter) $(perf_of "$label-$path-recv") "$nearby" stream --listen --service ab >/dev/null
     receiver=$LAB_PID
     lab_wait_line "$WORK/dst/out.bin.err" 'select(.event=="advertising")' 20 >/dev/null; sleep 1
@@ -161,7 +180,7 @@ run() {
     [[ -z $node ]] || snap "$node"
     finish
     [[ -z $node ]] || { kill -INT "$node"; lab_wait_pid "$node" 20 >/dev/null || true; }
-    check "$WORK/dst/out.bin" "$label $path"
+    check_stream "$label $path"
 }
 
 median() { tr ' ' '\n' <<<"$1" | sed '/^$/d' | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
@@ -290,4 +309,9 @@ if [[ -n $BENCH && -n ${CPU[tcp]:-} ]]; then
         printf fmt, "floor: stream (raw TCP + AES-GCM + a copy a side)", s, s / t, os, os / o, v * t / s, t / s
         printf fmt, "floor: send-file (that + a SHA-256 a side)", f, f / t, of, of / o, v * t / f, t / f
     }'
+fi
+# With PERF=DIR: each profiled process's CPU by kind of work (bench/perfcat.sh), raw TCP's beside.
+if [[ -n ${PERF:-} ]]; then
+    echo
+    "$ROOT/bench/perfcat.sh" "$PERF"/*.data
 fi
