@@ -1,5 +1,6 @@
 import NIOCore
 import NearbyBase
+import NearbyDiscovery
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -22,12 +23,8 @@ package enum ScopedAddress {
     /// Whether `host` (with or without a zone) is an IPv6 address.
     package static func isIPv6(_ host: String) -> Bool { host.contains(":") }
 
-    /// Whether `ip` is an IPv6 link-local unicast address (`fe80::/10`).
-    package static func isLinkLocal(_ ip: String) -> Bool {
-        let head = ip.lowercased().split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
-        guard head.count == 4, let value = UInt16(head, radix: 16) else { return false }
-        return value & 0xffc0 == 0xfe80
-    }
+    /// Whether `ip` is an IPv6 link-local unicast address (`fe80::/10`): discovery's one test of it.
+    package static func isLinkLocal(_ ip: String) -> Bool { Subnets.isLinkLocal(ip) }
 
     /// `host:port` for a Host header or a message: an IPv6 address in brackets, its zone written
     /// `%25` (RFC 6874).

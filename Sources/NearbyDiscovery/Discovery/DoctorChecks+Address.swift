@@ -35,6 +35,12 @@ package enum Subnets {
         return true
     }
 
+    /// Whether `address` is an IPv6 link-local unicast address (`fe80::/10`), with or without a zone.
+    package static func isLinkLocal(_ address: String) -> Bool {
+        guard let bytes = bytes(address), bytes.count == 16 else { return false }
+        return bytes[0] == 0xFE && bytes[1] & 0xC0 == 0x80
+    }
+
     /// `10.99.0.0/24` for `10.99.0.2/24`: the network an interface's address is on.
     package static func network(_ cidr: String) -> String {
         let parts = cidr.split(separator: "/", maxSplits: 1)

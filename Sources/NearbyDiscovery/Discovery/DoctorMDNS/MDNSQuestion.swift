@@ -84,21 +84,15 @@ package enum MDNSQuestion {
         func own(_ interface: NetworkInterface, for address: String) -> String? {
             interface.networks.first { Subnets.contains($0, address) }.map { "\($0.split(separator: "/").first ?? "")%\(interface.name)" }
         }
-        for address in v6 where isLinkLocal(address) {
+        for address in v6 where Subnets.isLinkLocal(address) {
             let zone = address.split(separator: "%", maxSplits: 1).dropFirst().first.map(String.init)
             if let interface = up.first(where: { $0.name == zone }), let via = own(interface, for: address) { return (address, via) }
         }
-        for address in v6 where !isLinkLocal(address) {
+        for address in v6 where !Subnets.isLinkLocal(address) {
             if let via = up.lazy.compactMap({ own($0, for: address) }).first { return (address, via) }
         }
         // A link-local address needs its zone to be dialled at all.
-        return v6.first { !isLinkLocal($0) }.map { ($0, nil) }
-    }
-
-    /// `fe80::/10`, with or without a zone.
-    static func isLinkLocal(_ address: String) -> Bool {
-        guard let bytes = Subnets.bytes(address), bytes.count == 16 else { return false }
-        return bytes[0] == 0xFE && bytes[1] & 0xC0 == 0x80
+        return v6.first { !Subnets.isLinkLocal($0) }.map { ($0, nil) }
     }
 
     /// `_nearby._tcp.local.`'s PTR, the reverse name of `address`, and the SRV of `instance`.
