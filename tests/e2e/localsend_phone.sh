@@ -94,7 +94,8 @@ test_localsend_phone_receiver_cancels_and_nearby_stops() {
 }
 
 # A nearby receiver that stops with a session open tells its sender (/cancel at the port and
-# protocol the sender's info named), as the app's receiver does.
+# protocol the sender's info named), as the app's receiver does. The sender listens on 31318, below
+# the ephemeral ports (32768–60999): on 53318 it once found the port taken on a loaded CI-like run.
 test_localsend_phone_nearby_receiver_ending_a_session_tells_the_sender() {
     ls_setup || return 1
     trap 'ls_teardown; trap - RETURN' RETURN
@@ -103,7 +104,7 @@ test_localsend_phone_nearby_receiver_ending_a_session_tells_the_sender() {
     head -c 1000 /dev/urandom >"$OUT/two.bin"
     lsp_cert sender || return 1
     nearby_ls_node 1 "$OUT/node.jsonl" advertise --save-dir "$OUT/in" --auto-accept || return 1
-    lab_bg 2 "$OUT/sender.out" python3 "$LSP_PEER" sender 10.99.0.1 53317 "$OUT/sender.pem" "$OUT/sender.key" 53318 "$OUT/one.bin" "$OUT/two.bin" >/dev/null
+    lab_bg 2 "$OUT/sender.out" python3 "$LSP_PEER" sender 10.99.0.1 53317 "$OUT/sender.pem" "$OUT/sender.key" 31318 "$OUT/one.bin" "$OUT/two.bin" >/dev/null
     local sender=$LAB_PID
     LS_PIDS+=("$sender")
     lab_wait_line "$OUT/sender.out" 'select(.waiting)' 30 >/dev/null || { fail "the sender did not get going"; cat "$OUT/sender.out"* >&2; return 1; }

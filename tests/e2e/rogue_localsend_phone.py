@@ -134,7 +134,13 @@ class Receiver:
 
 
 def listen(port, ctx, serve):
-    with socket.create_server(("0.0.0.0", port)) as server:
+    try:
+        server = socket.create_server(("0.0.0.0", port))
+    except OSError as error:
+        # Said in one line (not a traceback), and the whole peer ends: nobody could reach it.
+        out(listen_failed=port, error=str(error))
+        os._exit(3)
+    with server:
         out(listening=port)
         while True:
             raw, peer = server.accept()
