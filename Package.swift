@@ -28,7 +28,7 @@ let package = Package(
         .executableTarget(
             name: "nearby-bench",
             dependencies: [
-                "NearbyCore", "NearbyBase", "NearbyIdentity", "NearbyWire", "NearbyTransfer", .product(name: "NIOCore", package: "swift-nio"),
+                "NearbyCore", "NearbyBase", "NearbyIdentity", "NearbyTransfer", .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"), .product(name: "Crypto", package: "swift-crypto"),
                 // Its BoringSSL (CNIOBoringSSL) is what nearby's TLS encrypts with: `primitives` measures that.
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -74,10 +74,8 @@ let package = Package(
         .target(
             name: "NearbyWeb",
             dependencies: [
-                "NearbyCore", "NearbyHTTP", "CQRencode", "CZlib", "NearbyBase", "NearbyIdentity", "NearbyWire", "NearbyTransfer",
-                .product(name: "Crypto", package: "swift-crypto"),
+                "NearbyHTTP", "CQRencode", "CZlib", "NearbyBase", "NearbyTransfer",
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
@@ -105,11 +103,10 @@ let package = Package(
         .target(
             name: "NearbyBase",
             dependencies: [
-                "CDNSSD",
+                "CMalloc",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -143,7 +140,6 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "X509", package: "swift-certificates"),
-                .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
         // What runs on a channel: files sent and received, bundles, streams, their pure machines.
@@ -152,9 +148,7 @@ let package = Package(
             dependencies: [
                 "NearbyBase", "NearbyIdentity", "NearbyWire",
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
         // The node that runs sessions and transfers for its commands, and the doctor's peer probe.
@@ -162,18 +156,15 @@ let package = Package(
             name: "NearbyCore",
             dependencies: [
                 "NearbyBase", "NearbyIdentity", "NearbyDiscovery", "NearbyWire", "NearbyTransfer",
-                "CDNSSD",
-                "NearbyDNS",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "X509", package: "swift-certificates"),
-                .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // <malloc.h>: mallopt(3) for the base's memory budget (glibc's header is not in Swift's Glibc module).
+        .systemLibrary(name: "CMalloc"),
         // dns_sd.h: Avahi's compatibility layer on Linux, the system's own on macOS.
         // (Not through pkg-config: its -D_REENTRANT is a flag SwiftPM refuses with a warning.)
         .systemLibrary(
@@ -208,7 +199,7 @@ let package = Package(
         .testTarget(
             name: "NearbyLocalSendTests",
             dependencies: [
-                "NearbyLocalSend", "NearbyCore", "NearbyHTTP", "NearbyBase", "NearbyIdentity", "NearbyDiscovery", "NearbyWire", "NearbyTransfer",
+                "NearbyLocalSend", "NearbyCore", "NearbyHTTP", "NearbyBase", "NearbyIdentity", "NearbyTransfer",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -219,7 +210,7 @@ let package = Package(
         .testTarget(
             name: "NearbyWebTests",
             dependencies: [
-                "NearbyWeb", "NearbyCore", "NearbyHTTP", "NearbyBase", "NearbyIdentity", "NearbyWire", "NearbyTransfer",
+                "NearbyWeb", "NearbyCore", "NearbyBase", "NearbyTransfer",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]

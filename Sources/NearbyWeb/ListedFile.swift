@@ -1,5 +1,4 @@
 import NearbyBase
-import NearbyCore
 import NearbyTransfer
 #if canImport(Glibc)
 import Glibc

@@ -1,4 +1,3 @@
-import NearbyCore
 import NearbyBase
 
 extension Events {

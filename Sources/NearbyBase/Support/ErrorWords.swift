@@ -1,13 +1,18 @@
 import Foundation
 import NIOCore
 import NIOPosix
-import NIOSSL
 
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+
+/// An error of a library above the base that says itself in words a person reads: TLS's errors
+/// conform where TLS is (NearbyWire's TLSErrorWords.swift), so the base needs no TLS library.
+package protocol ErrorInWords: Error {
+    var inWords: String { get }
+}
 
 /// An error from a library (NIO, NIOSSL, the system) in words a person reads: never its type's
 /// name, its enum case or `errno: 111` in an event, a sentence or a hint. Our own errors keep
@@ -19,8 +24,7 @@ package enum ErrorWords {
         case let error as NIOConnectionError: return ConnectFailure.describe(error, timeout: .seconds(10)) ?? "could not connect"
         case let error as IOError: return String(cString: strerror(error.errnoCode))
         case let error as ChannelError: return channel(error)
-        case let error as NIOSSLError: return tls(error)
-        case is BoringSSLError: return "TLS failed"
+        case let error as any ErrorInWords: return error.inWords
         case is CancellationError: return "cancelled"
         default:
             // Ours say themselves (LocalizedError, CustomStringConvertible: a failed handshake, a
@@ -40,14 +44,6 @@ package enum ErrorWords {
         case EADDRINUSE: return "\(transport) port \(port) is taken by another program"
         case EADDRNOTAVAIL: return "this host has no such address to listen on"
         default: return "\(transport) port \(port): \(describe(error))"
-        }
-    }
-
-    private static func tls(_ error: NIOSSLError) -> String {
-        switch error {
-        case .uncleanShutdown: "closed without a goodbye"
-        case .handshakeFailed: "the TLS handshake failed"
-        default: "TLS failed"
         }
     }
 

@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 
 #if os(Linux)
-import CDNSSD
+import CMalloc
 #endif
 
 /// Bytes a node holds for its peers, against one limit per node: a link takes its share before it
