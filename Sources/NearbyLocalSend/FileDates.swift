@@ -1,4 +1,5 @@
 import Foundation
+import NearbyBase
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -48,9 +49,9 @@ package struct LocalSendFileDates: Sendable, Equatable, Codable {
     /// date (`toIso8601String` of a UTC time) and as its Rust side and every RFC 3339 reader read it.
     /// Nil for a year outside 0001–9999.
     package static func format(_ time: Instant) -> String? {
-        let days = floorDivide(time.seconds, 86400)
+        let days = CivilDate.floorDivide(time.seconds, 86400)
         let rest = time.seconds - days * 86400
-        let (year, month, day) = civil(fromDays: days)
+        let (year, month, day) = CivilDate.civil(fromDays: days)
         guard (1...9999).contains(year) else { return nil }
         let micro = Int(max(0, min(999_999_999, time.nanoseconds)) / 1000)
         func two(_ n: Int64) -> String { n < 10 ? "0\(n)" : "\(n)" }
@@ -106,7 +107,7 @@ package struct LocalSendFileDates: Sendable, Equatable, Codable {
             offset = sign * (hours * 3600 + minutes * 60)
         }
         guard index == bytes.count else { return nil }
-        let days = daysFromCivil(year: year, month: month, day: day)
+        let days = CivilDate.days(year: year, month: month, day: day)
         // A leap second is read as the second before the next minute.
         let seconds = days * 86400 + hour * 3600 + minute * 60 + min(second, 59) - offset
         return Instant(seconds: seconds, nanoseconds: Int32(nanoseconds))
@@ -133,8 +134,6 @@ package struct LocalSendFileDates: Sendable, Equatable, Codable {
     private static let omit = (1 << 30) - 2
     #endif
 
-    private static func floorDivide(_ a: Int64, _ b: Int64) -> Int64 { a >= 0 ? a / b : -((-a + b - 1) / b) }
-
     private static func isLeap(_ year: Int64) -> Bool { year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) }
 
     private static func daysIn(month: Int64, year: Int64) -> Int64 {
@@ -143,28 +142,5 @@ package struct LocalSendFileDates: Sendable, Equatable, Codable {
         case 4, 6, 9, 11: 30
         default: 31
         }
-    }
-
-    /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's `days_from_civil`).
-    private static func daysFromCivil(year: Int64, month: Int64, day: Int64) -> Int64 {
-        let y = month <= 2 ? year - 1 : year
-        let era = floorDivide(y, 400)
-        let yoe = y - era * 400
-        let doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146_097 + doe - 719_468
-    }
-
-    /// The date of a count of days since 1970-01-01 (`civil_from_days`).
-    private static func civil(fromDays days: Int64) -> (Int64, Int64, Int64) {
-        let z = days + 719_468
-        let era = floorDivide(z, 146_097)
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let day = doy - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 }

@@ -1,4 +1,5 @@
 import CZlib
+import NearbyBase
 
 /// A shared directory as one .zip, streamed as it is read: stored (not compressed — phones' photos
 /// and videos are compressed already, and a stored entry costs no CPU), each entry's sizes known
@@ -140,18 +141,9 @@ struct ZipBytes {
         let total = max(315_532_800, Int(seconds.isFinite ? seconds : 0)) // 1980-01-01
         let days = total / 86400
         let secondsOfDay = total % 86400
-        // Civil date from days since 1970 (Howard Hinnant's algorithm).
-        let z = days + 719_468
-        let era = z / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let day = doy - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        let year = yoe + era * 400 + (month <= 2 ? 1 : 0)
+        let (year, month, day) = CivilDate.civil(fromDays: Int64(days))
         let time = (secondsOfDay / 3600) << 11 | ((secondsOfDay % 3600) / 60) << 5 | (secondsOfDay % 60) / 2
-        let date = (min(max(year - 1980, 0), 127)) << 9 | month << 5 | day
+        let date = Int(min(max(year - 1980, 0), 127)) << 9 | Int(month) << 5 | Int(day)
         u16(UInt16(time))
         u16(UInt16(date))
     }
