@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import SystemPackage
 import NearbyBase
 import NearbyIdentity
@@ -228,13 +229,12 @@ package struct RecentPeers: Sendable {
 }
 
 /// Which peers this process has recorded already, so a peer that comes and goes is written once.
-private final class RecordedKeys: @unchecked Sendable {
-    private let lock = NSLock()
-    private var keys = Set<String>()
+private final class RecordedKeys: Sendable {
+    private let keys = Mutex<Set<String>>([])
 
     /// True when `key` was not there before.
     func insert(_ key: String) -> Bool {
-        lock.withLock { keys.insert(key).inserted }
+        keys.withLock { $0.insert(key).inserted }
     }
 }
 

@@ -6,10 +6,9 @@ import NearbyBase
 /// `local.` and its wide-area domains at once. A peer found in two places is one peer (by ID): found
 /// once, its addresses merged, lost when the last place loses it. If one place fails, the whole
 /// browse fails, as a single browser's would.
-final class MergedBrowser: PeerBrowsing, @unchecked Sendable {
+final class MergedBrowser: PeerBrowsing, Sendable {
     package let sources: [any PeerBrowsing]
-    private let lock = NSLock()
-    private var task: Task<Void, Never>?
+    private let task = Mutex<Task<Void, Never>?>(nil)
 
     package init(sources: [any PeerBrowsing]) { self.sources = sources }
 
@@ -50,12 +49,12 @@ final class MergedBrowser: PeerBrowsing, @unchecked Sendable {
             task.cancel()
             for source in sources { source.stop() }
         }
-        lock.withLock { self.task = task }
+        self.task.withLock { $0 = task }
         return stream
     }
 
     package func stop() {
-        lock.withLock { task }?.cancel()
+        task.withLock { $0 }?.cancel()
         for source in sources { source.stop() }
     }
 

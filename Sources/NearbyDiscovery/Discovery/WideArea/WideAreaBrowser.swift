@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import NearbyDNS
 import NearbyBase
 
@@ -7,13 +8,12 @@ import NearbyBase
 /// then each instance's SRV and TXT and its host's A and AAAA, and reports what changed as the
 /// mDNS `Browser` does. An instance whose `_lease` has ended is treated as gone. If the first poll
 /// fails the stream fails; a later failure is logged and the next poll tries again.
-final class WideAreaBrowser: PeerBrowsing, @unchecked Sendable {
+final class WideAreaBrowser: PeerBrowsing, Sendable {
     package let settings: WideAreaSettings
     package let registrationType: String
     package var domain: String { settings.domainText }
     private let dns: WideAreaDNS
-    private let lock = NSLock()
-    private var task: Task<Void, Never>?
+    private let task = Mutex<Task<Void, Never>?>(nil)
     /// Settled once the first poll ended: true when it succeeded.
     private let first = OneShot<Bool>()
 
@@ -54,12 +54,12 @@ final class WideAreaBrowser: PeerBrowsing, @unchecked Sendable {
             continuation.finish()
         }
         continuation.onTermination = { _ in task.cancel() }
-        lock.withLock { self.task = task }
+        self.task.withLock { $0 = task }
         return stream
     }
 
     package func stop() {
-        lock.withLock { task }?.cancel()
+        task.withLock { $0 }?.cancel()
     }
 
     package func firstLook() async -> Bool { await first.wait() ?? false }
