@@ -49,20 +49,10 @@ extension Connections {
     ) async -> PeerExamination {
         // The preamble's own wait is the connection's (10 s): the deadline ends it sooner.
         typealias Verdict = (ok: Bool, detail: String, frames: FrameChannel?)
-        let verdict: Verdict = await withTaskGroup(of: Verdict?.self) { group in
-            group.addTask {
-                await preambleVerdict(host: host, port: port, preference: preference, tls: tls, timeout: preambleWait(until: deadline), keep: true)
-            }
-            group.addTask {
-                try? await Task.sleep(until: deadline)
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            // A preamble that ended as the deadline passed: its connection is not used, so closed.
-            while let late = await group.next() { if let frames = late?.frames { try? await frames.channel.channel.close().get() } }
-            return first ?? (false, "no answer to the preamble before doctor's --timeout ran out", nil)
-        }
+        // A preamble that ended as the deadline passed: its connection is not used, so closed.
+        let verdict: Verdict = await firstResult(until: deadline, discard: { late in try? await late.frames?.channel.channel.close().get() }) {
+            await preambleVerdict(host: host, port: port, preference: preference, tls: tls, timeout: preambleWait(until: deadline), keep: true)
+        } ?? (false, "no answer to the preamble before doctor's --timeout ran out", nil)
         var result = PeerExamination(encryption: (verdict.ok, verdict.detail))
         guard let frames = verdict.frames else { return result }
         let channel = frames.channel.channel

@@ -62,16 +62,8 @@ struct DNSTransport: Sendable {
     }
 
     static func within<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask { try await body() }
-            group.addTask {
-                try await Task.sleep(for: limit)
-                return nil
-            }
-            defer { group.cancelAll() }
-            guard let first = try await group.next(), let value = first else { throw TimedOut() }
-            return value
-        }
+        guard let value = try await firstThrowingResult(within: limit, body) else { throw TimedOut() }
+        return value
     }
 
     private func udp(
