@@ -76,3 +76,19 @@ enum Format {
         return whole < 3600 ? "\(whole / 60) min \(whole % 60) s" : "\(whole / 3600) h \(whole % 3600 / 60) min"
     }
 }
+
+extension HumanRenderer {
+    /// What an invitation offers, in words: `3 files, 1.8 MiB: a.txt, b.txt, c.txt` or
+    /// `the stream "backup"` (names from a peer, cleaned).
+    static func offered(_ offer: Offer) -> String {
+        var parts: [String] = []
+        if let files = offer.files {
+            let names = (offer.names ?? []).map { Text.clean($0, limit: 80) }
+            let more = files > names.count && !names.isEmpty ? ", …" : ""
+            parts.append("\(files) file\(files == 1 ? "" : "s"), \(Format.size(Double(offer.bytes ?? 0)))"
+                + (names.isEmpty ? "" : ": " + names.joined(separator: ", ") + more))
+        }
+        if let stream = offer.stream { parts.append("the stream \"\(Text.clean(stream, limit: 80))\"") }
+        return parts.isEmpty ? "nothing named" : parts.joined(separator: "; ")
+    }
+}

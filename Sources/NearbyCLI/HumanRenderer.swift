@@ -134,7 +134,8 @@ struct HumanRenderer: Sendable {
         let serviceOption = service.flatMap { $0 == "nearby" ? nil : " --service " + (Self.shellWord($0) ?? $0) } ?? ""
         // LocalSend has no verification code: say so rather than show an empty one.
         let code = e.kind == "localsend" ? "LocalSend (no verification code)" : "verification code " + paint(Text.clean(e.verificationCode), .boldCyan)
-        let from = paint("invitation", .boldYellow) + " from \(bold(e.peer)) (\(Text.id(e.peer)))\(context)"
+        let offered = e.offer.map { " — offers " + Self.offered($0) } ?? ""
+        let from = paint("invitation", .boldYellow) + " from \(bold(e.peer)) (\(Text.id(e.peer)))\(context)\(offered)"
         if let by = e.answeredBy {
             // Answered in the same moment (this command accepts, or a policy does): nothing to do.
             return stamp + from + ", " + code + Text.unencrypted(e.encrypted) + " — answered by \(Text.clean(by))"

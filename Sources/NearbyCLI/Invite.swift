@@ -31,16 +31,30 @@ extension Nearby {
 
         func run() async throws {
             let context = output.configure(CommandContext.current)
+            let command = self
             try await reporting(context, verbose: output.verbose) {
-                let node = try self.node.resolve(context)
-                let (peer, invitationContext, timeout) = (self.peer, self.context, wait.timeout)
-                let request = ControlRequest.invite(peer: peer, context: invitationContext, timeout: timeout)
-                if try await context.viaRunningNode(request, service: node.service, expecting: node.expecting()) != nil { return }
-
-                try await LocalNode.run(node.configuration, identity: context.identity(), context: context, serve: true, stopReason: { stopReason($0) }) { local in
-                    let served = try await interruptible(request.activity) { try await local.serve(request) }
-                    if case let .peer(connected?) = served { _ = await waitForEnd(local.node, peer: connected.id) }
+                try await PeerNaming.run(context, peer: peer) { context, named in
+                    try await command.renamed(named).perform(context)
                 }
+            }
+        }
+
+        /// The command for `name` instead of the peer typed, when the person chose it (PeerNaming).
+        func renamed(_ name: String?) -> Self {
+            var copy = self
+            if let name { copy.peer = name }
+            return copy
+        }
+
+        func perform(_ context: CommandContext) async throws {
+            let node = try self.node.resolve(context)
+            let (peer, invitationContext, timeout) = (self.peer, self.context, wait.timeout)
+            let request = ControlRequest.invite(peer: peer, context: invitationContext, timeout: timeout)
+            if try await context.viaRunningNode(request, service: node.service, expecting: node.expecting()) != nil { return }
+
+            try await LocalNode.run(node.configuration, identity: context.identity(), context: context, serve: true, stopReason: { stopReason($0) }) { local in
+                let served = try await interruptible(request.activity) { try await local.serve(request) }
+                if case let .peer(connected?) = served { _ = await waitForEnd(local.node, peer: connected.id) }
             }
         }
     }

@@ -69,57 +69,73 @@ extension Nearby {
 
         func run() async throws {
             let context = output.configure(CommandContext.current)
+            let command = self
             try await reporting(context, verbose: output.verbose) {
-                if localSend.enabled(context) {
-                    guard let peer, !all, !lines, !unreliable else {
-                        throw NearbyError.invalidArgument("--localsend sends one text to one device: it does not go with --all, --lines or --unreliable")
-                    }
-                    let message = try text ?? String(decoding: readStandardInput(limit: Frame.maxPayload), as: UTF8.self)
-                    return try await LocalSendCommands.sendText(
-                        context, peer: peer, text: message, pin: localSendPIN.pin, timeout: wait.timeout, name: try node.naming.resolve())
-                }
-                let node = try self.node.resolve(context)
-                // With --all the one positional argument is the text.
-                let target = all ? nil : peer
-                let message = all ? (peer ?? text) : text
-                let limit = unreliable ? Datagram.maxPayload : Frame.maxPayload
-                let payload = lines ? [] : try message.map { Array($0.utf8) } ?? readStandardInput(limit: limit)
-                if payload.count > limit { throw NearbyError.messageTooLarge(bytes: payload.count, limit: limit) }
-                let timeout = wait.timeout
-                let peers = target.map { [$0] } ?? []
-                // One request, whichever node carries it out.
-                let request: ControlRequest = lines
-                    ? .sendLines(peers: peers, all: all, timeout: timeout, unreliable: unreliable)
-                    : unreliable
-                    ? .sendDatagram(peers: peers, all: all, timeout: timeout, payload: Data(payload))
-                    : .send(peers: peers, all: all, timeout: timeout, payload: Data(payload))
-                // The lines of stdin, read as they come (the running node's, or our own node's input).
-                let input = DescriptorSource(fd: STDIN_FILENO, chunk: 64 << 10)
-                if lines {
-                    try PeerQuery.check(request.namedPeers)
-                    let identity = try context.identity()
-                    let address = NodeAddress(paths: context.paths, environment: context.environment, peerID: identity.peerID, service: node.service)
-                    let replies = NodeReplies(context.events)
-                    let checked = request.expecting(node.expecting())
-                    if let status = try await ControlClient.sendLines(checked, address: address, source: input, output: { replies.print($0) }) {
-                        return try replies.outcome(status)
-                    }
-                } else if try await context.viaRunningNode(request, service: node.service, expecting: node.expecting()) != nil {
-                    return
-                }
-                guard target != nil else { throw NearbyError.noNode("--all sends to the sessions of a running node") }
-
-                let (lines, unreliable) = (self.lines, self.unreliable)
-                try await LocalNode.run(
-                    node.configuration, identity: context.identity(), context: context, serve: false,
-                    stopReason: { stopReason($0, done: lines ? "input ended" : unreliable ? "message sent" : "message delivered") }
-                ) { local in
-                    _ = try await interruptible(request.activity) {
-                        try await local.serve(request, asker: .init(input: lines ? input : nil))
-                    }
+                try await PeerNaming.run(context, peer: all ? nil : peer) { context, named in
+                    try await command.renamed(named).perform(context)
                 }
             }
         }
+
+        /// The command for `name` instead of the peer typed, when the person chose it (PeerNaming).
+        func renamed(_ name: String?) -> Self {
+            var copy = self
+            if let name { copy.peer = name }
+            return copy
+        }
+
+        func perform(_ context: CommandContext) async throws {
+            if localSend.enabled(context) {
+                guard let peer, !all, !lines, !unreliable else {
+                    throw NearbyError.invalidArgument("--localsend sends one text to one device: it does not go with --all, --lines or --unreliable")
+                }
+                let message = try text ?? String(decoding: readStandardInput(limit: Frame.maxPayload), as: UTF8.self)
+                return try await LocalSendCommands.sendText(
+                    context, peer: peer, text: message, pin: localSendPIN.pin, timeout: wait.timeout, name: try node.naming.resolve())
+            }
+            let node = try self.node.resolve(context)
+            // With --all the one positional argument is the text.
+            let target = all ? nil : peer
+            let message = all ? (peer ?? text) : text
+            let limit = unreliable ? Datagram.maxPayload : Frame.maxPayload
+            let payload = lines ? [] : try message.map { Array($0.utf8) } ?? readStandardInput(limit: limit)
+            if payload.count > limit { throw NearbyError.messageTooLarge(bytes: payload.count, limit: limit) }
+            let timeout = wait.timeout
+            let peers = target.map { [$0] } ?? []
+            // One request, whichever node carries it out.
+            let request: ControlRequest = lines
+                ? .sendLines(peers: peers, all: all, timeout: timeout, unreliable: unreliable)
+                : unreliable
+                ? .sendDatagram(peers: peers, all: all, timeout: timeout, payload: Data(payload))
+                : .send(peers: peers, all: all, timeout: timeout, payload: Data(payload))
+            // The lines of stdin, read as they come (the running node's, or our own node's input).
+            let input = DescriptorSource(fd: STDIN_FILENO, chunk: 64 << 10)
+            if lines {
+                try PeerQuery.check(request.namedPeers)
+                let identity = try context.identity()
+                let address = NodeAddress(paths: context.paths, environment: context.environment, peerID: identity.peerID, service: node.service)
+                let replies = NodeReplies(context.events)
+                let checked = request.expecting(node.expecting())
+                if let status = try await ControlClient.sendLines(checked, address: address, source: input, output: { replies.print($0) }) {
+                    return try replies.outcome(status)
+                }
+            } else if try await context.viaRunningNode(request, service: node.service, expecting: node.expecting()) != nil {
+                return
+            }
+            guard target != nil else { throw NearbyError.noNode("--all sends to the sessions of a running node") }
+
+            let (lines, unreliable) = (self.lines, self.unreliable)
+            try await LocalNode.run(
+                node.configuration, identity: context.identity(), context: context, serve: false,
+                stopReason: { stopReason($0, done: lines ? "input ended" : unreliable ? "message sent" : "message delivered") }
+            ) { local in
+                _ = try await interruptible(request.activity) {
+                    try await local.serve(request, asker: .init(input: lines ? input : nil))
+                }
+            }
+
+        }
+
 
         /// Reads stdin to the end, refusing more than `limit` bytes. read(2) itself, not
         /// FileHandle's `read(upToCount:)`, which goes on reading after a terminal's Ctrl-D until it

@@ -77,32 +77,48 @@ extension Nearby {
 
         func run() async throws {
             let context = output.configure(CommandContext.current)
+            let command = self
             try await reporting(context, verbose: output.verbose) {
-                if web.web {
-                    return try await WebCommands.share(
-                        context, paths: [peer] + paths, device: try node.naming.resolve() ?? context.identity().displayName, keep: keep,
-                        timeout: wait.given)
-                }
-                if localSend.enabled(context) {
-                    return try await LocalSendCommands.sendFiles(
-                        context, peer: peer, paths: paths, pin: localSendPIN.pin, timeout: wait.timeout, name: try node.naming.resolve())
-                }
-                let node = try self.node.resolve(context)
-                try PeerQuery.check([peer])
-                // Missing or unreadable files are refused before anything touches the network.
-                // What a directory holds that is not a file is said, not dropped in silence.
-                let files = try FileList.collect(paths) { context.events.emit(Events.Skipped($0)) }
-                let (peer, timeout) = (self.peer, wait.timeout)
-                let request = ControlRequest.sendFiles(peer: peer, files: files, timeout: timeout, retryFor: retryFor)
-                if try await context.viaRunningNode(request, service: node.service, expecting: node.expecting()) != nil { return }
-                let configuration = node.configuration
-                try await LocalNode.run(
-                    configuration, identity: context.identity(), context: context, serve: false,
-                    stopReason: { stopReason($0, done: "files delivered", failed: "transfer stopped") }
-                ) { local in
-                    _ = try await interruptible(request.activity) { try await local.serve(request) }
+                try await PeerNaming.run(context, peer: web.web ? nil : peer) { context, named in
+                    try await command.renamed(named).perform(context)
                 }
             }
         }
+
+        /// The command for `name` instead of the peer typed, when the person chose it (PeerNaming).
+        func renamed(_ name: String?) -> Self {
+            var copy = self
+            if let name { copy.peer = name }
+            return copy
+        }
+
+        func perform(_ context: CommandContext) async throws {
+            if web.web {
+                return try await WebCommands.share(
+                    context, paths: [peer] + paths, device: try node.naming.resolve() ?? context.identity().displayName, keep: keep,
+                    timeout: wait.given)
+            }
+            if localSend.enabled(context) {
+                return try await LocalSendCommands.sendFiles(
+                    context, peer: peer, paths: paths, pin: localSendPIN.pin, timeout: wait.timeout, name: try node.naming.resolve())
+            }
+            let node = try self.node.resolve(context)
+            try PeerQuery.check([peer])
+            // Missing or unreadable files are refused before anything touches the network.
+            // What a directory holds that is not a file is said, not dropped in silence.
+            let files = try FileList.collect(paths) { context.events.emit(Events.Skipped($0)) }
+            let (peer, timeout) = (self.peer, wait.timeout)
+            let request = ControlRequest.sendFiles(peer: peer, files: files, timeout: timeout, retryFor: retryFor)
+            if try await context.viaRunningNode(request, service: node.service, expecting: node.expecting()) != nil { return }
+            let configuration = node.configuration
+            try await LocalNode.run(
+                configuration, identity: context.identity(), context: context, serve: false,
+                stopReason: { stopReason($0, done: "files delivered", failed: "transfer stopped") }
+            ) { local in
+                _ = try await interruptible(request.activity) { try await local.serve(request) }
+            }
+
+        }
+
     }
 }

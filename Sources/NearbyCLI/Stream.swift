@@ -75,68 +75,84 @@ extension Nearby {
             onStderr.events = LineSink(fileDescriptor: STDERR_FILENO)
             let context = output.configure(onStderr, fd: STDERR_FILENO)
             try await CommandContext.$current.withValue(context) {
+                let command = self
                 try await reporting(context, verbose: output.verbose) {
-                    let node = try self.node.resolve(context)
-                    // A listener's terminal is not input: `stream --listen | tar xz` must end when
-                    // the opener's bytes do, not wait for a Ctrl-D nobody knows to type.
-                    let source: any ByteSource = listen && isatty(STDIN_FILENO) == 1 ? NoBytes() as any ByteSource : DescriptorSource(fd: STDIN_FILENO)
-                    let sink = DescriptorSink(fd: STDOUT_FILENO)
-                    let (listen, name, from, timeout) = (self.listen, self.streamName, self.from, wait.timeout)
-                    // A running node may read stdin itself when it is a regular file (ControlRequest).
-                    let input = PassedInput.standardInput()
-                    try PeerQuery.check([peer, from])
-                    let identity = try context.identity()
-                    let address = NodeAddress(paths: context.paths, environment: context.environment, peerID: identity.peerID, service: node.service)
-                    // Better still, the node takes our stdin and stdout themselves (SCM_RIGHTS).
-                    let passing = PassOffer.standard(
-                        socket: address.socket, environment: context.environment, keepInput: source is NoBytes)
-                    let request: ControlRequest = listen
-                        ? .listen(name: name, from: from, input: input, pass: passing?.offer)
-                        : .stream(peer: peer ?? "", name: name ?? "", timeout: timeout, input: input, pass: passing?.offer)
-                    let events = context.events
-                    // Through a running node the client sees the setup events; it reports the end itself.
-                    let counted = CountedStream(source: source, sink: sink)
-                    let replies = NodeReplies(events)
-                    let viaNode = try await interruptible(request.activity) {
-                        try await ControlClient.stream(
-                            request.expecting(node.expecting()), address: address, source: counted, sink: counted,
-                            passing: passing?.descriptors ?? []
-                        ) {
-                            replies.print($0)
-                        }
-                    }
-                    switch viaNode {
-                    case let .ran(info, outcome)?:
-                        // Cut: the same stream-closed, error and exit status as without a node.
-                        if let failure = outcome.error {
-                            counted.reportClosed(info, outcome, reason: failure.errorDescription ?? "failed", to: events)
-                            throw failure
-                        }
-                        if info.readsInput == true, outcome.sent == nil, let input { counted.nodeRead(input) }
-                        return counted.reportClosed(info, outcome, reason: "done", to: events)
-                    case let .failed(status)?: return try replies.outcome(status)
-                    case nil: break
-                    }
-                    var configuration = node.configuration
-                    configuration.advertise = listen
-                    // Listening means taking the opener's invitation: from anyone, or from --from only.
-                    configuration.autoAccept = listen && from == nil
-                    configuration.acceptFrom = from.map { [$0] } ?? []
-                    configuration.acceptedBy = "nearby stream --listen"
-                    // A listening node is the user's node for this service (it advertises and can be
-                    // reached by other commands); an opening one is one-shot.
-                    try await LocalNode.run(
-                        configuration, identity: identity, context: context, serve: listen,
-                        stopReason: { stopReason($0, done: "stream finished", failed: "stream failed") }
-                    ) { local in
-                        if listen { for event in await local.node.advertisingEvents { events.emit(event) } }
-                        _ = try await interruptible(request.activity) {
-                            try await local.serve(request, asker: .init(input: source, output: sink))
-                        }
+                    try await PeerNaming.run(context, peer: listen ? nil : peer) { context, named in
+                        try await command.renamed(named).perform(context)
                     }
                 }
             }
         }
+
+        /// The command for `name` instead of the peer typed, when the person chose it (PeerNaming).
+        func renamed(_ name: String?) -> Self {
+            var copy = self
+            if let name { copy.peer = name }
+            return copy
+        }
+
+        func perform(_ context: CommandContext) async throws {
+            let node = try self.node.resolve(context)
+            // A listener's terminal is not input: `stream --listen | tar xz` must end when
+            // the opener's bytes do, not wait for a Ctrl-D nobody knows to type.
+            let source: any ByteSource = listen && isatty(STDIN_FILENO) == 1 ? NoBytes() as any ByteSource : DescriptorSource(fd: STDIN_FILENO)
+            let sink = DescriptorSink(fd: STDOUT_FILENO)
+            let (listen, name, from, timeout) = (self.listen, self.streamName, self.from, wait.timeout)
+            // A running node may read stdin itself when it is a regular file (ControlRequest).
+            let input = PassedInput.standardInput()
+            try PeerQuery.check([peer, from])
+            let identity = try context.identity()
+            let address = NodeAddress(paths: context.paths, environment: context.environment, peerID: identity.peerID, service: node.service)
+            // Better still, the node takes our stdin and stdout themselves (SCM_RIGHTS).
+            let passing = PassOffer.standard(
+                socket: address.socket, environment: context.environment, keepInput: source is NoBytes)
+            let request: ControlRequest = listen
+                ? .listen(name: name, from: from, input: input, pass: passing?.offer)
+                : .stream(peer: peer ?? "", name: name ?? "", timeout: timeout, input: input, pass: passing?.offer)
+            let events = context.events
+            // Through a running node the client sees the setup events; it reports the end itself.
+            let counted = CountedStream(source: source, sink: sink)
+            let replies = NodeReplies(events)
+            let viaNode = try await interruptible(request.activity) {
+                try await ControlClient.stream(
+                    request.expecting(node.expecting()), address: address, source: counted, sink: counted,
+                    passing: passing?.descriptors ?? []
+                ) {
+                    replies.print($0)
+                }
+            }
+            switch viaNode {
+            case let .ran(info, outcome)?:
+                // Cut: the same stream-closed, error and exit status as without a node.
+                if let failure = outcome.error {
+                    counted.reportClosed(info, outcome, reason: failure.errorDescription ?? "failed", to: events)
+                    throw failure
+                }
+                if info.readsInput == true, outcome.sent == nil, let input { counted.nodeRead(input) }
+                return counted.reportClosed(info, outcome, reason: "done", to: events)
+            case let .failed(status)?: return try replies.outcome(status)
+            case nil: break
+            }
+            var configuration = node.configuration
+            configuration.advertise = listen
+            // Listening means taking the opener's invitation: from anyone, or from --from only.
+            configuration.autoAccept = listen && from == nil
+            configuration.acceptFrom = from.map { [$0] } ?? []
+            configuration.acceptedBy = "nearby stream --listen"
+            // A listening node is the user's node for this service (it advertises and can be
+            // reached by other commands); an opening one is one-shot.
+            try await LocalNode.run(
+                configuration, identity: identity, context: context, serve: listen,
+                stopReason: { stopReason($0, done: "stream finished", failed: "stream failed") }
+            ) { local in
+                if listen { for event in await local.node.advertisingEvents { events.emit(event) } }
+                _ = try await interruptible(request.activity) {
+                    try await local.serve(request, asker: .init(input: source, output: sink))
+                }
+            }
+
+        }
+
     }
 }
 

@@ -1,5 +1,5 @@
 # End-to-end tests of the discovery daemon going away (sourced by run.sh): every command that needs
-# it says "is avahi-daemon running?" (exit 7) at once, and an advertisement comes back by itself
+# it says "avahi-daemon is not running: start it with …" (exit 7) at once, and an advertisement comes back by itself
 # when the daemon does.
 
 test_every_command_fails_at_once_without_the_daemon() {
@@ -26,7 +26,7 @@ test_every_command_fails_at_once_without_the_daemon() {
         (( ms <= 10000 )) || { fail "'nearby $command' took $ms ms to fail"; ok=1; }
         # stream prints its events on stderr (stdout carries the bytes).
         cat "$OUT/out.jsonl" "$OUT/err.txt" | grep -q '"code":"daemon-unavailable"' || { fail "no daemon-unavailable error from '$command'"; ok=1; }
-        grep -q "is avahi-daemon running?" "$OUT/err.txt" || { fail "'$command' does not ask whether avahi-daemon runs"; ok=1; }
+        grep -q "avahi-daemon is not running: start it with" "$OUT/err.txt" || { fail "'$command' does not say how to start avahi-daemon"; ok=1; }
     done
     lab_start_avahi 5
     return "$ok"

@@ -8,13 +8,14 @@
 
 TERM_PTY=$ROOT/tests/e2e/pty_run.py
 
-# term_args [VAR=VALUE...] [--stdin F] [--stdout F] [--columns N] -- ARGS...: sets TERM_ARGV, the command line of
+# term_args [VAR=VALUE...] [--stdin F] [--stdout F] [--columns N] [--answer TEXT REPLY] -- ARGS...: sets TERM_ARGV, the command line of
 # `nearby ARGS` under a pseudo-terminal, in a colour terminal's environment (plus the VAR=VALUEs).
 term_args() {
     local vars=() pty=()
     while [[ $# -gt 0 && $1 != -- ]]; do
         case $1 in
             --stdin|--stdout|--columns) pty+=("$1" "$2"); shift 2 ;;
+            --answer) pty+=("$1" "$2" "$3"); shift 3 ;;
             *) vars+=("$1"); shift ;;
         esac
     done

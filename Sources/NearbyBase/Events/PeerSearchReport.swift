@@ -23,6 +23,10 @@ package struct PeerSearchReport: Sendable, Equatable {
     package var unresolvedHost: String?
     /// Where the search looked (`local.`, `office.example.org.`); empty: `local.` alone.
     package var domains: [String] = []
+    /// The command as the person typed it with the near name in place of the one asked for
+    /// (`nearby send "Bob's Pi" hi`): the next step instead of doctor, set by the program that
+    /// knows its command line (NearbyCLI/PeerNaming.swift).
+    package var retyped: String?
 
     package init(service: String, near: [PeerRef] = [], elsewhere: [Sighting] = []) {
         self.service = service
@@ -32,6 +36,7 @@ package struct PeerSearchReport: Sendable, Equatable {
 
     /// The command to run next: a doctor run on the peer, with the service that was used.
     package func hint(for query: String) -> String {
+        if let retyped { return retyped }
         let option = service == ServiceType.default.registrationType ? [] : [Spelling.option(.service, Self.shortName(service) ?? service)]
         return Spelling.command(.doctor, option + Self.domainOptions(domains) + [Self.shellQuoted(query)])
     }
@@ -61,7 +66,7 @@ package struct PeerSearchReport: Sendable, Equatable {
             let add = Self.shortName(sighting.service).map { ": add `\(Spelling.option(.service, $0))`" } ?? ""
             parts.append("\(Self.label(sighting.peer)) is on \(sighting.service)\(add)")
         }
-        parts.append("next: `\(hint(for: query))`")
+        parts.append(retyped.map { "did you mean `\($0)`?" } ?? "next: `\(hint(for: query))`")
         return parts.joined(separator: "; ")
     }
 

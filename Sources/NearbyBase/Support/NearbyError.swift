@@ -166,12 +166,12 @@ package enum NearbyError: Error, LocalizedError, Equatable, Sendable {
             "the identity file \(path) is corrupt (\(reason)); fix or move it away — nearby will not silently replace an identity"
         case let .identityIO(path, reason):
             "cannot use the identity file \(path): \(reason)"
-        case let .daemonUnavailable(code) where code == Self.accessRefused:
-            "avahi-daemon refused this user access (error \(code)): its D-Bus policy (\(AvahiPolicy.files())) does not allow it; check with `avahi-browse -at`, run as a user the policy allows, or allow this one"
-        case let .daemonUnavailable(code):
-            "cannot reach the DNS-SD daemon (error \(code)): is avahi-daemon running?"
+        case .daemonUnavailable(Self.accessRefused):
+            "avahi-daemon refused this user access: its D-Bus policy (\(AvahiPolicy.files())) does not allow it; check with `avahi-browse -at`, run as a user the policy allows, or allow this one"
+        case .daemonUnavailable:
+            "cannot reach the DNS-SD daemon: " + DaemonWords.unreachable()
         case let .discoveryFailed(operation, code):
-            "DNS-SD \(operation) failed with error \(code)"
+            "DNS-SD \(operation) failed: \(DaemonWords.status(code))"
         case let .nameConflict(requested, got):
             "another service on the network already uses the name \(requested) (the daemon offered \(got)); is the same identity advertising elsewhere?"
         case let .listenFailed(sentence):

@@ -10,7 +10,7 @@ extension InvitationDesk {
     /// Invites `query` and waits for the answer. `known`: where the peer was last reached (a transfer
     /// getting its link back, `Resumer`), tried first as a remembered address is.
     func invite(
-        _ query: String, context: String?, timeout: Double, deadline: ContinuousClock.Instant, client: (any EventSink)?,
+        _ query: String, context: String?, offer: Offer? = nil, timeout: Double, deadline: ContinuousClock.Instant, client: (any EventSink)?,
         known: Dialer.Target? = nil, node: isolated Node
     ) async throws(NearbyError) -> AuthenticatedPeer {
         var attempts = InviteAttempts(query: query, timeout: timeout, known: known)
@@ -19,7 +19,7 @@ extension InvitationDesk {
             case let .fail(error): throw error
             case let .attempt(remembering, known):
                 let attempt = Attempt(
-                    query: query, context: context, timeout: timeout, deadline: deadline, client: client, remembering: remembering, known: known)
+                    query: query, context: context, offer: offer, timeout: timeout, deadline: deadline, client: client, remembering: remembering, known: known)
                 do throws(NearbyError) {
                     switch try await invite(attempt, node: node) {
                     case let .reached(peer): return peer
@@ -36,6 +36,7 @@ extension InvitationDesk {
     private struct Attempt {
         let query: String
         let context: String?
+        let offer: Offer?
         let timeout: Double
         let deadline: ContinuousClock.Instant
         let client: (any EventSink)?
@@ -58,7 +59,7 @@ extension InvitationDesk {
         let (target, remembered) = try await node.dialer.find(
             query, known: attempt.known, remembering: attempt.remembering, until: deadline, timeout: attempt.timeout, client: client ?? events)
         if let peer = await inSession(with: target, until: deadline, client: client, node: node) { return .reached(peer) }
-        let invitation = Invitations.Outgoing(id: Invitations.Outgoing.newID(), context: attempt.context, timeout: attempt.timeout)
+        let invitation = Invitations.Outgoing(id: Invitations.Outgoing.newID(), context: attempt.context, offer: attempt.offer, timeout: attempt.timeout)
         if let expected = target.expected { table.outgoing[expected] = invitation }
         let negotiated: Negotiated, at: Dialer.Target
         do throws(NearbyError) {

@@ -32,7 +32,7 @@ final class InvitationDesk {
                 await answerLink(link, accept: false, reason: reason, closing: closing, node: node)
             case let .hold(lifetime, answeredBy):
                 expires = Date().addingTimeInterval(lifetime)
-                table.received(id: invite.invitation, link: link, context: invite.context, expires: expires)
+                table.received(id: invite.invitation, link: link, context: invite.context, offer: invite.offer?.bounded, expires: expires)
                 node.events.emit(Events.Invitation(invite, from: link.peer, expires: expires, answeredBy: answeredBy))
             case .markAutoAccepted:
                 link.markAutoAccepted()
@@ -153,7 +153,7 @@ final class InvitationDesk {
         sink.emit(Events.Invited(
             invitation: invitation.id, peer: link.peer.ref, address: link.peer.address,
             verificationCode: link.peer.verificationCode, encrypted: link.peer.encrypted))
-        await link.invite(id: invitation.id, context: invitation.context, timeout: invitation.timeout, owner: node)
+        await link.invite(id: invitation.id, context: invitation.context, timeout: invitation.timeout, offer: invitation.offer, owner: node)
     }
 
     /// A session with `peer` began: our invitation to it is answered.

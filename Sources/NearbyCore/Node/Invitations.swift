@@ -13,6 +13,7 @@ struct Invitations {
         let id: String
         let link: Link
         let context: String?
+        var offer: Offer? = nil
         let expires: Date
         /// Arrival order: `nearby accept` without a peer takes the oldest.
         let sequence: Int
@@ -22,13 +23,15 @@ struct Invitations {
     final class Outgoing: Sendable {
         let id: String
         let context: String?
+        let offer: Offer?
         let timeout: Double
         let outcome = OneShot<Outcome>()
         private let current = Mutex<Link?>(nil)
 
-        init(id: String, context: String?, timeout: Double) {
+        init(id: String, context: String?, offer: Offer? = nil, timeout: Double) {
             self.id = id
             self.context = context
+            self.offer = offer
             self.timeout = timeout
         }
 
@@ -89,9 +92,9 @@ struct Invitations {
     // MARK: Incoming
 
     @discardableResult
-    mutating func received(id: String, link: Link, context: String?, expires: Date) -> Incoming {
+    mutating func received(id: String, link: Link, context: String?, offer: Offer? = nil, expires: Date) -> Incoming {
         arrivals += 1
-        let invitation = Incoming(id: id, link: link, context: context, expires: expires, sequence: arrivals)
+        let invitation = Incoming(id: id, link: link, context: context, offer: offer, expires: expires, sequence: arrivals)
         incoming[id] = invitation
         return invitation
     }
@@ -165,7 +168,7 @@ struct Invitations {
 extension Invitations.Incoming {
     /// Its `invitation` event, as `nearby accept` and stream listeners show one that waits.
     var event: Events.Invitation {
-        Events.Invitation(FrameBody.Invite(invitation: id, context: context, timeout: 0), from: link.peer, expires: expires)
+        Events.Invitation(FrameBody.Invite(invitation: id, context: context, timeout: 0, offer: offer), from: link.peer, expires: expires)
     }
 }
 
@@ -182,6 +185,6 @@ extension Events.Invitation {
     init(_ invite: FrameBody.Invite, from peer: AuthenticatedPeer, expires: Date, answeredBy: String? = nil) {
         self.init(
             invitation: invite.invitation, peer: peer.ref, context: invite.context, verificationCode: peer.verificationCode,
-            encrypted: peer.encrypted, expires: EventEncoder.timestamp(expires), answeredBy: answeredBy)
+            encrypted: peer.encrypted, expires: EventEncoder.timestamp(expires), answeredBy: answeredBy, offer: invite.offer?.bounded)
     }
 }

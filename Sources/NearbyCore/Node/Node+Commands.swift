@@ -10,12 +10,14 @@ extension Node {
     /// Invites a peer and waits for the answer. Already connected: returns at once. A remembered
     /// address is tried first while discovery runs; when it leads nowhere the invitation is tried
     /// again with discovery alone (`InviteAttempts`).
-    package func invite(_ query: String, context: String?, timeout: Double, client: (any EventSink)?) async throws(NearbyError) -> AuthenticatedPeer {
+    package func invite(
+        _ query: String, context: String?, offer: Offer? = nil, timeout: Double, client: (any EventSink)?
+    ) async throws(NearbyError) -> AuthenticatedPeer {
         if let context, context.utf8.count > FrameBody.maxContextBytes {
             throw .invalidArgument("the invitation context is \(context.utf8.count) bytes; the maximum is \(FrameBody.maxContextBytes)")
         }
         try await refuseSelf(query)
-        return try await invitations.invite(query, context: context, timeout: timeout, deadline: .now + .seconds(timeout), client: client, node: self)
+        return try await invitations.invite(query, context: context, offer: offer, timeout: timeout, deadline: .now + .seconds(timeout), client: client, node: self)
     }
 
     /// Answers an invitation (by ID, by peer, or the oldest pending), or waits for the next one that

@@ -16,7 +16,10 @@ extension Node {
         _ files: [OutgoingFile], to query: String, timeout: Double, retryFor: Double? = nil, client: (any EventSink)?
     ) async throws(NearbyError) {
         let sink: any EventSink = client.map { TeeSink(events, $0) } ?? events
-        var peer = try await invite(query, context: nil, timeout: timeout, client: client)
+        let listed = files.filter { $0.directory != true }
+        let offer = Offer(
+            files: listed.count, bytes: listed.reduce(0) { $0 &+ $1.size }, names: listed.prefix(Offer.maxNames).map(\.relative))
+        var peer = try await invite(query, context: nil, offer: offer.bounded, timeout: timeout, client: client)
         let resumer = Resumer(policy: RetryPolicy.forSeconds(retryFor), client: client)
         // The files, then the empty directories of the trees (which carry no data and no events).
         let directories = files.filter { $0.directory == true }

@@ -37,9 +37,16 @@ final class StreamMatchmaker {
         client: (any EventSink)?, ready: @escaping @Sendable (StreamInfo) async -> Void, node: isolated Node
     ) async throws(NearbyError) -> StreamSummary {
         let events: any EventSink = client.map { TeeSink(node.events, $0) } ?? node.events
-        let peer = try await node.invite(query, context: nil, timeout: timeout, client: client)
+        let peer = try await node.invite(query, context: nil, offer: Offer(stream: name).bounded, timeout: timeout, client: client)
         guard let link = node.sessions[peer.id] else { throw .connectionFailed("the session with \(peer.id) ended") }
-        let stream = try await link.offerStream(name: name)
+        let service = node.configuration.service.name
+        let stream = try await link.offerStream(name: name) { notYet in
+            let seconds = notYet.waiting ?? 0
+            let label = name.isEmpty ? "streams" : "a stream named '\(name)'"
+            events.emit(Events.Waiting(
+                for: "stream", service: service,
+                reason: "no listener for \(label) on \(peer.name) yet: it holds the stream \(seconds) s for one (there: `\(Self.listenCommand(name))`)"))
+        }
         defer { link.endChannel(stream.id) }
         events.emit(Events.StreamOpened(stream: "\(stream.id)", direction: "out", peer: peer.ref, name: name))
         await ready(StreamInfo(stream: "\(stream.id)", peer: peer.ref, name: name))
@@ -116,6 +123,7 @@ final class StreamMatchmaker {
                 // A listener abandoned in this very moment passes it on to the next.
                 if let listener = listeners.removeValue(forKey: to), listener.claimed.settle(match) { return }
             case let .hold(_, after):
+                await Self.hold(stream, on: link, for: after, node: node)
                 waiting[key] = match
                 node.after(after) { node in await node.streams.expire(key, node: node) }
                 return
@@ -125,6 +133,25 @@ final class StreamMatchmaker {
                 return
             }
         }
+    }
+
+    /// A stream nobody listens for yet, said at once on both sides: a `waiting` event here, and to
+    /// an opener that takes it (`waits`) an `openReply` "not yet" with the time it is held.
+    private static func hold(_ stream: StreamChannel, on link: Link, for grace: Duration, node: isolated Node) async {
+        let seconds = Double(grace / .milliseconds(1)) / 1000
+        let label = stream.name.isEmpty ? "a stream" : "the stream '\(stream.name)'"
+        node.events.emit(Events.Waiting(
+            for: "stream", service: node.configuration.service.name,
+            reason: "\(link.peer.name) (\(link.peer.id.rawValue.prefix(8))) offers \(label) and nobody listens for it here: "
+                + "held \(Int(seconds.rounded())) s for `\(listenCommand(stream.name))`, then refused"))
+        guard link.peer.features.contains(FrameBody.waitsFeature) else { return }
+        await link.notYet(stream.id, FrameBody.OpenReply(
+            accept: false, offset: 0, reason: "no listener for \(label) yet", waiting: UInt64(max(seconds, 0).rounded(.up))))
+    }
+
+    /// The command that listens for a stream named `name` (any stream when empty).
+    static func listenCommand(_ name: String) -> String {
+        Spelling.command(.streamListen, name.isEmpty ? [] : ["--stream", PeerSearchReport.shellQuoted(name)])
     }
 
     private func expire(_ key: Int, node: isolated Node) async {

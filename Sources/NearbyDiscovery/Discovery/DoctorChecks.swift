@@ -33,8 +33,9 @@ package struct DoctorCheck: Sendable, Equatable {
         checks.first { $0.status == .fail }?.exitStatus ?? .success
     }
 
-    package static let daemonHint =
-        "start it: 'sudo systemctl start avahi-daemon' (or 'avahi-daemon -D'); it needs D-Bus: 'systemctl status dbus'"
+    package static var daemonHint: String {
+        "start it: '\(DaemonWords.start("avahi-daemon"))'; it needs D-Bus: '\(DaemonWords.start("dbus"))'"
+    }
     /// The daemon check when this host's DNS-SD daemon cannot be used: the error's one sentence
     /// (not running, or access refused), with the hint for that cause and the error's exit status.
     package static func daemonFailed(_ error: NearbyError) -> DoctorCheck {

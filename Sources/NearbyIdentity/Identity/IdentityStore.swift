@@ -145,7 +145,7 @@ package struct IdentityStore: Sendable {
         encoder.dateEncodingStrategy = .iso8601
         let data: Data
         do { data = try encoder.encode(file) + Data("\n".utf8) } catch {
-            throw .identityIO(path: path, reason: "cannot encode: \(error)")
+            throw .identityIO(path: path, reason: "cannot encode: \(ErrorWords.describe(error))")
         }
         let temporary = "\(path).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         do {

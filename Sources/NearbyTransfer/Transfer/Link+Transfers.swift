@@ -40,13 +40,22 @@ extension Link {
 
     /// Offers the peer a stream named `name` and waits for its answer: the stream, once accepted.
     /// The caller ends its channel (`endChannel`) when it is over.
-    package func offerStream(name: String) async throws(NearbyError) -> StreamChannel {
+    /// `held`: the peer has no listener for it yet and holds it this many seconds for one.
+    package func offerStream(name: String, held: @Sendable (FrameBody.OpenReply) -> Void = { _ in }) async throws(NearbyError) -> StreamChannel {
         let stream = try openOffering(FrameBody.Open(kind: .stream, path: name, size: 0, key: "")) { [peer] id in
             let stream = StreamChannel(id: id, name: name, peer: peer.ref)
             return (stream, stream)
         }
         var replies = stream.replies.makeAsyncIterator()
-        guard let reply = await replies.next() else {
+        var answer = await replies.next()
+        var told = false
+        while let notYet = answer, notYet.waiting != nil, !notYet.accept {
+            // Said once: a peer that repeats itself is not echoed.
+            if !told { held(notYet) }
+            told = true
+            answer = await replies.next()
+        }
+        guard let reply = answer else {
             endChannel(stream.id)
             throw .connectionFailed("the session ended before the peer answered")
         }

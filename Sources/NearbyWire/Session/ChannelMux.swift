@@ -130,8 +130,10 @@ package struct ChannelMux: Sendable {
             return .ignore
         }
         switch message {
-        case .openReply:
+        case let .openReply(reply):
             guard isOurs(id), entry.phase == .opening else { throw .unexpected("an answer on channel \(id), which we did not open") }
+            // "Not yet" (a stream held for a listener): the answer is still to come.
+            if reply.waiting != nil, !reply.accept { return .deliver }
             entry.phase = .open
             entry.allowance = limits.window
         case .start:

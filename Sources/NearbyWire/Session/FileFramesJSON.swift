@@ -19,6 +19,7 @@ extension FrameBody.OpenReply: DirectFrameJSON {
         if let code { line += #","code":"# + EventEncoder.quoted(code.description) }
         if let held { line += #","held":"# + String(held) }
         if let heldSHA256 { line += #","heldSHA256":"# + EventEncoder.quoted(heldSHA256) }
+        if let waiting { line += #","waiting":"# + String(waiting) }
         return line + "}"
     }
 }
@@ -48,12 +49,12 @@ extension FrameBody.Open: FlatJSONDecodable {
 }
 
 extension FrameBody.OpenReply: FlatJSONDecodable {
-    static let flatKeys: [StaticString] = ["accept", "offset", "prefixSHA256", "reason", "code", "held", "heldSHA256"]
+    static let flatKeys: [StaticString] = ["accept", "offset", "prefixSHA256", "reason", "code", "held", "heldSHA256", "waiting"]
     init(flat: FlatJSONFields) throws(FlatJSONFailure) {
         self.init(
             accept: try flat.bool(0), offset: try flat.uint64(1), prefixSHA256: try flat.optionalString(2),
             reason: try flat.optionalString(3), code: try flat.optionalString(4).map(TransferCode.init),
-            held: try flat.optionalUInt64(5), heldSHA256: try flat.optionalString(6)
+            held: try flat.optionalUInt64(5), heldSHA256: try flat.optionalString(6), waiting: try flat.optionalUInt64(7)
         )
     }
 }

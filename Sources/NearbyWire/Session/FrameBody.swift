@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import NearbyBase
 
 /// The JSON bodies of the session's frames (all but `message`, `ping`, `pong`, `data` and `window`).
 /// Decoded from untrusted bytes: size-checked first, every string bounded after.
@@ -30,11 +31,15 @@ package enum FrameBody {
         package var invitation: String
         package var context: String?
         package var timeout: Double
+        /// What the invitation is for (files, a stream): shown to the person who answers. Newer
+        /// than the frame: an older node ignores the key, and one that sends none offers nothing named.
+        package var offer: Offer?
 
-        package init(invitation: String, context: String? = nil, timeout: Double) {
+        package init(invitation: String, context: String? = nil, timeout: Double, offer: Offer? = nil) {
             self.invitation = invitation
             self.context = context
             self.timeout = timeout
+            self.offer = offer
         }
     }
 
@@ -82,8 +87,12 @@ package enum FrameBody {
         /// sender hashes its own file and, when they are equal, sends no data (`Close.alreadyThere`).
         package var held: UInt64? = nil
         package var heldSHA256: String? = nil
+        /// Only to an opener whose hello lists `waits`, on a stream nobody listens for yet: not an
+        /// answer but "no listener; held this many seconds for one" — the answer comes later.
+        package var waiting: UInt64? = nil
 
-        package init(accept: Bool, offset: UInt64, prefixSHA256: String? = nil, reason: String? = nil, code: TransferCode? = nil, held: UInt64? = nil, heldSHA256: String? = nil) {
+        package init(accept: Bool, offset: UInt64, prefixSHA256: String? = nil, reason: String? = nil, code: TransferCode? = nil, held: UInt64? = nil, heldSHA256: String? = nil, waiting: UInt64? = nil) {
+            self.waiting = waiting
             self.accept = accept
             self.offset = offset
             self.prefixSHA256 = prefixSHA256

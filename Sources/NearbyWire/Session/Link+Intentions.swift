@@ -9,8 +9,8 @@ extension Link: ChannelPort {
     // MARK: The session
 
     /// Sends our invitation (the link we dialled, once the handshake is done).
-    package func invite(id: String, context: String?, timeout: Double, owner: some LinkOwner) async {
-        await perform(step { $0.invite(id: id, context: context, timeout: timeout) }, owner: owner)
+    package func invite(id: String, context: String?, timeout: Double, offer: Offer? = nil, owner: some LinkOwner) async {
+        await perform(step { $0.invite(id: id, context: context, timeout: timeout, offer: offer) }, owner: owner)
     }
 
     /// Answers the peer's invitation; `closing` is our reason when that ends the link.
@@ -101,6 +101,11 @@ extension Link: ChannelPort {
 
     /// The channel is over (done, refused, reset): later frames on it are ignored.
     package func endChannel(_ id: UInt32) { channels.finish(id) }
+
+    /// Tells the peer its offer on `id` is held, not answered yet (`OpenReply.waiting`).
+    package func notYet(_ id: UInt32, _ reply: FrameBody.OpenReply) async {
+        await send(FrameBody.frame(.openReply, reply, channel: id))
+    }
 
     /// Refuses the peer's offer on `id`: nothing was made for it.
     package func refuse(_ id: UInt32, _ reply: FrameBody.OpenReply) async {

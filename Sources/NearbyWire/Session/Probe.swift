@@ -17,8 +17,12 @@ extension FrameBody {
     /// Listed by a node that keeps a file's modification time: it applies an `open`'s `modified`,
     /// and a bundle's records to it carry one (docs/protocol.md, "Bundles").
     package static let datesFeature = "dates"
+    /// Listed by a node that takes a stream's "not yet" (`OpenReply.waiting`): a receiver with no
+    /// listener for the offered stream says so to such an opener at once, and the answer follows
+    /// when a listener takes it or the wait ends. An older opener is told nothing until then.
+    package static let waitsFeature = "waits"
     /// What this build speaks beyond protocol 2, sent in every hello.
-    package static let features = [probeFeature, bundleFeature, thereFeature, datesFeature]
+    package static let features = [probeFeature, bundleFeature, thereFeature, datesFeature, waitsFeature]
 
     /// A peer's `features`, bounded: at most 16 names of at most 32 bytes each are kept.
     static func bounded(features: [String]?) -> [String] {

@@ -50,10 +50,10 @@ package struct SessionStateMachine: Sendable {
     package init(inbound: Bool = true) { self.inbound = inbound }
 
     /// Client side: send our invitation.
-    package mutating func invite(id: String, context: String?, timeout: Double) -> [Action] {
+    package mutating func invite(id: String, context: String?, timeout: Double, offer: Offer? = nil) -> [Action] {
         guard state == .awaitingInvite else { return [] }
         state = .inviting(id)
-        return [.send(FrameBody.frame(.invite, FrameBody.Invite(invitation: id, context: context, timeout: timeout)))]
+        return [.send(FrameBody.frame(.invite, FrameBody.Invite(invitation: id, context: context, timeout: timeout, offer: offer)))]
     }
 
     /// Server side: answer the invitation we were given.
