@@ -27,6 +27,7 @@ package struct PcapBytes: PcapSource {
 /// soon as `cancelled` says so (Ctrl-C, SIGTERM, --timeout), with `PcapCancelled`.
 package struct PcapFile: PcapSource {
     private let fd: Int32
+    private let isFIFO: Bool
     private let cancelled: @Sendable () -> Bool
 
     package init(path: String, cancelled: @escaping @Sendable () -> Bool = { false }) throws(PcapError) {
@@ -37,6 +38,8 @@ package struct PcapFile: PcapSource {
         }
         fd = opened
         self.cancelled = cancelled
+        var status = stat()
+        isFIFO = fstat(opened, &status) == 0 && status.st_mode & S_IFMT == S_IFIFO
     }
 
     package mutating func read(upTo count: Int) throws -> [UInt8] {
@@ -46,7 +49,13 @@ package struct PcapFile: PcapSource {
             if cancelled() { throw PcapCancelled() }
             let got = out.withUnsafeMutableBytes { systemRead(fd, $0.baseAddress.map { $0 + filled }, count - filled) }
             if got > 0 { filled += got; continue }
-            if got == 0 { break }
+            if got == 0 {
+                // A FIFO reads as ended while no writer has opened it yet: the end is a hang-up.
+                guard isFIFO else { break }
+                var waiting = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                if poll(&waiting, 1, 200) > 0, waiting.revents & Int16(POLLHUP) != 0, waiting.revents & Int16(POLLIN) == 0 { break }
+                continue
+            }
             let code = errno
             guard code == EAGAIN || code == EWOULDBLOCK || code == EINTR else {
                 throw PcapError(reason: String(cString: strerror(code)).lowercased())
