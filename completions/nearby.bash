@@ -619,7 +619,7 @@ _nearby_doctor() {
 
 _nearby_watch() {
     repeating_flags=()
-    non_repeating_flags=(--verbose -v --json --human --version -h --help)
+    non_repeating_flags=(--full --verbose -v --json --human --version -h --help)
     repeating_options=()
     non_repeating_options=(--interface --read --service --peer --host --timeout)
     __nearby_offer_flags_options 0

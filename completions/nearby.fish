@@ -43,7 +43,7 @@ function __nearby_parse_tokens -S
         case 'doctor'
             __nearby_parse_subcommand 1 'service=' 'domain=+' 'no-link' 'dns-server=' 'dns-key=' 'timeout=' 'encryption=' 'localsend' 'v/verbose' 'json' 'human' 'version' 'h/help'
         case 'watch'
-            __nearby_parse_subcommand 0 'interface=' 'read=' 'service=' 'peer=' 'host=' 'timeout=' 'v/verbose' 'json' 'human' 'version' 'h/help'
+            __nearby_parse_subcommand 0 'interface=' 'read=' 'service=' 'peer=' 'host=' 'full' 'timeout=' 'v/verbose' 'json' 'human' 'version' 'h/help'
         case 'help'
             __nearby_parse_subcommand -r 1 'version'
         end
@@ -279,10 +279,11 @@ complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options 
 complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby doctor" version' -l 'version' -d 'Show the version.'
 complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby doctor" h help' -s 'h' -l 'help' -d 'Show help information.'
 complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby watch" interface' -l 'interface' -d 'Capture on this interface only (default: all).' -rfka ''
-complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby watch" read' -l 'read' -d 'Read a capture file (pcap, as tcpdump -w writes it) instead of the network.' -rF
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby watch" read' -l 'read' -d 'Read a capture file (pcap or pcapng) instead of the network.' -rF
 complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby watch" service' -l 'service' -d 'Only packets about this service: a nearby service name (chat) or a DNS-SD type (_http._tcp).' -rfka ''
 complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby watch" peer' -l 'peer' -d 'Only packets about this peer: an instance or host name, or a display name (TXT _d=).' -rfka ''
 complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby watch" host' -l 'host' -d 'Only packets from, or with an address record of, this address (and its findings).' -rfka ''
+complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby watch" full' -l 'full' -d 'Print NSEC type lists, TXT records and unknown data whole, not summarized.'
 complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby watch" timeout' -l 'timeout' -d 'Stop after this many seconds (exit 0).' -rfka ''
 complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby watch" v verbose' -l 'verbose' -s 'v' -d 'Explain what happens on stderr (quiet by default).'
 complete -c 'nearby' -n '__nearby_should_offer_completions_for_flags_or_options "nearby watch" json' -l 'json' -d 'Print events as JSON lines, even on a terminal (the default when output is not a terminal).'

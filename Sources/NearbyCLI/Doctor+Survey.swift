@@ -88,11 +88,18 @@ extension Nearby.Doctor {
     }
 
     /// The responders check: another service on the link, not counting this host's own (its
-    /// nodes, advertised under this identity's ID, and anything on this host's own mDNS name).
-    static func responders(_ survey: Survey, selfID: PeerID, ownHost: String?, hint: String, until deadline: ContinuousClock.Instant) async -> DoctorCheck {
+    /// nodes, advertised under this identity's ID, anything on this host's own mDNS name, and
+    /// anything whose addresses are all this host's — a second stack here under another name,
+    /// python-zeroconf's `zc-1.local.`, is not another host answering).
+    static func responders(
+        _ survey: Survey, selfID: PeerID, ownHost: String?, ownAddresses: [String] = [], hint: String, until deadline: ContinuousClock.Instant
+    ) async -> DoctorCheck {
         let started = ContinuousClock.now
+        let bare: @Sendable (String) -> String = { String($0.lowercased().split(separator: "%", maxSplits: 1).first ?? "") }
+        let ownSet = Set(ownAddresses.map(bare))
         let own: @Sendable (Seen) -> Bool = { seen in
             seen.peer.instance == selfID.rawValue || (ownHost != nil && seen.peer.host?.lowercased() == ownHost?.lowercased())
+                || (!seen.peer.addresses.isEmpty && seen.peer.addresses.allSatisfy { ownSet.contains(bare($0)) })
         }
         let other = await firstResult(until: deadline) { () -> Seen? in
             for await seen in survey.found where !own(seen) { return seen }

@@ -133,7 +133,7 @@ extension Nearby {
                 // Responders waits to the deadline when nothing else is announced: PEER's checks
                 // run beside it (they need the probe published), and are said after it, in order.
                 async let responders = Self.responders(
-                    survey, selfID: identity.peerID, ownHost: selfProbe?.host,
+                    survey, selfID: identity.peerID, ownHost: selfProbe?.host, ownAddresses: interfaces.flatMap(\.addresses),
                     hint: DoctorCheck.multicastHint(firewall: dropping, otherwise: DoctorCheck.multicastHint), until: deadline)
                 var ofPeer: [DoctorCheck] = []
                 let evidence = PeerEvidence()

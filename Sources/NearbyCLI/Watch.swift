@@ -20,8 +20,9 @@ extension Nearby {
                 --timeout, or the end of --read's file), exit 0. On a terminal: a table of the \
                 link's hosts, services and questions, redrawn in place, with the packets below it.
 
-                --read reads a capture file (classic pcap, as `tcpdump -w` writes it) instead: no \
-                privileges needed. --service, --peer and --host narrow the packets printed; \
+                --read reads a capture file (pcap, as `tcpdump -w` writes it, or pcapng, as \
+                Wireshark does) instead: no privileges needed. Long NSEC type lists, TXT records \
+                and unknown data are summarized; --full prints them whole. --service, --peer and --host narrow the packets printed; \
                 --host the findings too.
 
                 Examples:
@@ -35,7 +36,7 @@ extension Nearby {
         @Option(help: ArgumentHelp("Capture on this interface only (default: all).", valueName: "name"))
         var interface: String?
 
-        @Option(help: ArgumentHelp("Read a capture file (pcap, as tcpdump -w writes it) instead of the network.", valueName: "file"),
+        @Option(help: ArgumentHelp("Read a capture file (pcap or pcapng) instead of the network.", valueName: "file"),
                 completion: .file())
         var read: String?
 
@@ -47,6 +48,9 @@ extension Nearby {
 
         @Option(help: ArgumentHelp("Only packets from, or with an address record of, this address (and its findings).", valueName: "address"))
         var host: String?
+
+        @Flag(help: "Print NSEC type lists, TXT records and unknown data whole, not summarized.")
+        var full = false
 
         @Option(help: ArgumentHelp("Stop after this many seconds (exit 0).", valueName: "seconds"))
         var timeout: Double?
@@ -66,7 +70,7 @@ extension Nearby {
                 let source: WatchRun.Source = read.map { .file($0) } ?? .capture(interface: interface)
                 TerminationSignal.install()
                 let summary = try await withThrowingTaskGroup(of: Events.WatchSummary?.self) { group in
-                    group.addTask { try await WatchRun.run(source, filter: filter, printer: printer) }
+                    group.addTask { try await WatchRun.run(source, filter: filter, full: full, printer: printer) }
                     group.addTask {
                         _ = await TerminationSignal.next()
                         return nil
@@ -105,9 +109,10 @@ enum WatchRun {
         case file(String)
     }
 
-    static func run(_ source: Source, filter: WatchFilter, printer: WatchPrinter) async throws -> Events.WatchSummary {
+    static func run(_ source: Source, filter: WatchFilter, full: Bool, printer: WatchPrinter) async throws -> Events.WatchSummary {
         try await Blocking.run { cancellation in
-            var engine = WatchEngine(filter: filter)
+            var engine = WatchEngine(filter: filter, full: full)
+            var frames = FrameReader()
             switch source {
             case let .capture(interface):
                 let capture = try PacketCapture(interface: interface)
@@ -117,22 +122,28 @@ enum WatchRun {
                     // A turn's lines (up to 256 packets) leave in one write.
                     TickBuffer.holding {
                         capture.receive(waiting: 100) { time, index, bytes in
-                            guard let datagram = FrameParser.datagram(bytes, link: .rawIP) else { return }
+                            guard let datagram = frames.datagram(bytes, link: .rawIP, time: time) else { return }
                             let name = capture.interfaceName(index)
                             let limit = capture.payloadLimit(name, ipv6: datagram.source.contains(":"))
                             printer.print(engine.process(datagram, time: time, interface: name, payloadLimit: limit))
                         }
                         turns += 1
-                        if turns % 10 == 0 { capture.countDrops() }
-                        printer.tick(engine.table, now: Date().timeIntervalSince1970)
+                        let now = Date().timeIntervalSince1970
+                        if turns % 10 == 0 {
+                            // Drops said as they happen: what watch shows is then less than the link carried.
+                            let before = capture.dropped
+                            capture.countDrops()
+                            printer.print(engine.kernelDropped(capture.dropped - before, total: capture.dropped, time: now, interface: interface))
+                        }
+                        printer.tick(engine.table, now: now, dropped: capture.dropped)
                     }
                 }
                 capture.countDrops()
                 return engine.summary(dropped: capture.dropped)
             case let .file(path):
                 let file: PcapFile
-                do { file = try PcapFile(path: path) } catch {
-                    throw NearbyError.ioFailure(path: path, reason: ErrorWords.describe(error))
+                do { file = try PcapFile(path: path) { cancellation.isCancelled } } catch {
+                    throw NearbyError.ioFailure(path: path, reason: (error as? PcapError)?.reason ?? ErrorWords.describe(error))
                 }
                 defer { file.close() }
                 do {
@@ -144,14 +155,16 @@ enum WatchRun {
                         try TickBuffer.holding {
                             for _ in 0..<256 {
                                 guard let frame = try reader.next() else { return more = false }
-                                guard let datagram = FrameParser.datagram(frame.bytes[...], link: reader.link) else { continue }
+                                guard let datagram = frames.datagram(frame.bytes[...], link: frame.link, time: frame.time) else { continue }
                                 let interface = datagram.interfaceIndex.map { "if\($0)" }
                                 printer.print(engine.process(datagram, time: frame.time, interface: interface))
-                                printer.tick(engine.table, now: frame.time)
+                                printer.tick(engine.table, now: frame.time, dropped: 0)
                             }
                         }
                     }
-                    printer.tick(engine.table, now: nil)
+                    printer.tick(engine.table, now: nil, dropped: 0)
+                } catch let error as PcapError where error.isCancellation {
+                    return engine.summary(dropped: 0)
                 } catch {
                     if engine.packets > 0 { printer.finish(engine.summary(dropped: 0)) }
                     throw NearbyError.badCaptureFile(path: path, reason: (error as? PcapError)?.reason ?? ErrorWords.describe(error))

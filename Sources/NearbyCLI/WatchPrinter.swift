@@ -33,15 +33,15 @@ final class WatchPrinter: Sendable {
             case let .packet(packet):
                 if let screen { screen.add(WatchText.packet(packet)) } else if human { line(WatchText.packet(packet)) } else { context.events.emit(packet) }
             case let .finding(finding):
-                if let screen { screen.add(WatchText.finding(finding), finding: true) } else if human { line(WatchText.finding(finding)) } else { context.events.emit(finding) }
+                if let screen { screen.add(WatchText.finding(finding), severity: WatchEngine.severity(finding.rule)) } else if human { line(WatchText.finding(finding)) } else { context.events.emit(finding) }
             }
         }
     }
 
     /// The table redrawn, at most a few times a second (`now` nil: at once, the last time).
-    func tick(_ table: LinkTable, now: Double?) {
+    func tick(_ table: LinkTable, now: Double?, dropped: Int) {
         guard let screen, let terminal = context.terminal else { return }
-        if let frame = screen.frame(table, now: now ?? Date().timeIntervalSince1970, force: now == nil) {
+        if let frame = screen.frame(table, now: now ?? Date().timeIntervalSince1970, dropped: dropped, force: now == nil) {
             terminal.line(frame, fd: STDOUT_FILENO)
         }
     }

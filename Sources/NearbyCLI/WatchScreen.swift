@@ -13,10 +13,12 @@ import Glibc
 final class WatchScreen: Sendable {
     static let redrawEvery = 0.25
     static let keptLines = 200
+    static let panel = 5
 
     private struct State {
         var lines: [String] = []
-        var findings: [String] = []
+        /// The panel's findings, each with its rule's severity: the most severe kept.
+        var findings: [(severity: Int, line: String)] = []
         var packets = 0
         var lastDraw = 0.0
         var changed = true
@@ -27,11 +29,18 @@ final class WatchScreen: Sendable {
 
     init(columns: Int) { self.columns = columns }
 
-    func add(_ line: String, finding: Bool = false) {
+    /// A packet line, or a finding's (with its severity). Each line is kept cut to the screen's
+    /// width: what a flood leaves in memory is `keptLines` short lines.
+    func add(_ line: String, severity: Int? = nil) {
+        let line = String(line.prefix(columns))
         state.withLock { state in
-            if finding {
-                state.findings.append(line)
-                if state.findings.count > 5 { state.findings.removeFirst(state.findings.count - 5) }
+            if let severity {
+                // Full: the oldest of the least severe goes, so noise never pushes out a fault.
+                state.findings.append((severity, line))
+                if state.findings.count > Self.panel, let lowest = state.findings.map(\.severity).min(),
+                   let index = state.findings.firstIndex(where: { $0.severity == lowest }) {
+                    state.findings.remove(at: index)
+                }
             } else {
                 state.packets += 1
             }
@@ -42,18 +51,19 @@ final class WatchScreen: Sendable {
     }
 
     /// The next frame, or nil when it is too soon (or nothing changed and the clock's second did not).
-    func frame(_ table: LinkTable, now: Double, force: Bool) -> String? {
+    func frame(_ table: LinkTable, now: Double, dropped: Int, force: Bool) -> String? {
         let wall = Date().timeIntervalSince1970
         let taken = state.withLock { state -> ([String], [String], Int)? in
             guard force || wall - state.lastDraw >= Self.redrawEvery else { return nil }
             state.lastDraw = wall
             state.changed = false
-            return (state.lines, state.findings, state.packets)
+            return (state.lines, state.findings.map(\.line), state.packets)
         }
         guard let taken else { return nil }
         let (lines, findings, packets) = taken
         var top = Self.table(table, now: now, columns: columns)
-        top.insert("nearby watch — \(packets) packets, \(findings.count) recent findings (Ctrl-C: summary)", at: 0)
+        let drops = dropped > 0 ? ", \(dropped) dropped by the kernel" : ""
+        top.insert("nearby watch — \(packets) packets\(drops), \(findings.count) recent findings (Ctrl-C: summary)", at: 0)
         if !findings.isEmpty { top += ["FINDINGS"] + findings.map { "  " + $0 } }
         return LiveFrame.compose(top: top, below: "packets", lines: lines, columns: columns)
     }

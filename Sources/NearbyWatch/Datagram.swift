@@ -36,8 +36,22 @@ package enum FrameParser {
     static let maxExtensionHeaders = 8
 
     /// The datagram in `frame`, or nil when it is no UDP datagram to or from port 5353 (or is cut
-    /// too short to say). A fragment after the first is nil: it has no UDP header.
+    /// too short to say). A fragment after the first is nil: it has no UDP header (`FrameReader`
+    /// puts fragments back together).
     package static func datagram(_ frame: ArraySlice<UInt8>, link: LinkType) -> UDPDatagram? {
+        guard let (packet, interfaceIndex) = ipPacket(frame, link: link) else { return nil }
+        var datagram: UDPDatagram?
+        switch packet.first.map({ $0 >> 4 }) {
+        case 4?: datagram = ipv4(packet)
+        case 6?: datagram = ipv6(packet)
+        default: return nil
+        }
+        datagram?.interfaceIndex = interfaceIndex
+        return datagram
+    }
+
+    /// The IP packet in `frame` (its link header gone) and the interface index of an SLL2 header.
+    static func ipPacket(_ frame: ArraySlice<UInt8>, link: LinkType) -> (ArraySlice<UInt8>, Int?)? {
         var frame = frame
         var interfaceIndex: Int?
         let ethertype: UInt16?
@@ -67,45 +81,55 @@ package enum FrameParser {
             frame = frame.dropFirst(20)
         }
         guard let first = frame.first else { return nil }
-        let version = first >> 4
         switch ethertype {
-        case 0x0800?: guard version == 4 else { return nil }
-        case 0x86DD?: guard version == 6 else { return nil }
+        case 0x0800?: guard first >> 4 == 4 else { return nil }
+        case 0x86DD?: guard first >> 4 == 6 else { return nil }
         case nil: break
         default: return nil
         }
-        var datagram: UDPDatagram?
-        switch version {
-        case 4: datagram = ipv4(frame)
-        case 6: datagram = ipv6(frame)
-        default: return nil
-        }
-        datagram?.interfaceIndex = interfaceIndex
-        return datagram
+        return (frame, interfaceIndex)
     }
 
-    static func ipv4(_ packet: ArraySlice<UInt8>) -> UDPDatagram? {
+    /// An IPv4 packet's header fields and the UDP datagram it carries (or its fragment of one).
+    struct IPv4Parts {
+        var source: String
+        var destination: String
+        var identification: UInt16
+        var offset: Int
+        var more: Bool
+        var body: ArraySlice<UInt8>
+    }
+
+    static func ipv4Parts(_ packet: ArraySlice<UInt8>) -> IPv4Parts? {
         guard packet.count >= 20 else { return nil }
         let headerLength = Int(packet[packet.startIndex] & 0x0F) * 4
         let total = Int(be16(packet, 2))
         guard headerLength >= 20, total >= headerLength, packet.count >= headerLength else { return nil }
         guard packet[packet.startIndex + 9] == 17 else { return nil }
         let fragment = be16(packet, 6)
-        guard fragment & 0x1FFF == 0 else { return nil }  // a later fragment: no UDP header
         // A frame may carry padding past the IP packet (Ethernet's minimum); a snapped one less.
-        let body = packet.dropFirst(headerLength).prefix(max(0, total - headerLength))
-        let source = address(packet.dropFirst(12).prefix(4))
-        let destination = address(packet.dropFirst(16).prefix(4))
-        return udp(body, source: source, destination: destination, fragmented: fragment & 0x2000 != 0)
+        return IPv4Parts(
+            source: address(packet.dropFirst(12).prefix(4)), destination: address(packet.dropFirst(16).prefix(4)),
+            identification: be16(packet, 4), offset: Int(fragment & 0x1FFF) * 8, more: fragment & 0x2000 != 0,
+            body: packet.dropFirst(headerLength).prefix(max(0, total - headerLength)))
     }
 
-    static func ipv6(_ packet: ArraySlice<UInt8>) -> UDPDatagram? {
-        guard packet.count >= 40 else { return nil }
-        let payloadLength = Int(be16(packet, 4))
-        var next = packet[packet.startIndex + 6]
-        var body = packet.dropFirst(40).prefix(payloadLength)
-        var fragmented = false
-        var hops = 0
+    static func ipv4(_ packet: ArraySlice<UInt8>) -> UDPDatagram? {
+        guard let parts = ipv4Parts(packet), parts.offset == 0 else { return nil }  // a later fragment: no UDP header
+        return udp(parts.body, source: parts.source, destination: parts.destination, fragmented: parts.more)
+    }
+
+    /// What follows an IPv6 header's chain of extension headers: UDP, or a fragment header (its
+    /// offset, M flag, identification, and the next header of the fragmented part), or nil.
+    enum IPv6Payload {
+        case udp(ArraySlice<UInt8>)
+        case fragment(offset: Int, more: Bool, identification: UInt32, next: UInt8, data: ArraySlice<UInt8>)
+    }
+
+    /// Walks hop-by-hop, routing and destination options headers from `next` to UDP or a fragment
+    /// header (an atomic fragment, RFC 6946 — offset 0, no more — is walked through).
+    static func ipv6Walk(next: UInt8, body: ArraySlice<UInt8>) -> IPv6Payload? {
+        var next = next, body = body, hops = 0
         while next != 17 {
             hops += 1
             guard hops <= maxExtensionHeaders, body.count >= 8 else { return nil }
@@ -115,18 +139,36 @@ package enum FrameParser {
                 guard body.count >= length else { return nil }
                 next = body[body.startIndex]
                 body = body.dropFirst(length)
-            case 44:  // fragment: 8 bytes; only the first fragment has the UDP header
-                guard be16(body, 2) & 0xFFF8 == 0 else { return nil }
-                fragmented = true
+            case 44:  // fragment: 8 bytes
+                let field = be16(body, 2)
+                let offset = Int(field & 0xFFF8), more = field & 1 != 0, identification = be32(body, 4)
                 next = body[body.startIndex]
                 body = body.dropFirst(8)
+                if offset != 0 || more {
+                    return .fragment(offset: offset, more: more, identification: identification, next: next, data: body)
+                }
             default:
                 return nil
             }
         }
+        return .udp(body)
+    }
+
+    static func ipv6(_ packet: ArraySlice<UInt8>) -> UDPDatagram? {
+        guard packet.count >= 40 else { return nil }
         let source = address(packet.dropFirst(8).prefix(16))
         let destination = address(packet.dropFirst(24).prefix(16))
-        return udp(body, source: source, destination: destination, fragmented: fragmented)
+        let body = packet.dropFirst(40).prefix(Int(be16(packet, 4)))
+        switch ipv6Walk(next: packet[packet.startIndex + 6], body: body) {
+        case let .udp(udpBody)?:
+            return udp(udpBody, source: source, destination: destination, fragmented: false)
+        case let .fragment(offset, _, _, next, data)? where offset == 0:
+            // The first fragment: the UDP header and the start of the payload.
+            guard case let .udp(udpBody)? = ipv6Walk(next: next, body: data) else { return nil }
+            return udp(udpBody, source: source, destination: destination, fragmented: true)
+        default:
+            return nil
+        }
     }
 
     static func udp(_ body: ArraySlice<UInt8>, source: String, destination: String, fragmented: Bool) -> UDPDatagram? {

@@ -47,7 +47,7 @@ package struct LinkTable: Sendable {
             for question in message.questions {
                 let key = question.name.key + " " + question.type.description
                 var entry = questions[key] ?? Question(
-                    name: question.name.description, type: question.type.description, askedBy: observation.source, count: 0,
+                    name: question.name.shown, type: question.type.description, askedBy: observation.source, count: 0,
                     lastAsked: now, answered: nil)
                 entry.count += 1
                 entry.lastAsked = now
@@ -68,7 +68,7 @@ package struct LinkTable: Sendable {
             switch record.data {
             case let .a(bytes), let .aaaa(bytes):
                 let key = record.name.key, address = FrameParser.address(bytes[...])
-                var host = hosts[key] ?? Host(name: record.name.description, addresses: [:], expires: expires, lastHeard: now)
+                var host = hosts[key] ?? Host(name: record.name.shown, addresses: [:], expires: expires, lastHeard: now)
                 var list = host.addresses[observation.interface ?? "", default: []]
                 if record.ttl == 0 {
                     list.removeAll { $0 == address }
@@ -82,7 +82,7 @@ package struct LinkTable: Sendable {
             case let .ptr(instance) where PacketMeaning.serviceType(record.name) == record.name:
                 let key = instance.key
                 var service = services[key] ?? Service(
-                    instance: instance.description, type: record.name.description, host: nil, port: nil, source: observation.source,
+                    instance: instance.shown, type: record.name.shown, host: nil, port: nil, source: observation.source,
                     expires: expires, lastHeard: now)
                 service.expires = expires
                 service.lastHeard = now
@@ -91,9 +91,9 @@ package struct LinkTable: Sendable {
             case let .srv(_, _, port, target):
                 let key = record.name.key
                 var service = services[key] ?? Service(
-                    instance: record.name.description, type: PacketMeaning.serviceType(record.name)?.description ?? "",
+                    instance: record.name.shown, type: PacketMeaning.serviceType(record.name)?.shown ?? "",
                     host: nil, port: nil, source: observation.source, expires: expires, lastHeard: now)
-                service.host = target.description
+                service.host = target.shown
                 service.port = Int(port)
                 service.lastHeard = now
                 if record.ttl == 0 { service.expires = now }

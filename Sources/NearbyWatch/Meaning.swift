@@ -16,8 +16,8 @@ package enum PacketMeaning {
             let probing = !message.authority.isEmpty
             for question in message.questions {
                 add(Events.Meaning(
-                    kind: probing ? "probe" : "question", name: question.name.description,
-                    service: serviceType(question.name).map(\.description)))
+                    kind: probing ? "probe" : "question", name: question.name.shown,
+                    service: serviceType(question.name).map(\.shown)))
             }
             return meanings
         }
@@ -25,14 +25,14 @@ package enum PacketMeaning {
         for record in records {
             switch record.data {
             case let .ptr(instance) where serviceType(record.name) == record.name:
-                add(Events.Meaning(kind: record.ttl == 0 ? "withdrawn" : "announced", name: instance.description, service: record.name.description))
+                add(Events.Meaning(kind: record.ttl == 0 ? "withdrawn" : "announced", name: instance.shown, service: record.name.shown))
             case let .srv(_, _, port, target):
                 if record.ttl == 0 {
-                    add(Events.Meaning(kind: "withdrawn", name: record.name.description, service: serviceType(record.name)?.description))
+                    add(Events.Meaning(kind: "withdrawn", name: record.name.shown, service: serviceType(record.name)?.shown))
                 } else {
                     add(Events.Meaning(
-                        kind: "resolved", name: record.name.description, service: serviceType(record.name)?.description,
-                        host: target.description, port: Int(port)))
+                        kind: "resolved", name: record.name.shown, service: serviceType(record.name)?.shown,
+                        host: target.shown, port: Int(port)))
                 }
             default:
                 break
@@ -49,10 +49,10 @@ package enum PacketMeaning {
         for name in order {
             guard let entry = addresses[name] else { continue }
             if !entry.live.isEmpty {
-                add(Events.Meaning(kind: "address", name: name.description, host: name.description, addresses: entry.live))
+                add(Events.Meaning(kind: "address", name: name.shown, host: name.shown, addresses: entry.live))
             }
             if !entry.gone.isEmpty {
-                add(Events.Meaning(kind: "address-withdrawn", name: name.description, host: name.description, addresses: entry.gone))
+                add(Events.Meaning(kind: "address-withdrawn", name: name.shown, host: name.shown, addresses: entry.gone))
             }
         }
         return meanings

@@ -77,7 +77,7 @@ struct Once<Key: Hashable> {
 
 extension DNSName {
     /// Lowercased presentation form: a key for tables.
-    var key: String { lowercased.description }
+    var key: String { lowercased.shown }
 }
 
 extension BoundedTable: Sendable where Key: Sendable, Value: Sendable {}

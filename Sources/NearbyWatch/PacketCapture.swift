@@ -116,29 +116,36 @@ package final class PacketCapture {
     static let solPacket: Int32 = 263
     static let packetStatistics: Int32 = 6
 
-    /// UDP to or from 5353 over IPv4 (not a later fragment) or IPv6; the packet's protocol read
-    /// from the socket buffer (SKF_AD_PROTOCOL), its data starting at the IP header.
+    /// What the host's kernel would hand its daemon, as the daemon's socket would get it: UDP to or
+    /// from 5353 over IPv4 or IPv6, and every IPv4 UDP fragment and IPv6 packet whose first header
+    /// is an extension header (hop-by-hop, routing, fragment, destination options) — the ports are
+    /// behind them, so `FrameReader` decides (and puts fragments together). The packet's protocol is
+    /// read from the socket buffer (SKF_AD_PROTOCOL), its data starting at the IP header.
     static let filter: [FilterInstruction] = [
         .init(0x28, 0, 0, 0xFFFF_F000),  // 0: A = protocol
         .init(0x15, 0, 9, 0x0800),  // 1: IPv4? else 11
         .init(0x30, 0, 0, 9),  // 2: A = IP protocol
-        .init(0x15, 0, 14, 17),  // 3: UDP? else reject
+        .init(0x15, 0, 18, 17),  // 3: UDP? else reject
         .init(0x28, 0, 0, 6),  // 4: A = flags and fragment offset
-        .init(0x45, 12, 0, 0x1FFF),  // 5: a later fragment: reject
+        .init(0x45, 17, 0, 0x3FFF),  // 5: a fragment (more, or an offset): accept
         .init(0xB1, 0, 0, 0),  // 6: X = IP header length
         .init(0x48, 0, 0, 0),  // 7: A = source port
-        .init(0x15, 10, 0, 5353),  // 8: 5353: accept
+        .init(0x15, 14, 0, 5353),  // 8: 5353: accept
         .init(0x48, 0, 0, 2),  // 9: A = destination port
-        .init(0x15, 8, 7, 5353),  // 10: 5353: accept, else reject
-        .init(0x15, 0, 6, 0x86DD),  // 11: IPv6? else reject
+        .init(0x15, 12, 11, 5353),  // 10: 5353: accept, else reject
+        .init(0x15, 0, 10, 0x86DD),  // 11: IPv6? else reject
         .init(0x30, 0, 0, 6),  // 12: A = next header
-        .init(0x15, 0, 4, 17),  // 13: UDP? else reject
-        .init(0x28, 0, 0, 40),  // 14: A = source port
-        .init(0x15, 3, 0, 5353),  // 15: 5353: accept
-        .init(0x28, 0, 0, 42),  // 16: A = destination port
-        .init(0x15, 1, 0, 5353),  // 17: 5353: accept
-        .init(0x06, 0, 0, 0),  // 18: reject
-        .init(0x06, 0, 0, 262_144),  // 19: accept, whole
+        .init(0x15, 4, 0, 17),  // 13: UDP: 18
+        .init(0x15, 8, 0, 0),  // 14: hop-by-hop: accept
+        .init(0x15, 7, 0, 60),  // 15: destination options: accept
+        .init(0x15, 6, 0, 44),  // 16: fragment: accept
+        .init(0x15, 5, 4, 43),  // 17: routing: accept, else reject
+        .init(0x28, 0, 0, 40),  // 18: A = source port
+        .init(0x15, 3, 0, 5353),  // 19: 5353: accept
+        .init(0x28, 0, 0, 42),  // 20: A = destination port
+        .init(0x15, 1, 0, 5353),  // 21: 5353: accept
+        .init(0x06, 0, 0, 0),  // 22: reject
+        .init(0x06, 0, 0, 262_144),  // 23: accept, whole
     ]
 }
 

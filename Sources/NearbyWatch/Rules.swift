@@ -38,8 +38,8 @@ struct ChattyQuerierRule {
             let span = max(now - entry.first, 0.001)
             let every = Int((span / Double(entry.quick) * 1000).rounded())
             findings.append(Events.Finding(
-                rule: "chatty-querier", host: observation.source, interface: observation.interface, name: question.name.description,
-                evidence: "\(observation.source) asked \(question.name) \(question.type) \(entry.quick + 1) times in \(Self.seconds(span)) s, about every \(every) ms; RFC 6762 §5.2 wants 1 s between the first two, then at least double each time",
+                rule: "chatty-querier", host: observation.source, interface: observation.interface, name: question.name.shown,
+                evidence: "\(observation.source) asked \(question.name.shown) \(question.type) \(entry.quick + 1) times in \(Self.seconds(span)) s, about every \(every) ms; RFC 6762 §5.2 wants 1 s between the first two, then at least double each time",
                 hint: "a program on \(observation.source) queries in a loop instead of through the daemon (or restarts its browse): find it (on that host, `ss -uanp 'sport = :5353'`) and have it browse through avahi-daemon"))
         }
         return findings
@@ -68,8 +68,8 @@ struct TTLRule {
             guard once.admit("\(observation.source) \(record.name.key) \(record.type)", at: observation.time) else { continue }
             let expected = [DNSType.a, .aaaa, .srv, .hinfo].contains(record.type) ? "120 s" : "4500 s (75 min)"
             findings.append(Events.Finding(
-                rule: "ttl", host: observation.source, interface: observation.interface, name: record.name.description,
-                evidence: "\(record.name) \(record.type) has TTL \(record.ttl) s; RFC 6762 §10 recommends \(expected)",
+                rule: "ttl", host: observation.source, interface: observation.interface, name: record.name.shown,
+                evidence: "\(record.name.shown) \(record.type) has TTL \(record.ttl) s; RFC 6762 §10 recommends \(expected)",
                 hint: tooLong
                     ? "caches keep this record long after its host is gone (a ghost): fix the responder's TTL"
                     : "caches drop this record almost at once and ask again: fix the responder's TTL"))
@@ -131,8 +131,8 @@ struct ReflectorEchoRule {
             if let other = known.first(where: { $0.source != observation.source && $0.interface != interface }),
                once.admit(record.name.key + " " + record.type.description, at: now) {
                 findings.append(Events.Finding(
-                    rule: "reflector-echo", host: observation.source, interface: interface, name: record.name.description,
-                    evidence: "\(record.name) \(record.type) came from \(other.source) on \(other.interface) and \(Int(((now - other.time) * 1000).rounded())) ms later from \(observation.source) on \(interface)",
+                    rule: "reflector-echo", host: observation.source, interface: interface, name: record.name.shown,
+                    evidence: "\(record.name.shown) \(record.type) came from \(other.source) on \(other.interface) and \(Int(((now - other.time) * 1000).rounded())) ms later from \(observation.source) on \(interface)",
                     hint: "something repeats mDNS from one link on another: a reflector (avahi's enable-reflector=yes), a bridge loop or a multicast router; peers may then be found at addresses they cannot be reached at"))
             }
             known.removeAll { $0.source == observation.source && $0.interface == interface }
@@ -171,8 +171,8 @@ struct FlappingRule {
                 state.withdrawals = Array((state.withdrawals + [now]).filter { now - $0 <= Self.window }.suffix(Self.cycles * 2))
                 if state.withdrawals.count >= Self.cycles, once.admit(key, at: now) {
                     findings.append(Events.Finding(
-                        rule: "flapping", host: observation.source, interface: observation.interface, name: instance.description,
-                        evidence: "\(instance) was announced and withdrawn \(state.withdrawals.count) times in \(Int(now - (state.withdrawals.first ?? now))) s",
+                        rule: "flapping", host: observation.source, interface: observation.interface, name: instance.shown,
+                        evidence: "\(instance.shown) was announced and withdrawn \(state.withdrawals.count) times in \(Int(now - (state.withdrawals.first ?? now))) s",
                         hint: "the service's process restarts in a loop, or its daemon re-registers it: look at that host's logs (journalctl, the program's own)"))
                 }
             }

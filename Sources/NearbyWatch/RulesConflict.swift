@@ -41,7 +41,7 @@ struct ConflictRule {
                 let theirs = other.data.map { RecordText.data($0, type: group.type) }.sorted().joined(separator: ", ")
                 let ours = group.data.map { RecordText.data($0, type: group.type) }.sorted().joined(separator: ", ")
                 findings.append(Events.Finding(
-                    rule: "conflict", host: observation.source, interface: observation.interface, name: group.name.description,
+                    rule: "conflict", host: observation.source, interface: observation.interface, name: group.name.shown,
                     evidence: "\(observation.source) answers \(group.name) \(group.type) with \(ours); \(other.source) answered it with \(theirs)",
                     hint: "two hosts claim one unique name: rename one (avahi: host-name= in avahi-daemon.conf; a service: its name), or find the host or container that copies another's records"))
             }
@@ -79,7 +79,7 @@ struct RenameRule {
         func report(_ evidence: String, name: DNSName, previous: String, why: String) {
             guard once.admit(name.key, at: now) else { return }
             findings.append(Events.Finding(
-                rule: "rename", host: observation.source, interface: observation.interface, name: name.description,
+                rule: "rename", host: observation.source, interface: observation.interface, name: name.shown,
                 evidence: "\(why): \(evidence)",
                 hint: "a daemon took a new name because another host answered for \(previous): find that host (`nearby watch --host`), and give each host its own name"))
         }

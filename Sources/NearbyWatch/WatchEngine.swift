@@ -54,7 +54,6 @@ package struct WatchFilter: Sendable {
 /// socket, no clock but the packets' own), so every rule is tested on recorded packets; every
 /// table it keeps is capped, so a flood costs time, never unbounded memory.
 package struct WatchEngine {
-    package static let maxFindings = 1000
     package static let maxHosts = 4096
 
     package enum Output: Sendable {
@@ -63,6 +62,9 @@ package struct WatchEngine {
     }
 
     let filter: WatchFilter
+    /// NSEC type lists, TXT and unknown data printed whole (`--full`), not summarized.
+    let full: Bool
+    var budget = FindingBudget()
     var conflict = ConflictRule()
     var rename = RenameRule()
     var chatty = ChattyQuerierRule()
@@ -80,7 +82,10 @@ package struct WatchEngine {
     package private(set) var perRule: [String: Int] = [:]
     var hosts = BoundedTable<String, Int>(capacity: WatchEngine.maxHosts)
 
-    package init(filter: WatchFilter = WatchFilter()) { self.filter = filter }
+    package init(filter: WatchFilter = WatchFilter(), full: Bool = false) {
+        self.filter = filter
+        self.full = full
+    }
 
     /// The events for one datagram captured at `time` on `interface` (nil: not known, a pcap file's).
     package mutating func process(_ datagram: UDPDatagram, time: Double, interface: String?, payloadLimit: Int = 1472) -> [Output] {
@@ -96,7 +101,7 @@ package struct WatchEngine {
                     time: time, interface: interface, source: datagram.source, sourcePort: datagram.sourcePort,
                     destinationPort: datagram.destinationPort, message: header, size: datagram.claimedLength,
                     payloadLimit: payloadLimit, fragmented: true)
-                report(size.observe(observation), into: &out)
+                report(size.observe(observation), into: &out, at: time)
             } else {
                 malformedPacket(datagram, why: "cut short by the capture: \(datagram.payload.count) of \(datagram.claimedLength) bytes", time: time, interface: interface, into: &out)
             }
@@ -112,18 +117,19 @@ package struct WatchEngine {
         }
         let observation = Observation(
             time: time, interface: interface, source: datagram.source, sourcePort: datagram.sourcePort,
-            destinationPort: datagram.destinationPort, message: message, size: datagram.payload.count, payloadLimit: payloadLimit)
+            destinationPort: datagram.destinationPort, message: message, size: datagram.payload.count, payloadLimit: payloadLimit,
+            fragmented: datagram.fragmented)
         table.observe(observation)
         if filter.matches(source: datagram.source, message: message) {
-            out.append(.packet(Self.packet(observation, destination: datagram.destination)))
+            out.append(.packet(Self.packet(observation, destination: datagram.destination, full: full)))
         }
-        report(conflict.observe(observation), into: &out)
-        report(rename.observe(observation), into: &out)
-        report(chatty.observe(observation), into: &out)
-        report(ttl.observe(observation), into: &out)
-        report(size.observe(observation), into: &out)
-        report(echo.observe(observation), into: &out)
-        report(flapping.observe(observation), into: &out)
+        report(conflict.observe(observation), into: &out, at: time)
+        report(rename.observe(observation), into: &out, at: time)
+        report(chatty.observe(observation), into: &out, at: time)
+        report(ttl.observe(observation), into: &out, at: time)
+        report(size.observe(observation), into: &out, at: time)
+        report(echo.observe(observation), into: &out, at: time)
+        report(flapping.observe(observation), into: &out, at: time)
         return out
     }
 
@@ -134,14 +140,30 @@ package struct WatchEngine {
             rule: "malformed", host: datagram.source, interface: interface,
             evidence: "a packet of \(datagram.payload.count) bytes from \(datagram.source) port \(datagram.sourcePort) is not well-formed DNS: \(why)",
             hint: "a broken responder or querier on \(datagram.source) (or something else using UDP 5353): find the program (on that host, `ss -uanp 'sport = :5353'`)")],
-            into: &out)
+            into: &out, at: time)
     }
 
-    private mutating func report(_ found: [Events.Finding], into out: inout [Output]) {
+    /// The kernel dropped `count` packets in the last turn (`total` since watching began) for want
+    /// of room in the socket's buffer: a `kernel-drops` finding (through the same budget), as they
+    /// happen — what watch shows is then less than the link carried.
+    package mutating func kernelDropped(_ count: Int, total: Int, time: Double, interface: String?) -> [Output] {
+        guard count > 0 else { return [] }
+        var out: [Output] = []
+        report([Events.Finding(
+            rule: "kernel-drops", host: "this host", interface: interface,
+            evidence: "the kernel dropped \(count) mDNS packets just now (\(total) since watching began) before watch could read them",
+            hint: "watch sees less than the link carries: the link floods or this host is busy (the summary's busiest hosts say who sends most); capture with `tcpdump -w` and read it with --read to see every packet")],
+            into: &out, at: time)
+        return out
+    }
+
+    /// A finding printed, unless its rule and host (or its rule, across hosts) used up their
+    /// budget this minute: counted in the summary either way.
+    mutating func report(_ found: [Events.Finding], into out: inout [Output], at time: Double) {
         for finding in found where filter.matches(finding) {
             findings += 1
             perRule[finding.rule, default: 0] += 1
-            guard findings <= Self.maxFindings else { suppressed += 1; continue }
+            guard budget.admit(finding, at: time) else { suppressed += 1; continue }
             out.append(.finding(finding))
         }
     }
@@ -155,14 +177,53 @@ package struct WatchEngine {
             findingsSuppressed: suppressed, exitStatus: 0)
     }
 
-    static func packet(_ observation: Observation, destination: String) -> Events.Packet {
+    static func packet(_ observation: Observation, destination: String, full: Bool = false) -> Events.Packet {
         let message = observation.message
         return Events.Packet(
             captured: EventEncoder.timestamp(Date(timeIntervalSince1970: observation.time)), interface: observation.interface,
             source: observation.source, sourcePort: Int(observation.sourcePort), destination: destination,
             destinationPort: Int(observation.destinationPort), kind: message.isResponse ? "response" : "query", id: Int(message.id),
             size: observation.size, truncated: message.truncated, questions: message.questions.map(RecordText.question),
-            answers: message.answers.map(RecordText.record), authority: message.authority.map(RecordText.record),
-            additional: message.additional.map(RecordText.record), meaning: PacketMeaning.of(message))
+            answers: message.answers.map { RecordText.record($0, full: full) },
+            authority: message.authority.map { RecordText.record($0, full: full) },
+            additional: message.additional.map { RecordText.record($0, full: full) }, meaning: PacketMeaning.of(message))
+    }
+}
+
+/// How many findings print: per rule and host at most `perHost` a minute, per rule (across hosts)
+/// at most `perRule` — so one host's noise spends only its own budget, a flood from many hosts only
+/// its rule's, and a fault of another rule or host still prints. Counts are kept for 4,096 keys.
+struct FindingBudget {
+    static let window = 60.0
+    static let perHost = 5
+    static let perRule = 100
+
+    var spent = BoundedTable<String, (start: Double, count: Int)>(capacity: 4096)
+
+    mutating func admit(_ finding: Events.Finding, at time: Double) -> Bool {
+        let keys = ["\(finding.rule) \(finding.host)", finding.rule]
+        let limits = [Self.perHost, Self.perRule]
+        var counts: [(start: Double, count: Int)] = []
+        for key in keys {
+            var entry = spent[key] ?? (time, 0)
+            if time - entry.start >= Self.window || time < entry.start { entry = (time, 0) }
+            counts.append(entry)
+        }
+        guard zip(counts, limits).allSatisfy({ $0.count < $1 }) else { return false }
+        for (key, entry) in zip(keys, counts) { spent.set(key, (entry.start, entry.count + 1), at: time) }
+        return true
+    }
+}
+
+extension WatchEngine {
+    /// How much a rule's finding matters to a person at a terminal (the FINDINGS panel keeps the
+    /// highest): 3 a host or service losing its name or reached at the wrong place, 2 a broken
+    /// packet or querier, 1 a record's TTL.
+    package static func severity(_ rule: String) -> Int {
+        switch rule {
+        case "conflict", "rename", "reflector-echo", "flapping", "split-brain": 3
+        case "ttl": 1
+        default: 2
+        }
     }
 }

@@ -1,0 +1,25 @@
+# End-to-end tests of doctor's checks on real networks (issue 60). Uses doctor.sh's spawn_publish.
+
+# h1's own avahi-daemon publishes a second host name, zc-1.local, at h1's own address, and a
+# service on it — what a second stack on this host (python-zeroconf) looks like from the daemon.
+# doctor on h1 does not count it as another responder on the link ("responders ok (first: … on
+# zc-1.local.)" was the old answer, with no other host announcing anything).
+test_doctor_real_responders_does_not_count_this_hosts_other_name() {
+    trap 'kill -INT ${ADDR_PID:-} ${PUBLISH_PID:-} 2>/dev/null' EXIT
+    spawn_publish 1 "$OUT/address.txt" -a -R zc-1.local "$(lab_addr 1)" || return 1
+    ADDR_PID=$PUBLISH_PID
+    spawn_publish 1 "$OUT/service.txt" -s -H zc-1.local zc-e2e _zc-e2e._tcp 8080 || return 1
+    # h2 sees it: it is on the link, resolved to h1's address.
+    lab_run 2 avahi-browse -rpt _zc-e2e._tcp 2>/dev/null | grep '^=' | head -n 1 | sed 's/^/    avahi-browse on h2: /'
+    lab_run 1 "$NEARBY" doctor --json --timeout 3 >"$OUT/doctor.jsonl" 2>"$OUT/doctor.err"
+    local line
+    line=$(jq -c 'select(.event=="check" and .check=="responders")' "$OUT/doctor.jsonl")
+    echo "    $(jq -r '"\(.status) responders: \(.detail)"' <<<"$line")"
+    [[ -n $line ]] || { fail "no responders check"; cat "$OUT/doctor.err" >&2; return 1; }
+    local status detail
+    status=$(jq -r .status <<<"$line") detail=$(jq -r .detail <<<"$line")
+    [[ ! ($status == ok && ($detail == *zc-1* || $detail == *_zc-e2e*)) ]] || {
+        fail "responders counts this host's own second name as another responder"; return 1; }
+    # Alone on the link but for it: a warning that says it was left out.
+    [[ $status == ok || $detail == *"this host's own not counted: _zc-e2e._tcp"* ]] || { fail "the warning does not say what it left out"; return 1; }
+}
