@@ -64,9 +64,10 @@ enum LocalSendCommands {
     /// Where devices answer our announcements while we look for them (official apps answer only
     /// with `POST /register` to the port we announce): 53317, another port when it is taken (then
     /// announced), none when no port can be had (devices are then heard only when they announce).
+    /// Closing, it does not wait on a phone's kept connection (`LocalSendServer.briefGoodbye`).
     static func registrations(_ identity: LocalSendIdentity) async -> LocalSendServer? {
         do {
-            return try await LocalSendServer.bind(identity: identity)
+            return try await LocalSendServer.bind(identity: identity, goodbye: LocalSendServer.briefGoodbye)
         } catch {
             NearbyLog.logger.info("LocalSend: no TCP port for devices' answers (\(error.errorDescription ?? "\(error)")): hearing only their announcements")
             return nil
