@@ -125,7 +125,7 @@ class Phone:
             elif path.endswith("/info") or path.endswith("/register"):
                 answer(conn, 200, json.dumps(self.info).encode())
             elif path.endswith("/cancel"):
-                out(cancel=query.get("sessionId"))
+                out(cancel=query.get("sessionId", ""), at=time.time())
                 answer(conn, 200)
             else:
                 answer(conn, 404)
