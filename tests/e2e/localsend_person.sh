@@ -127,3 +127,21 @@ test_localsend_person_printed_commands_work_as_printed() {
     plain "$OUT/node.txt" | grep -q "inviter's screen" && { fail "a code sentence where there is no code"; show "$OUT/node.txt"; return 1; }
     return 0
 }
+
+# A phone whose server requires a client certificate (1.18's does): nearby shows its own, found by
+# name and sent to; with no certificate at all the handshake is refused (the peer is strict).
+test_localsend_person_a_phone_that_requires_a_client_certificate() {
+    ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
+    lab_run 2 "$NEARBY" browse --localsend --timeout 1 >/dev/null 2>&1
+    local home
+    home=$(lab_run 2 sh -c 'echo "${NEARBY_HOME:-$HOME/.nearby}"')
+    jq -r .certificate "$home/localsend.json" >"$OUT/nearby.pem" || { fail "no localsend.json in $home"; return 1; }
+    lps_phone 1 "Pia's phone" --require-cert "$OUT/nearby.pem" || return 1
+    head -c 5000 /dev/urandom >"$OUT/a.bin"
+    lab_run 2 "$NEARBY" send-file --localsend "Pia's phone" "$OUT/a.bin" >"$OUT/send.jsonl" 2>"$OUT/send.err"
+    expect_eq "$?" 0 "sent to a phone that requires a client certificate" || { cat "$OUT/send.err" "$OUT/person.out" >&2; return 1; }
+    cmp -s "$OUT/a.bin" "$OUT/phone/a.bin" || { fail "a.bin did not arrive"; return 1; }
+    lab_run 2 timeout 5 openssl s_client -connect 10.99.0.1:53317 </dev/null >/dev/null 2>&1
+    lab_wait_line "$OUT/person.out" 'select(.handshake_failed)' 10 >/dev/null || { fail "a client with no certificate was taken"; return 1; }
+}
