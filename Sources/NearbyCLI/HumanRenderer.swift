@@ -131,9 +131,13 @@ struct HumanRenderer: Sendable {
         let indent = String(repeating: " ", count: 9)
         let context = e.context.map { ": \"" + Text.clean($0, limit: 300) + "\"" } ?? ""
         let target = Self.shellWord(e.peer.name) ?? Text.id(e.peer)
-        let serviceOption = service.flatMap { $0 == "nearby" ? nil : " --service " + (Self.shellWord($0) ?? $0) } ?? ""
+        let localSend = e.kind == "localsend"
+        // The commands work as printed: a LocalSend transfer is answered by `accept --localsend`
+        // (its node is no DNS-SD service that `--service` could name).
+        let serviceOption = localSend
+            ? " --localsend" : service.flatMap { $0 == "nearby" ? nil : " --service " + (Self.shellWord($0) ?? $0) } ?? ""
         // LocalSend has no verification code: say so rather than show an empty one.
-        let code = e.kind == "localsend" ? "LocalSend (no verification code)" : "verification code " + paint(Text.clean(e.verificationCode), .boldCyan)
+        let code = localSend ? "LocalSend (no verification code)" : "verification code " + paint(Text.clean(e.verificationCode), .boldCyan)
         let offered = e.offer.map { " — offers " + Self.offered($0) } ?? ""
         let from = paint("invitation", .boldYellow) + " from \(bold(e.peer)) (\(Text.id(e.peer)))\(context)\(offered)"
         if let by = e.answeredBy {
@@ -142,7 +146,7 @@ struct HumanRenderer: Sendable {
         }
         var lines = [
             stamp + from,
-            indent + code + " — the inviter's screen shows the same code" + Text.unencrypted(e.encrypted),
+            indent + code + (localSend ? "" : " — the inviter's screen shows the same code") + Text.unencrypted(e.encrypted),
             indent + "accept:  " + paint("nearby accept\(serviceOption) \(target)", .bold),
             indent + "decline: " + paint("nearby accept --decline\(serviceOption) \(target)", .bold),
         ]

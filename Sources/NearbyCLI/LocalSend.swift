@@ -64,9 +64,10 @@ enum LocalSendCommands {
     /// Where devices answer our announcements while we look for them (official apps answer only
     /// with `POST /register` to the port we announce): 53317, another port when it is taken (then
     /// announced), none when no port can be had (devices are then heard only when they announce).
+    /// Closing, it does not wait on a phone's kept connection (`LocalSendServer.briefGoodbye`).
     static func registrations(_ identity: LocalSendIdentity) async -> LocalSendServer? {
         do {
-            return try await LocalSendServer.bind(identity: identity)
+            return try await LocalSendServer.bind(identity: identity, goodbye: LocalSendServer.briefGoodbye)
         } catch {
             NearbyLog.logger.info("LocalSend: no TCP port for devices' answers (\(error.errorDescription ?? "\(error)")): hearing only their announcements")
             return nil
@@ -215,7 +216,15 @@ enum LocalSendCommands {
         return LocalSendTarget(try await looking.find(peer, link: link, registrations: registrations, timeout: .milliseconds(Int(timeout * 1000))))
     }
 
-    static func sendFiles(_ context: CommandContext, peer: String, paths: [String], pin: String?, timeout: Double, name: String?) async throws {
+    /// How long the device's person may take to answer: `--timeout` when given, else as long as a
+    /// person takes (`LocalSendSender.personsPace`); `timeout` (default 30 s) bounds finding it.
+    static func answerLimit(_ given: Double?) -> Duration {
+        given.map { .milliseconds(Int($0 * 1000)) } ?? LocalSendSender.personsPace
+    }
+
+    static func sendFiles(
+        _ context: CommandContext, peer: String, paths: [String], pin: String?, timeout: Double, given: Double?, name: String?
+    ) async throws {
         let files = try FileList.collect(paths) { context.events.emit(Events.Skipped($0)) }
         let discovery = try discovery(context, name: name)
         try await interruptible("sending to \(peer)") {
@@ -225,16 +234,18 @@ enum LocalSendCommands {
             var me = discovery.me
             if let listening { me.port = listening.port }
             let sender = LocalSendSender(http: try client(discovery.identity), me: me, events: context.events)
-            try await sender.sendFiles(files, to: target, pin: pin, timeout: .milliseconds(Int(timeout * 1000)), hearingCancelOn: listening)
+            try await sender.sendFiles(files, to: target, pin: pin, timeout: answerLimit(given), hearingCancelOn: listening)
         }
     }
 
-    static func sendText(_ context: CommandContext, peer: String, text: String, pin: String?, timeout: Double, name: String?) async throws {
+    static func sendText(
+        _ context: CommandContext, peer: String, text: String, pin: String?, timeout: Double, given: Double?, name: String?
+    ) async throws {
         let discovery = try discovery(context, name: name)
         let sender = LocalSendSender(http: try client(discovery.identity), me: discovery.me, events: context.events)
         try await interruptible("sending to \(peer)") {
             let target = try await target(peer, discovery: discovery, timeout: timeout)
-            try await sender.sendText(text, to: target, pin: pin, timeout: .milliseconds(Int(timeout * 1000)))
+            try await sender.sendText(text, to: target, pin: pin, timeout: answerLimit(given))
         }
     }
 }

@@ -65,7 +65,9 @@ struct NodeOptions: ParsableArguments {
 
 /// `--timeout` of every command that may have to find and invite a peer first.
 struct InviteTimeout: ParsableArguments {
-    @Option(name: .customLong("timeout"), help: ArgumentHelp("Seconds to wait for the peer to be found and to answer the invitation (default: 30).", valueName: "seconds"))
+    @Option(name: .customLong("timeout"), help: ArgumentHelp(
+        "Seconds to wait for the peer to be found and to answer the invitation (default: 30).",
+        discussion: "With --localsend, the device's person has an hour to answer unless --timeout is given.", valueName: "seconds"))
     var given: Double?
 
     /// The wait for a peer; `given` alone is what the user said (`send-file --web` serves without a limit unless told).

@@ -91,7 +91,7 @@ extension Nearby {
                 }
                 let message = try text ?? String(decoding: readStandardInput(limit: Frame.maxPayload), as: UTF8.self)
                 return try await LocalSendCommands.sendText(
-                    context, peer: peer, text: message, pin: localSendPIN.pin, timeout: wait.timeout, name: try node.naming.resolve())
+                    context, peer: peer, text: message, pin: localSendPIN.pin, timeout: wait.timeout, given: wait.given, name: try node.naming.resolve())
             }
             let node = try self.node.resolve(context)
             // With --all the one positional argument is the text.

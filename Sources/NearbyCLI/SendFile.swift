@@ -100,7 +100,7 @@ extension Nearby {
             }
             if localSend.enabled(context) {
                 return try await LocalSendCommands.sendFiles(
-                    context, peer: peer, paths: paths, pin: localSendPIN.pin, timeout: wait.timeout, name: try node.naming.resolve())
+                    context, peer: peer, paths: paths, pin: localSendPIN.pin, timeout: wait.timeout, given: wait.given, name: try node.naming.resolve())
             }
             let node = try self.node.resolve(context)
             try PeerQuery.check([peer])

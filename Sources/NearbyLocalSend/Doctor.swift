@@ -45,7 +45,7 @@ package struct LocalSendDoctor: Sendable {
         }
         record(await Self.portCheck())
         // Official apps answer our announcement only with POST /register to the port we announce.
-        let registrations = try? await LocalSendServer.bind(identity: discovery.identity)
+        let registrations = try? await LocalSendServer.bind(identity: discovery.identity, goodbye: LocalSendServer.briefGoodbye)
         let discovery = registrations.map { self.discovery.announcing(port: $0.port) } ?? self.discovery
 
         // Every device that answers our announcement within the limit (PEER: until it answers).

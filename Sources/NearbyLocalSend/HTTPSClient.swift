@@ -49,12 +49,26 @@ package struct LocalSendHTTP: Sendable {
         configuration.certificateVerification = .noHostnameVerification
         configuration.trustRoots = .certificates([])
         configuration.shutdownTimeout = .milliseconds(500)
-        if let certificate = try? NIOSSLCertificate(bytes: Array(identity.certificatePEM.utf8), format: .pem),
-           let key = try? NIOSSLPrivateKey(bytes: Array(identity.privateKeyPEM.utf8), format: .pem) {
-            configuration.certificateChain = [.certificate(certificate)]
-            configuration.privateKey = .privateKey(key)
+        // Our certificate is shown to every device (1.18's server requires one): one that cannot be
+        // loaded is said in words, not dropped for a generic handshake error later.
+        do {
+            configuration.certificateChain = [.certificate(try NIOSSLCertificate(bytes: Array(identity.certificatePEM.utf8), format: .pem))]
+        } catch {
+            throw Unusable(what: "its certificate", error: error)
+        }
+        do {
+            configuration.privateKey = .privateKey(try NIOSSLPrivateKey(bytes: Array(identity.privateKeyPEM.utf8), format: .pem))
+        } catch {
+            throw Unusable(what: "its private key", error: error)
         }
         tls = try NIOSSLContext(configuration: configuration)
+    }
+
+    /// The identity's certificate or key cannot be loaded for TLS: what, in words.
+    struct Unusable: Error, CustomStringConvertible {
+        var what: String
+        var error: any Error
+        var description: String { "\(what) cannot be loaded (\(ErrorWords.describe(error)))" }
     }
 
     /// Sends one request on a connection of its own (`Connection: close`) and reads the answer.

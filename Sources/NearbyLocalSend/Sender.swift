@@ -72,6 +72,12 @@ package struct LocalSendSender: Sendable {
         watch?.expect(session: answer.sessionId, from: target)
         let refused = offers.filter { answer.files[$0.id] == nil }
         let accepted = offers.compactMap { offer in answer.files[offer.id].map { (offer, $0) } }
+        // The receiver's choice: nothing taken is a decline; some left out is not a failure.
+        guard !accepted.isEmpty else {
+            await cancel(answer.sessionId, at: target)
+            throw .declined(peer: Self.name(target), reason: "it took none of the \(offers.count) file\(offers.count == 1 ? "" : "s")")
+        }
+        sayLeftOut(refused.map(\.file.relative), by: target, took: accepted.count, of: offers.count)
         let progress = Watchdog()
         progress.arm(Self.uploadIdle)
         let queue = UploadQueue(accepted)
@@ -100,19 +106,19 @@ package struct LocalSendSender: Sendable {
         }
     }
 
-    /// The outcome of a batch: nil when every file arrived; else the first failure's (its exit
-    /// status), in words that count what arrived and name what did not.
+    /// The outcome of a batch: nil when every file the device took arrived (those it left out,
+    /// `refused`, are its choice); else the first failure's (its exit status), in words that count
+    /// what arrived and name what did not.
     static func outcome(offered: Int, refused: [String], failed: [(String, NearbyError)], untried: [String], target: LocalSendTarget) -> NearbyError? {
         let missing = refused.count + failed.count + untried.count
-        guard missing > 0 else { return nil }
+        guard failed.count + untried.count > 0 else { return nil }
         let arrived = offered - missing
         var names = failed.map(\.0) + refused + untried
         let more = names.count > 5 ? ", and \(names.count - 5) more" : ""
         names = Array(names.prefix(5))
         let count = "\(arrived) of \(offered) file\(offered == 1 ? "" : "s") arrived; not \(names.joined(separator: ", "))\(more)"
         guard let (_, first) = failed.first else {
-            if refused.isEmpty { return .connectionFailed("\(name(target)): \(count): it could not be reached again") }
-            return .declined(peer: name(target), reason: "it took \(offered - refused.count) of \(offered) files, not \(refused.joined(separator: ", "))")
+            return .connectionFailed("\(name(target)): \(count): it could not be reached again")
         }
         let reason = first.errorDescription ?? first.code
         return switch first {
@@ -139,7 +145,7 @@ package struct LocalSendSender: Sendable {
                 response = try await http.request(
                     host: target.host, port: target.port, https: target.https, method: .POST,
                     path: Self.uploadPath(session: answer.sessionId, file: "t1", token: token), body: .json(bytes),
-                    expectedFingerprint: target.fingerprint, timeout: timeout)
+                    expectedFingerprint: target.fingerprint, timeout: .seconds(30))
             } catch {
                 throw Self.nearbyError(error, target: target)
             }
@@ -161,11 +167,19 @@ package struct LocalSendSender: Sendable {
         var path = LocalSendDefaults.apiPrefix + "/prepare-upload"
         if let pin { path += "?pin=" + Self.query(pin) }
         let response: LocalSendHTTP.Response
-        do {
-            response = try await http.request(
-                host: target.host, port: target.port, https: target.https, method: .POST, path: path, body: .json(body),
-                expectedFingerprint: target.fingerprint, timeout: timeout, answerLimit: LocalSendLimits.jsonBodyBytes + files * 256)
-        } catch {
+        // The device's person may take as long as `timeout` (`personsPace` unless --timeout).
+        let asked: Result<LocalSendHTTP.Response, LocalSendHTTP.Failure> = await sayingWaiting(for: target, limit: timeout) {
+            do throws(LocalSendHTTP.Failure) {
+                return .success(try await http.request(
+                    host: target.host, port: target.port, https: target.https, method: .POST, path: path, body: .json(body),
+                    expectedFingerprint: target.fingerprint, timeout: timeout, idle: timeout, answerLimit: LocalSendLimits.jsonBodyBytes + files * 256))
+            } catch {
+                return .failure(error)
+            }
+        }
+        switch asked {
+        case let .success(answer): response = answer
+        case let .failure(error):
             if Task.isCancelled {
                 // Ctrl-C while the device decides: its pending request goes too (the official app
                 // takes a `cancel` without a session ID from the address that asked).

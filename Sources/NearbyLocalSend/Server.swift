@@ -35,9 +35,17 @@ package struct LocalSendServer: Sendable {
     /// the answer that ended its transfer has gone out.
     package func settled(within limit: Duration = .seconds(2)) async { await server.settled(within: limit) }
 
+    /// How long a browsing or sending command's server waits, closing a connection, for the
+    /// device's TLS goodbye (NIOSSL's default, 5 s, for a receiving node). A phone keeps the
+    /// connection of its `/register` open and idle (the official app's HTTP client pools it), so
+    /// a command that found it by name, and stops hearing registers, would wait that long for it.
+    package static let briefGoodbye: TimeAmount = .milliseconds(100)
+
     /// Listens on `port` (LocalSend's own by default), else on any free port; over IPv4 and IPv6.
+    /// `goodbye`: how long a connection we close waits for the device's TLS close_notify.
     package static func bind(
-        identity: LocalSendIdentity, port: Int = LocalSendDefaults.port, admission: Admission = Admission(limits: admissionLimits)
+        identity: LocalSendIdentity, port: Int = LocalSendDefaults.port, admission: Admission = Admission(limits: admissionLimits),
+        goodbye: TimeAmount = .seconds(5)
     ) async throws(NearbyError) -> LocalSendServer {
         let tls: NIOSSLContext
         do {
@@ -50,6 +58,7 @@ package struct LocalSendServer: Sendable {
             // (localsend-cli) show none. Any self-signed one is taken: its fingerprint is the identity.
             configuration.certificateVerification = .optionalVerification
             configuration.trustRoots = .certificates([])
+            configuration.shutdownTimeout = goodbye
             tls = try NIOSSLContext(configuration: configuration)
         } catch {
             throw .identityIO(path: "localsend.json", reason: "its certificate cannot serve TLS: \(error)")

@@ -147,8 +147,14 @@ import Testing
         // A LocalSend sender's: no code to compare, and it says so.
         invitation.kind = "localsend"
         invitation.verificationCode = ""
-        let localSend = shown(invitation)
+        invitation.answeredBy = nil
+        invitation.peer = PeerRef(id: "ls-4badde53", name: "Alice laptop")
+        let localSend = renderer.render(DecodedEvent(invitation, at: at), service: "localsend")
         #expect(localSend.contains("LocalSend (no verification code)") && !localSend.contains("verification code  "), "\(localSend)")
+        // No code, so no sentence about the inviter's screen; and the commands work as printed (issue 59).
+        #expect(!localSend.contains("inviter's screen"), "\(localSend)")
+        #expect(localSend.contains("accept:  nearby accept --localsend 'Alice laptop'"), "\(localSend)")
+        #expect(localSend.contains("decline: nearby accept --decline --localsend 'Alice laptop'"), "\(localSend)")
     }
 
     @Test func nothingFromThePeerReachesTheTerminalRaw() throws {
