@@ -28,8 +28,8 @@ priv_init() {
     ((EUID == 0)) && [[ -n ${SUDO_USER:-} && $SUDO_USER != root ]] || return 0
     local user=$SUDO_USER home path
     home=$(getent passwd "$user" | cut -d: -f6)
-    # A login shell's PATH (its last line: a profile may print), as the person's terminal has it.
-    path=$(runuser -l "$user" -c 'printf "\n%s" "$PATH"' </dev/null 2>/dev/null | tail -n 1)
+    # A login shell's PATH, as the person's terminal has it (a profile may print; nologin prints).
+    path=$(runuser -l "$user" -c 'printf "\nNEARBY_LOGIN_PATH=%s\n" "$PATH"' </dev/null 2>/dev/null | sed -n 's/^NEARBY_LOGIN_PATH=//p' | tail -n 1)
     echo "$PRIV_NAME: started with sudo: going back to $user, who builds (sudo again only for apt-get, namespaces and daemons)" >&2
     exec runuser -u "$user" -- env -u SUDO_USER -u SUDO_UID -u SUDO_GID -u SUDO_COMMAND \
         HOME="$home" USER="$user" LOGNAME="$user" PATH="${path:-/usr/local/bin:/usr/bin:/bin}" "$PRIV_SELF" "$@"
