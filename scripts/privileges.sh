@@ -4,9 +4,10 @@
 # clone) runs as them with their PATH, so that everything it makes is theirs and their next `make`
 # works; only apt-get, the lab's network namespaces and its daemons run as root, through `sudo`,
 # said before it asks. As root (a container, CI's .ci/run) everything runs as root without sudo.
-# Started with sudo anyway (`sudo scripts/demo`, the habit of older READMEs), a script first goes
-# back to the person who typed it ($SUDO_USER) with their login PATH (/etc/profile.d, ~/.profile:
-# where swift.org's tarball and swiftly put swift), before anything is built.
+# Started with sudo anyway (`sudo scripts/demo`, the habit of older READMEs) in the person's own
+# clone, a script first goes back to the person who typed it ($SUDO_USER) with their login PATH
+# (/etc/profile.d, ~/.profile: where swift.org's tarball and swiftly put swift), before anything is
+# built.
 #
 #   priv_init "$@"        that return to $SUDO_USER (re-runs the script as them)
 #   priv_find_swift       swift on PATH, else in swiftly's directory, else one sentence and exit 1
@@ -26,6 +27,8 @@ unset _priv_dir
 
 priv_init() {
     ((EUID == 0)) && [[ -n ${SUDO_USER:-} && $SUDO_USER != root ]] || return 0
+    # Only into the person's own clone: a clone of root's (in /root, /opt) stays root's to build in.
+    [[ $(stat -c %U .) == "$SUDO_USER" ]] || return 0
     local user=$SUDO_USER home path
     home=$(getent passwd "$user" | cut -d: -f6)
     # A login shell's PATH, as the person's terminal has it (a profile may print; nologin prints).
