@@ -39,7 +39,9 @@ SETUP
 zpty capture zsh -f -i
 zpty -w capture "source ${(q)setup}"
 local out
-repeat 20; do
+# Up to 30 s, ending as soon as it is ready: compinit in a fresh shell took over 2 s (the old bound)
+# on two loaded cores, and the first test failed with nothing offered.
+repeat 300; do
     zpty -r -t capture out 2>/dev/null || sleep 0.1
     [[ $out == *ready* ]] && break
 done

@@ -5,7 +5,8 @@
 #
 #   tests/e2e/run.sh [TEST_NAME...]     (root; NEARBY=path/to/nearby, default .build/debug/nearby;
 #                                        root only sets the lab up: every nearby a test starts
-#                                        runs as the ordinary user $LAB_USER, nearby-lab)
+#                                        runs as the ordinary user $LAB_USER, nearby-lab; a name
+#                                        with or without its test_ prefix)
 #
 # The tests are the test_* functions of the other *.sh files here (discovery.sh, sessions.sh, …);
 # each runs in the same lab of LAB_HOSTS hosts, with its own output directory $OUT.
@@ -14,12 +15,28 @@
 #                                        one queue; each test's lines print together when it ends.
 #                                        Most of a test's time is waiting on the network, not the CPU.
 #
-# Ends with the line "e2e: N passed, M failed" and exits non-zero when anything failed.
+# Each result line starts with [n/N m:ss] (how many tests have ended, of how many, and the time so
+# far); a failed test's line ends with the command that runs it again alone; with nothing printed
+# for 30 s, a line names the tests running. Then the slowest tests, the failed ones (and the command
+# that runs them again), and the closing line "e2e: N passed, M failed" (CI reads it); exits
+# non-zero when anything failed.
+#
+# The tests do not depend on the caller's environment: whatever LANG, LC_ALL or TERM it has, they
+# run in C.UTF-8 (bash reads $'\u202e' in the test files as UTF-8 only in a UTF-8 locale), and a
+# test that wants a locale or a terminal sets it (tests/e2e/locale.sh runs nearby in plain C).
 set -u
+export LC_ALL=C.UTF-8 LANG=C.UTF-8
+unset LANGUAGE
+export PYTHONDONTWRITEBYTECODE=1   # no root-owned __pycache__ in the clone of the person who runs this
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # shellcheck source=../lab/netlab.sh
 source "$ROOT/tests/lab/netlab.sh"
-[[ $EUID -eq 0 ]] || { echo "e2e: needs root (network namespaces)" >&2; exit 2; }
+[[ $EUID -eq 0 ]] || { echo "e2e: needs root (network namespaces): sudo $0 $*" >&2; exit 2; }
+# The command that runs a test again alone (the failed tests' lines end with it).
+if [[ -z ${E2E_AGAIN:-} ]]; then
+    E2E_AGAIN=${SUDO_USER:+sudo }${NEARBY:+NEARBY=$NEARBY }$([[ $PWD == "$ROOT" ]] && echo tests/e2e/run.sh || echo "$ROOT/tests/e2e/run.sh")
+    export E2E_AGAIN
+fi
 
 # Root sets the lab up; nearby runs as its users run it, an ordinary user (tests/lab/as-user):
 # $NEARBY is tests/lab/nearby, which runs the built binary $NEARBY_BIN as the lab's user. A test
@@ -109,10 +126,39 @@ for file in "$ROOT"/tests/e2e/*.sh; do
 done
 ALL=$(declare -F | awk '{print $3}' | grep '^test_' | grep -v '^test_every_line')
 ALL="$ALL test_every_line_matches_the_schema test_every_line_is_free_of_library_text"
-SELECTED=${*:-$ALL}
+SELECTED=
+for name in ${*:-$ALL}; do   # with or without the test_ prefix (the result lines show it without)
+    name=test_${name#test_}
+    declare -F "$name" >/dev/null || { echo "e2e: no test named ${name#test_} (the test_* functions of tests/e2e/*.sh)" >&2; exit 2; }
+    SELECTED+="$name "
+done
 JOBS=${E2E_JOBS:-3}
 set -- $SELECTED
 ((JOBS <= $#)) || JOBS=$#
+
+# Progress: [n/N m:ss] on each result line; E2E_COUNT and E2E_TIMES are the files that count the
+# ended tests and keep "ms name" of each (shared by the workers, written under the print lock).
+: "${E2E_TOTAL:=$#}" "${E2E_START:=${EPOCHREALTIME/[.,]/}}"
+export E2E_TOTAL E2E_START
+elapsed() {
+    local s=$(( (${EPOCHREALTIME/[.,]/} - E2E_START) / 1000000 ))
+    printf '%d:%02d' $((s / 60)) $((s % 60))
+}
+COUNT=0 TIMES=()
+result_line() { # result_line VERDICT TEST MS: count it, print its line (under the caller's lock)
+    if [[ -n ${E2E_COUNT:-} ]]; then COUNT=$(( $(cat "$E2E_COUNT") + 1 )); echo "$COUNT" >"$E2E_COUNT"; else COUNT=$((COUNT + 1)); fi
+    if [[ -n ${E2E_TIMES:-} ]]; then echo "$3 ${2#test_}" >>"$E2E_TIMES"; else TIMES+=("$3 ${2#test_}"); fi
+    printf '[%*d/%d %s] %s - %s (%d ms)%s\n' ${#E2E_TOTAL} "$COUNT" "$E2E_TOTAL" "$(elapsed)" "$1" "${2#test_}" "$3" \
+        "$([[ $1 == ok ]] || echo " — alone: $E2E_AGAIN ${2#test_}")"
+}
+summary() { # the slowest tests, the failed ones, and the closing line CI reads
+    local slowest
+    slowest=$({ if [[ -n ${E2E_TIMES:-} ]]; then cat "$E2E_TIMES"; else printf '%s\n' "${TIMES[@]}"; fi; } |
+        sort -rn | head -n 5 | awk '$1 != "" {printf "%s%s %.1f s", sep, $2, $1 / 1000; sep = ", "}')
+    echo "time: $(elapsed)${slowest:+; slowest: $slowest}"
+    [[ $FAILED -eq 0 ]] || printf 'failed: %s — again: %s %s\n' "${FAILED_NAMES[*]#test_}" "$E2E_AGAIN" "${FAILED_NAMES[*]#test_}"
+    echo "e2e: $PASSED passed, $FAILED failed"
+}
 
 # Several labs at once: this process starts JOBS workers (this script again, with E2E_QUEUE), sums
 # what they report, and checks the schema over every lab's lines at the end.
@@ -125,11 +171,29 @@ if [[ -z ${E2E_QUEUE:-} ]] && ((JOBS > 1)); then
         elif [[ $TEST == test_every_line_* ]]; then finals+=("$TEST"); else echo "$TEST"; fi
     done >"$work/queue"
     workers=()
+    echo 0 >"$work/count"
+    export E2E_COUNT=$work/count E2E_TIMES=$work/times
     for ((job = 1; job <= JOBS; job++)); do
         E2E_QUEUE=$work/queue E2E_RESULT=$work/result.$job E2E_SCHEMA_DIR=$work/out "$0" &
         workers+=($!)
     done
     trap 'kill -TERM "${workers[@]}" 2>/dev/null; wait; rm -rf "$work"; exit 130' INT TERM
+    # While they run: with no result line for 30 s, one line says which tests are running.
+    said=$SECONDS
+    while :; do
+        running=0
+        for worker in "${workers[@]}"; do [[ $(ps -o stat= -p "$worker" 2>/dev/null) == [^Z]* ]] && running=1; done
+        ((running)) || break
+        sleep 1
+        quiet=$(( $(date +%s) - $(stat -c %Y "$work/count") ))
+        if ((quiet >= 30 && SECONDS - said >= 30)); then
+            said=$SECONDS
+            { flock -x 9
+              printf '[%*d/%d %s] running: %s\n' ${#E2E_TOTAL} "$(cat "$work/count")" "$E2E_TOTAL" "$(elapsed)" \
+                  "$(cat "$work"/result.*.current 2>/dev/null | sed 's/^test_//' | paste -sd ' ')"
+            } 9>"$work/queue.print"
+        fi
+    done
     wait "${workers[@]}"
     for ((job = 1; job <= JOBS; job++)); do
         # A worker that ended without a result (its lab never came up) counts as one failure.
@@ -144,17 +208,16 @@ if [[ -z ${E2E_QUEUE:-} ]] && ((JOBS > 1)); then
         else
             FAILED=$((FAILED + 1)); FAILED_NAMES+=(test_every_line_matches_the_schema); verdict="not ok"
         fi
-        printf '%s - %s (%d ms)\n' "$verdict" every_line_matches_the_schema $(( (${EPOCHREALTIME/[.,]/} - started) / 1000 ))
+        result_line "$verdict" test_every_line_matches_the_schema $(( (${EPOCHREALTIME/[.,]/} - started) / 1000 ))
     fi
     for TEST in "${finals[@]}"; do
         started=${EPOCHREALTIME/[.,]/}
         if E2E_SCHEMA_DIR=$work/out "$TEST"; then PASSED=$((PASSED + 1)); verdict=ok; else FAILED=$((FAILED + 1)); FAILED_NAMES+=("$TEST"); verdict="not ok"; fi
-        printf '%s - %s (%d ms)\n' "$verdict" "${TEST#test_}" $(( (${EPOCHREALTIME/[.,]/} - started) / 1000 ))
+        result_line "$verdict" "$TEST" $(( (${EPOCHREALTIME/[.,]/} - started) / 1000 ))
     done
     [[ -z ${E2E_KEEP:-} ]] || { mkdir -p "$E2E_KEEP" && cp -r "$work/out/." "$E2E_KEEP/"; }
+    summary
     rm -rf "$work"
-    [[ $FAILED -eq 0 ]] || printf 'failed: %s\n' "${FAILED_NAMES[*]}"
-    echo "e2e: $PASSED passed, $FAILED failed"
     [[ $FAILED -eq 0 ]]
     exit
 fi
@@ -218,6 +281,7 @@ while next_test; do
     OUT=$LAB_DIR/out/$TEST
     mkdir -p "$OUT"
     started=${EPOCHREALTIME/[.,]/}
+    [[ -z ${E2E_QUEUE:-} ]] || echo "$TEST" >"$E2E_RESULT.current"
     # A worker prints each test's lines together, so the labs' tests do not interleave.
     # (Outside the lab: a test may look for files that appear under it.)
     log=${E2E_QUEUE:-}.log.$$
@@ -228,12 +292,13 @@ while next_test; do
     else
         FAILED=$((FAILED + 1)); FAILED_NAMES+=("$TEST"); verdict="not ok"
     fi
-    line=$(printf '%s - %s (%d ms)' "$verdict" "${TEST#test_}" $(( (${EPOCHREALTIME/[.,]/} - started) / 1000 )))
+    ms=$(( (${EPOCHREALTIME/[.,]/} - started) / 1000 ))
     if [[ -n ${E2E_QUEUE:-} ]]; then
-        { flock -x 9; cat "$log"; echo "$line"; } 9>"$E2E_QUEUE.print"
+        rm -f "$E2E_RESULT.current"
+        { flock -x 9; cat "$log"; result_line "$verdict" "$TEST" "$ms"; } 9>"$E2E_QUEUE.print"
         rm -f "$log"
     else
-        echo "$line"
+        result_line "$verdict" "$TEST" "$ms"
     fi
     # Nothing a test started outlives it (only this lab's processes: other labs may be running).
     lab_nearby_pids() {
@@ -267,6 +332,5 @@ fi
 # E2E_KEEP=DIR keeps what every test saw (its JSON lines, stderr, terminals) for reading afterwards.
 [[ -z ${E2E_KEEP:-} ]] || { mkdir -p "$E2E_KEEP" && cp -r "$LAB_DIR/out/." "$E2E_KEEP/"; }
 lab_down
-[[ $FAILED -eq 0 ]] || printf 'failed: %s\n' "${FAILED_NAMES[*]}"
-echo "e2e: $PASSED passed, $FAILED failed"
+summary
 [[ $FAILED -eq 0 ]]

@@ -42,6 +42,10 @@
 : "${LAB_USER:=nearby-lab}"    # the ordinary user the lab's programs run as (tests/lab/as-user)
 export LAB_USER
 LAB_IFACE=nb0                  # name of each host's interface (inside its own namespace)
+# The lab's daemons and tools (avahi-daemon, ip, useradd) live in /usr/sbin and /sbin: a PATH passed
+# on from an ordinary user (sudo env PATH=…) often lacks them.
+case ":$PATH:" in *:/usr/sbin:*) ;; *) PATH=$PATH:/usr/sbin ;; esac
+case ":$PATH:" in *:/sbin:*) ;; *) PATH=$PATH:/sbin ;; esac
 
 # ---------------------------------------------------------------------------------------------
 # Internal helpers.
