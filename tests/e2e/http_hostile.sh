@@ -1,0 +1,73 @@
+# shellcheck shell=bash
+# Issue 58: the one HTTP layer (NearbyHTTP) against a hostile LAN, as LocalSend serves it:
+# `nearby advertise --localsend --auto-accept` on h1, a hostile client on h2
+# (tests/e2e/rogue_http.py), a friend's `send-file --localsend` from h3 meanwhile (localsend.sh's
+# ls_setup, localsend_strangers.sh's lss_node and lss_friend). Memory is the node's peak RSS
+# (VmHWM), which a burst between two samples cannot hide.
+
+HH_ROGUE="$ROOT/tests/e2e/rogue_http.py"
+
+# hh_mb FIELD: the node's VmHWM or VmRSS in MB.
+hh_mb() { awk -v f="^$1:" '$0 ~ f {print int($2 / 1024)}' "/proc/$LSS_NODE/status"; }
+
+# A request that asks to switch protocols (h2c) on a keep-alive route, then 1 GiB: NIOHTTP1's
+# decoder stops parsing after it and kept every later byte (RSS 40 -> 1,065 MB in ~1 s). Now the
+# answer says close, the connection ends, the node's peak stays under 120 MB, and the friend's send
+# goes through meanwhile.
+test_http_an_upgrade_then_a_gigabyte_is_closed() {
+    ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
+    lss_node || return 1
+    lab_bg 2 "$OUT/upgrade.out" python3 "$HH_ROGUE" upgrade 10.99.0.1 53317 1024 >/dev/null
+    LS_PIDS+=("$LAB_PID")
+    lss_friend upgrade || return 1
+    lab_wait_line "$OUT/upgrade.out" 'select(.closed != null)' 60 >/dev/null || { fail "the upgrading client did not end"; cat "$OUT/upgrade.out" >&2; return 1; }
+    expect_json "$OUT/upgrade.out" 'select(.status == 200 and (.connection|ascii_downcase) == "close" and .closed)' \
+        "answered with Connection: close, then closed" || { cat "$OUT/upgrade.out" >&2; return 1; }
+    local peak; peak=$(hh_mb VmHWM)
+    echo "    peak RSS $peak MB; $(jq -c . "$OUT/upgrade.out")"
+    ((peak <= 120)) || { fail "peak RSS $peak MB after an upgrade and 1 GiB"; return 1; }
+}
+
+# 64 connections from 8 addresses of h2 pipelining GETs and reading none of the answers, for 30 s:
+# each read burst was decoded at once into queued heads (79 -> 351 MB, kept after they closed).
+# Now the node's peak stays under 120 MB, and 40 s after they stop it is within 30 MB of where it
+# started; a friend's send goes through meanwhile.
+test_http_pipelined_unread_requests_cost_bytes() {
+    ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
+    local k sources=""
+    for k in $(seq 20 27); do
+        ip -n "$(lab_ns 2)" addr add "10.99.0.$k/24" dev "$LAB_IFACE" || return 1
+        sources+="${sources:+,}10.99.0.$k"
+    done
+    lss_node || return 1
+    local start; start=$(hh_mb VmRSS)
+    lab_bg 2 "$OUT/pipeline.out" python3 "$HH_ROGUE" pipeline 10.99.0.1 53317 64 30 "$sources" >/dev/null
+    local attack=$LAB_PID
+    LS_PIDS+=("$attack")
+    lab_wait_line "$OUT/pipeline.out" 'select(.opened)' 30 >/dev/null || { fail "the pipelining client did not start"; return 1; }
+    lss_friend pipeline || return 1
+    lab_wait_line "$OUT/pipeline.out" 'select(.sent != null)' 90 >/dev/null || { fail "the pipelining client did not end"; return 1; }
+    lab_wait_pid "$attack" 10 >/dev/null
+    local peak; peak=$(hh_mb VmHWM)
+    # Within 30 MB of the start 40 s after (the idle deadline closes what the client left).
+    local deadline=$((SECONDS + 40)) now
+    while now=$(hh_mb VmRSS); ((now > start + 30 && SECONDS < deadline)); do sleep 1; done
+    echo "    RSS at start $start MB, peak $peak MB, after $now MB; $(jq -c . "$OUT/pipeline.out" | tr '\n' ' ')"
+    ((peak <= 120)) || { fail "peak RSS $peak MB under 64 unread pipelines"; return 1; }
+    ((now <= start + 30)) || { fail "RSS $now MB 40 s after the pipelines stopped (started at $start MB)"; return 1; }
+}
+
+# Each malformed request of issue 58's list gets exactly one answer and the connection is closed
+# (NIO's 400 was followed by the route's own answer: 400 + 400).
+test_http_every_malformed_request_gets_one_answer() {
+    ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
+    lss_node || return 1
+    lab_run 2 timeout 200 python3 "$HH_ROGUE" probe 10.99.0.1 53317 >"$OUT/probe.out" 2>&1
+    [[ $(grep -c '"probe"' "$OUT/probe.out") == 8 ]] || { fail "not every probe ran"; cat "$OUT/probe.out" >&2; return 1; }
+    local bad; bad=$(jq -c 'select((.answers|length) != 1 or (.closed|not))' "$OUT/probe.out")
+    [[ -z $bad ]] || { fail "a malformed request did not get exactly one answer and a close: $bad"; return 1; }
+    lss_friend probe || return 1
+}
