@@ -51,6 +51,9 @@ final class HTTPIntake: ChannelDuplexHandler, RemovableChannelHandler {
     /// A read was asked for and kept back.
     private var readWanted = false
     private var feeding = false
+    /// The connection's first request line so far, until it ends: HTTP/0.9's `GET /` (no version)
+    /// is refused at once, where NIOHTTP1 waits for the fields it will never get.
+    private var firstLine: [UInt8]? = []
 
     init(_ state: HTTPIntakeState) { self.state = state }
 
@@ -96,9 +99,36 @@ final class HTTPIntake: ChannelDuplexHandler, RemovableChannelHandler {
             if first.readableBytes == 0 { held.removeFirst() } else { held[held.startIndex] = first }
             heldBytes -= size
             state.unparsed += size
+            guard firstLine == nil || Self.scan(slice, into: &firstLine) else {
+                state.shut = true
+                held.removeAll()
+                heldBytes = 0
+                context.fireErrorCaught(HTTPParserError.invalidVersion)
+                return
+            }
             context.fireChannelRead(wrapInboundOut(slice))
             guard state.unparsed <= HTTPIntakeLimits.unparsedLimit else { return shut(context) }
         }
+    }
+
+    /// Adds `slice` to the first request line; false when that line ended without an HTTP version
+    /// (nil once it ended with one, or grew past what a head may be).
+    static func scan(_ slice: ByteBuffer, into line: inout [UInt8]?) -> Bool {
+        guard var sofar = line else { return true }
+        for byte in slice.readableBytesView {
+            guard byte == UInt8(ascii: "\n") else {
+                sofar.append(byte)
+                continue
+            }
+            if sofar.last == UInt8(ascii: "\r") { sofar.removeLast() }
+            // Blank lines before a request are allowed.
+            if sofar.isEmpty { continue }
+            line = nil
+            let end = sofar.suffix(9)
+            return end.count == 9 && end.starts(with: Array(" HTTP/".utf8)) && end.dropFirst(6).allSatisfy { $0 == UInt8(ascii: ".") || (0x30...0x39).contains($0) }
+        }
+        line = sofar.count > 16 << 10 ? nil : sofar
+        return true
     }
 
     private func shut(_ context: ChannelHandlerContext) {
@@ -153,7 +183,8 @@ final class HTTPMeter: ChannelDuplexHandler, RemovableChannelHandler {
                 headers.add(name: "Content-Length", value: "0")
                 headers.add(name: "Connection", value: "close")
                 context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .badRequest, headers: headers))), promise: nil)
-                context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in context.close(promise: nil) }
+                let channel = context.channel
+                context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
             }
         }
         context.fireErrorCaught(error)

@@ -114,4 +114,21 @@ import Testing
         #expect(text.hasPrefix("HTTP/1.1 400 Bad Request\r\n") && text.components(separatedBy: "HTTP/1.1 ").count == 2, "\(text)")
         #expect(!channel.isActive)
     }
+
+    /// HTTP/0.9 (a request line with no version): NIOHTTP1 waits for fields that never come (the
+    /// 10 s deadline); now one 400 at once and a close.
+    @Test(arguments: ["GET /\r\n", "\r\nGET /api/localsend/v2/info\n"]) func http09IsRefusedAtOnce(request: String) throws {
+        let channel = try Self.pipeline()
+        _ = try? channel.writeInbound(ByteBuffer(string: request))
+        #expect(Self.heads(try Self.parts(channel)) == 0)
+        #expect(try Self.written(channel).hasPrefix("HTTP/1.1 400 Bad Request\r\n"))
+        #expect(!channel.isActive)
+    }
+
+    @Test func aRequestLineInPiecesIsDecoded() throws {
+        let channel = try Self.pipeline()
+        for piece in ["GET /a HT", "TP/1.1\r", "\nHost: a\r\n\r\n"] { try channel.writeInbound(ByteBuffer(string: piece)) }
+        #expect(Self.heads(try Self.parts(channel)) == 1)
+        #expect(channel.isActive)
+    }
 }

@@ -113,6 +113,7 @@ PROBES = {
     "60k-trailer": b"POST /api/localsend/v2/register HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\nX-T: "
     + b"a" * 60000 + b"\r\n\r\n",
     "http2": b"GET /api/localsend/v2/info HTTP/2.0\r\nHost: x\r\n\r\n",
+    "http09": b"GET /api/localsend/v2/info\r\n",
 }
 
 
