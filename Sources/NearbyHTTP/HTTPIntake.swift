@@ -15,7 +15,7 @@ package enum HTTPIntakeLimits {
     package static let unparsedLimit = 64 << 10
     /// Bytes held in front of the decoder while the answers are owed: what one read burst brings
     /// (`maxMessagesPerRead` reads), which a well-behaved pipelining client does not exceed.
-    package static let heldLimit = 1 << 20
+    package static let heldLimit = 256 << 10
     /// A slice given while no request body is under way: a request head, a few small ones.
     package static let headSlice = 1 << 10
     /// A slice given inside a body (a TLS record's worth).

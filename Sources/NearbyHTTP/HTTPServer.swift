@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import NIOCore
 import NIOHTTP1
 import NearbyBase
@@ -53,6 +56,7 @@ package struct HTTPServer: Sendable {
         deadline.push(ticket.limits.handshake)
         defer { deadline.cancel() }
         let opened = ContinuousClock.now
+        defer { Self.giveBack() }
         await withTaskCancellationHandler {
             try? await wrapped.executeThenClose { inbound, outbound in
                 let parts = HTTPPartReader(inbound.makeAsyncIterator())
@@ -97,6 +101,23 @@ package struct HTTPServer: Sendable {
             // The server stopping: a connection that does not end by itself is closed soon after.
             channel.eventLoop.scheduleTask(in: stopGrace) { channel.close(promise: nil) }
         }
+    }
+
+    /// When a connection ends, at most once a second: glibc keeps what many connections freed in
+    /// its arenas (64 unread pipelines: 46 -> 89 MB, still 89 MB 40 s after they ended).
+    static let trimmed = Locked(ContinuousClock.now)
+    static func giveBack() {
+        #if canImport(Glibc)
+        let now = ContinuousClock.now
+        guard trimmed.withLock({ last in
+            guard now - last > .seconds(1) else { return false }
+            last = now
+            return true
+        }) else { return }
+        // glibc's malloc_trim, which its Swift module does not show.
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return }
+        _ = unsafeBitCast(symbol, to: (@convention(c) (Int) -> Int32).self)(0)
+        #endif
     }
 
     /// `head` as the routes see it: a request that asks to switch protocols (`Upgrade`, `CONNECT`:
