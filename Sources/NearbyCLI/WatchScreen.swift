@@ -53,7 +53,7 @@ final class WatchScreen: Sendable {
         guard let taken else { return nil }
         let (lines, findings, packets) = taken
         var top = Self.table(table, now: now, columns: columns)
-        top.insert("nearby watch — \(packets) packets, \(findings.count) recent findings (Ctrl-C: summary)", at: 0)
+        top.insert("nearby watch — \(HumanRenderer.count(packets, "packet")), \(HumanRenderer.count(findings.count, "recent finding")) (Ctrl-C: summary)", at: 0)
         if !findings.isEmpty { top += ["FINDINGS"] + findings.map { "  " + $0 } }
         return LiveFrame.compose(top: top, below: "packets", lines: lines, columns: columns)
     }

@@ -112,7 +112,7 @@ package struct LocalSendSender: Sendable {
         let count = "\(arrived) of \(offered) file\(offered == 1 ? "" : "s") arrived; not \(names.joined(separator: ", "))\(more)"
         guard let (_, first) = failed.first else {
             if refused.isEmpty { return .connectionFailed("\(name(target)): \(count): it could not be reached again") }
-            return .declined(peer: name(target), reason: "it took \(offered - refused.count) of \(offered) files, not \(refused.joined(separator: ", "))")
+            return .declined(peer: name(target), reason: "it took \(offered - refused.count) of \(offered) file\(offered == 1 ? "" : "s"), not \(refused.joined(separator: ", "))")
         }
         let reason = first.errorDescription ?? first.code
         return switch first {
