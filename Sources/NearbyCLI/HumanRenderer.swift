@@ -43,7 +43,7 @@ struct HumanRenderer: Sendable {
             return "identity \(bold(e.peer)) (\(Text.id(e.peer))), fingerprint \(Text.short(e.fingerprint, 16)), \(Text.clean(e.path))"
         case let e as Events.Advertising:
             return "advertising as \(bold(e.peer)) (\(Text.id(e.peer))) on _\(Text.clean(e.service))._tcp port \(e.port)"
-                + Text.info(e.info) + " — waiting for invitations, Ctrl-C to stop"
+                + Text.info(e.info) + " — waiting for invitations" + (e.stopsAfter == nil ? ", " : " ") + WaitEnds.words(e.stopsAfter)
         case let e as Events.WebServing:
             let what = e.mode == "send" ? "a download page (\(e.items ?? 0) item\(e.items == 1 ? "" : "s"))" : "an upload page"
             return "serving \(what) at " + paint(Text.clean(e.url), .bold) + (e.urls.count > 1 ? " (and \(e.urls.count - 1) more address\(e.urls.count == 2 ? "" : "es"))" : "")

@@ -113,6 +113,11 @@ test_words_options_waits_and_counts() {
     term_has "$OUT/ls.txt" 'for 1 s \(Ctrl-C stops sooner\)' "browse --localsend --timeout 1 says when it ends" || return 1
     ! plain "$OUT/ls.txt" | grep -q 'Ctrl-C to stop' || { fail "'Ctrl-C to stop' with a --timeout"; show "$OUT/ls.txt"; return 1; }
 
+    # A node-less accept with --timeout: its node's line says when it ends, not "Ctrl-C to stop".
+    term_run 1 "$OUT/acc.txt" -- accept --service s-fw-wait --timeout 1
+    term_has "$OUT/acc.txt" 'waiting for invitations for 1 s \(Ctrl-C stops sooner\)' "accept --timeout 1 says when it ends" || return 1
+    ! plain "$OUT/acc.txt" | grep -q 'Ctrl-C to stop' || { fail "'Ctrl-C to stop' in accept --timeout"; show "$OUT/acc.txt"; return 1; }
+
     # One packet read from a capture: "1 packet", for the whole and for its host.
     python3 - "$OUT/one.pcap" <<'PY'
 import struct, sys
