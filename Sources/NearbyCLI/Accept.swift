@@ -120,6 +120,7 @@ extension Nearby {
                 if try await context.viaRunningNode(request, service: node.service, expecting: expected) != nil { return }
                 var configuration = node.configuration
                 configuration.advertise = true
+                configuration.stopsAfter = timeout
                 configuration.saveDirectory = try receive.resolve(context.environment)
                 let identity = try context.identity()
                 // The files this command receives decide how it ends (Accept.outcome).

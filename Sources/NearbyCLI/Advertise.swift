@@ -1,3 +1,4 @@
+import Foundation
 import ArgumentParser
 import NearbyCore
 import NearbyWeb
@@ -140,6 +141,10 @@ extension Nearby {
                     let signal = try await Self.webPage(
                         context, web: useWeb, node: local.node, device: name ?? identity.displayName, allowDotfiles: allowDotfiles)
                     console.info("signal \(signal ?? 0): saying goodbye and withdrawing the advertisement")
+                    // A person who pressed Ctrl-C sees it taken (exit 0, as browse: no final event).
+                    if signal != nil, context.humanOutput, let terminal = context.terminal {
+                        terminal.line("stopping: saying goodbye to peers and withdrawing the advertisement", fd: STDERR_FILENO)
+                    }
                 }
             }
         }

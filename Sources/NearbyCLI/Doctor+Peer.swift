@@ -195,6 +195,8 @@ extension Nearby.Doctor {
         var unjudged = 0
         // Addresses where nothing listens on the port: no firewall to blame there.
         var refused = 0
+        // Addresses no host has (no ARP reply, or EHOSTUNREACH): no firewall to blame there either.
+        var absent = 0
         for address in target.addresses {
             let wait = min(.seconds(2), deadline - .now)
             guard wait > .zero else {
@@ -208,7 +210,24 @@ extension Nearby.Doctor {
                 let cut = wait < .seconds(2) && (unreachable.timedOut || ContinuousClock.now >= deadline)
                 if cut { unjudged += 1 }
                 if unreachable.refused { refused += 1 }
-                failing.append("\(address): \(cut ? "no answer before doctor's --timeout ran out" : unreachable.reason)")
+                // A timeout alone cannot tell an empty address from a port dropped: the neighbour
+                // table can (on this host's own links).
+                let neighbour = unreachable.timedOut && !cut ? Neighbours.state(of: address) : nil
+                let reason: String
+                if cut {
+                    reason = "no answer before doctor's --timeout ran out"
+                } else if neighbour == .silent {
+                    absent += 1
+                    reason = "no host answers at that address (no reply to ARP on this link)"
+                } else if unreachable.noHost {
+                    absent += 1
+                    reason = "no host answers at that address (unreachable: no ARP or neighbour reply, or a router said so)"
+                } else if neighbour == .answered {
+                    reason = "a host is there (it answered ARP) but drops port \(port) (no answer in \(seconds(wait)))"
+                } else {
+                    reason = unreachable.reason
+                }
+                failing.append("\(address): \(reason)")
             } else {
                 working.append(address)
             }
@@ -230,7 +249,9 @@ extension Nearby.Doctor {
             }
             let what = target.expected == nil ? "no TCP connection to \(target.name)" : "found, but no TCP connection to port \(port)"
             let nothingListens = "nothing listens on port \(port) there: is a nearby node running on the peer ('nearby advertise'), and is that its port? 'nearby browse' shows the port it advertises now"
-            let hint = !failing.isEmpty && refused == failing.count ? nothingListens : firewall
+            let nobody = "no machine answers at \(target.addresses.count == 1 ? "that address" : "those addresses"): check the address "
+                + "('ip -brief address' on the peer) and that the peer is up and on this network; 'nearby browse' shows where peers listen"
+            let hint = failing.isEmpty ? firewall : refused == failing.count ? nothingListens : absent == failing.count ? nobody : firewall
             record(DoctorCheck("connect", .fail, "\(what): \(detail)", hint: hint, exitStatus: .connectionFailed))
             if let addresses { record(addresses) }
             return

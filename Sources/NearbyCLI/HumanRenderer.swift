@@ -43,18 +43,19 @@ struct HumanRenderer: Sendable {
             return "identity \(bold(e.peer)) (\(Text.id(e.peer))), fingerprint \(Text.short(e.fingerprint, 16)), \(Text.clean(e.path))"
         case let e as Events.Advertising:
             return "advertising as \(bold(e.peer)) (\(Text.id(e.peer))) on _\(Text.clean(e.service))._tcp port \(e.port)"
-                + Text.info(e.info) + " — waiting for invitations, Ctrl-C to stop"
+                + Text.info(e.info) + " — waiting for invitations" + (e.stopsAfter == nil ? ", " : " ") + WaitEnds.words(e.stopsAfter)
         case let e as Events.WebServing:
             let what = e.mode == "send" ? "a download page (\(e.items ?? 0) item\(e.items == 1 ? "" : "s"))" : "an upload page"
             return "serving \(what) at " + paint(Text.clean(e.url), .bold) + (e.urls.count > 1 ? " (and \(e.urls.count - 1) more address\(e.urls.count == 2 ? "" : "es"))" : "")
         case let e as Events.WebDownload:
             let how = e.complete ? paint("downloaded", .green) : paint("download cut short", .yellow)
-            return "\(how) \(Text.clean(e.path)) by \(Text.clean(e.address)): \(e.bytes) of \(e.total) bytes"
+            let amount = e.bytes == e.total ? Format.size(Double(e.total)) : "\(Format.size(Double(e.bytes))) of \(Format.size(Double(e.total)))"
+            return "\(how) \(Text.clean(e.path)) by \(Text.clean(e.address)): \(amount)"
                 + (e.offset > 0 ? " from byte \(e.offset)" : "") + (e.allDone ? " — every file downloaded" : "")
         case let e as Events.Browsing:
             // A nearby service name is shown as its DNS-SD type; `browse --types` and
             // `browse --service _http._tcp` print the type itself.
-            let ends = e.now == true ? "listing what answers now" : e.stopsAfter.map { "for \($0 == $0.rounded() && $0 < 1e9 ? String(Int($0)) : String($0)) s (Ctrl-C stops sooner)" } ?? "Ctrl-C to stop"
+            let ends = e.now == true ? "listing what answers now" : WaitEnds.words(e.stopsAfter)
             return "browsing for \(e.service.hasPrefix("_") ? Text.clean(e.service) : "_\(Text.clean(e.service))._tcp") in \(Text.clean(e.domain)) — \(ends)"
         case let e as Events.PeerSeen: return found(e, changed: nil)
         case let e as Events.PeerUpdated: return found(e.seen, changed: e.changed)
@@ -70,6 +71,8 @@ struct HumanRenderer: Sendable {
                 + Text.unencrypted(e.encrypted) + " — waiting for an answer"
         case let e as Events.Accepted: return paint("accepted", .green) + " the invitation from \(bold(e.peer)) (by \(Text.clean(e.by)))"
         case let e as Events.Declined:
+            if e.reason == Events.Declined.byUs { return paint("declined", .yellow) + " the invitation \(Text.clean(e.invitation)) from \(bold(e.peer))" }
+            if e.reason == "declined" { return "\(bold(e.peer)) " + paint("declined", .yellow) + " the invitation \(Text.clean(e.invitation))" }
             return paint("declined", .yellow) + ": invitation \(Text.clean(e.invitation)) with \(bold(e.peer)): \(Text.clean(e.reason))"
         case let e as Events.Connecting:
             return "connecting to " + (e.peer.map { bold($0) + " at " } ?? "") + Text.clean(e.address) + "…"
@@ -85,14 +88,18 @@ struct HumanRenderer: Sendable {
         case let e as Events.Rejected:
             return paint("rejected", .yellow) + " a connection from \(Text.clean(e.address)): \(Text.clean(e.reason)) (\(Text.clean(e.code)))"
         case let e as Events.Suppressed:
-            return "… and \(RepeatLimiter<String>.grouped(e.count)) more \(Text.clean(e.of, limit: 40)) events (\(Text.clean(e.code, limit: 60)))"
+            return "… and \(RepeatLimiter<String>.grouped(e.count)) more \(Text.clean(e.of, limit: 40)) event\(e.count == 1 ? "" : "s") (\(Text.clean(e.code, limit: 60)))"
                 + (e.peer.map { " of \(bold($0))" } ?? "") + " in the last \(e.seconds) s"
         case let e as Events.FileStarted:
             let resumed = e.skipped > 0 ? ", resuming after \(Format.size(Double(e.skipped)))" : ""
             let path = paint(Text.clean(e.path), .bold)
             return (e.direction == "send" ? "sending \(path) to \(bold(e.peer))" : "receiving \(path) from \(bold(e.peer))")
-                + " (\(Format.size(Double(e.bytes)))\(resumed))"
+                + (e.sizeKnown == false ? "" : " (\(Format.size(Double(e.bytes)))\(resumed))")
         case let e as Events.Progress:
+            // A total of 0 with bytes moving: the size is not known ahead (a browser's upload).
+            guard e.total > 0 || e.bytes == 0 else {
+                return "\(paint(Text.clean(e.path), .bold)) \(Format.size(Double(e.bytes))) so far, \(Format.size(e.rate))/s"
+            }
             let percent = e.total > 0 ? Int(Double(e.bytes) / Double(e.total) * 100) : 100
             return "\(paint(Text.clean(e.path), .bold)) \(percent)% of \(Format.size(Double(e.total))), \(Format.size(e.rate))/s"
         case let e as Events.FileSent: return done(e)

@@ -88,9 +88,10 @@ enum LocalSendCommands {
         defer { link.close() }
         let registrations = await registrations(plain.identity)
         let discovery = registrations.map { plain.announcing(port: $0.port) } ?? plain
-        context.events.emit(Events.Browsing(service: "localsend", domain: "local."))
-        let started = ContinuousClock.now
         let limit = timeout ?? (peer == nil ? nil : Nearby.Browse.defaultPeerTimeout)
+        // When it stops, as a nearby browse says it: not "Ctrl-C to stop" for a browse that ends by itself.
+        context.events.emit(Events.Browsing(service: "localsend", domain: "local.", stopsAfter: limit))
+        let started = ContinuousClock.now
         let matched = Locked(false)
         let found = Locked(0)
         let browsing: @Sendable () async -> Void? = {

@@ -45,7 +45,12 @@ extension Nearby {
         ) {
             FileHandle.standardOutput.write(Data((line + "\n").utf8))
         }
-        exit(withError: error)
+        // An unknown option: our suggestion in ArgumentParser's words (`OptionSuggestion`).
+        let words = fullMessage(for: error)
+        let corrected = OptionSuggestion.corrected(words, arguments: arguments)
+        guard corrected != words else { exit(withError: error) }
+        FileHandle.standardError.write(Data((corrected + "\n").utf8))
+        Foundation.exit(exitCode(for: error).rawValue)
     }
 
     /// The final `error` event of a command line ArgumentParser refused (an unknown option, a
@@ -64,7 +69,7 @@ extension Nearby {
         let flag = options.last { $0 == "--json" || $0 == "--human" }.map { $0 == "--json" ? OutputStyle.json : .human }
         let style = OutputStyle.resolve(flag, environment: environment, terminal: stdoutIsTerminal)
         guard style == .json || !stdoutIsTerminal else { return nil }
-        let words = message(for: error).split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+        let words = OptionSuggestion.corrected(message(for: error), arguments: arguments).split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
         let failure = Events.Failure(
             code: NearbyError.invalidArgument("").code, message: words.filter { !$0.isEmpty }.joined(separator: " "), exitStatus: status.rawValue)
         return style == .json ? EventEncoder().line(failure) : HumanRenderer().render(DecodedEvent(failure, at: Date()))

@@ -83,25 +83,46 @@ struct InviteTimeout: ParsableArguments {
 struct ReceiveOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
-            "Accept files from peers in session and save them here (default: $\(SaveDirectory.environmentVariable); without either, file offers are refused).",
+            "Accept files from peers in session and save them here, made (mode 700) if it does not exist (default: $\(SaveDirectory.environmentVariable); without either, file offers are refused).",
             valueName: "dir"),
         completion: .directory)
     var saveDir: String?
 
-    /// The directory, absolute, checked to exist and be writable before the node starts; nil when
-    /// neither --save-dir nor the environment names one (the node then takes no files).
+    /// The directory, absolute, checked to be a directory this user can write in before the node
+    /// starts; nil when neither --save-dir nor the environment names one (the node then takes no
+    /// files). One that does not exist yet is made (mode 700, its missing parents too), as a person
+    /// who named `~/Downloads` expects: the user named it, so files go nowhere they did not choose.
     func resolve(_ environment: [String: String]) throws(NearbyError) -> String? {
+        let named = saveDir.map { _ in Spelling.option(.saveDirectory) } ?? SaveDirectory.environmentVariable
         guard let chosen = saveDir ?? environment[SaveDirectory.environmentVariable].flatMap({ $0.isEmpty ? nil : $0 }) else {
             return nil
         }
         let current = FileManager.default.currentDirectoryPath
         let path = chosen.hasPrefix("/") ? chosen : current + "/" + chosen
         var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue else {
-            throw .ioFailure(path: path, reason: "--save-dir must be an existing directory")
+        if !FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
+            if let failure = Self.makeDirectories(path) {
+                throw .ioFailure(path: path, reason: "\(named) names a directory that does not exist, and it cannot be made "
+                    + "(\(String(cString: strerror(failure)))): give \(named) a directory you can write in")
+            }
+            FileHandle.standardError.write(Data("nearby: made the save directory \(path) (mode 700)\n".utf8))
+        } else if !isDirectory.boolValue {
+            throw .ioFailure(path: path, reason: "\(named) must name a directory, and this is a file")
         }
-        guard FileManager.default.isWritableFile(atPath: path) else { throw .ioFailure(path: path, reason: "not writable") }
+        guard FileManager.default.isWritableFile(atPath: path) else {
+            throw .ioFailure(path: path, reason: "\(named) names a directory you cannot write in: give \(named) one you can (or 'chmod u+w' it)")
+        }
         return URL(fileURLWithPath: path).standardizedFileURL.path
+    }
+
+    /// `mkdir -p -m 700`: nil, or the errno that stopped it.
+    static func makeDirectories(_ path: String) -> Int32? {
+        var made = ""
+        for component in path.split(separator: "/") {
+            made += "/" + component
+            if mkdir(made, 0o700) != 0, errno != EEXIST { return errno }
+        }
+        return nil
     }
 }
 

@@ -50,6 +50,9 @@ final class TerminalSink: EventSink {
     private let encoder = EventEncoder()
     /// The node's service type, learnt from its `advertising` or `waiting` event, for the commands an invitation shows.
     private let service = Mutex<String?>(nil)
+    /// The invitations this command sent (`invited`), the latest few: one declined ends the
+    /// command with the sentence that says so, so its `declined` line is not said before it.
+    private let invited = Mutex<[String]>([])
 
     init(writer: TerminalWriter, fd: Int32, style: OutputStyle) {
         self.writer = writer
@@ -97,6 +100,12 @@ final class TerminalSink: EventSink {
             service.withLock { $0 = name }
         }
         switch event.body {
+        case let sent as Events.Invited:
+            invited.withLock { $0 = Array(($0 + [sent.invitation]).suffix(8)) }
+            writer.line(human ? renderer.render(event, service: service.withLock { $0 }) : line(), fd: fd)
+        case let declined as Events.Declined where human && invited.withLock({ $0.contains(declined.invitation) }):
+            // Our invitation, declined: the command ends with the one sentence that says so (exit 3).
+            return
         case let progress as Events.Progress:
             writer.drawBar(ProgressBar.text(progress, columns: writer.columns))
             // On a terminal the bar is the progress; as lines, ten a second would drown the rest.
@@ -128,6 +137,13 @@ final class TerminalSink: EventSink {
 /// should be done; with several files, which one and where the whole batch is.
 enum ProgressBar {
     static func text(_ e: Events.Progress, columns: Int) -> String {
+        // No total ahead (a browser's upload): how much so far and how fast, no bar or percentage.
+        if e.total == 0, e.bytes > 0 {
+            let facts = " \(Format.size(Double(e.bytes), roundingDown: true)) so far, \(Format.size(e.rate))/s"
+            let path = Text.clean(e.path, limit: 4096)
+            let room = max(columns - 1 - facts.count, 8)
+            return (path.count > room ? "…" + path.suffix(room - 1) : path) + facts
+        }
         let bytes = Double(e.bytes), total = Double(e.total), rate = e.rate
         let fraction = total > 0 ? min(max(bytes / total, 0), 1) : 1
         // Rounded down until the end: never "100%" (nor the total's size) for a file not done yet.

@@ -66,7 +66,7 @@ extension Nearby {
             let context = output.configure(CommandContext.current)
             try await reporting(context, verbose: output.verbose) {
                 let filter = WatchFilter(service: try serviceType(), peer: peer, host: host)
-                let printer = WatchPrinter(context: context, live: read == nil)
+                let printer = WatchPrinter(context: context, live: read == nil, timeout: timeout)
                 let source: WatchRun.Source = read.map { .file($0) } ?? .capture(interface: interface)
                 TerminationSignal.install()
                 let summary = try await withThrowingTaskGroup(of: Events.WatchSummary?.self) { group in

@@ -10,10 +10,13 @@ final class WatchPrinter: Sendable {
     private let context: CommandContext
     private let screen: WatchScreen?
     private let human: Bool
+    /// `--timeout`: said in the first line, as the end of watching.
+    private let timeout: Double?
 
     /// `live`: capturing (a file is read at once: its lines, not a table redrawn).
-    init(context: CommandContext, live: Bool) {
+    init(context: CommandContext, live: Bool, timeout: Double? = nil) {
         self.context = context
+        self.timeout = timeout
         human = context.humanOutput && context.terminal != nil
         screen = live && human && (context.terminal?.stdoutIsTerminal ?? false) && (context.terminal?.escapes ?? false)
             ? WatchScreen(columns: context.terminal?.columns ?? 80) : nil
@@ -24,7 +27,7 @@ final class WatchPrinter: Sendable {
         guard human else { return context.events.emit(Events.Watching(interface: interface, file: file)) }
         guard screen == nil, let terminal = context.terminal, terminal.stderrIsTerminal else { return }
         let what = file.map { "reading \($0)" } ?? "watching mDNS on \(interface ?? "every interface")"
-        terminal.line(what + (file == nil ? " — Ctrl-C to stop" : ""), fd: STDERR_FILENO)
+        terminal.line(what + (file == nil ? " — " + WaitEnds.words(timeout) : ""), fd: STDERR_FILENO)
     }
 
     func print(_ outputs: [WatchEngine.Output]) {
@@ -96,11 +99,11 @@ enum WatchText {
     }
 
     static func summary(_ summary: Events.WatchSummary) -> [String] {
-        var lines = ["\(summary.packets) packets (\(summary.malformed) malformed\(summary.dropped > 0 ? ", \(summary.dropped) dropped by the kernel" : "")), \(summary.findings) findings"]
+        var lines = ["\(HumanRenderer.count(summary.packets, "packet")) (\(summary.malformed) malformed\(summary.dropped > 0 ? ", \(summary.dropped) dropped by the kernel" : "")), \(HumanRenderer.count(summary.findings, "finding"))"]
         if !summary.rules.isEmpty {
             lines.append("  findings: " + summary.rules.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
         }
-        for host in summary.hosts.prefix(10) { lines.append("  \(host.address): \(host.packets) packets") }
+        for host in summary.hosts.prefix(10) { lines.append("  \(host.address): \(HumanRenderer.count(host.packets, "packet"))") }
         return lines
     }
 }

@@ -63,7 +63,7 @@ final class WatchScreen: Sendable {
         let (lines, findings, packets) = taken
         var top = Self.table(table, now: now, columns: columns)
         let drops = dropped > 0 ? ", \(dropped) dropped by the kernel" : ""
-        top.insert("nearby watch — \(packets) packets\(drops), \(findings.count) recent findings (Ctrl-C: summary)", at: 0)
+        top.insert("nearby watch — \(HumanRenderer.count(packets, "packet"))\(drops), \(HumanRenderer.count(findings.count, "recent finding")) (Ctrl-C: summary)", at: 0)
         if !findings.isEmpty { top += ["FINDINGS"] + findings.map { "  " + $0 } }
         return LiveFrame.compose(top: top, below: "packets", lines: lines, columns: columns)
     }

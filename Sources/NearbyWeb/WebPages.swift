@@ -86,6 +86,12 @@ enum WebPages {
             """)
     }
 
+    /// The 404 of every wrong path: the same bytes whatever was asked.
+    package static let wrongLink = page(
+        title: "Link not found",
+        body: "<h1>This link is wrong or has expired</h1>\n<p class=\"hint\">Check it against the one you were given, "
+            + "or ask for a new one: each link works only while the sender's nearby runs.</p>")
+
     static func page(title: String, body: String) -> String {
         """
         <!doctype html>

@@ -99,7 +99,8 @@ final class DiskFile: WebIncomingFile, Sendable {
         self.peer = peer
         self.transfer = transfer
         self.events = events
-        events.emit(Events.FileStarted.make(transfer: transfer, direction: "receive", peer: peer, path: upload.name, bytes: 0))
+        // A multipart form gives no part's size ahead of it: said as unknown, not as 0 B.
+        events.emit(Events.FileStarted(transfer: transfer, direction: "receive", peer: peer, path: upload.name, bytes: 0, skipped: 0, sizeKnown: false))
     }
 
     func write(_ bytes: ByteBuffer) async throws(NearbyError) {

@@ -3,7 +3,7 @@ import NIOHTTP1
 import NearbyBase
 import NearbyHTTP
 
-/// Writes one answer on a connection: a bare 404, a page, a short text, or a streamed body.
+/// Writes one answer on a connection: a wrong link's 404, a page, a short text, or a streamed body.
 package struct WebReply: Sendable {
     let outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>
     let channel: any Channel
@@ -11,14 +11,12 @@ package struct WebReply: Sendable {
     let idle: Duration
     let keepAlive: Bool
 
-    /// A wrong or missing token, or a path that names nothing: 404 with no body, no page, no
-    /// header that says what serves here; the connection closes.
+    /// A wrong or missing token, or a path that names nothing: 404 with the same short page for
+    /// every such path (`WebPages.wrongLink`: it names nothing that serves here, no token, no
+    /// item), so a person who mistyped the link is told so and a guesser learns nothing; the
+    /// connection closes.
     package func notFound() async throws {
-        var headers = HTTPHeaders()
-        headers.add(name: "Content-Length", value: "0")
-        headers.add(name: "Connection", value: "close")
-        try await outbound.write(.head(HTTPResponseHead(version: .http1_1, status: .notFound, headers: headers)))
-        try await outbound.write(.end(nil))
+        try await page(WebPages.wrongLink, status: .notFound, close: true)
     }
 
     /// `script`: the page has inline script (its Content-Security-Policy allows it).

@@ -29,7 +29,7 @@ package struct WebServer: Sendable {
     }
 }
 
-/// A `WebSite` on the shared server: a URI too long for any of our paths is a bare 404.
+/// A `WebSite` on the shared server: a URI too long for any of our paths is the wrong link's 404.
 struct WebRoutes<Site: WebSite>: HTTPRoutes {
     let site: Site
 

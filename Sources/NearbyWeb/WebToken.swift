@@ -1,6 +1,6 @@
 /// The only key to a web share: 128 random bits (the system's CSPRNG), written as 26 lowercase
 /// base-32 letters so it survives a QR code, a URL and a person reading it aloud. A request whose
-/// path does not start with `/TOKEN/` gets a bare 404 (`WebRoute.notFound`).
+/// path does not start with `/TOKEN/` gets the wrong link's 404 (`WebRoute.notFound`).
 package struct WebToken: Sendable, Equatable, CustomStringConvertible {
     package let text: String
 

@@ -2,7 +2,7 @@
 """Clients a browser would never be, for tests/e2e/web.sh (raw sockets, bounded in count and time).
 
   rogue_web.py trickle HOST PORT N SECONDS   N connections sending a request head a byte at a time
-  rogue_web.py guess HOST PORT N             N requests with guessed tokens: each must be a bare 404
+  rogue_web.py guess HOST PORT N             N requests with guessed tokens: each must be the wrong link's 404
   rogue_web.py wrong URL                     wrong, missing and partial tokens on URL's host
   rogue_web.py names URL                     uploads whose file names try paths and escapes
   rogue_web.py liar URL                      a part larger than it declared; a body longer than declared
@@ -41,14 +41,28 @@ def read_all(s, limit=1 << 20):
     return out
 
 
-def bare_404(answer):
-    """The whole answer is a 404 with no body and no header but Content-Length: 0 and Connection."""
+WRONG_LINK_BODIES = set()
+
+
+def bare_404(answer, token=""):
+    """A wrong link's 404: the same short page for every wrong path (the first one seen is the
+    reference), saying the link is wrong or expired, with no header that names what serves here
+    and nothing of the token asked; the connection closes."""
     head, _, body = answer.partition(b"\r\n\r\n")
     lines = head.split(b"\r\n")
     if not lines or not lines[0].startswith(b"HTTP/1.1 404"):
         return False
-    names = sorted(line.split(b":", 1)[0].strip().lower() for line in lines[1:])
-    return body == b"" and names == [b"connection", b"content-length"] and b"content-length: 0" in head.lower()
+    headers = dict((k.strip().lower(), v.strip()) for k, _, v in (line.partition(b":") for line in lines[1:]))
+    allowed = {b"connection", b"content-length", b"content-type", b"content-security-policy", b"x-content-type-options",
+               b"referrer-policy", b"cache-control"}
+    if set(headers) - allowed or headers.get(b"connection", b"").lower() != b"close":
+        return False
+    if headers.get(b"content-length") != str(len(body)).encode() or b"This link is wrong or has expired" not in body:
+        return False
+    if token and token[:8].encode() in body:
+        return False
+    WRONG_LINK_BODIES.add(body)
+    return len(WRONG_LINK_BODIES) == 1
 
 
 def trickle(host, port, n, seconds):
@@ -98,7 +112,7 @@ def guess(host, port, n):
         token = "".join(random.choice(alphabet) for _ in range(26))
         s = connect(host, port)
         s.sendall(f"GET /{token}/ HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
-        if not bare_404(read_all(s)):
+        if not bare_404(read_all(s), token):
             bad += 1
         s.close()
     print(json.dumps({"guesses": int(n), "not_bare_404": bad, "seconds": round(time.monotonic() - started, 1)}))
@@ -116,7 +130,7 @@ def wrong(url):
         s.sendall(f"GET {path} HTTP/1.1\r\nHost: {parts.netloc}\r\n\r\n".encode())
         answer = read_all(s)
         s.close()
-        results[path.replace(token, "TOKEN")] = bare_404(answer)
+        results[path.replace(token, "TOKEN")] = bare_404(answer, token)
     print(json.dumps({"bare_404": results}))
     sys.exit(0 if all(results.values()) else 1)
 

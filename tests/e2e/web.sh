@@ -78,7 +78,7 @@ test_web_wrong_token_gets_nothing() {
     printf 'secret\n' >"$OUT/share/secret.txt"
     web_start 1 "$OUT/send.jsonl" -- send-file --web --keep "$OUT/share/secret.txt" || return 1
     rogue_web 2 wrong "$WEB_URL" >"$OUT/wrong.json" 2>"$OUT/wrong.err" || {
-        fail "a wrong token got more than a bare 404"; cat "$OUT/wrong.json" "$OUT/wrong.err" >&2; return 1; }
+        fail "a wrong token got more than the wrong link's 404"; cat "$OUT/wrong.json" "$OUT/wrong.err" >&2; return 1; }
     expect_eq "$(count_json "$OUT/send.jsonl" 'select(.event=="web-download")')" 0 "downloads by wrong tokens" || return 1
     stop "$WEB_PID"
     expect_eq $? 0 "send-file --web --keep ends with Ctrl-C" || return 1
@@ -133,7 +133,7 @@ test_web_hostile_clients_while_a_friend_is_served() {
     kill -0 "$guesser" 2>/dev/null || echo "    note: the guesses ended before the friend was served" >&2
     lab_wait_pid "$trickler" 60 || { fail "the trickler did not end"; return 1; }
     lab_wait_pid "$guesser" 600
-    expect_eq $? 0 "every guessed token got a bare 404" || { cat "$OUT/guess.json" "$OUT/guess.json.err" >&2; return 1; }
+    expect_eq $? 0 "every guessed token got the wrong link's 404" || { cat "$OUT/guess.json" "$OUT/guess.json.err" >&2; return 1; }
     expect_json "$OUT/trickle.json" 'select(.still_open==0 and .latest_close_s < 15)' "every trickling connection closed by the server within its head deadline" || return 1
     kill -0 "$WEB_PID" || { fail "send-file --web died"; return 1; }
     stop "$WEB_PID"

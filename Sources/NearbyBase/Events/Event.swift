@@ -43,14 +43,18 @@ package enum Events {
         /// The DNS-SD instance name, only when it is not the peer ID: another host already used
         /// that, and the daemon gave us its alternative (`ID #2`).
         package var instance: String?
+        /// When the command ends by itself: after this many seconds (`accept --timeout`); omitted
+        /// for a node that runs until Ctrl-C.
+        package var stopsAfter: Double?
 
-        package init(peer: PeerRef, service: String, domain: String, port: Int, info: [String: String], instance: String? = nil) {
+        package init(peer: PeerRef, service: String, domain: String, port: Int, info: [String: String], instance: String? = nil, stopsAfter: Double? = nil) {
             self.peer = peer
             self.service = service
             self.domain = domain
             self.port = port
             self.info = SortedInfo(info)
             self.instance = instance
+            self.stopsAfter = stopsAfter
         }
     }
 

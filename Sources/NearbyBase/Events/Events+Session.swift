@@ -113,6 +113,8 @@ extension Events {
 
     package struct Declined: EventBody {
         package static let event = "declined"
+        /// The reason of an invitation this node declined (its own event; the peer is told "declined").
+        package static let byUs = "declined by us"
         package var invitation: String
         package var peer: PeerRef
         package var reason: String
@@ -230,14 +232,18 @@ extension Events {
         package var path: String
         package var bytes: UInt64
         package var skipped: UInt64
+        /// false when the size is not known before the file has arrived (a browser's upload:
+        /// `bytes` is then 0); omitted otherwise.
+        package var sizeKnown: Bool?
 
-        package init(transfer: String, direction: String, peer: PeerRef, path: String, bytes: UInt64, skipped: UInt64) {
+        package init(transfer: String, direction: String, peer: PeerRef, path: String, bytes: UInt64, skipped: UInt64, sizeKnown: Bool? = nil) {
             self.transfer = transfer
             self.direction = direction
             self.peer = peer
             self.path = path
             self.bytes = bytes
             self.skipped = skipped
+            self.sizeKnown = sizeKnown
         }
     }
 

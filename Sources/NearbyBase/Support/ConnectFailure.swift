@@ -29,12 +29,18 @@ package enum ConnectFailure {
     }
 
     /// Nothing listens there (ECONNREFUSED), for every address tried.
-    package static func isRefusal(_ error: any Error) -> Bool {
+    package static func isRefusal(_ error: any Error) -> Bool { every(error, failedWith: ECONNREFUSED) }
+
+    /// No host has that address (EHOSTUNREACH: ARP or neighbour discovery got no answer), for
+    /// every address tried.
+    package static func isNoHost(_ error: any Error) -> Bool { every(error, failedWith: EHOSTUNREACH) }
+
+    private static func every(_ error: any Error, failedWith code: Int32) -> Bool {
         switch error {
         case let error as NIOConnectionError:
-            return !error.connectionErrors.isEmpty && error.connectionErrors.allSatisfy { isRefusal($0.error) }
+            return !error.connectionErrors.isEmpty && error.connectionErrors.allSatisfy { every($0.error, failedWith: code) }
         case let error as IOError:
-            return error.errnoCode == ECONNREFUSED
+            return error.errnoCode == code
         default:
             return false
         }

@@ -185,7 +185,9 @@ package enum NearbyError: Error, LocalizedError, Equatable, Sendable {
         case let .notANearbyPeer(peer):
             "\(peer) is a plain Multipeer Connectivity app, not a nearby node: nearby cannot open a session with it"
         case let .declined(peer, reason):
-            "\(peer) declined the invitation (\(reason))"
+            // The wire's default reason is the word itself: said once, not as its own echo.
+            ["declined", Events.Declined.byUs, ""].contains(reason)
+                ? "\(peer) declined the invitation" : "\(peer) declined the invitation: \(reason)"
         case let .invitationTimedOut(peer, seconds):
             "\(peer) did not answer the invitation within \(Self.format(seconds)) s"
         case let .noInvitation(from, seconds):
@@ -201,7 +203,10 @@ package enum NearbyError: Error, LocalizedError, Equatable, Sendable {
         case let .noNode(detail):
             "no node is running (\(detail)); start one with '\(Spelling.command(.advertise))' or '\(Spelling.command(.accept))'"
         case let .nodeAlreadyRunning(pid, socket):
-            "a node is already running for this identity and service\(pid.map { " (pid \($0))" } ?? "") at \(socket)"
+            "a node is already running for this identity and service\(pid.map { " (pid \($0))" } ?? "") at \(socket). "
+                + "Use it: '\(Spelling.command(.send))', '\(Spelling.command(.accept))' and the other commands go through it. "
+                + "To restart it, stop it first (Ctrl-C where it runs\(pid.map { ", or 'kill -INT \($0)'" } ?? "")); "
+                + "for a second node beside it, give that one another identity (NEARBY_HOME=DIR) or another \(Spelling.option(.service))"
         case let .notConnected(peer):
             "not connected to \(peer)"
         case let .messageTooLarge(bytes, limit):

@@ -27,7 +27,12 @@ extension Dialer {
         _ query: String, known: Target?, remembering: Bool, until deadline: ContinuousClock.Instant, timeout: Double, client: any EventSink
     ) async throws(NearbyError) -> (target: Target, remembered: Bool) {
         if let known { return (known, true) }
-        if remembering, let remembered = rememberedTarget(query) { return (remembered, true) }
+        if remembering, let first = rememberedTarget(query) {
+            // Discovery's head start: a node restarted since listens on a new port, which the
+            // daemon's cache gives within moments; that fresh answer wins over the remembered port.
+            await discoveryShows(first, until: min(deadline, .now + Self.rememberedHeadStart))
+            if let remembered = rememberedTarget(query) { return (remembered, true) }
+        }
         return (try await resolve(query, until: deadline, timeout: timeout, client: client), false)
     }
 

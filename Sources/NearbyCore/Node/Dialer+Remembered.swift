@@ -28,6 +28,19 @@ extension Dialer {
         return Target(host: first, port: port, expected: id, name: entry.name, alternates: Array(addresses.dropFirst()))
     }
 
+    /// How long a remembered target waits for discovery to show the peer before it is dialled:
+    /// a cached answer comes within a few milliseconds; a peer discovery cannot see (another
+    /// subnet) costs this much more. `NEARBY_REMEMBERED_HEAD_START_MS` (a test knob).
+    static let rememberedHeadStart: Duration =
+        ProcessInfo.processInfo.environment["NEARBY_REMEMBERED_HEAD_START_MS"].flatMap(Int.init).map { .milliseconds(max($0, 0)) } ?? .milliseconds(300)
+
+    /// Returns once discovery shows the peer `target` expects (anywhere), or at `deadline`.
+    func discoveryShows(_ target: Target, until deadline: ContinuousClock.Instant) async {
+        guard let id = target.expected else { return }
+        startDiscovery()
+        _ = await watchDiscovery(of: id, until: deadline) { _ in () }
+    }
+
     enum RememberedOutcome {
         case connected(Negotiated, Target)
         /// Every remembered address failed; the failure, for when discovery finds the same ones.

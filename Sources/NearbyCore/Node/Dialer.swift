@@ -229,10 +229,18 @@ actor Dialer {
     /// The same peer at another port or other addresses, once discovery says so; nil by `deadline`.
     func fresher(than target: Target, until deadline: ContinuousClock.Instant) async -> Target? {
         guard let id = target.expected else { return nil }
+        return await watchDiscovery(of: id, until: deadline) { peer in
+            guard let now = try? self.target(for: peer), now.port != target.port || now.hosts != target.hosts else { return nil }
+            return now
+        }
+    }
+
+    /// What `pick` makes of the record discovery shows for peer `id`, as soon as it makes
+    /// something of it (checked again at every change discovery sees); nil by `deadline`.
+    func watchDiscovery<T>(of id: PeerID, until deadline: ContinuousClock.Instant, _ pick: (DiscoveredPeer) -> T?) async -> T? {
         while ContinuousClock.now < deadline, !Task.isCancelled {
-            if let peer = discovery.candidates(id.rawValue, excluding: me).first(where: { $0.claimedID == id.rawValue }),
-               let now = try? self.target(for: peer), now.port != target.port || now.hosts != target.hosts {
-                return now
+            if let peer = discovery.candidates(id.rawValue, excluding: me).first(where: { $0.claimedID == id.rawValue }), let made = pick(peer) {
+                return made
             }
             let change = OneShot<Void>()
             discoveryWaiters.removeAll { $0.isSettled }

@@ -99,7 +99,7 @@ final class InvitationDesk {
         if accept {
             sink.emit(Events.Accepted(invitation: id, peer: link.peer.ref, by: by, pending: othersPending > 0 ? othersPending : nil))
         } else {
-            sink.emit(Events.Declined(invitation: id, peer: link.peer.ref, reason: "declined by us"))
+            sink.emit(Events.Declined(invitation: id, peer: link.peer.ref, reason: Events.Declined.byUs))
         }
         await answerLink(link, accept: accept, reason: "declined", closing: "we declined the invitation", node: node)
     }
@@ -126,7 +126,7 @@ final class InvitationDesk {
         let service = node.configuration.service.name
         client?.emit(Events.Waiting(
             for: "invitation", service: service,
-            reason: "waiting for an invitation\(query.map { " from \($0)" } ?? "") on \(service) (Ctrl-C to stop)"))
+            reason: "waiting for an invitation\(query.map { " from \($0)" } ?? "") on \(service) \(timeout == nil ? "(Ctrl-C to stop)" : WaitEnds.words(timeout))"))
         let waiter = Invitations.AcceptWaiter(query: query, decline: decline, sink: sink)
         table.wait(waiter)
         defer { table.removeWaiter(waiter.id) }

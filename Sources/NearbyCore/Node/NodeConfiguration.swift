@@ -10,6 +10,8 @@ package struct NodeConfiguration: Sendable {
     package var encryption: EncryptionPreference = .required
     /// Publish a DNS-SD advertisement (advertise, accept). Initiating and one-shot nodes do not.
     package var advertise = false
+    /// The command ends by itself after this many seconds (`accept --timeout`): said in `advertising`.
+    package var stopsAfter: Double?
     package var displayName: String?
     package var info: [String: String] = [:]
     /// Where received files land; nil: this node takes no files (every offer is refused).

@@ -34,7 +34,7 @@ actor Presence {
         return configuration.domains.map {
             Events.Advertising(
                 peer: PeerRef(id: instance, name: name), service: configuration.service.name,
-                domain: $0, port: port, info: configuration.info, instance: $0 == "local." ? renamed : nil)
+                domain: $0, port: port, info: configuration.info, instance: $0 == "local." ? renamed : nil, stopsAfter: configuration.stopsAfter)
         }
     }
 

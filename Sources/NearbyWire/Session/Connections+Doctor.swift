@@ -12,6 +12,8 @@ extension Connections {
         package let timedOut: Bool
         /// Nothing listens on that port there (ECONNREFUSED): not a firewall that drops.
         package var refused = false
+        /// No host answered for that address (EHOSTUNREACH): nothing to blame a firewall for.
+        package var noHost = false
     }
 
     /// nil when a TCP connection to `host:port` was made (and closed at once), else why not.
@@ -30,7 +32,7 @@ extension Connections {
             // In the words `send` uses for the same failure ("refused the connection (nothing
             // listens on that port)"), never NIO's.
             let reason = ConnectFailure.describe(error, timeout: .milliseconds(milliseconds)) ?? "could not connect"
-            return Unreachable(reason: reason, timedOut: false, refused: ConnectFailure.isRefusal(error))
+            return Unreachable(reason: reason, timedOut: false, refused: ConnectFailure.isRefusal(error), noHost: ConnectFailure.isNoHost(error))
         }
     }
 
