@@ -7,6 +7,15 @@ let package = Package(
     products: [
         // Its own single-target product, so swift-argument-parser's generate-manual plugin documents it.
         .executable(name: "nearby", targets: ["nearby"]),
+        // For Fuzz/ only (its own package, so the normal build never links a fuzz entry point): the
+        // modules whose decoders read outside bytes. Nothing else depends on this product.
+        .library(
+            name: "NearbyFuzzable",
+            targets: [
+                "NearbyBase", "NearbyDNS", "NearbyIdentity", "NearbyDiscovery", "NearbyWire", "NearbyWatch", "NearbyHTTP", "NearbyTransfer",
+                "NearbyCore", "NearbyLocalSend", "NearbyWeb",
+            ]
+        ),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
