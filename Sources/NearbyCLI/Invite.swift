@@ -2,7 +2,7 @@ import ArgumentParser
 import NearbyCore
 
 extension Nearby {
-    struct Invite: AsyncParsableCommand {
+    struct Invite: AsyncParsableCommand, NamesAPeer {
         static let configuration = CommandConfiguration(
             abstract: "Invite a peer into a session.",
             discussion: """
@@ -31,18 +31,15 @@ extension Nearby {
 
         func run() async throws {
             let context = output.configure(CommandContext.current)
-            let command = self
-            try await reporting(context, verbose: output.verbose) {
-                try await PeerNaming.run(context, peer: peer) { context, named in
-                    try await command.renamed(named).perform(context)
-                }
-            }
+            try await performNamingThePeer(context, verbose: output.verbose)
         }
 
+        var typedPeer: String? { peer }
+
         /// The command for `name` instead of the peer typed, when the person chose it (PeerNaming).
-        func renamed(_ name: String?) -> Self {
+        func renamed(_ name: String) -> Self {
             var copy = self
-            if let name { copy.peer = name }
+            copy.peer = name
             return copy
         }
 

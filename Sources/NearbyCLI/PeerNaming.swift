@@ -206,3 +206,25 @@ extension PeerNaming {
         }
     }
 }
+
+/// A command that names one peer (send, send-file, stream, invite): it runs through PeerNaming,
+/// and for a near name the person chose, the same command again with that name.
+protocol NamesAPeer: Sendable {
+    /// The peer as typed, or nil where the command names none (`--all`, `--listen`, `--web`).
+    var typedPeer: String? { get }
+    /// The same command for the name the person chose.
+    func renamed(_ name: String) -> Self
+    func perform(_ context: CommandContext) async throws
+}
+
+extension NamesAPeer {
+    /// Runs the command (or its renamed self) inside `reporting`, in `context`.
+    func performNamingThePeer(_ context: CommandContext, verbose: Bool) async throws {
+        let command = self
+        try await reporting(context, verbose: verbose) {
+            try await PeerNaming.run(context, peer: typedPeer) { context, named in
+                try await (named.map(command.renamed) ?? command).perform(context)
+            }
+        }
+    }
+}

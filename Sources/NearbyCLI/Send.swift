@@ -12,7 +12,7 @@ import Darwin
 #endif
 
 extension Nearby {
-    struct Send: AsyncParsableCommand {
+    struct Send: AsyncParsableCommand, NamesAPeer {
         static let configuration = CommandConfiguration(
             abstract: "Send a message to a peer (or --all).",
             discussion: """
@@ -69,18 +69,15 @@ extension Nearby {
 
         func run() async throws {
             let context = output.configure(CommandContext.current)
-            let command = self
-            try await reporting(context, verbose: output.verbose) {
-                try await PeerNaming.run(context, peer: all ? nil : peer) { context, named in
-                    try await command.renamed(named).perform(context)
-                }
-            }
+            try await performNamingThePeer(context, verbose: output.verbose)
         }
 
+        var typedPeer: String? { all ? nil : peer }
+
         /// The command for `name` instead of the peer typed, when the person chose it (PeerNaming).
-        func renamed(_ name: String?) -> Self {
+        func renamed(_ name: String) -> Self {
             var copy = self
-            if let name { copy.peer = name }
+            copy.peer = name
             return copy
         }
 

@@ -7,7 +7,7 @@ import NearbyDiscovery
 import NearbyTransfer
 
 extension Nearby {
-    struct SendFile: AsyncParsableCommand {
+    struct SendFile: AsyncParsableCommand, NamesAPeer {
         static let configuration = CommandConfiguration(
             commandName: "send-file",
             abstract: "Send files and directories to a peer.",
@@ -77,18 +77,15 @@ extension Nearby {
 
         func run() async throws {
             let context = output.configure(CommandContext.current)
-            let command = self
-            try await reporting(context, verbose: output.verbose) {
-                try await PeerNaming.run(context, peer: web.web ? nil : peer) { context, named in
-                    try await command.renamed(named).perform(context)
-                }
-            }
+            try await performNamingThePeer(context, verbose: output.verbose)
         }
 
+        var typedPeer: String? { web.web ? nil : peer }
+
         /// The command for `name` instead of the peer typed, when the person chose it (PeerNaming).
-        func renamed(_ name: String?) -> Self {
+        func renamed(_ name: String) -> Self {
             var copy = self
-            if let name { copy.peer = name }
+            copy.peer = name
             return copy
         }
 

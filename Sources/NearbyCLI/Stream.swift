@@ -13,7 +13,7 @@ import Darwin
 #endif
 
 extension Nearby {
-    struct Stream: AsyncParsableCommand {
+    struct Stream: AsyncParsableCommand, NamesAPeer {
         static let configuration = CommandConfiguration(
             abstract: "Pipe stdin to a peer and the peer's bytes to stdout.",
             discussion: """
@@ -75,19 +75,16 @@ extension Nearby {
             onStderr.events = LineSink(fileDescriptor: STDERR_FILENO)
             let context = output.configure(onStderr, fd: STDERR_FILENO)
             try await CommandContext.$current.withValue(context) {
-                let command = self
-                try await reporting(context, verbose: output.verbose) {
-                    try await PeerNaming.run(context, peer: listen ? nil : peer) { context, named in
-                        try await command.renamed(named).perform(context)
-                    }
-                }
+                try await performNamingThePeer(context, verbose: output.verbose)
             }
         }
 
+        var typedPeer: String? { listen ? nil : peer }
+
         /// The command for `name` instead of the peer typed, when the person chose it (PeerNaming).
-        func renamed(_ name: String?) -> Self {
+        func renamed(_ name: String) -> Self {
             var copy = self
-            if let name { copy.peer = name }
+            copy.peer = name
             return copy
         }
 
