@@ -165,9 +165,14 @@ extension PeerNaming {
             }
         }
 
-        /// Of the near names, the one fewest letters off `query`.
+        /// Of the near names, the one fewest letters off `query`; none when two peers carry that
+        /// name (twins: the corrected command would be as ambiguous, so doctor's hint stays).
         static func closest(_ peers: [PeerRef], to query: String) -> PeerRef? {
-            peers.min { NearName.distance(query, $0.name ?? $0.id) < NearName.distance(query, $1.name ?? $1.id) }
+            guard let best = peers.min(by: { NearName.distance(query, $0.name ?? $0.id) < NearName.distance(query, $1.name ?? $1.id) })
+            else { return nil }
+            let label = best.name ?? best.id
+            guard Set(peers.filter { ($0.name ?? $0.id) == label }.map(\.id)).count == 1 else { return nil }
+            return best
         }
 
         /// The corrected command for the closest of `near` (or of the names the lookup showed).

@@ -94,7 +94,17 @@ extension LocalSendHTTP {
                         if progress == nil { watchdog.arm(ask.timeout) }
                         try await handshake.get()
                     }
-                    try await Self.write(ask, host: opened.host, port: opened.port, to: outbound, watchdog: watchdog, stage: stage)
+                    // A device may answer and close before our last write went out (the end of a
+                    // request whose body it had read, its "busy" before the body): the write then
+                    // fails on the closed connection while the whole answer waits in the reader.
+                    // The answer is read before that failure is believed (issue 58: a friend's
+                    // send said "closed before it answered" with the device's 200 on the wire).
+                    var unwritten: (any Error)?
+                    do {
+                        try await Self.write(ask, host: opened.host, port: opened.port, to: outbound, watchdog: watchdog, stage: stage)
+                    } catch {
+                        unwritten = error
+                    }
                     watchdog.arm(ask.timeout)
                     var status = 0
                     var kept = false
@@ -115,6 +125,7 @@ extension LocalSendHTTP {
                         }
                     }
                     if stage.withLock({ $0.answered }) { throw Failure.protocolError("the connection closed before a whole answer came") }
+                    if let unwritten { throw unwritten }
                     throw Failure.closedBeforeAnswer("the device closed the connection before it answered", bodySent: stage.withLock { $0.bodySent })
                 }
                 group.addTask {

@@ -91,7 +91,8 @@ test_explain_browse_shows_real_types_and_marks_foreign_services() {
 }
 
 # A peer named almost right, or on another service type: "still looking" on a terminal, then what
-# was seen instead and `nearby doctor NAME` — as fields of the error event in JSON.
+# was seen instead and the corrected command (issue 57; `nearby doctor NAME` where nothing near was
+# seen) — as fields of the error event in JSON.
 test_explain_peer_not_found_says_what_was_seen_instead() {
     trap stop_started RETURN
     local status id1 id3
@@ -101,7 +102,7 @@ test_explain_peer_not_found_says_what_was_seen_instead() {
     nb 2 send --service s-ex-nf --timeout 4 "bob's pi" hi >"$OUT/case.jsonl" 2>"$OUT/case.err"; status=$?
     expect_error "$OUT/case.jsonl" 2 "$status" peer-not-found "a name in the wrong case" || return 1
     expect_json "$OUT/case.jsonl" 'select(.event=="error" and (.near|map(.id)|index("'"$id1"'")) != null
-        and (.hint|startswith("nearby doctor --service s-ex-nf ")) and (.hint|endswith("s pi'"'"'")))' "the near name and the hint" || return 1
+        and .hint == "nearby send --service s-ex-nf --timeout 4 \"Bob'"'"'s Pi\" hi")' "the near name, and the corrected command as the hint" || return 1
     ex_says "$OUT/case.err" "'Bob's Pi'" "the near name in the sentence" || return 1
     nb 2 send --service s-ex-nf --timeout 4 Carol hi >"$OUT/other.jsonl" 2>"$OUT/other.err"; status=$?
     expect_error "$OUT/other.jsonl" 2 "$status" peer-not-found "a peer on another type" || return 1
@@ -111,7 +112,8 @@ test_explain_peer_not_found_says_what_was_seen_instead() {
     term_run 2 "$OUT/tty.txt" NEARBY_LOOKING_AFTER_MS=500 -- send --service s-ex-nf --timeout 3 "bob's pi" hi; status=$?
     expect_eq "$status" 2 "not found on a terminal" || return 1
     term_has "$OUT/tty.txt" "still looking for 'bob's pi' on _s-ex-nf\._tcp" "still looking" || return 1
-    term_has "$OUT/tty.txt" "next: .nearby doctor --service s-ex-nf" "the next step" || return 1
+    term_has "$OUT/tty.txt" "did you mean 'Bob's Pi' \\(" "the question at a terminal" || return 1
+    term_has "$OUT/tty.txt" "did you mean .nearby send --service s-ex-nf --timeout 3" "the corrected command" || return 1
 }
 
 # A peer that calls itself NAME:PORT is found by that name; NAME:PORT naming neither a peer nor a

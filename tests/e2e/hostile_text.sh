@@ -92,7 +92,7 @@ test_hostile_text_in_error_sentences_is_escaped() {
     expect_eq "$status" 3 "nearby send, declined" || { show "$OUT/send.txt" "$OUT/server-1.out"; return 1; }
     text_clean "$OUT/send.txt" "send's terminal" || { show "$OUT/send.txt"; return 1; }
     # The error is wrapped between words to the terminal: its lines read as one.
-    plain "$OUT/send.txt" | tr -s ' \r\n' ' ' | grep -qE 'error: .*declined the invitation \(bye\\u\{1b\}]52;c;' \
+    plain "$OUT/send.txt" | tr -s ' \r\n' ' ' | grep -qE 'error: .*declined the invitation: bye\\u\{1b\}]52;c;' \
         || { fail "the error line, escaped"; show "$OUT/send.txt"; return 1; }
 
     text_rogue 2 "$OUT/server-2.out" server "$port" || return 1
@@ -100,7 +100,7 @@ test_hostile_text_in_error_sentences_is_escaped() {
     term_run 1 "$OUT/invite.txt" NO_COLOR=1 -- invite "$(lab_addr 2):$port" --encryption none --timeout 10 --json; status=$?
     expect_eq "$status" 3 "nearby invite --json, declined" || { show "$OUT/invite.txt" "$OUT/server-2.out"; return 1; }
     text_clean "$OUT/invite.txt" "invite's terminal (--json)" || { show "$OUT/invite.txt"; return 1; }
-    tr -s ' \r\n' ' ' <"$OUT/invite.txt" | grep -qa 'nearby: error: .*declined the invitation (bye\\u{1b}]52;c;' \
+    tr -s ' \r\n' ' ' <"$OUT/invite.txt" | grep -qa 'nearby: error: .*declined the invitation: bye\\u{1b}]52;c;' \
         || { fail "the nearby: error: sentence, escaped"; show "$OUT/invite.txt"; return 1; }
     text_decodes "$OUT/invite.txt" "$OUT/hostile.json" \
         'select(.event=="error" and .code=="declined" and (.message | contains($h.reason)))' || return 1
