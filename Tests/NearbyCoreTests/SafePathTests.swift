@@ -5,6 +5,33 @@ import Testing
 @testable import NearbyTransfer
 
 @Suite struct SafePathTests {
+    /// The fuzz target http-names' first finding (scripts/fuzz in CI, docs/fuzzing.md): a name that
+    /// starts with a combining mark (U+0301) after NULs and `..`. It stays in its directory — the
+    /// target's check had compared with String.hasPrefix, which joins "/" and the mark into one
+    /// character, so the finding was the check's; the cleaned name is checked by bytes here.
+    /// Its second: `../../\u{301}etp.sstd` split by characters kept `../\u{301}etp.sstd` as one
+    /// component (a "/" and the mark after it are one Character), and the placed path was
+    /// /srv/\u{301}etp.sstd, outside the directory. Split by scalars now.
+    @Test func aSlashJoinedToACombiningMarkStillSeparates() {
+        for claimed in ["../../\u{0301}etp.sstd", "a/\u{0301}b", "..\\\u{0301}..\\x", "/\u{0301}../../etc/passwd"] {
+            let parts = SafePath.components(of: claimed)
+            #expect(parts == SafePath.checkedComponents(of: claimed), "\(claimed.debugDescription)")
+            #expect(parts.allSatisfy { !$0.utf8.contains(UInt8(ascii: "/")) && !$0.utf8.contains(UInt8(ascii: "\\")) && $0 != ".." }, "\(parts)")
+            let placed = parts.reduce(URL(fileURLWithPath: "/srv/received", isDirectory: true)) { $0.appendingPathComponent($1) }
+            #expect(placed.standardizedFileURL.path.utf8.starts(with: "/srv/received/".utf8), "\(claimed.debugDescription) placed at \(placed.path)")
+        }
+    }
+
+    @Test func aNameStartingWithACombiningMarkStaysInItsDirectory() {
+        let claimed = "\0\0\0\u{0301}\u{8b}a/./b/.\0..\\..\\.!\\%sca-.!d/a/b.d-\0ta/b.txt"
+        let parts = SafePath.components(of: claimed)
+        #expect(parts == SafePath.checkedComponents(of: claimed))
+        #expect(!parts.isEmpty && parts.allSatisfy { !$0.isEmpty && $0 != "." && $0 != ".." && !$0.contains("/") && !$0.contains("\\") })
+        let placed = parts.reduce(URL(fileURLWithPath: "/srv/received", isDirectory: true)) { $0.appendingPathComponent($1) }
+        #expect(placed.standardizedFileURL.path.utf8.starts(with: "/srv/received/".utf8))
+        #expect(SafePath.relative(SafePath.relative(claimed)) == SafePath.relative(claimed))
+    }
+
     @Test(arguments: [
         ("report.pdf", "report.pdf"),
         ("dir/sub/file.txt", "dir/sub/file.txt"),

@@ -54,12 +54,15 @@ package enum SafePath {
         return parts.isEmpty ? ["unnamed"] : parts
     }
 
-    /// Any claimed path, character by character.
+    /// Any claimed path, scalar by scalar: split on every `/` and `\\` scalar, not on characters
+    /// (a `/` followed by a combining mark, U+0301, is one Character that is not "/": split by
+    /// characters, `../../\u{301}x` kept a component holding `/` and left the directory; the fuzz
+    /// target http-names found it).
     static func checkedComponents(of claimed: String) -> [String] {
-        let raw = claimed.split(whereSeparator: { $0 == "/" || $0 == "\\" })
+        let raw = claimed.unicodeScalars.split(whereSeparator: { $0 == "/" || $0 == "\\" })
         var parts: [String] = []
         for piece in raw {
-            var clean = String(String.UnicodeScalarView(piece.unicodeScalars.filter(TerminalText.isShowable)))
+            var clean = String(String.UnicodeScalarView(piece.filter(TerminalText.isShowable)))
             clean = clean.trimmingCharacters(in: .whitespaces)
             guard !clean.isEmpty, clean != ".", clean != ".." else { continue }
             // A name made only of dots (`...`) is legal but confusing next to `..`: keep it visible.
