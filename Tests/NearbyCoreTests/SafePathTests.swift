@@ -22,6 +22,16 @@ import Testing
         }
     }
 
+    /// Its third: invalid UTF-8 (each byte a 3-byte U+FFFD) cut to 255 bytes ended in a space,
+    /// which cleaning again trimmed: cleaning twice must be cleaning once.
+    @Test func aComponentCutToFitIsCleanedOnce() throws {
+        let bytes = try #require(Data(base64Encoded: "IC4uIC8uANvb29vb29vb2/////////8uLiAuLiAvLwLb29vb29vb29vb29vbLi4g29vb29vb29vb29vb29vb29vb29sBAAAAAAAAFtvb29vb29vb29vb29vb29vb29vb29vb29vb29vb29vb29vS29vb29vb29vb29vb29sK2yD/"))
+        let claimed = String(decoding: bytes, as: UTF8.self)
+        let once = SafePath.relative(claimed)
+        #expect(SafePath.relative(once) == once)
+        #expect(SafePath.components(of: claimed).allSatisfy { $0.utf8.count <= SafePath.maxComponentBytes && $0.first != " " && $0.last != " " })
+    }
+
     @Test func aNameStartingWithACombiningMarkStaysInItsDirectory() {
         let claimed = "\0\0\0\u{0301}\u{8b}a/./b/.\0..\\..\\.!\\%sca-.!d/a/b.d-\0ta/b.txt"
         let parts = SafePath.components(of: claimed)

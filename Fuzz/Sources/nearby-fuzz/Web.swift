@@ -121,7 +121,7 @@ enum WebTargets {
         let zipped = WebShareItem.zipNames(cleaned + cleaned)
         Fuzz.check(Set(zipped).count == zipped.count, "zip names repeat: \(zipped)")
         for name in zipped {
-            Fuzz.check(name.split(separator: "/").allSatisfy { $0.utf8.count <= SafePath.maxComponentBytes }, "zip name \(name.debugDescription)")
+            Fuzz.check(name.utf8.split(separator: UInt8(ascii: "/")).allSatisfy { $0.count <= SafePath.maxComponentBytes }, "zip name \(name.debugDescription)")
         }
     }
 }

@@ -64,6 +64,9 @@ package enum SafePath {
         for piece in raw {
             var clean = String(String.UnicodeScalarView(piece.filter(TerminalText.isShowable)))
             clean = clean.trimmingCharacters(in: .whitespaces)
+            // Cut to fit before the checks: a cut can end in a space, which cleaning again would
+            // trim (http-names' third finding: cleaning twice must be cleaning once).
+            if clean.utf8.count > maxComponentBytes { clean = fitting(clean).trimmingCharacters(in: .whitespaces) }
             guard !clean.isEmpty, clean != ".", clean != ".." else { continue }
             // A name made only of dots (`...`) is legal but confusing next to `..`: keep it visible.
             if clean.allSatisfy({ $0 == "." }) { clean = "_" + clean }
