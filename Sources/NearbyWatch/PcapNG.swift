@@ -1,3 +1,5 @@
+import Foundation
+
 /// pcapng (draft-ietf-opsawg-pcapng), what Wireshark writes by default and macOS and Windows
 /// captures are: sections in either byte order, interfaces each with its link type and timestamp
 /// resolution, and packets in enhanced or simple packet blocks. Other blocks are skipped. Every
@@ -73,14 +75,12 @@ struct PcapNG {
             if code == 9, length >= 1 {
                 let value = body[offset + 4]
                 let exponent = Double(value & 0x7F)
-                interface.units = value & 0x80 == 0 ? pow10(min(exponent, 18)) : Double(sign: .plus, exponent: Int(min(exponent, 63)), significand: 1)
+                interface.units = value & 0x80 == 0 ? pow(10, min(exponent, 18)) : Double(sign: .plus, exponent: Int(min(exponent, 63)), significand: 1)
             }
             offset += 4 + (length + 3) / 4 * 4
         }
         interfaces.append(interface)
     }
-
-    private func pow10(_ exponent: Double) -> Double { (0..<Int(exponent)).reduce(1.0) { value, _ in value * 10 } }
 
     /// An enhanced packet block: interface, timestamp, the captured bytes.
     private func enhanced(_ body: [UInt8]) throws(PcapError) -> PcapFrame? {

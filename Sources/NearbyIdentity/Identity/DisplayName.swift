@@ -21,8 +21,7 @@ package enum DisplayName {
 
     /// A usable default from the host name, cut to the limit on a character boundary.
     package static func fromHostName(_ host: String) -> String {
-        var name = host.split(separator: ".").first.map(String.init) ?? ""
-        while name.utf8.count > maxBytes { name.removeLast() }
+        let name = (host.split(separator: ".").first.map(String.init) ?? "").cut(toUTF8Bytes: maxBytes)
         return name.isEmpty ? "nearby" : name
     }
 

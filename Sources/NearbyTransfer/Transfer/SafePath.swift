@@ -98,9 +98,7 @@ package enum SafePath {
             ext = ""
         }
         while !stem.isEmpty, stem.utf8.count + suffix.utf8.count + ext.utf8.count > limit { stem.removeLast() }
-        var out = stem + suffix + ext
-        while out.utf8.count > limit { out.removeLast() }
-        return out
+        return (stem + suffix + ext).cut(toUTF8Bytes: limit)
     }
 
     /// Moves `temporary` to the first free candidate name in `directory` without ever replacing a

@@ -161,8 +161,7 @@ struct HandshakeStateMachine: Sendable {
     /// A display name from the network that breaks the rules: what a terminal would not show as
     /// itself (`TerminalText`) dropped, cut to 63 bytes.
     static func sanitized(_ raw: String) -> String {
-        var name = String(String.UnicodeScalarView(raw.unicodeScalars.filter(TerminalText.isShowable)))
-        while name.utf8.count > DisplayName.maxBytes { name.removeLast() }
+        let name = String(String.UnicodeScalarView(raw.unicodeScalars.filter(TerminalText.isShowable))).cut(toUTF8Bytes: DisplayName.maxBytes)
         return name.isEmpty ? "?" : name
     }
 
