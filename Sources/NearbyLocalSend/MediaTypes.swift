@@ -4,7 +4,7 @@ import Foundation
 /// looks one up (`lookupMimeType(fileName)`, the Dart `mime` package's table): Debian's
 /// `media-types` package (`/etc/mime.types`, read once, at most 1 MiB of it), with a small
 /// built-in table for a system without it. What matters to a phone: it saves only `image/*` and
-/// `video/*` into its gallery, and shows an icon by type.
+/// `video/*` into its gallery, and shows an icon by type (`text/*`: a text file's).
 package struct LocalSendMediaTypes: Sendable {
     private let byExtension: [String: String]
 
@@ -35,14 +35,12 @@ package struct LocalSendMediaTypes: Sendable {
     }
 
     /// The type of `name` (its last extension, any case); `application/octet-stream` when unknown.
-    /// Never `text/*` for a file: a receiver may take a lone text file for a text message and
-    /// print it rather than save it (localsend-cli does); nearby sends a text with `send`.
+    /// Text files are `text/*` as the app sends them (`notes.txt` is `text/plain`); what keeps a
+    /// lone one a file is the sender's (`LocalSendSender.fileOffer`).
     package func type(of name: String) -> String {
         let last = name.split(separator: "/").last.map(String.init) ?? name
         guard let dot = last.lastIndex(of: "."), dot != last.startIndex else { return "application/octet-stream" }
-        let ext = last[last.index(after: dot)...].lowercased()
-        guard let type = byExtension[ext], !type.hasPrefix("text/") else { return "application/octet-stream" }
-        return type
+        return byExtension[last[last.index(after: dot)...].lowercased()] ?? "application/octet-stream"
     }
 
     /// For a system without `/etc/mime.types`: the types a phone's gallery and icons care about.
@@ -65,5 +63,7 @@ package struct LocalSendMediaTypes: Sendable {
         "pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
         "odt": "application/vnd.oasis.opendocument.text", "ods": "application/vnd.oasis.opendocument.spreadsheet",
         "odp": "application/vnd.oasis.opendocument.presentation",
+        "txt": "text/plain", "text": "text/plain", "md": "text/markdown", "markdown": "text/markdown", "csv": "text/csv",
+        "html": "text/html", "htm": "text/html", "css": "text/css",
     ]
 }

@@ -64,7 +64,7 @@ package struct LocalSendSender: Sendable {
             let (sha256, dates) = try await Self.sha256(of: file)
             offers.append(Offer(id: "f\(index + 1)", file: file, sha256: sha256, dates: dates))
         }
-        let body = Self.prepareBody(info: me, files: offers.map(Self.fileOffer))
+        let body = Self.prepareBody(info: me, files: offers.map { Self.fileOffer($0, alone: offers.count == 1) })
         let (target, answer) = try await prepare(body, to: target, pin: pin, timeout: timeout, files: offers.count)
         guard let answer else {
             throw .declined(peer: Self.name(target), reason: "it took none of the files (204: nothing to transfer)")
@@ -284,9 +284,14 @@ package struct LocalSendSender: Sendable {
         var metadata: LocalSendFileDates?
     }
 
-    static func fileOffer(_ offer: Offer) -> FileOffer {
-        FileOffer(
-            id: offer.id, fileName: offer.file.relative, size: offer.file.size, fileType: mediaType(offer.file.relative),
+    /// Its type as the app's (`text/plain` for `notes.txt`), but a file sent `alone` is never
+    /// `text/*`: the app takes a lone text file for a message only with a `preview` (nearby sends
+    /// none for a file), localsend-cli takes any lone `text/*` file for one and prints it, unsaved.
+    static func fileOffer(_ offer: Offer, alone: Bool) -> FileOffer {
+        var type = mediaType(offer.file.relative)
+        if alone, type.hasPrefix("text/") { type = "application/octet-stream" }
+        return FileOffer(
+            id: offer.id, fileName: offer.file.relative, size: offer.file.size, fileType: type,
             sha256: offer.sha256, metadata: offer.dates?.orNil)
     }
 
@@ -303,7 +308,7 @@ package struct LocalSendSender: Sendable {
     }
 
     /// The media type LocalSend shows an icon for, and a phone's gallery keeps (`image/*`,
-    /// `video/*`), from the system's database (`LocalSendMediaTypes`); never `text/*` for a file.
+    /// `video/*`), from the system's database (`LocalSendMediaTypes`).
     static func mediaType(_ name: String) -> String { LocalSendMediaTypes.shared.type(of: name) }
 
     /// SHA-256 of a file, read on the core's blocking pool (`Transfer.hash`): Ctrl-C stops it at

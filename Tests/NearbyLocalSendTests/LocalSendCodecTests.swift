@@ -171,6 +171,6 @@ import Testing
         #expect(files["f1"]?["sha256"] as? String == "ab")
         #expect(files["f1"]?["fileName"] as? String == "a b.jpg")
         #expect(LocalSendSender.uploadPath(session: "s 1", file: "f1", token: "t&x").hasSuffix("sessionId=s%201&fileId=f1&token=t%26x"))
-        #expect(LocalSendSender.mediaType("notes.txt") == "application/octet-stream")
+        #expect(LocalSendSender.mediaType("notes.txt") == "text/plain")
     }
 }

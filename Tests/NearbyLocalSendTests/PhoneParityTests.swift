@@ -58,7 +58,7 @@ import X509
         let (sha, dates) = try await LocalSendSender.sha256(of: file)
         #expect(dates == LocalSendFileDates(modified: "2020-09-13T12:26:40.123456Z", accessed: "2020-09-13T12:26:41.987654Z"))
         let body = LocalSendSender.prepareBody(
-            info: DeviceMessage(alias: "me", fingerprint: "f"), files: [LocalSendSender.fileOffer(.init(id: "f1", file: file, sha256: sha, dates: dates))])
+            info: DeviceMessage(alias: "me", fingerprint: "f"), files: [LocalSendSender.fileOffer(.init(id: "f1", file: file, sha256: sha, dates: dates), alone: true)])
         let object = try #require(try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any])
         let entry = try #require((object["files"] as? [String: [String: Any]])?["f1"])
         let metadata = try #require(entry["metadata"] as? [String: String])
@@ -132,14 +132,15 @@ import X509
         let table = LocalSendMediaTypes(text: "# comment\nvideo/x-matroska\t\tmkv mk3d\nimage/x-example  XMP jpg\ntext/plain txt\n  \nbroken\n")
         #expect(table.type(of: "film.MKV") == "video/x-matroska")
         #expect(table.type(of: "trip/a.xmp") == "image/x-example")
-        // The file's line wins over the built-in table; unknown and text types are generic.
+        // The file's line wins over the built-in table; unknown types are generic.
         #expect(table.type(of: "a.jpg") == "image/x-example")
-        #expect(table.type(of: "notes.txt") == "application/octet-stream")
+        #expect(table.type(of: "notes.txt") == "text/plain")
         #expect(table.type(of: "noext") == "application/octet-stream")
         #expect(table.type(of: ".hidden") == "application/octet-stream")
         // Without a database: the built-in table.
         let fallback = LocalSendMediaTypes(text: nil)
-        for (name, type) in [("a.heic", "image/heic"), ("a.webm", "video/webm"), ("a.mkv", "video/x-matroska"), ("a.pdf", "application/pdf")] {
+        for (name, type) in [("a.heic", "image/heic"), ("a.webm", "video/webm"), ("a.mkv", "video/x-matroska"), ("a.pdf", "application/pdf"),
+                             ("a.txt", "text/plain"), ("a.md", "text/markdown"), ("a.csv", "text/csv"), ("a.html", "text/html")] {
             #expect(fallback.type(of: name) == type)
         }
     }
@@ -155,7 +156,20 @@ import X509
         }
         #expect(LocalSendSender.mediaType("a.mp3") == "audio/mpeg")
         #expect(LocalSendSender.mediaType("a.flac").hasPrefix("audio/"))
-        #expect(LocalSendSender.mediaType("notes.txt") == "application/octet-stream")
+        // Text files as the app sends them (the Dart mime table; /etc/mime.types agrees).
+        for (ext, type) in [("txt", "text/plain"), ("csv", "text/csv"), ("html", "text/html"), ("htm", "text/html")] {
+            #expect(LocalSendSender.mediaType("notes.\(ext)") == type)
+        }
+    }
+
+    /// A text file is `text/*` in a batch; alone it is a generic file, so that no receiver takes
+    /// it for a message (localsend-cli prints a lone `text/*` file; the app wants a preview too).
+    @Test func aLoneTextFileIsOfferedAsAFile() {
+        let file = OutgoingFile(source: "/tmp/notes.txt", relative: "notes.txt", size: 3, modified: 0)
+        let offer = LocalSendSender.Offer(id: "f1", file: file, sha256: String(repeating: "0", count: 64), dates: nil)
+        #expect(LocalSendSender.fileOffer(offer, alone: false).fileType == "text/plain")
+        #expect(LocalSendSender.fileOffer(offer, alone: true).fileType == "application/octet-stream")
+        #expect(LocalSendSender.fileOffer(offer, alone: true).preview == nil)
     }
 
     // MARK: one file fails

@@ -55,6 +55,39 @@ test_localsend_phone_dates_and_media_types_both_ways() {
     expect_eq "$(stat -c %Y "$OUT/in/IMG_0001.jpg")" "$(stat -c %Y "$OUT/src/IMG_0001.jpg")" "the photo's date at nearby" || return 1
 }
 
+# Text files go with their text types, as the app's lookupMimeType gives them (notes.txt is
+# text/plain), yet a text file sent is still received as a file: a lone one goes as a generic file,
+# for localsend-cli takes any lone text/* file for a message and prints it unsaved (the app wants a
+# preview too). From localsend-cli, a lone text/plain file without a preview is saved by nearby.
+test_localsend_phone_text_files_typed_as_the_app_and_still_files() {
+    ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
+    mkdir -p "$OUT/src" "$OUT/phone" "$OUT/in"
+    local f
+    for f in notes.txt data.csv page.html readme.md; do echo "the words of $f" >"$OUT/src/$f"; done
+    lsp_cert phone || return 1
+    lsp_peer 1 receiver 53317 "$OUT/phone.pem" "$OUT/phone.key" "$OUT/phone" || return 1
+    lab_run 2 "$NEARBY" send-file --localsend 10.99.0.1 "$OUT"/src/* >/dev/null 2>"$OUT/send.err"
+    expect_eq "$?" 0 "four text files to the phone" || { cat "$OUT/send.err" >&2; return 1; }
+    for f in notes.txt:text/plain data.csv:text/csv page.html:text/html readme.md:text/markdown; do
+        expect_json "$OUT/phone-receiver.out" "select(.offered==\"${f%%:*}\" and .fileType==\"${f#*:}\")" "${f%%:*} as ${f#*:}" || {
+            cat "$OUT/phone-receiver.out" >&2; return 1; }
+    done
+    kill "$LSP_PID" && lab_wait_pid "$LSP_PID" 10 >/dev/null
+    ls_receive 1 "$OUT/recv" --json || return 1
+    lab_run 2 "$NEARBY" send-file --localsend 10.99.0.1 "$OUT/src/notes.txt" >/dev/null 2>"$OUT/lone.err"
+    expect_eq "$?" 0 "a lone text file to localsend-cli" || { cat "$OUT/lone.err" >&2; return 1; }
+    cmp -s "$OUT/src/notes.txt" "$OUT/recv/notes.txt" || { fail "notes.txt was not saved"; cat "$OUT/lscli-h1.out" >&2; return 1; }
+    expect_eq "$(count_json "$OUT/lscli-h1.out" 'select(.event=="text")')" 0 "not taken for a message" || return 1
+    kill "$LS_PID" && lab_wait_pid "$LS_PID" 10 >/dev/null
+    nearby_ls_node 1 "$OUT/accept.jsonl" accept --save-dir "$OUT/in" || return 1
+    ls_cli 2 send 10.99.0.1 "$OUT/src/notes.txt" --json >"$OUT/lssend.out" 2>"$OUT/lssend.err"
+    expect_eq "$?" 0 "localsend-cli sends a lone text file" || { cat "$OUT/lssend.out" "$OUT/lssend.err" >&2; return 1; }
+    lab_wait_pid "$NODE_PID" 15 >/dev/null
+    cmp -s "$OUT/src/notes.txt" "$OUT/in/notes.txt" || { fail "nearby did not save notes.txt"; cat "$OUT/accept.jsonl" >&2; return 1; }
+    expect_eq "$(count_json "$OUT/accept.jsonl" 'select(.event=="message")')" 0 "no message at nearby" || return 1
+}
+
 # One refused file does not fail the batch: the others arrive, a 422 is sent again (3 tries in
 # all, as the app's upload isolate), and the outcome counts what arrived, with the refusal's exit 3.
 test_localsend_phone_one_refused_file_the_others_arrive() {
