@@ -130,6 +130,40 @@ import Testing
         #expect(await receiver.handle(cancel, body: body([])).status == 200)
     }
 
+    /// An offer of no files is 400 on every path that takes a transfer, as the app's (v2.rs: "No
+    /// files provided"), before a session or a person: none is made, none is asked. The list's
+    /// reader refuses it (PrepareUploadList.finish), before any policy is looked at.
+    @Test func anEmptyOfferIs400OnEveryPath() async {
+        var policies: [(String, LocalSendPolicy)] = []
+        for path in ["--auto-accept", "--accept-from", "nearby accept", "a person"] {
+            var policy = LocalSendPolicy(saveDirectory: temporary(), pin: nil)
+            switch path {
+            case "--auto-accept": policy.autoAccept = true
+            case "--accept-from": policy.acceptFrom = ["Pixel 8"]
+            case "nearby accept": policy.acceptFirst = true
+            default: break
+            }
+            policies.append((path, policy))
+        }
+        for (path, policy) in policies {
+            let (receiver, sink) = receiver(policy, home: temporary())
+            // A person's path would wait for them: bounded, so that a wait fails rather than hangs.
+            let status = await withTaskGroup(of: Int?.self) { group in
+                group.addTask { await receiver.handle(self.prepare, body: self.body([self.prepareBody(files: [])])).status }
+                group.addTask {
+                    try? await Task.sleep(for: .seconds(20))
+                    await receiver.withdraw(from: self.prepare.host)
+                    return nil
+                }
+                let first = await group.next() ?? nil
+                group.cancelAll()
+                return first
+            }
+            #expect(status == 400, "\(path)")
+            #expect(!sink.lines.contains { $0.contains(#""event":"invitation""#) }, "\(path)")
+        }
+    }
+
     @Test func aCertificateThatIsNotTheAnnouncedFingerprintIsRefused() async {
         var policy = LocalSendPolicy(saveDirectory: temporary(), pin: nil)
         policy.autoAccept = true
