@@ -145,3 +145,25 @@ test_localsend_person_a_phone_that_requires_a_client_certificate() {
     lab_run 2 timeout 5 openssl s_client -connect 10.99.0.1:53317 </dev/null >/dev/null 2>&1
     lab_wait_line "$OUT/person.out" 'select(.handshake_failed)' 10 >/dev/null || { fail "a client with no certificate was taken"; return 1; }
 }
+
+# The other way: the phone's person sends to nearby as 1.18's client does, showing its own
+# self-signed certificate and each body chunked with no Content-Length. An offer of no files first
+# is answered 400, as the app's receiver answers it, and ends nothing: the real offer is taken.
+test_localsend_person_a_phone_sends_with_its_certificate_and_chunked_bodies() {
+    ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
+    mkdir -p "$OUT/in"
+    lsp_cert phone || return 1
+    head -c 300000 /dev/urandom >"$OUT/a.bin"
+    head -c 5000 /dev/urandom >"$OUT/b.bin"
+    nearby_ls_node 1 "$OUT/accept.jsonl" accept --save-dir "$OUT/in" || return 1
+    lab_run 2 python3 "$LPS_PEER" send "Pia's phone" 10.99.0.1 53317 "$OUT/phone.pem" "$OUT/phone.key" "$OUT/a.bin" "$OUT/b.bin" \
+        >"$OUT/send.out" 2>"$OUT/send.err"
+    expect_eq "$?" 0 "the phone sent two files, chunked" || { cat "$OUT/send.out" "$OUT/send.err" "$OUT/accept.jsonl" >&2; return 1; }
+    expect_json "$OUT/send.out" 'select(.empty_offer==400)' "an empty offer is 400" || { cat "$OUT/send.out" >&2; return 1; }
+    lab_wait_pid "$NODE_PID" 15
+    expect_eq "$?" 0 "accept --localsend after the transfer" || { cat "$OUT/accept.jsonl.err" >&2; return 1; }
+    cmp -s "$OUT/a.bin" "$OUT/in/a.bin" && cmp -s "$OUT/b.bin" "$OUT/in/b.bin" || { fail "a file differs"; ls -l "$OUT/in" >&2; return 1; }
+    expect_json "$OUT/accept.jsonl" "select(.event==\"invitation\" and .peer.name==\"Pia's phone\")" "the phone's invitation" || return 1
+    expect_eq "$(count_json "$OUT/accept.jsonl" 'select(.event=="file-received")')" 2 "two files received" || return 1
+}

@@ -13,6 +13,13 @@ receive_controller.dart), not from nearby's. One JSON line per thing it saw.
       --require-cert PEM the TLS server requires a client certificate, as 1.18's does
                          (common/client_cert_verifier.rs takes any self-signed one; Python's ssl
                          cannot, so PEM, the sender's own, is the one it takes)
+
+  rogue_localsend_person.py send ALIAS HOST PORT CERT KEY FILE...
+      The phone's person sends FILEs to the receiver at HOST:PORT as 1.18's client does: over TLS
+      showing its own self-signed certificate CERT (the fingerprint its info announces), each body
+      (prepare-upload's and each upload's) chunked, with no Content-Length. An offer of no files
+      goes first, its answer said (the app's receiver answers 400). Exits 0 when every file was
+      taken, else 1.
 """
 import hashlib
 import json
@@ -25,7 +32,7 @@ import threading
 import time
 import uuid
 
-from localsend_http import answer, requests
+from localsend_http import answer, read_request, requests
 
 GROUP, MCAST_PORT = "224.0.0.167", 53317
 lock = threading.Lock()
@@ -180,8 +187,54 @@ def phone(alias, port, cert, key, directory, options):
     serve_https(port, cert, key, require_cert, handler.serve)
 
 
+def post_chunked(ctx, host, port, target, body):
+    """POST body to target in 3 chunks, no Content-Length: (status, answer body)."""
+    conn = ctx.wrap_socket(socket.create_connection((host, port), timeout=30))
+    with conn:
+        conn.sendall((f"POST {target} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+                      f"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n").encode())
+        third = max(1, len(body) // 3)
+        for start in range(0, len(body), third):
+            piece = body[start:start + third]
+            conn.sendall(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+        conn.sendall(b"0\r\n\r\n")
+        # The answer read as the peers read a request: its status where a request's target is.
+        reply, _ = read_request(conn, b"")
+        if reply is None:
+            return None, b""
+        return int(reply[1]), reply[3]
+
+
+def send(alias, host, port, cert, key, paths):
+    ctx = client_context(cert, key)
+    info = {"alias": alias, "version": "2.1", "deviceModel": "Pixel", "deviceType": "mobile",
+            "fingerprint": fingerprint_of(cert), "port": 53317, "protocol": "https", "download": False}
+    api = "/api/localsend/v2"
+    status, _ = post_chunked(ctx, host, port, f"{api}/prepare-upload", json.dumps({"info": info, "files": {}}).encode())
+    out(empty_offer=status)
+    files, contents = {}, {}
+    for n, path in enumerate(paths):
+        with open(path, "rb") as source:
+            contents[f"f{n}"] = source.read()
+        files[f"f{n}"] = {"id": f"f{n}", "fileName": os.path.basename(path), "size": len(contents[f"f{n}"]),
+                          "fileType": "application/octet-stream", "sha256": hashlib.sha256(contents[f"f{n}"]).hexdigest()}
+    status, body = post_chunked(ctx, host, port, f"{api}/prepare-upload", json.dumps({"info": info, "files": files}).encode())
+    out(prepare=status)
+    if status != 200:
+        sys.exit(1)
+    offered = json.loads(body)
+    taken = 0
+    for fid, token in offered["files"].items():
+        status, _ = post_chunked(ctx, host, port, f"{api}/upload?sessionId={offered['sessionId']}&fileId={fid}&token={token}", contents[fid])
+        out(uploaded=files[fid]["fileName"], status=status, chunked=True)
+        taken += status == 200
+    sys.exit(0 if taken == len(files) else 1)
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "phone":
         phone(sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6], sys.argv[7:])
+    elif sys.argv[1] == "send":
+        send(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6], sys.argv[7:])
     else:
         raise SystemExit(__doc__)
