@@ -234,3 +234,29 @@ test_terminal_browse_live_draws_the_peers_in_place() {
         || { fail "browse --live in a pipe"; cat "$OUT/live-pipe.err" >&2; return 1; }
     expect_json "$OUT/live-pipe.jsonl" "select(.event==\"found\" and .peer.id==\"$id2\" and .peer.name==\"Bob Live\")" "found, as JSON, in a pipe"
 }
+
+# Every command a node prints for a nearby invitation works as printed (issue 59, as LocalSend's in
+# localsend_person.sh): the decline line, then the accept line, read from the node's terminal and
+# each run verbatim in a shell; the first inviter is declined (exit 3), the second connected.
+test_terminal_an_invitations_printed_commands_work_as_printed() {
+    trap stop_started RETURN
+    local adv=$OUT/advertise-h1.txt verb line n=0 status shell_path inviter deadline
+    shell_path="$(dirname "$NEARBY"):$PATH"
+    term_bg 1 "$adv" -- advertise --service t-verb --name "Alice Box" || return 1
+    term_wait "$adv" "advertising as Alice Box" "advertise on h1" || return 1
+    for verb in decline accept; do
+        n=$((n + 1))
+        nb_bg 2 "$OUT/invite-$verb.jsonl" invite "Alice Box" --service t-verb --timeout 30 || return 1
+        inviter=$PID
+        deadline=$(( $(now_ms) + ${TERMINAL_WAIT:-15} * 1000 ))
+        until (( $(plain "$adv" | grep -cE "^ +$verb: +nearby accept") >= n )); do
+            (( $(now_ms) < deadline )) || { fail "no $verb line for invitation $n"; show "$adv"; return 1; }
+            sleep 0.1
+        done
+        line=$(plain "$adv" | sed -n "s/^ *$verb: *//p" | tail -1)
+        lab_run 1 env PATH="$shell_path" bash -c "$line" >"$OUT/$verb.out" 2>"$OUT/$verb.err"; status=$?
+        expect_eq "$status" 0 "'$line' as printed" || { cat "$OUT/$verb.err" >&2; return 1; }
+        [[ $verb == decline ]] && { exits "$inviter" 15 3 "the declined inviter" || return 1; }
+    done
+    await "$OUT/invite-accept.jsonl" 'select(.event=="connected")' 15 "the accepted inviter connected" || return 1
+}
