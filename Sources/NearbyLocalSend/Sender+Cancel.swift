@@ -1,5 +1,4 @@
 import Foundation
-import NearbyCore
 import NearbyBase
 import NearbyHTTP
 import NearbyTransfer
