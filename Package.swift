@@ -12,7 +12,7 @@ let package = Package(
         .library(
             name: "NearbyFuzzable",
             targets: [
-                "NearbyBase", "NearbyDNS", "NearbyIdentity", "NearbyDiscovery", "NearbyWire", "NearbyWatch", "NearbyHTTP", "NearbyTransfer",
+                "NearbyBase", "NearbyDNS", "NearbyIdentity", "NearbyControl", "NearbyDiscovery", "NearbyWire", "NearbyWatch", "NearbyHTTP", "NearbyTransfer",
                 "NearbyCore", "NearbyLocalSend", "NearbyWeb",
             ]
         ),
@@ -46,7 +46,7 @@ let package = Package(
         .target(
             name: "NearbyCLI",
             dependencies: [
-                "NearbyCore", "NearbyBase", "NearbyIdentity", "NearbyDiscovery", "NearbyWire", "NearbyTransfer",
+                "NearbyCore", "NearbyBase", "NearbyIdentity", "NearbyControl", "NearbyDiscovery", "NearbyWire", "NearbyTransfer",
                 "NearbyLocalSend",
                 "NearbyWeb",
                 "NearbyWatch",
@@ -68,7 +68,7 @@ let package = Package(
         .target(
             name: "NearbyLocalSend",
             dependencies: [
-                "NearbyCore", "NearbyHTTP", "NearbyBase", "NearbyIdentity", "NearbyDiscovery", "NearbyWire", "NearbyTransfer",
+                "NearbyControl", "NearbyHTTP", "NearbyBase", "NearbyIdentity", "NearbyDiscovery", "NearbyWire", "NearbyTransfer",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -139,6 +139,16 @@ let package = Package(
             ],
             linkerSettings: [.linkedLibrary("dns_sd", .when(platforms: [.linux]))]
         ),
+        // The control socket of every kind of node (nearby's own, LocalSend's): its address, its lock,
+        // the run directory that holds them, and the one accept loop with its client cap.
+        .target(
+            name: "NearbyControl",
+            dependencies: [
+                "NearbyBase", "NearbyIdentity",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
         // The wire: one peer connection — preamble, TLS, handshake, frames, the link and its channels.
         .target(
             name: "NearbyWire",
@@ -164,11 +174,10 @@ let package = Package(
         .target(
             name: "NearbyCore",
             dependencies: [
-                "NearbyBase", "NearbyIdentity", "NearbyDiscovery", "NearbyWire", "NearbyTransfer",
+                "NearbyBase", "NearbyIdentity", "NearbyControl", "NearbyDiscovery", "NearbyWire", "NearbyTransfer",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
@@ -183,7 +192,7 @@ let package = Package(
         .testTarget(
             name: "NearbyCoreTests",
             dependencies: [
-                "NearbyCore", "NearbyBase", "NearbyIdentity", "NearbyDiscovery", "NearbyWire", "NearbyTransfer",
+                "NearbyCore", "NearbyBase", "NearbyIdentity", "NearbyControl", "NearbyDiscovery", "NearbyWire", "NearbyTransfer",
                 "NearbyDNS",
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

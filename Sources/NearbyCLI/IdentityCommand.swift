@@ -1,6 +1,7 @@
 import ArgumentParser
 import NearbyCore
 import NearbyBase
+import NearbyControl
 import NearbyIdentity
 
 extension Nearby {

@@ -4,6 +4,7 @@ import NearbyCore
 import NearbyLocalSend
 import NearbyWeb
 import NearbyBase
+import NearbyControl
 import NearbyDiscovery
 import NearbyTransfer
 

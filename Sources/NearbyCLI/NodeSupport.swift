@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import NearbyCore
 import NearbyBase
+import NearbyControl
 import NearbyIdentity
 import NearbyDiscovery
 import NearbyWire

@@ -4,6 +4,7 @@ import NearbyCore
 import NIOCore
 import Synchronization
 import NearbyBase
+import NearbyControl
 import NearbyDiscovery
 import NearbyTransfer
 #if canImport(Glibc)

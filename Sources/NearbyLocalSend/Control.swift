@@ -1,14 +1,14 @@
 import Foundation
 import NIOCore
 import NIOPosix
-import NearbyCore
+import NearbyControl
 import NearbyBase
 import NearbyIdentity
 
 /// How `nearby accept [--decline] --localsend` answers a running `advertise --localsend`: one JSON
 /// line over a Unix socket in the run directory (this user's only: 0700 directory, 0077 umask),
 /// `{"accept":true,"query":"…"}`, answered by one line, the `accepted` / `declined` event (or an
-/// `error` event). At most 8 clients at once, 4 KiB a request.
+/// `error` event). At most `ControlSocket.maxClients` clients at once, 4 KiB a request.
 package enum LocalSendControl {
     struct Request: Codable {
         var accept: Bool
@@ -16,67 +16,26 @@ package enum LocalSendControl {
     }
 
     static let maxRequest = 4096
-    static let maxClients = 8
 
     /// The socket of the LocalSend node of this identity.
     package static func address(paths: NearbyPaths, environment: [String: String], peerID: PeerID) -> NodeAddress {
         NodeAddress(paths: paths, environment: environment, peerID: peerID, service: .localSendControl)
     }
 
-    /// Serves answers until cancelled.
+    /// Serves answers until cancelled, on the one control socket every kind of node has.
     package static func serve(_ address: NodeAddress, receiver: LocalSendReceiver) async throws(NearbyError) {
-        try RunDirectory.prepare(address.directory)
-        unlink(address.socket)
-        let server: NIOAsyncChannel<any Channel, Never>
-        do {
-            server = try await RunDirectory.withPrivateUmask {
-                try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                    .childChannelOption(.autoRead, value: false)
-                    .bind(unixDomainSocketPath: address.socket, cleanupExistingSocketFile: true) { channel in
-                        channel.eventLoop.makeSucceededFuture(channel)
-                    }
-            }
-        } catch {
-            throw .ioFailure(path: address.socket, reason: "cannot listen: \(ErrorWords.describe(error))")
-        }
-        defer { unlink(address.socket) }
-        let open = Locked(0)
         let tokens = Locked(0)
-        try? await server.executeThenClose { clients in
-            try await withThrowingDiscardingTaskGroup { group in
-                for try await client in clients {
-                    let admitted = open.withLock { count -> Bool in
-                        guard count < maxClients else { return false }
-                        count += 1
-                        return true
-                    }
-                    guard admitted else {
-                        client.close(promise: nil)
-                        continue
-                    }
-                    let token = tokens.withLock { value -> Int in
-                        value += 1
-                        return value
-                    }
-                    group.addTask {
-                        defer { open.withLock { $0 -= 1 } }
-                        await answer(client, receiver: receiver, token: token)
-                    }
-                }
+        try await ControlSocket.serve(address) { client in
+            let token = tokens.withLock { value -> Int in
+                value += 1
+                return value
             }
+            await answer(client, receiver: receiver, token: token)
         }
     }
 
-    static func answer(_ client: any Channel, receiver: LocalSendReceiver, token: Int) async {
-        guard let wrapped = try? await client.eventLoop.submit({
-            let wrapped = try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: client)
-            try client.syncOptions?.setOption(.autoRead, value: true)
-            return wrapped
-        }).get() else {
-            client.close(promise: nil)
-            return
-        }
-        try? await wrapped.executeThenClose { inbound, outbound in
+    static func answer(_ client: ControlConnection, receiver: LocalSendReceiver, token: Int) async {
+        try? await client.channel.executeThenClose { inbound, outbound in
             var iterator = inbound.makeAsyncIterator()
             var bytes: [UInt8] = []
             while !bytes.contains(UInt8(ascii: "\n")), bytes.count <= maxRequest, var chunk = try await iterator.next() {
@@ -85,9 +44,14 @@ package enum LocalSendControl {
             guard bytes.count <= maxRequest, let end = bytes.firstIndex(of: UInt8(ascii: "\n")),
                   let request = try? JSONDecoder().decode(Request.self, from: Data(bytes[..<end]))
             else { return }
-            // The client gone (Ctrl-C) stops waiting: it must not answer a transfer after it left.
-            client.closeFuture.whenComplete { _ in receiver.forget(token) }
-            let reply = await receiver.answer(query: request.query, accept: request.accept, token: token)
+            let reply = await withDiscardingTaskGroup { group in
+                // The client gone (Ctrl-C) stops waiting: it must not answer a transfer after it left.
+                group.addTask {
+                    if await client.gone.wait() != nil { receiver.forget(token) }
+                }
+                defer { group.cancelAll() }
+                return await receiver.answer(query: request.query, accept: request.accept, token: token)
+            }
             let line: String = switch reply {
             case let .line(line): line
             case let .failure(error): EventEncoder().line(Events.Failure(error))

@@ -1,6 +1,5 @@
 import Crypto
 import Foundation
-import NearbyCore
 import NearbyBase
 import NearbyIdentity
 

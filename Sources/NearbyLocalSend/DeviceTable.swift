@@ -1,4 +1,3 @@
-import NearbyCore
 
 /// The devices a browse knows, as a pure machine: each announcement or answer heard goes in, and
 /// out comes what to report. Keyed by fingerprint; at most `capacity` devices, and at most

@@ -1,5 +1,4 @@
 import NIOHTTP1
-import NearbyCore
 import Synchronization
 import NearbyBase
 import NearbyWire

@@ -1,7 +1,6 @@
 import NIOCore
 import NIOHTTP1
 import NIOPosix
-import NearbyCore
 import NearbyBase
 import NearbyDiscovery
 

@@ -4,7 +4,6 @@ import NIOHTTP1
 import NIOPosix
 import NIOSSL
 import NIOTLS
-import NearbyCore
 import Synchronization
 import NearbyBase
 

@@ -2,7 +2,6 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import NIOSSL
-import NearbyCore
 import NearbyBase
 
 /// The connection half of `LocalSendHTTP`: opening a connection (TLS checked by fingerprint) and one

@@ -1,5 +1,4 @@
 import NIOCore
-import NearbyCore
 import NearbyBase
 import NearbyTransfer
 import NearbyHTTP

@@ -1,5 +1,4 @@
 import Foundation
-import NearbyCore
 import Synchronization
 import NearbyIdentity
 

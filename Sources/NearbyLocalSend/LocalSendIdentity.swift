@@ -1,6 +1,5 @@
 import Crypto
 import Foundation
-import NearbyCore
 import NIOSSL
 import X509
 import NearbyBase

@@ -1,6 +1,5 @@
 import NIOCore
 import NIOPosix
-import NearbyCore
 import NearbyBase
 import NearbyWire
 #if canImport(Glibc)

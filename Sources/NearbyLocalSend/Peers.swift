@@ -1,4 +1,3 @@
-import NearbyCore
 import Synchronization
 import NearbyBase
 

@@ -1,5 +1,4 @@
 import Foundation
-import NearbyCore
 import NearbyBase
 
 /// A LocalSend transfer that neither `--auto-accept` nor `--accept-from` takes waits for a person:

@@ -1,4 +1,3 @@
-import NearbyCore
 import NearbyBase
 
 /// A session this node ended before its files were all in (too slow, silent, its place needed,

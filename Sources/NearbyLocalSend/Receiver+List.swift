@@ -1,5 +1,4 @@
 import Foundation
-import NearbyCore
 import NearbyHTTP
 
 /// A `prepare-upload`'s file list, read as it arrives (`PrepareUploadList`): a folder of thousands

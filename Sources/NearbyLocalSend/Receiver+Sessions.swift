@@ -1,5 +1,4 @@
 import Foundation
-import NearbyCore
 
 /// How many LocalSend senders are served at once, and how slow one may be: senders on different
 /// addresses each get a session of their own (one unfinished session per address, at most

@@ -1,6 +1,5 @@
 import Foundation
 import NIOHTTP1
-import NearbyCore
 import NearbyBase
 import NearbyTransfer
 import NearbyHTTP

@@ -1,5 +1,5 @@
 import Foundation
-import NearbyCore
+import NearbyControl
 import NearbyBase
 import NearbyTransfer
 

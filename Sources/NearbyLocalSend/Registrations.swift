@@ -1,5 +1,4 @@
 import NIOHTTP1
-import NearbyCore
 import NearbyHTTP
 
 /// What a `LocalSendServer` answers with: the receiving node's routes (`LocalSendReceiver`), or

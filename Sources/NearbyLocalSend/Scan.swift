@@ -1,5 +1,4 @@
 import NIOHTTP1
-import NearbyCore
 
 extension LocalSendDiscovery {
     /// Addresses one sweep tries at once, and how long each may take to answer.

@@ -1,5 +1,4 @@
 import Foundation
-import NearbyCore
 import NearbyBase
 import NearbyHTTP
 import NearbyTransfer
@@ -63,21 +62,14 @@ struct SendingRoutes: LocalSendRoutes {
     let watch: LocalSendCancelWatch
 
     func handle(_ request: LocalSendRequest, body: HTTPBody) async -> LocalSendAnswer {
-        let prefix = LocalSendDefaults.apiPrefix
-        switch (request.method, request.path) {
-        case (.GET, prefix + "/info"), (.GET, "/api/localsend/v1/info"):
-            return LocalSendAnswer(status: 200, body: me.encoded())
-        case (.POST, prefix + "/register"):
-            guard (try? await body.whole(limit: LocalSendLimits.datagramBytes)) != nil else { return .status(413, keepAlive: false) }
-            return LocalSendAnswer(status: 200, body: me.encoded())
-        case (.POST, prefix + "/cancel"):
-            guard (try? await body.whole(limit: 1024)) != nil else { return .status(413, keepAlive: false) }
-            _ = watch.hear(request)
-            // 200 whatever it names, as the official app answers a cancel.
-            return .status(200)
-        default:
-            return .status(404, keepAlive: false)
+        guard request.method == .POST, request.path == LocalSendDefaults.apiPrefix + "/cancel" else {
+            // `info` and `register` as a browsing command answers them, the device heard not kept.
+            return await RegisterRoutes(me: me, heard: { _ in }).handle(request, body: body)
         }
+        guard (try? await body.whole(limit: 1024)) != nil else { return .status(413, keepAlive: false) }
+        _ = watch.hear(request)
+        // 200 whatever it names, as the official app answers a cancel.
+        return .status(200)
     }
 }
 

@@ -1,6 +1,5 @@
 import NIOCore
 import NIOHTTP1
-import NearbyCore
 import Synchronization
 import NearbyBase
 import NearbyTransfer

@@ -1,5 +1,4 @@
 import NearbyBase
-import NearbyCore
 
 /// The person on the other side: a phone's `prepare-upload` is answered when its person taps
 /// Accept (or Decline), and the official app's sender waits as long as that takes, until the

@@ -1,7 +1,6 @@
 import Crypto
 import Foundation
 import NIOHTTP1
-import NearbyCore
 import NearbyBase
 import NearbyIdentity
 import NearbyTransfer

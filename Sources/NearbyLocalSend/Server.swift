@@ -1,7 +1,6 @@
 import NIOCore
 import NIOHTTP1
 import NIOSSL
-import NearbyCore
 import NearbyHTTP
 import Synchronization
 import NearbyBase

@@ -1,4 +1,5 @@
 import NIOCore
+import NearbyBase
 
 /// The page's addresses: one URL per IPv4 address of this host's interfaces that are up and not
 /// loopback (what a phone on the same LAN can reach), then IPv6 global ones; loopback only when
@@ -14,8 +15,7 @@ package enum WebAddresses {
             case .v4?:
                 if !ip.hasPrefix("127."), !v4.contains(ip) { v4.append(ip) }
             case .v6?:
-                let lower = ip.lowercased()
-                if lower != "::1", !lower.hasPrefix("fe80"), !v6.contains(ip) { v6.append(ip) }
+                if ip.lowercased() != "::1", !Subnets.isLinkLocal(ip), !v6.contains(ip) { v6.append(ip) }
             default: continue
             }
         }

@@ -147,4 +147,16 @@ import Testing
         #expect(Subnets.check(host: "pi.local", port: 4000, interfaces: [nb0]) == nil)
         #expect(Subnets.notFoundHint([lo, nb0]).contains("(this host is on 10.99.0.0/24 on nb0), mDNS does not cross routers"))
     }
+
+    /// Link-local is all of fe80::/10, not only the addresses whose text starts with fe80: fe90::
+    /// and febf:: are on this link too (the doctor, the order addresses are tried in, the web page).
+    @Test func linkLocalIsAllOfFe80Slash10() {
+        for address in ["fe80::1", "FE80::1%nb0", "fe90::1", "febf::ffff", "fea0::2%3"] { #expect(Subnets.isLinkLocal(address), "\(address)") }
+        for address in ["fec0::1", "fe7f::1", "2001:db8::1", "10.99.0.1", "fe80", "garbage"] { #expect(!Subnets.isLinkLocal(address), "\(address)") }
+        let nb0 = NetworkInterface(name: "nb0", up: true, multicast: true, loopback: false, addresses: ["10.99.0.1", "febf::1"],
+                                   networks: ["10.99.0.1/24", "febf::1/64"])
+        #expect(Subnets.ours([nb0]) == ["10.99.0.0/24 on nb0"])
+        #expect(Subnets.check(host: "fe90::9%nb0", port: 4000, interfaces: [nb0])?.status == .ok)
+        #expect(PeerAddresses.connectionOrder(["fe90::1", "2001:db8::1", "10.99.0.1"]) == ["10.99.0.1", "2001:db8::1", "fe90::1"])
+    }
 }

@@ -6,6 +6,7 @@ import Synchronization
 import Testing
 @testable import NearbyCore
 @testable import NearbyBase
+@testable import NearbyControl
 @testable import NearbyIdentity
 @testable import NearbyWire
 

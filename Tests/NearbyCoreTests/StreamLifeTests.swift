@@ -3,6 +3,7 @@ import NIOEmbedded
 import Testing
 @testable import NearbyCore
 @testable import NearbyBase
+@testable import NearbyControl
 @testable import NearbyTransfer
 
 /// One end of a stream, without sockets: done only when both directions ended, the first cause of

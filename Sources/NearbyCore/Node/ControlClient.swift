@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import NIOPosix
 import NearbyBase
+import NearbyControl
 import NearbyWire
 import NearbyTransfer
 #if canImport(Glibc)

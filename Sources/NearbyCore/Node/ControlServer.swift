@@ -1,74 +1,29 @@
 import Foundation
 import NIOCore
 import NIOPosix
-import Synchronization
 import NearbyBase
+import NearbyControl
 import NearbyWire
 import NearbyTransfer
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// The node's control socket: one request per connection, served while the client stays. A client
 /// that goes away (Ctrl-C, killed) takes its request with it: the work it waited for is cancelled,
 /// so an interrupted `nearby accept` leaves no waiter behind to swallow the next invitation.
-/// At most `maxClients` are served at once, each request line at most `LineReader.requestLimit`.
+/// At most `ControlSocket.maxClients` are served at once, each request line at most `LineReader.requestLimit`.
 package enum ControlServer {
-    /// Clients served at once: 16, or `NEARBY_CONTROL_CLIENTS` (for tests). One more is told so and closed.
-    static let maxClients = ProcessInfo.processInfo.environment["NEARBY_CONTROL_CLIENTS"].flatMap(Int.init).map { max($0, 1) } ?? 16
-
     /// Serves requests until the calling task is cancelled.
     package static func run(node: Node, address: NodeAddress, active: ActiveRequests, ready: @Sendable () -> Void = {}) async throws(NearbyError) {
-        let server: NIOAsyncChannel<ControlConnection, Never>
-        do {
-            // Created under umask 0077: the socket is never reachable by others, not even before chmod.
-            server = try await RunDirectory.withPrivateUmask {
-                try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                    // A client may end its bytes (EOF: send --lines) and still read its answer.
-                    .childChannelOption(.allowRemoteHalfClosure, value: true)
-                    .childChannelOption(.recvAllocator, value: Connections.receiveBuffer)
-                    .bind(unixDomainSocketPath: address.socket, cleanupExistingSocketFile: true) { channel in
-                        channel.eventLoop.makeCompletedFuture {
-                            // Before the async wrapper: it sees the client's end whoever reads.
-                            let gone = OneShot<Void>()
-                            try channel.pipeline.syncOperations.addHandler(ClientGoneWatcher(gone))
-                            return ControlConnection(
-                                channel: try NIOAsyncChannel<ByteBuffer, ByteBuffer>(
-                                    wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true)),
-                                gone: gone)
-                        }
-                    }
-            }
-            chmod(address.socket, 0o600)
-        } catch {
-            throw .ioFailure(path: address.socket, reason: "cannot listen: \(ErrorWords.describe(error))")
-        }
-        ready()
-        _ = try? await server.executeThenClose { clients in
-            try await withThrowingDiscardingTaskGroup { group in
-                for try await client in clients {
-                    guard active.count < maxClients else {
-                        group.addTask { await refuse(client) }
-                        continue
-                    }
-                    active.begin()
-                    group.addTask {
-                        await serve(client, node: node)
-                        active.end()
-                    }
-                }
-            }
+        try await ControlSocket.serve(address, receiveBuffer: Connections.receiveBuffer, active: active, ready: ready, refuse: refuse) { client in
+            await serve(client, node: node)
         }
     }
 
-    /// A client over `maxClients`: an error and a status. Its request is not read, only let through
+    /// A client over `ControlSocket.maxClients`: an error and a status. Its request is not read, only let through
     /// (64 KiB, 2 s at most) before the connection closes: closing on bytes not read would reset
     /// it, and the client would lose the answer.
     private static func refuse(_ connection: ControlConnection) async {
         let error = NearbyError.connectionFailed(
-            "the node serves \(maxClients) clients at once, the most it does: try again when one of them is done")
+            "the node serves \(ControlSocket.maxClients) clients at once, the most it does: try again when one of them is done")
         try? await connection.channel.executeThenClose { inbound, outbound in
             try await outbound.write(ByteBuffer(string: ControlReply.event(EventEncoder().line(Events.Failure(error))).line + "\n"))
             try await outbound.write(ByteBuffer(string: ControlReply.status(error.exitStatus.rawValue).line + "\n"))
@@ -175,33 +130,5 @@ package enum ControlServer {
     private static func report(_ error: NearbyError, to sink: any EventSink) -> Int32 {
         sink.emit(Events.Failure(error))
         return error.exitStatus.rawValue
-    }
-}
-
-/// How many control requests are being served: a node that stops lets them finish first.
-package final class ActiveRequests: Sendable {
-    private let state = Mutex<(count: Int, idle: [OneShot<Void>])>((0, []))
-    package init() {}
-    package var count: Int { state.withLock { $0.count } }
-    func begin() { state.withLock { $0.count += 1 } }
-    func end() {
-        let waiters = state.withLock { state -> [OneShot<Void>] in
-            state.count -= 1
-            guard state.count == 0 else { return [] }
-            defer { state.idle = [] }
-            return state.idle
-        }
-        for waiter in waiters { waiter.settle(()) }
-    }
-
-    /// Waits until no request is being served, or `deadline`, or the caller is cancelled.
-    package func idle(by deadline: ContinuousClock.Instant) async {
-        let waiter = OneShot<Void>()
-        let busy = state.withLock { state -> Bool in
-            guard state.count > 0 else { return false }
-            state.idle.append(waiter)
-            return true
-        }
-        if busy { _ = await waiter.wait(until: deadline) }
     }
 }

@@ -242,7 +242,7 @@ private final class RecordedKeys: Sendable {
 /// first, then IPv6, link-local last (it needs its interface, and works only on that link).
 package enum PeerAddresses {
     package static func connectionOrder(_ addresses: [String]) -> [String] {
-        let linkLocal = { (address: String) in address.lowercased().hasPrefix("fe80") }
+        let linkLocal = { (address: String) in Subnets.isLinkLocal(address) }
         return addresses.filter { !$0.contains(":") } + addresses.filter { $0.contains(":") && !linkLocal($0) } + addresses.filter(linkLocal)
     }
 }

@@ -42,7 +42,7 @@ extension DoctorCheck {
         let words = failing.map { trial -> String in
             var where_: [String] = []
             if let range = rangeName(trial.address) { where_.append(range) }
-            if Subnets.bytes(trial.address) != nil, !trial.address.lowercased().hasPrefix("fe80"),
+            if Subnets.bytes(trial.address) != nil, !Subnets.isLinkLocal(trial.address),
                !interfaces.contains(where: { $0.up && $0.networks.contains { Subnets.contains($0, trial.address) } }) {
                 where_.append("on none of this host's subnets")
             }

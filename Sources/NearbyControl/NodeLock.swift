@@ -1,5 +1,4 @@
 import Foundation
-import SystemPackage
 import NearbyBase
 import NearbyIdentity
 #if canImport(Glibc)
@@ -7,25 +6,6 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-
-/// Where a node's control socket and lock live: `$XDG_RUNTIME_DIR/nearby`, else `$NEARBY_HOME/run`;
-/// one per identity and service type. The directory is 0700: the socket is the same user's only.
-package struct NodeAddress: Sendable {
-    package let directory: String
-    package let name: String
-
-    package init(paths: NearbyPaths, environment: [String: String], peerID: PeerID, service: ServiceType) {
-        if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
-            directory = runtime + "/nearby"
-        } else {
-            directory = paths.home + "/run"
-        }
-        name = "\(peerID.rawValue)-\(service.name)"
-    }
-
-    package var socket: String { "\(directory)/\(name).sock" }
-    package var lock: String { "\(directory)/\(name).lock" }
-}
 
 /// At most one node per identity and service: an exclusive `flock` on the lock file, which the
 /// kernel releases when the process dies however it dies — so a killed node's leftovers never
