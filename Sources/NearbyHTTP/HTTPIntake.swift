@@ -13,13 +13,32 @@ package enum HTTPIntakeLimits {
     /// Bytes given to the decoder between two parts it gives back: a head is at most 16 KiB of fields
     /// (`HTTPLimits.decoder`) and a line; past this the decoder is holding or eating what it is fed.
     package static let unparsedLimit = 64 << 10
-    /// Bytes held in front of the decoder while the answers are owed: what one read burst brings
-    /// (`maxMessagesPerRead` reads), which a well-behaved pipelining client does not exceed.
-    package static let heldLimit = 256 << 10
+    /// Bytes held in front of the decoder while answers are owed. No read is asked for while any
+    /// is held, so what is held is at most one read burst (`maxMessagesPerRead` reads of at most
+    /// 64 KiB, 256 KiB) plus the part of a TLS record the TLS handler kept from the burst before:
+    /// a peer that pipelines is simply not read until it is answered (back-pressure, its bytes wait
+    /// in the kernel's buffers). Only a channel that delivers bytes it was not asked for can
+    /// reach this bound, and that is closed. (At 256 KiB, a burst of pipelined uploads under load
+    /// closed a friend's connection.)
+    package static let heldLimit = 1 << 20
     /// A slice given while no request body is under way: a request head, a few small ones.
     package static let headSlice = 1 << 10
     /// A slice given inside a body (a TLS record's worth).
     package static let bodySlice = 16 << 10
+
+    /// How a connection reads between requests and in their heads: one read of 16 KiB a wake-up, so
+    /// that what a peer that only asks (and reads no answer) makes the node keep is a request head's
+    /// worth, not a burst of 4 × 64 KiB and the TLS plaintext buffer that grows to it and never
+    /// shrinks (64 connections pipelining GETs: ~1 MB each).
+    package static let headReads = Reads(size: 16 << 10, perCycle: 1)
+    /// Inside a request's body (an upload): up to 4 reads of up to 64 KiB a wake-up.
+    package static let bodyReads = Reads(size: 64 << 10, perCycle: 4)
+
+    package struct Reads: Sendable {
+        let size: Int
+        let perCycle: UInt
+        var allocator: AdaptiveRecvByteBufferAllocator { AdaptiveRecvByteBufferAllocator(minimum: 64, initial: min(2048, size), maximum: size) }
+    }
 }
 
 /// What the two ends of the intake share, on the connection's event loop.
@@ -71,7 +90,18 @@ final class HTTPIntake: ChannelDuplexHandler, RemovableChannelHandler {
             readWanted = true
             return
         }
+        pace(context)
         context.read()
+    }
+
+    /// Reads sized for what comes next (`HTTPIntakeLimits.headReads`, `bodyReads`).
+    private var bodyReads = false
+    private func pace(_ context: ChannelHandlerContext) {
+        guard state.inRequest != bodyReads, let options = context.channel.syncOptions else { return }
+        bodyReads = state.inRequest
+        let reads = bodyReads ? HTTPIntakeLimits.bodyReads : HTTPIntakeLimits.headReads
+        try? options.setOption(.recvAllocator, value: reads.allocator)
+        try? options.setOption(.maxMessagesPerRead, value: reads.perCycle)
     }
 
     func triggerUserOutboundEvent(context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?) {
@@ -85,6 +115,7 @@ final class HTTPIntake: ChannelDuplexHandler, RemovableChannelHandler {
         }
         if state.open, held.isEmpty, readWanted {
             readWanted = false
+            pace(context)
             context.read()
         }
     }

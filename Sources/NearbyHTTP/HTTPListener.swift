@@ -46,7 +46,8 @@ package struct HTTPListener: Sendable {
             .serverChannelOption(.backlog, value: backlog)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
-            .childChannelOption(.maxMessagesPerRead, value: 4)
+            .childChannelOption(.maxMessagesPerRead, value: HTTPIntakeLimits.headReads.perCycle)
+            .childChannelOption(.recvAllocator, value: HTTPIntakeLimits.headReads.allocator)
             .childChannelOption(.autoRead, value: false)
             .bind(host: host, port: port) { channel in
                 // Over a cap: closed as soon as accepted.
