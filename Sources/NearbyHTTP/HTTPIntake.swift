@@ -1,5 +1,6 @@
 import NIOCore
 import NIOHTTP1
+import NearbyBase
 
 /// What a connection's bytes may cost before NIOHTTP1 decodes them, and how far ahead of its answers
 /// a peer may be decoded: NIOHTTP1's decoder parses every byte it is given at once (a burst of
@@ -81,7 +82,7 @@ final class HTTPIntake: ChannelDuplexHandler, RemovableChannelHandler {
         guard !state.shut, buffer.readableBytes > 0 else { return }
         held.append(buffer)
         heldBytes += buffer.readableBytes
-        guard heldBytes <= HTTPIntakeLimits.heldLimit else { return shut(context) }
+        guard heldBytes <= HTTPIntakeLimits.heldLimit else { return shut(context, "\(heldBytes) bytes held undecoded while answers are owed") }
         feed(context)
     }
 
@@ -138,7 +139,7 @@ final class HTTPIntake: ChannelDuplexHandler, RemovableChannelHandler {
                 return
             }
             context.fireChannelRead(wrapInboundOut(slice))
-            guard state.unparsed <= HTTPIntakeLimits.unparsedLimit else { return shut(context) }
+            guard state.unparsed <= HTTPIntakeLimits.unparsedLimit else { return shut(context, "\(state.unparsed) bytes given to the decoder with no part back") }
         }
     }
 
@@ -162,7 +163,8 @@ final class HTTPIntake: ChannelDuplexHandler, RemovableChannelHandler {
         return true
     }
 
-    private func shut(_ context: ChannelHandlerContext) {
+    private func shut(_ context: ChannelHandlerContext, _ why: String) {
+        NearbyLog.logger.debug("closing an HTTP connection from \(context.remoteAddress.map(AddressWords.describe) ?? "?"): \(why)")
         state.shut = true
         held.removeAll()
         heldBytes = 0
@@ -203,6 +205,7 @@ final class HTTPMeter: ChannelDuplexHandler, RemovableChannelHandler {
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         if error is HTTPParserError, !refused {
+            NearbyLog.logger.debug("refusing an HTTP request from \(context.remoteAddress.map(AddressWords.describe) ?? "?"): \(error)")
             refused = true
             state.shut = true
             if answering || state.owed > 0 {
