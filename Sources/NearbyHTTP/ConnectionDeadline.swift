@@ -1,5 +1,6 @@
 import NIOCore
 import Synchronization
+import NearbyBase
 
 /// Closes a connection once a deadline passes that was not pushed back: one timer on its event
 /// loop, re-armed when it fires early, so pushing it back costs a lock and no task; brought
@@ -58,7 +59,9 @@ package final class ConnectionDeadline: Sendable {
         switch next {
         case .nothing: break
         case let .again(deadline): schedule(deadline)
-        case .close: channel.close(promise: nil)
+        case .close:
+            NearbyLog.logger.debug("closing an HTTP connection from \(channel.remoteAddress.map(AddressWords.describe) ?? "?"): its deadline passed")
+            channel.close(promise: nil)
         }
     }
 

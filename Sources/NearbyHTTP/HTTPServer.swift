@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import NIOCore
 import NIOHTTP1
 import NearbyBase
@@ -41,20 +44,30 @@ package struct HTTPServer: Sendable {
         await listener.run { [answering] wrapped, ticket in await Self.serve(wrapped, ticket: ticket, routes: routes, answering: answering) }
     }
 
+    /// Requests one connection may carry, and how long after it opened it may begin another: a peer
+    /// that never stops asking is closed like any other (the last answer says `close`).
+    static let maxRequests = 1000
+    static let lifetime: Duration = .seconds(600)
+
     /// One connection: requests one after another, each answered before the next is read.
     static func serve(_ wrapped: HTTPListener.Connection, ticket: Admission.Ticket, routes: some HTTPRoutes, answering: Locked<Int>) async {
         let channel = wrapped.channel
         let deadline = ConnectionDeadline(channel)
         deadline.push(ticket.limits.handshake)
         defer { deadline.cancel() }
+        let opened = ContinuousClock.now
+        defer { MemoryBudget.giveBackFreedMemory() }
         await withTaskCancellationHandler {
             try? await wrapped.executeThenClose { inbound, outbound in
                 let parts = HTTPPartReader(inbound.makeAsyncIterator())
                 let connection = HTTPConnection(channel: channel, ticket: ticket, outbound: outbound, deadline: deadline)
                 let visit = routes.visit(connection)
+                var served = 0
                 while let part = try await parts.next() {
                     deadline.push(connection.idle)
-                    guard case let .head(head) = part else { continue }
+                    guard case let .head(asked) = part else { continue }
+                    served += 1
+                    let head = Self.framed(asked, last: served >= maxRequests || ContinuousClock.now - opened > lifetime)
                     answering.withLock { $0 += 1 }
                     // An idle place is evicted before one in the middle of a request.
                     ticket.working(true)
@@ -62,14 +75,26 @@ package struct HTTPServer: Sendable {
                         answering.withLock { $0 -= 1 }
                         ticket.working(false)
                     }
+                    let expects = Self.expectsContinue(head)
+                    // Whether `100 Continue` went out, and whether the body was read to its end.
+                    let progress = Locked((continued: false, ended: false))
                     let body = HTTPBody(next: {
+                        if expects, progress.withLock({ now in defer { now.continued = true }; return !now.continued }) {
+                            try await outbound.write(.head(HTTPResponseHead(version: head.version, status: .continue)))
+                        }
                         let part = try await parts.next()
+                        if case .end = part { progress.withLock { $0.ended = true } }
                         deadline.push(connection.idle)
                         return part
                     }, hold: { span in deadline.push(span) })
                     let keep = try await routes.answer(head, body: body, on: connection, visit: visit)
+                    // The intake may decode the next request.
+                    channel.triggerUserOutboundEvent(HTTPAnswered(), promise: nil)
                     deadline.push(connection.idle)
-                    guard keep, head.isKeepAlive else { break }
+                    // Answered without the body it was waiting to be asked for: what it sends now
+                    // cannot be told from a next request.
+                    let unread = expects && !progress.withLock { $0.ended }
+                    guard keep, head.isKeepAlive, !unread else { break }
                 }
             }
         } onCancel: {
@@ -77,7 +102,27 @@ package struct HTTPServer: Sendable {
             channel.eventLoop.scheduleTask(in: stopGrace) { channel.close(promise: nil) }
         }
     }
+
+    /// `head` as the routes see it: a request that asks to switch protocols (`Upgrade`, `CONNECT`:
+    /// after it NIOHTTP1 parses nothing more) or the `last` one a connection may carry says
+    /// `Connection: close`, so its answer does and the connection ends after it.
+    static func framed(_ head: HTTPRequestHead, last: Bool) -> HTTPRequestHead {
+        guard last || head.method == .CONNECT || head.headers.contains(name: "Upgrade") else { return head }
+        var head = head
+        head.headers.replaceOrAdd(name: "Connection", value: "close")
+        return head
+    }
+
+    /// Whether the client waits for `100 Continue` before it sends the body (curl's uploads).
+    static func expectsContinue(_ head: HTTPRequestHead) -> Bool {
+        head.version.major == 1 && head.version.minor >= 1
+            && head.headers[canonicalForm: "Expect"].contains { $0.lowercased() == "100-continue" }
+    }
 }
+
+/// The request parts of one connection, read by one task at a time (the connection's loop, then the
+/// route it hands the body to).
+package typealias HTTPPartReader = PartReader<HTTPServerRequestPart>
 
 /// What a protocol answers on the shared server: its routes, and what it keeps per connection.
 package protocol HTTPRoutes: Sendable {

@@ -66,14 +66,20 @@ extension LocalSendReceiver {
     }
 
     /// Nil when a new session from `host` may start; else the answer that refuses it. One
-    /// unfinished session per address (409, as the official app answers a second one); a sender
-    /// silent for `sessionIdle` gives its place up; past `limits.sessions`, a stranger waits (429)
+    /// unfinished session per address (409, as the official app answers a second one) unless the
+    /// first is unused; a sender silent for `sessionIdle` gives its place up; past `limits.sessions`, a stranger waits (429)
     /// and a pinned sender takes the oldest stranger's place.
     func admitSession(from host: String, pinned: Bool, limits: LocalSendSessions.Limits = LocalSendSessions.limits) -> LocalSendAnswer? {
         let now = ContinuousClock.now
         expireSlow(now: now)
         for session in sessions.values where now - session.lastActivity > Self.sessionIdle && session.receiving == 0 {
             expire(session, reason: "\(session.peer.name ?? session.peer.id) sent nothing for \(Int(Self.sessionIdle / .seconds(1))) s")
+        }
+        // A sender asking again before it used its session lost the answer that opened it (issue 58:
+        // the connection ended under it): the unused session is given up at once, not in 30 s.
+        for session in sessions.values where session.host == host && session.receiving == 0
+            && session.files.values.allSatisfy({ $0.state == .waiting && $0.attempts == 0 }) {
+            expire(session, reason: "\(session.peer.name ?? session.peer.id) asked again before it sent a file")
         }
         // A node-less `accept` takes one transfer: one session at a time.
         if policy.acceptFirst || policy.declineFirst, !sessions.isEmpty { return .status(409, "Blocked by another session") }

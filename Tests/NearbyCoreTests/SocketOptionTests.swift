@@ -59,20 +59,6 @@ import Darwin
         #expect(try await Self.read(theirs.channel.channel) == Self.wanted, "the connection nearby takes")
     }
 
-    @Test func anHTTPConnectionTakenHasNoDelayAndNoSocketLevelOption() async throws {
-        let listener = try await HTTPListener.bind(port: 0, backlog: 8, admission: Admission())
-        let client = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .connect(host: "127.0.0.1", port: listener.port).get()
-        defer { client.close(promise: nil) }
-        try await listener.channel.executeThenClose { connections in
-            for try await admitted in connections {
-                #expect(try await Self.read(admitted.channel) == Self.wanted, "LocalSend's and the web share's server")
-                admitted.channel.close(promise: nil)
-                break
-            }
-        }
-    }
-
     /// The compiler cannot tell a TCP option asked for at the socket level; this reads every source.
     @Test func noSourceAsksForATCPOptionAtTheSocketLevel() throws {
         let offenders = try OneOfEachTests.sourceLines().filter { $0.text.contains("socketOption(.tcp_") }.map(\.place)

@@ -146,6 +146,23 @@ package final class MemoryBudget: Sendable {
         #endif
     }
 
+    /// Gives what every arena holds free back to the system (`malloc_trim(3)`), at most once a
+    /// second however often it is asked: glibc keeps what many connections freed in its arenas
+    /// (64 unread HTTP pipelines: 46 -> 89 MB, still 89 MB 40 s after they ended).
+    package static func giveBackFreedMemory() {
+        #if os(Linux)
+        let now = ContinuousClock.now
+        guard lastGivenBack.withLock({ last in
+            guard now - last > .seconds(1) else { return false }
+            last = now
+            return true
+        }) else { return }
+        _ = malloc_trim(0)
+        #endif
+    }
+
+    private static let lastGivenBack = Locked(ContinuousClock.now - .seconds(2))
+
     /// What the top of a heap may keep free before it is given back: 8 MiB, a bulk transfer's
     /// chunks in flight (read ahead, queued, encrypted) with room to spare.
     static let trimThreshold = 8 << 20

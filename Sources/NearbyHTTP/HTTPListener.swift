@@ -1,12 +1,13 @@
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NearbyBase
 
 /// The accept side of every HTTP server a node runs (the web pages', LocalSend's HTTPS): a listener
 /// whose connections take a place in the node's `Admission` as they are accepted (over a cap:
-/// closed at once), are decoded by NIOHTTP1 within `HTTPLimits.decoder` — behind a TLS handler when
-/// the server has one (`secure`) — and are each served by a child task of `run`. What a server does
-/// with a connection (routes, deadlines) stays its own.
+/// closed at once), are decoded by NIOHTTP1 within `HTTPLimits.decoder` and `HTTPIntakeLimits` —
+/// behind a TLS handler when the server has one (`secure`) — and are each served by a child task of
+/// `run`. What a server does with a connection (routes, deadlines) stays its own.
 package struct HTTPListener: Sendable {
     package typealias Connection = NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>
 
@@ -45,7 +46,8 @@ package struct HTTPListener: Sendable {
             .serverChannelOption(.backlog, value: backlog)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
-            .childChannelOption(.maxMessagesPerRead, value: 4)
+            .childChannelOption(.maxMessagesPerRead, value: HTTPIntakeLimits.headReads.perCycle)
+            .childChannelOption(.recvAllocator, value: HTTPIntakeLimits.headReads.allocator)
             .childChannelOption(.autoRead, value: false)
             .bind(host: host, port: port) { channel in
                 // Over a cap: closed as soon as accepted.
@@ -55,18 +57,28 @@ package struct HTTPListener: Sendable {
                 }
                 return channel.eventLoop.makeCompletedFuture {
                     try secure?(channel)
-                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(
-                        // No pipelining assistance: it stops reading while an answer is pending, and a
-                        // client that leaves while its request waits must be noticed (its EOF read).
-                        // Requests are still answered one after another (each server's loop), and what
-                        // a pipelining client sends ahead waits in NIOAsyncChannel's bounded buffer.
-                        position: .last, withPipeliningAssistance: false, withServerUpgrade: nil, withErrorHandling: true,
-                        withOutboundHeaderValidation: true, withEncoderConfiguration: Self.encoder,
-                        withDecoderLimitConfiguration: HTTPLimits.decoder)
+                    try Self.configure(channel.pipeline.syncOperations)
                     return Admitted(channel: channel, ticket: ticket)
                 }
             }
         return HTTPListener(channel: channel, port: channel.channel.localAddress?.port ?? port)
+    }
+
+    /// NIOHTTP1's server handlers between `HTTPIntake` and `HTTPMeter` (see `HTTPIntakeLimits`), at
+    /// the end of the pipeline (after TLS, when there is TLS).
+    package static func configure(_ pipeline: ChannelPipeline.SynchronousOperations) throws {
+        let state = HTTPIntakeState()
+        try pipeline.addHandler(HTTPIntake(state))
+        try pipeline.configureHTTPServerPipeline(
+            // No pipelining assistance: it stops reading while an answer is pending, and a client
+            // that leaves while its request waits must be noticed (its EOF read). Requests are still
+            // answered one after another (each server's loop), and what a pipelining client sends
+            // ahead waits, undecoded, in `HTTPIntake`. No error handler: `HTTPMeter` answers what
+            // the decoder refuses, once.
+            position: .last, withPipeliningAssistance: false, withServerUpgrade: nil, withErrorHandling: false,
+            withOutboundHeaderValidation: true, withEncoderConfiguration: Self.encoder,
+            withDecoderLimitConfiguration: HTTPLimits.decoder)
+        try pipeline.addHandler(HTTPMeter(state))
     }
 
     /// Serves until cancelled: each admitted connection, wrapped, then reading, in its own child task.
@@ -91,24 +103,5 @@ package struct HTTPListener: Sendable {
                 }
             }
         }
-    }
-}
-
-/// The request parts of one connection, read by one task at a time (the connection's loop, then the
-/// route it hands the body to).
-package typealias HTTPPartReader = PartReader<HTTPServerRequestPart>
-
-/// The inbound parts of one connection, read by one task at a time (a server's connection loop and
-/// the route it hands a body to; a client's kept connection and the request being answered on it).
-package final class PartReader<Part: Sendable>: @unchecked Sendable {
-    private var iterator: NIOAsyncChannelInboundStream<Part>.AsyncIterator
-    package init(_ iterator: NIOAsyncChannelInboundStream<Part>.AsyncIterator) { self.iterator = iterator }
-
-    /// The iterator is copied out and back (its state lives in NIO's shared producer), so no access
-    /// to the stored property spans the suspension.
-    package func next() async throws -> Part? {
-        var current = iterator
-        defer { iterator = current }
-        return try await current.next()
     }
 }
