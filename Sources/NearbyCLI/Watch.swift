@@ -116,6 +116,9 @@ enum WatchRun {
             switch source {
             case let .capture(interface):
                 let capture = try PacketCapture(interface: interface)
+                // Joined for as long as watch captures: behind IGMP/MLD snooping the switch sends the groups here.
+                let membership = GroupMembership(interface: interface)
+                defer { withExtendedLifetime(membership) {} }
                 printer.started(interface: interface, file: nil)
                 var turns = 0
                 while !cancellation.isCancelled {
@@ -134,6 +137,7 @@ enum WatchRun {
                             let before = capture.dropped
                             capture.countDrops()
                             printer.print(engine.kernelDropped(capture.dropped - before, total: capture.dropped, time: now, interface: interface))
+                            printer.print(engine.tick(time: now))
                         }
                         printer.tick(engine.table, now: now, dropped: capture.dropped)
                     }
@@ -162,6 +166,7 @@ enum WatchRun {
                             }
                         }
                     }
+                    printer.print(engine.ended())
                     printer.tick(engine.table, now: nil, dropped: 0)
                 } catch let error as PcapError where error.isCancellation {
                     return engine.summary(dropped: 0)

@@ -56,27 +56,40 @@ package struct LinkTable: Sendable {
             }
             return
         }
+        // A reply to a one-shot querier's port carries TTLs of at most 10 s (RFC 6762 §6.7), not
+        // the record's own: it says the host is there, not for how long.
+        let legacy = observation.destinationPort != FrameParser.mdnsPort
         for record in observation.claims {
             for type in [record.type.description, DNSType.any.description] {
                 let key = record.name.key + " " + type
-                if var asked = questions[key] {
+                // A reply to one host answers that host's question, not the link's.
+                if var asked = questions[key], observation.multicast || asked.askedBy == observation.destination {
                     asked.answered = now
                     questions.set(key, asked, at: now)
                 }
             }
-            let expires = now + Double(record.ttl)
+            // RFC 2181 §8: a TTL of 2^31 or more is read as 0.
+            let ttl = record.ttl >= TTLRule.wraps ? 0 : record.ttl
+            let expires = now + Double(ttl)
+            if legacy {
+                if var host = hosts[record.name.key] {
+                    host.lastHeard = now
+                    hosts.set(record.name.key, host, at: now)
+                }
+                continue
+            }
             switch record.data {
             case let .a(bytes), let .aaaa(bytes):
                 let key = record.name.key, address = FrameParser.address(bytes[...])
                 var host = hosts[key] ?? Host(name: record.name.shown, addresses: [:], expires: expires, lastHeard: now)
                 var list = host.addresses[observation.interface ?? "", default: []]
-                if record.ttl == 0 {
+                if ttl == 0 {
                     list.removeAll { $0 == address }
                 } else if !list.contains(address), list.count < 8 {
                     list.append(address)
                 }
                 host.addresses[observation.interface ?? ""] = list.isEmpty ? nil : list
-                host.expires = record.ttl == 0 && host.addresses.isEmpty ? now : max(host.expires, expires)
+                host.expires = ttl == 0 && host.addresses.isEmpty ? now : max(host.expires, expires)
                 host.lastHeard = now
                 hosts.set(key, host, at: now)
             case let .ptr(instance) where PacketMeaning.serviceType(record.name) == record.name:
@@ -96,7 +109,7 @@ package struct LinkTable: Sendable {
                 service.host = target.shown
                 service.port = Int(port)
                 service.lastHeard = now
-                if record.ttl == 0 { service.expires = now }
+                if ttl == 0 { service.expires = now }
                 services.set(key, service, at: now)
             default:
                 break

@@ -8,6 +8,8 @@ package struct Observation: Sendable {
     package var source: String
     package var sourcePort: UInt16
     package var destinationPort: UInt16
+    /// The destination address: a group (224.0.0.251, ff02::fb) or one host (a unicast query or reply).
+    package var destination: String
     package var message: DNSMessage
     /// The UDP payload's size, as the UDP header says.
     package var size: Int
@@ -18,17 +20,25 @@ package struct Observation: Sendable {
 
     package init(
         time: Double, interface: String?, source: String, sourcePort: UInt16 = 5353, destinationPort: UInt16 = 5353,
-        message: DNSMessage, size: Int, payloadLimit: Int = 1472, fragmented: Bool = false
+        destination: String = "224.0.0.251", message: DNSMessage, size: Int, payloadLimit: Int = 1472, fragmented: Bool = false
     ) {
         self.time = time
         self.interface = interface
         self.source = source
         self.sourcePort = sourcePort
         self.destinationPort = destinationPort
+        self.destination = destination
         self.message = message
         self.size = size
         self.payloadLimit = payloadLimit
         self.fragmented = fragmented
+    }
+
+    /// Sent to a multicast group (IPv4 224/4, IPv6 ff00::/8), not to one host.
+    var multicast: Bool {
+        if destination.contains(":") { return destination.lowercased().hasPrefix("ff") }
+        guard let first = destination.split(separator: ".").first, let octet = Int(first) else { return false }
+        return (224...239).contains(octet)
     }
 
     /// Records of a response that count as what the source claims: answers and additional ones.

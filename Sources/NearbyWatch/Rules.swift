@@ -40,9 +40,20 @@ struct ChattyQuerierRule {
             findings.append(Events.Finding(
                 rule: "chatty-querier", host: observation.source, interface: observation.interface, name: question.name.shown,
                 evidence: "\(observation.source) asked \(question.name.shown) \(question.type) \(entry.quick + 1) times in \(Self.seconds(span)) s, about every \(every) ms; RFC 6762 §5.2 wants 1 s between the first two, then at least double each time",
-                hint: "a program on \(observation.source) queries in a loop instead of through the daemon (or restarts its browse): find it (on that host, `ss -uanp 'sport = :5353'`) and have it browse through avahi-daemon"))
+                hint: Self.hint(observation)))
         }
         return findings
+    }
+
+    /// From port 5353 the querier is the host's mDNS daemon (or a stack of its own there) asking
+    /// for its clients: the fault is a client that starts one lookup over and over. From another
+    /// port it is a program querying by itself (RFC 6762 §5.1's one-shot querier).
+    static func hint(_ observation: Observation) -> String {
+        let source = observation.source
+        if observation.sourcePort == FrameParser.mdnsPort {
+            return "these come from port 5353, the mDNS daemon on \(source) (avahi-daemon, mDNSResponder) asking for its clients: a program there starts the same lookup over and over (a browse or resolve restarted in a loop, or a check such as `nearby doctor` waiting for a peer that does not answer); the daemon is not at fault — find the client (on that host, its logs; `ss -uanp 'sport = :5353'` shows whether a second stack, not the daemon, holds the port)"
+        }
+        return "a program on \(source) queries from its own port \(observation.sourcePort), not through the daemon, in a loop: find it (on that host, `ss -uanp 'sport = :\(observation.sourcePort)'`) and have it browse through the daemon, or back off as RFC 6762 §5.2 says"
     }
 
     static func seconds(_ value: Double) -> String {
@@ -57,6 +68,8 @@ struct ChattyQuerierRule {
 struct TTLRule {
     static let longest: UInt32 = 4 * 3600
     static let shortest: UInt32 = 5
+    /// RFC 2181 §8: a TTL with its top bit set is read as 0.
+    static let wraps: UInt32 = 1 << 31
     var once = Once<String>(period: 3600)
 
     mutating func observe(_ observation: Observation) -> [Events.Finding] {
@@ -65,12 +78,16 @@ struct TTLRule {
         for record in observation.claims where record.ttl > 0 && record.type != .opt {
             let tooLong = record.ttl > Self.longest, tooShort = record.ttl < Self.shortest
             guard tooLong || tooShort else { continue }
-            guard once.admit("\(observation.source) \(record.name.key) \(record.type)", at: observation.time) else { continue }
+            let wraps = record.ttl >= Self.wraps
+            // Too long and too short are two faults of one record (TTL 1, then 4294967295).
+            guard once.admit("\(observation.source) \(record.name.key) \(record.type) \(wraps ? "wraps" : tooLong ? "long" : "short")", at: observation.time) else { continue }
             let expected = [DNSType.a, .aaaa, .srv, .hinfo].contains(record.type) ? "120 s" : "4500 s (75 min)"
             findings.append(Events.Finding(
                 rule: "ttl", host: observation.source, interface: observation.interface, name: record.name.shown,
-                evidence: "\(record.name.shown) \(record.type) has TTL \(record.ttl) s; RFC 6762 §10 recommends \(expected)",
-                hint: tooLong
+                evidence: "\(record.name.shown) \(record.type) has TTL \(record.ttl) s\(wraps ? " (2^31 or more: RFC 2181 §8 has caches read it as 0, a goodbye)" : ""); RFC 6762 §10 recommends \(expected)",
+                hint: wraps
+                    ? "caches drop this record at once, as if its host had said goodbye (or, if they do not follow RFC 2181, keep it for decades): fix the responder's TTL"
+                    : tooLong
                     ? "caches keep this record long after its host is gone (a ghost): fix the responder's TTL"
                     : "caches drop this record almost at once and ask again: fix the responder's TTL"))
         }

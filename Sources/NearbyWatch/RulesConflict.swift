@@ -9,6 +9,9 @@ struct ConflictRule {
     struct Claim {
         var source: String
         var data: Set<RData>
+        /// When this source first claimed the record (kept while it goes on claiming it): the one
+        /// that claimed later is the one named, whoever speaks next.
+        var since: Double
         var updated: Double
         var expires: Double
     }
@@ -18,7 +21,7 @@ struct ConflictRule {
     /// The host name each address first announced as its own (an A/AAAA record of the name, sent
     /// from one of the name's addresses).
     var owners = BoundedTable<String, String>(capacity: 4096)
-    var once = Once<String>(period: 60)
+    var once = Once<String>(period: 3600)
 
     mutating func observe(_ observation: Observation) -> [Events.Finding] {
         var groups: [String: (name: DNSName, type: DNSType, data: Set<RData>, ttl: UInt32)] = [:]
@@ -37,12 +40,16 @@ struct ConflictRule {
             for other in known where other.source != observation.source && other.data.isDisjoint(with: group.data) {
                 if let owner, owners[other.source] == owner { continue }
                 conflicting = true
-                guard once.admit(key + " " + [other.source, observation.source].sorted().joined(separator: " "), at: now) else { continue }
-                let theirs = other.data.map { RecordText.data($0, type: group.type) }.sorted().joined(separator: ", ")
-                let ours = group.data.map { RecordText.data($0, type: group.type) }.sorted().joined(separator: ", ")
+                // One finding a name, whichever of its records (A, AAAA, HINFO; SRV, TXT) and of the
+                // hosts' addresses (IPv4, IPv6) shows it first: one conflict is one line an hour.
+                guard once.admit(group.name.key, at: now) else { continue }
+                let mine = known.first { $0.source == observation.source }?.since ?? now
+                let ours = (source: observation.source, text: group.data.map { RecordText.data($0, type: group.type) }.sorted().joined(separator: ", "))
+                let theirs = (source: other.source, text: other.data.map { RecordText.data($0, type: group.type) }.sorted().joined(separator: ", "))
+                let (newcomer, holder) = mine < other.since ? (theirs, ours) : (ours, theirs)
                 findings.append(Events.Finding(
-                    rule: "conflict", host: observation.source, interface: observation.interface, name: group.name.shown,
-                    evidence: "\(observation.source) answers \(group.name) \(group.type) with \(ours); \(other.source) answered it with \(theirs)",
+                    rule: "conflict", host: newcomer.source, interface: observation.interface, name: group.name.shown,
+                    evidence: "\(newcomer.source) answers \(group.name) \(group.type) with \(newcomer.text); \(holder.source) answered it first, with \(holder.text)",
                     hint: "two hosts claim one unique name: rename one (avahi: host-name= in avahi-daemon.conf; a service: its name), or find the host or container that copies another's records"))
             }
             let addresses = group.data.compactMap(RecordText.address)
@@ -53,10 +60,10 @@ struct ConflictRule {
             if let index = known.firstIndex(where: { $0.source == observation.source }) {
                 // Within a second, several packets may carry one set between them.
                 let data = now - known[index].updated <= 1 ? known[index].data.union(group.data) : group.data
-                known[index] = Claim(source: observation.source, data: data, updated: now, expires: expires)
+                known[index] = Claim(source: observation.source, data: data, since: known[index].since, updated: now, expires: expires)
             } else {
                 if known.count >= Self.maxSourcesPerName { known.removeFirst() }
-                known.append(Claim(source: observation.source, data: group.data, updated: now, expires: expires))
+                known.append(Claim(source: observation.source, data: group.data, since: now, updated: now, expires: expires))
             }
             claims.set(key, known, at: now)
         }

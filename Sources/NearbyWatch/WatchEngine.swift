@@ -72,10 +72,15 @@ package struct WatchEngine {
     var size = SizeRule()
     var echo = ReflectorEchoRule()
     var flapping = FlappingRule()
+    var asked = RecentQuestions()
+    var announcer = AnnouncerRule()
+    var unasked = UnaskedAnswerRule()
+    var unicast = UnicastQueryRule()
     var malformedOnce = Once<String>(period: 10)
     package private(set) var table = LinkTable()
 
     package private(set) var packets = 0
+    var lastTime = 0.0
     package private(set) var malformed = 0
     package private(set) var findings = 0
     package private(set) var suppressed = 0
@@ -90,6 +95,7 @@ package struct WatchEngine {
     /// The events for one datagram captured at `time` on `interface` (nil: not known, a pcap file's).
     package mutating func process(_ datagram: UDPDatagram, time: Double, interface: String?, payloadLimit: Int = 1472) -> [Output] {
         packets += 1
+        lastTime = max(lastTime, time)
         hosts.set(datagram.source, (hosts[datagram.source] ?? 0) + 1, at: time)
         var out: [Output] = []
         guard datagram.complete else {
@@ -117,7 +123,7 @@ package struct WatchEngine {
         }
         let observation = Observation(
             time: time, interface: interface, source: datagram.source, sourcePort: datagram.sourcePort,
-            destinationPort: datagram.destinationPort, message: message, size: datagram.payload.count, payloadLimit: payloadLimit,
+            destinationPort: datagram.destinationPort, destination: datagram.destination, message: message, size: datagram.payload.count, payloadLimit: payloadLimit,
             fragmented: datagram.fragmented)
         table.observe(observation)
         if filter.matches(source: datagram.source, message: message) {
@@ -130,6 +136,11 @@ package struct WatchEngine {
         report(size.observe(observation), into: &out, at: time)
         report(echo.observe(observation), into: &out, at: time)
         report(flapping.observe(observation), into: &out, at: time)
+        let solicited = asked.answers(observation)
+        report(announcer.observe(observation, solicited: solicited), into: &out, at: time)
+        report(unasked.observe(observation, solicited: solicited), into: &out, at: time)
+        report(unicast.observe(observation), into: &out, at: time)
+        asked.observe(observation)
         return out
     }
 
@@ -155,6 +166,18 @@ package struct WatchEngine {
             hint: "watch sees less than the link carries: the link floods or this host is busy (the summary's busiest hosts say who sends most); capture with `tcpdump -w` and read it with --read to see every packet")],
             into: &out, at: time)
         return out
+    }
+
+    /// What the clock alone decides (a unicast query left unanswered): called once a second live.
+    package mutating func tick(time: Double) -> [Output] {
+        var out: [Output] = []
+        report(unicast.expire(at: time), into: &out, at: time)
+        return out
+    }
+
+    /// The end of a capture file: what was still waiting is decided as if the wait had passed.
+    package mutating func ended() -> [Output] {
+        tick(time: lastTime + UnicastQueryRule.wait + 0.001)
     }
 
     /// A finding printed, unless its rule and host (or its rule, across hosts) used up their

@@ -36,10 +36,10 @@ enum Make {
         return message
     }
 
-    static func datagram(_ message: DNSMessage, from source: String, port: UInt16 = 5353, to destination: String = "224.0.0.251") -> UDPDatagram {
+    static func datagram(_ message: DNSMessage, from source: String, port: UInt16 = 5353, to destination: String = "224.0.0.251", toPort: UInt16 = 5353) -> UDPDatagram {
         let payload = try! message.encode()
         return UDPDatagram(
-            source: source, sourcePort: port, destination: destination, destinationPort: 5353, payload: payload,
+            source: source, sourcePort: port, destination: destination, destinationPort: toPort, payload: payload,
             claimedLength: payload.count, fragmented: false)
     }
 

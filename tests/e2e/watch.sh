@@ -93,11 +93,19 @@ test_watch_leaves_the_daemons_unicast_packets_to_it() {
         fail "watch did not show h1's unicast answers"; cat "$OUT/watch.jsonl" >&2; return 1; }
     expect_eq "$(count_json "$OUT/watch.jsonl" "select(.event==\"packet\" and .destination==\"10.99.0.1\" and .source_port==$port)")" 10 \
         "the queries watch saw arrive at 10.99.0.1" || return 1
-    local bound
+    local bound users
     bound=$(lab_run 1 ss -H -lupn 'sport = :5353')
     echo "$bound" | sed 's/^/    ss: /'
     [[ $bound == *avahi-daemon* && $bound != *nearby* ]] || { fail "something other than avahi-daemon holds UDP 5353 on h1"; return 1; }
+    # watch joined the groups itself (behind IGMP/MLD snooping it needs to): one member more than
+    # avahi-daemon alone, on IPv4 (224.0.0.251 is FB0000E0 in /proc/net/igmp) and IPv6.
+    local users6
+    users=$(lab_run 1 awk '$1=="FB0000E0" {print $2; exit}' /proc/net/igmp)
+    users6=$(lab_run 1 awk '$3=="ff0200000000000000000000000000fb" {print $4; exit}' /proc/net/igmp6)
+    echo "    members of 224.0.0.251 on h1: $users, of ff02::fb: $users6 (avahi-daemon and watch)"
+    expect_eq "$users $users6" "2 2" "members of the mDNS groups while watch runs" || return 1
     watch_stop watch
+    expect_eq "$(lab_run 1 awk '$1=="FB0000E0" {print $2; exit}' /proc/net/igmp)" 1 "members once watch stopped" || return 1
 }
 
 # A host claims h2's name (a crafted answer from h3: h2.local is at 10.99.0.3, cache-flush): a
