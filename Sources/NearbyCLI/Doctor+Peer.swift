@@ -211,19 +211,21 @@ extension Nearby.Doctor {
                 if cut { unjudged += 1 }
                 if unreachable.refused { refused += 1 }
                 // A timeout alone cannot tell an empty address from a port dropped: the neighbour
-                // table can (on this host's own links).
+                // tables can (ARP's and neighbour discovery's, on this host's own links).
                 let neighbour = unreachable.timedOut && !cut ? Neighbours.state(of: address) : nil
                 let reason: String
+                // IPv4 finds its neighbours by ARP, IPv6 by neighbour discovery.
+                let asking = address.contains(":") ? "neighbour discovery" : "ARP"
                 if cut {
                     reason = "no answer before doctor's --timeout ran out"
                 } else if neighbour == .silent {
                     absent += 1
-                    reason = "no host answers at that address (no reply to ARP on this link)"
+                    reason = "no host answers at that address (no reply to \(asking) on this link)"
                 } else if unreachable.noHost {
                     absent += 1
                     reason = "no host answers at that address (unreachable: no ARP or neighbour reply, or a router said so)"
                 } else if neighbour == .answered {
-                    reason = "a host is there (it answered ARP) but drops port \(port) (no answer in \(seconds(wait)))"
+                    reason = "a host is there (it answered \(asking)) but drops port \(port) (no answer in \(seconds(wait)))"
                 } else {
                     reason = unreachable.reason
                 }

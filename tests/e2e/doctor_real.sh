@@ -23,3 +23,19 @@ test_doctor_real_responders_does_not_count_this_hosts_other_name() {
     # Alone on the link but for it: a warning that says it was left out.
     [[ $status == ok || $detail == *"this host's own not counted: _zc-e2e._tcp"* ]] || { fail "the warning does not say what it left out"; return 1; }
 }
+
+# IPv6 has no /proc/net/arp: doctor reads its neighbour discovery table (netlink, as `ip -6 neigh`)
+# to tell an address nobody has on the link from a host that is there and drops the port, as it
+# does over IPv4 with ARP. (Main said only that the connection timed out.)
+test_doctor_real_ipv6_neighbours_tell_an_empty_address_from_a_dropped_port() {
+    trap 'lab_run 1 nft delete table inet dr6drop 2>/dev/null; stop_started' RETURN
+    DOCTOR_TIMEOUT=6 doctor 2 "[fe80::99%$LAB_IFACE]:4000"
+    check_is connect fail "fe80::99%$LAB_IFACE: no host answers at that address (no reply to neighbour discovery on this link)" || return 1
+    start_node 1 dr-v6-drop || return 1
+    nft_on 1 dr6drop input "tcp dport $ADV_PORT drop" || return 1
+    local v6
+    v6=$(lsv6_addr 1)
+    DOCTOR_TIMEOUT=6 doctor 2 "[$v6%$LAB_IFACE]:$ADV_PORT"
+    expect_eq "$STATUS" 5 "doctor exit status for a dropped port over IPv6" || { show "$OUT/doctor.jsonl"; return 1; }
+    check_is connect fail "a host is there (it answered neighbour discovery) but drops port $ADV_PORT" || return 1
+}
