@@ -39,3 +39,35 @@ test_doctor_real_ipv6_neighbours_tell_an_empty_address_from_a_dropped_port() {
     expect_eq "$STATUS" 5 "doctor exit status for a dropped port over IPv6" || { show "$OUT/doctor.jsonl"; return 1; }
     check_is connect fail "a host is there (it answered neighbour discovery) but drops port $ADV_PORT" || return 1
 }
+
+# dr_drop_multicast_from K / dr_pass_multicast: the switch drops host K's mDNS multicast (one way:
+# what K sends to the group; what the others send reaches K), unicast untouched.
+dr_drop_multicast_from() {
+    ip netns exec "${LAB_PREFIX}br" nft -f - <<EOF_NFT || fail "nft on the bridge"
+table bridge drfrom {
+    chain forward {
+        type filter hook forward priority 0;
+        iifname "p$1" ip daddr 224.0.0.251 udp dport 5353 drop
+        iifname "p$1" ip6 daddr ff02::fb udp dport 5353 drop
+    }
+}
+EOF_NFT
+}
+dr_pass_multicast() { ip netns exec "${LAB_PREFIX}br" nft delete table bridge drfrom 2>/dev/null; }
+
+# Multicast from h2 dropped on the switch, h1's reaching h2: h1's daemon never hears Bob, and h1
+# never saw Bob before. By name, doctor asks the link by multicast (a one-shot question, answered
+# by unicast) and Bob's responder answers it: the peer is advertised, multicast from Bob towards
+# this host is what is filtered — never "is 'nearby advertise' running?" (main's answer).
+test_doctor_real_by_name_names_multicast_dropped_one_way() {
+    trap 'dr_pass_multicast; stop_started' RETURN
+    local id2
+    id2=$(id_of 2) || return 1
+    dr_drop_multicast_from 2 || return 1
+    start_node 2 dr-oneway --name "Bob" || return 1
+    DOCTOR_TIMEOUT=8 doctor 1 --service dr-oneway Bob
+    [[ $STATUS != 0 ]] || { fail "doctor by name exits 0"; return 1; }
+    dm_no_check_says "is 'nearby advertise" || return 1
+    check_is peer fail "Bob ($id2) is advertised" || return 1
+    check_is multicast-path fail "multicast from Bob does not reach this host: its responder at $(lab_addr 2) answers" || return 1
+}
