@@ -50,17 +50,17 @@ extension Nearby.Doctor {
     /// Everything it does ends by `deadline`, doctor's one deadline.
     static func findPeer(
         ifNamed query: String?, service: ServiceType, selfID: PeerID, paths: NearbyPaths, environment: [String: String], survey: Survey,
-        notFoundHints: [String], firewall: [String] = [], until deadline: ContinuousClock.Instant
+        interfaces: [NetworkInterface], notFoundHints: [String], firewall: [String] = [], until deadline: ContinuousClock.Instant
     ) async -> PeerCheck? {
         guard let query else { return nil }
         return await findPeer(
-            query, service: service, selfID: selfID, paths: paths, environment: environment, survey: survey, notFoundHints: notFoundHints,
-            firewall: firewall, until: deadline)
+            query, service: service, selfID: selfID, paths: paths, environment: environment, survey: survey, interfaces: interfaces,
+            notFoundHints: notFoundHints, firewall: firewall, until: deadline)
     }
 
     static func findPeer(
         _ query: String, service: ServiceType, selfID: PeerID, paths: NearbyPaths, environment: [String: String], survey: Survey,
-        notFoundHints: [String], firewall: [String] = [], until deadline: ContinuousClock.Instant
+        interfaces: [NetworkInterface] = [], notFoundHints: [String], firewall: [String] = [], until deadline: ContinuousClock.Instant
     ) async -> PeerCheck {
         let quoted = PeerSearchReport.shellQuoted(query)
         let asked = try? PeerQuery(query)
@@ -73,7 +73,6 @@ extension Nearby.Doctor {
         // A peer seen before may still have a node at its last-known address, asked by the checks
         // that follow: the browse leaves them half of the time.
         let browseEnds = recent?.port != nil && recent?.addresses?.isEmpty == false ? started + limit / 2 : deadline
-        let looked = seconds(browseEnds - started)
         let browser = Browser(service: service)
         let updates: AsyncStream<Browser.Update>
         do throws(NearbyError) {
@@ -84,14 +83,27 @@ extension Nearby.Doctor {
         }
         defer { browser.stop() }
         let others = Collected()
-        let found = await firstResult(until: browseEnds) { () -> DiscoveredPeer? in
-            for await update in updates {
-                guard case let .found(peer) = update, peer.instance != selfID.rawValue else { continue }
-                if peer.matches(query) { return peer }
-                others.names.withLock { $0.append("\(peer.txt.displayName ?? "?") (\(peer.instance))") }
+        // The link asked directly, beside the browse: a responder whose multicast never reaches
+        // this host's daemon still answers a one-shot question by unicast.
+        async let heard = MDNSQuestion.askLink(
+            sources: MDNSQuestion.linkSources(interfaces), registrationType: service.registrationType,
+            wait: min(MDNSQuestion.wait(environment: environment), limit / 4))
+        func browse(until end: ContinuousClock.Instant) async -> DiscoveredPeer? {
+            await firstResult(until: end) { () -> DiscoveredPeer? in
+                for await update in updates {
+                    guard case let .found(peer) = update, peer.instance != selfID.rawValue else { continue }
+                    if peer.matches(query) { return peer }
+                    others.names.withLock { $0.append("\(peer.txt.displayName ?? "?") (\(peer.instance))") }
+                }
+                return nil
             }
-            return nil
         }
+        // Half the time first; the rest only when the link's answers do not name the peer (when
+        // they do, the checks that follow ask it there).
+        var found = await browse(until: min(browseEnds, started + limit / 2))
+        let answered = found == nil ? Self.answering(query, in: await heard, selfID: selfID) : nil
+        if found == nil, answered == nil, ContinuousClock.now < browseEnds { found = await browse(until: browseEnds) }
+        let looked = seconds(min(ContinuousClock.now, browseEnds) - started)
         // The rule every command follows (`PeerQuery.choose`): a name or prefix names a peer only
         // once browsing has run long enough for another of that name to answer.
         if let first = found, first.instance != query, let asked {
@@ -158,12 +170,34 @@ extension Nearby.Doctor {
                     hint: "the checks below ask that node why it is not advertised" + offeredHint, exitStatus: .peerNotFound), found: nil, lastKnown: last)
             }
         }
+        // Not listed by this host's daemon, but its responder answers a question sent by multicast:
+        // advertised, and its multicast does not reach this host. The checks below ask it there.
+        if let answered {
+            let (answer, instance) = answered
+            let name = answer.names[instance] ?? instance
+            detail += "; this host's daemon does not list it, but a responder at \(answer.source) answers a question sent by multicast "
+                + "with \(name) (\(instance)): advertised, its announcements do not reach this host"
+            if let port = answer.ports[instance] {
+                return PeerCheck(check: DoctorCheck(
+                    "peer", .fail, detail + offeredDetail, hint: "the checks below ask its responder why (see multicast-path)", exitStatus: .peerNotFound),
+                    found: nil, lastKnown: Target(addresses: [answer.source], port: port, expected: PeerID(instance), name: name))
+            }
+        }
         detail += offeredDetail
         let hint = "on the peer: is 'nearby advertise --service \(service.name)' running? Compare 'nearby browse --types' there and here" + offeredHint
         return PeerCheck(check: DoctorCheck(
             "peer", .fail, detail,
             hint: ([hint] + notFoundHints.filter { !$0.isEmpty }).joined(separator: "; "),
             exitStatus: .peerNotFound), found: nil)
+    }
+
+    /// The first answer of the link's that lists an instance `query` names (not this node's own).
+    static func answering(_ query: String, in answers: [MDNSQuestion.Answer], selfID: PeerID) -> (MDNSQuestion.Answer, String)? {
+        for answer in answers {
+            for instance in answer.instances where instance != selfID.rawValue
+                && PeerQuery.matches(query, id: instance, name: answer.names[instance]) { return (answer, instance) }
+        }
+        return nil
     }
 
     /// The first of a recent peer's addresses that takes a TCP connection at its port (2 s each,
@@ -211,19 +245,21 @@ extension Nearby.Doctor {
                 if cut { unjudged += 1 }
                 if unreachable.refused { refused += 1 }
                 // A timeout alone cannot tell an empty address from a port dropped: the neighbour
-                // table can (on this host's own links).
+                // tables can (ARP's and neighbour discovery's, on this host's own links).
                 let neighbour = unreachable.timedOut && !cut ? Neighbours.state(of: address) : nil
                 let reason: String
+                // IPv4 finds its neighbours by ARP, IPv6 by neighbour discovery.
+                let asking = address.contains(":") ? "neighbour discovery" : "ARP"
                 if cut {
                     reason = "no answer before doctor's --timeout ran out"
                 } else if neighbour == .silent {
                     absent += 1
-                    reason = "no host answers at that address (no reply to ARP on this link)"
+                    reason = "no host answers at that address (no reply to \(asking) on this link)"
                 } else if unreachable.noHost {
                     absent += 1
                     reason = "no host answers at that address (unreachable: no ARP or neighbour reply, or a router said so)"
                 } else if neighbour == .answered {
-                    reason = "a host is there (it answered ARP) but drops port \(port) (no answer in \(seconds(wait)))"
+                    reason = "a host is there (it answered \(asking)) but drops port \(port) (no answer in \(seconds(wait)))"
                 } else {
                     reason = unreachable.reason
                 }

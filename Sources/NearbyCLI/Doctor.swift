@@ -25,7 +25,8 @@ extension Nearby {
                 after a conflict), and no other host answers for PEER's instance;
                 with PEER also:
                   peer                PEER is found on the service type (if not: what was found, PEER \
-                on another service type, and whether PEER was seen before);
+                on another service type, whether PEER was seen before, and whether its responder answers a \
+                question sent by multicast that this host's daemon never heard it announce);
                   subnet              instead of peer, when PEER is HOST:PORT: HOST is on one of this \
                 host's subnets (mDNS does not cross routers);
                   multicast-path      PEER's responder asked directly (unicast to its UDP 5353) and by \
@@ -125,7 +126,7 @@ extension Nearby {
                 let notFoundHints = [DoctorCheck.multicastHint(firewall: dropping, otherwise: ""), Subnets.notFoundHint(interfaces)]
                 async let looked: PeerCheck? = Self.findPeer(
                     ifNamed: named, service: service, selfID: identity.peerID, paths: paths, environment: environment, survey: survey,
-                    notFoundHints: notFoundHints, firewall: dropping, until: deadline)
+                    interfaces: interfaces, notFoundHints: notFoundHints, firewall: dropping, until: deadline)
                 // The probe stays published to the end: PEER is asked whether it sees it.
                 let (selfCheck, selfProbe) = await Self.selfAdvertisement(identity: identity, firewall: dropping, until: deadline)
                 defer { selfProbe?.advertiser.withdraw() }

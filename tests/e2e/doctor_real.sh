@@ -23,3 +23,51 @@ test_doctor_real_responders_does_not_count_this_hosts_other_name() {
     # Alone on the link but for it: a warning that says it was left out.
     [[ $status == ok || $detail == *"this host's own not counted: _zc-e2e._tcp"* ]] || { fail "the warning does not say what it left out"; return 1; }
 }
+
+# IPv6 has no /proc/net/arp: doctor reads its neighbour discovery table (netlink, as `ip -6 neigh`)
+# to tell an address nobody has on the link from a host that is there and drops the port, as it
+# does over IPv4 with ARP. (Main said only that the connection timed out.)
+test_doctor_real_ipv6_neighbours_tell_an_empty_address_from_a_dropped_port() {
+    trap 'lab_run 1 nft delete table inet dr6drop 2>/dev/null; stop_started' RETURN
+    DOCTOR_TIMEOUT=6 doctor 2 "[fe80::99%$LAB_IFACE]:4000"
+    check_is connect fail "fe80::99%$LAB_IFACE: no host answers at that address (no reply to neighbour discovery on this link)" || return 1
+    start_node 1 dr-v6-drop || return 1
+    nft_on 1 dr6drop input "tcp dport $ADV_PORT drop" || return 1
+    local v6
+    v6=$(lsv6_addr 1)
+    DOCTOR_TIMEOUT=6 doctor 2 "[$v6%$LAB_IFACE]:$ADV_PORT"
+    expect_eq "$STATUS" 5 "doctor exit status for a dropped port over IPv6" || { show "$OUT/doctor.jsonl"; return 1; }
+    check_is connect fail "a host is there (it answered neighbour discovery) but drops port $ADV_PORT" || return 1
+}
+
+# dr_drop_multicast_from K / dr_pass_multicast: the switch drops host K's mDNS multicast (one way:
+# what K sends to the group; what the others send reaches K), unicast untouched.
+dr_drop_multicast_from() {
+    ip netns exec "${LAB_PREFIX}br" nft -f - <<EOF_NFT || fail "nft on the bridge"
+table bridge drfrom {
+    chain forward {
+        type filter hook forward priority 0;
+        iifname "p$1" ip daddr 224.0.0.251 udp dport 5353 drop
+        iifname "p$1" ip6 daddr ff02::fb udp dport 5353 drop
+    }
+}
+EOF_NFT
+}
+dr_pass_multicast() { ip netns exec "${LAB_PREFIX}br" nft delete table bridge drfrom 2>/dev/null; }
+
+# Multicast from h2 dropped on the switch, h1's reaching h2: h1's daemon never hears Bob, and h1
+# never saw Bob before. By name, doctor asks the link by multicast (a one-shot question, answered
+# by unicast) and Bob's responder answers it: the peer is advertised, multicast from Bob towards
+# this host is what is filtered — never "is 'nearby advertise' running?" (main's answer).
+test_doctor_real_by_name_names_multicast_dropped_one_way() {
+    trap 'dr_pass_multicast; stop_started' RETURN
+    local id2
+    id2=$(id_of 2) || return 1
+    dr_drop_multicast_from 2 || return 1
+    start_node 2 dr-oneway --name "Bob" || return 1
+    DOCTOR_TIMEOUT=8 doctor 1 --service dr-oneway Bob
+    [[ $STATUS != 0 ]] || { fail "doctor by name exits 0"; return 1; }
+    dm_no_check_says "is 'nearby advertise" || return 1
+    check_is peer fail "Bob ($id2) is advertised" || return 1
+    check_is multicast-path fail "multicast from Bob does not reach this host: its responder at $(lab_addr 2) answers" || return 1
+}

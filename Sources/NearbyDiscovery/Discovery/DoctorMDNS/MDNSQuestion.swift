@@ -31,6 +31,10 @@ package enum MDNSQuestion {
         package var instances: [String]
         /// The host its SRV record of the asked instance names, when it gave one.
         package var instanceHost: String?
+        /// Each listed instance's port (its SRV record) and display name (its TXT record's `_d`),
+        /// when the answer carried them (a responder adds them to a PTR answer, RFC 6763 §12.1).
+        package var ports: [String: Int] = [:]
+        package var names: [String: String] = [:]
 
         package init(source: String, hosts: [String] = [], instances: [String] = [], instanceHost: String? = nil) {
             self.source = source
@@ -119,6 +123,12 @@ package enum MDNSQuestion {
         name.labels.map { String(decoding: $0, as: UTF8.self) }.joined(separator: ".")
     }
 
+    /// `peer-id` for `peer-id._nearby._tcp.local.` (`type` lowercased, with `.local`): the instance.
+    static func instanceOf(_ name: DNSName, type: String) -> String? {
+        guard let first = name.labels.first, text(name).lowercased() == "\(String(decoding: first, as: UTF8.self).lowercased()).\(type)" else { return nil }
+        return String(decoding: first, as: UTF8.self)
+    }
+
     /// What an answer from `source` says about the service type, the address and the instance.
     package static func read(_ message: DNSMessage, source: String, registrationType: String, instance: String?) -> Answer {
         var answer = Answer(source: source)
@@ -135,10 +145,16 @@ package enum MDNSQuestion {
                     let host = text(target)
                     if !answer.hosts.contains(host) { answer.hosts.append(host) }
                 }
-            case let .srv(_, _, _, target):
+            case let .srv(_, _, port, target):
                 let host = text(target)
                 if !answer.hosts.contains(host) { answer.hosts.append(host) }
                 if name == instanceName { answer.instanceHost = host }
+                if let listed = instanceOf(record.name, type: type) { answer.ports[listed] = Int(port) }
+            case let .txt(strings):
+                let key = Array("\(TXTRecord.displayNameKey)=".utf8)
+                if let listed = instanceOf(record.name, type: type), let entry = strings.first(where: { $0.starts(with: key) }) {
+                    answer.names[listed] = String(decoding: entry.dropFirst(key.count), as: UTF8.self)
+                }
             default:
                 continue
             }
