@@ -54,7 +54,7 @@ package final class OutputQueue: Sendable {
     }
 
     package let limits: Limits
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let wake = DispatchSemaphore(value: 0)
     private let write: @Sendable (Int32, String) -> Void
     /// How a count of dropped lines is printed (a `suppressed` event as JSON, unless set otherwise).

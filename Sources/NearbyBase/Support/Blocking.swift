@@ -40,7 +40,7 @@ package enum Blocking {
             var jobs = CircularBuffer<@Sendable () -> Void>()
             var running = false
         }
-        private let state = Mutex(State())
+        private let state = Locked(State())
 
         package init() {}
 

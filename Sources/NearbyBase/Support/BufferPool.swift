@@ -1,5 +1,4 @@
 import NIOCore
-import Synchronization
 
 /// A few buffers a receiver's data goes through again and again, so a bulk transfer does not ask
 /// the allocator for fresh memory for every read. A fresh buffer of a quarter of a MiB is fresh
@@ -15,7 +14,7 @@ package final class BufferPool: Sendable {
     /// The pool the frame splitter copies data frames into.
     package static let received = BufferPool(limit: 8, largest: 512 << 10)
 
-    private let buffers = Mutex<[ByteBuffer]>([])
+    private let buffers = Locked<[ByteBuffer]>([])
     let limit: Int
     let largest: Int
 

@@ -50,16 +50,51 @@ package struct IdentityStore: Sendable {
     }
 
     /// An identity file's bytes, nil when there is none yet; any other failure is `identityIO`.
-    /// (The LocalSend identity beside it is read the same way.)
+    /// (The LocalSend identity beside it is read the same way.) Read through a descriptor, not
+    /// `Data(contentsOf:)`: FoundationEssentials on Linux reads a file of 0 bytes into a 4 KiB buffer
+    /// it never frees (docs/fuzzing.md, "Findings"), and identity.json of 0 bytes is what a full
+    /// disk or a crash in the middle of someone's editor leaves.
     package static func read(_ path: String) throws(NearbyError) -> Data? {
+        let fd: FileDescriptor
         do {
-            return try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch let error as CocoaError where error.code == .fileReadNoSuchFile {
+            // Non-blocking: a FIFO put there opens at once (and is refused below) instead of hanging.
+            fd = try FileDescriptor.open(FilePath(path), .readOnly, options: [.closeOnExec, .nonBlocking])
+        } catch Errno.noSuchFileOrDirectory {
             return nil
         } catch {
-            throw .identityIO(path: path, reason: String(describing: error.localizedDescription))
+            throw .identityIO(path: path, reason: "\(error)")
+        }
+        do {
+            return try fd.closeAfter { () throws(NearbyError) -> Data in try readAll(fd, path: path) }
+        } catch let error as NearbyError {
+            throw error
+        } catch {
+            throw .identityIO(path: path, reason: "\(error)")
         }
     }
+
+    /// The whole regular file behind `fd`, read to its end (at most `maxFileBytes`).
+    private static func readAll(_ fd: FileDescriptor, path: String) throws(NearbyError) -> Data {
+        var info = stat()
+        guard fstat(fd.rawValue, &info) == 0 else { throw .identityIO(path: path, reason: Errno(rawValue: errno).description) }
+        guard (info.st_mode & S_IFMT) == S_IFREG else { throw .identityIO(path: path, reason: "not a regular file") }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count: Int
+            do { count = try chunk.withUnsafeMutableBytes { try fd.read(into: $0, retryOnInterrupt: true) } } catch {
+                throw .identityIO(path: path, reason: "\(error)")
+            }
+            if count == 0 { return Data(bytes) }
+            bytes.append(contentsOf: chunk[..<count])
+            guard bytes.count <= maxFileBytes else {
+                throw .identityCorrupt(path: path, reason: "over \(maxFileBytes >> 10) KiB, not an identity file")
+            }
+        }
+    }
+
+    /// An identity file is about 400 bytes (LocalSend's certificate and key about 2 KiB).
+    static let maxFileBytes = 1 << 20
 
     package func loadOrCreate(defaultName: @autoclosure () -> String) throws(NearbyError) -> Identity {
         try loadOrCreate(namedAfter: { _ in defaultName() })

@@ -30,7 +30,7 @@ package final class PartialFiles: Sendable {
 
     private let state: Mutex<State>
     /// The generation of the record last written.
-    private let written = Mutex(0)
+    private let written = Locked(0)
     package let limits: PartialQuota.Limits
 
     /// The record of the directories strangers made (`NearbyPaths.strangersDirectories`; nil: none
