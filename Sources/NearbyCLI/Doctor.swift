@@ -22,7 +22,8 @@ extension Nearby {
                   responders          other services are announced on the link, this host's own not \
                 counted (none: multicast looks blocked, or you are alone);
                   conflicts           the daemon announces the host name it is configured with (not h1-2 \
-                after a conflict), and no other host answers for PEER's instance;
+                after a conflict), no neighbour asked directly claims it too (a split brain: multicast blocked \
+                between two hosts of one name), and no other host answers for PEER's instance;
                 with PEER also:
                   peer                PEER is found on the service type (if not: what was found, PEER \
                 on another service type, whether PEER was seen before, and whether its responder answers a \

@@ -116,7 +116,7 @@ import Testing
     /// A split brain: a neighbour asked directly for this host's name answers with its own address.
     @Test func aNeighbourClaimingThisHostsNameIsASplitBrain() {
         let own = ["10.99.0.1", "fe80::1%nb0"]
-        let h3 = MDNSQuestion.Claim(source: "10.99.0.3", addresses: ["10.99.0.3", "fe80::3"])
+        let h3 = MDNSQuestion.Claim(source: "10.99.0.3", addresses: ["fe80::3", "10.99.0.3"])
         let split = DoctorCheck.conflicts(
             current: "h1.local.", configured: "h1", configuredFrom: "x", claims: MDNSQuestion.Claims(name: "h1.local.", asked: 2, claims: [h3]), ownAddresses: own)
         #expect(split.status == .fail, "\(split)")

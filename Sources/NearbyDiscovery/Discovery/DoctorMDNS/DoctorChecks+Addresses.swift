@@ -126,7 +126,9 @@ extension DoctorCheck {
         guard !others.isEmpty else { return nil }
         var name = claims.name
         while name.hasSuffix(".") { name.removeLast() }
-        let who = others.prefix(3).map { "\($0.source) (\(name) at \($0.addresses.prefix(3).joined(separator: ", ")))" }.joined(separator: ", ")
+        // IPv4 first: the address a person types.
+        let ordered = { (claim: MDNSQuestion.Claim) in claim.addresses.filter { !$0.contains(":") } + claim.addresses.filter { $0.contains(":") } }
+        let who = others.prefix(3).map { "\($0.source) (\(name) at \(ordered($0).prefix(3).joined(separator: ", ")))" }.joined(separator: ", ")
         let first = others[0].source
         return (
             "a split brain: another host claims this host's name \(name) — \(who) answers when asked directly (unicast to its UDP 5353). "
