@@ -116,3 +116,18 @@ test_doctor_real_names_a_split_brain() {
     doctor 3
     check_is conflicts fail "a split brain: another host claims this host's name h1.local — $(lab_addr 1) (h1.local at $(lab_addr 1)" || return 1
 }
+
+# The split-brain question's bound: h1's neighbour table holds 150 more entries (permanent ones,
+# for addresses no host has) than the lab's hosts. doctor asks at most 32 of them, ends within its
+# --timeout, and on this healthy link names no split brain.
+test_doctor_real_asks_a_bounded_number_of_neighbours() {
+    trap 'lab_run 1 ip neigh flush dev "$LAB_IFACE" nud permanent 2>/dev/null; trap - RETURN' RETURN
+    local k
+    for ((k = 100; k < 250; k++)); do
+        printf 'neigh add 10.99.0.%d lladdr 02:00:00:00:%02x:%02x dev %s nud permanent\n' "$k" $((k / 256)) $((k % 256)) "$LAB_IFACE"
+    done | lab_run 1 ip -batch - || { fail "the neighbour entries"; return 1; }
+    echo "    h1's neighbour table: $(lab_run 1 ip -4 neigh show | wc -l) entries"
+    DOCTOR_TIMEOUT=4 doctor 1
+    (( MS < 5000 )) || { fail "doctor took $MS ms with a --timeout of 4 s"; return 1; }
+    check_is conflicts ok "none of the 32 neighbours asked directly claims h1.local" || return 1
+}
