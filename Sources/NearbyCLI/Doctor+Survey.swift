@@ -114,4 +114,16 @@ extension Nearby.Doctor {
         let ignored = mine.isEmpty ? "" : " (this host's own not counted: \(mine.prefix(10).joined(separator: ", ")))"
         return DoctorCheck("responders", .warn, "no other service announced on the link in \(seconds(ContinuousClock.now - started))\(ignored)", hint: hint)
     }
+
+    /// `name` (this host's mDNS name) asked of the hosts in this host's neighbour tables on its
+    /// multicast interfaces, by unicast (`NEARBY_MDNS_QUESTION_TIMEOUT`, default 1 s, at most a
+    /// third of what is left before `deadline`). nil when there is no name to ask.
+    static func hostClaims(
+        _ name: String?, interfaces: [NetworkInterface], environment: [String: String], until deadline: ContinuousClock.Instant
+    ) async -> MDNSQuestion.Claims? {
+        guard let name else { return nil }
+        let links = Set(interfaces.filter { $0.up && $0.multicast && !$0.loopback }.map(\.name))
+        let wait = min(MDNSQuestion.wait(environment: environment), max(.zero, deadline - .now) / 3)
+        return await MDNSQuestion.askClaims(name: name, neighbours: Neighbours.answered(on: links), wait: wait)
+    }
 }

@@ -22,7 +22,8 @@ extension Nearby {
                   responders          other services are announced on the link, this host's own not \
                 counted (none: multicast looks blocked, or you are alone);
                   conflicts           the daemon announces the host name it is configured with (not h1-2 \
-                after a conflict), and no other host answers for PEER's instance;
+                after a conflict), no neighbour asked directly claims it too (a split brain: multicast blocked \
+                between two hosts of one name), and no other host answers for PEER's instance;
                 with PEER also:
                   peer                PEER is found on the service type (if not: what was found, PEER \
                 on another service type, whether PEER was seen before, and whether its responder answers a \
@@ -131,6 +132,10 @@ extension Nearby {
                 let (selfCheck, selfProbe) = await Self.selfAdvertisement(identity: identity, firewall: dropping, until: deadline)
                 defer { selfProbe?.advertiser.withdraw() }
                 record(selfCheck)
+                // This host's name asked of its neighbours directly, beside the rest: a split brain.
+                let configured = AvahiHostName.configured(holders: holders)
+                async let claims = Self.hostClaims(
+                    selfProbe?.host ?? configured.name.map { "\($0).local" }, interfaces: interfaces, environment: environment, until: deadline)
                 // Responders waits to the deadline when nothing else is announced: PEER's checks
                 // run beside it (they need the probe published), and are said after it, in order.
                 async let responders = Self.responders(
@@ -143,13 +148,14 @@ extension Nearby {
                     survey: survey, probe: selfProbe?.name, evidence: evidence, started: startedAt, until: deadline
                 ) { ofPeer.append($0) }
                 record(await responders)
-                // This host's announced name against its configured one, and whether another host
-                // answers for PEER's instance (what PEER's responder was asked showed).
-                let configured = AvahiHostName.configured(holders: holders)
+                // This host's announced name against its configured one, whether a neighbour claims
+                // it too, and whether another host answers for PEER's instance (what PEER's
+                // responder was asked showed).
                 let found = evidence.found.withLock { $0 }
                 record(DoctorCheck.conflicts(
                     current: selfProbe?.host, configured: configured.name, configuredFrom: configured.from,
-                    instance: found.instance, peerHost: found.host, others: found.others))
+                    instance: found.instance, peerHost: found.host, others: found.others,
+                    claims: await claims, ownAddresses: interfaces.flatMap(\.addresses)))
                 ofPeer.forEach(record)
             }
             context.events.emit(Events.Summary(checks))

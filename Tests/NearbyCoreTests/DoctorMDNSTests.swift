@@ -219,4 +219,27 @@ import Testing
         let outcome = await MDNSQuestion.ask(address: "127.0.0.1", via: nil, registrationType: "_chat._tcp", instance: "abc123", wait: .seconds(TestNodes.patience * 5), port: port)
         #expect(outcome.unicast?.instances == ["abc123"] && outcome.unicast?.instanceHost == "h2.local")
     }
+
+    /// A neighbour asked directly for this host's name answers with an address: a claim. Answers to
+    /// another question's ID, and ones without the name's address, are not.
+    @Test(.timeLimit(.minutes(2))) func aNeighbourAnsweringForTheNameIsAClaim() async throws {
+        let (port, served) = try await Self.responder { query, envelope, outbound in
+            let name = try DNSName("h1.local")
+            func answer(id: UInt16, _ data: RData, type: DNSType, for owner: DNSName) throws -> ByteBuffer {
+                var message = DNSMessage(id: id)
+                message.isResponse = true
+                message.answers = [DNSRecord(name: owner, type: type, rrClass: .in, ttl: 120, data: data)]
+                return ByteBuffer(bytes: try message.encode())
+            }
+            for data in [try answer(id: query.id &+ 1, .a([10, 99, 0, 8]), type: .a, for: name),
+                         try answer(id: query.id, .a([10, 99, 0, 9]), type: .a, for: try DNSName("h9.local")),
+                         try answer(id: query.id, .a([10, 99, 0, 3]), type: .a, for: name)] {
+                try await outbound.write(AddressedEnvelope(remoteAddress: envelope.remoteAddress, data: data))
+            }
+        }
+        defer { served.cancel() }
+        let claims = await MDNSQuestion.askClaims(name: "h1.local.", neighbours: ["127.0.0.1", "no address"], wait: .milliseconds(500), port: port)
+        #expect(claims.asked == 1)
+        #expect(claims.claims == [MDNSQuestion.Claim(source: "127.0.0.1", addresses: ["10.99.0.3"])])
+    }
 }

@@ -112,4 +112,53 @@ import Testing
         let alone = DoctorCheck.conflicts(current: "h1.local", configured: "h1", configuredFrom: "x", instance: "abc123", peerHost: "h2.local", others: [Self.bob])
         #expect(alone.status == .ok && alone.detail.contains("no other host answers for abc123"), "\(alone.detail)")
     }
+
+    /// A split brain: a neighbour asked directly for this host's name answers with its own address.
+    @Test func aNeighbourClaimingThisHostsNameIsASplitBrain() {
+        let own = ["10.99.0.1", "fe80::1%nb0"]
+        let h3 = MDNSQuestion.Claim(source: "10.99.0.3", addresses: ["fe80::3", "10.99.0.3"])
+        let split = DoctorCheck.conflicts(
+            current: "h1.local.", configured: "h1", configuredFrom: "x", claims: MDNSQuestion.Claims(name: "h1.local.", asked: 2, claims: [h3]), ownAddresses: own)
+        #expect(split.status == .fail, "\(split)")
+        #expect(split.detail.hasPrefix("a split brain: another host claims this host's name h1.local — 10.99.0.3 (h1.local at 10.99.0.3, fe80::3) answers"), "\(split.detail)")
+        #expect(split.detail.contains("Multicast between this host and 10.99.0.3 is blocked, so neither daemon hears the other's claim"), "\(split.detail)")
+        #expect(split.hint?.contains("host-name= in avahi-daemon.conf") == true && split.hint?.contains("nearby watch") == true, "\(split.hint ?? "")")
+        // A second stack on this host answering with this host's own addresses, or this host's own
+        // answer (by any address of it, zone or not): no split brain.
+        let here = MDNSQuestion.Claim(source: "10.99.0.3", addresses: ["10.99.0.1", "FE80::1"])
+        let mine = MDNSQuestion.Claim(source: "fe80::1%nb0", addresses: ["10.99.0.7"])
+        let fine = DoctorCheck.conflicts(
+            current: "h1.local", configured: "h1", configuredFrom: "x", claims: MDNSQuestion.Claims(name: "h1.local", asked: 4, claims: [here, mine]), ownAddresses: own)
+        #expect(fine.status == .ok && fine.detail.hasSuffix("; none of the 4 neighbours asked directly claims h1.local"), "\(fine.detail)")
+        let alone = DoctorCheck.conflicts(
+            current: "h1.local", configured: "h1", configuredFrom: "x", claims: MDNSQuestion.Claims(name: "h1.local", asked: 0, claims: []), ownAddresses: own)
+        #expect(alone.status == .ok && alone.detail.contains("no neighbour to ask for h1.local"), "\(alone.detail)")
+        // Renamed and claimed: both said.
+        let both = DoctorCheck.conflicts(
+            current: "h1-2.local", configured: "h1", configuredFrom: "x", claims: MDNSQuestion.Claims(name: "h1-2.local", asked: 1, claims: [h3]), ownAddresses: own)
+        #expect(both.status == .fail && both.detail.contains("renamed") && both.detail.contains("a split brain"), "\(both.detail)")
+    }
+
+    /// The neighbours asked: complete ARP entries on the multicast interfaces, answered link-local
+    /// IPv6 ones with their zone.
+    @Test func theNeighboursAskedAreTheAnsweredOnes() {
+        let arp = """
+            IP address       HW type     Flags       HW address            Mask     Device
+            10.99.0.3        0x1         0x2         8a:1b:2c:3d:4e:5f     *        nb0
+            10.99.0.9        0x1         0x0         00:00:00:00:00:00     *        nb0
+            172.17.0.2       0x1         0x2         02:42:ac:11:00:02     *        docker0
+            """
+        #expect(Neighbours.answered(inTable: arp, on: ["nb0"]) == ["10.99.0.3"])
+        #expect(Neighbours.answered(inTable: arp, on: nil) == ["10.99.0.3", "172.17.0.2"])
+        let linkLocal: [UInt8] = [0xFE, 0x80] + Array(repeating: 0, count: 13) + [3]
+        let global: [UInt8] = [0x20, 0x01, 0x0D, 0xB8] + Array(repeating: 0, count: 11) + [3]
+        let entries = [
+            Neighbours.Entry(address: linkLocal, interfaceIndex: 7, state: .answered),
+            Neighbours.Entry(address: linkLocal, interfaceIndex: 8, state: .answered),
+            Neighbours.Entry(address: global, interfaceIndex: 7, state: .answered),
+            Neighbours.Entry(address: linkLocal, interfaceIndex: 9, state: .silent),
+        ]
+        let names: (Int32) -> String? = { [7: "nb0", 8: "docker0", 9: "nb0"][$0] }
+        #expect(Neighbours.answered(ipv6: entries, on: ["nb0"], name: names) == ["fe80::3%nb0"])
+    }
 }

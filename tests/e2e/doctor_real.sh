@@ -71,3 +71,63 @@ test_doctor_real_by_name_names_multicast_dropped_one_way() {
     check_is peer fail "Bob ($id2) is advertised" || return 1
     check_is multicast-path fail "multicast from Bob does not reach this host: its responder at $(lab_addr 2) answers" || return 1
 }
+
+# dr_split_multicast J K / dr_join_multicast: the switch drops mDNS multicast between hosts J and
+# K, both ways (unicast untouched; the other hosts hear both).
+dr_split_multicast() {
+    ip netns exec "${LAB_PREFIX}br" nft -f - <<EOF_NFT || fail "nft on the bridge"
+table bridge drsplit {
+    chain forward {
+        type filter hook forward priority 0;
+        iifname "p$1" oifname "p$2" ip daddr 224.0.0.251 udp dport 5353 drop
+        iifname "p$2" oifname "p$1" ip daddr 224.0.0.251 udp dport 5353 drop
+        iifname "p$1" oifname "p$2" ip6 daddr ff02::fb udp dport 5353 drop
+        iifname "p$2" oifname "p$1" ip6 daddr ff02::fb udp dport 5353 drop
+    }
+}
+EOF_NFT
+}
+dr_join_multicast() { ip netns exec "${LAB_PREFIX}br" nft delete table bridge drsplit 2>/dev/null; }
+
+# A split brain: h3's avahi-daemon is configured with h1's host name while multicast between h1
+# and h3 is dropped, so neither hears the other's claim and neither renames (h2 hears both). h1
+# has talked to h3 (a TCP connection: its neighbour table holds h3). doctor on h1 asks its
+# neighbours for h1.local directly and names h3 as the other claimant; doctor on h3 names h1.
+# (Main: conflicts ok on both hosts.)
+test_doctor_real_names_a_split_brain() {
+    # h3 gets its own name back before multicast passes again: else h1 would rename.
+    trap 'lab_avahi_restore 3; dr_join_multicast; trap - RETURN' RETURN
+    dr_split_multicast 1 3 || return 1
+    lab_avahi_reconfigure 3 's/^host-name=h3$/host-name=h1/' || { fail "h3's avahi-daemon did not start"; return 1; }
+    local waited
+    for ((waited = 0; waited < 100; waited++)); do
+        grep -q "Host name is h1.local" "$(_lab_hostdir 3)/avahi.log" 2>/dev/null && break
+        sleep 0.1
+    done
+    grep -q "Host name is h1.local" "$(_lab_hostdir 3)/avahi.log" \
+        || { fail "h3's avahi did not take h1.local"; tail -5 "$(_lab_hostdir 3)/avahi.log" >&2; return 1; }
+    lab_run 1 bash -c "exec 3<>/dev/tcp/$(lab_addr 3)/9" 2>/dev/null
+    echo "    h1's neighbour table: $(lab_run 1 ip -4 neigh show | tr '\n' ';')"
+    doctor 1
+    [[ $STATUS != 0 ]] || { fail "doctor on h1 exits 0 in a split brain"; cat "$OUT/doctor.jsonl" >&2; return 1; }
+    check_is conflicts fail "a split brain: another host claims this host's name h1.local — $(lab_addr 3) (h1.local at $(lab_addr 3)" || return 1
+    check_is conflicts fail "Multicast between this host and $(lab_addr 3) is blocked" || return 1
+    echo "    h1: $(jq -r 'select(.event=="check" and .check=="conflicts") | .detail' "$OUT/doctor.jsonl")"
+    doctor 3
+    check_is conflicts fail "a split brain: another host claims this host's name h1.local — $(lab_addr 1) (h1.local at $(lab_addr 1)" || return 1
+}
+
+# The split-brain question's bound: h1's neighbour table holds 150 more entries (permanent ones,
+# for addresses no host has) than the lab's hosts. doctor asks at most 32 of them, ends within its
+# --timeout, and on this healthy link names no split brain.
+test_doctor_real_asks_a_bounded_number_of_neighbours() {
+    trap 'lab_run 1 ip neigh flush dev "$LAB_IFACE" nud permanent 2>/dev/null; trap - RETURN' RETURN
+    local k
+    for ((k = 100; k < 250; k++)); do
+        printf 'neigh add 10.99.0.%d lladdr 02:00:00:00:%02x:%02x dev %s nud permanent\n' "$k" $((k / 256)) $((k % 256)) "$LAB_IFACE"
+    done | lab_run 1 ip -batch - || { fail "the neighbour entries"; return 1; }
+    echo "    h1's neighbour table: $(lab_run 1 ip -4 neigh show | wc -l) entries"
+    DOCTOR_TIMEOUT=4 doctor 1
+    (( MS < 5000 )) || { fail "doctor took $MS ms with a --timeout of 4 s"; return 1; }
+    check_is conflicts ok "none of the 32 neighbours asked directly claims h1.local" || return 1
+}

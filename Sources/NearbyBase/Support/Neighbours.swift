@@ -48,3 +48,43 @@ package enum Neighbours {
         return nil
     }
 }
+
+extension Neighbours {
+    /// The machines this host's neighbour tables say answered, on the interfaces named by
+    /// `interfaces` (nil: any): IPv4 addresses from `/proc/net/arp`, then link-local IPv6 ones with
+    /// their zone (`fe80::2%nb0`). Only hosts this host has exchanged unicast with lately are there.
+    package static func answered(on interfaces: Set<String>?, table path: String = "/proc/net/arp") -> [String] {
+        let table = FileManager.default.contents(atPath: path).flatMap { $0.count < 4 << 20 ? String(decoding: $0, as: UTF8.self) : nil } ?? ""
+        return answered(inTable: table, on: interfaces) + answered(ipv6: ipv6Entries(), on: interfaces)
+    }
+
+    /// The complete entries of an ARP table's text on `interfaces` (nil: any), in its order.
+    package static func answered(inTable table: String, on interfaces: Set<String>?) -> [String] {
+        table.split(separator: "\n").dropFirst().compactMap { line in
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard fields.count >= 6, interfaces?.contains(String(fields[5])) ?? true,
+                  state(of: String(fields[0]), in: "header\n" + line) == .answered else { return nil }
+            return String(fields[0])
+        }
+    }
+
+    /// The answered link-local IPv6 entries on `interfaces` (nil: any), each with its zone.
+    package static func answered(ipv6 entries: [Entry], on interfaces: Set<String>?, name: (Int32) -> String? = interfaceName) -> [String] {
+        entries.compactMap { entry in
+            guard entry.state == .answered, entry.address.count == 16, entry.address[0] == 0xFE, entry.address[1] & 0xC0 == 0x80,
+                  let zone = name(entry.interfaceIndex), interfaces?.contains(zone) ?? true else { return nil }
+            var address = in6_addr()
+            withUnsafeMutableBytes(of: &address) { $0.copyBytes(from: entry.address) }
+            var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+            guard inet_ntop(AF_INET6, &address, &text, socklen_t(text.count)) != nil else { return nil }
+            return "\(String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))%\(zone)"
+        }
+    }
+
+    /// The name of interface `index` (`nb0`), nil when there is none.
+    package static func interfaceName(_ index: Int32) -> String? {
+        var name = [CChar](repeating: 0, count: Int(IF_NAMESIZE) + 1)
+        guard index > 0, if_indextoname(UInt32(index), &name) != nil else { return nil }
+        return String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}

@@ -64,9 +64,11 @@ extension DoctorCheck {
     /// (it renamed after a conflict: `h1` → `h1-2`), or another responder answers for PEER's
     /// instance with another host. `current`: the name the daemon announces (from doctor's probe);
     /// `configured`: its configuration's `host-name=`, else this host's name, and where it came from.
+    /// `claims`: what this host's neighbours answered, asked directly for its name (nil: not
+    /// asked); one that gives an address not in `ownAddresses` is a split brain.
     package static func conflicts(
         current: String?, configured: String?, configuredFrom: String, instance: String? = nil, peerHost: String? = nil,
-        others: [MDNSQuestion.Answer] = []
+        others: [MDNSQuestion.Answer] = [], claims: MDNSQuestion.Claims? = nil, ownAddresses: [String] = []
     ) -> DoctorCheck {
         let short = { (name: String) -> String in
             var name = name.lowercased()
@@ -97,6 +99,10 @@ extension DoctorCheck {
                     + "by the identity each proves")
             }
         }
+        if let claims, let split = splitBrain(claims, ownAddresses: ownAddresses) {
+            problems.append(split.problem)
+            hints.append(split.hint)
+        }
         guard problems.isEmpty else {
             return DoctorCheck("conflicts", .fail, problems.joined(separator: "; "), hint: hints.joined(separator: "; "))
         }
@@ -104,6 +110,32 @@ extension DoctorCheck {
             return DoctorCheck("conflicts", .skip, "not judged: this host's probe did not come back, so its announced name is not known (see self-advertisement)")
         }
         let peerPart = instance == nil ? "" : "; no other host answers for \(instance ?? "")"
-        return DoctorCheck("conflicts", .ok, "this host's daemon announces itself as \(short(current)).local (configured: \(configured.map(short) ?? "?"), \(configuredFrom))\(peerPart)")
+        let askedPart = claims.map { claims in
+            claims.asked == 0 ? "; no neighbour to ask for \(claims.name) (this host's neighbour tables are empty)"
+                : "; none of the \(claims.asked) neighbour\(claims.asked == 1 ? "" : "s") asked directly claims \(claims.name)"
+        } ?? ""
+        return DoctorCheck("conflicts", .ok, "this host's daemon announces itself as \(short(current)).local (configured: \(configured.map(short) ?? "?"), \(configuredFrom))\(peerPart)\(askedPart)")
+    }
+
+    /// A split brain among `claims`: neighbours that answer for this host's name with an address
+    /// that is not this host's (a second stack on this host gives this host's own). nil: none.
+    package static func splitBrain(_ claims: MDNSQuestion.Claims, ownAddresses: [String]) -> (problem: String, hint: String)? {
+        let bare = { (address: String) in String(address.lowercased().split(separator: "%", maxSplits: 1).first ?? "") }
+        let own = Set(ownAddresses.map(bare))
+        let others = claims.claims.filter { claim in !own.contains(bare(claim.source)) && claim.addresses.contains { !own.contains(bare($0)) } }
+        guard !others.isEmpty else { return nil }
+        var name = claims.name
+        while name.hasSuffix(".") { name.removeLast() }
+        // IPv4 first: the address a person types.
+        let ordered = { (claim: MDNSQuestion.Claim) in claim.addresses.filter { !$0.contains(":") } + claim.addresses.filter { $0.contains(":") } }
+        let who = others.prefix(3).map { "\($0.source) (\(name) at \(ordered($0).prefix(3).joined(separator: ", ")))" }.joined(separator: ", ")
+        let first = others[0].source
+        return (
+            "a split brain: another host claims this host's name \(name) — \(who) answers when asked directly (unicast to its UDP 5353). "
+                + "Multicast between this host and \(first) is blocked, so neither daemon hears the other's claim and neither renames: "
+                + "each host's neighbours resolve \(name) to whichever answer reaches them",
+            "give one of the two hosts another name (host-name= in avahi-daemon.conf, or 'hostnamectl hostname NAME') and restart its avahi-daemon; "
+                + "then look for what drops multicast between them (a firewall dropping UDP 5353 to 224.0.0.251 or ff02::fb, Wi-Fi client isolation, "
+                + "IGMP snooping without a querier): 'nearby watch' on a third host names both claims")
     }
 }

@@ -30,70 +30,28 @@ extension MDNSQuestion {
         let collected = Collected()
         var failure: String?
         do {
-            let channel = try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: maxAnswerBytes))
-                .bind(host: v6 ? "::" : "0.0.0.0", port: 0) { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try NIOAsyncChannel<AddressedEnvelope<ByteBuffer>, AddressedEnvelope<ByteBuffer>>(wrappingChannelSynchronously: channel)
-                    }
-                }
-            let multicastReady = await multicastOptions(channel.channel, via: via, v6: v6)
-            let sendsMulticast = group != nil && multicastReady
-            collected.multicastSent = sendsMulticast
             // Once PEER answered both, a moment more for another responder's answer to the same
             // multicast question (one that answers for PEER's instance: `conflicts`).
-            let (answered, settle) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-            try await withThrowingTaskGroup(of: Void.self) { tasks in
-                tasks.addTask { try await Task.sleep(for: wait) }
-                tasks.addTask {
-                    for await _ in answered {
-                        try await Task.sleep(for: othersGrace)
-                        return
+            try await exchange(
+                v6: v6, multicastVia: group == nil ? nil : via, port: port, wait: wait, repeats: 3, grace: othersGrace,
+                sends: { ready in
+                    collected.multicastSent = group != nil && ready
+                    return [Send(to: peer, wire: unicastWire)] + (collected.multicastSent ? group.map { [Send(to: $0, wire: multicastWire)] } ?? [] : [])
+                }
+            ) { message, source in
+                let answer = Self.read(message, source: source, registrationType: registrationType, instance: instance)
+                let fromPeer = Subnets.bytes(source) == Subnets.bytes(address)
+                if message.id == unicastID, fromPeer {
+                    collected.unicast = collected.unicast ?? answer
+                } else if message.id == multicastID {
+                    if fromPeer {
+                        collected.multicast = collected.multicast ?? answer
+                    } else if answer.instanceHost != nil, collected.others.count < 8 {
+                        collected.others.append(answer)
                     }
                 }
-                tasks.addTask {
-                    try await channel.executeThenClose { inbound, outbound in
-                        let resend = Task {
-                            for _ in 0..<3 {
-                                try await outbound.write(AddressedEnvelope(remoteAddress: peer, data: ByteBuffer(bytes: unicastWire)))
-                                if sendsMulticast, let group {
-                                    try await outbound.write(AddressedEnvelope(remoteAddress: group, data: ByteBuffer(bytes: multicastWire)))
-                                }
-                                try await Task.sleep(for: wait / 3)
-                            }
-                        }
-                        defer { resend.cancel() }
-                        var datagrams = 0
-                        for try await envelope in inbound {
-                            datagrams += 1
-                            guard datagrams <= maxAnswers else { return }
-                            guard envelope.remoteAddress.port == port, let source = envelope.remoteAddress.ipAddress,
-                                  let message = try? DNSMessage.decode(Array(envelope.data.readableBytesView)), message.isResponse
-                            else { continue }
-                            let answer = Self.read(message, source: source, registrationType: registrationType, instance: instance)
-                            let fromPeer = Subnets.bytes(source) == Subnets.bytes(address)
-                            if message.id == unicastID, fromPeer {
-                                collected.unicast = collected.unicast ?? answer
-                            } else if message.id == multicastID {
-                                if fromPeer {
-                                    collected.multicast = collected.multicast ?? answer
-                                } else if answer.instanceHost != nil, collected.others.count < 8 {
-                                    collected.others.append(answer)
-                                }
-                            }
-                            if collected.unicast != nil, collected.multicast != nil || !sendsMulticast {
-                                guard sendsMulticast else { return }
-                                settle.yield()
-                            }
-                        }
-                    }
-                }
-                // The first to end (the wait, or both answers and the grace after) ends the others.
-                defer {
-                    settle.finish()
-                    tasks.cancelAll()
-                }
-                _ = try await tasks.next()
+                guard collected.unicast != nil, collected.multicast != nil || !collected.multicastSent else { return .more }
+                return collected.multicastSent ? .settle : .done
             }
         } catch is CancellationError {
             // Cancelled: what was collected stands.

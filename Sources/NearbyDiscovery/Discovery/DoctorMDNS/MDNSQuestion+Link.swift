@@ -41,42 +41,13 @@ extension MDNSQuestion {
     ) async -> [Answer] {
         let answers = Answers()
         do {
-            let channel = try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: maxAnswerBytes))
-                .bind(host: "0.0.0.0", port: 0) { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try NIOAsyncChannel<AddressedEnvelope<ByteBuffer>, AddressedEnvelope<ByteBuffer>>(wrappingChannelSynchronously: channel)
-                    }
-                }
-            guard await multicastOptions(channel.channel, via: source, v6: false) else {
-                try? await channel.channel.close()
-                return []
-            }
-            try await withThrowingTaskGroup(of: Void.self) { tasks in
-                tasks.addTask { try await Task.sleep(for: wait) }
-                tasks.addTask {
-                    try await channel.executeThenClose { inbound, outbound in
-                        // Sent twice: one question lost on a busy link is not the peer's absence.
-                        let resend = Task {
-                            for _ in 0..<2 {
-                                try await outbound.write(AddressedEnvelope(remoteAddress: group, data: ByteBuffer(bytes: wire)))
-                                try await Task.sleep(for: wait / 3)
-                            }
-                        }
-                        defer { resend.cancel() }
-                        var datagrams = 0
-                        for try await envelope in inbound {
-                            datagrams += 1
-                            guard datagrams <= maxAnswers else { return }
-                            guard envelope.remoteAddress.port == group.port, let from = envelope.remoteAddress.ipAddress,
-                                  let message = try? DNSMessage.decode(Array(envelope.data.readableBytesView)), message.isResponse, message.id == id
-                            else { continue }
-                            answers.list.append(read(message, source: from, registrationType: registrationType, instance: nil))
-                        }
-                    }
-                }
-                defer { tasks.cancelAll() }
-                _ = try await tasks.next()
+            try await exchange(
+                v6: false, multicastVia: source, port: group.port ?? 5353, wait: wait, repeats: 2,
+                sends: { ready in ready ? [Send(to: group, wire: wire)] : [] }
+            ) { message, from in
+                guard message.id == id else { return .more }
+                answers.list.append(read(message, source: from, registrationType: registrationType, instance: nil))
+                return .more
             }
         } catch {
             // Cancelled, or the question could not be sent: what was collected stands.
