@@ -252,3 +252,64 @@ test_watch_real_a_healthy_lab_names_no_manners_fault() {
         "findings other than the rename and conflict" || return 1
 }
 
+# --- A fault under noise (issue 60, item 2): one host's noise never hides another host's fault.
+
+# ttl_noise K — host K multicasts 21 answers of 50 A records each, every name its own, TTL 1:
+# 1,050 ttl findings on that host. Waits until watch ($OUT/watch.jsonl, or the screen) saw the last.
+ttl_noise() {
+    lab_run "$1" python3 "$WATCH_REAL_PEER" ttl-noise --from "10.99.0.$1" --packets 21 --records 50 >/dev/null || { fail "h$1's noise"; return 1; }
+}
+
+# last_frame FILE — the last table a terminal showed in FILE (pty_run.py's bytes): what follows the
+# last cursor-home, its line clears taken out.
+last_frame() {
+    python3 -c 'import sys; data = open(sys.argv[1], "rb").read().split(b"\x1b[H")[-1].split(b"\x1b[J")[0]
+sys.stdout.write(data.replace(b"\x1b[K", b"").replace(b"\r", b"").decode("utf-8", "replace"))' "$1"
+}
+
+# 21 packets of TTL-1 records from h4 (1,050 ttl findings), then a real rename: h3's avahi-daemon
+# restarted with h2's host name, h2 defends it, h3 becomes h2-2. The rename prints as a finding
+# line; h4's noise prints 5 (its rule-and-host budget for the minute) and the summary counts all.
+test_watch_real_prints_a_rename_after_one_hosts_ttl_noise() {
+    trap 'kill -INT ${WATCH_PID:-} 2>/dev/null; lab_avahi_restore 3; trap - RETURN' RETURN
+    watch_start 1 watch --interface nb0 || return 1
+    ttl_noise 4 || return 1
+    lab_wait_line "$OUT/watch.jsonl" 'select(.event=="packet" and .source=="10.99.0.4" and any(.answers[]; .name=="t20-49.local."))' 5 >/dev/null || {
+        fail "watch did not see h4's last packet"; return 1; }
+    lab_avahi_reconfigure 3 's/^host-name=h3$/host-name=h2/' || { fail "h3's avahi-daemon did not start"; return 1; }
+    local line
+    line=$(lab_wait_line "$OUT/watch.jsonl" 'select(.event=="finding" and .rule=="rename")' 15) || {
+        fail "no rename finding after h4's noise"; show_findings "$OUT/watch.jsonl" | tail -n 8 >&2; return 1; }
+    echo "    $(jq -r '"\(.rule) on \(.host): \(.evidence)"' <<<"$line")"
+    [[ $(jq -r .host <<<"$line") == 10.99.0.3 || $(jq -r .host <<<"$line") == "$(link_local 3)" ]] || { fail "the rename names $(jq -r .host <<<"$line"), not h3"; return 1; }
+    watch_stop watch || return 1
+    echo "    $(jq -c 'select(.event=="summary") | {findings, findings_suppressed, rules}' "$OUT/watch.jsonl")"
+    expect_eq "$(count_json "$OUT/watch.jsonl" 'select(.event=="finding" and .rule=="ttl" and .host=="10.99.0.4")')" 5 "h4's ttl findings printed" || return 1
+    expect_json "$OUT/watch.jsonl" 'select(.event=="summary" and .rules.ttl >= 1050 and .findings_suppressed >= 1045)' "the summary counts h4's noise" || return 1
+}
+
+# The same at a terminal of 24 rows: h4's noise, h3's rename, then more noise from h5 and h6 (10
+# more ttl findings printed, twice what the FINDINGS panel holds). The last frame shows the whole
+# panel, its 5 findings, the rename among them: the panel keeps the most severe, the noise pushes
+# out only noise, and the table the noise fills (1,050 host names) never pushes the panel off the
+# screen.
+test_watch_real_keeps_a_rename_in_the_findings_panel_under_noise() {
+    trap 'kill -INT ${WATCH_PID:-} 2>/dev/null; lab_avahi_restore 3; trap - RETURN' RETURN
+    watch_at_a_terminal 24 || return 1
+    local waited host frame
+    ttl_noise 4 || return 1
+    lab_avahi_reconfigure 3 's/^host-name=h3$/host-name=h2/' || { fail "h3's avahi-daemon did not start"; return 1; }
+    for ((waited = 0; waited < 150; waited++)); do grep -aq "finding rename on" "$OUT/screen.txt" 2>/dev/null && break; sleep 0.1; done
+    grep -aq "finding rename on" "$OUT/screen.txt" || { fail "no rename on the screen after h4's noise"; last_frame "$OUT/screen.txt" | tail -n 20 >&2; return 1; }
+    for host in 5 6; do ttl_noise "$host" || return 1; done
+    for ((waited = 0; waited < 100; waited++)); do last_frame "$OUT/screen.txt" | grep -q "finding ttl on 10.99.0.6" && break; sleep 0.1; done
+    frame=$(last_frame "$OUT/screen.txt")
+    kill -INT "$WATCH_PID"; lab_wait_pid "$WATCH_PID" 10
+    expect_eq "$?" 0 "watch's exit status after Ctrl-C" || return 1
+    local panel
+    panel=$(awk '/^FINDINGS/ { on = 1; next } on && /^  / { print; next } { on = 0 }' <<<"$frame")
+    sed 's/^/    panel: /' <<<"$panel" | cut -c1-160
+    [[ $panel == *"finding ttl on 10.99.0.6"* ]] || { fail "the last frame was drawn before h6's noise"; printf '%s\n' "$frame" | tail -n 30 >&2; return 1; }
+    [[ $panel == *"finding rename on"* ]] || { fail "the FINDINGS panel lost the rename to the noise"; printf '%s\n' "$frame" | tail -n 30 >&2; return 1; }
+    expect_eq "$(grep -c . <<<"$panel")" 5 "findings the panel shows on 24 rows" || { printf '%s\n' "$frame" | cut -c1-100 >&2; return 1; }
+}
