@@ -190,9 +190,12 @@ test_watch_real_names_answers_nobody_asked() {
 # SO_REUSEPORT, bound to nb0 as a stack serving one link binds; the kernel then hands it every
 # unicast datagram to 5353 — with SO_REUSEPORT alone it shares them by address and port, so some
 # would still reach avahi). h1 asks h2's name by unicast: avahi alone answers 3 of 3; beside the
-# second stack 0 of 10, and watch on h1 names unicast-unanswered on h2. Then stopped: answered again.
+# second stack 0 of 10, and watch names unicast-unanswered on h2 both where the queries leave (h1)
+# and where they arrive (h2). Then stopped: answered again.
 test_watch_real_names_a_second_stack_taking_unicast_queries() {
-    trap 'kill -INT ${WATCH_PID:-} 2>/dev/null; kill -TERM ${STACK_PID:-} 2>/dev/null' EXIT
+    trap 'kill -INT ${WATCH_PID:-} ${WATCH2_PID:-} 2>/dev/null; kill -TERM ${STACK_PID:-} 2>/dev/null' EXIT
+    watch_start 2 watch2 --interface nb0 || return 1
+    WATCH2_PID=$WATCH_PID
     watch_start 1 watch --interface nb0 || return 1
     local answer line waited
     answer=$(lab_run 1 python3 "$MDNS_PEER" query --to 10.99.0.2 --name h2.local --count 3 --wait 1) || { fail "the query script failed"; return 1; }
@@ -208,6 +211,9 @@ test_watch_real_names_a_second_stack_taking_unicast_queries() {
         fail "no unicast-unanswered finding"; show_findings "$OUT/watch.jsonl" >&2; return 1; }
     echo "    $(jq -r '"\(.rule) on \(.host): \(.evidence)"' <<<"$line")"
     expect_eq "$(jq -r '"\(.host) \(.name)"' <<<"$line")" "10.99.0.2 h2.local. A" "the host and question the finding names" || return 1
+    line=$(lab_wait_line "$OUT/watch2.jsonl" 'select(.event=="finding" and .rule=="unicast-unanswered")' 3) || {
+        fail "no unicast-unanswered finding from watch on h2 itself"; show_findings "$OUT/watch2.jsonl" >&2; return 1; }
+    expect_eq "$(jq -r '"\(.host) \(.name)"' <<<"$line")" "10.99.0.2 h2.local. A" "what watch on h2 names" || return 1
     kill -TERM "$STACK_PID"; lab_wait_pid "$STACK_PID" 5
     echo "    the second stack: $(tail -n 1 "$OUT/stack.txt")"
     expect_eq "$(tail -n 1 "$OUT/stack.txt" | jq -r .unicast)" 10 "unicast queries the second stack took" || return 1
@@ -215,6 +221,8 @@ test_watch_real_names_a_second_stack_taking_unicast_queries() {
     expect_eq "$(jq -r .answered <<<"$answer")" 3 "unicast queries answered once the second stack is gone" || return 1
     watch_stop watch || return 1
     expect_eq "$(count_json "$OUT/watch.jsonl" "$WATCH_MANNERS")" 1 "findings of the manners' rules (this one alone)" || { show_findings "$OUT/watch.jsonl" >&2; return 1; }
+    WATCH_PID=$WATCH2_PID watch_stop watch2 || return 1
+    expect_eq "$(count_json "$OUT/watch2.jsonl" "$WATCH_MANNERS")" 1 "findings of the manners' rules on h2 (this one alone)" || { show_findings "$OUT/watch2.jsonl" >&2; return 1; }
 }
 
 # The healthy lab, with all the announcing and probing real daemons do: watch on h1 from before
