@@ -16,9 +16,11 @@ extension Nearby {
                 destination, each question and record, what it means in DNS-SD terms), a 'finding' \
                 event for each fault a rule sees (malformed packets, conflicts and renames, a \
                 querier asking too fast, TTLs far from RFC 6762's, oversize or truncated answers, \
-                a reflector's echo, a service flapping), and a 'summary' when it ends (Ctrl-C, \
-                --timeout, or the end of --read's file), exit 0. On a terminal: a table of the \
-                link's hosts, services and questions, redrawn in place, with the packets below it.
+                a reflector's echo, a service flapping, a responder announcing too often or \
+                answering what nobody asked, unicast queries a second mDNS stack takes from the \
+                daemon), and a 'summary' when it ends (Ctrl-C, --timeout, or the end of --read's \
+                file), exit 0. On a terminal: a table of the link's hosts, services and questions, \
+                redrawn in place, the latest findings above it and the packets below it.
 
                 --read reads a capture file (pcap, as `tcpdump -w` writes it, or pcapng, as \
                 Wireshark does) instead: no privileges needed. Long NSEC type lists, TXT records \

@@ -8,8 +8,8 @@ import Glibc
 
 /// `watch` on a terminal: the link's table (hosts and their addresses per interface, services and
 /// where they resolve, questions and whether anyone answered; each with its TTL left and when it
-/// was last heard), redrawn in place a few times a second, the latest findings and packet lines
-/// below it. Each frame goes home and overwrites, line by line, so nothing flickers.
+/// was last heard), redrawn in place a few times a second, the latest findings above it and
+/// packet lines below it. Each frame goes home and overwrites, line by line, so nothing flickers.
 final class WatchScreen: Sendable {
     static let redrawEvery = 0.25
     static let keptLines = 200
@@ -64,7 +64,8 @@ final class WatchScreen: Sendable {
         var top = Self.table(table, now: now, columns: columns)
         let drops = dropped > 0 ? ", \(dropped) dropped by the kernel" : ""
         top.insert("nearby watch — \(HumanRenderer.count(packets, "packet"))\(drops), \(HumanRenderer.count(findings.count, "recent finding")) (Ctrl-C: summary)", at: 0)
-        if !findings.isEmpty { top += ["FINDINGS"] + findings.map { "  " + $0 } }
+        // Above the table, which is what a short screen cuts: a flood of names never hides a fault.
+        if !findings.isEmpty { top.insert(contentsOf: ["FINDINGS"] + findings.map { "  " + $0 }, at: 1) }
         return LiveFrame.compose(top: top, below: "packets", lines: lines, columns: columns)
     }
 

@@ -68,8 +68,7 @@ package struct LinkTable: Sendable {
                     questions.set(key, asked, at: now)
                 }
             }
-            // RFC 2181 §8: a TTL of 2^31 or more is read as 0.
-            let ttl = record.ttl >= TTLRule.wraps ? 0 : record.ttl
+            let ttl = record.cachedTTL
             let expires = now + Double(ttl)
             if legacy {
                 if var host = hosts[record.name.key] {

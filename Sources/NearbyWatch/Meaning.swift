@@ -25,9 +25,9 @@ package enum PacketMeaning {
         for record in records {
             switch record.data {
             case let .ptr(instance) where serviceType(record.name) == record.name:
-                add(Events.Meaning(kind: record.ttl == 0 ? "withdrawn" : "announced", name: instance.shown, service: record.name.shown))
+                add(Events.Meaning(kind: record.cachedTTL == 0 ? "withdrawn" : "announced", name: instance.shown, service: record.name.shown))
             case let .srv(_, _, port, target):
-                if record.ttl == 0 {
+                if record.cachedTTL == 0 {
                     add(Events.Meaning(kind: "withdrawn", name: record.name.shown, service: serviceType(record.name)?.shown))
                 } else {
                     add(Events.Meaning(
@@ -63,7 +63,7 @@ package enum PacketMeaning {
     ) {
         if addresses[record.name] == nil { order.append(record.name) }
         var entry = addresses[record.name] ?? ([], [])
-        if record.ttl == 0 { entry.gone.append(address) } else { entry.live.append(address) }
+        if record.cachedTTL == 0 { entry.gone.append(address) } else { entry.live.append(address) }
         addresses[record.name] = entry
     }
 

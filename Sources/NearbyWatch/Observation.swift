@@ -85,6 +85,13 @@ struct Once<Key: Hashable> {
     }
 }
 
+extension DNSRecord {
+    /// The TTL as a cache reads it: RFC 2181 §8 has a TTL of 2^31 or more read as 0, a goodbye.
+    /// Packet lines show the TTL as received; the rules, the table and a packet's meaning read this
+    /// (the `ttl` rule alone judges the TTL as received, to name it).
+    var cachedTTL: UInt32 { ttl >= TTLRule.wraps ? 0 : ttl }
+}
+
 extension DNSName {
     /// Lowercased presentation form: a key for tables.
     var key: String { lowercased.shown }

@@ -141,7 +141,7 @@ struct ReflectorEchoRule {
         guard let interface = observation.interface else { return [] }
         var findings: [Events.Finding] = []
         let now = observation.time
-        for record in observation.claims where record.ttl > 0 {
+        for record in observation.claims where record.cachedTTL > 0 {
             if RecordText.address(record.data) == observation.source { continue }
             let key = record.name.key + " " + record.type.description + " " + RecordText.data(record.data, type: record.type)
             var known = (copies[key] ?? []).filter { now - $0.time <= Self.window && now >= $0.time }
@@ -181,7 +181,7 @@ struct FlappingRule {
             guard case let .ptr(instance) = record.data, PacketMeaning.serviceType(record.name) == record.name else { continue }
             let key = instance.key
             var state = instances[key] ?? State(announced: false, withdrawals: [])
-            if record.ttl > 0 {
+            if record.cachedTTL > 0 {
                 state.announced = true
             } else if state.announced {
                 state.announced = false

@@ -25,9 +25,9 @@ struct ConflictRule {
 
     mutating func observe(_ observation: Observation) -> [Events.Finding] {
         var groups: [String: (name: DNSName, type: DNSType, data: Set<RData>, ttl: UInt32)] = [:]
-        for record in observation.claims where record.cacheFlush && record.ttl > 0 && record.type != .opt && record.type != .nsec {
+        for record in observation.claims where record.cacheFlush && record.cachedTTL > 0 && record.type != .opt && record.type != .nsec {
             let key = record.name.key + " " + record.type.description
-            var group = groups[key] ?? (name: record.name, type: record.type, data: Set<RData>(), ttl: record.ttl)
+            var group = groups[key] ?? (name: record.name, type: record.type, data: Set<RData>(), ttl: record.cachedTTL)
             group.data.insert(record.data)
             groups[key] = group
         }
@@ -90,7 +90,7 @@ struct RenameRule {
                 evidence: "\(why): \(evidence)",
                 hint: "a daemon took a new name because another host answered for \(previous): find that host (`nearby watch --host`), and give each host its own name"))
         }
-        for record in observation.claims where record.ttl > 0 {
+        for record in observation.claims where record.cachedTTL > 0 {
             switch record.data {
             case let .a(bytes), let .aaaa(bytes):
                 let address = FrameParser.address(bytes[...]), name = record.name.key

@@ -41,7 +41,7 @@ struct AnnouncerRule {
         guard observation.message.isResponse, observation.multicast, !solicited else { return [] }
         let now = observation.time
         var findings: [Events.Finding] = []
-        for record in observation.message.answers where record.ttl > 0 && record.type != .opt {
+        for record in observation.message.answers where record.cachedTTL > 0 && record.type != .opt {
             let key = "\(observation.source) \(observation.interface ?? "") \(record.name.key) \(record.type)"
             var entry = sent[key] ?? (now, now, 0)
             let interval = now - entry.last
@@ -76,7 +76,7 @@ struct UnaskedAnswerRule {
         var findings: [Events.Finding] = []
         for record in observation.message.answers where record.type != .opt {
             let key = "\(observation.source) \(record.name.key) \(record.type) \(RecordText.data(record.data, type: record.type))"
-            guard record.ttl > 0 else { copies.remove(key); continue }
+            guard record.cachedTTL > 0 else { copies.remove(key); continue }
             var entry = copies[key] ?? (now, now - AnnouncerRule.quick, 0)
             if now - entry.first > Self.window || now < entry.first { entry = (now, now - AnnouncerRule.quick, 0) }
             // Copies under a second apart are the over-eager announcer's to name.
@@ -109,6 +109,8 @@ struct UnicastQueryRule {
         var count: Int
         var querier: String
         var question: String
+        /// Where the first of them was seen.
+        var interface: String?
     }
 
     /// The sources that answered each name (at most 8 a name).
@@ -116,32 +118,39 @@ struct UnicastQueryRule {
     var pending = BoundedTable<String, Pending>(capacity: 1024)
     var tally = BoundedTable<String, (start: Double, unanswered: Int, example: String)>(capacity: 1024)
     var once = Once<String>(period: 600)
+    /// No query now pending was asked before this (it may be earlier than the oldest left, never
+    /// later): until `wait` after it, `expire` has nothing to look at and returns at once.
+    var oldest = Double.infinity
 
     mutating func observe(_ observation: Observation) -> [Events.Finding] {
         let now = observation.time, message = observation.message
-        var findings = expire(at: now)
+        // Decided before this packet counts: an answer later than `wait` is no answer.
+        let findings = expire(at: now)
         if message.isResponse {
             for record in observation.claims {
                 var sources = answerers[record.name.key] ?? []
-                if record.ttl > 0, sources.count < 8 { sources.insert(observation.source) }
+                if record.cachedTTL > 0, sources.count < 8 { sources.insert(observation.source) }
                 answerers.set(record.name.key, sources, at: now)
                 pending.remove(observation.source + " " + record.name.key)
             }
         } else if !observation.multicast, observation.destinationPort == FrameParser.mdnsPort {
             for question in message.questions where answerers[question.name.key]?.contains(observation.destination) == true {
                 let key = observation.destination + " " + question.name.key
-                var entry = pending[key] ?? Pending(asked: now, count: 0, querier: observation.source, question: "\(question.name.shown) \(question.type)")
+                var entry = pending[key] ?? Pending(
+                    asked: now, count: 0, querier: observation.source, question: "\(question.name.shown) \(question.type)", interface: observation.interface)
                 entry.count += 1
                 pending.set(key, entry, at: now)
+                oldest = min(oldest, entry.asked)
             }
         }
-        findings += expire(at: now)
         return findings
     }
 
     /// Queries older than `wait` are unanswered; a finding once a host left `unanswered` of them in a minute.
     mutating func expire(at now: Double) -> [Events.Finding] {
+        guard now - oldest > Self.wait else { return [] }
         let late = pending.entries.filter { now - $0.value.value.asked > Self.wait }
+        oldest = pending.entries.values.lazy.map(\.value.asked).filter { now - $0 <= Self.wait }.min() ?? .infinity
         var findings: [Events.Finding] = []
         for (key, entry) in late.sorted(by: { $0.value.value.asked < $1.value.value.asked }) {
             pending.remove(key)
@@ -152,7 +161,7 @@ struct UnicastQueryRule {
             tally.set(host, count, at: now)
             guard count.unanswered >= Self.unanswered, once.admit(host, at: now) else { continue }
             findings.append(Events.Finding(
-                rule: "unicast-unanswered", host: host, interface: nil, name: entry.value.question,
+                rule: "unicast-unanswered", host: host, interface: entry.value.interface, name: entry.value.question,
                 evidence: "\(count.unanswered) unicast queries to \(host) port 5353 for names it answers on the link (\(count.example), from \(entry.value.querier)) got no answer within \(Int(Self.wait)) s",
                 hint: "a second mDNS stack on \(host) bound port 5353 and takes the unicast queries meant for its daemon (the kernel gives each to one socket): on that host, `ss -uanp 'sport = :5353'` lists them, and `nearby doctor` names it (mdns-stacks)"))
         }

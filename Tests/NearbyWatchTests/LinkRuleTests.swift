@@ -128,4 +128,41 @@ import Testing
         _ = engine.process(Make.datagram(Make.response([Make.srv("tv._x._tcp.local.", port: 9, target: "h2.local.")]), from: "10.99.0.2"), time: 2.2, interface: "nb0")
         #expect(engine.table.snapshot(now: 3).questions.first?.answered == 2.2)
     }
+
+    /// RFC 2181 §8: a TTL of 2^31 or more is read as 0. The packet line shows it as received; its
+    /// meaning, the table and the rules read it as a goodbye (the `ttl` rule alone names it).
+    @Test func aTTLOf2To31IsShownAsReceivedAndReadAsAGoodbye() {
+        var engine = WatchEngine()
+        let announced = Make.response([Make.ptr("_x._tcp.local.", "tv._x._tcp.local.")])
+        let wrapped = Make.response([Make.ptr("_x._tcp.local.", "tv._x._tcp.local.", ttl: 1 << 31)])
+        var out: [WatchEngine.Output] = []
+        for cycle in 0..<3 {
+            out += engine.process(Make.datagram(announced, from: "10.99.0.2"), time: Double(cycle) * 10, interface: "nb0")
+            out += engine.process(Make.datagram(wrapped, from: "10.99.0.2"), time: Double(cycle) * 10 + 5, interface: "nb0")
+        }
+        // Another host's copy of h2's address with TTL 4294967295: caches drop it, no conflict.
+        out += engine.process(Make.datagram(Make.response([Make.a("h2.local.", [10, 99, 0, 2])]), from: "10.99.0.2"), time: 30, interface: "nb0")
+        out += engine.process(Make.datagram(Make.response([Make.a("h2.local.", [10, 99, 0, 3], ttl: .max)]), from: "10.99.0.3"), time: 31, interface: "nb0")
+        let packets = out.compactMap { if case let .packet(packet) = $0 { packet } else { nil } }
+        #expect(packets[1].answers.first?.ttl == 1 << 31)
+        #expect(packets[1].meaning.first?.kind == "withdrawn")
+        #expect(packets.last?.answers.first?.ttl == .max && packets.last?.meaning.first?.kind == "address-withdrawn")
+        let rules = out.compactMap { if case let .finding(finding) = $0 { finding.rule } else { nil } }
+        #expect(rules.sorted() == ["flapping", "ttl", "ttl"])
+        // The table: the instance expired at its last goodbye.
+        #expect(engine.table.snapshot(now: 32).services.first?.expires == 25)
+    }
+
+    /// A unicast answer more than a second late is no answer: the queries are decided as the next
+    /// packet comes, before it counts.
+    @Test func aUnicastAnswerOverASecondLateIsNoAnswer() {
+        let query = Make.query("h2.local.", .a), answer = Make.response([Make.a("h2.local.", [10, 99, 0, 2])])
+        var packets: [(Double, UDPDatagram)] = [(0, Make.datagram(answer, from: "10.99.0.2"))]
+        for step in 1...3 {
+            packets.append((Double(step) * 2, Make.datagram(query, from: "10.99.0.1", port: 40000, to: "10.99.0.2")))
+            packets.append((Double(step) * 2 + 1.5, Make.datagram(answer, from: "10.99.0.2", to: "10.99.0.1", toPort: 40000)))
+        }
+        let found = Self.findings(packets)
+        #expect(found.map(\.rule) == ["unicast-unanswered"] && found.first?.interface == "nb0")
+    }
 }

@@ -2,8 +2,10 @@
 """A hand-made mDNS peer for the watch tests and benchmark (no avahi, no library: the packets are
 built here byte by byte), run on a lab host.
 
-    mdns_peer.py query --to ADDR --name NAME [--count N]   legacy unicast queries (from an ephemeral
-                                                         port) to ADDR:5353; prints {"sent", "answered", "port"}
+    mdns_peer.py query --to ADDR --name NAME [--count N] [--wait S]
+                                                         legacy unicast queries (from an ephemeral
+                                                         port) to ADDR:5353, each waiting S s (3)
+                                                         for its answer; prints {"sent", "answered", "port"}
     mdns_peer.py chatty --from ADDR --name NAME --every S --count N
                                                          one multicast question, over and over
     mdns_peer.py claim --from ADDR --name NAME --address A [--count N]
@@ -128,17 +130,18 @@ def main():
     parser.add_argument("--every", type=float, default=0.1)
     parser.add_argument("--rate", type=int, default=10000)
     parser.add_argument("--seconds", type=float, default=5)
+    parser.add_argument("--wait", type=float, default=3)
     args = parser.parse_args()
 
     if args.mode == "query":
         sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         sock.bind(("0.0.0.0", 0))
-        sock.settimeout(3)
+        sock.settimeout(args.wait)
         answered = 0
         for index in range(args.count):
             ident = random.randrange(1, 65535)
             sock.sendto(query(args.name, 1, ident), (args.to, 5353))
-            deadline = time.monotonic() + 3
+            deadline = time.monotonic() + args.wait
             while time.monotonic() < deadline:
                 try:
                     data, _ = sock.recvfrom(9000)

@@ -2,7 +2,7 @@
 """Runs a command under a pseudo-terminal, as a person's shell would, and copies the raw bytes it
 shows there to stdout: colours, carriage returns, line clears and all.
 
-    pty_run.py [--stdin FILE] [--stdout FILE] [--columns N] [--answer TEXT REPLY]... -- CMD ARGS...
+    pty_run.py [--stdin FILE] [--stdout FILE] [--columns N] [--rows N] [--answer TEXT REPLY]... -- CMD ARGS...
 
 stdin, stdout and stderr are the terminal unless --stdin / --stdout redirect one to a file (for
 `nearby stream`, whose stdout carries bytes). SIGINT and SIGTERM are passed on to CMD; exits with
@@ -24,6 +24,7 @@ def main() -> int:
     parser.add_argument("--stdin")
     parser.add_argument("--stdout")
     parser.add_argument("--columns", type=int, default=120)
+    parser.add_argument("--rows", type=int, default=40)
     parser.add_argument("--answer", nargs=2, action="append", default=[], metavar=("TEXT", "REPLY"))
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
@@ -32,7 +33,7 @@ def main() -> int:
         parser.error("no command")
 
     master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, args.columns, 0, 0))
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", args.rows, args.columns, 0, 0))
     stdin = open(args.stdin, "rb") if args.stdin else slave
     stdout = open(args.stdout, "wb") if args.stdout else slave
     child = subprocess.Popen(command, stdin=stdin, stdout=stdout, stderr=slave, start_new_session=True)

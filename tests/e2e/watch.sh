@@ -29,11 +29,11 @@ watch_start() {
         fail "watch on h$host never said it was watching"; cat "$OUT/$name.jsonl" "$OUT/$name.jsonl.err" >&2; return 1; }
 }
 
-# watch_at_a_terminal — `nearby watch --interface nb0` on h1 as the lab's user under a 160-column
-# pty, its screen in $OUT/screen.txt; waits for the first table. Sets WATCH_PID.
+# watch_at_a_terminal [ROWS] — `nearby watch --interface nb0` on h1 as the lab's user under a
+# 160-column pty of ROWS rows (40), its screen in $OUT/screen.txt; waits for the first table. Sets WATCH_PID.
 watch_at_a_terminal() {
     watch_binary || return 1
-    lab_bg 1 "$OUT/screen.txt" python3 "$ROOT/tests/e2e/pty_run.py" --columns 160 -- \
+    lab_bg 1 "$OUT/screen.txt" python3 "$ROOT/tests/e2e/pty_run.py" --columns 160 --rows "${1:-40}" -- \
         setpriv --reuid="$LAB_USER" --regid="$LAB_USER" --init-groups --inh-caps=-all -- "$WATCH_BIN" watch --interface nb0 >/dev/null
     WATCH_PID=$LAB_PID
     local waited

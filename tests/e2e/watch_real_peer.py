@@ -13,9 +13,20 @@ extension header or cuts the datagram into IP fragments, so the wire holds what 
     watch_real_peer.py pcapng --out FILE
         a pcapng capture (Ethernet): 1,000 malformed packets from 1,000 sources, then two hosts
         claiming h9.local (a conflict)
-Each prints {"sent": BYTES} (pcapng: {"packets": N}).
+    watch_real_peer.py announce --from ADDR --name INSTANCE.TYPE.local --every S --count N
+        a responder that multicasts one service's records (PTR, SRV, TXT, its host's A) unasked,
+        N times S seconds apart, from port 5353: every 0.1 s an over-eager announcer (RFC 6762
+        §6.2, §8.3), every 1 s one answering what nobody asked
+    watch_real_peer.py ttl-noise --from ADDR --packets P --records R
+        P multicast answers of R A records each, every name its own, all with TTL 1
+    watch_real_peer.py stack --address ADDR --seconds S
+        a second mDNS stack beside the host's daemon: UDP 0.0.0.0:5353 (SO_REUSEADDR, SO_REUSEPORT)
+        bound to the lab's interface (SO_BINDTODEVICE, as a stack serving one link binds), joined
+        to 224.0.0.251; it reads what comes and answers nothing. Prints "bound", then
+        {"received": N, "unicast": M} after S seconds (or SIGTERM)
+Each prints {"sent": BYTES} (pcapng: {"packets": N}; announce, ttl-noise: {"sent": PACKETS}).
 """
-import argparse, json, socket, struct, sys
+import argparse, json, signal, socket, struct, sys, time
 
 GROUP4 = ("224.0.0.251", 5353)
 
@@ -89,16 +100,77 @@ def pcapng(path):
     return len(packets)
 
 
+def announce(args):
+    """PTR TYPE -> INSTANCE, SRV INSTANCE -> HOST:9, TXT, A HOST: what a responder announces."""
+    instance = args.name.rstrip(".")
+    service = instance.split(".", 1)[1]
+    host = "wr-%s.local" % args.source.replace(".", "-")
+    srv = struct.pack("!3H", 0, 0, 9) + name(host)
+    packet = response([record(service, 12, name(instance), ttl=4500, flush=False), record(instance, 33, srv),
+                       record(instance, 16, b"\x05k=one", ttl=4500), record(host, 1, socket.inet_aton(args.source))])
+    sock = socket4(args.source)
+    start = time.monotonic()
+    for index in range(args.count):
+        time.sleep(max(0.0, start + index * args.every - time.monotonic()))
+        sock.sendto(packet, GROUP4)
+    return args.count
+
+
+def ttl_noise(args):
+    sock = socket4(args.source)
+    for number in range(args.packets):
+        sock.sendto(response([record("t%d-%d.local" % (number, index), 1, socket.inet_aton(args.source), ttl=1, flush=False)
+                              for index in range(args.records)]), GROUP4)
+    return args.packets
+
+
+def stack(args):
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, args.interface.encode())
+    sock.bind(("0.0.0.0", 5353))
+    sock.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, socket.inet_aton(GROUP4[0]) + socket.inet_aton(args.address))
+    sock.setsockopt(socket.IPPROTO_IP, getattr(socket, "IP_PKTINFO", 8), 1)
+    sock.settimeout(0.2)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    print("bound", flush=True)
+    received = unicast = 0
+    end = time.monotonic() + args.seconds
+    try:
+        while time.monotonic() < end:
+            try:
+                _, ancillary, _, _ = sock.recvmsg(9000, 64)
+            except socket.timeout:
+                continue
+            received += 1
+            # in_pktinfo's last field: the address the datagram was sent to (this host's, or the group).
+            unicast += any(data[-4:] != socket.inet_aton(GROUP4[0]) for _, _, data in ancillary)
+    finally:
+        print(json.dumps({"received": received, "unicast": unicast}), flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["dstopts", "fragmented", "nsec", "pcapng"])
+    parser.add_argument("mode", choices=["dstopts", "fragmented", "nsec", "pcapng", "announce", "ttl-noise", "stack"])
     parser.add_argument("--from", dest="source")
     parser.add_argument("--name", default="real.local")
     parser.add_argument("--address")
     parser.add_argument("--interface", default="nb0")
     parser.add_argument("--size", type=int, default=2567)
     parser.add_argument("--out")
+    parser.add_argument("--every", type=float, default=0.1)
+    parser.add_argument("--count", type=int, default=30)
+    parser.add_argument("--packets", type=int, default=21)
+    parser.add_argument("--records", type=int, default=50)
+    parser.add_argument("--seconds", type=float, default=60)
     args = parser.parse_args()
+    if args.mode in ("announce", "ttl-noise"):
+        print(json.dumps({"sent": (announce if args.mode == "announce" else ttl_noise)(args)}))
+        return
+    if args.mode == "stack":
+        stack(args)
+        return
     if args.mode == "dstopts":
         sock = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
