@@ -42,7 +42,7 @@ final class WatchPrinter: Sendable {
     }
 
     /// The table redrawn, at most a few times a second (`now` nil: at once, the last time).
-    func tick(_ table: LinkTable, now: Double?, dropped: Int) {
+    func tick(_ table: WatchTable, now: Double?, dropped: Int) {
         guard let screen, let terminal = context.terminal else { return }
         if let frame = screen.frame(table, now: now ?? Date().timeIntervalSince1970, dropped: dropped, force: now == nil) {
             terminal.line(frame, fd: STDOUT_FILENO)

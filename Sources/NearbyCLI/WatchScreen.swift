@@ -51,7 +51,7 @@ final class WatchScreen: Sendable {
     }
 
     /// The next frame, or nil when it is too soon (or nothing changed and the clock's second did not).
-    func frame(_ table: LinkTable, now: Double, dropped: Int, force: Bool) -> String? {
+    func frame(_ table: WatchTable, now: Double, dropped: Int, force: Bool) -> String? {
         let wall = Date().timeIntervalSince1970
         let taken = state.withLock { state -> ([String], [String], Int)? in
             guard force || wall - state.lastDraw >= Self.redrawEvery else { return nil }
@@ -69,7 +69,7 @@ final class WatchScreen: Sendable {
         return LiveFrame.compose(top: top, below: "packets", lines: lines, columns: columns)
     }
 
-    static func table(_ table: LinkTable, now: Double, columns: Int) -> [String] {
+    static func table(_ table: WatchTable, now: Double, columns: Int) -> [String] {
         let snapshot = table.snapshot(now: now)
         var out: [String] = []
         func age(_ time: Double) -> String { "\(max(0, Int(now - time)))s ago" }

@@ -77,7 +77,7 @@ package struct WatchEngine {
     var unasked = UnaskedAnswerRule()
     var unicast = UnicastQueryRule()
     var malformedOnce = Once<String>(period: 10)
-    package private(set) var table = LinkTable()
+    package private(set) var table = WatchTable()
 
     package private(set) var packets = 0
     var lastTime = 0.0

@@ -65,7 +65,7 @@ import Testing
                 offenders.append(line.place)
             }
         }
-        #expect(offenders.isEmpty, "progress is paced by ProgressPacer (NearbyTransfer/Transfer/ProgressPacer.swift): \(offenders)")
+        #expect(offenders.isEmpty, "progress is paced by ProgressPacer (NearbyTransfer/ProgressPacer.swift): \(offenders)")
     }
 
     /// A raw continuation is written in OneShot.swift alone: every other wait is a `OneShot` (a

@@ -4,7 +4,7 @@ import NearbyDNS
 /// and their addresses per interface, services and where they resolve, questions and whether
 /// anyone answered — each with its TTL's end and when it was last heard. Capped like the rules'
 /// tables.
-package struct LinkTable: Sendable {
+package struct WatchTable: Sendable {
     package struct Host: Sendable, Equatable {
         package var name: String
         /// Addresses per interface ("" when the interface is not known).
