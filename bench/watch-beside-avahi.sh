@@ -36,20 +36,21 @@ flood_and_probe() {
     lab_wait_pid "$flood" 30 >/dev/null || true
 }
 
-# watch_pid PID — the nearby process under PID (pty_run.py).
+# watch_pid PID — the $NEARBY process at or under PID (pty_run.py runs it as its child).
 watch_pid() {
     local p
-    for p in "$1" $(pgrep -P "$1") $(pgrep -P "$(pgrep -P "$1" | head -n 1)" 2>/dev/null); do
-        [[ $(cat "/proc/$p/comm" 2>/dev/null) == nearby ]] && { echo "$p"; return 0; }
+    for p in "$1" $(pgrep -P "$1"); do
+        [[ $(readlink "/proc/$p/exe" 2>/dev/null) == "$NEARBY" ]] && { echo "$p"; return 0; }
     done
     return 1
 }
 
 echo "flood: $RATE mDNS packets/s asked from h3 ($KIND), $probes unicast probes for h1.local to h1's avahi-daemon from h2 (1 every ${EVERY}s, answered within 1 s); watch: $MODE; $(nproc) cores shared with the lab's daemons; $NEARBY"
-printf '%-6s %-10s %8s %9s %6s %10s %9s %9s %13s\n' round watch probes answered ratio "watch CPU" decoded skimmed "kernel drops"
+printf '%-6s %-10s %9s %8s %9s %6s %10s %9s %9s %13s\n' round watch "flood/s" probes answered ratio "watch CPU" decoded skimmed "kernel drops"
+flood_rate() { jq -r '(.sent / .seconds | floor)' "$LAB_DIR/flood.json"; }
 for ((round = 1; round <= ROUNDS; round++)); do
     off=$(flood_and_probe)
-    printf '%-6s %-10s %8s %9s %6s %10s %9s %9s %13s\n' "$round" off "$(jq .sent <<<"$off")" "$(jq .answered <<<"$off")" 1.00 - - - -
+    printf '%-6s %-10s %9s %8s %9s %6s %10s %9s %9s %13s\n' "$round" off "$(flood_rate)" "$(jq .sent <<<"$off")" "$(jq .answered <<<"$off")" 1.00 - - - -
 
     out=$LAB_DIR/watch-$round.out
     if [[ $MODE == json ]]; then
@@ -71,11 +72,11 @@ for ((round = 1; round <= ROUNDS; round++)); do
     else
         words=$(tr -d '\r' <"$out" | grep -a -o '^[0-9]* packets ([0-9]* malformed[^)]*)' | tail -n 1)
         packets=${words%% *}
-        skimmed=$(grep -o '[0-9]* counted, not decoded' <<<"$words" | cut -d' ' -f1); skimmed=${skimmed:-0}
-        dropped=$(grep -o '[0-9]* dropped by the kernel' <<<"$words" | cut -d' ' -f1); dropped=${dropped:-0}
+        skimmed=$(grep -o '[0-9]* counted, not decoded' <<<"$words" | cut -d' ' -f1 || true); skimmed=${skimmed:-0}
+        dropped=$(grep -o '[0-9]* dropped by the kernel' <<<"$words" | cut -d' ' -f1 || true); dropped=${dropped:-0}
     fi
     cpu=$(awk -v t=$((cpu1 - cpu0)) -v k="$TICK" -v e=$(((t1 - t0) / 1000)) 'BEGIN { printf "%.0f %%", 100 * t / k / (e / 1000) }')
     ratio=$(awk -v a="$(jq .answered <<<"$on")" -v b="$(jq .answered <<<"$off")" 'BEGIN { printf "%.2f", b ? a / b : 0 }')
-    printf '%-6s %-10s %8s %9s %6s %10s %9s %9s %13s\n' "$round" on "$(jq .sent <<<"$on")" "$(jq .answered <<<"$on")" "$ratio" "$cpu" \
+    printf '%-6s %-10s %9s %8s %9s %6s %10s %9s %9s %13s\n' "$round" on "$(flood_rate)" "$(jq .sent <<<"$on")" "$(jq .answered <<<"$on")" "$ratio" "$cpu" \
         "$((packets - skimmed))" "$skimmed" "$dropped"
 done

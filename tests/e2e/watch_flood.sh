@@ -18,15 +18,15 @@ watch_nearby_pid() {
 
 # At a terminal (a 160-column pty) watch on h1 takes three floods from h3 one after the other:
 # NSEC answers of ~1,400 bytes naming ~10,000 types each, from 3,000 sources under 5,000 names;
-# a TXT answer of 1,300 bytes for one name, new in every packet, for 20 s (main kept every one: it
-# grew past 64 MB); and services, TXT, NSEC and questions from 3,000 sources under 100,000 names.
+# TXT answers of 8,000 bytes (IP fragments) from 4 sources under 64 names, new in every packet, for 30 s (main kept
+# every one a source sent for a name under a second apart); and services, TXT, NSEC and questions from 3,000 sources under 100,000 names.
 # Its peak RSS (VmHWM) stays at most 64 MB, and its top line says it samples.
 test_watch_flood_keeps_memory_under_64_mb_at_a_terminal() {
     trap 'kill -INT ${WATCH_PID:-} 2>/dev/null' EXIT
     watch_at_a_terminal || return 1
     local nearby kind sent hwm
     nearby=$(watch_nearby_pid "$WATCH_PID") || { fail "no nearby process under the pty"; return 1; }
-    for kind in "nsec --seconds 6 --sources 3000 --names 5000" "txt --seconds 20" "mixed --seconds 10 --sources 3000 --names 100000"; do
+    for kind in "nsec --seconds 6 --sources 3000 --names 5000" "txt --seconds 30 --sources 4 --names 64 --size 8000" "mixed --seconds 10 --sources 3000 --names 100000"; do
         # shellcheck disable=SC2086 # the words of $kind are options
         sent=$(lab_run 3 python3 "$WATCH_FLOOD_PEER" flood --kind $kind --rate 8000) || { fail "the flood ($kind) failed"; return 1; }
         kill -0 "$nearby" 2>/dev/null || { fail "watch ended during the flood ($kind)"; tail -n 20 "$OUT/screen.txt" | cat -v >&2; return 1; }

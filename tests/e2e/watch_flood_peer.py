@@ -5,11 +5,12 @@ socket so each can carry a source address of its own. Needs root (CAP_NET_RAW) o
 
     watch_flood_peer.py flood --interface nb0 --rate R --seconds S [--kind K] [--sources N]
                               [--names N] [--from ADDR]
-        R packets a second for S seconds, to 224.0.0.251:5353. KIND:
+        R datagrams a second for S seconds, to 224.0.0.251:5353. KIND:
           nsec     an NSEC answer of ~1,400 bytes whose bitmap names thousands of types (the
                    amplifying record), for NAME-i.local
           service  a service announced: PTR _flood-j._tcp → NAME-i, its SRV, TXT and the host's A
-          txt      a unique TXT record of ~1,300 bytes for NAME-i.local, its data new in each packet
+          txt      a TXT record of --size bytes (default 1,300; more leave in IP fragments) for
+                   NAME-i.local, its data new in each packet
           mixed    nsec, service, txt and a query for NAME-i.local in turn
         --sources N: from N addresses 10.99.(100 + i / 250).(1 + i % 250) in turn (default 1:
         --from, or the interface's own address); --names N: NAME-0 … NAME-(N-1) in turn
@@ -49,10 +50,16 @@ def checksum(header):
 
 
 def ipv4(source, payload, ident):
+    """The IPv4 packets of one UDP datagram: one, or fragments of at most 1,500 bytes."""
     udp = struct.pack("!4H", 5353, 5353, 8 + len(payload), 0) + payload
-    header = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), ident & 0xFFFF, 0, 255, 17, 0,
-                         socket.inet_aton(source), socket.inet_aton(GROUP))
-    return header[:10] + struct.pack("!H", checksum(header)) + header[12:] + udp
+    packets = []
+    for offset in range(0, len(udp), 1480):
+        piece = udp[offset:offset + 1480]
+        flags = (0x2000 if offset + 1480 < len(udp) else 0) | offset // 8
+        header = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(piece), ident & 0xFFFF, flags, 255, 17, 0,
+                             socket.inet_aton(source), socket.inet_aton(GROUP))
+        packets.append(header[:10] + struct.pack("!H", checksum(header)) + header[12:] + piece)
+    return packets
 
 
 def interface_address(interface):
@@ -61,9 +68,11 @@ def interface_address(interface):
     return socket.inet_ntoa(packed[20:24])
 
 
+WINDOWS = b"".join(bytes([window, 32]) + b"\xff" * 32 for window in range(40))
+
+
 def nsec(owner):
-    windows = b"".join(bytes([window, 32]) + b"\xff" * 32 for window in range(40))
-    return message([record(owner, 47, name(owner) + windows)])
+    return message([record(owner, 47, name(owner) + WINDOWS)])
 
 
 def service(owner, index, address):
@@ -78,8 +87,8 @@ def service(owner, index, address):
     ])
 
 
-def txt(owner, index):
-    strings = b"".join(bytes([250]) + (b"%010d" % index) * 25 for _ in range(5))
+def txt(owner, index, size):
+    strings = b"".join(bytes([250]) + (b"%010d" % index) * 25 for _ in range(max(1, size // 251)))
     return message([record(owner, 16, strings)])
 
 
@@ -103,7 +112,7 @@ def flood(args):
             return cache[key]
         owner = "%s-%d.local" % (args.name, named)
         if kind == "txt":  # new data each time: never cached
-            return ipv4(source, txt(owner, index), index)
+            return ipv4(source, txt(owner, index, args.size), index)
         payload = nsec(owner) if kind == "nsec" else service(owner, named, source) if kind == "service" else query(owner)
         built = ipv4(source, payload, index)
         if len(cache) < 4096:
@@ -116,16 +125,20 @@ def flood(args):
         now = time.monotonic()
         if now >= end:
             break
-        due = int((now - start) * args.rate)
+        # At most 64 packets between looks at the clock: a slow sender sends less, never longer.
+        due = min(int((now - start) * args.rate), sent + 64)
         while sent < due:
-            try:
-                sock.sendto(frame(sent), (args.interface, 0x0800, 0, 0, GROUP_MAC))
-            except BlockingIOError:
-                pass
-            except OSError as error:  # ENOBUFS: the interface's queue is full; the flood goes on
-                if error.errno != 105:
-                    raise
+            for packet in frame(sent):
+                try:
+                    sock.sendto(packet, (args.interface, 0x0800, 0, 0, GROUP_MAC))
+                except BlockingIOError:
+                    pass
+                except OSError as error:  # ENOBUFS: the interface's queue is full; the flood goes on
+                    if error.errno != 105:
+                        raise
             sent += 1
+        if due < int((now - start) * args.rate):
+            continue
         time.sleep(0.001)
     print(json.dumps({"sent": sent, "seconds": round(time.monotonic() - start, 2), "rate": args.rate}))
 
@@ -176,6 +189,7 @@ def main():
     parser.add_argument("--seconds", type=float, default=5)
     parser.add_argument("--sources", type=int, default=1)
     parser.add_argument("--names", type=int, default=1)
+    parser.add_argument("--size", type=int, default=1300, help="txt: the record's bytes (past ~1,450, IP fragments)")
     parser.add_argument("--name", default="flood")
     parser.add_argument("--from", dest="source")
     parser.add_argument("--to")
