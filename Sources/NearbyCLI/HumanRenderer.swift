@@ -23,7 +23,7 @@ struct HumanRenderer: Sendable {
 
     /// The kinds a line can be read as: the core's and the commands' own.
     static let kinds: [any EventBody.Type] = Events.kinds + [Events.BrowseDomainSeen.self] + Events.webKinds + Events.localSendKinds
-        + [Events.Watching.self, Events.Packet.self, Events.Finding.self]
+        + [Events.Watching.self, Events.Packet.self, Events.Finding.self, Events.WatchSampling.self]
 
     /// Reads an event line; nil when it is not a JSON object with an `event`.
     static func decode(_ line: String) -> DecodedEvent? { DecodedEvent(line: line, kinds: kinds) }

@@ -20,7 +20,10 @@ extension Nearby {
                 answering what nobody asked, unicast queries a second mDNS stack takes from the \
                 daemon), and a 'summary' when it ends (Ctrl-C, --timeout, or the end of --read's \
                 file), exit 0. On a terminal: a table of the link's hosts, services and questions, \
-                redrawn in place, the latest findings above it and the packets below it.
+                redrawn in place, the latest findings above it and the packets below it. \
+                Under a flood watch backs off (nice 10, at most 2,000 packets a second decoded, \
+                500 per source; the rest counted, not decoded) and says so: a 'sampling' event, \
+                or the table's top line.
 
                 --read reads a capture file (pcap, as `tcpdump -w` writes it, or pcapng, as \
                 Wireshark does) instead: no privileges needed. Long NSEC type lists, TXT records \
@@ -122,26 +125,36 @@ enum WatchRun {
                 let membership = GroupMembership(interface: interface)
                 defer { withExtendedLifetime(membership) {} }
                 printer.started(interface: interface, file: nil)
-                var turns = 0
+                // Beside a flood the daemon comes first: this thread at nice 10, and past its
+                // budgets a packet is counted, not decoded (`WatchPace`), and watch says so.
+                PacketCapture.yieldToDaemons()
+                var pace = WatchPace()
+                var second = Date().timeIntervalSince1970, cpu = PacketCapture.threadCPU()
+                var status = WatchStatus()
                 while !cancellation.isCancelled {
                     // A turn's lines (up to 256 packets) leave in one write.
                     TickBuffer.holding {
                         capture.receive(waiting: 100) { time, index, bytes in
                             guard let datagram = frames.datagram(bytes, link: .rawIP, time: time) else { return }
+                            guard pace.admit(datagram.source, at: time) else { return engine.skim(datagram, time: time) }
                             let name = capture.interfaceName(index)
                             let limit = capture.payloadLimit(name, ipv6: datagram.source.contains(":"))
                             printer.print(engine.process(datagram, time: time, interface: name, payloadLimit: limit))
                         }
-                        turns += 1
                         let now = Date().timeIntervalSince1970
-                        if turns % 10 == 0 {
+                        if now - second >= 1 || now < second {
+                            second = now
                             // Drops said as they happen: what watch shows is then less than the link carried.
-                            let before = capture.dropped
+                            let before = capture.dropped, used = PacketCapture.threadCPU()
                             capture.countDrops()
                             printer.print(engine.kernelDropped(capture.dropped - before, total: capture.dropped, time: now, interface: interface))
+                            let sampling = pace.second(dropped: capture.dropped - before, droppedTotal: capture.dropped, cpu: used - cpu)
+                            cpu = used
+                            if let sampling { printer.sampling(sampling) }
+                            status = WatchStatus(dropped: capture.dropped, sampling: sampling)
                             printer.print(engine.tick(time: now))
                         }
-                        printer.tick(engine.table, now: now, dropped: capture.dropped)
+                        printer.tick(engine.table, now: now, status: status)
                     }
                 }
                 capture.countDrops()
@@ -164,12 +177,12 @@ enum WatchRun {
                                 guard let datagram = frames.datagram(frame.bytes[...], link: frame.link, time: frame.time) else { continue }
                                 let interface = datagram.interfaceIndex.map { "if\($0)" }
                                 printer.print(engine.process(datagram, time: frame.time, interface: interface))
-                                printer.tick(engine.table, now: frame.time, dropped: 0)
+                                printer.tick(engine.table, now: frame.time, status: WatchStatus())
                             }
                         }
                     }
                     printer.print(engine.ended())
-                    printer.tick(engine.table, now: nil, dropped: 0)
+                    printer.tick(engine.table, now: nil, status: WatchStatus())
                 } catch let error as PcapError where error.isCancellation {
                     return engine.summary(dropped: 0)
                 } catch {

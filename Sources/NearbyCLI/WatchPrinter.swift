@@ -41,10 +41,17 @@ final class WatchPrinter: Sendable {
         }
     }
 
+    /// Watch is behind a flood (or no longer): a `sampling` event, or its words as a line; at a
+    /// terminal the table's top line says it instead (`WatchStatus`).
+    func sampling(_ sampling: Events.WatchSampling) {
+        guard screen == nil else { return }
+        if human { line(WatchText.sampling(sampling)) } else { context.events.emit(sampling) }
+    }
+
     /// The table redrawn, at most a few times a second (`now` nil: at once, the last time).
-    func tick(_ table: WatchTable, now: Double?, dropped: Int) {
+    func tick(_ table: WatchTable, now: Double?, status: WatchStatus) {
         guard let screen, let terminal = context.terminal else { return }
-        if let frame = screen.frame(table, now: now ?? Date().timeIntervalSince1970, dropped: dropped, force: now == nil) {
+        if let frame = screen.frame(table, now: now ?? Date().timeIntervalSince1970, status: status, force: now == nil) {
             terminal.line(frame, fd: STDOUT_FILENO)
         }
     }
@@ -62,8 +69,29 @@ final class WatchPrinter: Sendable {
     }
 }
 
+/// What the table's top line says of watch itself: what the kernel dropped, whether it samples.
+struct WatchStatus: Sendable {
+    var dropped = 0
+    var sampling: Events.WatchSampling?
+
+    /// `, sampling 1 in 9 (12,000 counted, not decoded), 3,000 dropped by the kernel`, or less.
+    var words: String {
+        var out = ""
+        if let sampling, sampling.every > 1 { out += ", sampling 1 in \(sampling.every) (\(sampling.skimmed) counted, not decoded)" }
+        if dropped > 0 { out += ", \(dropped) dropped by the kernel" }
+        return out
+    }
+}
+
 /// `watch`'s events in words.
 enum WatchText {
+    static func sampling(_ sampling: Events.WatchSampling) -> String {
+        guard sampling.every > 1 else {
+            return "decoding every packet again (\(sampling.skimmed) counted, not decoded, \(sampling.dropped) dropped by the kernel since watching began)"
+        }
+        return "sampling 1 in \(sampling.every): decoded \(sampling.decoded) of \(sampling.packets) packets in the last second, so that the host's daemon keeps the CPU (\(sampling.skimmed) counted, not decoded, \(sampling.dropped) dropped by the kernel since watching began)"
+    }
+
     static func clock(_ captured: String) -> String {
         // 2026-11-21T21:20:23.123Z → 21:20:23.123
         guard let t = captured.firstIndex(of: "T") else { return captured }
@@ -99,7 +127,9 @@ enum WatchText {
     }
 
     static func summary(_ summary: Events.WatchSummary) -> [String] {
-        var lines = ["\(HumanRenderer.count(summary.packets, "packet")) (\(summary.malformed) malformed\(summary.dropped > 0 ? ", \(summary.dropped) dropped by the kernel" : "")), \(HumanRenderer.count(summary.findings, "finding"))"]
+        let skimmed = summary.skimmed > 0 ? ", \(summary.skimmed) counted, not decoded, while sampling" : ""
+        let dropped = summary.dropped > 0 ? ", \(summary.dropped) dropped by the kernel" : ""
+        var lines = ["\(HumanRenderer.count(summary.packets, "packet")) (\(summary.malformed) malformed\(skimmed)\(dropped)), \(HumanRenderer.count(summary.findings, "finding"))"]
         if !summary.rules.isEmpty {
             lines.append("  findings: " + summary.rules.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
         }

@@ -51,7 +51,7 @@ final class WatchScreen: Sendable {
     }
 
     /// The next frame, or nil when it is too soon (or nothing changed and the clock's second did not).
-    func frame(_ table: WatchTable, now: Double, dropped: Int, force: Bool) -> String? {
+    func frame(_ table: WatchTable, now: Double, status: WatchStatus, force: Bool) -> String? {
         let wall = Date().timeIntervalSince1970
         let taken = state.withLock { state -> ([String], [String], Int)? in
             guard force || wall - state.lastDraw >= Self.redrawEvery else { return nil }
@@ -62,8 +62,7 @@ final class WatchScreen: Sendable {
         guard let taken else { return nil }
         let (lines, findings, packets) = taken
         var top = Self.table(table, now: now, columns: columns)
-        let drops = dropped > 0 ? ", \(dropped) dropped by the kernel" : ""
-        top.insert("nearby watch — \(HumanRenderer.count(packets, "packet"))\(drops), \(HumanRenderer.count(findings.count, "recent finding")) (Ctrl-C: summary)", at: 0)
+        top.insert("nearby watch — \(HumanRenderer.count(packets, "packet"))\(status.words), \(HumanRenderer.count(findings.count, "recent finding")) (Ctrl-C: summary)", at: 0)
         // Above the table, which is what a short screen cuts: a flood of names never hides a fault.
         if !findings.isEmpty { top.insert(contentsOf: ["FINDINGS"] + findings.map { "  " + $0 }, at: 1) }
         return LiveFrame.compose(top: top, below: "packets", lines: lines, columns: columns)

@@ -75,7 +75,7 @@ struct UnaskedAnswerRule {
         let now = observation.time
         var findings: [Events.Finding] = []
         for record in observation.message.answers where record.type != .opt {
-            let key = "\(observation.source) \(record.name.key) \(record.type) \(RecordText.data(record.data, type: record.type))"
+            let key = "\(observation.source) \(record.name.key) \(record.type) \(record.data.digest)"
             guard record.cachedTTL > 0 else { copies.remove(key); continue }
             var entry = copies[key] ?? (now, now - AnnouncerRule.quick, 0)
             if now - entry.first > Self.window || now < entry.first { entry = (now, now - AnnouncerRule.quick, 0) }

@@ -143,7 +143,8 @@ struct ReflectorEchoRule {
         let now = observation.time
         for record in observation.claims where record.cachedTTL > 0 {
             if RecordText.address(record.data) == observation.source { continue }
-            let key = record.name.key + " " + record.type.description + " " + RecordText.data(record.data, type: record.type)
+            // The data's hash, not its text: a key stays short whatever the record holds.
+            let key = record.name.key + " " + record.type.description + " \(record.data.digest)"
             var known = (copies[key] ?? []).filter { now - $0.time <= Self.window && now >= $0.time }
             if let other = known.first(where: { $0.source != observation.source && $0.interface != interface }),
                once.admit(record.name.key + " " + record.type.description, at: now) {

@@ -8,7 +8,11 @@ import NearbyDNS
 struct ConflictRule {
     struct Claim {
         var source: String
-        var data: Set<RData>
+        /// The data's hashes (this process's seed), compared; a flood of new data for one name
+        /// within a second keeps at most `maxData` of them, never every record it sent.
+        var data: Set<Int>
+        /// The data as a finding shows it: at most `shownData`, each cut to `shownLength`.
+        var shown: [String]
         /// When this source first claimed the record (kept while it goes on claiming it): the one
         /// that claimed later is the one named, whoever speaks next.
         var since: Double
@@ -17,6 +21,9 @@ struct ConflictRule {
     }
 
     static let maxSourcesPerName = 4
+    static let maxData = 8
+    static let shownData = 4
+    static let shownLength = 80
     var claims = BoundedTable<String, [Claim]>(capacity: 4096)
     /// The host name each address first announced as its own (an A/AAAA record of the name, sent
     /// from one of the name's addresses).
@@ -37,15 +44,17 @@ struct ConflictRule {
             var known = (claims[key] ?? []).filter { $0.expires >= now }
             let owner = owners[observation.source]
             var conflicting = false
-            for other in known where other.source != observation.source && other.data.isDisjoint(with: group.data) {
+            let hashes = Set(group.data.map(\.hashValue))
+            let shown = Self.shown(group.data, type: group.type)
+            for other in known where other.source != observation.source && other.data.isDisjoint(with: hashes) {
                 if let owner, owners[other.source] == owner { continue }
                 conflicting = true
                 // One finding a name, whichever of its records (A, AAAA, HINFO; SRV, TXT) and of the
                 // hosts' addresses (IPv4, IPv6) shows it first: one conflict is one line an hour.
                 guard once.admit(group.name.key, at: now) else { continue }
                 let mine = known.first { $0.source == observation.source }?.since ?? now
-                let ours = (source: observation.source, text: group.data.map { RecordText.data($0, type: group.type) }.sorted().joined(separator: ", "))
-                let theirs = (source: other.source, text: other.data.map { RecordText.data($0, type: group.type) }.sorted().joined(separator: ", "))
+                let ours = (source: observation.source, text: Self.text(shown, of: hashes.count))
+                let theirs = (source: other.source, text: Self.text(other.shown, of: other.data.count))
                 let (newcomer, holder) = mine < other.since ? (theirs, ours) : (ours, theirs)
                 findings.append(Events.Finding(
                     rule: "conflict", host: newcomer.source, interface: observation.interface, name: group.name.shown,
@@ -59,15 +68,32 @@ struct ConflictRule {
             let expires = now + Double(min(group.ttl, 4500))
             if let index = known.firstIndex(where: { $0.source == observation.source }) {
                 // Within a second, several packets may carry one set between them.
-                let data = now - known[index].updated <= 1 ? known[index].data.union(group.data) : group.data
-                known[index] = Claim(source: observation.source, data: data, since: known[index].since, updated: now, expires: expires)
+                let before = known[index]
+                let union = before.data.union(hashes)
+                let (data, kept) = now - before.updated <= 1 && union.count <= Self.maxData
+                    ? (union, Array(Set(before.shown + shown).sorted().prefix(Self.shownData))) : (hashes, shown)
+                known[index] = Claim(source: observation.source, data: data, shown: kept, since: before.since, updated: now, expires: expires)
             } else {
                 if known.count >= Self.maxSourcesPerName { known.removeFirst() }
-                known.append(Claim(source: observation.source, data: group.data, since: now, updated: now, expires: expires))
+                known.append(Claim(source: observation.source, data: hashes, shown: shown, since: now, updated: now, expires: expires))
             }
             claims.set(key, known, at: now)
         }
         return findings
+    }
+}
+
+extension ConflictRule {
+    /// What a claim keeps to show: its data as text, sorted, at most `shownData`, each cut short.
+    static func shown(_ data: Set<RData>, type: DNSType) -> [String] {
+        Array(data.map { text in
+            let full = RecordText.data(text, type: type)
+            return full.count > shownLength ? String(full.prefix(shownLength)) + "…" : full
+        }.sorted().prefix(shownData))
+    }
+
+    static func text(_ shown: [String], of count: Int) -> String {
+        shown.joined(separator: ", ") + (count > shown.count ? " and \(count - shown.count) more" : "")
     }
 }
 

@@ -115,6 +115,31 @@ extension Events {
         }
     }
 
+    /// Live `watch` is behind a flood: it decodes 1 in `every` packets and only counts the rest
+    /// (`WatchPace`), or the kernel drops packets before it reads them. Once a second while it
+    /// lasts, then once with `every` 1 when every packet is decoded again.
+    package struct WatchSampling: EventBody, Equatable {
+        package static let event = "sampling"
+        /// 1 in this many packets of the last second was decoded (1: every one, sampling ended).
+        package var every: Int
+        /// Packets read in the last second.
+        package var packets: Int
+        /// Of those, decoded (the rest counted, per source too, and not decoded).
+        package var decoded: Int
+        /// Packets counted and not decoded since watching began.
+        package var skimmed: Int
+        /// Packets the kernel dropped before watch read them, since watching began.
+        package var dropped: Int
+
+        package init(every: Int, packets: Int, decoded: Int, skimmed: Int, dropped: Int) {
+            self.every = every
+            self.packets = packets
+            self.decoded = decoded
+            self.skimmed = skimmed
+            self.dropped = dropped
+        }
+    }
+
     /// The last line of `watch`: what it saw.
     package struct WatchSummary: EventBody {
         package static let event = "summary"
@@ -123,6 +148,8 @@ extension Events {
         package var malformed: Int
         /// Packets the kernel dropped before watch read them (its socket's buffer was full).
         package var dropped: Int
+        /// Packets counted and not decoded: watch was sampling a flood (`WatchPace`).
+        package var skimmed: Int
         /// Per source address, the packets it sent (the busiest first, at most 64).
         package var hosts: [HostCount]
         package var findings: Int
@@ -133,7 +160,7 @@ extension Events {
         package var exitStatus: Int32
 
         enum CodingKeys: String, CodingKey {
-            case packets, malformed, dropped, hosts, findings, rules
+            case packets, malformed, dropped, skimmed, hosts, findings, rules
             case findingsSuppressed = "findings_suppressed"
             case exitStatus = "exit_status"
         }

@@ -186,8 +186,12 @@ package enum FrameParser {
     /// An IPv4 address dotted, an IPv6 one in RFC 5952's form (lowercase, the longest run of
     /// zero groups as `::`).
     package static func address(_ bytes: ArraySlice<UInt8>) -> String {
+        // Every packet's source and destination: the IPv4 case written out (a flood makes it hot).
+        if bytes.count == 4 {
+            let at = bytes.startIndex
+            return "\(bytes[at]).\(bytes[at + 1]).\(bytes[at + 2]).\(bytes[at + 3])"
+        }
         let bytes = Array(bytes)
-        if bytes.count == 4 { return bytes.map(String.init).joined(separator: ".") }
         guard bytes.count == 16 else { return bytes.map { String($0, radix: 16) }.joined(separator: ":") }
         let groups = stride(from: 0, to: 16, by: 2).map { UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]) }
         var best = (start: -1, length: 0), run = (start: -1, length: 0)

@@ -92,6 +92,20 @@ extension DNSRecord {
     var cachedTTL: UInt32 { ttl >= TTLRule.wraps ? 0 : ttl }
 }
 
+extension RData {
+    /// A hash of the data, for the keys of rules' tables: an NSEC record's type list by its length
+    /// and its ends (hashing its thousands of types cost more than decoding the rest of the packet).
+    var digest: Int {
+        guard case let .nsec(next, types) = self else { return hashValue }
+        var hasher = Hasher()
+        hasher.combine(next)
+        hasher.combine(types.count)
+        hasher.combine(types.prefix(16))
+        hasher.combine(types.suffix(16))
+        return hasher.finalize()
+    }
+}
+
 extension DNSName {
     /// Lowercased presentation form: a key for tables.
     var key: String { lowercased.shown }

@@ -103,6 +103,25 @@ package final class PacketCapture {
         return mtu - (ipv6 ? 48 : 28)
     }
 
+    /// Seconds of CPU the calling thread has used (`WatchPace` backs off past half a core).
+    package static func threadCPU() -> Double {
+        var spec = timespec()
+        guard clock_gettime(CLOCK_THREAD_CPUTIME_ID, &spec) == 0 else { return 0 }
+        return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
+    }
+
+    /// Lowers the calling thread to nice `nice` (any user may lower their own), so that beside a
+    /// flood the host's daemon, at its usual 0, is scheduled first. On Linux `setpriority` with
+    /// PRIO_PROCESS and 0 changes the calling thread only: the capture's, not the process's others.
+    package static func yieldToDaemons(nice: Int32 = 10) {
+        #if os(Linux)
+        let which = __priority_which_t(PRIO_PROCESS.rawValue)
+        errno = 0
+        let current = getpriority(which, 0)
+        if errno == 0, current < nice { _ = setpriority(which, 0, nice) }
+        #endif
+    }
+
     /// Adds what the kernel dropped since the last call to `dropped` (its counters reset when read).
     package func countDrops() {
         var stats = (packets: UInt32(0), drops: UInt32(0))

@@ -82,6 +82,7 @@ package struct WatchEngine {
     package private(set) var packets = 0
     var lastTime = 0.0
     package private(set) var malformed = 0
+    package private(set) var skimmed = 0
     package private(set) var findings = 0
     package private(set) var suppressed = 0
     package private(set) var perRule: [String: Int] = [:]
@@ -90,6 +91,14 @@ package struct WatchEngine {
     package init(filter: WatchFilter = WatchFilter(), full: Bool = false) {
         self.filter = filter
         self.full = full
+    }
+
+    /// A datagram counted (its source too) and not decoded: live watch is sampling a flood (`WatchPace`).
+    package mutating func skim(_ datagram: UDPDatagram, time: Double) {
+        packets += 1
+        skimmed += 1
+        lastTime = max(lastTime, time)
+        hosts.set(datagram.source, (hosts[datagram.source] ?? 0) + 1, at: time)
     }
 
     /// The events for one datagram captured at `time` on `interface` (nil: not known, a pcap file's).
@@ -196,7 +205,7 @@ package struct WatchEngine {
         let busiest = hosts.entries.map { Events.HostCount(address: $0.key, packets: $0.value.value) }
             .sorted { ($0.packets, $1.address) > ($1.packets, $0.address) }.prefix(64)
         return Events.WatchSummary(
-            packets: packets, malformed: malformed, dropped: dropped, hosts: Array(busiest), findings: findings, rules: perRule,
+            packets: packets, malformed: malformed, dropped: dropped, skimmed: skimmed, hosts: Array(busiest), findings: findings, rules: perRule,
             findingsSuppressed: suppressed, exitStatus: 0)
     }
 
