@@ -177,7 +177,6 @@ let package = Package(
                 "NearbyBase", "NearbyIdentity", "NearbyControl", "NearbyDiscovery", "NearbyWire", "NearbyTransfer",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),

@@ -167,7 +167,7 @@ extension Nearby {
         static func started<T: Sendable>(_ start: @escaping @Sendable () async throws -> T) async throws -> T? {
             do {
                 return try await interruptible("browsing") { try await start() }
-            } catch let error as NearbyError where error.code == "cancelled" {
+            } catch let error as NearbyError where error.isCancellation {
                 return nil
             }
         }

@@ -288,7 +288,7 @@ private func neverEnding() async -> SessionEnd {
 func stopReason<T>(_ result: Result<T, any Error>, done: String = "the node stopped", failed: String = "the node stopped") -> String {
     switch result {
     case .success: done
-    case let .failure(error as NearbyError) where error.code == "cancelled": "interrupted"
+    case let .failure(error as NearbyError) where error.isCancellation: "interrupted"
     case .failure: failed
     }
 }

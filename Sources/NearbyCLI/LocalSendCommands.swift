@@ -169,7 +169,7 @@ enum LocalSendCommands {
                     port: port ?? LocalSendDefaults.port, untilFirstTransfer: untilFirstTransfer, control: untilFirstTransfer ? nil : control,
                     firstTransferWithin: wait.map { ($0, noInvitation) }, beside: beside)
             }
-        } catch let error as NearbyError where error.code == "cancelled" && !untilFirstTransfer {
+        } catch let error as NearbyError where error.isCancellation && !untilFirstTransfer {
             return
         }
         if let outcome { throw outcome }

@@ -54,11 +54,11 @@ enum WebCommands {
             try await interruptible(what) {
                 try await serve(server, share, until: finished, timeout: timeout) {
                     NearbyError.transferFailed(
-                        path: items.map(\.downloadName).joined(separator: ", "), code: "not-downloaded",
+                        path: items.map(\.downloadName).joined(separator: ", "), code: .notDownloaded,
                         reason: "not every file was downloaded in full within \(timeout ?? 0) s")
                 }
             }
-        } catch let error as NearbyError where keep && error.code == "cancelled" {
+        } catch let error as NearbyError where keep && error.isCancellation {
             return
         }
     }
@@ -97,7 +97,7 @@ enum WebCommands {
                     NearbyError.noInvitation(from: "a browser (\(count ?? 0) file\(count == 1 ? "" : "s") expected)", seconds: timeout ?? 0)
                 }
             }
-        } catch let error as NearbyError where error.code == "cancelled" && box.uploading == 0 {
+        } catch let error as NearbyError where error.isCancellation && box.uploading == 0 {
             return
         }
     }

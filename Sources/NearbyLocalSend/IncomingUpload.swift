@@ -73,10 +73,10 @@ struct IncomingUpload: Sendable {
             while let chunk = try await body.chunk() {
                 let count = UInt64(chunk.readableBytes)
                 guard received + count <= size else {
-                    return await drop(.transferFailed(path: relative, code: "too-large", reason: "\(who) sent more than the \(size) bytes it announced"), status: 400)
+                    return await drop(.transferFailed(path: relative, code: .tooLarge, reason: "\(who) sent more than the \(size) bytes it announced"), status: 400)
                 }
                 if ContinuousClock.now > deadline {
-                    return await drop(.transferFailed(path: relative, code: "timeout", reason: "\(who) sent \(name) too slowly (\(received) of \(size) bytes): the transfer was ended"), status: 408)
+                    return await drop(.transferFailed(path: relative, code: .timeout, reason: "\(who) sent \(name) too slowly (\(received) of \(size) bytes): the transfer was ended"), status: 408)
                 }
                 for due in blocks.add(chunk) {
                     if let failed = await put(due) { return failed }
@@ -92,7 +92,7 @@ struct IncomingUpload: Sendable {
             return await drop(.connectionFailed("\(who) stopped sending \(name) after \(received) of \(size) bytes"), status: 400)
         }
         guard received == size else {
-            return await drop(.transferFailed(path: relative, code: "incomplete", reason: "\(received) of the \(size) bytes \(who) announced arrived"), status: 400)
+            return await drop(.transferFailed(path: relative, code: .incomplete, reason: "\(received) of the \(size) bytes \(who) announced arrived"), status: 400)
         }
         if let rest = blocks.rest(), let failed = await put(rest) { return failed }
         let (announced, relative) = (sha256?.lowercased(), relative)
@@ -100,7 +100,7 @@ struct IncomingUpload: Sendable {
         do {
             placed = try await upload.finish { digest in
                 guard let announced, announced != digest else { return nil }
-                return .transferFailed(path: relative, code: "integrity", reason: "its SHA-256 is not the one \(who) announced")
+                return .transferFailed(path: relative, code: .integrity, reason: "its SHA-256 is not the one \(who) announced")
             }
         } catch {
             // 422, as the official app answers it: the sender may send the file again.

@@ -204,7 +204,7 @@ package actor LocalSendReceiver {
         }
         if policy.saveDirectory == nil, text == nil {
             return decline("this node takes no files (no --save-dir)", ending: .transferFailed(
-                path: "the transfer from \(name)", code: "no-save-dir", reason: "refused: this node takes no files (no --save-dir)"))
+                path: "the transfer from \(name)", code: .noSaveDir, reason: "refused: this node takes no files (no --save-dir)"))
         }
         if let pinnedTo = known.pinned(alias: device.alias), !LocalSendIdentity.sameFingerprint(pinnedTo, device.fingerprint) {
             // As the official app, a device is its certificate: a known alias with another
@@ -291,7 +291,7 @@ package actor LocalSendReceiver {
             events.emit(Events.FileFailed.make(
                 transfer: "ls-\(id.prefix(8))-\(fileID)", direction: "receive", peer: current.peer, path: file.name,
                 code: "too-large", reason: reason))
-            if sessions[id]?.finished == true, policy.acceptFirst { finish(.transferFailed(path: file.name, code: "too-large", reason: reason)) }
+            if sessions[id]?.finished == true, policy.acceptFirst { finish(.transferFailed(path: file.name, code: .tooLarge, reason: reason)) }
             return .status(400, reason, keepAlive: false)
         }
         sessions[id]?.set(fileID, .receiving)
@@ -303,7 +303,7 @@ package actor LocalSendReceiver {
         let outcome = await incoming.receive(body)
         guard sessions[id] != nil else { return .status(409, "the transfer was cancelled") }
         sessions[id]?.files[fileID]?.attempts += 1
-        if let outcome, outcome.error.code == "integrity", (sessions[id]?.files[fileID]?.attempts ?? Self.maxAttempts) < Self.maxAttempts {
+        if let outcome, outcome.error.transferCode == .integrity, (sessions[id]?.files[fileID]?.attempts ?? Self.maxAttempts) < Self.maxAttempts {
             // As the official app: the sender may upload it again with the same token.
             sessions[id]?.set(fileID, .waiting)
             sessions[id]?.lastActivity = .now
@@ -312,7 +312,7 @@ package actor LocalSendReceiver {
         sessions[id]?.set(fileID, outcome == nil ? .done : .failed)
         sessions[id]?.lastActivity = .now
         if let outcome, sessions[id]?.failure == nil { sessions[id]?.failure = outcome.error }
-        if outcome?.error.code == "timeout", let slow = sessions[id] { expire(slow, reason: outcome?.error.errorDescription ?? "too slow") }
+        if outcome?.error.transferCode == .timeout, let slow = sessions[id] { expire(slow, reason: outcome?.error.errorDescription ?? "too slow") }
         if sessions[id]?.finished == true {
             if policy.acceptFirst { finish(sessions[id]?.failure) }
             sessions[id] = nil

@@ -126,7 +126,7 @@ extension LocalSendSender {
 
     /// A failure that is not one file's: a certificate that is not the device's (exit 9), Ctrl-C.
     static func stopsTheBatch(_ failure: NearbyError) -> Bool {
-        failure.exitStatus == .identityCheckFailed || failure.exitStatus == .interrupted || failure.code == "cancelled"
+        failure.exitStatus == .identityCheckFailed || failure.exitStatus == .interrupted || failure.isCancellation
     }
 
     /// A lane's connection, as one upload uses it.

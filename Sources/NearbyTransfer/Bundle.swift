@@ -58,7 +58,7 @@ package enum Bundle {
         case placed(savedAs: String?)
         /// A complete copy was there already and was kept.
         case alreadyThere(savedAs: String?)
-        case failed(code: String, reason: String)
+        case failed(code: TransferCode, reason: String)
     }
 
     package static func writeResult(_ index: Int, _ result: Result, into out: inout ByteBuffer) {
@@ -67,7 +67,7 @@ package enum Bundle {
         switch result {
         case let .placed(savedAs): (status, code, text) = (0, "", savedAs ?? "")
         case let .alreadyThere(savedAs): (status, code, text) = (1, "", savedAs ?? "")
-        case let .failed(failure, reason): (status, code, text) = (2, failure, reason)
+        case let .failed(failure, reason): (status, code, text) = (2, failure.description, reason)
         }
         out.writeInteger(status)
         let codeBytes = Array(code.utf8.prefix(32)), textBytes = Array(text.utf8.prefix(maxTextBytes))
@@ -262,7 +262,7 @@ struct BundleResults: Sendable {
             switch status {
             case 0: results.append((index, .placed(savedAs: text.isEmpty ? nil : text)))
             case 1: results.append((index, .alreadyThere(savedAs: text.isEmpty ? nil : text)))
-            case 2: results.append((index, .failed(code: code, reason: text)))
+            case 2: results.append((index, .failed(code: TransferCode(code), reason: text)))
             default: throw .badStatus
             }
         }

@@ -65,7 +65,7 @@ package final class BundleReceiver: ChannelEnd {
             }
             await endIfDone(on: link)
         case let .reset(reset):
-            abandon(code: reset.code.description, reason: "the sender stopped: \(String(reset.reason.prefix(FrameBody.maxReasonBytes)))")
+            abandon(code: reset.code, reason: "the sender stopped: \(String(reset.reason.prefix(FrameBody.maxReasonBytes)))")
         case .open, .openReply, .start, .window:
             throw .unexpected("\(message.kind) on the peer's bundle channel \(channel)")
         }
@@ -129,11 +129,11 @@ package final class BundleReceiver: ChannelEnd {
     /// written fails and its partial file goes — a bundle is not resumed; its files are sent again.
     package func linkEnded(_ reason: CloseReason) {
         reason.isOurLeaving
-            ? abandon(code: "cancelled", reason: "cancelled here (\(reason))")
-            : abandon(code: "connection-lost", reason: "the peer vanished mid-transfer (\(reason))")
+            ? abandon(code: .cancelled, reason: "cancelled here (\(reason))")
+            : abandon(code: .connectionLost, reason: "the peer vanished mid-transfer (\(reason))")
     }
 
-    func abandon(code: String, reason: String) {
+    func abandon(code: TransferCode, reason: String) {
         let current = state.withLock { state in
             defer { state.current = nil }
             state.ended = true
@@ -181,7 +181,7 @@ final class BundleFilePort: ChannelPort {
 
     func reset(_ reset: FrameBody.Reset, on channel: UInt32) async {
         guard markAnswered() else { return }
-        await bundle.answered(index, .failed(code: reset.code.description, reason: reset.reason), on: link)
+        await bundle.answered(index, .failed(code: reset.code, reason: reset.reason), on: link)
     }
 }
 

@@ -36,10 +36,10 @@ package enum BundleSender {
         // Each record carries its file's modification time to a receiver that keeps it.
         let dates = link.peer.features.contains(FrameBody.datesFeature)
         var firstFailure: NearbyError?
-        func failed(_ file: OutgoingFile, transfer: String, _ code: String, _ reason: String) {
+        func failed(_ file: OutgoingFile, transfer: String, _ code: TransferCode, _ reason: String) {
             sink.emit(Events.FileFailed(
-                transfer: transfer, direction: "send", peer: peer, path: file.relative, code: code, reason: reason,
-                resumable: TransferCode(code).resumable))
+                transfer: transfer, direction: "send", peer: peer, path: file.relative, code: code.description, reason: reason,
+                resumable: code.resumable))
             if firstFailure == nil { firstFailure = .transferFailed(path: file.relative, code: code, reason: reason) }
         }
         var items: [Item] = []
@@ -52,7 +52,7 @@ package enum BundleSender {
                 let digest = hasher.finalize()
                 items.append(Item(file: file, key: key, batch: batch, content: content, sha256: Transfer.hex(digest), digest: digest))
             case let .failure(failure):
-                failed(file, transfer: String(key.prefix(12)), "io-error", failure.reason)
+                failed(file, transfer: String(key.prefix(12)), .ioError, failure.reason)
             }
         }
         guard let first = items.first else {
@@ -65,17 +65,17 @@ package enum BundleSender {
         func transfer(_ item: Item) -> String { "\(item.key.prefix(12))-\(channel.id)" }
         var unanswered = Set(items.indices)
         /// Every file not answered yet fails for the same reason.
-        func failRest(_ code: String, _ reason: String) {
+        func failRest(_ code: TransferCode, _ reason: String) {
             for index in unanswered.sorted() { failed(items[index].file, transfer: transfer(items[index]), code, reason) }
             unanswered.removeAll()
         }
         var signals = channel.signals.makeAsyncIterator()
         guard case let .reply(reply)? = await signals.next() else {
-            failRest("connection-failed", "the session ended before the peer answered")
+            failRest(.connectionFailed, "the session ended before the peer answered")
             throw firstFailure ?? .connectionFailed("the session ended")
         }
         guard reply.accept else {
-            failRest(reply.code?.description ?? "refused", "the peer refused the file: \(reply.reason ?? "no reason")")
+            failRest(reply.code ?? .refused, "the peer refused the file: \(reply.reason ?? "no reason")")
             throw firstFailure ?? .connectionFailed("refused")
         }
         var held = 0
@@ -123,7 +123,7 @@ package enum BundleSender {
                 do {
                     answers = try results.feed(bytes)
                 } catch {
-                    failRest("protocol", "the receiver broke the bundle protocol: \(error)")
+                    failRest(.protocolBroken, "the receiver broke the bundle protocol: \(error)")
                     break loop
                 }
                 await link.consumed(bytes.readableBytes, on: channel.id)
@@ -143,22 +143,22 @@ package enum BundleSender {
                         delivered(item.file)
                     case let .failed(code, reason):
                         failed(
-                            item.file, transfer: transfer(item), TransferCode(code).description,
+                            item.file, transfer: transfer(item), code,
                             "the peer could not take the file: \(String(reason.prefix(FrameBody.maxReasonBytes)))")
                     }
                 }
             case .closed?:
-                failRest("protocol", "the receiver closed the bundle without answering for every file")
+                failRest(.protocolBroken, "the receiver closed the bundle without answering for every file")
                 break loop
             case let .reset(reset)?:
-                failRest(reset.code.description, "the receiver stopped: \(String(reset.reason.prefix(FrameBody.maxReasonBytes)))")
+                failRest(reset.code, "the receiver stopped: \(String(reset.reason.prefix(FrameBody.maxReasonBytes)))")
                 break loop
             case let .lost(reason)?:
-                failRest("connection-lost", reason)
+                failRest(.connectionLost, reason)
                 break loop
             case .reply?, nil:
                 if Task.isCancelled { throw await cancelled(channel, link: link, failRest) }
-                failRest("connection-lost", "the session ended before the receiver confirmed")
+                failRest(.connectionLost, "the session ended before the receiver confirmed")
                 break loop
             }
             if unanswered.isEmpty { break loop }
@@ -168,10 +168,10 @@ package enum BundleSender {
 
     /// Cancelled (Ctrl-C): the receiver hears it from a task that is not cancelled itself.
     private static func cancelled(
-        _ channel: OutgoingChannel, link: Link, _ failRest: (String, String) -> Void
+        _ channel: OutgoingChannel, link: Link, _ failRest: (TransferCode, String) -> Void
     ) async -> NearbyError {
         await link.tellCancelled(on: channel.id)
-        failRest("cancelled", "cancelled by the sender")
+        failRest(.cancelled, "cancelled by the sender")
         return .cancelled("sending files")
     }
 

@@ -14,7 +14,7 @@ enum DirectorySender {
     static func make(_ directory: OutgoingFile, over channel: OutgoingChannel, link: any ChannelPort, sink: any EventSink) async throws(NearbyError) {
         var signals = channel.signals.makeAsyncIterator()
         guard case let .reply(reply)? = await signals.next() else {
-            throw .transferFailed(path: directory.relative, code: "connection-failed", reason: "the session ended before the peer answered")
+            throw .transferFailed(path: directory.relative, code: .connectionFailed, reason: "the session ended before the peer answered")
         }
         guard !reply.accept else { return }
         // Refused with a reason of the file protocol (no save directory, cannot write): as a file is.
@@ -23,7 +23,7 @@ enum DirectorySender {
             sink.emit(Events.FileFailed(
                 transfer: "dir-\(channel.id)", direction: "send", peer: link.peer.ref, path: directory.relative, code: code.description,
                 reason: reason, resumable: false))
-            throw .transferFailed(path: directory.relative, code: code.description, reason: reason)
+            throw .transferFailed(path: directory.relative, code: code, reason: reason)
         }
         sink.emit(Events.Skipped(FileList.Skipped(
             path: directory.relative, reason: "an empty directory the receiver did not make (an older nearby): \(reply.reason ?? "refused")")))

@@ -16,14 +16,14 @@ extension FileReceiver {
     func end(_ end: FrameBody.Close, on link: any ChannelPort) async {
         if end.alreadyThere == true, progress.withLock({ !$0.machine.started }) { return await keep(end, on: link) }
         guard let writer = progress.withLock({ $0.writer }) else {
-            return await fail(on: link, code: "integrity", reason: "the file ended before it started")
+            return await fail(on: link, code: .integrity, reason: "the file ended before it started")
         }
         let (hasher, failure) = await writer.finish()
         if failure != 0 { return await failed(on: link, writing: failure) }
         let sha = Transfer.hex(hasher.finalize())
         switch progress.withLock({ $0.machine.ending(announced: end.bytes, theirs: end.sha256, ours: sha) }) {
         case .place: break
-        case let .fail(reason): return await fail(on: link, code: "integrity", reason: reason)
+        case let .fail(reason): return await fail(on: link, code: .integrity, reason: reason)
         }
         // Complete and verified: the file is ours to place now, whatever the peer does next (its
         // reset, or the link lost, finds the file closed and leaves it alone). Its channel stays in
@@ -106,7 +106,7 @@ extension FileReceiver {
             }
         }
         guard kept.0 else {
-            return await fail(on: link, code: "integrity", reason: "the sender said the file is already here, and it is not the one here")
+            return await fail(on: link, code: .integrity, reason: "the sender said the file is already here, and it is not the one here")
         }
         link.endChannel(channel)
         // What an interrupted attempt at this file left is of no use now that it is complete here.

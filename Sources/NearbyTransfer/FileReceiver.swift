@@ -54,6 +54,15 @@ package final class FileReceiver: ChannelEnd {
     package let progress: Mutex<Progress>
     let services: Services
 
+    /// Our answer to the offer, taking it: where it resumes (the prefix kept, and its hash for the
+    /// sender to check) and, to a sender that compares, the hash of the complete copy already here.
+    var yes: FrameBody.OpenReply {
+        let held = progress.withLock { $0.machine.held }
+        return FrameBody.OpenReply(
+            accept: true, offset: resume?.bytes ?? 0, prefixSHA256: resume.map { Transfer.hex($0.hasher.finalize()) }, reason: nil,
+            held: held.map { _ in size }, heldSHA256: held)
+    }
+
     /// What a receiver needs of the node that spans links.
     package struct Services: Sendable {
         let events: any EventSink
@@ -159,7 +168,7 @@ extension FileReceiver {
         let charge: ResourceBudget.Charge
         switch link.account.takeFile() {
         case let .success(taken): charge = taken
-        case let .failure(refusal): return await fail(on: link, code: "busy", reason: "\(refusal)")
+        case let .failure(refusal): return await fail(on: link, code: .busy, reason: "\(refusal)")
         }
         // A resume continues the very partial the offer hashed, never a new one: should it have gone
         // since (the quota, its lifetime), the hash carried on would vouch for bytes not there. The
@@ -177,7 +186,7 @@ extension FileReceiver {
             } catch {
                 charge.release()
                 let why = (error as? NearbyError)?.errorDescription ?? error.localizedDescription
-                return await fail(on: link, code: "io-error", reason: "cannot create \(directory): \(why)")
+                return await fail(on: link, code: .ioError, reason: "cannot create \(directory): \(why)")
             }
             descriptor = open(partial, flags, 0o600)
         }
@@ -185,9 +194,9 @@ extension FileReceiver {
             let failure = errno
             charge.release()
             if resumed, failure == ENOENT {
-                return await fail(on: link, code: "quota", reason: "the unfinished file to resume was deleted meanwhile; send it again")
+                return await fail(on: link, code: .quota, reason: "the unfinished file to resume was deleted meanwhile; send it again")
             }
-            return await fail(on: link, code: "io-error", reason: "cannot write in \(directory): \(Transfer.errorText(failure))")
+            return await fail(on: link, code: .ioError, reason: "cannot write in \(directory): \(Transfer.errorText(failure))")
         }
         var hasher = SHA256()
         if resumed, let resume = resume {
@@ -195,7 +204,7 @@ extension FileReceiver {
             guard fstat(descriptor, &info) == 0, UInt64(max(0, info.st_size)) >= resume.bytes else {
                 Transfer.closeDescriptor(descriptor)
                 charge.release()
-                return await fail(on: link, code: "quota", reason: "the unfinished file to resume was cut meanwhile; send it again")
+                return await fail(on: link, code: .quota, reason: "the unfinished file to resume was cut meanwhile; send it again")
             }
             hasher = resume.hasher
         }
@@ -214,7 +223,7 @@ extension FileReceiver {
                 services.spawn { [self] in
                     // Only while it is still being written: a channel that ended may not be reset.
                     guard progress.withLock({ $0.writer != nil }) else { return }
-                    await self.fail(on: link, code: "quota", reason: "the node's room for unfinished files from peers it does not know is full")
+                    await self.fail(on: link, code: .quota, reason: "the node's room for unfinished files from peers it does not know is full")
                 }
             }
         }
@@ -236,7 +245,7 @@ extension FileReceiver {
         switch step {
         case let .success(next): (writer, at) = next
         case .failure(.pastEnd):
-            return await fail(on: link, code: "protocol", reason: "the sender sent more than the \(size) bytes it announced")
+            return await fail(on: link, code: .protocolBroken, reason: "the sender sent more than the \(size) bytes it announced")
         case .failure(.afterEnd):
             // A bundle's file that this side gave up on while its bytes were on the way (a file
             // channel's are dropped by the multiplexer once it is reset).
@@ -262,25 +271,25 @@ extension FileReceiver {
 
     /// The sender stopped (a `reset`, which already ended the channel): what arrived stays for a resume.
     func peerReset(_ reset: FrameBody.Reset) {
-        abandon(code: reset.code.description, reason: "the sender stopped: \(String(reset.reason.prefix(FrameBody.maxReasonBytes)))", keepPartial: true)
+        abandon(code: reset.code, reason: "the sender stopped: \(String(reset.reason.prefix(FrameBody.maxReasonBytes)))", keepPartial: true)
     }
 
     /// A write failed (the disk is full, an I/O error).
     func failed(on link: any ChannelPort, writing failure: Int32) async {
         // A stranger's writer stopped by the quota (`FileWriter.stop`), its failure seen first here.
         if failure == ECANCELED, stranger {
-            return await fail(on: link, code: "quota", reason: "the node's room for unfinished files from peers it does not know is full")
+            return await fail(on: link, code: .quota, reason: "the node's room for unfinished files from peers it does not know is full")
         }
         let reason = failure == ENOSPC ? "the disk is full" : Transfer.errorText(failure)
-        await fail(on: link, code: "io-error", reason: "cannot write \(relative): \(reason)")
+        await fail(on: link, code: .ioError, reason: "cannot write \(relative): \(reason)")
     }
 
     /// The receiver gives up on a file (damaged, too long, disk full): nothing is kept, the sender
     /// hears why.
-    func fail(on link: any ChannelPort, code: String, reason: String) async {
+    func fail(on link: any ChannelPort, code: TransferCode, reason: String) async {
         link.endChannel(channel)
         abandon(code: code, reason: reason, keepPartial: false)
-        await link.reset(FrameBody.Reset(reason: reason, code: TransferCode(code)), on: channel)
+        await link.reset(FrameBody.Reset(reason: reason, code: code), on: channel)
     }
 
     /// Gives up on an incoming file: nothing under its final name; the partial file kept for a resume
@@ -290,11 +299,11 @@ extension FileReceiver {
     /// `disconnect`) is a cancel; anything else, the peer vanished.
     package func linkEnded(_ reason: CloseReason) {
         reason.isOurLeaving
-            ? abandon(code: "cancelled", reason: "cancelled here (\(reason))", keepPartial: true)
-            : abandon(code: "connection-lost", reason: "the peer vanished mid-transfer (\(reason))", keepPartial: true)
+            ? abandon(code: .cancelled, reason: "cancelled here (\(reason))", keepPartial: true)
+            : abandon(code: .connectionLost, reason: "the peer vanished mid-transfer (\(reason))", keepPartial: true)
     }
 
-    func abandon(code: String, reason: String, keepPartial: Bool) {
+    func abandon(code: TransferCode, reason: String, keepPartial: Bool) {
         let ended = progress.withLock { progress -> (writer: FileWriter?, position: UInt64)? in
             let position = progress.machine.position
             guard progress.machine.reset() else { return nil }
@@ -313,7 +322,7 @@ extension FileReceiver {
         }
         services.partials.release(partial)
         services.events.emit(Events.FileFailed(
-            transfer: transfer, direction: "receive", peer: peer, path: relative, code: code, reason: reason,
+            transfer: transfer, direction: "receive", peer: peer, path: relative, code: code.description, reason: reason,
             resumable: keepPartial && position > 0))
     }
 }

@@ -1,3 +1,4 @@
+import NearbyBase
 import NearbyWire
 /// The sending half of the file protocol as actions, as `SessionStateMachine` returns them: each
 /// step of the receiver (its answer, its close, its reset, the link's end) goes in, and what to do
@@ -18,7 +19,7 @@ extension FileSendMachine {
         /// The receiver confirmed our SHA-256: the file is delivered.
         case delivered(FrameBody.Close)
         /// The file failed: its code and the sentence for the event and the error.
-        case fail(code: String, reason: String)
+        case fail(code: TransferCode, reason: String)
     }
 
     /// Our offer.
@@ -36,7 +37,7 @@ extension FileSendMachine {
             return broken(error)
         }
         guard let offset = accepted else {
-            return [.fail(code: reply.code?.description ?? "refused", reason: "the peer refused the file: \(reply.reason ?? "no reason")")]
+            return [.fail(code: reply.code ?? .refused, reason: "the peer refused the file: \(reply.reason ?? "no reason")")]
         }
         if case let .comparing(held, _, _) = state { return [.compareHeld(sha256: held)] }
         return resume(from: offset, prefixSHA256: reply.prefixSHA256)
@@ -86,7 +87,7 @@ extension FileSendMachine {
     /// The receiver's `close`: the same SHA-256 delivers the file, another fails it.
     package mutating func receiverClosed(_ close: FrameBody.Close) -> [Action] {
         do {
-            return try confirmed(sha256: close.sha256) ? [.delivered(close)] : [.fail(code: "integrity", reason: "the receiver's SHA-256 differs")]
+            return try confirmed(sha256: close.sha256) ? [.delivered(close)] : [.fail(code: .integrity, reason: "the receiver's SHA-256 differs")]
         } catch {
             return broken(error)
         }
@@ -97,18 +98,18 @@ extension FileSendMachine {
         let afterOurClose = if case .halfClosed = state { true } else { false }
         reset()
         let reason = afterOurClose ? "the receiver refused the file: \(stop.reason)" : "the receiver stopped: \(stop.reason)"
-        return [.fail(code: stop.code.description, reason: reason)]
+        return [.fail(code: stop.code, reason: reason)]
     }
 
     /// The link went (or the session ended) before the file did.
     package mutating func lost(_ reason: String) -> [Action] {
         reset()
-        return [.fail(code: "connection-lost", reason: reason)]
+        return [.fail(code: .connectionLost, reason: reason)]
     }
 
     /// A step out of turn is a bug or a peer breaking the protocol: the file is not sent.
     private mutating func broken(_ error: Illegal) -> [Action] {
         reset()
-        return [.fail(code: "protocol", reason: "the transfer broke the file protocol: \(error)")]
+        return [.fail(code: .protocolBroken, reason: "the transfer broke the file protocol: \(error)")]
     }
 }

@@ -28,15 +28,15 @@ enum FileSender {
         let key = Transfer.key(sender: sender, file: file)
         var transfer = String(key.prefix(12))
         let peer = link.peer.ref
-        func failed(_ code: String, _ reason: String) -> NearbyError {
+        func failed(_ code: TransferCode, _ reason: String) -> NearbyError {
             // The receiver keeps what arrived only when the transfer was cut (cancel, lost link);
             // a refusal, a full disk or damaged data leave nothing to resume.
-            let resumable = TransferCode(code).resumable
-            sink.emit(Events.FileFailed(transfer: transfer, direction: "send", peer: peer, path: file.relative, code: code, reason: reason, resumable: resumable))
+            let resumable = code.resumable
+            sink.emit(Events.FileFailed(transfer: transfer, direction: "send", peer: peer, path: file.relative, code: code.description, reason: reason, resumable: resumable))
             return .transferFailed(path: file.relative, code: code, reason: reason)
         }
         let fd = open(file.source, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw failed("io-error", "cannot open \(file.source): \(Transfer.errorText(errno))") }
+        guard fd >= 0 else { throw failed(.ioError, "cannot open \(file.source): \(Transfer.errorText(errno))") }
         let reader = FileReader(descriptor: fd, inline: file.size <= FileWriter.inlineBytes)
         defer { reader.close() }
         // The offer is out once the channel is made.
@@ -46,7 +46,7 @@ enum FileSender {
         /// Cancelled (Ctrl-C): tell the receiver from a task that is not cancelled itself.
         func cancelled() async -> NearbyError {
             await link.tellCancelled(on: channel.id)
-            _ = failed("cancelled", "cancelled by the sender")
+            _ = failed(.cancelled, "cancelled by the sender")
             return .cancelled("sending \(file.relative)")
         }
         var placed = false
@@ -67,7 +67,7 @@ enum FileSender {
             do {
                 try body(&machine)
             } catch {
-                throw failed("protocol", "the transfer broke the file protocol: \(error)")
+                throw failed(.protocolBroken, "the transfer broke the file protocol: \(error)")
             }
         }
         /// Sends the machine's frames; returns what it asks for beyond them. A failure is thrown.
@@ -90,7 +90,7 @@ enum FileSender {
             await flush()
             let signal = await signals.next()
             if machine.state == .opening {
-                guard case let .reply(reply)? = signal else { return [.fail(code: "connection-failed", reason: "the session ended before the peer answered")] }
+                guard case let .reply(reply)? = signal else { return [.fail(code: .connectionFailed, reason: "the session ended before the peer answered")] }
                 return machine.answered(reply)
             }
             switch signal {
@@ -127,7 +127,7 @@ enum FileSender {
                     case let .lost(reason)?: machine.lost(reason)
                     default: machine.lost("the session ended")
                     }
-                    guard case let .fail(code, reason)? = stop.first else { throw failed("connection-lost", "the session ended") }
+                    guard case let .fail(code, reason)? = stop.first else { throw failed(.connectionLost, "the session ended") }
                     throw failed(code, reason)
                 }
                 var chunk: ByteBuffer
@@ -139,10 +139,10 @@ enum FileSender {
                         chunk = next
                     }
                 } catch FileReader.Failure.io(let code) {
-                    throw failed("io-error", "cannot read \(file.source): \(Transfer.errorText(code))")
+                    throw failed(.ioError, "cannot read \(file.source): \(Transfer.errorText(code))")
                 } catch {
                     if Task.isCancelled { throw await cancelled() }
-                    throw failed("io-error", "\(file.source) became shorter while sending")
+                    throw failed(.ioError, "\(file.source) became shorter while sending")
                 }
                 let count = min(want, chunk.readableBytes)
                 guard let piece = chunk.readSlice(length: count) else { break }

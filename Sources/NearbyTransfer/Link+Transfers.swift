@@ -8,16 +8,34 @@ import NearbyWire
 /// Transfer's side of `Link`, built on what the wire gives every channel (`openOffering`, `accept`,
 /// `hold`, `endChannel`), so the link itself names nothing of Transfer.
 extension Link {
-    /// The peer's offer `id` is taken by `file`: its frames go there from now on. False once the
-    /// link is gone.
-    package func accept(_ id: UInt32, receiving file: FileReceiver) -> Bool { accept(id, file as any ChannelEnd) }
+    /// The peer's offer `id` is taken by `file`, and said so (`FileReceiver.yes`: where it resumes,
+    /// the copy already here): its frames go there from now on. False once the link is gone, and
+    /// nothing was said.
+    package func accept(_ id: UInt32, receiving file: FileReceiver) async -> Bool {
+        guard accept(id, file as any ChannelEnd) else { return false }
+        await send(FrameBody.frame(.openReply, file.yes, channel: id))
+        return true
+    }
 
     /// Whether the peer takes small files in bundles (its hello lists `Bundle.feature`); an
     /// environment of `NEARBY_BUNDLES=0` sends each file alone (benchmarks, tests).
     package var takesBundles: Bool { peer.features.contains(Bundle.feature) && FolderSender.bundling }
 
-    /// The peer's bundle offer on `id` is taken: its files' records may flow (`BundleReceiver`).
-    package func accept(_ id: UInt32, bundle: BundleReceiver) -> Bool { accept(id, bundle as any ChannelEnd) }
+    /// The peer's bundle offer on `id` is taken, and said so: its files' records may flow
+    /// (`BundleReceiver`). False once the link is gone.
+    package func accept(_ id: UInt32, bundle: BundleReceiver) async -> Bool {
+        guard accept(id, bundle as any ChannelEnd) else { return false }
+        await agree(id)
+        return true
+    }
+
+    /// Answers the peer's offer of an empty directory on `id` once we made it, or `refused` it:
+    /// either way the channel is over.
+    package func answerDirectory(_ id: UInt32, refused: PartialFiles.Refused?) async {
+        endChannel(id)
+        let reply = FrameBody.OpenReply(accept: refused == nil, offset: 0, prefixSHA256: nil, reason: refused?.reason, code: refused?.code)
+        await send(FrameBody.frame(.openReply, reply, channel: id))
+    }
 
     /// The peer's stream offer waits for a listener: its reset and the link's end reach it meanwhile.
     package func hold(_ stream: StreamChannel) -> Bool { hold(stream.id, stream) }
@@ -61,7 +79,7 @@ extension Link {
         }
         guard reply.accept else {
             endChannel(stream.id)
-            throw .transferFailed(path: name.isEmpty ? "stream" : name, code: "stream-refused", reason: reply.reason ?? "refused")
+            throw .transferFailed(path: name.isEmpty ? "stream" : name, code: .streamRefused, reason: reply.reason ?? "refused")
         }
         return stream
     }
@@ -70,7 +88,7 @@ extension Link {
     /// (reset, the link gone).
     package func acceptStream(_ stream: StreamChannel) async -> Bool {
         guard accept(stream) else { return false }
-        await send(FrameBody.frame(.openReply, FrameBody.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil), channel: stream.id))
+        await agree(stream.id)
         return true
     }
 

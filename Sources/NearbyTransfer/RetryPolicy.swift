@@ -71,7 +71,7 @@ package struct RetryPolicy: Sendable, Equatable {
     /// thinks alive. A refusal, a changed identity, a damaged file, a full disk or Ctrl-C are final.
     package static func retryable(_ error: NearbyError) -> Bool {
         switch error {
-        case let .transferFailed(_, code, _): TransferCode(code) == .connectionLost || TransferCode(code) == .connectionFailed
+        case let .transferFailed(_, code, _): code == .connectionLost || code == .connectionFailed
         case .connectionFailed, .peerNotFound, .invitationTimedOut, .notConnected: true
         case let .declined(_, reason): reason == SessionStateMachine.alreadyInSession
         default: false

@@ -58,7 +58,7 @@ package final class StrangerUpload: Sendable {
         switch account.takeFile() {
         case let .success(taken): charge = taken
         case let .failure(refusal):
-            throw .transferFailed(path: name, code: "busy", reason: "this device has no room for one more open file (\(refusal))")
+            throw .transferFailed(path: name, code: .busy, reason: "this device has no room for one more open file (\(refusal))")
         }
         let partial = "\(directory)/" + Transfer.partialName(of: name, key: key, from: from, alone: Transfer.unresumable, stranger: true)
         let opened = try? await Blocking.run { _ -> Int32 in
@@ -91,7 +91,7 @@ package final class StrangerUpload: Sendable {
     /// Throws `quota` once the strangers' quota took the partial back, `io-error` when a write failed.
     package func write(_ chunk: ByteBuffer) async throws(NearbyError) {
         guard !stopped.isSettled else {
-            throw .transferFailed(path: name, code: "quota", reason: "this device's room for unfinished files from senders it does not know is full")
+            throw .transferFailed(path: name, code: .quota, reason: "this device's room for unfinished files from senders it does not know is full")
         }
         let count = UInt64(chunk.readableBytes)
         let failure = await writer.write(chunk, at: received)

@@ -12,7 +12,7 @@ package struct StreamLife: Sendable, Equatable {
         /// The peer reset the stream (its side failed or was interrupted).
         case peerReset(String)
         /// Our own side failed: `code` as in `error` events (`io-error` for stdin or stdout).
-        case failed(code: String, reason: String)
+        case failed(code: TransferCode, reason: String)
         /// Interrupted here (Ctrl-C, or the client of a running node left).
         case cancelled
     }
@@ -103,8 +103,8 @@ extension StreamLife.Cause {
     package func error(label: String) -> NearbyError {
         let cut = "\(label) was cut"
         switch self {
-        case let .sessionEnded(reason): return .transferFailed(path: cut, code: "connection-lost", reason: "the session ended: \(reason)")
-        case let .peerReset(reason): return .transferFailed(path: cut, code: "stream-reset", reason: "the peer reset it: \(reason)")
+        case let .sessionEnded(reason): return .transferFailed(path: cut, code: .connectionLost, reason: "the session ended: \(reason)")
+        case let .peerReset(reason): return .transferFailed(path: cut, code: .streamReset, reason: "the peer reset it: \(reason)")
         case let .failed(code, reason): return .transferFailed(path: cut, code: code, reason: reason)
         case .cancelled: return .cancelled(label)
         }
@@ -113,10 +113,10 @@ extension StreamLife.Cause {
     /// The cause a failure of our own side means.
     package init(_ error: any Error) {
         switch error {
-        case let error as NearbyError where error.code == "cancelled": self = .cancelled
-        case let error as NearbyError: self = .failed(code: error.code, reason: error.errorDescription ?? "failed")
+        case let error as NearbyError where error.isCancellation: self = .cancelled
+        case let error as NearbyError: self = .failed(code: error.transferCode ?? TransferCode(error.code), reason: error.errorDescription ?? "failed")
         case is CancellationError: self = .cancelled
-        default: self = .failed(code: "connection-failed", reason: ErrorWords.describe(error))
+        default: self = .failed(code: .connectionFailed, reason: ErrorWords.describe(error))
         }
     }
 }

@@ -75,7 +75,7 @@ package struct StreamPump: Sendable {
             // The peer learns why, unless it was the one to end it (a reset). A session that ended
             // gets one too: if it is still there after all, the peer's end must not wait forever.
             let reset: FrameBody.Reset? = switch cause {
-            case let .failed(code, reason): FrameBody.Reset(reason: "the other side failed: \(reason)", code: TransferCode(code))
+            case let .failed(code, reason): FrameBody.Reset(reason: "the other side failed: \(reason)", code: code)
             case .cancelled: FrameBody.Reset(reason: "the other side was interrupted", code: .cancelled)
             case let .sessionEnded(reason): FrameBody.Reset(reason: "the other side's stream ended: \(reason)", code: .connectionLost)
             case .peerReset: nil

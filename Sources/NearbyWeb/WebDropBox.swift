@@ -181,7 +181,7 @@ package final class WebDropBox: WebSite {
             case .tooManyParts: reason = "more than \(maxFiles) parts in one form."
             case .partLargerThanDeclared: reason = "a part was larger than it declared."
             }
-            await file?.abandon(.transferFailed(path: file?.name ?? "", code: "malformed", reason: reason))
+            await file?.abandon(.transferFailed(path: file?.name ?? "", code: .malformed, reason: reason))
             outcome.failure = reason
         } catch {
             await file?.abandon(.connectionFailed("the browser at \(request.address) stopped sending"))

@@ -55,12 +55,12 @@ package struct DiskReceiving: WebReceiving {
         do throws(NearbyError) {
             if !allowDotfiles, name.hasPrefix(".") {
                 throw NearbyError.transferFailed(
-                    path: name, code: "refused",
+                    path: name, code: .refused,
                     reason: "a name starting with '.' (a hidden file) is not taken here unless nearby runs with --allow-dotfiles")
             }
             guard counts.reserve(address) else {
                 throw NearbyError.transferFailed(
-                    path: name, code: "quota",
+                    path: name, code: .quota,
                     reason: "this device took the \(counts.perAddress) files it takes from \(address); it takes no more from it")
             }
             do throws(NearbyError) {
@@ -105,7 +105,7 @@ final class DiskFile: WebIncomingFile, Sendable {
 
     func write(_ bytes: ByteBuffer) async throws(NearbyError) {
         guard upload.received + UInt64(bytes.readableBytes) <= maxBytes else {
-            throw .transferFailed(path: name, code: "too-large", reason: "larger than the \(maxBytes) bytes a stranger may leave on disk")
+            throw .transferFailed(path: name, code: .tooLarge, reason: "larger than the \(maxBytes) bytes a stranger may leave on disk")
         }
         try await upload.write(bytes)
         let received = upload.received

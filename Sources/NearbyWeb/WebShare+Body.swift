@@ -52,7 +52,7 @@ extension WebShare {
                 case let .success(opened): fd = opened
                 case let .failure(refusal):
                     skip(file.relative, refusal)
-                    throw NearbyError.transferFailed(path: file.relative, code: "skipped", reason: refusal.words)
+                    throw NearbyError.transferFailed(path: file.relative, code: .skipped, reason: refusal.words)
                 }
                 defer { release(fd) }
                 var offset: UInt64 = 0

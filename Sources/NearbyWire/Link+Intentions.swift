@@ -9,12 +9,12 @@ extension Link: ChannelPort {
     // MARK: The session
 
     /// Sends our invitation (the link we dialled, once the handshake is done).
-    package func invite(id: String, context: String?, timeout: Double, offer: Offer? = nil, owner: some LinkOwner) async {
+    package func invite(id: String, context: String?, timeout: Double, offer: Offer? = nil) async {
         await perform(step { $0.invite(id: id, context: context, timeout: timeout, offer: offer) }, owner: owner)
     }
 
     /// Answers the peer's invitation; `closing` is our reason when that ends the link.
-    package func answer(accept: Bool, reason: String?, closing: String, owner: some LinkOwner) async {
+    package func answer(accept: Bool, reason: String?, closing: String) async {
         await perform(step { $0.answer(accept: accept, reason: reason, closing: closing) }, owner: owner)
     }
 
@@ -102,14 +102,21 @@ extension Link: ChannelPort {
     /// The channel is over (done, refused, reset): later frames on it are ignored.
     package func endChannel(_ id: UInt32) { channels.finish(id) }
 
-    /// Tells the peer its offer on `id` is held, not answered yet (`OpenReply.waiting`).
-    package func notYet(_ id: UInt32, _ reply: FrameBody.OpenReply) async {
-        await send(FrameBody.frame(.openReply, reply, channel: id))
+    /// Tells the peer its offer on `id` is held, not answered yet: `reason`, held `waiting` seconds
+    /// (`OpenReply.waiting`).
+    package func notYet(_ id: UInt32, reason: String, waiting: UInt64) async {
+        await send(FrameBody.frame(.openReply, FrameBody.OpenReply(accept: false, offset: 0, reason: reason, waiting: waiting), channel: id))
     }
 
-    /// Refuses the peer's offer on `id`: nothing was made for it.
-    package func refuse(_ id: UInt32, _ reply: FrameBody.OpenReply) async {
+    /// Refuses the peer's offer on `id` for `reason` (with `code`, when programs should know why):
+    /// nothing was made for it.
+    package func refuse(_ id: UInt32, reason: String, code: TransferCode? = nil) async {
         channels.finish(id)
-        await send(FrameBody.frame(.openReply, reply, channel: id))
+        await send(FrameBody.frame(.openReply, FrameBody.OpenReply(accept: false, offset: 0, prefixSHA256: nil, reason: reason, code: code), channel: id))
+    }
+
+    /// Takes the peer's offer on `id` and says yes, from the start: data may flow.
+    package func agree(_ id: UInt32) async {
+        await send(FrameBody.frame(.openReply, FrameBody.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil), channel: id))
     }
 }

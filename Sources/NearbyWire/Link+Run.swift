@@ -70,7 +70,7 @@ extension Link {
                     knownPeers: parties.knownPeers)
                 let link = Link(
                     peer: peer, isClient: isClient, outbound: outbound, transport: connection.channel.channel,
-                    shortcut: connection.shortcut, admission: connection.admission)
+                    shortcut: connection.shortcut, owner: owner, admission: connection.admission)
                 established = link
                 await attached(link)
                 await link.run(&iterator, owner: owner)

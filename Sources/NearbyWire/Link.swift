@@ -17,6 +17,8 @@ package final class Link: Sendable, Hashable {
     let outbound: NIOAsyncChannelOutboundWriter<Frame>
     let transport: any Channel
     let shortcut: MessageShortcut
+    /// The node that runs the link (`Link.run`), which its steps report to (`perform`).
+    let owner: any LinkOwner
     /// The place an incoming link holds among links that are not sessions (`Admission`).
     let admission: Admission.Ticket?
     /// Where the link is in the session protocol.
@@ -40,9 +42,10 @@ package final class Link: Sendable, Hashable {
 
     init(
         peer: AuthenticatedPeer, isClient: Bool, outbound: NIOAsyncChannelOutboundWriter<Frame>, transport: any Channel,
-        shortcut: MessageShortcut, admission: Admission.Ticket? = nil, budget: ResourceBudget = .shared
+        shortcut: MessageShortcut, owner: any LinkOwner, admission: Admission.Ticket? = nil, budget: ResourceBudget = .shared
     ) {
         self.peer = peer
+        self.owner = owner
         self.admission = admission
         detachedPromise = transport.eventLoop.makePromise(of: Void.self)
         self.isClient = isClient

@@ -102,7 +102,7 @@ import Testing
         var out = ByteBuffer()
         let sent: [(Int, Bundle.Result)] = [
             (2, .placed(savedAs: nil)), (0, .placed(savedAs: "x (1).txt")), (3, .alreadyThere(savedAs: nil)),
-            (1, .failed(code: "quota", reason: "the node's room is full")),
+            (1, .failed(code: .quota, reason: "the node's room is full")),
         ]
         for (index, result) in sent { Bundle.writeResult(index, result, into: &out) }
         var results = BundleResults(files: 4)

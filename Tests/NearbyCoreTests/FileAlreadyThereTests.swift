@@ -71,15 +71,15 @@ import Testing
         _ = file.answered(reply(held: 10, sha: "aa"))
         _ = file.heldHashed("aa")
         #expect(file.receiverClosed(FrameBody.Close(sha256: "bb", bytes: 10, alreadyThere: true))
-            == [.fail(code: "integrity", reason: "the receiver's SHA-256 differs")])
+            == [.fail(code: .integrity, reason: "the receiver's SHA-256 differs")])
         var early = FileSendMachine(size: 10, channel: 1)
         _ = early.answered(reply(held: 10, sha: "aa"))
         #expect(early.receiverClosed(FrameBody.Close(sha256: "aa", bytes: 10))
-            == [.fail(code: "protocol", reason: "the transfer broke the file protocol: the receiver's confirmation before our end")])
+            == [.fail(code: .protocolBroken, reason: "the transfer broke the file protocol: the receiver's confirmation before our end")])
         var twice = FileSendMachine(size: 10, channel: 1)
         _ = twice.answered(reply(held: 10, sha: "aa"))
         _ = twice.heldHashed("aa")
-        #expect(twice.heldHashed("aa") == [.fail(code: "protocol", reason: "the transfer broke the file protocol: a second answer to the offer")])
+        #expect(twice.heldHashed("aa") == [.fail(code: .protocolBroken, reason: "the transfer broke the file protocol: a second answer to the offer")])
     }
 
     @Test func theReceiverKeepsItsCopyOnlyForItsOwnHash() throws {

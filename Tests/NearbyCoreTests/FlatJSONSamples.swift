@@ -1,6 +1,7 @@
 import Foundation
 @testable import NearbyCore
 @testable import NearbyWire
+import NearbyBase
 
 /// Frame bodies for `FlatJSONTests`: as peers send them, in every form JSON allows, and damaged.
 enum FlatJSONSamples {

@@ -22,6 +22,20 @@ import Testing
         return counts
     }
 
+    /// The most owners outside Node's own files (Node.swift, Node+*.swift) may take the node
+    /// (`isolated Node`): each is handed what it needs instead (`Sessions`, `NodeTasks`, …) — issue 62.
+    static let reachesIntoTheNode = 10
+
+    @Test func ownersAreHandedWhatTheyNeedNotTheNode() throws {
+        let reaches = try OneOfEachTests.sourceLines().filter { line in
+            !(line.file == "Node.swift" || line.file.hasPrefix("Node+")) && !OneOfEachTests.isComment(line.text)
+                && OneOfEachTests.matches(line.text, #"\bisolated\s+Node\b"#)
+        }
+        #expect(
+            reaches.count <= Self.reachesIntoTheNode,
+            "\(reaches.count) owners take the node (at most \(Self.reachesIntoTheNode)): \(reaches.map(\.place))")
+    }
+
     @Test func theNodeAndItsExtensionsStayWithinTheirBudget() throws {
         let counts = try Self.nodeLines()
         let total = counts.values.reduce(0, +)

@@ -48,7 +48,7 @@ import Testing
             Issue.record("\(failure)")
             return
         }
-        #expect(path == "a.bin" && code == TransferCode.connectionLost.description)
+        #expect(path == "a.bin" && code == .connectionLost && failure.code == "connection-lost")
         #expect(reason.hasSuffix("not reached again within 10 s (\(Spelling.option(.retryFor)))"))
         #expect(failure.exitStatus.rawValue == 5)
     }

@@ -63,16 +63,16 @@ struct RetryPolicyTests {
     /// The link's failures are retried; the peer's answers and ours are final.
     @Test func onlyTheLinksFailuresAreRetried() {
         let retried: [NearbyError] = [
-            .transferFailed(path: "a", code: "connection-lost", reason: "nothing heard for 6 s"),
-            .transferFailed(path: "a", code: "connection-failed", reason: "x"),
+            .transferFailed(path: "a", code: .connectionLost, reason: "nothing heard for 6 s"),
+            .transferFailed(path: "a", code: .connectionFailed, reason: "x"),
             .connectionFailed("refused"), .peerNotFound("bob", waitedSeconds: 3), .invitationTimedOut(peer: "bob", seconds: 3),
             .notConnected("bob"), .declined(peer: "bob", reason: SessionStateMachine.alreadyInSession),
         ]
         let final: [NearbyError] = [
-            .transferFailed(path: "a", code: "io-error", reason: "disk full"),
-            .transferFailed(path: "a", code: "integrity", reason: "x"),
-            .transferFailed(path: "a", code: "refused", reason: "x"),
-            .transferFailed(path: "a", code: "cancelled", reason: "x"),
+            .transferFailed(path: "a", code: .ioError, reason: "disk full"),
+            .transferFailed(path: "a", code: .integrity, reason: "x"),
+            .transferFailed(path: "a", code: .refused, reason: "x"),
+            .transferFailed(path: "a", code: .cancelled, reason: "x"),
             .declined(peer: "bob", reason: "no thanks"), .cancelled("sending a"),
             .identityMismatch(expected: "a", got: "b"), .keyChanged(peer: "bob", knownPeers: "k"),
         ]

@@ -50,7 +50,7 @@ import Testing
         let refused = try await StrangerUpload.begin("b.bin", in: root, below: root, key: "k2", from: "web", owner: "10.0.0.9", partials: partials)
         try await refused.write(ByteBuffer(string: "data"))
         await #expect(throws: NearbyError.self) {
-            _ = try await refused.finish { _ in .transferFailed(path: "b.bin", code: "integrity", reason: "not the announced SHA-256") }
+            _ = try await refused.finish { _ in .transferFailed(path: "b.bin", code: .integrity, reason: "not the announced SHA-256") }
         }
         #expect(names(root).isEmpty, "refused by its check: nothing under any name")
         #expect(partials.counted.files == 0)

@@ -42,7 +42,7 @@ import Testing
         var life = StreamLife()
         let changed3 = life.cut(.peerReset("stdout: Broken pipe"))
         #expect(changed3)
-        let changed4 = life.cut(.failed(code: "io-error", reason: "stdout: Broken pipe"))
+        let changed4 = life.cut(.failed(code: .ioError, reason: "stdout: Broken pipe"))
         #expect(!changed4)
         let changed5 = life.cut(.sessionEnded("closed"))
         #expect(!changed5)
@@ -92,13 +92,13 @@ import Testing
         #expect(lost.errorDescription == "stream 'photos' was cut: the session ended: connection reset by peer")
         let reset = StreamLife.Cause.peerReset("the other side was interrupted").error(label: "the stream")
         #expect(reset.code == "stream-reset" && reset.exitStatus == .connectionFailed)
-        let io = StreamLife.Cause.failed(code: "io-error", reason: "stdout: Broken pipe").error(label: "the stream")
+        let io = StreamLife.Cause.failed(code: .ioError, reason: "stdout: Broken pipe").error(label: "the stream")
         #expect(io.exitStatus == .ioError && io.errorDescription == "the stream was cut: stdout: Broken pipe")
         #expect(StreamLife.Cause.cancelled.error(label: "the stream").exitStatus == .interrupted)
         // Through a node, the outcome carries the failure; the client rebuilds the very same error.
         for error in [lost, reset, io] { #expect(StreamOutcome(error).error == error) }
         #expect(StreamOutcome.done.error == nil)
-        #expect(StreamLife.Cause(NearbyError.ioFailure(path: "stdin", reason: "Input/output error")) == .failed(code: "io-error", reason: "stdin: Input/output error"))
+        #expect(StreamLife.Cause(NearbyError.ioFailure(path: "stdin", reason: "Input/output error")) == .failed(code: .ioError, reason: "stdin: Input/output error"))
         #expect(StreamLife.Cause(CancellationError()) == .cancelled)
     }
 }

@@ -17,7 +17,7 @@ package struct TransferTally: Sendable, Equatable {
         package let reason: String
 
         /// The error a command ends with for it (exit status by code: io-error 8, integrity 9, else 5).
-        package var error: NearbyError { .transferFailed(path: path, code: code, reason: reason) }
+        package var error: NearbyError { .transferFailed(path: path, code: TransferCode(code), reason: reason) }
     }
 
     package init() {}

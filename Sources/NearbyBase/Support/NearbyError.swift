@@ -80,7 +80,7 @@ package enum NearbyError: Error, LocalizedError, Equatable, Sendable {
     case messageTooLarge(bytes: Int, limit: Int)
     case ioFailure(path: String, reason: String)
     case unsafeRunDirectory(path: String, reason: String)
-    case transferFailed(path: String, code: String, reason: String)
+    case transferFailed(path: String, code: TransferCode, reason: String)
     case cancelled(String)
     case wideArea(WideAreaFailure)
     /// `watch`: no permission to open a packet socket (no root, no CAP_NET_RAW).
@@ -119,12 +119,24 @@ package enum NearbyError: Error, LocalizedError, Equatable, Sendable {
         case .messageTooLarge: "message-too-large"
         case .ioFailure: "io-error"
         case .unsafeRunDirectory: "unsafe-run-directory"
-        case let .transferFailed(_, code, _): code
+        case let .transferFailed(_, code, _): code.description
         case .cancelled: "cancelled"
         case let .wideArea(failure): failure.code
         case .captureNotPermitted: "capture-not-permitted"
         case .badCaptureFile: "bad-capture-file"
         }
+    }
+
+    /// Why a transfer failed, for the code that decides by it (nil: not a transfer's failure).
+    package var transferCode: TransferCode? {
+        if case let .transferFailed(_, code, _) = self { return code }
+        return nil
+    }
+
+    /// Interrupted here (Ctrl-C, the client went away): the work, or a transfer in it, was cancelled.
+    package var isCancellation: Bool {
+        if case .cancelled = self { return true }
+        return transferCode == .cancelled
     }
 
     package var exitStatus: ExitStatus {
@@ -144,7 +156,9 @@ package enum NearbyError: Error, LocalizedError, Equatable, Sendable {
         case .nodeAlreadyRunning: .nodeAlreadyRunning
         case .messageTooLarge: .usage
         case .ioFailure, .unsafeRunDirectory: .ioError
-        case let .transferFailed(_, code, _): code == "integrity" ? .identityCheckFailed : code == "io-error" ? .ioError : .connectionFailed
+        case .transferFailed(_, .integrity, _): .identityCheckFailed
+        case .transferFailed(_, .ioError, _): .ioError
+        case .transferFailed: .connectionFailed
         case .cancelled: .interrupted
         case let .wideArea(failure): failure.exitStatus
         case .captureNotPermitted: .captureNotPermitted

@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 import NIOCore
 import NearbyBase
@@ -54,12 +53,7 @@ struct FileIntake: FileMaking {
     /// Takes a file offer: its receiver in the link's table, and the answer.
     private func answer(_ offer: FrameBody.Open, parts: [String], channel id: UInt32, in saveDirectory: String, on link: Link, comparing: Bool) async {
         let file = await receiver(for: offer, parts: parts, channel: id, in: saveDirectory, on: link, resuming: true, comparing: comparing)
-        guard link.accept(id, receiving: file) else { return partials.release(file.partial) }
-        let held = file.progress.withLock { $0.machine.held }
-        await link.send(FrameBody.frame(.openReply, FrameBody.OpenReply(
-            accept: true, offset: file.resume?.bytes ?? 0, prefixSHA256: file.resume.map { Transfer.hex($0.hasher.finalize()) }, reason: nil,
-            held: held.map { _ in offer.size }, heldSHA256: held),
-            channel: id))
+        guard await link.accept(id, receiving: file) else { return partials.release(file.partial) }
     }
 
     /// The receiver of a file offered on `id` (on a channel of its own, or in a bundle), its partial
@@ -102,8 +96,7 @@ struct FileIntake: FileMaking {
             return await refuse(id, on: link, reason: "a bundle of more than \(Bundle.maxBytes) bytes")
         }
         let bundle = BundleReceiver(channel: id, announced: offer.size, saveDirectory: saveDirectory, intake: self, link: link)
-        guard link.accept(id, bundle: bundle) else { return }
-        await link.send(FrameBody.frame(.openReply, FrameBody.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil), channel: id))
+        _ = await link.accept(id, bundle: bundle)
     }
 
     /// What a file receiver on `link` needs of the node.
@@ -114,9 +107,7 @@ struct FileIntake: FileMaking {
     }
 
     /// Refuses an offer: nothing was made for it.
-    func refuse(_ channel: UInt32, on link: Link, reason: String) async {
-        await link.refuse(channel, FrameBody.OpenReply(accept: false, offset: 0, prefixSHA256: nil, reason: reason))
-    }
+    func refuse(_ channel: UInt32, on link: Link, reason: String) async { await link.refuse(channel, reason: reason) }
 
     /// Receiver: makes the offered empty directory under the save directory (the path cleaned as
     /// a file's is), and answers. A stranger's counts against the quota on strangers' directories
@@ -133,15 +124,12 @@ struct FileIntake: FileMaking {
                 refused = .init(code: .ioError, reason: "cannot create \(parts.joined(separator: "/")): \(error.localizedDescription)")
             }
         }
-        link.endChannel(channel)
         if let refused {
             events.emit(Events.FileFailed(
                 transfer: "dir-\(channel)", direction: "receive", peer: link.peer.ref, path: parts.joined(separator: "/"),
                 code: refused.code.description, reason: refused.reason, resumable: false))
-            return await link.send(FrameBody.frame(
-                .openReply, FrameBody.OpenReply(accept: false, offset: 0, prefixSHA256: nil, reason: refused.reason, code: refused.code), channel: channel))
         }
-        await link.send(FrameBody.frame(.openReply, FrameBody.OpenReply(accept: true, offset: 0, prefixSHA256: nil, reason: nil), channel: channel))
+        await link.answerDirectory(channel, refused: refused)
     }
 
     /// A file offer to a node that was not told where files go: refused, with the reason on both sides.
@@ -151,7 +139,6 @@ struct FileIntake: FileMaking {
             transfer: fileKey + "-\(channel)", direction: "receive", peer: link.peer.ref, path: relative, code: "no-save-dir",
             reason: "refused a file from \(link.peer.name): this node takes no files; to accept them, \(SaveDirectory.howToEnable)",
             resumable: false))
-        await link.refuse(channel, FrameBody.OpenReply(
-            accept: false, offset: 0, reason: "the node takes no files (it was started without \(Spelling.option(.saveDirectory)))", code: .noSaveDir))
+        await link.refuse(channel, reason: "the node takes no files (it was started without \(Spelling.option(.saveDirectory)))", code: .noSaveDir)
     }
 }

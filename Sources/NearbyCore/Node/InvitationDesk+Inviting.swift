@@ -9,9 +9,9 @@ import NearbyWire
 extension InvitationDesk {
     /// Invites `query` and waits for the answer. `known`: where the peer was last reached (a transfer
     /// getting its link back, `Resumer`), tried first as a remembered address is.
-    func invite(
+    nonisolated(nonsending) func invite(
         _ query: String, context: String?, offer: Offer? = nil, timeout: Double, deadline: ContinuousClock.Instant, client: (any EventSink)?,
-        known: Dialer.Target? = nil, node: isolated Node
+        known: Dialer.Target? = nil
     ) async throws(NearbyError) -> AuthenticatedPeer {
         var attempts = InviteAttempts(query: query, timeout: timeout, known: known)
         while true {
@@ -21,7 +21,7 @@ extension InvitationDesk {
                 let attempt = Attempt(
                     query: query, context: context, offer: offer, timeout: timeout, deadline: deadline, client: client, remembering: remembering, known: known)
                 do throws(NearbyError) {
-                    switch try await invite(attempt, node: node) {
+                    switch try await invite(attempt) {
                     case let .reached(peer): return peer
                     case let .retry(retry): attempts.retry(retry)
                     }
@@ -51,19 +51,18 @@ extension InvitationDesk {
         case retry(Dialer.Retry)
     }
 
-    private func invite(_ attempt: Attempt, node: isolated Node) async throws(NearbyError) -> Tried {
+    private nonisolated(nonsending) func invite(_ attempt: Attempt) async throws(NearbyError) -> Tried {
         let (query, deadline, client) = (attempt.query, attempt.deadline, attempt.client)
-        let events = node.events
         let sink: any EventSink = client.map { TeeSink(events, $0) } ?? events
-        if let peer = await alreadyReached(query, client: client, node: node) { return .reached(peer) }
-        let (target, remembered) = try await node.dialer.find(
+        if let peer = await alreadyReached(query, client: client) { return .reached(peer) }
+        let (target, remembered) = try await dialer.find(
             query, known: attempt.known, remembering: attempt.remembering, until: deadline, timeout: attempt.timeout, client: client ?? events)
-        if let peer = await inSession(with: target, until: deadline, client: client, node: node) { return .reached(peer) }
+        if let peer = await inSession(with: target, until: deadline, client: client) { return .reached(peer) }
         let invitation = Invitations.Outgoing(id: Invitations.Outgoing.newID(), context: attempt.context, offer: attempt.offer, timeout: attempt.timeout)
         if let expected = target.expected { table.outgoing[expected] = invitation }
         let negotiated: Negotiated, at: Dialer.Target
         do throws(NearbyError) {
-            switch try await node.dialer.reach(
+            switch try await dialer.reach(
                 target, remembered: remembered, query: query, deadline: deadline, timeout: attempt.timeout, client: client ?? events, sink: sink) {
             case let .connected(won, there): (negotiated, at) = (won, there)
             case let .retry(retry):
@@ -74,15 +73,15 @@ extension InvitationDesk {
             table.forget(invitation)
             throw error
         }
-        node.spawn { [node] in await node.serve(negotiated, isClient: true, expected: target.expected, invitation: invitation, sink: sink) }
+        tasks.serve(NodeTasks.Dialled(negotiated: negotiated, expected: target.expected, invitation: invitation, sink: sink))
         // The invite frame goes out once the handshake is done (`attached`); then the answer decides,
         // or the deadline, or our own cancellation.
         let outcome = await invitation.outcome.wait(until: deadline)
         table.forget(invitation)
         switch outcome {
         case let .connected(peer)?:
-            if let client, let link = node.sessions[peer.id] { client.emit(Events.Connected(link.peer, peers: node.sessions.count)) }
-            await node.dialer.rememberReached(peer, at: at, tried: target.hosts)
+            sessions.reached(peer.id, telling: client)
+            await dialer.rememberReached(peer, at: at, tried: target.hosts)
             return .reached(peer)
         case let .declined(reason)?:
             let who = invitation.link?.peer
@@ -90,7 +89,7 @@ extension InvitationDesk {
             // The ID is in the event; the sentence says the peer as the user named it.
             throw .declined(peer: query, reason: reason)
         case let .failed(error)?:
-            if let retry = await node.dialer.retry(after: error, at: target, remembered: remembered) { return .retry(retry) }
+            if let retry = await dialer.retry(after: error, at: target, remembered: remembered) { return .retry(retry) }
             throw error
         case nil:
             // Out of time, or cancelled: withdraw. Settle first, so closing the link does not report
@@ -102,7 +101,7 @@ extension InvitationDesk {
             invitation.outcome.settle(.failed(error))
             if let link = invitation.link {
                 let why = cancelled ? "invitation withdrawn" : "invitation timed out"
-                await node.leave(link, because: .ended(why), telling: why)
+                await sessions.leave(link, because: .ended(why), telling: why)
             }
             throw error
         }
@@ -112,20 +111,14 @@ extension InvitationDesk {
     /// invitation that arrived while we looked for it, or a live session; a session that is closing
     /// is let go first (until `deadline`, 2 s at most), so the peer does not take our invitation
     /// for a duplicate.
-    private func inSession(
-        with target: Dialer.Target, until deadline: ContinuousClock.Instant, client: (any EventSink)?, node: isolated Node
+    private nonisolated(nonsending) func inSession(
+        with target: Dialer.Target, until deadline: ContinuousClock.Instant, client: (any EventSink)?
     ) async -> AuthenticatedPeer? {
-        if target.expected == nil, let link = node.sessions.values.first(where: { $0.peer.address == target.address }) {
-            client?.emit(Events.Connected(link.peer, peers: node.sessions.count))
-            return link.peer
-        }
+        if target.expected == nil, let link = sessions.at(address: target.address) { return sessions.tell(client, about: link) }
         guard let expected = target.expected else { return nil }
-        if let peer = await acceptPending(from: expected, client: client, node: node) { return peer }
-        guard let link = node.sessions[expected] else { return nil }
-        if !link.isClosing {
-            client?.emit(Events.Connected(link.peer, peers: node.sessions.count))
-            return link.peer
-        }
+        if let peer = await acceptPending(from: expected, client: client) { return peer }
+        guard let link = sessions[expected] else { return nil }
+        if !link.isClosing { return sessions.tell(client, about: link) }
         await Link.untilDetached([link], by: min(deadline, .now + .seconds(2)))
         return nil
     }
@@ -133,14 +126,11 @@ extension InvitationDesk {
     /// The peer `query` names when no invitation is needed: in a live session with us (not one that
     /// is closing: `disconnect` returned before it was gone), or inviting us already (inviting it
     /// back means yes).
-    private func alreadyReached(_ query: String, client: (any EventSink)?, node: isolated Node) async -> AuthenticatedPeer? {
-        let current = node.sessions.values.filter { Node.matches(query, $0.peer) && !$0.isClosing }
-        if current.count == 1, let link = current.first {
-            client?.emit(Events.Connected(link.peer, peers: node.sessions.count))
-            return link.peer
-        }
-        if let theirs = await pending(matching: query, node: node).first {
-            return await acceptPending(from: theirs.link.peer.id, client: client, node: node)
+    private nonisolated(nonsending) func alreadyReached(_ query: String, client: (any EventSink)?) async -> AuthenticatedPeer? {
+        let current = sessions.live(matching: query)
+        if current.count == 1, let link = current.first { return sessions.tell(client, about: link) }
+        if let theirs = await pending(matching: query).first {
+            return await acceptPending(from: theirs.link.peer.id, client: client)
         }
         return nil
     }

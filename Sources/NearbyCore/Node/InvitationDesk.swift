@@ -7,93 +7,117 @@ import NearbyWire
 /// The invitation desk: every invitation in flight, both ways (`Invitations`), with its expiry,
 /// and the `nearby accept`s waiting for one. `InvitationPolicy` decides about an invitation we
 /// receive and `InviteAttempts` about our own tries (InvitationDesk+Inviting.swift); the desk
-/// carries the decisions out. It runs on the node — each call takes the node `isolated`, so it
-/// adds no hop and no interleaving — and reads the node's sessions and links, never keeps them.
+/// carries the decisions out. It runs on the node — its calls run where they are called from
+/// (`nonisolated(nonsending)`), the node, so it adds no hop and no interleaving — and it is handed
+/// what it needs instead of the node: the `Sessions` it reads and tells through, the `Dialer`, the
+/// listeners to show an invitation to, and `NodeTasks` for its timers and the connections it dials.
 final class InvitationDesk {
     var table = Invitations()
+    let sessions: Sessions
+    let configuration: NodeConfiguration
+    /// This node's peer ID.
+    let me: PeerID
+    let events: any EventSink
+    let knownPeers: KnownPeers
+    let dialer: Dialer
+    /// The stream listeners, which see the invitations they may be waiting for.
+    let streams: StreamMatchmaker
+    let tasks: NodeTasks
+
+    init(
+        sessions: Sessions, configuration: NodeConfiguration, me: PeerID, events: any EventSink, knownPeers: KnownPeers,
+        dialer: Dialer, streams: StreamMatchmaker, tasks: NodeTasks
+    ) {
+        self.sessions = sessions
+        self.configuration = configuration
+        self.me = me
+        self.events = events
+        self.knownPeers = knownPeers
+        self.dialer = dialer
+        self.streams = streams
+        self.tasks = tasks
+    }
 
     // MARK: Invitations we receive
 
     /// What the node knows goes into `InvitationPolicy`; this carries its actions out.
-    func invited(_ invite: FrameBody.Invite, on link: Link, node: isolated Node) async {
+    nonisolated(nonsending) func invited(_ invite: FrameBody.Invite, on link: Link) async {
         let peer = link.peer
         let facts = InvitationPolicy.Facts(
-            liveSessionElsewhere: node.sessions[peer.id].map { $0 !== link && $0.silence < InvitationPolicy.duplicateSilence } ?? false,
+            liveSessionElsewhere: sessions[peer.id].map { $0 !== link && $0.silence < InvitationPolicy.duplicateSilence } ?? false,
             ourInvitationWaiting: table.outgoing[peer.id]?.isWaiting == true,
-            oursWins: SessionMath.keepsOwnInvitation(own: node.identity.peerID, other: peer.id),
+            oursWins: SessionMath.keepsOwnInvitation(own: me, other: peer.id),
             idInUse: table.incoming[invite.invitation] != nil,
-            friend: node.configuration.acceptFrom.contains { Node.matches($0, peer) },
-            autoAccept: node.configuration.autoAccept, acceptedBy: node.configuration.acceptedBy,
+            friend: configuration.acceptFrom.contains { Node.matches($0, peer) },
+            autoAccept: configuration.autoAccept, acceptedBy: configuration.acceptedBy,
             acceptWaiting: table.hasWaiter(for: peer))
         var expires = Date()
         for action in InvitationPolicy.decide(timeout: invite.timeout, facts) {
             switch action {
             case let .decline(reason, closing):
-                await answerLink(link, accept: false, reason: reason, closing: closing, node: node)
+                await answerLink(link, accept: false, reason: reason, closing: closing)
             case let .hold(lifetime, answeredBy):
                 expires = Date().addingTimeInterval(lifetime)
                 table.received(id: invite.invitation, link: link, context: invite.context, offer: invite.offer?.bounded, expires: expires)
-                node.events.emit(Events.Invitation(invite, from: link.peer, expires: expires, answeredBy: answeredBy))
+                events.emit(Events.Invitation(invite, from: link.peer, expires: expires, answeredBy: answeredBy))
             case .markAutoAccepted:
                 link.markAutoAccepted()
             case let .accept(by):
-                await answer(invite.invitation, accept: true, by: by, sink: node.events, node: node)
+                await answer(invite.invitation, accept: true, by: by, sink: events)
             case .answerWaiter:
                 guard let waiter = table.takeWaiter(for: peer) else { continue }
-                await answer(invite.invitation, accept: !waiter.decline, by: Spelling.command(.accept), sink: TeeSink(node.events, waiter.sink), node: node)
-                if !waiter.decline, let link = node.sessions[peer.id] { waiter.sink.emit(Events.Connected(link.peer, peers: node.sessions.count)) }
+                await answer(invite.invitation, accept: !waiter.decline, by: Spelling.command(.accept), sink: TeeSink(events, waiter.sink))
+                if !waiter.decline { sessions.reached(peer.id, telling: waiter.sink) }
                 waiter.answered.settle(.answered(waiter.decline ? nil : peer))
             case .showListeners:
                 // A stream listener attached to this node waits in vain unless someone accepts: it
                 // shows the invitation, with how to accept it.
-                node.streams.show(Events.Invitation(invite, from: link.peer, expires: expires), to: peer)
+                streams.show(Events.Invitation(invite, from: link.peer, expires: expires), to: peer)
             case let .expire(lifetime):
                 let id = invite.invitation
-                node.after(.seconds(lifetime)) { node in await node.invitations.expire(id, node: node) }
+                tasks.after(.seconds(lifetime), .invitationExpires(id))
             }
         }
     }
 
     /// Whether `query` names a peer this node knows: on a link, seen on the network, or pinned.
-    private func namesAPeer(_ query: String, node: isolated Node) async -> Bool {
-        if node.links.contains(where: { Node.matches(query, $0.peer) }) || node.knownPeers.names(query) { return true }
-        return await node.dialer.discovers(query)
+    private nonisolated(nonsending) func namesAPeer(_ query: String) async -> Bool {
+        if sessions.anyLink(matching: query) || knownPeers.names(query) { return true }
+        return await dialer.discovers(query)
     }
 
     /// The invitations waiting for an answer that `query` names (nil: all), oldest first.
-    func pending(matching query: String?, node: isolated Node) async -> [Invitations.Incoming] {
+    nonisolated(nonsending) func pending(matching query: String?) async -> [Invitations.Incoming] {
         // Those from a peer the query names, at once; only when there are none does the dialer say
         // whether discovery knows the name (the table is read again after that wait).
         let byPeer = table.pending(matching: query) { _ in true }
         guard let query, byPeer.isEmpty else { return byPeer }
-        let named = await namesAPeer(query, node: node)
+        let named = await namesAPeer(query)
         return table.pending(matching: query) { _ in named }
     }
 
     /// The invitations waiting for an answer, oldest first (a stream listener shows them).
     var waiting: [Invitations.Incoming] { table.waiting }
 
-    private func expire(_ id: String, node: isolated Node) async {
+    nonisolated(nonsending) func expire(_ id: String) async {
         guard let invitation = table.take(id) else { return }
-        node.events.emit(Events.Declined(invitation: id, peer: invitation.link.peer.ref, reason: "expired: not answered in time"))
-        await answerLink(invitation.link, accept: false, reason: "expired", closing: "invitation expired", node: node)
+        events.emit(Events.Declined(invitation: id, peer: invitation.link.peer.ref, reason: "expired: not answered in time"))
+        await answerLink(invitation.link, accept: false, reason: "expired", closing: "invitation expired")
     }
 
     /// Accepts the pending invitation from `peer`, if there is one; returns the peer once in session.
-    func acceptPending(from peer: PeerID, client: (any EventSink)?, node: isolated Node) async -> AuthenticatedPeer? {
+    nonisolated(nonsending) func acceptPending(from peer: PeerID, client: (any EventSink)?) async -> AuthenticatedPeer? {
         guard let theirs = table.pending(from: peer) else { return nil }
-        await answer(theirs.id, accept: true, by: "crossed invitations", sink: client.map { TeeSink(node.events, $0) } ?? node.events, node: node)
-        guard let link = node.sessions[peer] else { return nil }
-        client?.emit(Events.Connected(link.peer, peers: node.sessions.count))
-        return link.peer
+        await answer(theirs.id, accept: true, by: "crossed invitations", sink: client.map { TeeSink(events, $0) } ?? events)
+        return sessions.reached(peer, telling: client)
     }
 
-    private func answerLink(_ link: Link, accept: Bool, reason: String?, closing: String, node: isolated Node) async {
-        guard node.links.contains(link) else { return }
-        await link.answer(accept: accept, reason: reason, closing: closing, owner: node)
+    private nonisolated(nonsending) func answerLink(_ link: Link, accept: Bool, reason: String?, closing: String) async {
+        guard sessions.holds(link) else { return }
+        await link.answer(accept: accept, reason: reason, closing: closing)
     }
 
-    private func answer(_ id: String, accept: Bool, by: String, sink: any EventSink, othersPending: Int = 0, node: isolated Node) async {
+    private nonisolated(nonsending) func answer(_ id: String, accept: Bool, by: String, sink: any EventSink, othersPending: Int = 0) async {
         guard let invitation = table.take(id) else { return }
         let link = invitation.link
         if accept {
@@ -101,29 +125,29 @@ final class InvitationDesk {
         } else {
             sink.emit(Events.Declined(invitation: id, peer: link.peer.ref, reason: Events.Declined.byUs))
         }
-        await answerLink(link, accept: accept, reason: "declined", closing: "we declined the invitation", node: node)
+        await answerLink(link, accept: accept, reason: "declined", closing: "we declined the invitation")
     }
 
     /// Answers an invitation (by ID, by peer, or the oldest pending), or waits for the next one that
     /// matches. Returns the peer now in session, or nil when we declined. Cancelling the calling task
     /// (Ctrl-C, the client went away) stops the wait and leaves no waiter behind.
-    func accept(
-        _ query: String?, decline: Bool, timeout: Double?, client: (any EventSink)?, node: isolated Node
+    nonisolated(nonsending) func accept(
+        _ query: String?, decline: Bool, timeout: Double?, client: (any EventSink)?
     ) async throws(NearbyError) -> AuthenticatedPeer? {
         let sink: any EventSink = client ?? NullSink()
-        let matching = await pending(matching: query, node: node)
+        let matching = await pending(matching: query)
         if let oldest = matching.first {
             let peer = oldest.link.peer
             if matching.count > 1 {
                 NearbyLog.logger.notice("\(matching.count - 1) more invitation(s) pending: \(matching.dropFirst().map { "\($0.id) from \($0.link.peer.name)" }.joined(separator: ", "))")
             }
             await answer(
-                oldest.id, accept: !decline, by: Spelling.command(.accept), sink: TeeSink(node.events, sink),
-                othersPending: query == nil ? matching.count - 1 : 0, node: node)
-            if !decline, let link = node.sessions[peer.id] { sink.emit(Events.Connected(link.peer, peers: node.sessions.count)) }
+                oldest.id, accept: !decline, by: Spelling.command(.accept), sink: TeeSink(events, sink),
+                othersPending: query == nil ? matching.count - 1 : 0)
+            if !decline { sessions.reached(peer.id, telling: sink) }
             return decline ? nil : peer
         }
-        let service = node.configuration.service.name
+        let service = configuration.service.name
         client?.emit(Events.Waiting(
             for: "invitation", service: service,
             reason: "waiting for an invitation\(query.map { " from \($0)" } ?? "") on \(service) \(timeout == nil ? "(Ctrl-C to stop)" : WaitEnds.words(timeout))"))
@@ -138,14 +162,14 @@ final class InvitationDesk {
     /// Our invitation's connection proved its identity: the invite frame goes out on it, unless the
     /// peer is in session already (HOST:PORT, or crossed invitations that settled the other way) or
     /// the invitation was settled meanwhile.
-    func attached(_ link: Link, invitation: Invitations.Outgoing, sink: any EventSink, node: isolated Node) async {
-        if let existing = node.sessions[link.peer.id] {
+    nonisolated(nonsending) func attached(_ link: Link, invitation: Invitations.Outgoing, sink: any EventSink) async {
+        if let existing = sessions[link.peer.id] {
             invitation.outcome.settle(.connected(existing.peer))
-            await node.leave(link, because: .ended("not needed: already in session"), telling: "already in session")
+            await sessions.leave(link, because: .ended("not needed: already in session"), telling: "already in session")
             return
         }
         guard invitation.isWaiting else {
-            await node.leave(link, because: .ended("not needed: the invitation was settled"), telling: "already in session")
+            await sessions.leave(link, because: .ended("not needed: the invitation was settled"), telling: "already in session")
             return
         }
         invitation.link = link
@@ -153,7 +177,7 @@ final class InvitationDesk {
         sink.emit(Events.Invited(
             invitation: invitation.id, peer: link.peer.ref, address: link.peer.address,
             verificationCode: link.peer.verificationCode, encrypted: link.peer.encrypted))
-        await link.invite(id: invitation.id, context: invitation.context, timeout: invitation.timeout, offer: invitation.offer, owner: node)
+        await link.invite(id: invitation.id, context: invitation.context, timeout: invitation.timeout, offer: invitation.offer)
     }
 
     /// A session with `peer` began: our invitation to it is answered.
@@ -171,13 +195,13 @@ final class InvitationDesk {
 
     /// Our invitation and the peer's crossed: our session with it arrives on its connection, so keep
     /// waiting for that, and accept its invitation if it is already here.
-    func crossed(on link: Link, node: isolated Node) async {
+    nonisolated(nonsending) func crossed(on link: Link) async {
         if let pending = table.outgoing[link.peer.id], pending.link === link { pending.link = nil }
-        _ = await acceptPending(from: link.peer.id, client: nil, node: node)
+        _ = await acceptPending(from: link.peer.id, client: nil)
     }
 
     /// `link` closed (`reason`): its invitations are withdrawn, and ours on it failed.
-    func closed(_ link: Link, reason: String, events: any EventSink) {
+    func closed(_ link: Link, reason: String) {
         for invitation in table.withdraw(on: link) {
             events.emit(Events.Declined(invitation: invitation.id, peer: link.peer.ref, reason: "withdrawn: \(reason)"))
         }

@@ -13,7 +13,7 @@ extension Node {
         guard PeerQuery.matches(query, id: me.rawValue, name: identity.displayName),
               Dialer.parseHostPort(query).map({ Dialer.isIPAddress($0.host) }) != true else { return }
         if query != me.rawValue {
-            if sessions.values.contains(where: { Self.matches(query, $0.peer) }) { return }
+            if sessions.all.contains(where: { Self.matches(query, $0.peer) }) { return }
             if await dialer.seesAnother(query) { return }
         }
         throw .invalidArgument(

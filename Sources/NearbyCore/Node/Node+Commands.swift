@@ -17,7 +17,7 @@ extension Node {
             throw .invalidArgument("the invitation context is \(context.utf8.count) bytes; the maximum is \(FrameBody.maxContextBytes)")
         }
         try await refuseSelf(query)
-        return try await invitations.invite(query, context: context, offer: offer, timeout: timeout, deadline: .now + .seconds(timeout), client: client, node: self)
+        return try await invitations.invite(query, context: context, offer: offer, timeout: timeout, deadline: .now + .seconds(timeout), client: client)
     }
 
     /// Answers an invitation (by ID, by peer, or the oldest pending), or waits for the next one that
@@ -25,7 +25,7 @@ extension Node {
     package func accept(
         _ query: String?, decline: Bool, timeout: Double? = nil, client: (any EventSink)?
     ) async throws(NearbyError) -> AuthenticatedPeer? {
-        try await invitations.accept(query, decline: decline, timeout: timeout, client: client, node: self)
+        try await invitations.accept(query, decline: decline, timeout: timeout, client: client)
     }
 
     /// Opens a stream to a peer (inviting it first if needed) and runs it until both directions end.
@@ -33,7 +33,9 @@ extension Node {
         to query: String, name: String, timeout: Double, source: any ByteSource, sink: any ByteSink,
         client: (any EventSink)?, ready: @escaping @Sendable (StreamInfo) async -> Void = { _ in }
     ) async throws(NearbyError) -> StreamSummary {
-        try await streams.open(to: query, name: name, timeout: timeout, source: source, sink: sink, client: client, ready: ready, node: self)
+        let peer = try await invite(query, context: nil, offer: Offer(stream: name).bounded, timeout: timeout, client: client)
+        guard let link = sessions[peer.id] else { throw .connectionFailed("the session with \(peer.id) ended") }
+        return try await streams.open(on: link, name: name, source: source, sink: sink, client: client, ready: ready)
     }
 
     /// Waits for an incoming stream (named `name`, from `from`, when given) and runs it.
@@ -41,17 +43,18 @@ extension Node {
         name: String?, from: String?, source: any ByteSource, sink: any ByteSink, client: (any EventSink)?,
         ready: @escaping @Sendable (StreamInfo) async -> Void = { _ in }
     ) async throws(NearbyError) -> StreamSummary {
-        try await streams.listen(name: name, from: from, source: source, sink: sink, client: client, ready: ready, node: self)
+        try await streams.listen(
+            name: name, from: from, source: source, sink: sink, client: client, showing: invitations.waiting, ready: ready)
     }
 
     /// Leaves sessions; the peers see `disconnected` with our reason.
     package func disconnect(_ query: String?, all: Bool, client: (any EventSink)?) async throws(NearbyError) -> [PeerRef] {
         let targets: [Link]
         if all {
-            targets = Array(sessions.values)
+            targets = sessions.all
         } else if let query {
             let asked = try PeerQuery(query)
-            switch asked.choose(Array(sessions.values), id: \.peer.id.rawValue, name: \.peer.name) {
+            switch asked.choose(sessions.all, id: \.peer.id.rawValue, name: \.peer.name) {
             case .none: throw .notConnected(query)
             case let .one(link): targets = [link]
             case let .ambiguous(links): throw asked.ambiguity(links, id: \.peer.id.rawValue, name: \.peer.name)

@@ -20,7 +20,7 @@ extension Node {
         let offer = Offer(
             files: listed.count, bytes: listed.reduce(0) { $0 &+ $1.size }, names: listed.prefix(Offer.maxNames).map(\.relative))
         var peer = try await invite(query, context: nil, offer: offer.bounded, timeout: timeout, client: client)
-        let resumer = Resumer(policy: RetryPolicy.forSeconds(retryFor), client: client)
+        let resumer = Resumer(policy: RetryPolicy.forSeconds(retryFor), client: client, sessions: sessions, invitations: invitations)
         // The files, then the empty directories of the trees (which carry no data and no events).
         let directories = files.filter { $0.directory == true }
         let files = files.filter { $0.directory != true }
@@ -28,11 +28,11 @@ extension Node {
         // The files delivered so far: a retry after an outage sends the others.
         let delivered = DeliveredFiles()
         let first = files.first?.relative ?? ""
-        try await resumer.run(first, peer: &peer, sink: sink, node: self) { (link: Link, sink: any EventSink) async throws(NearbyError) in
+        try await resumer.run(first, peer: &peer, sink: sink) { (link: Link, sink: any EventSink) async throws(NearbyError) in
             try await link.sendFiles(files, skipping: delivered, sender: sender, sink: sink)
         }
         for directory in directories {
-            try await resumer.run(directory.relative, peer: &peer, sink: sink, node: self) { (link: Link, sink: any EventSink) async throws(NearbyError) in
+            try await resumer.run(directory.relative, peer: &peer, sink: sink) { (link: Link, sink: any EventSink) async throws(NearbyError) in
                 try await link.offerDirectory(directory, sink: sink)
             }
         }

@@ -15,7 +15,7 @@ extension Node {
     }
 
     private func closeIfUninvited(_ link: Link) {
-        guard links.contains(link), link.state == .awaitingInvite else { return }
+        guard sessions.holds(link), link.state == .awaitingInvite else { return }
         NearbyLog.logger.info("\(link.peer.id) at \(link.peer.address) sent no invitation within the deadline: closing")
         link.close(because: .ended("no invitation within \(configuration.invitationDeadline)"))
     }

@@ -10,7 +10,7 @@ extension Node {
     /// none is left, the link is marked handed over: a link that comes later is newer and replaces
     /// this one, so its later offers (a folder's thousands) need not ask the node again.
     func handOver(to link: Link) async {
-        let older = links.filter { $0 !== link && $0.peer.id == link.peer.id && sessions[link.peer.id] !== $0 }
+        let older = sessions.older(than: link)
         guard !older.isEmpty else { return link.handedOver.store(true, ordering: .releasing) }
         await Link.untilDetached(Array(older), by: .now + Self.handover)
     }

@@ -11,7 +11,7 @@ extension Node {
     func sendTargets(_ queries: [String], all: Bool, timeout: Double, client: (any EventSink)?) async throws(NearbyError) -> [Link] {
         var targets: [Link] = []
         if all {
-            targets = Array(sessions.values)
+            targets = sessions.all
             guard !targets.isEmpty else { throw .notConnected("any peer (no sessions)") }
         }
         for query in queries {

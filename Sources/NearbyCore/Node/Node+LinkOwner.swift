@@ -10,11 +10,11 @@ extension Node: LinkOwner {
         await datagrams.connected(link)
     }
 
-    package func invited(_ invite: FrameBody.Invite, on link: Link) async { await invitations.invited(invite, on: link, node: self) }
+    package func invited(_ invite: FrameBody.Invite, on link: Link) async { await invitations.invited(invite, on: link) }
 
     package func declined(on link: Link, reason: String) { invitations.declined(on: link, reason: reason) }
 
-    package func crossed(on link: Link) async { await invitations.crossed(on: link, node: self) }
+    package func crossed(on link: Link) async { await invitations.crossed(on: link) }
 
     package nonisolated func message(_ bytes: [UInt8], on link: Link) {
         events.emit(Events.Message(bytes, from: link.peer.ref))
@@ -36,7 +36,7 @@ extension Node: LinkOwner {
     }
 
     private func streamOffered(_ offer: FrameBody.Open, channel: UInt32, on link: Link) async {
-        await streams.offered(offer, channel: channel, on: link, node: self)
+        await streams.offered(offer, channel: channel, on: link)
     }
 
     /// A peer broke the protocol: an `error` event says so, and the link is cut at once.
@@ -49,10 +49,8 @@ extension Node: LinkOwner {
         link.close(because: .violation(what))
     }
 
-    /// Says goodbye on a link and closes it once everything queued is written. Bounded: the goodbye
-    /// waits at most half a second for room, for a peer that stopped reading.
+    /// Says goodbye on a link and closes it once everything queued is written (`Sessions.leave`).
     func leave(_ link: Link, because why: CloseReason, telling reason: String) async {
-        guard links.contains(link) else { return }
-        await link.leave(because: why, telling: reason) { [self] job in spawn(job) }
+        await sessions.leave(link, because: why, telling: reason)
     }
 }

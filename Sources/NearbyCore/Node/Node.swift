@@ -7,11 +7,11 @@ import NearbyDiscovery
 import NearbyWire
 import NearbyTransfer
 
-/// The node: this identity's presence for one service type, a coordinator. It keeps only what spans
-/// links — links and sessions by peer — and wires the owners together: it hears from each `Link`
-/// (`LinkOwner`) that it connected, what it was offered and that it closed, and passes that on.
-/// A link owns the rest (its `SessionStateMachine`, its channels and the files and streams on
-/// them), fed by its own task; invitations both ways are the `InvitationDesk`'s, incoming streams
+/// The node: this identity's presence for one service type, a coordinator. It wires the owners
+/// together: it hears from each `Link` (`LinkOwner`) that it connected, what it was offered and
+/// that it closed, and passes that on. A link owns the rest (its `SessionStateMachine`, its
+/// channels and the files and streams on them), fed by its own task; the links and the session
+/// with each peer are `Sessions`'s, invitations both ways the `InvitationDesk`'s, incoming streams
 /// the `StreamMatchmaker`'s, a transfer's outage its `Resumer`'s, finding and reaching peers the
 /// `Dialer`'s, being seen `Presence`'s, files offered `FileIntake`'s (docs/architecture.md). Every
 /// connection, timer and browser task is a child of `run()` (`JobRunner`), the peer listener's
@@ -34,14 +34,14 @@ package actor Node {
     /// Finding peers and connecting to them (discovery, remembered addresses, addresses in turn).
     let dialer: Dialer
     /// Invitations both ways, and the `accept`s waiting for one.
-    let invitations = InvitationDesk()
+    let invitations: InvitationDesk
+    /// Every authenticated connection (each owns its state), and the session with each peer.
+    let sessions: Sessions
+    /// The timers and dialled connections the owners start, children of `run()`.
+    private nonisolated let tasks: NodeTasks
 
-    /// Every authenticated connection (each owns its state), for goodbyes when the node stops.
-    var links: Set<Link> = []
-    var sessions: [PeerID: Link] = [:]
     /// The DNS-SD instance name the link's daemon gave us (another host may have had our ID first).
     private var advertisedAs: String?
-    private var watchers = SessionWatchers()
     private(set) var stopping = false
     /// Incoming streams waiting for a listener, and listeners waiting for one.
     let streams: StreamMatchmaker
@@ -65,8 +65,16 @@ package actor Node {
         self.identity = identity
         self.configuration = configuration
         self.events = events
-        self.knownPeers = KnownPeers(paths: paths, autoCap: configuration.autoPinCap)
-        streams = StreamMatchmaker(listenerWait: configuration.unclaimedStreamWait)
+        let knownPeers = KnownPeers(paths: paths, autoCap: configuration.autoPinCap)
+        self.knownPeers = knownPeers
+        let queue = jobs
+        let tasks = NodeTasks(spawn: { queue.spawn($0) })
+        self.tasks = tasks
+        let sessions = Sessions(events: events, knownPeers: knownPeers, spawn: { queue.spawn($0) })
+        self.sessions = sessions
+        let streams = StreamMatchmaker(
+            listenerWait: configuration.unclaimedStreamWait, service: configuration.service.name, events: events, tasks: tasks)
+        self.streams = streams
         self.datagrams = DatagramHub(events: events)
         partials = PartialFiles(limits: configuration.partialQuota, record: paths.strangersDirectories(service: configuration.service.name))
         admission = Admission(limits: configuration.admission)
@@ -75,14 +83,22 @@ package actor Node {
         } catch {
             throw .connectionFailed("cannot set up TLS: \(ErrorWords.describe(error))")
         }
-        let queue = jobs
         intake = FileIntake(
             configuration: configuration, events: events, partials: partials, spawn: { queue.spawn($0) },
             violated: { [events] link, what in Node.violated(link, what, events: events) })
         presence = Presence(configuration: configuration, instance: identity.peerID.rawValue, events: events, spawn: { queue.spawn($0) })
-        dialer = Dialer(
+        let dialer = Dialer(
             configuration: configuration, me: identity.peerID, tls: tls.client,
             recent: RecentPeers.remembersAddresses() ? RecentPeers(paths: paths) : nil, spawn: { queue.spawn($0) })
+        self.dialer = dialer
+        invitations = InvitationDesk(
+            sessions: sessions, configuration: configuration, me: identity.peerID, events: events, knownPeers: knownPeers,
+            dialer: dialer, streams: streams, tasks: tasks)
+        tasks.bind(
+            due: { [weak self] timer in await self?.due(timer) },
+            serve: { [weak self] dialled in
+                await self?.serve(dialled.negotiated, isClient: true, expected: dialled.expected, invitation: dialled.invitation, sink: dialled.sink)
+            })
     }
 
     nonisolated var displayName: String { configuration.displayName ?? identity.displayName }
@@ -94,7 +110,7 @@ package actor Node {
     /// One `advertising` event per place the node is in: the link, then each domain.
     package var advertisingEvents: [Events.Advertising] { presence.advertising(name: displayName, port: port, registeredAs: advertisedAs) }
     package var sessionCount: Int { sessions.count }
-    package var connectedPeers: [AuthenticatedPeer] { sessions.values.map(\.peer).sorted { $0.id < $1.id } }
+    package var connectedPeers: [AuthenticatedPeer] { sessions.all.map(\.peer).sorted { $0.id < $1.id } }
 
     // MARK: Lifetime
 
@@ -105,12 +121,11 @@ package actor Node {
     /// Hands work to `run()`.
     nonisolated func spawn(_ job: @escaping @Sendable () async -> Void) { jobs.spawn(job) }
 
-    /// An owner's timer, a child of `run()`: after `delay`, unless the node stops first, `body` runs
-    /// on the node.
-    nonisolated func after(_ delay: Duration, _ body: @escaping @Sendable (isolated Node) async -> Void) {
-        spawn { [self] in
-            do { try await Task.sleep(for: delay) } catch { return }
-            await body(self)
+    /// An owner's timer is due (`NodeTasks.after`): back to the owner that set it.
+    private func due(_ timer: NodeTasks.Timer) async {
+        switch timer {
+        case let .invitationExpires(id): await invitations.expire(id)
+        case let .unclaimedStream(key): await streams.expire(key)
         }
     }
 
@@ -137,26 +152,27 @@ package actor Node {
     package func stop(reason: String = "the node stopped") async {
         guard !stopping else { return }
         stopping = true
+        streams.stopping = true
         await presence.stop()
         await dialer.stop()
         invitations.stop()
         streams.stop()
         await withTaskGroup(of: Void.self) { group in
-            for link in links {
+            for link in sessions.links {
                 group.addTask { await self.leave(link, because: .weLeft(reason), telling: reason) }
             }
         }
         // Give the peers a moment to close their side, and the links to report `disconnected`.
-        await Link.untilDetached(Array(links), by: .now + .milliseconds(500))
+        await Link.untilDetached(Array(sessions.links), by: .now + .milliseconds(500))
         try? await listener?.close()
         arrivals?.finish()
-        for link in links { link.close(because: .nodeStopped) }
+        for link in sessions.links { link.close(because: .nodeStopped) }
         jobs.finish()
         datagrams.close()
     }
 
     /// Session changes, for commands that stay "until the peer leaves".
-    package func sessionChanges() -> AsyncStream<SessionChange> { watchers.watch() }
+    package func sessionChanges() -> AsyncStream<SessionChange> { sessions.watch() }
 
     // MARK: Connections
 
@@ -193,40 +209,28 @@ package actor Node {
 
     private func attach(_ link: Link, invitation: Invitations.Outgoing?, sink: any EventSink) async {
         NearbyLog.logger.info("\(link.peer.id) (\(link.peer.name)) proved its identity at \(link.peer.address); \(link.peer.encrypted ? "TLS 1.3" : "plaintext"), code \(link.peer.verificationCode)")
-        links.insert(link)
+        sessions.attached(link)
         guard let invitation else { return armInvitationDeadline(link) }
-        await invitations.attached(link, invitation: invitation, sink: sink, node: self)
+        await invitations.attached(link, invitation: invitation, sink: sink)
     }
 
     /// The link is over: forget it, and say so to whoever waited on it.
     package func detached(_ link: Link) {
         let reason = "\(link.closeReason ?? .lost)"
         NearbyLog.logger.info("connection with \(link.peer.id) closed: \(reason)")
-        links.remove(link)
         defer { link.markDetached() }
         link.stopDelivering()
         datagrams.remove(link)
         streams.closed(link)
-        if sessions[link.peer.id] === link {
-            sessions[link.peer.id] = nil
-            events.emit(Events.Disconnected(peer: link.peer.ref, reason: reason, peers: sessions.count))
-            watchers.notify(.disconnected(link.peer.id, remaining: sessions.count))
-        }
-        invitations.closed(link, reason: reason, events: events)
+        sessions.detached(link, reason: reason)
+        invitations.closed(link, reason: reason)
     }
 
     func connect(_ link: Link) {
-        guard link.pin(in: knownPeers, events: events) else { return }
-        if let previous = sessions[link.peer.id], previous !== link {
-            sessions[link.peer.id] = nil
-            previous.close(because: .ended("replaced by a new connection"))
-        }
-        sessions[link.peer.id] = link
-        events.emit(Events.Connected(link.peer, peers: sessions.count))
+        guard sessions.began(link) else { return }
         let events = self.events, peer = link.peer.ref
         // A session now: no longer one of the links a stranger may hold open (Admission).
         link.becameSession { bytes in events.emit(Events.Message(bytes, from: peer)) }
-        watchers.notify(.connected(link.peer.id))
         invitations.connected(link.peer)
     }
 }

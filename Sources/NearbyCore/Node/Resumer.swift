@@ -10,7 +10,8 @@ import NearbyTransfer
 /// the rest goes. After `RetryPolicy.bound` of outage the file fails as it did before (exit 5,
 /// resumable by running the command again). Session liveness is untouched: the old session is
 /// reported `disconnected` as always; this is the transfer's own persistence. `Resumption` decides
-/// (pure); the resumer waits its waits and invites through the node's desk.
+/// (pure); the resumer waits its waits, finds the session in the node's `Sessions` and invites
+/// through its `InvitationDesk`, on the node (`nonisolated(nonsending)`: where it is called from).
 ///
 /// What is not retried: messages (`send`: a message either went in the session or the command
 /// says it did not — sending it again could deliver it twice) and streams (their bytes cannot be
@@ -19,11 +20,15 @@ struct Resumer {
     let policy: RetryPolicy
     /// The sending command's client: it hears `reconnecting`, not the attempts' "still looking".
     let client: (any EventSink)?
+    /// Where the session with the peer is found.
+    let sessions: Sessions
+    /// Where the peer is invited again.
+    let invitations: InvitationDesk
 
     /// Runs `body` on the session with `peer` until it succeeds, getting the session back after a
     /// failure of the link; `peer` becomes the peer of the session that finished it.
-    func run(
-        _ path: String, peer: inout AuthenticatedPeer, sink: any EventSink, node: isolated Node,
+    nonisolated(nonsending) func run(
+        _ path: String, peer: inout AuthenticatedPeer, sink: any EventSink,
         _ body: (Link, any EventSink) async throws(NearbyError) -> Void
     ) async throws(NearbyError) {
         let held = HeldFailures(sink)
@@ -31,7 +36,7 @@ struct Resumer {
         while true {
             var used: Link?
             do throws(NearbyError) {
-                guard let link = node.sessions[peer.id] else { throw .connectionFailed("the session with \(peer.id) ended") }
+                guard let link = sessions[peer.id] else { throw .connectionFailed("the session with \(peer.id) ended") }
                 used = link
                 try await body(link, held)
                 return
@@ -43,7 +48,7 @@ struct Resumer {
                     held.release()
                     throw error
                 }
-                peer = try await reconnect(peer, path: path, after: error, known: known, held: held, node: node)
+                peer = try await reconnect(peer, path: path, after: error, known: known, held: held)
                 known = Self.knownTarget(peer) ?? known
             }
         }
@@ -52,8 +57,8 @@ struct Resumer {
     /// Attempts to reach `peer` again, `policy`'s waits apart, until one does or the outage has
     /// lasted the bound. Each says `reconnecting`; the file's next `file-started` is followed by
     /// `resumed`.
-    private func reconnect(
-        _ peer: AuthenticatedPeer, path: String, after failure: NearbyError, known: Dialer.Target?, held: HeldFailures, node: isolated Node
+    private nonisolated(nonsending) func reconnect(
+        _ peer: AuthenticatedPeer, path: String, after failure: NearbyError, known: Dialer.Target?, held: HeldFailures
     ) async throws(NearbyError) -> AuthenticatedPeer {
         let started = ContinuousClock.now
         let quiet = DroppingSink(client, dropping: [Events.Looking.event])
@@ -75,9 +80,9 @@ struct Resumer {
             }
             let timeout = policy.attemptTimeout(elapsed: ContinuousClock.now - started)
             do throws(NearbyError) {
-                let back = try await node.invitations.invite(
+                let back = try await invitations.invite(
                     peer.id.rawValue, context: nil, timeout: Resumption.seconds(timeout), deadline: .now + timeout, client: quiet,
-                    known: known, node: node)
+                    known: known)
                 held.resuming(attempts: attempt, seconds: Resumption.seconds(ContinuousClock.now - started))
                 return back
             } catch {
@@ -154,7 +159,7 @@ struct Resumption {
         let reason = failure.errorDescription ?? "\(failure)"
         let bound = seconds(policy.bound)
         let tried = "not reached again within \(bound == bound.rounded() ? String(Int(bound)) : String(bound)) s (\(Spelling.option(.retryFor)))"
-        return .transferFailed(path: path, code: TransferCode.connectionLost.description, reason: "\(reason); \(tried)")
+        return .transferFailed(path: path, code: .connectionLost, reason: "\(reason); \(tried)")
     }
 
     static func seconds(_ duration: Duration) -> Double {

@@ -20,10 +20,3 @@ struct SessionWatchers {
         }
     }
 }
-
-extension Events.Connected {
-    /// The `connected` event of a session with `peer`, one of `peers` sessions.
-    init(_ peer: AuthenticatedPeer, peers: Int) {
-        self.init(peer: peer.ref, address: peer.address, verificationCode: peer.verificationCode, encrypted: peer.encrypted, peers: peers)
-    }
-}

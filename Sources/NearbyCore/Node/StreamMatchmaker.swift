@@ -7,7 +7,9 @@ import NearbyTransfer
 /// The stream matchmaker: incoming streams waiting for a `nearby stream --listen` (each with its
 /// deadline), listeners waiting for one, and the two commands that run a stream. `StreamMatching`
 /// decides who gets what; this keeps the streams, links and listeners its keys stand for. It runs
-/// on the node (each call takes it `isolated`). A running stream belongs to its link's channels.
+/// on the node (its calls run where they are called from, `nonisolated(nonsending)`), handed the
+/// link a stream runs on and `NodeTasks` for its deadlines. A running stream belongs to its link's
+/// channels.
 final class StreamMatchmaker {
     /// Incoming streams waiting for a listener at once, over all links; more are refused.
     static let maxUnclaimedStreams = 8
@@ -18,10 +20,19 @@ final class StreamMatchmaker {
     /// The listeners waiting, by key.
     private var listeners: [Int: StreamListener] = [:]
     private var keys = 0
+    /// The node's service type, as events name it.
+    private let service: String
+    private let events: any EventSink
+    private let tasks: NodeTasks
+    /// The node is stopping: a listener that ends now ends for that.
+    var stopping = false
 
     /// `listenerWait`: how long an incoming stream waits for a listener before it is refused.
-    init(listenerWait: Duration) {
+    init(listenerWait: Duration, service: String, events: any EventSink, tasks: NodeTasks) {
         matching = StreamMatching(maxWaiting: Self.maxUnclaimedStreams, listenerWait: listenerWait)
+        self.service = service
+        self.events = events
+        self.tasks = tasks
     }
 
     private func nextKey() -> Int {
@@ -31,15 +42,14 @@ final class StreamMatchmaker {
 
     // MARK: Opening
 
-    /// Opens a stream to a peer (inviting it first if needed) and runs it until both directions end.
-    func open(
-        to query: String, name: String, timeout: Double, source: any ByteSource, sink: any ByteSink,
-        client: (any EventSink)?, ready: @escaping @Sendable (StreamInfo) async -> Void, node: isolated Node
+    /// Opens a stream on the session `link` (the node invited its peer first if needed) and runs it
+    /// until both directions end.
+    nonisolated(nonsending) func open(
+        on link: Link, name: String, source: any ByteSource, sink: any ByteSink,
+        client: (any EventSink)?, ready: @escaping @Sendable (StreamInfo) async -> Void
     ) async throws(NearbyError) -> StreamSummary {
-        let events: any EventSink = client.map { TeeSink(node.events, $0) } ?? node.events
-        let peer = try await node.invite(query, context: nil, offer: Offer(stream: name).bounded, timeout: timeout, client: client)
-        guard let link = node.sessions[peer.id] else { throw .connectionFailed("the session with \(peer.id) ended") }
-        let service = node.configuration.service.name
+        let events: any EventSink = client.map { TeeSink(self.events, $0) } ?? self.events
+        let (peer, service) = (link.peer, self.service)
         let stream = try await link.offerStream(name: name) { notYet in
             let seconds = notYet.waiting ?? 0
             let label = name.isEmpty ? "streams" : "a stream named '\(name)'"
@@ -53,12 +63,14 @@ final class StreamMatchmaker {
         return try await StreamPump(stream: stream, link: link, events: events).run(source: source, sink: sink)
     }
 
-    /// Waits for an incoming stream (named `name`, from `from`, when given) and runs it.
-    func listen(
+    /// Waits for an incoming stream (named `name`, from `from`, when given) and runs it. `showing`:
+    /// the invitations waiting for an answer, shown to the listener's client when it has to wait
+    /// (a stream comes only once its opener is in session).
+    nonisolated(nonsending) func listen(
         name: String?, from: String?, source: any ByteSource, sink: any ByteSink, client: (any EventSink)?,
-        ready: @escaping @Sendable (StreamInfo) async -> Void, node: isolated Node
+        showing pending: [Invitations.Incoming], ready: @escaping @Sendable (StreamInfo) async -> Void
     ) async throws(NearbyError) -> StreamSummary {
-        let events: any EventSink = client.map { TeeSink(node.events, $0) } ?? node.events
+        let events: any EventSink = client.map { TeeSink(self.events, $0) } ?? self.events
         let key = nextKey()
         let found: StreamMatch?
         if case let .give(stream, _) = matching.listening(.init(key: key, name: name, from: from)) {
@@ -66,12 +78,11 @@ final class StreamMatchmaker {
         } else {
             let listener = StreamListener(from: from, sink: client)
             listeners[key] = listener
-            let service = node.configuration.service.name
             let what = (name.map { "stream '\($0)'" } ?? "stream") + (from.map { " from \($0)" } ?? "")
             client?.emit(Events.Waiting(for: "stream", service: service, reason: "waiting for a \(what) on \(service) (Ctrl-C to stop)"))
             // A stream comes only once its opener is in session: show the invitations that wait
             // for an answer, with how to give it.
-            for pending in node.invitations.waiting where listener.wants(pending.link.peer) {
+            for pending in pending where listener.wants(pending.link.peer) {
                 client?.emit(pending.event)
             }
             found = await listener.claimed.wait()
@@ -79,13 +90,13 @@ final class StreamMatchmaker {
             matching.listenerLeft(key)
         }
         guard let match = found else {
-            if node.stopping { throw .connectionFailed("the node stopped") }
+            if stopping { throw .connectionFailed("the node stopped") }
             throw .cancelled("waiting for a stream")
         }
         let (stream, link) = (match.stream, match.link)
         if Task.isCancelled {
             // Our client left just as the stream came: it goes to another listener, or waits.
-            if link.holds(stream) { await place(stream, on: link, node: node) }
+            if link.holds(stream) { await place(stream, on: link) }
             throw .cancelled("waiting for a stream")
         }
         defer { link.endChannel(stream.id) }
@@ -99,16 +110,16 @@ final class StreamMatchmaker {
 
     // MARK: Incoming
 
-    func offered(_ offer: FrameBody.Open, channel: UInt32, on link: Link, node: isolated Node) async {
+    nonisolated(nonsending) func offered(_ offer: FrameBody.Open, channel: UInt32, on link: Link) async {
         let stream = StreamChannel(id: channel, name: String(offer.path.prefix(255)), peer: link.peer.ref)
         // From now on its reset and the link's end reach it, waiting or running.
         guard link.hold(stream) else { return }
-        await place(stream, on: link, node: node)
+        await place(stream, on: link)
     }
 
     /// Gives an incoming stream to a listener that wants it, else lets it wait a bounded time for
     /// one (nothing flows before a listener takes it), else refuses it.
-    private func place(_ stream: StreamChannel, on link: Link, node: isolated Node) async {
+    private nonisolated(nonsending) func place(_ stream: StreamChannel, on link: Link) async {
         // A listener whose client left has abandoned its wait: it never gets a stream.
         for (key, listener) in listeners where listener.claimed.isSettled {
             listeners[key] = nil
@@ -123,12 +134,12 @@ final class StreamMatchmaker {
                 // A listener abandoned in this very moment passes it on to the next.
                 if let listener = listeners.removeValue(forKey: to), listener.claimed.settle(match) { return }
             case let .hold(_, after):
-                await Self.hold(stream, on: link, for: after, node: node)
+                await hold(stream, on: link, for: after)
                 waiting[key] = match
-                node.after(after) { node in await node.streams.expire(key, node: node) }
+                tasks.after(after, .unclaimedStream(key))
                 return
             case let .refuse(_, reason):
-                return await Self.refuse(stream.id, on: link, reason: reason)
+                return await link.refuse(stream.id, reason: reason)
             case .wait:
                 return
             }
@@ -137,16 +148,15 @@ final class StreamMatchmaker {
 
     /// A stream nobody listens for yet, said at once on both sides: a `waiting` event here, and to
     /// an opener that takes it (`waits`) an `openReply` "not yet" with the time it is held.
-    private static func hold(_ stream: StreamChannel, on link: Link, for grace: Duration, node: isolated Node) async {
+    private nonisolated(nonsending) func hold(_ stream: StreamChannel, on link: Link, for grace: Duration) async {
         let seconds = Double(grace / .milliseconds(1)) / 1000
         let label = stream.name.isEmpty ? "a stream" : "the stream '\(stream.name)'"
-        node.events.emit(Events.Waiting(
-            for: "stream", service: node.configuration.service.name,
+        events.emit(Events.Waiting(
+            for: "stream", service: service,
             reason: "\(link.peer.name) (\(link.peer.id.rawValue.prefix(8))) offers \(label) and nobody listens for it here: "
-                + "held \(Int(seconds.rounded())) s for `\(listenCommand(stream.name))`, then refused"))
+                + "held \(Int(seconds.rounded())) s for `\(Self.listenCommand(stream.name))`, then refused"))
         guard link.peer.features.contains(FrameBody.waitsFeature) else { return }
-        await link.notYet(stream.id, FrameBody.OpenReply(
-            accept: false, offset: 0, reason: "no listener for \(label) yet", waiting: UInt64(max(seconds, 0).rounded(.up))))
+        await link.notYet(stream.id, reason: "no listener for \(label) yet", waiting: UInt64(max(seconds, 0).rounded(.up)))
     }
 
     /// The command that listens for a stream named `name` (any stream when empty).
@@ -154,14 +164,9 @@ final class StreamMatchmaker {
         Spelling.command(.streamListen, name.isEmpty ? [] : ["--stream", PeerSearchReport.shellQuoted(name)])
     }
 
-    private func expire(_ key: Int, node: isolated Node) async {
+    nonisolated(nonsending) func expire(_ key: Int) async {
         guard case let .refuse(_, reason)? = matching.expired(key), let match = waiting.removeValue(forKey: key) else { return }
-        await Self.refuse(match.stream.id, on: match.link, reason: reason)
-    }
-
-    /// Refuses a stream offer: nothing was made for it.
-    private static func refuse(_ channel: UInt32, on link: Link, reason: String) async {
-        await link.refuse(channel, FrameBody.OpenReply(accept: false, offset: 0, prefixSHA256: nil, reason: reason))
+        await match.link.refuse(match.stream.id, reason: reason)
     }
 
     // MARK: What the node tells it

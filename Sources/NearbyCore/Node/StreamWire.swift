@@ -160,11 +160,11 @@ package struct StreamOutcome: Codable, Sendable, Equatable {
     /// The outcome of a failure: stream failures are `transferFailed` (StreamLife.Cause.error).
     package init(_ error: NearbyError) {
         switch error {
-        case let .transferFailed(path, code, reason): failure = Failure(path: path, code: code, reason: reason)
+        case let .transferFailed(path, code, reason): failure = Failure(path: path, code: code.description, reason: reason)
         default: failure = Failure(path: "the stream", code: error.code, reason: error.errorDescription ?? "failed")
         }
     }
 
     /// The error the client throws; nil when the stream is done.
-    package var error: NearbyError? { failure.map { .transferFailed(path: $0.path, code: $0.code, reason: $0.reason) } }
+    package var error: NearbyError? { failure.map { .transferFailed(path: $0.path, code: TransferCode($0.code), reason: $0.reason) } }
 }
