@@ -13,7 +13,13 @@ extension Nearby.Doctor {
         let names = Mutex<[String]>([])
         /// Peers PEER names: the ambiguity rule needs every one seen in its window.
         let matching = SeenPeers()
+        /// The found peer's addresses, with those that arrived after it was found.
+        let addresses = Mutex<[String]>([])
     }
+
+    /// How long a found peer's later addresses are waited for (at least; a name waits the
+    /// ambiguity window).
+    static let addressGather = Duration.milliseconds(500)
 
     struct PeerCheck: Sendable {
         var check: DoctorCheck
@@ -106,16 +112,29 @@ extension Nearby.Doctor {
         let looked = seconds(min(ContinuousClock.now, browseEnds) - started)
         // The rule every command follows (`PeerQuery.choose`): a name or prefix names a peer only
         // once browsing has run long enough for another of that name to answer.
-        if let first = found, first.instance != query, let asked {
+        // A host's addresses may come one by one after its peer is found: avahi keeps only the
+        // last of a host's A records sent alone with the cache-flush bit (RFC 6762 §10.2), and a
+        // query listing one as known brings back only the other. Every address given in the
+        // ambiguity window (or `addressGather` at least) is the peer's.
+        if let first = found {
             others.matching.set(first, for: first.instance)
-            _ = await firstResult(until: min(started + PeerQuery.ambiguityWindow, deadline)) { () -> DiscoveredPeer? in
+            others.addresses.withLock { $0 = first.addresses }
+            let naming = first.instance != query && asked != nil
+            let gathered = ContinuousClock.now + addressGather
+            _ = await firstResult(until: min(naming ? max(started + PeerQuery.ambiguityWindow, gathered) : gathered, deadline)) { () -> DiscoveredPeer? in
                 for await update in updates {
-                    guard case let .found(peer) = update, peer.instance != selfID.rawValue, peer.matches(query) else { continue }
-                    others.matching.set(peer, for: peer.instance)
+                    switch update {
+                    case let .updated(peer, _) where peer.instance == first.instance:
+                        others.addresses.withLock { known in known += peer.addresses.filter { !known.contains($0) } }
+                    case let .found(peer) where peer.instance != selfID.rawValue && peer.matches(query):
+                        others.matching.set(peer, for: peer.instance)
+                    default: continue
+                    }
                 }
                 return nil
             }
-            if case let .ambiguous(peers) = asked.choose(others.matching.all) {
+            found?.addresses = others.addresses.withLock { $0 }
+            if naming, let asked, case let .ambiguous(peers) = asked.choose(others.matching.all) {
                 let error = asked.ambiguity(peers)
                 return PeerCheck(check: DoctorCheck(
                     "peer", .fail, error.errorDescription ?? "'\(query)' names several peers",

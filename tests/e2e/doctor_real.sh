@@ -118,7 +118,7 @@ test_doctor_real_names_a_split_brain() {
 }
 
 # The split-brain question's bound: h1's neighbour table holds 150 more entries (permanent ones,
-# for addresses no host has) than the lab's hosts. doctor asks at most 32 of them, ends within its
+# for addresses no host has) than the lab's hosts. doctor asks at most 32 of them (per IP family), ends within its
 # --timeout, and on this healthy link names no split brain.
 test_doctor_real_asks_a_bounded_number_of_neighbours() {
     trap 'lab_run 1 ip neigh flush dev "$LAB_IFACE" nud permanent 2>/dev/null; trap - RETURN' RETURN
@@ -129,5 +129,10 @@ test_doctor_real_asks_a_bounded_number_of_neighbours() {
     echo "    h1's neighbour table: $(lab_run 1 ip -4 neigh show | wc -l) entries"
     DOCTOR_TIMEOUT=4 doctor 1
     (( MS < 5000 )) || { fail "doctor took $MS ms with a --timeout of 4 s"; return 1; }
-    check_is conflicts ok "none of the 32 neighbours asked directly claims h1.local" || return 1
+    # 32 of the 150 IPv4 entries, and the lab hosts' link-local IPv6 neighbours h1 happens to hold
+    # (at most 32 of those too; CI once saw one: 33).
+    expect_json "$OUT/doctor.jsonl" 'select(.event=="check" and .check=="conflicts" and .status=="ok")
+            | .detail | capture("none of the (?<n>[0-9]+) neighbours asked directly claims h1[.]local") | .n | tonumber
+            | select(. >= 32 and . <= 40)' "check conflicts ok, 32 IPv4 neighbours asked and a few IPv6 ones" \
+        || { cat "$OUT/doctor.jsonl" >&2; return 1; }
 }
