@@ -87,6 +87,11 @@ package struct HTTPServer: Sendable {
                         deadline.push(connection.idle)
                         return part
                     }, hold: { span in deadline.push(span) })
+                    // A target longer than any route's is the layer's to refuse, the same for every server.
+                    guard head.uri.utf8.count <= HTTPAnswer.maxURIBytes else {
+                        try await HTTPAnswer.write(.uriTooLong, keepAlive: false, to: connection.outbound)
+                        break
+                    }
                     let keep = try await routes.answer(head, body: body, on: connection, visit: visit)
                     // The intake may decode the next request.
                     channel.triggerUserOutboundEvent(HTTPAnswered(), promise: nil)

@@ -1,4 +1,5 @@
 import NIOCore
+import NIOHTTP1
 import NearbyBase
 import NearbyTransfer
 import NearbyHTTP
@@ -48,7 +49,7 @@ struct IncomingUpload: Sendable {
             upload = try await StrangerUpload.begin(
                 name, in: directory, below: root, key: partialTag, from: "localsend", owner: owner, partials: partials, budget: budget)
         } catch {
-            return fail(error, status: error.code == "busy" ? 429 : 500, keepAlive: false)
+            return fail(error, status: Int(HTTPAnswer.status(refusing: error).code), keepAlive: false)
         }
         /// Gives up: the partial file goes (once every queued write is done), the sender hears why.
         func drop(_ error: NearbyError, status: Int) async -> Failure {
@@ -58,7 +59,7 @@ struct IncomingUpload: Sendable {
         /// Writes `piece`; why not, when it could not.
         func put(_ piece: ByteBuffer) async -> Failure? {
             do throws(NearbyError) { try await upload.write(piece) } catch {
-                return await drop(error, status: error.code == "quota" ? 507 : 500)
+                return await drop(error, status: Int(HTTPAnswer.status(refusing: error).code))
             }
             return nil
         }
@@ -103,8 +104,8 @@ struct IncomingUpload: Sendable {
                 return .transferFailed(path: relative, code: .integrity, reason: "its SHA-256 is not the one \(who) announced")
             }
         } catch {
-            // 422, as the official app answers it: the sender may send the file again.
-            return error.code == "integrity" ? fail(error, status: 422, keepAlive: true) : fail(error, status: 500, keepAlive: false)
+            // 422 for a damaged file, as the official app answers it: the sender may send it again.
+            return fail(error, status: Int(HTTPAnswer.status(refusing: error).code), keepAlive: error.transferCode == .integrity)
         }
         if let dates {
             // A date that does not read, or a file system that refuses it, leaves the time it arrived.

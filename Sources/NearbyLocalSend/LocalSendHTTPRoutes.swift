@@ -5,7 +5,7 @@ import NearbyHTTP
 import Synchronization
 import NearbyBase
 
-/// LocalSend's routes on the shared server: a URI too long is 414; a sender gone while its offer
+/// LocalSend's routes on the shared server (a URI too long is the layer's 414): a sender gone while its offer
 /// waits for `nearby accept` withdraws it at once; a sender whose certificate is known gives its
 /// place among the strangers' connections back.
 struct LocalSendHTTPRoutes<Receiver: LocalSendRoutes>: HTTPRoutes {
@@ -19,9 +19,7 @@ struct LocalSendHTTPRoutes<Receiver: LocalSendRoutes>: HTTPRoutes {
         var request = LocalSendRequest(head: head, host: visit.host)
         request.clientFingerprint = await visit.shown(on: connection, receiver: receiver)
         let answer: LocalSendAnswer
-        if head.uri.utf8.count > LocalSendServer.maxURIBytes {
-            answer = .status(414)
-        } else if request.path == LocalSendDefaults.apiPrefix + "/prepare-upload" {
+        if request.path == LocalSendDefaults.apiPrefix + "/prepare-upload" {
             let asked = request
             guard let answered = await connection.unlessClosed({ await receiver.handle(asked, body: body) }) else { return false }
             answer = answered

@@ -240,6 +240,7 @@ package struct LocalSendSender: Sendable {
                 ? .connectionFailed("\(who) refused: too many requests (429); wait a moment")
                 : .connectionFailed("\(who) refused: too many wrong PINs from this address (429); wait a minute, then send with the right --pin")
         case 413: .declined(peer: who, reason: saying(response) ?? "the transfer is larger than it takes")
+        case 503: .connectionFailed("\(who) has no room for another upload just now (503): \(saying(response) ?? "it is busy"); try again in a moment")
         case 422: .transferFailed(path: "the file sent to \(who)", code: .integrity, reason: "it arrived damaged: its SHA-256 did not match")
         case 400: .connectionFailed("\(who) could not take what was sent: \(saying(response) ?? "it says the request was invalid")")
         case 408: .connectionFailed("\(who) ended the transfer: \(saying(response) ?? "it was too slow")")

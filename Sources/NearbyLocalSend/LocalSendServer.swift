@@ -21,7 +21,6 @@ package struct LocalSendServer: Sendable {
     /// (`NEARBY_LOCALSEND_TOTAL`, `_PER_ADDRESS`, `_HANDSHAKE_MS`, `_IDLE_MS` for tests).
     package static let admissionLimits = Admission.Limits(total: 64, perAddress: 8, handshake: .seconds(10), idle: .seconds(30))
         .with(prefix: "LOCALSEND")
-    package static let maxURIBytes = 4096
 
     /// The node's one HTTP serving layer, here behind TLS.
     let server: HTTPServer
@@ -93,13 +92,9 @@ package struct LocalSendServer: Sendable {
     }
 
     static func write(_ answer: LocalSendAnswer, to outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>, keepAlive: Bool) async throws {
-        var headers = HTTPHeaders()
-        headers.add(name: "Content-Length", value: String(answer.body.count))
-        if !answer.body.isEmpty { headers.add(name: "Content-Type", value: "application/json") }
-        headers.add(name: "Connection", value: keepAlive ? "keep-alive" : "close")
-        try await outbound.write(.head(HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: answer.status), headers: headers)))
-        if !answer.body.isEmpty { try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: answer.body)))) }
-        try await outbound.write(.end(nil))
+        try await HTTPAnswer.write(
+            HTTPResponseStatus(statusCode: answer.status), body: answer.body, type: answer.body.isEmpty ? nil : "application/json",
+            keepAlive: keepAlive, to: outbound)
     }
 }
 
@@ -151,22 +146,7 @@ package struct LocalSendAnswer: Sendable, Equatable {
     package var keepAlive = true
 
     package static func status(_ code: Int, _ message: String? = nil, keepAlive: Bool = true) -> LocalSendAnswer {
-        let body = message.map { Array(#"{"message":"#.utf8) + Array(EventEncoderQuote.quoted($0).utf8) + Array("}".utf8) } ?? []
+        let body = message.map { Array(#"{"message":"#.utf8) + Array(EventEncoder.quoted($0).utf8) + Array("}".utf8) } ?? []
         return LocalSendAnswer(status: code, body: body, keepAlive: keepAlive)
-    }
-}
-
-enum EventEncoderQuote {
-    static func quoted(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case _ where scalar.value < 0x20: out += " "
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
     }
 }

@@ -166,13 +166,7 @@ package final class WebDropBox: WebSite {
         } catch let error as NearbyError {
             await file?.abandon(error)
             outcome.failure = Self.words(error)
-            switch error.code {
-            case "too-large": outcome.status = .payloadTooLarge
-            case "quota": outcome.status = .insufficientStorage
-            case "refused": outcome.status = .forbidden
-            case "busy": outcome.status = .serviceUnavailable
-            default: outcome.status = .internalServerError
-            }
+            outcome.status = HTTPAnswer.status(refusing: error)
         } catch let error as MultipartParser.Failure {
             let reason: String
             switch error {

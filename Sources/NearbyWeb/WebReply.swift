@@ -29,14 +29,9 @@ package struct WebReply: Sendable {
     }
 
     func whole(_ bytes: [UInt8], type: String, status: HTTPResponseStatus, head: Bool, close: Bool, script: Bool = false) async throws {
-        var headers = HTTPHeaders()
-        headers.add(name: "Content-Type", value: type)
-        headers.add(name: "Content-Length", value: String(bytes.count))
-        for (name, value) in WebPages.securityHeaders(script: script) { headers.add(name: name, value: value) }
-        headers.add(name: "Connection", value: keepAlive && !close ? "keep-alive" : "close")
-        try await outbound.write(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers)))
-        if !head, !bytes.isEmpty { try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: bytes)))) }
-        try await outbound.write(.end(nil))
+        try await HTTPAnswer.write(
+            status, body: bytes, type: type, headers: WebPages.securityHeaders(script: script), keepAlive: keepAlive && !close, headOnly: head,
+            to: outbound)
     }
 
     /// The head of a streamed body; then `chunk` for each piece and `end`.

@@ -9,8 +9,6 @@ import NearbyHTTP
 /// in size by NIOHTTP1's decoder limits and in time by the admission's `handshake` and `idle`).
 /// What the routes do is `WebSite`'s.
 package struct WebServer: Sendable {
-    static let maxURIBytes = 2048
-
     let server: HTTPServer
     package var port: Int { server.port }
 
@@ -29,7 +27,7 @@ package struct WebServer: Sendable {
     }
 }
 
-/// A `WebSite` on the shared server: a URI too long for any of our paths is the wrong link's 404.
+/// A `WebSite` on the shared server (a URI too long is the layer's 414).
 struct WebRoutes<Site: WebSite>: HTTPRoutes {
     let site: Site
 
@@ -37,10 +35,6 @@ struct WebRoutes<Site: WebSite>: HTTPRoutes {
         let reply = WebReply(
             outbound: connection.outbound, channel: connection.channel, deadline: connection.deadline, idle: connection.idle,
             keepAlive: head.isKeepAlive)
-        guard head.uri.utf8.count <= WebServer.maxURIBytes else {
-            try await reply.notFound()
-            return false
-        }
         return try await site.answer(WebRequest(head: head, address: connection.ticket.address), body: body, reply: reply)
     }
 }

@@ -60,6 +60,30 @@ import Testing
         }
     }
 
+    /// One bound on the request target for every server, answered by the layer: the routes never
+    /// see a target over it (LocalSend answered 414, the web pages 404, each with its own bound).
+    @Test func aTargetOverItsBoundIsTheLayers414() async throws {
+        try await Self.serving { port in
+            let fits = "/" + String(repeating: "a", count: HTTPAnswer.maxURIBytes - 1)
+            let kept = try await HTTPServerTests.exchange(port, "GET \(fits) HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+            #expect(kept?.hasPrefix("HTTP/1.1 200 OK\r\n") == true)
+            let answer = try await HTTPServerTests.exchange(port, "GET \(fits)a HTTP/1.1\r\nHost: a\r\n\r\nGET /r HTTP/1.1\r\nHost: a\r\n\r\n")
+            #expect(answer == "HTTP/1.1 414 URI Too Long\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", "\(answer ?? "")")
+        }
+    }
+
+    /// One map from a refusal's code to its status, for LocalSend's uploads and the web pages'.
+    @Test func aRefusalHasOneStatusWhicheverServerAnswers() {
+        let refused = { (code: TransferCode) in HTTPAnswer.status(refusing: .transferFailed(path: "a", code: code, reason: "r")) }
+        #expect(refused(.busy) == .serviceUnavailable)
+        #expect(refused(.quota) == .insufficientStorage)
+        #expect(refused(.tooLarge) == .payloadTooLarge)
+        #expect(refused(.refused) == .forbidden)
+        #expect(refused(.integrity) == .unprocessableEntity)
+        #expect(refused(.incomplete) == .badRequest)
+        #expect(HTTPAnswer.status(refusing: .connectionFailed("gone")) == .internalServerError)
+    }
+
     @Test func anHTTPConnectionTakenHasNoDelay() async throws {
         let listener = try await HTTPListener.bind(port: 0, backlog: 8, admission: Admission())
         let client = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)

@@ -154,6 +154,8 @@ import Testing
         #expect(said.exitStatus == .declined && (said.errorDescription ?? "").contains("no \\u{1b}[2J thanks"))
         #expect(LocalSendSender.refusal(response(409), target: target, pin: nil).exitStatus == .connectionFailed)
         #expect(LocalSendSender.refusal(response(429), target: target, pin: nil).exitStatus == .connectionFailed)
+        let busy = LocalSendSender.refusal(response(503, #"{"message":"no room"}"#), target: target, pin: nil)
+        #expect(busy.exitStatus == .connectionFailed && (busy.errorDescription ?? "").contains("no room for another upload just now (503): no room"))
         let lockedOut = LocalSendSender.refusal(response(429), target: target, pin: "1357")
         #expect(lockedOut.exitStatus == .connectionFailed && (lockedOut.errorDescription ?? "").contains("wrong PINs"))
         let mismatch = LocalSendSender.nearbyError(.fingerprintMismatch(expected: "a", got: "b"), target: target)

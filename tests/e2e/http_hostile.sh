@@ -53,7 +53,8 @@ test_http_an_upgrade_then_a_gigabyte_is_closed() {
 # friend's send goes through meanwhile.
 test_http_pipelined_unread_requests_cost_bytes() {
     ls_setup || return 1
-    trap 'ls_teardown; trap - RETURN' RETURN
+    # The addresses go with the test: a later test in this lab would see h2 with ten of them.
+    trap 'ls_teardown; for k in $(seq 20 27); do ip -n "$(lab_ns 2)" addr del "10.99.0.$k/24" dev "$LAB_IFACE" 2>/dev/null; done; trap - RETURN' RETURN
     local k sources=""
     for k in $(seq 20 27); do
         ip -n "$(lab_ns 2)" addr add "10.99.0.$k/24" dev "$LAB_IFACE" || return 1
@@ -106,5 +107,31 @@ test_http_curls_default_upload_is_not_delayed_by_expect() {
     await "$OUT/accept.jsonl" 'select(.event=="file-received")' 20 "the upload received" || return 1
     cmp -s "$OUT/up/two.bin" "$OUT/save/two.bin" || { fail "two.bin differs"; return 1; }
     awk -v t="$took" 'BEGIN { exit !(t < 0.9) }' || { fail "curl's upload took $took s (its Expect timeout is 1 s)"; return 1; }
+    stop "$WEB_PID"
+}
+
+# One bound on a request's target for both servers, kept by the layer: LocalSend answered 414 past
+# 4 KiB and kept the connection, the web pages 404 past 2 KiB. Now a target of 4,097 bytes is 414
+# and the connection closes on LocalSend's HTTPS and on the web drop box alike; 4,096 is served.
+test_http_an_over_long_target_is_414_on_both_servers() {
+    ls_setup || return 1
+    trap 'ls_teardown; trap - RETURN' RETURN
+    lss_node || return 1
+    local api=/api/localsend/v2/info?x= code
+    local fits; fits=$(printf 'a%.0s' $(seq $((4096 - ${#api}))))
+    code=$(lab_run 2 curl -sSk -m 20 -o /dev/null -w '%{http_code}' "https://10.99.0.1:53317$api$fits")
+    expect_eq "$code" 200 "LocalSend's /info with a target of 4,096 bytes" || return 1
+    code=$(lab_run 2 curl -sSk -m 20 -D "$OUT/ls-long.head" -o /dev/null -w '%{http_code}' "https://10.99.0.1:53317$api${fits}a")
+    expect_eq "$code" 414 "LocalSend with a target of 4,097 bytes" || return 1
+    grep -qi '^connection: close' "$OUT/ls-long.head" || { fail "LocalSend's 414 keeps the connection"; cat "$OUT/ls-long.head" >&2; return 1; }
+    mkdir -p "$OUT/save"
+    web_start 1 "$OUT/accept.jsonl" -- accept --web --save-dir "$OUT/save" || return 1
+    local path=${WEB_URL#http://*/}
+    code=$(lab_run 2 curl -sS -m 20 -D "$OUT/web-long.head" -o /dev/null -w '%{http_code}' \
+        "$WEB_URL?x=$(printf 'a%.0s' $(seq $((4096 - 1 - ${#path} - 3))))a")
+    expect_eq "$code" 414 "the web drop box with a target of 4,097 bytes" || return 1
+    grep -qi '^connection: close' "$OUT/web-long.head" || { fail "the web page's 414 keeps the connection"; return 1; }
+    code=$(lab_run 2 curl -sS -m 20 -o /dev/null -w '%{http_code}' "$WEB_URL")
+    expect_eq "$code" 200 "the drop box's page after it" || return 1
     stop "$WEB_PID"
 }

@@ -409,7 +409,7 @@ test_localsend_device_that_goes_away_is_lost() {
 }
 
 # A LocalSend sender is charged as any stranger is (issue 31's budget): with no room for strangers'
-# open files the upload is refused `busy` (429), nothing is left in the save directory, and the
+# open files the upload is refused `busy` (503), nothing is left in the save directory, and the
 # node goes on; a legal 240-byte name arrives (its partial's name stays under the limit).
 test_localsend_senders_are_charged_as_strangers() {
     ls_setup || return 1
