@@ -276,6 +276,31 @@ mkdir -p "$LAB_DIR/out"
 # Name host 1 before anything advertises, so every test sees the same display name.
 lab_run 1 "$NEARBY" identity --rename "Alice Box" >/dev/null
 
+# Every host's IPv4 addresses ("NS DEV ADDRESS/PREFIX" a line): what a test adds it must take away,
+# and what it takes away it must put back, or every later test in this lab runs on another network
+# (h2 kept ten addresses after an HTTP test once, and doctor asked its responder at the wrong one).
+lab_addresses() {
+    local k
+    for ((k = 1; k <= LAB_HOSTS; k++)); do
+        ip -n "$(lab_ns "$k")" -4 -o addr show 2>/dev/null | awk -v ns="$(lab_ns "$k")" '{ print ns, $2, $4 }'
+    done | LC_ALL=C sort
+}
+LAB_ADDRESSES=$(lab_addresses)
+# lab_addresses_kept: fails (naming them) when the test left addresses changed; removes what it added.
+lab_addresses_kept() {
+    local now added missing ns dev address
+    now=$(lab_addresses)
+    [[ $now != "$LAB_ADDRESSES" ]] || return 0
+    added=$(LC_ALL=C comm -13 <(echo "$LAB_ADDRESSES") <(echo "$now"))
+    missing=$(LC_ALL=C comm -23 <(echo "$LAB_ADDRESSES") <(echo "$now"))
+    [[ -z $added ]] || echo "    FAIL: the test left addresses in the lab (removed now): $(tr '\n' ';' <<<"$added")"
+    [[ -z $missing ]] || echo "    FAIL: the test took addresses from the lab and did not put them back: $(tr '\n' ';' <<<"$missing")"
+    while read -r ns dev address; do
+        [[ -n $address ]] && ip -n "$ns" addr del "$address" dev "$dev" 2>/dev/null
+    done <<<"$added"
+    return 1
+}
+
 while next_test; do
     TEST=$NEXT
     OUT=$LAB_DIR/out/$TEST
@@ -287,6 +312,7 @@ while next_test; do
     log=${E2E_QUEUE:-}.log.$$
     if [[ -n ${E2E_QUEUE:-} ]]; then run_bounded "$TEST" >"$log" 2>&1; else run_bounded "$TEST"; fi
     status=$?
+    if [[ -n ${E2E_QUEUE:-} ]]; then lab_addresses_kept >>"$log" 2>&1; else lab_addresses_kept >&2; fi || status=1
     if ((status == 0)); then
         PASSED=$((PASSED + 1)); verdict=ok
     else
