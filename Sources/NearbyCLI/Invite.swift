@@ -34,13 +34,9 @@ extension Nearby {
             try await performNamingThePeer(context, verbose: output.verbose)
         }
 
-        var typedPeer: String? { peer }
-
-        /// The command for `name` instead of the peer typed, when the person chose it (PeerNaming).
-        func renamed(_ name: String) -> Self {
-            var copy = self
-            copy.peer = name
-            return copy
+        var typedPeer: String? {
+            get { peer }
+            set { if let newValue { peer = newValue } }
         }
 
         func perform(_ context: CommandContext) async throws {

@@ -215,14 +215,20 @@ extension PeerNaming {
 /// A command that names one peer (send, send-file, stream, invite): it runs through PeerNaming,
 /// and for a near name the person chose, the same command again with that name.
 protocol NamesAPeer: Sendable {
-    /// The peer as typed, or nil where the command names none (`--all`, `--listen`, `--web`).
-    var typedPeer: String? { get }
-    /// The same command for the name the person chose.
-    func renamed(_ name: String) -> Self
+    /// The peer as typed, or nil where the command names none (`--all`, `--listen`, `--web`);
+    /// set to the name the person chose instead.
+    var typedPeer: String? { get set }
     func perform(_ context: CommandContext) async throws
 }
 
 extension NamesAPeer {
+    /// The same command for `name` instead of the peer typed, when the person chose it.
+    func renamed(_ name: String) -> Self {
+        var copy = self
+        copy.typedPeer = name
+        return copy
+    }
+
     /// Runs the command (or its renamed self) inside `reporting`, in `context`.
     func performNamingThePeer(_ context: CommandContext, verbose: Bool) async throws {
         let command = self

@@ -80,13 +80,9 @@ extension Nearby {
             }
         }
 
-        var typedPeer: String? { listen ? nil : peer }
-
-        /// The command for `name` instead of the peer typed, when the person chose it (PeerNaming).
-        func renamed(_ name: String) -> Self {
-            var copy = self
-            copy.peer = name
-            return copy
+        var typedPeer: String? {
+            get { listen ? nil : peer }
+            set { peer = newValue }
         }
 
         func perform(_ context: CommandContext) async throws {

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import SystemPackage
 import NearbyBase
 import NearbyIdentity
@@ -128,7 +127,7 @@ package struct RecentPeers: Sendable {
     /// never our own advertisement. Failures are ignored: browsing must not suffer for a cache.
     package func recordOnce(_ peer: DiscoveredPeer, service: ServiceType, selfID: PeerID?, now: Date = Date()) {
         guard peer.instance != selfID?.rawValue,
-            Self.recorded.insert(path + "\n" + Self.key(service: service.name, id: peer.instance))
+            Self.recorded.withLock({ $0.insert(path + "\n" + Self.key(service: service.name, id: peer.instance)).inserted })
         else { return }
         let remember = Self.remembersAddresses() && peer.port != nil && !peer.addresses.isEmpty
         try? record([Entry(
@@ -194,7 +193,8 @@ package struct RecentPeers: Sendable {
 
     private static func key(service: String, id: String) -> String { service + "/" + id }
 
-    private static let recorded = RecordedKeys()
+    /// Which peers this process has recorded already, so a peer that comes and goes is written once.
+    private static let recorded = Locked<Set<String>>([])
 
     private static var decoder: JSONDecoder {
         let decoder = JSONDecoder()
@@ -225,16 +225,6 @@ package struct RecentPeers: Sendable {
             _ = unlink(temporary)
             throw error
         }
-    }
-}
-
-/// Which peers this process has recorded already, so a peer that comes and goes is written once.
-private final class RecordedKeys: Sendable {
-    private let keys = Mutex<Set<String>>([])
-
-    /// True when `key` was not there before.
-    func insert(_ key: String) -> Bool {
-        keys.withLock { $0.insert(key).inserted }
     }
 }
 

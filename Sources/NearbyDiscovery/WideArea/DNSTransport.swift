@@ -78,24 +78,34 @@ struct DNSTransport: Sendable {
             }
         let interval = deadline / Self.tries
         return try await channel.executeThenClose { inbound, outbound in
-            let resend = Task {
-                for _ in 0..<Self.tries {
-                    try await outbound.write(AddressedEnvelope(remoteAddress: address, data: ByteBuffer(bytes: wire)))
-                    try await Task.sleep(for: interval)
+            // The resends are a child of the exchange: the first reply that matches ends both.
+            try await withThrowingTaskGroup(of: DNSMessage?.self) { group in
+                group.addTask {
+                    for _ in 0..<Self.tries {
+                        try await outbound.write(AddressedEnvelope(remoteAddress: address, data: ByteBuffer(bytes: wire)))
+                        try await Task.sleep(for: interval)
+                    }
+                    return nil
                 }
-            }
-            defer { resend.cancel() }
-            for try await envelope in inbound {
-                guard envelope.remoteAddress == address else { continue }
-                let bytes = Array(envelope.data.readableBytesView)
-                guard let reply = try? DNSMessage.decode(bytes), DNSReplyMatch.matches(reply, query) else {
-                    // A truncated reply may not parse past its header; still a valid "use TCP".
-                    if let header = try? Self.truncatedHeader(bytes), header.id == query.id, header.truncated { return header }
-                    continue
+                group.addTask {
+                    for try await envelope in inbound {
+                        guard envelope.remoteAddress == address else { continue }
+                        let bytes = Array(envelope.data.readableBytesView)
+                        guard let reply = try? DNSMessage.decode(bytes), DNSReplyMatch.matches(reply, query) else {
+                            // A truncated reply may not parse past its header; still a valid "use TCP".
+                            if let header = try? Self.truncatedHeader(bytes), header.id == query.id, header.truncated { return header }
+                            continue
+                        }
+                        if reply.truncated || check(reply, bytes) { return reply }
+                    }
+                    throw TimedOut()
                 }
-                if reply.truncated || check(reply, bytes) { return reply }
+                defer { group.cancelAll() }
+                while let reply = try await group.next() {
+                    if let reply { return reply }
+                }
+                throw TimedOut()
             }
-            throw TimedOut()
         }
     }
 
