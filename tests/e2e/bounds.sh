@@ -32,7 +32,7 @@ bounds_check_memory() {
     local pid=$1 hwm
     hwm=$(bounds_hwm "$pid")
     echo "    node peak RSS $((hwm / 1024)) MB, $(bounds_fds "$pid") descriptors"
-    (( hwm < 100 * 1024 )) || fail "node peak RSS $((hwm / 1024)) MB (limit 100)"
+    (( hwm < $(mem_mb 100) * 1024 )) || fail "node peak RSS $((hwm / 1024)) MB (limit $(mem_mb 100))"
 }
 
 test_stream_flooded_before_anyone_accepted_it_is_cut_off() {

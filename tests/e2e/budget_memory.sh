@@ -66,7 +66,7 @@ bm_check() {
     hwm=$(($(bounds_hwm "$NODE") / 1024))
     code=$(bm_code "$NODE")
     echo "    $1: node RSS $(bm_rss "$NODE") MB, peak $hwm MB, of which code $code MB: held at most $((hwm - code)) MB"
-    (( hwm - code < 60 )) || { fail "the node held $((hwm - code)) MB at its peak (limit 60)"; BM_BAD=1; }
+    (( hwm - code < $(mem_mb 60) )) || { fail "the node held $((hwm - code)) MB at its peak (limit $(mem_mb 60))"; BM_BAD=1; }
     return 0
 }
 bm_verdict() { [[ ${BM_BAD:-0} == 0 ]]; }

@@ -34,7 +34,7 @@ test_wire_huge_hellos_are_refused_at_the_header() {
     await "$ADV" 'select(.event=="message" and .text=="after")' 5 "the message after the attack" >/dev/null || return 1
     peak=$(wire_peak "$node")
     echo "    peak RSS ${peak} MB, fds $(wire_fds "$node"); rogues: $(cat "$OUT"/rogue-h*.out | jq -sc 'map({opened, closed_by_node, closed_within})')"
-    (( peak < 100 )) || fail "peak RSS ${peak} MB (limit 100)" || return 1
+    (( peak < $(mem_mb 100) )) || fail "peak RSS ${peak} MB (limit $(mem_mb 100))" || return 1
     for out in "$OUT"/rogue-h*.out; do
         expect_json "$out" 'select(.closed_by_node == .opened and .closed_within < 5)' "every big hello closed by the node at once" || return 1
     done

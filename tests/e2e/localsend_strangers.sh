@@ -41,7 +41,7 @@ lss_health() {
     rss=$(awk '/^VmRSS/ {print int($2 / 1024)}' "/proc/$LSS_NODE/status")
     fds=$(find "/proc/$LSS_NODE/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)
     echo "    $1: node RSS $rss MB, $fds descriptors"
-    ((rss < 100)) || { fail "RSS $rss MB during $1"; return 1; }
+    ((rss < $(mem_mb 100))) || { fail "RSS $rss MB during $1"; return 1; }
     ((fds < 820)) || { fail "$fds descriptors during $1"; return 1; }
 }
 

@@ -65,6 +65,10 @@ LAB_HOSTS=${LAB_HOSTS:-6}
 
 # --- assertions: print what was expected on failure, return 1 --------------------------------
 fail() { printf '    FAIL: %s\n' "$*" >&2; return 1; }
+# mem_mb N: a test's bound of N MB on a process's memory, times E2E_MEM_SCALE (a whole number,
+# default 1): an AddressSanitizer build holds shadow memory, redzones and freed memory in
+# quarantine beside what nearby holds (scripts/sanitize e2e: 3). Every memory bound goes through it.
+mem_mb() { echo $(( $1 * ${E2E_MEM_SCALE:-1} )); }
 expect_eq() { [[ "$1" == "$2" ]] || fail "${3:-value}: expected '$2', got '$1'"; }
 # expect_json FILE JQ_FILTER DESCRIPTION: some line of FILE satisfies the filter
 expect_json() {

@@ -142,8 +142,8 @@ test_stream_two_gib_in_bounded_memory() {
     st_json "$OUT/listen.events" "select(.event==\"stream-opened\" and .direction==\"in\" and .peer.id==\"$id2\")" "stream-opened (in) on h1" || return 1
     st_json "$OUT/listen.events" "select(.event==\"stream-closed\" and .sent==0 and .received==$size and .reason==\"done\")" "stream-closed on h1: 2 GiB received" || return 1
 
-    (( rss1 * 1024 < 100000000 )) || fail "the listener's peak RSS is $rss1 KiB: not under 100 MB" || return 1
-    (( rss2 * 1024 < 100000000 )) || fail "the opener's peak RSS is $rss2 KiB: not under 100 MB" || return 1
+    (( rss1 * 1024 < $(mem_mb 100) * 1000000 )) || fail "the listener's peak RSS is $rss1 KiB: not under 100 MB" || return 1
+    (( rss2 * 1024 < $(mem_mb 100) * 1000000 )) || fail "the opener's peak RSS is $rss2 KiB: not under 100 MB" || return 1
 }
 
 # --- 2. both directions at once ----------------------------------------------------------------------

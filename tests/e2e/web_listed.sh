@@ -101,7 +101,7 @@ test_web_stalled_downloads_stay_bounded() {
     cmp "$OUT/share/big.bin" "$OUT/got/big.bin" || { fail "the friend's file differs"; return 1; }
     hwm=$(awk '/^VmHWM/ {print int($2 / 1024)}' "/proc/$WEB_PID/status")
     echo "    node peak RSS ${hwm} MB with 128 stalled downloads of a 50 MB file" >&2
-    (( hwm < 100 )) || { fail "node peak RSS $hwm MB with 128 stalled downloads (limit 100)"; return 1; }
+    (( hwm < $(mem_mb 100) )) || { fail "node peak RSS $hwm MB with 128 stalled downloads (limit $(mem_mb 100))"; return 1; }
     kill "$staller" 2>/dev/null
     stop "$WEB_PID"
     expect_eq $? 0 "send-file --web --keep ends with Ctrl-C" || return 1

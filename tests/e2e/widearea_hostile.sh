@@ -19,7 +19,7 @@ test_widearea_hostile_dns_server_is_bounded() {
             echo "    $cmd --domain against $mode: exit $status, peak RSS $peak MB"
             expect_eq "$status" 11 "$cmd against $mode (dns-unreachable)" || { cat "$OUT/$cmd-$mode.jsonl" "$OUT/$cmd-$mode.jsonl.err" >&2; return 1; }
             expect_json "$OUT/$cmd-$mode.jsonl" 'select(.event=="error" and .code=="dns-unreachable")' "$cmd's error event" || return 1
-            (( peak < 100 )) || fail "$cmd against $mode: peak RSS $peak MB (limit 100)" || return 1
+            (( peak < $(mem_mb 100) )) || fail "$cmd against $mode: peak RSS $peak MB (limit $(mem_mb 100))" || return 1
         done
         wa_stop_all
     done
