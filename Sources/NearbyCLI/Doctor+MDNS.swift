@@ -62,7 +62,10 @@ extension Nearby.Doctor {
         }
         let instance = listed?.instance ?? target.expected?.rawValue
         let asked = await Self.askResponder(
-            target, route: MDNSQuestion.route(target.addresses, interfaces: interfaces), instance: instance, listed: listed,
+            target, route: MDNSQuestion.route(target.addresses, interfaces: interfaces),
+            // Its other addresses on this host's subnets are asked too: the daemon's cache may hold
+            // one the host gave up (a lease renewed, an address taken off), first in the list.
+            also: target.addresses.filter { MDNSQuestion.route([$0], interfaces: interfaces)?.via != nil }, instance: instance, listed: listed,
             service: service, survey: survey, environment: environment, until: deadline)
         var ghost: DoctorCheck?
         if let listed, let asked {
@@ -118,7 +121,8 @@ extension Nearby.Doctor {
     /// is left before `deadline`); for a listed peer that answers nothing, tries a TCP connection.
     /// nil when no IPv4 address is known.
     static func askResponder(
-        _ target: Target, route: (address: String, via: String?)?, instance: String?, listed: DiscoveredPeer?, service: ServiceType,
+        _ target: Target, route: (address: String, via: String?)?, also: [String] = [], instance: String?, listed: DiscoveredPeer?,
+        service: ServiceType,
         survey: Survey, environment: [String: String], until deadline: ContinuousClock.Instant
     ) async -> Asked? {
         guard let route else { return nil }
@@ -127,7 +131,7 @@ extension Nearby.Doctor {
         let wait = min(full, max(.zero, deadline - .now) / 3)
         let started = ContinuousClock.now
         var outcome = await MDNSQuestion.ask(
-            address: route.address, via: route.via, registrationType: service.registrationType, instance: instance, wait: wait)
+            address: route.address, also: also, via: route.via, registrationType: service.registrationType, instance: instance, wait: wait)
         outcome.cut = wait < full && (outcome.unicast == nil || (outcome.multicastSent && outcome.multicast == nil))
         // Whether this host's daemon sees any instance PEER's responder named: the peer found, what
         // the survey holds, else a browse until the question's wait ends.
@@ -153,7 +157,7 @@ extension Nearby.Doctor {
         // A listed peer whose responder answers nothing: does anything take a connection there?
         let silent = listed != nil && outcome.unicast == nil && outcome.multicast == nil && outcome.failure == nil && !outcome.cut
         let (connected, reason) = silent ? await Self.anyConnects(target, within: min(.seconds(2), max(.milliseconds(1), deadline - .now))) : (false, nil)
-        return Asked(address: route.address, outcome: outcome, daemonSees: daemonSees, connected: connected, connectReason: reason)
+        return Asked(address: outcome.answeredAt ?? route.address, outcome: outcome, daemonSees: daemonSees, connected: connected, connectReason: reason)
     }
 
     /// Whether any of the target's first two addresses takes a TCP connection (the reason of the

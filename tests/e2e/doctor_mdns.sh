@@ -158,6 +158,29 @@ test_doctor_mdns_an_unreachable_advertised_address() {
     check_is identity ok || return 1
 }
 
+# h2 had four more addresses on the link and gave them up: h1's daemon still lists them for h2, ahead
+# of the one it has. doctor asked h2's responder at the first and, with no answer there, called a
+# healthy peer a ghost (seen after an HTTP test left h2's addresses behind). It asks at each of
+# h2's addresses on this host's subnets, and the responder answers at the one it has.
+test_doctor_mdns_a_given_up_address_is_no_ghost() {
+    trap 'for k in 30 31 32 33; do lab_run 2 ip addr del "10.99.0.$k/24" dev "$LAB_IFACE" 2>/dev/null; done; stop_started' RETURN
+    local id2 k
+    id2=$(id_of 2) || return 1
+    for k in 30 31 32 33; do lab_run 2 ip addr add "10.99.0.$k/24" dev "$LAB_IFACE" || { fail "address 10.99.0.$k on h2"; return 1; }; done
+    start_node 2 dm-gone || return 1
+    local deadline=$((SECONDS + 15))
+    until nb 1 browse --service dm-gone --peer "$id2" --timeout 5 2>/dev/null \
+            | jq -e 'select(.event=="found") | .addresses | (index("10.99.0.30") and index("10.99.0.33"))' >/dev/null; do
+        (( SECONDS < deadline )) || { fail "h1 never resolved h2's four extra addresses"; return 1; }
+    done
+    for k in 30 31 32 33; do lab_run 2 ip addr del "10.99.0.$k/24" dev "$LAB_IFACE"; done
+    DOCTOR_TIMEOUT=6 doctor 1 --service dm-gone "$id2"
+    # What makes the case: h1's daemon still gives them (it did in every run here).
+    check_is peer ok "10.99.0.33" || return 1
+    check_is ghost ok || return 1
+    check_is multicast-path ok "responder at $(lab_addr 2) answers" || return 1
+}
+
 # h3's avahi-daemon is configured with h1's host name: h1 defends it, h3 renames itself (h1-2).
 # doctor on h3 names the conflict; h1 is not blamed for anything.
 test_doctor_mdns_a_host_name_conflict() {

@@ -11,11 +11,15 @@ extension MDNSQuestion {
     /// Asks PEER's responder at `address` directly and by multicast (from `via`, this host's
     /// address on PEER's subnet; nil: no multicast question), for `wait` at most: three times
     /// each, until PEER answered both. Every answer is bounded, at most `maxAnswers` are read.
+    /// `also`: PEER's other addresses of the same family (at most 15 more), asked directly too: a
+    /// daemon's cache may still hold an address the host gave up, and the host answers from the
+    /// one it has (`Outcome.answeredAt`).
     /// How long, after PEER answered both questions, answers from other responders are still read.
     static let othersGrace = Duration.milliseconds(300)
 
     package static func ask(
-        address: String, via: String?, registrationType: String, instance: String?, wait: Duration, port: Int = 5353
+        address: String, also: [String] = [], via: String?, registrationType: String, instance: String?, wait: Duration,
+        port: Int = 5353
     ) async -> Outcome {
         let started = ContinuousClock.now
         let unicastQuery = query(questions(address: address, registrationType: registrationType, instance: instance, unicastResponse: false))
@@ -23,6 +27,8 @@ extension MDNSQuestion {
         if multicastQuery.id == unicastQuery.id { multicastQuery.id &+= 1 }
         let (unicastID, multicastID) = (unicastQuery.id, multicastQuery.id)
         let v6 = address.contains(":")
+        let hosts = [address] + also.filter { $0 != address && $0.contains(":") == v6 }.prefix(15)
+        let peers = hosts.compactMap { socketAddress($0, port: port) }
         guard let peer = socketAddress(address, port: port),
               let unicastWire = try? unicastQuery.encode(), let multicastWire = try? multicastQuery.encode()
         else { return Outcome(unicast: nil, multicast: nil, multicastSent: false, waited: .zero) }
@@ -36,12 +42,14 @@ extension MDNSQuestion {
                 v6: v6, multicastVia: group == nil ? nil : via, port: port, wait: wait, repeats: 3, grace: othersGrace,
                 sends: { ready in
                     collected.multicastSent = group != nil && ready
-                    return [Send(to: peer, wire: unicastWire)] + (collected.multicastSent ? group.map { [Send(to: $0, wire: multicastWire)] } ?? [] : [])
+                    return [Send(to: peer, wire: unicastWire)] + peers.dropFirst().map { Send(to: $0, wire: unicastWire) } + (collected.multicastSent ? group.map { [Send(to: $0, wire: multicastWire)] } ?? [] : [])
                 }
             ) { message, source in
                 let answer = Self.read(message, source: source, registrationType: registrationType, instance: instance)
-                let fromPeer = Subnets.bytes(source) == Subnets.bytes(address)
+                let from = hosts.first { Subnets.bytes($0) == Subnets.bytes(source) }
+                let fromPeer = from != nil
                 if message.id == unicastID, fromPeer {
+                    if collected.unicast == nil { collected.answeredAt = from }
                     collected.unicast = collected.unicast ?? answer
                 } else if message.id == multicastID {
                     if fromPeer {
@@ -62,6 +70,7 @@ extension MDNSQuestion {
         var outcome = Outcome(
             unicast: collected.unicast, multicast: collected.multicast, others: collected.others,
             multicastSent: collected.multicastSent, waited: ContinuousClock.now - started)
+        outcome.answeredAt = collected.answeredAt
         if outcome.unicast == nil, outcome.multicast == nil { outcome.failure = failure }
         return outcome
     }
@@ -80,6 +89,7 @@ extension MDNSQuestion {
         var multicast: Answer?
         var others: [Answer] = []
         var multicastSent = false
+        var answeredAt: String?
     }
 
     static func query(_ questions: [DNSQuestion]) -> DNSMessage {

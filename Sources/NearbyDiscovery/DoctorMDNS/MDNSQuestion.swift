@@ -58,6 +58,8 @@ package enum MDNSQuestion {
         package var cut: Bool = false
         /// Why the questions could not be sent (no route, no socket): nothing was asked.
         package var failure: String? = nil
+        /// The address of PEER's that answered the question sent to it directly (nil: none did).
+        package var answeredAt: String? = nil
 
         package init(unicast: Answer?, multicast: Answer?, others: [Answer] = [], multicastSent: Bool, waited: Duration, cut: Bool = false) {
             self.unicast = unicast
