@@ -81,6 +81,20 @@ import Testing
 
     /// The pacer says the first event at once (or an interval after the start it was given), then at
     /// most one an interval, and the last always.
+    /// One HTTP dialect (issue 62): an answer's head is written by `HTTPAnswer.write` (and the
+    /// layer's own 100 Continue and 400, and `WebReply.start`'s streamed head); a refusal's status
+    /// for an upload comes from `HTTPAnswer.status(refusing:)`, never from a code's string.
+    @Test func oneAnswerWriterAndOneStatusMap() throws {
+        let writers: Set<String> = ["HTTPAnswer.swift", "HTTPServer.swift", "HTTPIntake.swift", "WebReply.swift"]
+        var offenders: [String] = []
+        for line in try Self.sourceLines() where !Self.isComment(line.text) {
+            if line.text.contains("HTTPResponseHead("), !writers.contains(line.file) { offenders.append(line.place) }
+            if line.file != "HTTPAnswer.swift", Self.matches(line.text, #"\.(serviceUnavailable|insufficientStorage)\b"#) { offenders.append(line.place) }
+            if Self.matches(line.text, #"error\.code == ""#) { offenders.append(line.place) }
+        }
+        #expect(offenders.isEmpty, "a second HTTP dialect: write answers with HTTPAnswer.write, map refusals with HTTPAnswer.status(refusing:), decide by TransferCode: \(offenders)")
+    }
+
     @Test func thePacerSaysAtMostOneAnIntervalAndAlwaysTheLast() {
         let start = ContinuousClock.now
         let half = start + ProgressPacer.interval / 2
