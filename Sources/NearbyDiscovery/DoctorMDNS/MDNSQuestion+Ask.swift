@@ -29,7 +29,7 @@ extension MDNSQuestion {
         let v6 = address.contains(":")
         let hosts = [address] + also.filter { $0 != address && $0.contains(":") == v6 }.prefix(15)
         let peers = hosts.compactMap { socketAddress($0, port: port) }
-        guard let peer = socketAddress(address, port: port),
+        guard socketAddress(address, port: port) != nil,
               let unicastWire = try? unicastQuery.encode(), let multicastWire = try? multicastQuery.encode()
         else { return Outcome(unicast: nil, multicast: nil, multicastSent: false, waited: .zero) }
         let group: SocketAddress? = via == nil ? nil : try? SocketAddress(ipAddress: v6 ? "ff02::fb" : "224.0.0.251", port: port)
@@ -42,7 +42,7 @@ extension MDNSQuestion {
                 v6: v6, multicastVia: group == nil ? nil : via, port: port, wait: wait, repeats: 3, grace: othersGrace,
                 sends: { ready in
                     collected.multicastSent = group != nil && ready
-                    return [Send(to: peer, wire: unicastWire)] + peers.dropFirst().map { Send(to: $0, wire: unicastWire) } + (collected.multicastSent ? group.map { [Send(to: $0, wire: multicastWire)] } ?? [] : [])
+                    return peers.map { Send(to: $0, wire: unicastWire) } + (collected.multicastSent ? group.map { [Send(to: $0, wire: multicastWire)] } ?? [] : [])
                 }
             ) { message, source in
                 let answer = Self.read(message, source: source, registrationType: registrationType, instance: instance)
