@@ -37,6 +37,9 @@ import Testing
         // Recognised (pinned), the friend no longer counts as a stranger.
         friend?.release()
         #expect(admission.held == 3)
+        // A held ticket and its admission hold each other (a connection's close gives it back).
+        for ticket in held { ticket.release() }
+        #expect(admission.held == 0)
     }
 
     @Test func limitsComeFromTheEnvironment() {

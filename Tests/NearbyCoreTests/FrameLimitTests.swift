@@ -66,6 +66,7 @@ import Testing
     /// The splitter refuses it at the header and holds nothing.
     @Test func aHugeHelloIsRefusedBeforeAnyPayloadIsHeld() throws {
         let splitter = EmbeddedChannel(handler: FrameSplitter(phase: SessionPhase()))
+        defer { _ = try? splitter.finish(acceptAlreadyClosed: true) }
         let header = Self.header(.hello, length: 1 << 20)
         for index in 0..<(Frame.headerSize - 1) {
             try splitter.writeInbound(header.getSlice(at: index, length: 1) ?? ByteBuffer())
@@ -80,6 +81,7 @@ import Testing
     @Test func beforeASessionOnlyHandshakeInvitationProbeKeepaliveAndGoodbye() throws {
         for kind in Self.all {
             let splitter = EmbeddedChannel(handler: FrameSplitter(phase: SessionPhase()))
+            defer { _ = try? splitter.finish(acceptAlreadyClosed: true) }
             let header = Self.header(kind, channel: Self.channel(for: kind), length: 0)
             if kind.allowedBeforeSession {
                 try splitter.writeInbound(header)
@@ -95,6 +97,7 @@ import Testing
     /// A 1 MiB message before the session: refused at its header, not held.
     @Test func aBigMessageBeforeTheSessionIsRefusedAtItsHeader() throws {
         let splitter = EmbeddedChannel(handler: FrameSplitter(phase: SessionPhase()))
+        defer { _ = try? splitter.finish(acceptAlreadyClosed: true) }
         #expect(throws: ProtocolViolation.unexpected("message frame before the session was accepted")) {
             try splitter.writeInbound(Self.header(.message, length: 1 << 20))
         }
@@ -108,17 +111,20 @@ import Testing
         FrameEncoder.write(Frame(kind: .message, payload: ByteBuffer(string: "hi")), into: &bytes)
         let phase = SessionPhase()
         let client = EmbeddedChannel(handler: FrameSplitter(phase: phase, client: true))
+        defer { _ = try? client.finish(acceptAlreadyClosed: true) }
         try client.writeInbound(bytes)
         #expect(try client.readInbound(as: Frame.self)?.kind == .answer)
         #expect(try client.readInbound(as: Frame.self)?.kind == .message)
         #expect(phase.inSession)
 
         let server = EmbeddedChannel(handler: FrameSplitter(phase: SessionPhase(), client: false))
+        defer { _ = try? server.finish(acceptAlreadyClosed: true) }
         #expect(throws: ProtocolViolation.self) { try server.writeInbound(bytes) }
 
         let accepted = SessionPhase()
         accepted.begin()
         let later = EmbeddedChannel(handler: FrameSplitter(phase: accepted))
+        defer { _ = try? later.finish(acceptAlreadyClosed: true) }
         var message = ByteBuffer()
         FrameEncoder.write(Frame(kind: .message, payload: ByteBuffer(string: "hi")), into: &message)
         try later.writeInbound(message)

@@ -27,6 +27,7 @@ import Testing
     @Test func unarmedEveryFrameGoesUp() throws {
         let shortcut = MessageShortcut()
         let channel = EmbeddedChannel(handler: MessageShortcutHandler(shortcut))
+        defer { _ = try? channel.finish(acceptAlreadyClosed: true) }
         try channel.writeInbound(message("before the session"))
         try channel.writeInbound(Frame(kind: .ping))
         #expect(try passedUp(channel) == ["before the session", "ping"])
@@ -36,6 +37,7 @@ import Testing
         let shortcut = MessageShortcut()
         let delivered = Delivered()
         let channel = EmbeddedChannel(handler: MessageShortcutHandler(shortcut))
+        defer { _ = try? channel.finish(acceptAlreadyClosed: true) }
         // The handshake's frames go up uncounted: the handshake reads them itself.
         try channel.writeInbound(Frame(kind: .hello))
         try channel.writeInbound(Frame(kind: .auth))
@@ -62,6 +64,7 @@ import Testing
         let shortcut = MessageShortcut()
         let delivered = Delivered()
         let channel = EmbeddedChannel(handler: MessageShortcutHandler(shortcut))
+        defer { _ = try? channel.finish(acceptAlreadyClosed: true) }
         shortcut.arm { delivered.add($0) }
         try channel.writeInbound(message("in session"))
         shortcut.disarm()

@@ -43,6 +43,7 @@ import Testing
         for cut in 0...all.readableBytes {
             for second in stride(from: cut, through: all.readableBytes, by: 37) {
                 let channel = EmbeddedChannel(handler: FrameSplitter())
+                defer { _ = try? channel.finish(acceptAlreadyClosed: true) }
                 for (start, end) in [(0, cut), (cut, second), (second, all.readableBytes)] {
                     if let part = all.getSlice(at: start, length: end - start) { try channel.writeInbound(part) }
                 }
@@ -59,6 +60,7 @@ import Testing
         let payload = ByteBuffer(repeating: 1, count: 100_000)
         let all = encoded([Frame(kind: .data, channel: 9, payload: payload)])
         let channel = EmbeddedChannel(handler: FrameSplitter())
+        defer { _ = try? channel.finish(acceptAlreadyClosed: true) }
         var offset = 0
         var pieces: [Frame] = []
         let read = all.withUnsafeReadableBytes { UInt(bitPattern: $0.baseAddress) ..< UInt(bitPattern: $0.baseAddress) + UInt($0.count) }
@@ -84,6 +86,7 @@ import Testing
         header.writeInteger(UInt32(1))
         header.writeInteger(UInt32(Frame.maxPayload + 1))
         let channel = EmbeddedChannel(handler: FrameSplitter())
+        defer { _ = try? channel.finish(acceptAlreadyClosed: true) }
         for index in 0..<(Frame.headerSize - 1) {
             try channel.writeInbound(header.getSlice(at: index, length: 1) ?? ByteBuffer())
         }
@@ -103,6 +106,7 @@ import Testing
             Frame(kind: .message, payload: ByteBuffer(string: "two")),
         ]
         let channel = EmbeddedChannel()
+        defer { _ = try? channel.finish(acceptAlreadyClosed: true) }
         try channel.pipeline.syncOperations.addHandlers([WriteCoalescer(), FrameWriter()])
         var written: [EventLoopFuture<Void>] = []
         for frame in frames { written.append(channel.write(frame)) }
@@ -124,6 +128,7 @@ import Testing
 
     @Test func flushesInOneTickLeaveAsOneWrite() throws {
         let channel = EmbeddedChannel()
+        defer { _ = try? channel.finish(acceptAlreadyClosed: true) }
         try channel.pipeline.syncOperations.addHandlers([WriteCoalescer(), FrameWriter()])
         let frames = (0..<100).map { Frame(kind: .message, payload: ByteBuffer(string: "message \($0)")) }
         var written: [EventLoopFuture<Void>] = []
@@ -142,6 +147,7 @@ import Testing
 
     @Test func aFlushWaitsWhileWritesKeepComingButNotPastItsCaps() throws {
         let channel = EmbeddedChannel()
+        defer { _ = try? channel.finish(acceptAlreadyClosed: true) }
         try channel.pipeline.syncOperations.addHandlers([WriteCoalescer(), FrameWriter()])
         let loop = channel.embeddedEventLoop
         // A task that writes in every turn of the loop (as a task hopping between executors does)
@@ -181,6 +187,7 @@ import Testing
     @Test func thePreambleSplitByteByByteHandsTheServerOverToTLS() throws {
         let tls = try contexts()
         let server = EmbeddedChannel()
+        defer { _ = try? server.finish(acceptAlreadyClosed: true) }
         let negotiated = Connections.install(on: server, role: .server, preference: .required, tls: tls.server)
         try server.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
         for byte in Preamble.hello(.optional) { try server.writeInbound(ByteBuffer(bytes: [byte])) }
@@ -199,6 +206,8 @@ import Testing
     @Test func bytesThatArriveWithThePreambleReachTLS() throws {
         let tls = try contexts()
         let client = EmbeddedChannel(), server = EmbeddedChannel()
+        defer { _ = try? client.finish(acceptAlreadyClosed: true) }
+        defer { _ = try? client.finish(acceptAlreadyClosed: true); _ = try? server.finish(acceptAlreadyClosed: true) }
         let clientSide = Connections.install(on: client, role: .client, preference: .required, tls: tls.client)
         let serverSide = Connections.install(on: server, role: .server, preference: .required, tls: tls.server)
         try server.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()

@@ -208,16 +208,24 @@ import Testing
         a1?.release()
         a1?.release()  // once only
         #expect(gate.held == 1)
-        #expect(gate.admit("10.0.0.1") != nil)
+        let a3 = gate.admit("10.0.0.1")
+        #expect(a3 != nil)
         #expect(gate.admit("10.0.0.1") == nil)
+        // A held ticket and its gate hold each other (a connection's close gives it back).
+        for ticket in [a2, a3] { ticket?.release() }
+        #expect(gate.held == 0)
     }
 
     @Test func aFullGateEvictsTheOldestPlaceOfTheHeaviestAddress() {
         let gate = Admission(total: 4, perAddress: 3)
         let evicted = Mutex<[String]>([])
+        var admitted: [Admission.Ticket] = []
+        // A held ticket and its gate hold each other (a connection's close gives it back).
+        defer { for ticket in admitted { ticket.release() } }
         func admit(_ address: String, _ name: String) -> Admission.Ticket? {
             let ticket = gate.admit(address)
             ticket?.onEvict { evicted.withLock { $0.append(name) } }
+            if let ticket { admitted.append(ticket) }
             return ticket
         }
         let attacker = (1...3).map { admit("10.0.0.66", "a\($0)") }

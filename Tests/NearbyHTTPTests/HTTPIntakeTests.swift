@@ -39,6 +39,7 @@ import Testing
     /// so far was answered (before: all 2,000 heads at once, queued).
     @Test func pipelinedRequestsAreDecodedOnlyAsTheyAreAnswered() throws {
         let channel = try Self.pipeline()
+        defer { _ = try? channel.finish(acceptAlreadyClosed: true) }
         try channel.writeInbound(ByteBuffer(string: String(repeating: Self.get, count: 2000)))
         var heads = Self.heads(try Self.parts(channel))
         #expect(heads >= 1 && heads <= HTTPIntakeLimits.headSlice / Self.get.utf8.count + 1)
@@ -59,6 +60,7 @@ import Testing
     /// the connection is closed, where the decoder's buffer grew without limit.
     @Test(arguments: [false, true]) func bytesAfterAnUpgradeAreBounded(answered: Bool) throws {
         let channel = try Self.pipeline()
+        defer { _ = try? channel.finish(acceptAlreadyClosed: true) }
         try channel.writeInbound(ByteBuffer(string: "GET / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n"))
         #expect(Self.heads(try Self.parts(channel)) == 1)
         if answered { channel.pipeline.triggerUserOutboundEvent(HTTPAnswered(), promise: nil) }
@@ -78,6 +80,7 @@ import Testing
     /// with 1,736,704 of its 2,000,000 bytes received, issue 58's item 3).
     @Test func aWakeUpsPlaintextInOneBufferIsDecoded() throws {
         let channel = try Self.pipeline()
+        defer { _ = try? channel.finish(acceptAlreadyClosed: true) }
         let size = 4 * (64 << 10) + (12 << 10)
         var request = ByteBuffer(string: "POST /api/localsend/v2/upload HTTP/1.1\r\nHost: a\r\nContent-Length: \(size)\r\n\r\n")
         request.writeRepeatingByte(0x42, count: size)
@@ -91,6 +94,7 @@ import Testing
     /// Bytes that make no part (an endless chunk extension) close the connection.
     @Test func bytesThatMakeNoPartAreBounded() throws {
         let channel = try Self.pipeline()
+        defer { _ = try? channel.finish(acceptAlreadyClosed: true) }
         try channel.writeInbound(ByteBuffer(string: "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n1;a="))
         var sent = 0
         while channel.isActive, sent < 8 << 20 {
@@ -110,6 +114,7 @@ import Testing
         "Transfer-Encoding: xchunked\r\n\r\nhello",
     ]) func aRefusedBodyGetsOneAnswer(rest: String) throws {
         let channel = try Self.pipeline()
+        defer { _ = try? channel.finish(acceptAlreadyClosed: true) }
         _ = try? channel.writeInbound(ByteBuffer(string: "POST /x HTTP/1.1\r\nHost: a\r\n" + rest))
         _ = try Self.parts(channel)
         var headers = HTTPHeaders()
@@ -124,6 +129,7 @@ import Testing
 
     @Test func http2IsRefusedWithOneAnswer() throws {
         let channel = try Self.pipeline()
+        defer { _ = try? channel.finish(acceptAlreadyClosed: true) }
         _ = try? channel.writeInbound(ByteBuffer(string: "GET / HTTP/2.0\r\nHost: a\r\n\r\n"))
         #expect(Self.heads(try Self.parts(channel)) == 0)
         let text = try Self.written(channel)
@@ -135,6 +141,7 @@ import Testing
     /// 10 s deadline); now one 400 at once and a close.
     @Test(arguments: ["GET /\r\n", "\r\nGET /api/localsend/v2/info\n"]) func http09IsRefusedAtOnce(request: String) throws {
         let channel = try Self.pipeline()
+        defer { _ = try? channel.finish(acceptAlreadyClosed: true) }
         _ = try? channel.writeInbound(ByteBuffer(string: request))
         #expect(Self.heads(try Self.parts(channel)) == 0)
         #expect(try Self.written(channel).hasPrefix("HTTP/1.1 400 Bad Request\r\n"))
@@ -143,6 +150,7 @@ import Testing
 
     @Test func aRequestLineInPiecesIsDecoded() throws {
         let channel = try Self.pipeline()
+        defer { _ = try? channel.finish(acceptAlreadyClosed: true) }
         for piece in ["GET /a HT", "TP/1.1\r", "\nHost: a\r\n\r\n"] { try channel.writeInbound(ByteBuffer(string: piece)) }
         #expect(Self.heads(try Self.parts(channel)) == 1)
         #expect(channel.isActive)
