@@ -5,7 +5,8 @@
                                                      longer), then 1 byte every 2 s for SECONDS
   rogue_web_load.py stall-downloads URL N SECONDS [SOURCE...]  N downloads of URL (from the SOURCE
                                                      addresses in turn) that read 100 bytes and stop
-  rogue_web_load.py empty-uploads URL N              N uploads of one empty file each, on one kept-alive
+  rogue_web_load.py empty-uploads URL N [FIRST]      N uploads of one empty file each (eFIRST.txt on,
+                                                     FIRST 0 if not given), on one kept-alive
                                                      connection (200 at a time, pipelined): a new
                                                      connection whenever the server closes one
 Prints one JSON line when every connection has sent (or read) its share, and one when it ends
@@ -96,8 +97,8 @@ def read_answer(s, buffered):
     return status, headers.get("connection", "").lower() == "close", rest[length:]
 
 
-def empty_uploads(url, n):
-    n, batch = int(n), 200
+def empty_uploads(url, n, first=0):
+    n, batch, first = int(n), 200, int(first)
     boundary = "----empty7Qz"
     statuses, done, connections = {}, 0, 0
     s = None
@@ -109,7 +110,7 @@ def empty_uploads(url, n):
         count = min(batch, n - done)
         requests = []
         for i in range(count):
-            body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"e{done + i}.txt\"\r\n"
+            body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"e{first + done + i}.txt\"\r\n"
                     f"Content-Type: text/plain\r\n\r\n\r\n--{boundary}--\r\n").encode()
             requests.append((f"POST {parts.path} HTTP/1.1\r\nHost: {parts.netloc}\r\nAccept: text/plain\r\n"
                              f"Content-Type: multipart/form-data; boundary={boundary}\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body)
