@@ -1,12 +1,11 @@
 import NearbyCore
-import Synchronization
 import NearbyBase
 import NearbyIdentity
 import NearbyDiscovery
 
 /// The peers a `browse --peer` has seen (not itself), for the near names of its not-found error.
 final class SeenPeers: Sendable {
-    private let peers = Mutex<[String: DiscoveredPeer]>([:])
+    private let peers = Locked<[String: DiscoveredPeer]>([:])
 
     func set(_ peer: DiscoveredPeer?, for instance: String) { peers.withLock { $0[instance] = peer } }
     var all: [DiscoveredPeer] { peers.withLock { Array($0.values) } }

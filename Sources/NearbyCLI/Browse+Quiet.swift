@@ -1,16 +1,15 @@
 import Foundation
 import NearbyCore
-import Synchronization
 import NearbyBase
 import NearbyDiscovery
 
 /// What a browse has seen so far: when the last answer came (for `--now`, which stops once the
 /// answers stop) and how many peers, instances or types it found (for the "nothing found" line).
 final class BrowseProgress: Sendable {
-    private let state: Mutex<(last: ContinuousClock.Instant, found: Int)>
+    private let state: Locked<(last: ContinuousClock.Instant, found: Int)>
     let started = ContinuousClock.now
 
-    init() { state = Mutex((ContinuousClock.now, 0)) }
+    init() { state = Locked((ContinuousClock.now, 0)) }
 
     /// An answer came: an update of any kind.
     func heard() { state.withLock { $0.last = .now } }

@@ -1,7 +1,6 @@
 import Foundation
 import NearbyBase
 import NearbyDiscovery
-import Synchronization
 
 /// `browse --live` at a terminal: the peers and their hosts (`LiveBrowseTable`) redrawn in place
 /// twice a second, the latest found/updated/lost lines below. Nil where there is no terminal to
@@ -15,7 +14,7 @@ final class BrowseScreen: Sendable {
         var lines: [String] = []
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let terminal: TerminalWriter
     private let service: String
 

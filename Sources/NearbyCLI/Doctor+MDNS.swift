@@ -1,6 +1,5 @@
 import Foundation
 import NearbyCore
-import Synchronization
 import NearbyBase
 import NearbyIdentity
 import NearbyDiscovery
@@ -17,7 +16,7 @@ extension Nearby.Doctor {
             var host: String?
             var others: [MDNSQuestion.Answer] = []
         }
-        let found = Mutex(Found())
+        let found = Locked(Found())
     }
 
     func peerChecks(

@@ -1,6 +1,5 @@
 import Foundation
 import NearbyCore
-import Synchronization
 import NearbyBase
 import NearbyIdentity
 import NearbyDiscovery
@@ -10,11 +9,11 @@ import NearbyWire
 extension Nearby.Doctor {
     /// What a browse found besides the peer asked for.
     final class Collected: Sendable {
-        let names = Mutex<[String]>([])
+        let names = Locked<[String]>([])
         /// Peers PEER names: the ambiguity rule needs every one seen in its window.
         let matching = SeenPeers()
         /// The found peer's addresses, with those that arrived after it was found.
-        let addresses = Mutex<[String]>([])
+        let addresses = Locked<[String]>([])
     }
 
     /// How long a found peer's later addresses are waited for (at least; a name waits the

@@ -1,6 +1,5 @@
 import Foundation
 import NearbyCore
-import Synchronization
 import NearbyBase
 import NearbyIdentity
 import NearbyDiscovery
@@ -26,7 +25,7 @@ extension Nearby.Doctor {
         }
 
         private let types = TypeBrowser()
-        private let state = Mutex(State())
+        private let state = Locked(State())
         /// Every instance as it is found (one reader: the responders check).
         let found: AsyncStream<Seen>
         private let continuation: AsyncStream<Seen>.Continuation

@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import NearbyCore
 import NIOCore
-import Synchronization
 import NearbyBase
 import NearbyControl
 import NearbyDiscovery
@@ -155,7 +154,7 @@ extension Nearby {
 final class CountedStream: ByteSource, ByteSink {
     private let source: any ByteSource
     private let sink: any ByteSink
-    private let counts = Mutex<(sent: UInt64, received: UInt64)>((0, 0))
+    private let counts = Locked<(sent: UInt64, received: UInt64)>((0, 0))
 
     init(source: any ByteSource, sink: any ByteSink) {
         self.source = source

@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
 import NearbyCore
-import Synchronization
 import NearbyBase
 #if canImport(Glibc)
 import Glibc
@@ -49,10 +48,10 @@ final class TerminalSink: EventSink {
     private let renderer: HumanRenderer
     private let encoder = EventEncoder()
     /// The node's service type, learnt from its `advertising` or `waiting` event, for the commands an invitation shows.
-    private let service = Mutex<String?>(nil)
+    private let service = Locked<String?>(nil)
     /// The invitations this command sent (`invited`), the latest few: one declined ends the
     /// command with the sentence that says so, so its `declined` line is not said before it.
-    private let invited = Mutex<[String]>([])
+    private let invited = Locked<[String]>([])
 
     init(writer: TerminalWriter, fd: Int32, style: OutputStyle) {
         self.writer = writer

@@ -1,6 +1,5 @@
 import Foundation
 import NearbyCore
-import Synchronization
 import NearbyBase
 #if canImport(Glibc)
 import Glibc
@@ -23,7 +22,7 @@ final class TerminalWriter: Sendable {
     /// burst of messages); every other write empties it first, so nothing is reordered.
     private let batched: TickBuffer
     /// The bar as drawn now, if one is.
-    private let bar = Mutex<String?>(nil)
+    private let bar = Locked<String?>(nil)
 
     package init(
         stdoutIsTerminal: Bool, stderrIsTerminal: Bool, environment: [String: String], columns: Int = 80,

@@ -1,7 +1,6 @@
 import Foundation
 import NearbyBase
 import NearbyWatch
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -24,7 +23,7 @@ final class WatchScreen: Sendable {
         var changed = true
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let columns: Int
 
     init(columns: Int) { self.columns = columns }

@@ -1,9 +1,8 @@
-import Synchronization
 import NearbyBase
 
 /// How many control requests are being served: a node that stops lets them finish first.
 package final class ActiveRequests: Sendable {
-    private let state = Mutex<(count: Int, idle: [OneShot<Void>])>((0, []))
+    private let state = Locked<(count: Int, idle: [OneShot<Void>])>((0, []))
     package init() {}
     package var count: Int { state.withLock { $0.count } }
     package func begin() { state.withLock { $0.count += 1 } }

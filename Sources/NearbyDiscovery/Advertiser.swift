@@ -1,6 +1,5 @@
 import CDNSSD
 import Dispatch
-import Synchronization
 import NearbyBase
 
 /// Publishes this node: `_<service>._tcp`, instance name = peer ID, the MPC-compatible TXT record.
@@ -29,7 +28,7 @@ package final class Advertiser: @unchecked Sendable {
     /// the identity the handshake proves, never by the instance name (`DiscoveredPeer.claimedID`).
     /// (Not kept on the queue: a call on it may be waiting for a hung daemon.)
     package var registeredName: String { registered.withLock { $0 } ?? instance }
-    private let registered = Mutex<String?>(nil)
+    private let registered = Locked<String?>(nil)
 
     /// Registers and waits until the daemon confirms. A registration renamed because of a conflict
     /// is kept under the daemon's alternative name (`registeredName`). Once

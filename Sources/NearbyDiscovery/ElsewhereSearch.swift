@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import NearbyBase
 
 extension PeerSearchReport {
@@ -23,7 +22,7 @@ extension DiscoveredPeer {
 package final class ElsewhereSearch: Sendable {
     private let query: String
     private let skipping: String
-    private let state = Mutex<(seen: [PeerSearchReport.Sighting], stops: [@Sendable () -> Void], stopped: Bool)>(([], [], false))
+    private let state = Locked<(seen: [PeerSearchReport.Sighting], stops: [@Sendable () -> Void], stopped: Bool)>(([], [], false))
 
     /// At most this many other types are browsed.
     static let maxTypes = 16

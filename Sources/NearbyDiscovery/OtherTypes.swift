@@ -1,4 +1,3 @@
-import Synchronization
 import NearbyBase
 
 /// The other service types on the link while a browse runs: a browse of a type nobody advertises
@@ -6,7 +5,7 @@ import NearbyBase
 /// the types a peer of that name is on (`ElsewhereSearch`). Best effort: a failure finds nothing.
 package final class OtherTypes: Sendable {
     private let skipping: String
-    private let state = Mutex<(instances: [String: Int], stop: (@Sendable () -> Void)?, stopped: Bool)>(([:], nil, false))
+    private let state = Locked<(instances: [String: Int], stop: (@Sendable () -> Void)?, stopped: Bool)>(([:], nil, false))
 
     /// At most this many types are named.
     package static let shown = 8

@@ -1,5 +1,4 @@
 import NIOCore
-import Synchronization
 import NearbyBase
 
 /// Closes a connection once a deadline passes that was not pushed back: one timer on its event
@@ -15,7 +14,7 @@ package final class ConnectionDeadline: Sendable {
     }
 
     private let channel: any Channel
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     package init(_ channel: any Channel) { self.channel = channel }
 

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import NearbyBase
 #if canImport(Glibc)
 import Glibc
@@ -52,7 +51,7 @@ package final class KnownPeers: Sendable {
         /// The strangers' file could not be written: said once as an error, then in the log.
         var autoFailed = false
     }
-    let state = Mutex(State())
+    let state = Locked(State())
 
     package init(paths: NearbyPaths, autoCap: Int = KnownPeers.defaultAutoCap) {
         path = paths.home + "/known_peers"

@@ -4,7 +4,6 @@ import NIOHTTP1
 import NIOPosix
 import NIOSSL
 import NIOTLS
-import Synchronization
 import NearbyBase
 
 /// One HTTP/1.1 request to a LocalSend device, over TLS when it says `https` (NIOHTTP1's codec,
@@ -168,7 +167,7 @@ package struct LocalSendHTTP: Sendable {
 /// A deadline that can be pushed back: `expired()` returns once `arm`'s last span passed without
 /// another `arm` (an idle timeout), or when the task is cancelled.
 package final class Watchdog: Sendable {
-    private let state = Mutex<(deadline: ContinuousClock.Instant?, span: Duration?)>((nil, nil))
+    private let state = Locked<(deadline: ContinuousClock.Instant?, span: Duration?)>((nil, nil))
 
     func arm(_ span: Duration) { state.withLock { $0 = (.now + span, span) } }
 

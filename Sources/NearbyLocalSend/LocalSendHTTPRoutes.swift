@@ -2,7 +2,6 @@ import NIOCore
 import NIOHTTP1
 import NIOSSL
 import NearbyHTTP
-import Synchronization
 import NearbyBase
 
 /// LocalSend's routes on the shared server (a URI too long is the layer's 414): a sender gone while its offer
@@ -36,7 +35,7 @@ struct LocalSendHTTPRoutes<Receiver: LocalSendRoutes>: HTTPRoutes {
 final class LocalSendVisit: Sendable {
     let host: String
     /// Nil until the first request; then the fingerprint shown, or none.
-    private let fingerprint = Mutex<String??>(nil)
+    private let fingerprint = Locked<String??>(nil)
 
     init(host: String) { self.host = host }
 

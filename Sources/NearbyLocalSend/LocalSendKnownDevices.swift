@@ -1,6 +1,6 @@
 import Foundation
-import Synchronization
 import NearbyIdentity
+import NearbyBase
 
 /// The fingerprint an alias came with when its first transfer was accepted, one `fingerprint
 /// alias` line each in `$NEARBY_HOME/localsend_known`. The official app trusts a device by its
@@ -11,7 +11,7 @@ import NearbyIdentity
 /// (the official apps do), else only a claim in its request (docs/security.md).
 package final class LocalSendKnownDevices: Sendable {
     package let path: String
-    private let pins = Mutex<[String: String]?>(nil)
+    private let pins = Locked<[String: String]?>(nil)
     static let maxEntries = 4096
 
     package init(paths: NearbyPaths) { path = paths.home + "/localsend_known" }

@@ -2,7 +2,6 @@ import Foundation
 import NearbyBase
 import NearbyHTTP
 import NearbyTransfer
-import Synchronization
 
 /// A receiver that cancels (its *Cancel* button) POSTs `/cancel?sessionId=` to the sender, at the
 /// port and protocol the sender's prepare-upload `info` named (the official app's
@@ -17,7 +16,7 @@ package final class LocalSendCancelWatch: Sendable {
         var fingerprint: String?
     }
 
-    private let state = Mutex<(expecting: Expecting?, heard: Bool)>((nil, false))
+    private let state = Locked<(expecting: Expecting?, heard: Bool)>((nil, false))
     private let stream: AsyncStream<Void>
     private let feed: AsyncStream<Void>.Continuation
 

@@ -1,6 +1,5 @@
 import NIOCore
 import NIOHTTP1
-import Synchronization
 import NearbyBase
 import NearbyTransfer
 
@@ -10,9 +9,9 @@ import NearbyTransfer
 extension LocalSendSender {
     /// The accepted files no lane has taken yet, with their tokens, and the files that failed.
     final class UploadQueue: Sendable {
-        private let remaining: Mutex<ArraySlice<(Offer, String)>>
-        private let failed = Mutex<[(String, NearbyError)]>([])
-        init(_ accepted: [(Offer, String)]) { remaining = Mutex(accepted[...]) }
+        private let remaining: Locked<ArraySlice<(Offer, String)>>
+        private let failed = Locked<[(String, NearbyError)]>([])
+        init(_ accepted: [(Offer, String)]) { remaining = Locked(accepted[...]) }
         func next() -> (Offer, String)? { remaining.withLock { $0.popFirst() } }
         /// What no lane took (every lane stopped before it).
         func rest() -> [(Offer, String)] { remaining.withLock { Array($0) } }

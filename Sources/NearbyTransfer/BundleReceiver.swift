@@ -30,7 +30,7 @@ package final class BundleReceiver: ChannelEnd {
     let intake: any FileMaking
     /// The link the bundle arrives on: its files are made for it (`FileMaking`).
     let link: Link
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let permits = StartPermits(BundleReceiver.unplaced)
 
     package init(channel: UInt32, announced: UInt64, saveDirectory: String, intake: any FileMaking, link: Link) {
@@ -39,7 +39,7 @@ package final class BundleReceiver: ChannelEnd {
         self.saveDirectory = saveDirectory
         self.intake = intake
         // A sender that lists `dates` saw ours, so each of its records has a modification time.
-        state = Mutex(State(decoder: BundleDecoder(announced: announced, dates: link.peer.features.contains(FrameBody.datesFeature))))
+        state = Locked(State(decoder: BundleDecoder(announced: announced, dates: link.peer.features.contains(FrameBody.datesFeature))))
     }
 
     /// A frame of the sender on the bundle's channel, from the link's task.

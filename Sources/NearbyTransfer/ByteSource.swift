@@ -1,6 +1,5 @@
 import Foundation
 import NIOCore
-import Synchronization
 import NearbyBase
 #if canImport(Glibc)
 import Glibc
@@ -93,7 +92,7 @@ package final class DescriptorSink: ByteSink {
     /// Bytes handed to the queue and not yet written may not exceed this.
     static let ahead = 4 << 20
     private let room = SendCredit(initial: DescriptorSink.ahead)
-    private let failure = Mutex<Int32>(0)
+    private let failure = Locked<Int32>(0)
 
     package init(fd: Int32) { self.fd = fd }
 

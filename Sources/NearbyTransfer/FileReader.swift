@@ -1,6 +1,5 @@
 import Crypto
 import NIOCore
-import Synchronization
 import NearbyBase
 #if canImport(Glibc)
 import Glibc
@@ -26,7 +25,7 @@ final class FileReader: Sendable {
     static let block = Transfer.chunk
     private let descriptor: Int32
     private let queue = Blocking.Serial()
-    private let stopped = Mutex(false)
+    private let stopped = Locked(false)
     /// Touched only on the queue.
     private final class Reading: @unchecked Sendable {
         var hasher = SHA256()

@@ -1,7 +1,6 @@
 import Crypto
 import Foundation
 import NIOCore
-import Synchronization
 import NearbyBase
 import NearbyWire
 #if canImport(Glibc)
@@ -51,7 +50,7 @@ package final class FileReceiver: ChannelEnd {
     let stranger: Bool
     /// The sender's modification time (nanoseconds since 1970), given to the file before it is placed.
     let modified: UInt64?
-    package let progress: Mutex<Progress>
+    package let progress: Locked<Progress>
     let services: Services
 
     /// Our answer to the offer, taking it: where it resumes (the prefix kept, and its hash for the
@@ -102,7 +101,7 @@ package final class FileReceiver: ChannelEnd {
         self.partial = partial
         self.size = size
         self.resume = resume
-        progress = Mutex(Progress(machine: FileReceiveMachine(size: size, resumable: resume?.bytes ?? 0, held: held)))
+        progress = Locked(Progress(machine: FileReceiveMachine(size: size, resumable: resume?.bytes ?? 0, held: held)))
     }
 
     var position: UInt64 { progress.withLock { $0.machine.position } }

@@ -1,6 +1,5 @@
 import Crypto
 import NIOCore
-import Synchronization
 import NearbyBase
 #if canImport(Glibc)
 import Glibc
@@ -41,7 +40,7 @@ package final class FileWriter: Sendable {
     /// Hashes what `queue` wrote, in the order written.
     private let hashQueue = Blocking.Serial()
     private let room = SendCredit(initial: FileWriter.ahead)
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// Touched only on `hashQueue`.
     private final class Hashing: @unchecked Sendable {
         var hasher: SHA256

@@ -1,4 +1,3 @@
-import Synchronization
 import NearbyBase
 import NearbyWire
 
@@ -76,13 +75,13 @@ package final class StartPermits: Sendable {
         }
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
     /// The places there are in all: a take of more waits for as many.
     package let capacity: Int
 
     package init(_ count: Int) {
         capacity = max(1, count)
-        state = Mutex(State(available: capacity))
+        state = Locked(State(available: capacity))
     }
 
     /// Places free now, and tasks waiting for one (tests).

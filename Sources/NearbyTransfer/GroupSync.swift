@@ -18,7 +18,7 @@ final class GroupSync: Sendable {
 
     /// One sync at a time, on the pool of blocking work.
     private let queue = Blocking.Serial()
-    private let waiting = Mutex<[(descriptor: Int32, done: OneShot<Bool>)]>([])
+    private let waiting = Locked<[(descriptor: Int32, done: OneShot<Bool>)]>([])
     /// How many files each sync covered: the last batch's size (tests, logs).
     let lastBatch = Atomic(0)
 

@@ -1,4 +1,3 @@
-import Synchronization
 import NIOCore
 import NearbyBase
 import NearbyIdentity
@@ -130,7 +129,7 @@ extension Link {
 
 /// The files of one `send-file` delivered so far (by source), across the links of its retries.
 package final class DeliveredFiles: Sendable {
-    private let sources = Mutex(Set<String>())
+    private let sources = Locked(Set<String>())
     package init() {}
     func contains(_ file: OutgoingFile) -> Bool { sources.withLock { $0.contains(file.source) } }
     func add(_ file: OutgoingFile) { _ = sources.withLock { $0.insert(file.source) } }

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import NearbyBase
 import NearbyWire
 #if canImport(Glibc)
@@ -28,7 +27,7 @@ package final class PartialFiles: Sendable {
         var generation = 0
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
     /// The generation of the record last written.
     private let written = Locked(0)
     package let limits: PartialQuota.Limits
@@ -40,7 +39,7 @@ package final class PartialFiles: Sendable {
     package init(limits: PartialQuota.Limits = PartialQuota.Limits(), record: String? = nil) {
         self.limits = limits
         self.record = record
-        state = Mutex(State(quota: PartialQuota(limits: limits), directories: StrangerDirectories(limits: limits)))
+        state = Locked(State(quota: PartialQuota(limits: limits), directories: StrangerDirectories(limits: limits)))
     }
 
     static var now: Double { Date().timeIntervalSince1970 }

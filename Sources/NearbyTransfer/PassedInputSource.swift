@@ -1,6 +1,5 @@
 import Crypto
 import NIOCore
-import Synchronization
 import NearbyBase
 #if canImport(Glibc)
 import Glibc
@@ -20,7 +19,7 @@ package final class PassedInputSource: ByteSource {
         var started = false
         var stopped = false
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// The client's passed stdin, when that is what is read: its charge goes back at `stop`.
     private let passed: PassedDescriptor?
 

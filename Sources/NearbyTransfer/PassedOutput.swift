@@ -1,6 +1,5 @@
 import Foundation
 import NIOCore
-import Synchronization
 import NearbyBase
 #if canImport(Glibc)
 import Glibc
@@ -16,7 +15,7 @@ package final class PassedDescriptor: Sendable {
     let fd: Int32
     let mode: mode_t
     private let budget: ResourceBudget
-    private let state = Mutex<(closed: Bool, handedOver: Bool)>((false, false))
+    private let state = Locked<(closed: Bool, handedOver: Bool)>((false, false))
 
     /// `fd` is already charged to `budget` (`ResourceBudget.takeDescriptors`).
     package init(_ fd: Int32, budget: ResourceBudget) {
@@ -83,7 +82,7 @@ package final class PassedStreamSource: ByteSource, Sendable {
     private let reader: DescriptorReader
     static let chunk = 256 << 10
     static let readAhead = 4
-    private let counted = Mutex<UInt64>(0)
+    private let counted = Locked<UInt64>(0)
 
     package init(_ descriptor: PassedDescriptor) {
         reader = DescriptorReader(fd: descriptor.fd, ahead: Self.readAhead, name: "stdin", read: { fd in
@@ -134,7 +133,7 @@ package final class PassedOutput: ByteSink {
         /// A job is queued or running on the pool.
         var writing = false
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let done = OneShot<Void>()
 
     package init(_ descriptor: PassedDescriptor, after: @escaping @Sendable () async -> Void = {}) {

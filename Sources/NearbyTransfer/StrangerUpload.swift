@@ -1,5 +1,4 @@
 import NIOCore
-import Synchronization
 import NearbyBase
 import NearbyIdentity
 #if canImport(Glibc)
@@ -31,7 +30,7 @@ package final class StrangerUpload: Sendable {
     let writer: FileWriter
     /// Settled when the strangers' quota takes this partial back.
     let stopped = OneShot<Void>()
-    private let state = Mutex<(received: UInt64, ended: Bool)>((0, false))
+    private let state = Locked<(received: UInt64, ended: Bool)>((0, false))
 
     /// Bytes written so far.
     package var received: UInt64 { state.withLock { $0.received } }

@@ -1,5 +1,4 @@
 import NIOCore
-import Synchronization
 import NearbyBase
 import NearbyWire
 
@@ -23,7 +22,7 @@ package final class StreamChannel: ChannelEnd {
     let inbound: AsyncStream<Inbound>
     let inboundContinuation: AsyncStream<Inbound>.Continuation
     /// Open, half-closed, done or cut — and why, the first cause winning.
-    let life = Mutex(StreamLife())
+    let life = Locked(StreamLife())
 
     package init(id: UInt32, name: String, peer: PeerRef) {
         self.id = id

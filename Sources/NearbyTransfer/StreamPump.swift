@@ -1,5 +1,4 @@
 import NIOCore
-import Synchronization
 import NearbyBase
 import NearbyWire
 
@@ -93,7 +92,7 @@ package struct StreamPump: Sendable {
 
 /// Bytes each way, readable after a failure too.
 final class Counts: Sendable {
-    private let state = Mutex<(UInt64, UInt64)>((0, 0))
+    private let state = Locked<(UInt64, UInt64)>((0, 0))
     func sent(_ n: UInt64) { state.withLock { $0.0 = n } }
     func received(_ n: UInt64) { state.withLock { $0.1 = n } }
     var values: (UInt64, UInt64) { state.withLock { $0 } }

@@ -1,7 +1,6 @@
 import NIOCore
 import NIOHTTP1
 import NearbyHTTP
-import Synchronization
 import NearbyBase
 
 /// `accept --web` and `advertise --web`: the upload page and its form's POST. A body is bounded
@@ -17,9 +16,9 @@ package final class WebDropBox: WebSite {
     let maxFiles: Int
     package let received: AsyncStream<Int>
     let feed: AsyncStream<Int>.Continuation
-    private let serial = Mutex<UInt64>(0)
-    private let total = Mutex(0)
-    private let active = Mutex(0)
+    private let serial = Locked<UInt64>(0)
+    private let total = Locked(0)
+    private let active = Locked(0)
 
     /// Uploads being received now (Ctrl-C during one is not a clean end).
     package var uploading: Int { active.withLock { $0 } }

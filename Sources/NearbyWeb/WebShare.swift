@@ -1,7 +1,6 @@
 import NIOCore
 import NIOHTTP1
 import NearbyHTTP
-import Synchronization
 import NearbyBase
 import NearbyTransfer
 #if canImport(Glibc)
@@ -99,10 +98,10 @@ package final class WebShare: WebSite {
     package let items: [WebShareItem]
     let events: any EventSink
     let budget: ResourceBudget
-    let coverage: Mutex<Coverage>
-    let active = Mutex(0)
+    let coverage: Locked<Coverage>
+    let active = Locked(0)
     /// Files said in a `skipped` event (each once).
-    let skippedPaths = Mutex<Set<String>>([])
+    let skippedPaths = Locked<Set<String>>([])
     package let finished: AsyncStream<Void>
     let finish: AsyncStream<Void>.Continuation
     static let block = 256 * 1024
@@ -113,7 +112,7 @@ package final class WebShare: WebSite {
         self.items = items
         self.events = events
         self.budget = budget
-        coverage = Mutex(Coverage(sizes: items.map(\.size)))
+        coverage = Locked(Coverage(sizes: items.map(\.size)))
         (finished, finish) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 

@@ -1,4 +1,4 @@
-import Synchronization
+import NearbyBase
 
 /// The files each browser's address has left in the save directory (finished, or being received
 /// now), counted for as long as the drop box serves: at most `perAddress` each, so one stranger
@@ -7,7 +7,7 @@ import Synchronization
 package final class WebUploadCounts: Sendable {
     package let perAddress: Int
     package let addresses: Int
-    private let counts = Mutex<[String: Int]>([:])
+    private let counts = Locked<[String: Int]>([:])
 
     package init(perAddress: Int = 1000, addresses: Int = 4096) {
         self.perAddress = max(0, perAddress)

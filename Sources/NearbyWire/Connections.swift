@@ -2,7 +2,6 @@ import Foundation
 import NIOCore
 import NIOPosix
 import NIOSSL
-import Synchronization
 import NearbyBase
 
 /// Opening connections and listening for them. Each connection negotiates on its own (a slow
@@ -97,7 +96,7 @@ package enum Connections {
         guard budget.takeConnection() else {
             throw NearbyError.connectionFailed("cannot connect to \(host):\(port): \(budget.limits.descriptors) connections and files are open, the most this process keeps")
         }
-        let negotiated = Mutex<EventLoopFuture<Negotiated>?>(nil)
+        let negotiated = Locked<EventLoopFuture<Negotiated>?>(nil)
         let channel: any Channel
         do {
             channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)

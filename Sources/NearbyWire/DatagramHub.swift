@@ -2,7 +2,6 @@ import Crypto
 import Foundation
 import NIOCore
 import NIOPosix
-import Synchronization
 import NearbyBase
 
 /// A node's unreliable messages: its UDP sockets (one per address family, opened on first use), and
@@ -39,7 +38,7 @@ package final class DatagramHub: Sendable {
         var closed = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let events: any EventSink
 
     package init(events: any EventSink) { self.events = events }

@@ -22,19 +22,19 @@ package final class Link: Sendable, Hashable {
     /// The place an incoming link holds among links that are not sessions (`Admission`).
     let admission: Admission.Ticket?
     /// Where the link is in the session protocol.
-    let session: Mutex<SessionStateMachine>
+    let session: Locked<SessionStateMachine>
     /// Files and streams on channels above 0.
     let channels: LinkChannels
     /// What the link holds of the process's `ResourceBudget` (the files its peer made us open).
     package let account: ResourceBudget.Account
     /// Its unreliable messages: its tag, where to send, sends waiting for the peer's setup (`DatagramHub`).
-    let datagrams = Mutex(LinkDatagrams())
+    let datagrams = Locked(LinkDatagrams())
     /// `--auto-accept` answered its invitation: its peer is pinned as a stranger when it connects.
-    private let autoAccepted = Mutex(false)
+    private let autoAccepted = Locked(false)
     /// Completed when the node has forgotten the link (`markDetached`): what a leaving node waits for.
     private let detachedPromise: EventLoopPromise<Void>
-    private let lastHeard = Mutex(ContinuousClock.now)
-    private let reason = Mutex<CloseReason?>(nil)
+    private let lastHeard = Locked(ContinuousClock.now)
+    private let reason = Locked<CloseReason?>(nil)
     /// A ping or pong written and not yet sent: the next waits for it (`send`).
     private let keepaliveUnsent = Atomic(false)
     /// No older link of the peer is left to wait for before its offers (`Node.handOver`).
@@ -52,7 +52,7 @@ package final class Link: Sendable, Hashable {
         self.outbound = outbound
         self.transport = transport
         self.shortcut = shortcut
-        session = Mutex(SessionStateMachine(inbound: !isClient))
+        session = Locked(SessionStateMachine(inbound: !isClient))
         channels = LinkChannels(isClient: isClient)
         account = budget.account()
     }

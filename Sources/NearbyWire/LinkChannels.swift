@@ -1,5 +1,5 @@
 import NIOCore
-import Synchronization
+import NearbyBase
 
 /// The channels of one link and what runs on each (a file we send, a file we receive, a stream),
 /// owned by the link: frames on them are routed here by the link's own task, never through the
@@ -29,10 +29,10 @@ final class LinkChannels: Sendable {
         var dropped = false
     }
 
-    private let table: Mutex<Table>
+    private let table: Locked<Table>
 
     init(isClient: Bool, limits: ChannelMux.Limits = ChannelMux.Limits()) {
-        table = Mutex(Table(mux: ChannelMux(isClient: isClient, limits: limits)))
+        table = Locked(Table(mux: ChannelMux(isClient: isClient, limits: limits)))
     }
 
     /// A new channel of ours running `make(id)`; nil at the cap or once the link is gone.

@@ -1,5 +1,5 @@
 import NIOCore
-import Synchronization
+import NearbyBase
 
 /// Delivers the message frames of a session in progress on the event loop, where they were read:
 /// no trip through the async channel and the node actor for each one (two task switches and a
@@ -18,7 +18,7 @@ final class MessageShortcut: Sendable {
         var pending = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// Whether the connection's session began (the `FrameSplitter` refuses in-session frames before).
     let phase = SessionPhase()
     /// Whether the `FrameSplitter` holds the connection's reads now (the keepalive asks).

@@ -1,5 +1,4 @@
 import NIOCore
-import Synchronization
 import NearbyBase
 
 /// Whether a link's reads are held now, shared with its keepalive: a link whose reads we hold does
@@ -10,7 +9,7 @@ final class ReadPacing: Sendable {
         var released = ContinuousClock.now
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init() {}
 

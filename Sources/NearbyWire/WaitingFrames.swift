@@ -1,5 +1,4 @@
 import NIOCore
-import Synchronization
 import NearbyBase
 
 /// The frames of one link passed up to the node and not yet handled by it: they wait in
@@ -26,7 +25,7 @@ final class WaitingFrames: Sendable {
         var ended = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     let budget: MemoryBudget?
 
     init(budget: MemoryBudget? = .frames) { self.budget = budget }

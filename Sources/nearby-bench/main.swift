@@ -37,8 +37,8 @@ final class MessageSink: EventSink {
         let call: @Sendable (Events.Message) -> Void
         init(_ call: @escaping @Sendable (Events.Message) -> Void) { self.call = call }
     }
-    private let box = Mutex<Handler?>(nil)
-    private let gone = Mutex<(@Sendable (String) -> Void)?>(nil)
+    private let box = Locked<Handler?>(nil)
+    private let gone = Locked<(@Sendable (String) -> Void)?>(nil)
     func set(_ call: @escaping @Sendable (Events.Message) -> Void) { box.withLock { $0 = Handler(call) } }
     /// Called with a peer's ID when its session ends.
     func onDisconnected(_ call: @escaping @Sendable (String) -> Void) { gone.withLock { $0 = call } }
@@ -75,7 +75,7 @@ final class EchoLines: ByteSource {
         var waiter: OneShot<ByteBuffer?>?
         var finished = false
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     func append(_ text: String) {
         let waiter = state.withLock { state -> OneShot<ByteBuffer?>? in
@@ -217,7 +217,7 @@ case "echo":
     // Echoes go back as `send --lines` sends: whatever arrived since the last batch left, in one
     // write (as the raw TCP echo writes back each read whole), one message per line; one sender
     // per session.
-    let echoes = Mutex<[String: EchoLines]>([:])
+    let echoes = Locked<[String: EchoLines]>([:])
     sink.onDisconnected { peer in echoes.withLock { $0.removeValue(forKey: peer) }?.finish() }
     sink.set { message in
         guard let text = message.text else { return }

@@ -1,6 +1,5 @@
 import ArgumentParser
 import Foundation
-import Synchronization
 import Testing
 @testable import NearbyCLI
 @testable import NearbyCore
@@ -9,7 +8,7 @@ import Testing
 @Suite struct TerminalSinkTests {
     /// A terminal (or not) whose writes are kept: (fd, text) in order.
     private final class Screen: Sendable {
-        let writes = Mutex<[(Int32, String)]>([])
+        let writes = Locked<[(Int32, String)]>([])
         func writer(stdout: Bool, stderr: Bool, environment: [String: String] = [:]) -> TerminalWriter {
             TerminalWriter(stdoutIsTerminal: stdout, stderrIsTerminal: stderr, environment: environment, columns: 100) { fd, text in
                 self.writes.withLock { $0.append((fd, text)) }

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 @testable import NearbyCore
 @testable import NearbyBase
@@ -26,7 +25,7 @@ import Testing
 
     @Test func aKnownPeerGivesItsPlaceBackAndAnyOtherAddressIsServed() {
         let admission = Admission(limits: .init(total: 4, perAddress: 4))
-        let evicted = Mutex(0)
+        let evicted = Locked(0)
         // One address holds every place (a stranger trickling request heads).
         let held = (0..<4).compactMap { _ in admission.admit("10.0.0.66") }
         for ticket in held { ticket.onEvict { evicted.withLock { $0 += 1 } } }

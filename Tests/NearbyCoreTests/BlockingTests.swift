@@ -1,6 +1,5 @@
 import Crypto
 import Foundation
-import Synchronization
 import Testing
 @testable import NearbyCore
 @testable import NearbyBase
@@ -47,7 +46,7 @@ import Testing
 
     @Test func aSerialQueueRunsItsJobsInOrderOneAtATime() async {
         let serial = Blocking.Serial()
-        let seen = Mutex<(order: [Int], running: Int, overlapped: Bool)>(([], 0, false))
+        let seen = Locked<(order: [Int], running: Int, overlapped: Bool)>(([], 0, false))
         let done = OneShot<Void>()
         for index in 0..<500 {
             serial.async {

@@ -1,15 +1,15 @@
 import NIOCore
 import NIOEmbedded
-import Synchronization
 import Testing
 @testable import NearbyCore
 @testable import NearbyWire
+import NearbyBase
 
 /// Messages delivered on the event loop: only when armed, only while nothing passed up before them
 /// waits for the node, so events keep the order of the frames on the wire.
 @Suite struct MessageShortcutTests {
     private final class Delivered: Sendable {
-        let texts = Mutex<[String]>([])
+        let texts = Locked<[String]>([])
         func add(_ bytes: [UInt8]) { texts.withLock { $0.append(String(decoding: bytes, as: UTF8.self)) } }
         var all: [String] { texts.withLock { $0 } }
     }

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 @testable import NearbyCore
 @testable import NearbyBase
@@ -13,7 +12,7 @@ import Testing
         private let opened = Flag()
         /// Set once the writer has called `write` (and waits in it while the reader is closed).
         let entered = Flag()
-        let writes = Mutex<[(Int32, String)]>([])
+        let writes = Locked<[(Int32, String)]>([])
 
         func write(_ fd: Int32, _ text: String) {
             entered.set()
@@ -120,7 +119,7 @@ import Testing
 
 /// A flag set from any thread.
 final class Flag: Sendable {
-    private let value = Mutex(false)
+    private let value = Locked(false)
     func set() { value.withLock { $0 = true } }
     var isSet: Bool { value.withLock { $0 } }
 }
@@ -129,7 +128,7 @@ final class Flag: Sendable {
 @Suite struct MemoryBudgetTests {
     @Test func sharesAreGrantedWhileTheyFitThenInTheOrderAsked() {
         let budget = MemoryBudget(limit: 100)
-        let granted = Mutex<[Int]>([])
+        let granted = Locked<[Int]>([])
         let first = budget.take(60) { granted.withLock { $0.append(1) } }
         #expect(first.isGranted)
         let second = budget.take(60) { granted.withLock { $0.append(2) } }

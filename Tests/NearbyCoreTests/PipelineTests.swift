@@ -2,11 +2,11 @@ import Foundation
 import NIOCore
 import NIOEmbedded
 import NIOSSL
-import Synchronization
 import Testing
 @testable import NearbyCore
 @testable import NearbyIdentity
 @testable import NearbyWire
+import NearbyBase
 
 /// The pipeline handlers on `EmbeddedChannel`s: frames split and merged at every byte boundary, and
 /// the plaintext preamble handing the connection over to TLS and the frame codec.
@@ -173,7 +173,7 @@ import Testing
     }
 
     private func settled(_ future: EventLoopFuture<Negotiated>) -> Negotiated? {
-        let box = Mutex<Negotiated?>(nil)
+        let box = Locked<Negotiated?>(nil)
         future.whenSuccess { value in box.withLock { $0 = value } }
         return box.withLock { $0 }
     }

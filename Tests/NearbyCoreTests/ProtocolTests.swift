@@ -2,7 +2,6 @@ import Foundation
 import NIOCore
 import NIOEmbedded
 import NIOTestUtils
-import Synchronization
 import Testing
 @testable import NearbyCore
 @testable import NearbyBase
@@ -218,7 +217,7 @@ import Testing
 
     @Test func aFullGateEvictsTheOldestPlaceOfTheHeaviestAddress() {
         let gate = Admission(total: 4, perAddress: 3)
-        let evicted = Mutex<[String]>([])
+        let evicted = Locked<[String]>([])
         var admitted: [Admission.Ticket] = []
         // A held ticket and its gate hold each other (a connection's close gives it back).
         defer { for ticket in admitted { ticket.release() } }

@@ -2,7 +2,6 @@ import Crypto
 import Foundation
 import NIOCore
 import NIOPosix
-import Synchronization
 import Testing
 @testable import NearbyCore
 
@@ -38,7 +37,7 @@ import Darwin
         TestNodes.relaxDeadlines()
         let identity = Identity(privateKey: P256.Signing.PrivateKey(), displayName: "options")
         let tls = try SessionTLS.contexts(for: identity)
-        let accepted = Mutex<[Negotiated]>([])
+        let accepted = Locked<[Negotiated]>([])
         let listener = try await Connections.listen(port: 0, preference: .optional, tls: tls.server) { negotiated in
             accepted.withLock { $0.append(negotiated) }
         }

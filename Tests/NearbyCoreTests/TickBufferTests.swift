@@ -1,5 +1,4 @@
 import NIOPosix
-import Synchronization
 import Testing
 @testable import NearbyCore
 @testable import NearbyBase
@@ -7,7 +6,7 @@ import Testing
 /// Output written on an event loop leaves once per tick; elsewhere, at once; never reordered.
 @Suite struct TickBufferTests {
     final class Writes: Sendable {
-        let log = Mutex<[(Int32, String)]>([])
+        let log = Locked<[(Int32, String)]>([])
         func record(_ fd: Int32, _ text: String) { log.withLock { $0.append((fd, text)) } }
         var all: [(Int32, String)] { log.withLock { $0 } }
     }

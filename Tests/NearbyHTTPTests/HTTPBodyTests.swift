@@ -1,13 +1,12 @@
 import NIOCore
 import NIOHTTP1
 import NearbyHTTP
-import Synchronization
 import Testing
 import NearbyBase
 
 @Suite struct HTTPBodyTests {
     static func body(_ parts: [HTTPServerRequestPart?]) -> HTTPBody {
-        let queue = Mutex(parts)
+        let queue = Locked(parts)
         return HTTPBody(next: { queue.withLock { $0.isEmpty ? nil : $0.removeFirst() } })
     }
 

@@ -1,6 +1,5 @@
 import Foundation
 import Logging
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -34,7 +33,7 @@ package final class LineSink: EventSink {
 
 /// Keeps events in memory: for tests.
 final class MemorySink: EventSink {
-    private let storage = Mutex<[String]>([])
+    private let storage = Locked<[String]>([])
     private let encoder = EventEncoder()
     package init() {}
     package func emit(_ body: some EventBody) { emitLine(encoder.line(body)) }

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -65,7 +64,7 @@ package final class OutputQueue: Sendable {
         let render: @Sendable (Events.Suppressed) -> String
         init(_ render: @escaping @Sendable (Events.Suppressed) -> String) { self.render = render }
     }
-    private let notice = Mutex(Notice { EventEncoder().line($0) + "\n" })
+    private let notice = Locked(Notice { EventEncoder().line($0) + "\n" })
 
     package init(limits: Limits = .standard(), write: @escaping @Sendable (Int32, String) -> Void = { writeText($0, $1) }) {
         self.limits = limits
@@ -226,7 +225,7 @@ package final class OutputQueue: Sendable {
         }
     }
 
-    private static let live = Mutex<[OutputQueue]>([])
+    private static let live = Locked<[OutputQueue]>([])
 
     private static func registerForExit(_ queue: OutputQueue) {
         let first = live.withLock { queues in

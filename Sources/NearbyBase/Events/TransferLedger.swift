@@ -1,4 +1,3 @@
-import Synchronization
 
 /// What became of the files a command received, read off the events its node printed: which are
 /// still coming, which arrived, and which failed for good. `nearby accept` ends with its verdict —
@@ -44,7 +43,7 @@ package struct TransferTally: Sendable, Equatable {
 /// wakes a waiter whenever it moves.
 package final class TransferLedger: EventSink {
     private let base: any EventSink
-    private let state = Mutex<(tally: TransferTally, waiter: AsyncStream<Void>.Continuation?)>((TransferTally(), nil))
+    private let state = Locked<(tally: TransferTally, waiter: AsyncStream<Void>.Continuation?)>((TransferTally(), nil))
 
     package init(_ base: any EventSink) { self.base = base }
 

@@ -1,6 +1,5 @@
 import Foundation
 import NIOCore
-import Synchronization
 
 /// Who holds the places for connections that are not sessions yet, as a pure table: at most `total`
 /// at once and at most `perAddress` from one IP address. When the table is full, a newcomer from an
@@ -131,11 +130,11 @@ package final class Admission: Sendable {
     package static let defaultPerAddress = 16
 
     package let limits: Limits
-    private let state: Mutex<(table: AdmissionTable, tickets: [UInt64: Ticket])>
+    private let state: Locked<(table: AdmissionTable, tickets: [UInt64: Ticket])>
 
     package init(limits: Limits) {
         self.limits = limits
-        state = Mutex((AdmissionTable(total: limits.total, perAddress: limits.perAddress), [:]))
+        state = Locked((AdmissionTable(total: limits.total, perAddress: limits.perAddress), [:]))
     }
 
     package convenience init(total: Int = defaultTotal, perAddress: Int = defaultPerAddress) {
@@ -147,7 +146,7 @@ package final class Admission: Sendable {
     package final class Ticket: Sendable {
         private let owner: Admission
         let place: AdmissionTable.Place
-        private let evict = Mutex<(@Sendable () -> Void)?>(nil)
+        private let evict = Locked<(@Sendable () -> Void)?>(nil)
 
         init(owner: Admission, place: AdmissionTable.Place) {
             self.owner = owner

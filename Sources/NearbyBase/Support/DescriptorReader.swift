@@ -1,6 +1,5 @@
 import NIOCore
 import NIOPosix
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -57,7 +56,7 @@ package final class DescriptorReader: Sendable {
         var finished = false
         var wake: OneShot<Void>?
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// `name`: what the input is called in an error ("stdin").
     package init(fd: Int32, ahead: Int, name: String, read: @escaping Read, left: @escaping @Sendable () -> Void = {}) {

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 #if os(Linux)
 import CMalloc
@@ -20,7 +19,7 @@ package final class MemoryBudget: Sendable {
     /// A share asked for: granted now, or later (`onGrant`), or given up before.
     package final class Share: Sendable {
         package let bytes: Int
-        fileprivate let state = Mutex<Phase>(.waiting)
+        fileprivate let state = Locked<Phase>(.waiting)
         fileprivate let onGrant: @Sendable () -> Void
 
         fileprivate enum Phase { case waiting, granted, released }
@@ -39,7 +38,7 @@ package final class MemoryBudget: Sendable {
     }
 
     package let limit: Int
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     package init(limit: Int) { self.limit = max(limit, 1) }
 

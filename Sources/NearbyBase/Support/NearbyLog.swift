@@ -6,7 +6,7 @@ import Synchronization
 /// `nearby: [info] …` and below only when asked for (`--verbose`, or `NEARBY_LOG_LEVEL=debug|trace`).
 /// stdout stays pure JSON lines.
 package enum NearbyLog {
-    private static let bootstrapped = Mutex(false)
+    private static let bootstrapped = Locked(false)
 
     /// Sets up swift-log once per process; later calls only change the level.
     package static func bootstrap(verbose: Bool, environment: [String: String]) {
@@ -35,7 +35,7 @@ package enum NearbyLog {
         init(write: @escaping @Sendable (String) -> Void) { self.write = write }
     }
 
-    static let output = Mutex<Route?>(nil)
+    static let output = Locked<Route?>(nil)
 
     /// The metadata key of a line's terminal width (`Console.error(_:columns:)`): an error
     /// sentence for a terminal is wrapped to it between words, never cut.
@@ -43,7 +43,7 @@ package enum NearbyLog {
 }
 
 struct StderrLogHandler: LogHandler {
-    static let level = Mutex(Logger.Level.warning)
+    static let level = Locked(Logger.Level.warning)
     let label: String
     var metadata: Logger.Metadata = [:]
 
@@ -105,7 +105,7 @@ extension NearbyLog {
     package static func drainRepeats() { repeats.drain() }
 
     /// The last line held back from each place, with its level, for its summary.
-    static let examples = Mutex<[String: (Logger.Level, String)]>([:])
+    static let examples = Locked<[String: (Logger.Level, String)]>([:])
 
     static func write(_ line: String) {
         if let routed = output.withLock({ $0 }) {

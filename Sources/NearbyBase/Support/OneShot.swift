@@ -1,4 +1,3 @@
-import Synchronization
 
 /// A value that arrives once, awaited by at most one task, and a wait that ends when that task is
 /// cancelled: the building block of every waiter in the node (invitations, `accept`, stream
@@ -12,7 +11,7 @@ package final class OneShot<Value: Sendable>: Sendable {
         case settled(Value?)
     }
 
-    private let state = Mutex<State>(.empty)
+    private let state = Locked<State>(.empty)
 
     package init() {}
 

@@ -105,7 +105,7 @@ package final class ResourceBudget: Sendable {
         var descriptors = 0
         var strangerFiles = 0
     }
-    private let counts = Mutex(Counts())
+    private let counts = Locked(Counts())
 
     package init(limits: Limits) {
         self.limits = limits
@@ -170,7 +170,7 @@ package final class ResourceBudget: Sendable {
             var stranger = false
             var files = 0
         }
-        private let state = Mutex(State())
+        private let state = Locked(State())
 
         init(budget: ResourceBudget) { self.budget = budget }
 

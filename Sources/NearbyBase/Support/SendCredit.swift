@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Flow-control credit a peer grants us, summed as it comes: however many window frames arrive,
 /// this holds one number, never a queue of them. One sender takes from it, waiting while it is
@@ -10,9 +9,9 @@ package final class SendCredit: Sendable {
         var waiter: OneShot<Void>?
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
-    package init(initial: Int) { state = Mutex(State(available: initial)) }
+    package init(initial: Int) { state = Locked(State(available: initial)) }
 
     /// More credit from the peer. Absurd totals are clamped: we never have that much to send anyway.
     package func add(_ count: Int) {

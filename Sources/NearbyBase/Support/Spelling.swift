@@ -1,4 +1,3 @@
-import Synchronization
 
 /// How the program running the core spells its options and commands, for the sentences that tell
 /// a person what to do next ("leave out --save-dir", "next: `nearby doctor bob`"). The core names
@@ -42,7 +41,7 @@ package struct Spelling: Sendable {
         },
         command: { "the \(String(describing: $0)) command" })
 
-    private static let installed = Mutex(plain)
+    private static let installed = Locked(plain)
 
     /// Makes `spelling` the one every sentence uses from now on.
     package static func install(_ spelling: Spelling) { installed.withLock { $0 = spelling } }

@@ -13,12 +13,12 @@ import Darwin
 /// use, and a signal is sticky: once one arrived, every wait returns at once — the process is
 /// ending, and no signal is lost between two waits.
 package enum TerminationSignal {
-    private struct State: ~Copyable {
+    private struct State {
         var received: Int32?
         var waiters: [UUID: OneShot<Int32>] = [:]
     }
 
-    private static let state = Mutex(State())
+    private static let state = Locked(State())
     private static let queue = DispatchQueue(label: "nearby.signals")
     nonisolated(unsafe) private static var source: (any DispatchSourceRead)?
     /// The handler's way out: it writes the signal's number to this pipe (write(2) is

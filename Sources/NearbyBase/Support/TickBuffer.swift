@@ -1,5 +1,4 @@
 import NIOPosix
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -21,9 +20,9 @@ package final class TickBuffer: Sendable {
     }
 
     private let write: @Sendable (Int32, String) -> Void
-    private let pending = Mutex(Pending())
+    private let pending = Locked(Pending())
     /// Held while writing, so what one drain took is out before what the next one takes.
-    private let writing = Mutex(())
+    private let writing = Locked(())
     /// A burst is written once it holds this much, without waiting for the tick to end.
     static let burst = 256 << 10
 
@@ -44,7 +43,7 @@ package final class TickBuffer: Sendable {
 
     /// The buffers lines were held in, drained at `holding`'s end.
     private final class Held: Sendable {
-        private let buffers = Mutex<[TickBuffer]>([])
+        private let buffers = Locked<[TickBuffer]>([])
         func hold(_ buffer: TickBuffer) {
             buffers.withLock { list in if !list.contains(where: { $0 === buffer }) { list.append(buffer) } }
         }
@@ -100,7 +99,7 @@ package final class TickBuffer: Sendable {
         }
     }
 
-    private static let live = Mutex<[TickBuffer]>([])
+    private static let live = Locked<[TickBuffer]>([])
 
     private static func registerForExit(_ buffer: TickBuffer) {
         let first = live.withLock { buffers in

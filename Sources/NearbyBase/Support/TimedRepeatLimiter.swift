@@ -1,6 +1,5 @@
 import NIOCore
 import NIOPosix
-import Synchronization
 
 /// A `RepeatLimiter` for live output: behind a lock, on the continuous clock, and with a timer, so
 /// the summary of a window also comes when the flood has stopped (not only with the next line of
@@ -15,14 +14,14 @@ final class TimedRepeatLimiter<Key: Hashable & Sendable>: Sendable {
         var timer: Scheduled<Void>?
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let report: @Sendable (Summary) -> Void
 
     package init(
         burst: Int = RepeatLimiter<Key>.defaultBurst, window: Duration = RepeatLimiter<Key>.defaultWindow,
         report: @escaping @Sendable (Summary) -> Void
     ) {
-        state = Mutex(State(limiter: RepeatLimiter(burst: burst, window: window)))
+        state = Locked(State(limiter: RepeatLimiter(burst: burst, window: window)))
         self.report = report
     }
 

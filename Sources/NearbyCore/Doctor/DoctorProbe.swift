@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import NearbyBase
 import NearbyDiscovery
 import NearbyWire
@@ -44,7 +43,7 @@ package enum DoctorProbe {
     /// A counting limit on probes running at once.
     package final class Slots: Sendable {
         package let limit: Int
-        private let used = Mutex(0)
+        private let used = Locked(0)
 
         package init(limit: Int) { self.limit = limit }
 

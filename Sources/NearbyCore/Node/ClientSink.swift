@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import NearbyBase
 
 /// Event lines for one control client, written in order as the work happens — and bounded: the
@@ -21,7 +20,7 @@ final class ClientSink: EventSink {
         var waiting = 0
         var drops = OutputDrops()
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(_ continuation: AsyncStream<String>.Continuation, limit: Int = ClientSink.standardLimit) {
         self.continuation = continuation

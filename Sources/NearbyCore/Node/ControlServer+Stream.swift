@@ -1,5 +1,4 @@
 import NIOCore
-import Synchronization
 import NearbyBase
 import NearbyControl
 import NearbyTransfer
@@ -36,7 +35,7 @@ final class RecordSource: ByteSource, @unchecked Sendable {
 /// input ended) and `conclude` the outcome, after which the node half-closes the connection.
 final class RecordSink: ByteSink {
     private let outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>
-    private let ended = Mutex(false)
+    private let ended = Locked(false)
 
     init(_ outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>) { self.outbound = outbound }
 

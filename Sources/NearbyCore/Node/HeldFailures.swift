@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import NearbyBase
 import NearbyTransfer
 
@@ -12,7 +11,7 @@ final class HeldFailures: EventSink {
         var failure: Events.FileFailed?
         var resume: (attempts: Int, seconds: Double)?
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(_ inner: any EventSink) { self.inner = inner }
 

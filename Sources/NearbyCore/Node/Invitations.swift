@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import NearbyBase
 import NearbyIdentity
 import NearbyWire
@@ -26,7 +25,7 @@ struct Invitations {
         let offer: Offer?
         let timeout: Double
         let outcome = OneShot<Outcome>()
-        private let current = Mutex<Link?>(nil)
+        private let current = Locked<Link?>(nil)
 
         init(id: String, context: String?, offer: Offer? = nil, timeout: Double) {
             self.id = id

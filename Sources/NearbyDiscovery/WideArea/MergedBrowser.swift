@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import NearbyBase
 
 /// Browses several places as one — the link (mDNS) and each `--domain` — as Apple's Bonjour browses
@@ -8,7 +7,7 @@ import NearbyBase
 /// browse fails, as a single browser's would.
 final class MergedBrowser: PeerBrowsing, Sendable {
     package let sources: [any PeerBrowsing]
-    private let task = Mutex<Task<Void, Never>?>(nil)
+    private let task = Locked<Task<Void, Never>?>(nil)
 
     package init(sources: [any PeerBrowsing]) { self.sources = sources }
 
@@ -65,7 +64,7 @@ final class MergedBrowser: PeerBrowsing, Sendable {
 }
 
 private final class SharedMergeTable: Sendable {
-    let state = Mutex(MergeTable())
+    let state = Locked(MergeTable())
 }
 
 /// What a source's update means for the merged view. Pure, tested without sockets.

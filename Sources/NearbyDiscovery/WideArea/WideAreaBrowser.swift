@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import NearbyDNS
 import NearbyBase
 
@@ -13,7 +12,7 @@ final class WideAreaBrowser: PeerBrowsing, Sendable {
     package let registrationType: String
     package var domain: String { settings.domainText }
     private let dns: WideAreaDNS
-    private let task = Mutex<Task<Void, Never>?>(nil)
+    private let task = Locked<Task<Void, Never>?>(nil)
     /// Settled once the first poll ended: true when it succeeded.
     private let first = OneShot<Bool>()
 
